@@ -1,0 +1,67 @@
+/* gpu.h - what a GPU is to the simulator: peak rates, memory, efficiencies, and the roofline
+ * that turns an op's FLOPs and bytes into time.
+ *
+ * Specs come from a preset (A100-SXM, H100-SXM, H200-SXM, B200: datasheet dense peaks) or
+ * inline JSON, optionally a preset with overrides: {"preset": "H100-SXM", "hbm": "94 GB"}.
+ * Owned by value (plain data, no pointers): copy freely.
+ */
+#ifndef DTSIM_GPU_H
+#define DTSIM_GPU_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+
+#include "dtsim/json.h"
+#include "dtsim/simtime.h"
+
+typedef enum gpu_precision {
+    GPU_FP32,
+    GPU_TF32,
+    GPU_FP16,
+    GPU_BF16,
+    GPU_FP8,
+    GPU_PRECISION_COUNT
+} gpu_precision;
+
+/* Classes of work with their own achieved fraction of peak. */
+typedef enum gpu_op_class {
+    GPU_OP_MATMUL,      /* GEMMs: linear layers */
+    GPU_OP_ATTENTION,   /* fused attention kernels */
+    GPU_OP_ELEMENTWISE, /* norms, activations, dropout: usually memory bound */
+    GPU_OP_OPTIMIZER,   /* optimizer step: memory bound */
+    GPU_OP_CLASS_COUNT
+} gpu_op_class;
+
+#define GPU_NAME_MAX 32
+
+typedef struct gpu_spec {
+    char name[GPU_NAME_MAX];
+    double peak_flops[GPU_PRECISION_COUNT]; /* dense FLOP/s; 0 = precision unsupported */
+    double hbm_bytes;                       /* memory capacity, B */
+    double hbm_bw;                          /* B/s */
+    double nvlink_bw;                       /* per direction, B/s */
+    double compute_eff[GPU_OP_CLASS_COUNT]; /* achieved fraction of peak FLOP/s, (0,1] */
+    double memory_eff;                      /* achieved fraction of hbm_bw, (0,1] */
+    double reduce_bw;                       /* B/s a reduction kernel consumes input at */
+    double cost_per_hour;                   /* USD per GPU-hour, 0 if unknown */
+} gpu_spec;
+
+/* NULL-terminated list of preset names. */
+const char *const *gpu_preset_names(void);
+/* Copy the named preset into *out; DT_EINPUT (with a did-you-mean) if unknown. */
+int gpu_preset(const char *name, gpu_spec *out, dt_error *err);
+/* A spec from JSON at path: a preset name string, or an object (keys documented in
+ * docs/formats.md). */
+int gpu_spec_from_json(const js_ctx *ctx, const cJSON *v, const char *path, gpu_spec *out);
+/* Write spec as a JSON object (units as strings). Caller owns the result. */
+cJSON *gpu_spec_to_json(const gpu_spec *spec);
+
+const char *gpu_precision_name(gpu_precision p);
+int gpu_precision_parse(const char *s, gpu_precision *out);
+
+/* Roofline: max(flops / (peak[prec] * eff[cls]), bytes / (hbm_bw * memory_eff)), rounded up to
+ * whole picoseconds. A precision the GPU lacks (peak 0) falls back to the next wider one. */
+sim_time_t gpu_op_time(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec,
+                       double flops, double bytes);
+
+#endif

@@ -1,0 +1,54 @@
+/* net.h - the network model: transfers between GPUs as flows sharing links.
+ *
+ * The one narrow interface between traffic and wiring: callers say "send these bytes from GPU a
+ * to GPU b and fire this event when the last byte has arrived"; they never see a switch.
+ *
+ * Flow mode (default): a flow follows topo_route(); its first byte arrives after the sum of link
+ * latencies (plus switch forwarding latency); while flows share a link, rates are max-min fair
+ * (progressive filling), recomputed only for the flows affected when a flow starts or ends.
+ * Analytic mode: no contention; a transfer takes path latency + bytes / bottleneck bandwidth.
+ *
+ * The net borrows topo and engine (both must outlive it) and registers its own event kinds.
+ */
+#ifndef DTSIM_NET_H
+#define DTSIM_NET_H
+
+#include <stdint.h>
+
+#include "dtsim/sim.h"
+#include "dtsim/topo.h"
+
+typedef enum net_mode {
+    NET_FLOW,
+    NET_ANALYTIC
+} net_mode;
+
+typedef struct net_config {
+    net_mode mode;
+} net_config;
+
+typedef struct net net;
+
+net *net_create(topo *t, sim_engine *eng, const net_config *cfg);
+void net_destroy(net *n);
+
+/* Start a transfer now. bytes >= 0 (0 still pays latency). On arrival of the last byte the
+ * engine fires (done_kind, done_id, done_data). src == dst completes immediately (same time). */
+void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
+              uint32_t done_id, uint64_t done_data);
+
+typedef struct net_stats {
+    uint64_t flows_started, flows_finished;
+    double bytes_sent, bytes_delivered;
+    uint64_t rate_updates;        /* flows whose rate was recomputed */
+    double max_link_utilisation;  /* max over links and time of sum(rates)/bandwidth */
+} net_stats;
+
+void net_get_stats(const net *n, net_stats *out);
+
+/* Per-link busy intervals, for timelines (optional: enabled before the run). */
+typedef void (*net_link_observer)(void *ctx, int link, sim_time_t start, sim_time_t end,
+                                  double bytes);
+void net_set_link_observer(net *n, net_link_observer fn, void *ctx);
+
+#endif

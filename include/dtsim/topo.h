@@ -1,0 +1,127 @@
+/* topo.h - the cluster's wiring: nodes (GPUs, switches, NICs, hosts), directed links, and
+ * routes between GPUs.
+ *
+ * A topology comes from a JSON file (format v1, docs/formats.md), from inline JSON inside a
+ * scenario, or from a generator (ring, switch, fat-tree, torus, dragonfly, dgx). The struct is
+ * read-only to everyone but this module; topo_destroy() frees it and everything borrowed from
+ * it (names, routes).
+ *
+ * Links are directed: a full-duplex link in a file becomes two entries here, one per direction,
+ * each with the stated per-direction bandwidth. `count` parallel links become `count` separate
+ * directed links so that equal-cost multipath can spread flows over them.
+ */
+#ifndef DTSIM_TOPO_H
+#define DTSIM_TOPO_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dtsim/error.h"
+#include "dtsim/gpu.h"
+#include "dtsim/json.h"
+#include "dtsim/simtime.h"
+
+typedef enum topo_node_kind {
+    TOPO_GPU,
+    TOPO_SWITCH,
+    TOPO_NIC,
+    TOPO_HOST
+} topo_node_kind;
+
+typedef struct topo_node {
+    char *name;
+    topo_node_kind kind;
+    int gpu;  /* index into gpu arrays for TOPO_GPU, else -1 */
+    int host; /* host/box index (a DGX, a server) the node belongs to, -1 if none */
+} topo_node;
+
+typedef struct topo_link {
+    int src, dst;         /* node indices */
+    double bandwidth;     /* B/s, this direction */
+    sim_time_t latency;   /* propagation + serialisation start, ps */
+    int reverse;          /* index of the opposite direction, -1 if simplex */
+} topo_link;
+
+typedef enum topo_family {
+    TOPO_FAMILY_FILE, /* arbitrary graph from a file */
+    TOPO_FAMILY_RING,
+    TOPO_FAMILY_SWITCH,
+    TOPO_FAMILY_FAT_TREE,
+    TOPO_FAMILY_TORUS,
+    TOPO_FAMILY_DRAGONFLY,
+    TOPO_FAMILY_DGX
+} topo_family;
+
+/* Generator parameters (CLI options without dashes, '-' as '_'). Zero = default. */
+typedef struct topo_gen_params {
+    topo_family family;
+    int gpus;                 /* total GPUs (ring, switch, fat-tree, dragonfly) */
+    double bandwidth;         /* B/s per link direction (network links) */
+    sim_time_t latency;       /* per link */
+    char gpu_preset[GPU_NAME_MAX];
+    /* fat-tree */
+    int tiers;                /* 2 or 3 */
+    int radix;                /* switch ports */
+    double oversubscription;  /* down:up ratio at the leaf, >= 1 */
+    /* torus */
+    int dims[4];
+    int n_dims;
+    /* dragonfly: a routers per group, p terminals per router, h global links per router */
+    int df_a, df_p, df_h;
+    /* dgx */
+    int nodes, gpus_per_node;
+    double nvlink_bw, nic_bw;
+    sim_time_t nvlink_latency;
+    sim_time_t switch_latency;
+} topo_gen_params;
+
+typedef struct topo topo;
+struct topo {
+    char *name;
+    topo_node *nodes;
+    int n_nodes;
+    topo_link *links;
+    int n_links;
+    int *out_start;           /* CSR: links leaving node v are out_links[out_start[v] .. out_start[v+1]) */
+    int *out_links;
+    int n_gpus;
+    int *gpu_node;            /* gpu index -> node index */
+    gpu_spec *gpus;           /* gpu index -> spec */
+    int n_hosts;
+    sim_time_t switch_latency; /* forwarding delay added at each switch traversed */
+    topo_gen_params gen;      /* family TOPO_FAMILY_FILE unless generated */
+    void *route_cache;        /* private to the routing module */
+};
+
+/* Load a topology file. On success *out is caller-owned (topo_destroy). */
+int topo_load_file(const char *filename, topo **out, dt_error *err);
+/* From JSON value v at path: an object with nodes/links, an object with "generator", or a
+ * string naming a file (resolved relative to base_dir). */
+int topo_from_json(const js_ctx *ctx, const cJSON *v, const char *path, const char *base_dir,
+                   topo **out);
+int topo_generate(const topo_gen_params *params, topo **out, dt_error *err);
+void topo_destroy(topo *t);
+
+/* Serialise (format v1) to f. Generated topologies write their explicit nodes and links. */
+int topo_write_json(const topo *t, FILE *f, dt_error *err);
+
+/* Route from GPU src to GPU dst: *links is an array of *n_links directed link indices, borrowed
+ * from t (valid until topo_destroy). Shortest by total latency, then hops; among equal-cost
+ * paths the choice is a deterministic function of flow_hash. src == dst gives 0 links. */
+int topo_route(topo *t, int src_gpu, int dst_gpu, uint64_t flow_hash, const int **links,
+               int *n_links);
+
+typedef struct topo_info {
+    int n_gpus, n_switches, n_nics, n_hosts, n_links; /* n_links counts directed links */
+    int diameter_hops;                                /* max over GPU pairs of route hops */
+    double bisection_bw;                              /* B/s, one direction */
+    bool bisection_exact;                             /* closed form (generated) vs method */
+} topo_info;
+
+int topo_get_info(topo *t, topo_info *out, dt_error *err);
+
+const char *topo_family_name(topo_family f);
+
+#endif

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install the Debian packages dtsim needs, only those missing. Run as root (or with sudo).
+# Usage: scripts/deps.sh [--test]   (--test adds what the test suite needs: clang for fuzzing,
+#                                    Open MPI for the MPI kernels and sweeps, valgrind)
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config libgsl-dev libcjson-dev check gnuplot-nox)
+if [[ "${1:-}" == "--test" ]]; then
+  pkgs+=(clang libopenmpi-dev openmpi-bin valgrind python3)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "deps: installing ${missing[*]}" >&2
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

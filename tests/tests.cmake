@@ -1,0 +1,56 @@
+# Unit tests: every tests/unit/test_*.c is one Check program and one ctest.
+# CLI tests: every tests/cli/test_*.sh runs against the built dtsim.
+# Benchmarks: every tests/bench/bench_*.c builds (not run by ctest); `cmake --build build --target bench` runs them.
+
+if(CHECK_FOUND)
+  file(GLOB DTSIM_UNIT_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/unit/test_*.c)
+  foreach(src ${DTSIM_UNIT_TESTS})
+    get_filename_component(name ${src} NAME_WE)
+    add_executable(${name} ${src})
+    target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests/unit
+      ${CMAKE_SOURCE_DIR}/sim ${CMAKE_SOURCE_DIR}/models ${CMAKE_SOURCE_DIR}/reports ${CMAKE_SOURCE_DIR}/kernels)
+    target_compile_options(${name} PRIVATE ${DTSIM_WARNINGS})
+    target_compile_definitions(${name} PRIVATE DTSIM_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+    target_link_libraries(${name} PRIVATE libdtsim PkgConfig::CHECK)
+    add_test(NAME ${name} COMMAND ${name})
+    set_tests_properties(${name} PROPERTIES ENVIRONMENT "CK_DEFAULT_TIMEOUT=60")
+  endforeach()
+else()
+  message(WARNING "Check not found: unit tests are not built (apt-get install check)")
+endif()
+
+file(GLOB DTSIM_CLI_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/cli/test_*.sh)
+foreach(src ${DTSIM_CLI_TESTS})
+  get_filename_component(name ${src} NAME_WE)
+  add_test(NAME cli_${name} COMMAND bash ${src})
+  set_tests_properties(cli_${name} PROPERTIES ENVIRONMENT
+    "DTSIM=$<TARGET_FILE:dtsim>;SRC=${CMAKE_SOURCE_DIR};BUILD=${CMAKE_BINARY_DIR}")
+endforeach()
+
+file(GLOB DTSIM_BENCHES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/bench/bench_*.c)
+set(DTSIM_BENCH_TARGETS)
+foreach(src ${DTSIM_BENCHES})
+  get_filename_component(name ${src} NAME_WE)
+  add_executable(${name} ${src})
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/sim ${CMAKE_SOURCE_DIR}/models)
+  target_compile_options(${name} PRIVATE ${DTSIM_WARNINGS})
+  target_compile_definitions(${name} PRIVATE DTSIM_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+  target_link_libraries(${name} PRIVATE libdtsim)
+  list(APPEND DTSIM_BENCH_TARGETS ${name})
+endforeach()
+if(DTSIM_BENCH_TARGETS)
+  add_custom_target(bench
+    COMMAND ${CMAKE_COMMAND} -E env bash ${CMAKE_SOURCE_DIR}/tests/bench/run.sh $<TARGET_FILE_DIR:dtsim>
+    DEPENDS ${DTSIM_BENCH_TARGETS} dtsim USES_TERMINAL)
+endif()
+
+if(DTSIM_FUZZ)
+  file(GLOB DTSIM_FUZZERS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_*.c)
+  foreach(src ${DTSIM_FUZZERS})
+    get_filename_component(name ${src} NAME_WE)
+    add_executable(${name} ${src})
+    target_compile_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
+    target_link_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
+    target_link_libraries(${name} PRIVATE libdtsim)
+  endforeach()
+endif()
