@@ -13,6 +13,48 @@
 #include "dtsim/error.h"
 #include "dtsim/net.h"
 
+/* Per-op and per-link activity of a run, kept only when run_options.record_timeline is set;
+ * writers in reports/ turn it into Perfetto/Chrome trace-event files. */
+typedef enum run_stream {
+    RUN_STREAM_COMPUTE,
+    RUN_STREAM_TP,   /* tensor-parallel collectives */
+    RUN_STREAM_PP,   /* pipeline send/recv */
+    RUN_STREAM_DP,   /* data-parallel / ZeRO collectives */
+    RUN_STREAM_COUNT
+} run_stream;
+
+typedef struct run_span {
+    int gpu;
+    run_stream stream;
+    sim_time_t start, end;
+    int name;          /* index into run_timeline.names */
+    int microbatch;    /* -1 if not applicable */
+    int layer;         /* -1 if not applicable */
+} run_span;
+
+typedef struct run_link_span {
+    int link;          /* index into run_timeline.link_names */
+    sim_time_t start, end;
+    double bytes;
+} run_link_span;
+
+typedef struct run_timeline {
+    run_span *spans;
+    size_t n_spans;
+    char **names;            /* op names, owned */
+    size_t n_names;
+    run_link_span *link_spans;
+    size_t n_link_spans;
+    char **link_names;       /* "src->dst" per directed link, owned */
+    size_t n_links;
+    int n_gpus;
+    int *gpu_host;           /* host index per GPU (-1 none) */
+    char **host_names;       /* owned */
+    int n_hosts;
+} run_timeline;
+
+void run_timeline_free(run_timeline *tl);
+
 typedef struct run_options {
     bool have_seed;
     uint64_t seed;            /* overrides the scenario's seed when have_seed */
@@ -21,6 +63,7 @@ typedef struct run_options {
     const char *write_trace;  /* path to write the op graph to, or NULL */
     const char *timeline;     /* path for a Perfetto trace-event file, or NULL */
     const char *timeline_gpus;/* GPU selection for the timeline ("0-7,64"), NULL = all */
+    bool record_timeline;     /* fill run_result.timeline */
 } run_options;
 
 typedef struct run_memory {
@@ -44,14 +87,22 @@ typedef struct run_result {
     double wall_s;
     uint64_t seed;
     char calibration_note[256]; /* what calibration was applied, "" if none */
+    run_timeline *timeline;     /* owned; NULL unless record_timeline; free with run_result_free */
 } run_result;
+
+/* Frees what run_result owns (the timeline); the struct itself is the caller's. */
+void run_result_free(run_result *r);
 
 /* Run one step of the scenario in `scenario` (read from file `file`, relative paths resolved
  * against base_dir). Returns DT_OK, or an error with err filled (file and JSON path). */
 int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
                  const run_options *opt, run_result *out, dt_error *err);
 
-/* Same, from a file name. */
+/* Memory per GPU only (no simulation): fast, for planners. Fills out and *fits. */
+int run_memory(const cJSON *scenario, const char *file, const char *base_dir, run_memory *out,
+               bool *fits, dt_error *err);
+
+/* Same as run_scenario, from a file name. */
 int run_scenario_file(const char *filename, const run_options *opt, run_result *out,
                       dt_error *err);
 
