@@ -65,7 +65,7 @@ static void getters(const js_ctx *ctx, const cJSON *obj, const char *path, const
     /* absent optional keys are fine and leave outputs alone */
     dt_error_clear(err);
     i = 7;
-    if (js_get_int(ctx, obj, path, "\x01absent", false, 0, 1, &i) != DT_OK || i != 7) abort();
+    if (js_get_int(ctx, obj, path, "\001absent", false, 0, 1, &i) != DT_OK || i != 7) abort();
 }
 
 static void walk(const js_ctx *ctx, const cJSON *v, const char *path, int depth)
