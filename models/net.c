@@ -56,6 +56,18 @@ typedef struct net_flow {
     int slot[NET_MAX_HOPS]; /* position of this flow in each hop link's entry array */
 } net_flow;
 
+/* Memo of routes by (src, dst): the route, its latency and bottleneck. Direct-mapped, a miss
+ * asks topo_route (whose own cache is larger but slower: a mutex and a probe per call). */
+#define NET_MEMO_BITS 13
+typedef struct route_memo {
+    int64_t key; /* src * n_gpus + dst, -1 empty */
+    const int *path;
+    int n_hops;
+    int bl; /* bottleneck link */
+    sim_time_t lat;
+    double bw;
+} route_memo;
+
 typedef struct link_entry {
     int flow;
     int hop;
@@ -92,7 +104,7 @@ struct net {
     int *bn;
     int cap_cf, cap_cl, cap_inc, cap_stack, cap_fs, cap_ls;
     mm_solver *mm;
-    uint64_t seq;
+    route_memo *memo;
     net_stats st;
     net_link_observer obs;
     void *obs_ctx;
@@ -115,6 +127,8 @@ net *net_create(topo *t, sim_engine *eng, const net_config *cfg)
     }
     n->free_head = -1;
     n->mm = mm_create();
+    n->memo = dt_xmalloc(sizeof(route_memo) << NET_MEMO_BITS);
+    for (int i = 0; i < 1 << NET_MEMO_BITS; i++) n->memo[i].key = -1;
     n->k_done = sim_kind_register(eng, "net.done", on_done, n);
     n->k_recompute = sim_kind_register(eng, "net.recompute", on_recompute, n);
     return n;
@@ -136,6 +150,7 @@ void net_destroy(net *n)
     free(n->rate);
     free(n->used);
     free(n->bn);
+    free(n->memo);
     mm_destroy(n->mm);
     free(n);
 }
@@ -265,19 +280,35 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
         sim_schedule(n->eng, now, done_kind, done_id, done_data);
         return;
     }
-    const int *path = NULL;
-    int nh = 0;
-    uint64_t hash = mix64(((uint64_t)(uint32_t)src_gpu << 32 | (uint32_t)dst_gpu) ^ mix64(n->seq++));
-    int rc = topo_route(n->t, src_gpu, dst_gpu, hash, &path, &nh);
-    DT_ASSERT(rc == DT_OK);
-    DT_ASSERT(nh <= NET_MAX_HOPS);
-    sim_time_t lat = path_latency(n->t, path, nh);
+    /* The ECMP hash is a function of the pair: one connection, one path (as a 5-tuple hash
+     * pins a queue pair to a path), and routes can be memoised per pair. */
+    int64_t key = (int64_t)src_gpu * n->t->n_gpus + dst_gpu;
+    route_memo *m = &n->memo[mix64((uint64_t)key) & ((1u << NET_MEMO_BITS) - 1)];
+    if (m->key != key) {
+        const int *pth = NULL;
+        int hops = 0;
+        int rc = topo_route(n->t, src_gpu, dst_gpu, mix64((uint64_t)key ^ 0x9e3779b97f4a7c15ULL),
+                            &pth, &hops);
+        DT_ASSERT(rc == DT_OK);
+        DT_ASSERT(hops <= NET_MAX_HOPS);
+        m->key = key;
+        m->path = pth;
+        m->n_hops = hops;
+        m->lat = path_latency(n->t, pth, hops);
+        m->bw = INFINITY;
+        m->bl = -1;
+        for (int h = 0; h < hops; h++)
+            if (n->links[pth[h]].bw < m->bw) {
+                m->bw = n->links[pth[h]].bw;
+                m->bl = pth[h];
+            }
+    }
+    const int *path = m->path;
+    int nh = m->n_hops;
+    sim_time_t lat = m->lat;
 
     if (n->cfg.mode == NET_ANALYTIC || bytes == 0 || nh == 0) {
-        double b = INFINITY;
-        for (int h = 0; h < nh; h++)
-            if (n->links[path[h]].bw < b) b = n->links[path[h]].bw;
-        sim_time_t dt = (bytes > 0 && nh > 0) ? ps_ceil(bytes / b) : 0;
+        sim_time_t dt = (bytes > 0 && nh > 0) ? ps_ceil(bytes / m->bw) : 0;
         n->st.flows_finished++;
         n->st.bytes_delivered += bytes;
         if (n->obs && bytes > 0)
@@ -298,8 +329,7 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
     f->done_id = done_id;
     f->done_data = done_data;
     f->bneck = -1;
-    int alone = 1, bl = -1;
-    double b = INFINITY;
+    int alone = 1;
     for (int h = 0; h < nh; h++) {
         net_link *lk = &n->links[path[h]];
         if (lk->n == lk->cap) {
@@ -309,18 +339,13 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
         f->slot[h] = lk->n;
         lk->e[lk->n++] = (link_entry){id, h};
         if (lk->n > 1) alone = 0;
-        if (lk->bw < b) {
-            b = lk->bw;
-            bl = path[h];
-        }
     }
     if (alone) {
         /* Fast path: nobody to share with, nobody's rate changes. */
-        f->rate = b;
-        f->bneck = bl;
-        n->links[bl].n_bneck++;
+        f->rate = m->bw;
+        f->bneck = m->bl;
+        n->links[m->bl].n_bneck++;
         n->st.rate_updates++;
-        note_util(n, b, b);
         schedule_finish(n, id, f, now);
     } else {
         for (int h = 0; h < nh; h++) mark_dirty(n, path[h]);
