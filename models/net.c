@@ -56,16 +56,22 @@ typedef struct net_flow {
     int slot[NET_MAX_HOPS]; /* position of this flow in each hop link's entry array */
 } net_flow;
 
-/* Memo of routes by (src, dst): the route, its latency and bottleneck. Direct-mapped, a miss
- * asks topo_route (whose own cache is larger but slower: a mutex and a probe per call). */
+/* Memo of routes by (src, dst): up to NET_LANES routes per pair (the route, its latency and
+ * bottleneck). Direct-mapped; a miss asks topo_route (whose own cache is larger but slower: a
+ * mutex and a probe per call). */
 #define NET_MEMO_BITS 13
-typedef struct route_memo {
-    int64_t key; /* src * n_gpus + dst, -1 empty */
-    const int *path;
+#define NET_LANES 4
+typedef struct route_lane {
+    const int *path; /* NULL until first used */
     int n_hops;
     int bl; /* bottleneck link */
     sim_time_t lat;
     double bw;
+} route_lane;
+typedef struct route_memo {
+    int64_t key; /* src * n_gpus + dst, -1 empty */
+    unsigned next; /* lane of the next transfer */
+    route_lane lane[NET_LANES];
 } route_memo;
 
 typedef struct link_entry {
@@ -280,35 +286,41 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
         sim_schedule(n->eng, now, done_kind, done_id, done_data);
         return;
     }
-    /* The ECMP hash is a function of the pair: one connection, one path (as a 5-tuple hash
-     * pins a queue pair to a path), and routes can be memoised per pair. */
+    /* ECMP: successive transfers between one pair rotate over NET_LANES flow hashes of the
+     * pair (as NCCL spreads a connection over several channels / queue pairs, each pinned
+     * to a path by the 5-tuple hash). Deterministic, and routes are memoised per lane. */
     int64_t key = (int64_t)src_gpu * n->t->n_gpus + dst_gpu;
     route_memo *m = &n->memo[mix64((uint64_t)key) & ((1u << NET_MEMO_BITS) - 1)];
     if (m->key != key) {
+        memset(m, 0, sizeof *m);
+        m->key = key;
+    }
+    unsigned v = m->next++ % NET_LANES;
+    route_lane *ln = &m->lane[v];
+    if (!ln->path) {
         const int *pth = NULL;
         int hops = 0;
-        int rc = topo_route(n->t, src_gpu, dst_gpu, mix64((uint64_t)key ^ 0x9e3779b97f4a7c15ULL),
-                            &pth, &hops);
+        uint64_t hash = mix64((uint64_t)key * NET_LANES + v + 0x9e3779b97f4a7c15ULL);
+        int rc = topo_route(n->t, src_gpu, dst_gpu, hash, &pth, &hops);
         DT_ASSERT(rc == DT_OK);
         DT_ASSERT(hops <= NET_MAX_HOPS);
-        m->key = key;
-        m->path = pth;
-        m->n_hops = hops;
-        m->lat = path_latency(n->t, pth, hops);
-        m->bw = INFINITY;
-        m->bl = -1;
+        ln->path = pth;
+        ln->n_hops = hops;
+        ln->lat = path_latency(n->t, pth, hops);
+        ln->bw = INFINITY;
+        ln->bl = -1;
         for (int h = 0; h < hops; h++)
-            if (n->links[pth[h]].bw < m->bw) {
-                m->bw = n->links[pth[h]].bw;
-                m->bl = pth[h];
+            if (n->links[pth[h]].bw < ln->bw) {
+                ln->bw = n->links[pth[h]].bw;
+                ln->bl = pth[h];
             }
     }
-    const int *path = m->path;
-    int nh = m->n_hops;
-    sim_time_t lat = m->lat;
+    const int *path = ln->path;
+    int nh = ln->n_hops;
+    sim_time_t lat = ln->lat;
 
     if (n->cfg.mode == NET_ANALYTIC || bytes == 0 || nh == 0) {
-        sim_time_t dt = (bytes > 0 && nh > 0) ? ps_ceil(bytes / m->bw) : 0;
+        sim_time_t dt = (bytes > 0 && nh > 0) ? ps_ceil(bytes / ln->bw) : 0;
         n->st.flows_finished++;
         n->st.bytes_delivered += bytes;
         if (n->obs && bytes > 0)
@@ -342,9 +354,9 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
     }
     if (alone) {
         /* Fast path: nobody to share with, nobody's rate changes. */
-        f->rate = m->bw;
-        f->bneck = m->bl;
-        n->links[m->bl].n_bneck++;
+        f->rate = ln->bw;
+        f->bneck = ln->bl;
+        n->links[ln->bl].n_bneck++;
         n->st.rate_updates++;
         schedule_finish(n, id, f, now);
     } else {

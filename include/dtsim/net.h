@@ -39,9 +39,9 @@ void net_destroy(net *n);
  * takes latency + bytes/bottleneck, the bytes/bottleneck part rounded up to a whole picosecond
  * (after dropping relative floating-point noise below 1e-12). Path latency = sum of link
  * latencies + topo.switch_latency per switch node traversed. The route is topo_route() with a
- * flow hash derived from (src, dst) alone: like a 5-tuple ECMP hash pinning a connection to a
- * path, every transfer between one pair takes the same path (deterministic; different pairs
- * spread over equal-cost paths, and may collide, as on real fabrics). */
+ * flow hash from (src, dst, lane), the lane rotating over 4 per pair: like NCCL spreading a
+ * connection over a few channels, each pinned to a path by its 5-tuple hash. Deterministic;
+ * pairs spread over equal-cost paths and may collide, as on real fabrics. */
 void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
               uint32_t done_id, uint64_t done_data);
 
