@@ -362,24 +362,33 @@ static int measure(bench *b, cal_result *c, const char *name, cal_kind kind, con
     cal_algo *a = cal_result_add_algo(c, name, kind);
     a->k_fraction = kind == CAL_KIND_TOPK ? o->topk_fraction : 0;
     a->points = dt_xcalloc((size_t)nx, sizeof *a->points);
-    double *s = dt_xmalloc((size_t)o->repeats * sizeof *s);
-    double *fx = dt_xmalloc((size_t)nx * (size_t)o->repeats * sizeof *fx), *ft = dt_xmalloc((size_t)nx * (size_t)o->repeats * sizeof *ft);
+    /* Sizes are interleaved: repeat r times every size once, in turn. A burst of load from
+     * elsewhere (this machine is shared) then spreads over all sizes instead of ruining the
+     * median of one, which would bend the fit. */
+    size_t R = (size_t)o->repeats;
+    double *s = dt_xmalloc((size_t)nx * R * sizeof *s); /* s[i*R + r] */
+    double *fx = dt_xmalloc((size_t)nx * R * sizeof *fx), *ft = dt_xmalloc((size_t)nx * R * sizeof *ft);
     size_t nf = 0;
     int rc = DT_OK;
-    for (int i = 0; i < nx && !rc; i++) {
-        for (int w = 0; w < o->warmup && !rc; w++) {
+    for (int w = 0; w < o->warmup && !rc; w++)
+        for (int i = 0; i < nx && !rc; i++) {
             double junk;
             rc = timef(b, xs[i], &junk, err);
             progress_step(pg, name, xs[i]);
         }
-        for (int r = 0; r < o->repeats && !rc; r++) {
-            rc = timef(b, xs[i], &s[r], err);
-            if (!rc && !(s[r] > 0)) s[r] = 1e-9; /* below clock resolution */
-            fx[nf] = xs[i];
-            ft[nf++] = s[r];
+    for (size_t r = 0; r < R && !rc; r++)
+        for (int i = 0; i < nx && !rc; i++) {
+            double *v = &s[(size_t)i * R + r];
+            rc = timef(b, xs[i], v, err);
+            if (!rc && !(*v > 0)) *v = 1e-9; /* below clock resolution */
             progress_step(pg, name, xs[i]);
         }
-        if (!rc) cal_point_set(&a->points[a->n_points++], xs[i], s, o->repeats);
+    for (int i = 0; i < nx && !rc; i++) {
+        cal_point_set(&a->points[a->n_points++], xs[i], &s[(size_t)i * R], o->repeats);
+        for (size_t r = 0; r < R; r++) {
+            fx[nf] = xs[i];
+            ft[nf++] = s[(size_t)i * R + r];
+        }
     }
     if (!rc) {
         rc = cal_fit_alpha_beta(fx, ft, nf, &a->fit, err);

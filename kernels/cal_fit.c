@@ -6,8 +6,9 @@
  * model  t/m = alpha*(1/m) + beta*(x/m)  with two regressors and no intercept. On a shared,
  * loaded machine a few samples are wild (a preempted thread), so the fit is robust: Tukey's
  * bisquare via gsl_multifit_robust, whose covariance is scaled by the robust residual scale.
- * Intervals are t(0.975, n-2) * standard error. R^2 is reported in the original (unweighted)
- * space, the conventional reading of "how much of the variation the line explains".
+ * Intervals are t(0.975, n-2) * standard error. R^2 is that of the per-size medians against the
+ * line, in seconds (unweighted): "how much of the variation the line explains", undisturbed by
+ * the outliers the robust fit set aside.
  */
 #include <gsl/gsl_cdf.h>
 #include <gsl/gsl_errno.h>
@@ -15,6 +16,7 @@
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,12 +87,24 @@ int cal_fit_alpha_beta(const double *x, const double *t, size_t n, cal_fit *out,
         double q = gsl_cdf_tdist_Pinv(0.975, (double)out->dof);
         out->alpha_ci = q * out->alpha_se;
         out->beta_ci = q * out->beta_se;
-        double mean = gsl_stats_mean(t, 1, n), ss_tot = 0, ss_res = 0;
+        /* R^2 of the per-size medians: outliers the robust fit ignored must not decide it */
+        double *med = dt_xmalloc(n * sizeof *med), *mx = dt_xmalloc(n * sizeof *mx);
+        size_t m = 0;
         for (size_t i = 0; i < n; i++) {
-            double r = t[i] - (out->alpha + out->beta * x[i]);
-            ss_res += r * r;
-            ss_tot += (t[i] - mean) * (t[i] - mean);
+            bool seen = false;
+            for (size_t j = 0; j < m && !seen; j++) seen = mx[j] == x[i];
+            if (seen) continue;
+            mx[m] = x[i];
+            med[m++] = scale[i];
         }
+        double mean = gsl_stats_mean(med, 1, m), ss_tot = 0, ss_res = 0;
+        for (size_t i = 0; i < m; i++) {
+            double r = med[i] - (out->alpha + out->beta * mx[i]);
+            ss_res += r * r;
+            ss_tot += (med[i] - mean) * (med[i] - mean);
+        }
+        free(med);
+        free(mx);
         out->r2 = ss_tot > 0 ? 1.0 - ss_res / ss_tot : 1.0;
     }
     gsl_multifit_robust_free(w);

@@ -45,13 +45,40 @@ struct kern_cpu_ring {
     pthread_t *threads;
     ring_rank *ranks;
     ring_fifo *fifo; /* fifo[r] is rank r's receive FIFO */
-    pthread_barrier_t start, done;
+    /* start/finish handshakes: generation counters, waited on by spinning briefly, then
+     * yielding, then sleeping on the condition variable (see gate_wait) */
+    _Atomic uint64_t go;       /* runs started (written by the caller) */
+    _Atomic uint64_t finished; /* rank-runs finished (each rank adds 1 per run) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
     /* the job, written by the caller before the start barrier, read-only during a run */
     bool quit;
     kern_dtype dtype;
     void *const *bufs;
     size_t count;
 };
+
+/* Wait for *v >= target: spin, then yield for a while (a run is about to start or end and a
+ * futex wake-up costs tens of microseconds on a busy VM), then sleep until gate_signal. The
+ * signaller takes the mutex to broadcast, so a sleeper cannot miss the change. */
+static void gate_wait(kern_cpu_ring *r, _Atomic uint64_t *v, uint64_t target)
+{
+    for (unsigned i = 0; i < 4096; i++) {
+        if (atomic_load_explicit(v, memory_order_acquire) >= target) return;
+        if (i >= 64) sched_yield();
+    }
+    pthread_mutex_lock(&r->mu);
+    while (atomic_load_explicit(v, memory_order_acquire) < target) pthread_cond_wait(&r->cv, &r->mu);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void gate_signal(kern_cpu_ring *r, _Atomic uint64_t *v)
+{
+    atomic_fetch_add_explicit(v, 1, memory_order_acq_rel);
+    pthread_mutex_lock(&r->mu);
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
 
 static void wait_until_ge(_Atomic uint64_t *v, uint64_t target)
 {
@@ -134,14 +161,14 @@ static void *ring_thread(void *arg)
     ring_rank *me = arg;
     kern_cpu_ring *r = me->ring;
     int n = r->n, k = me->rank;
-    for (;;) {
-        pthread_barrier_wait(&r->start);
+    for (uint64_t gen = 1;; gen++) {
+        gate_wait(r, &r->go, gen);
         if (r->quit) break;
         for (int s = 0; s < n - 1; s++) /* reduce-scatter: afterwards k owns segment k+1 */
             ring_step(me, mod(k - s, n), mod(k - s - 1, n), true);
         for (int s = 0; s < n - 1; s++) /* all-gather: pass finished segments on */
             ring_step(me, mod(k + 1 - s, n), mod(k - s, n), false);
-        pthread_barrier_wait(&r->done);
+        gate_signal(r, &r->finished);
     }
     return NULL;
 }
@@ -165,8 +192,10 @@ kern_cpu_ring *kern_cpu_ring_create(int ranks, size_t chunk_bytes)
         r->ranks[i].ring = r;
         r->ranks[i].rank = i;
     }
-    DT_ASSERT(pthread_barrier_init(&r->start, NULL, (unsigned)ranks + 1) == 0);
-    DT_ASSERT(pthread_barrier_init(&r->done, NULL, (unsigned)ranks + 1) == 0);
+    atomic_init(&r->go, 0);
+    atomic_init(&r->finished, 0);
+    DT_ASSERT(pthread_mutex_init(&r->mu, NULL) == 0);
+    DT_ASSERT(pthread_cond_init(&r->cv, NULL) == 0);
     for (int i = 0; i < ranks; i++)
         DT_ASSERT(pthread_create(&r->threads[i], NULL, ring_thread, &r->ranks[i]) == 0);
     return r;
@@ -177,10 +206,10 @@ void kern_cpu_ring_destroy(kern_cpu_ring *r)
     if (!r) return;
     if (r->n > 1) {
         r->quit = true;
-        pthread_barrier_wait(&r->start);
+        gate_signal(r, &r->go);
         for (int i = 0; i < r->n; i++) pthread_join(r->threads[i], NULL);
-        pthread_barrier_destroy(&r->start);
-        pthread_barrier_destroy(&r->done);
+        pthread_mutex_destroy(&r->mu);
+        pthread_cond_destroy(&r->cv);
         for (int i = 0; i < r->n; i++) free(r->fifo[i].slots);
     }
     free(r->fifo);
@@ -202,10 +231,11 @@ double kern_cpu_ring_allreduce(kern_cpu_ring *r, kern_dtype t, void *const *bufs
     r->dtype = t;
     r->bufs = bufs;
     r->count = count;
-    /* The barrier orders these writes before the workers' reads (it is a full synchronisation). */
+    /* The release in gate_signal orders these writes before the workers' acquire of `go`. */
+    uint64_t gen = atomic_load_explicit(&r->go, memory_order_relaxed) + 1;
     double t0 = now_s();
-    pthread_barrier_wait(&r->start);
-    pthread_barrier_wait(&r->done);
+    gate_signal(r, &r->go);
+    gate_wait(r, &r->finished, gen * (uint64_t)r->n);
     return now_s() - t0;
 }
 

@@ -28,7 +28,7 @@ typedef struct cal_fit {
     double alpha, beta;       /* s; s per byte (or per element) */
     double alpha_se, beta_se; /* standard errors */
     double alpha_ci, beta_ci; /* 95% CI half-widths */
-    double r2;                /* coefficient of determination (relative-weighted) */
+    double r2;                /* coefficient of determination of the per-size medians */
     int n_samples, dof;
 } cal_fit;
 

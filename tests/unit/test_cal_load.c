@@ -5,7 +5,8 @@
  * from, decreasing sizes, sample count mismatch, top-k keys on an all-reduce fit); applying a
  * 4-rank ring fit to a hand-built topology sets exactly the intra-host GPU links (direct: whole
  * alpha_link; through a host switch: split over the 2 hops, minus the switch latency) to
- * alpha/(2(n-1)) and 2(n-1)/(n beta), leaves NIC links alone, and says so in the note.
+ * alpha/(2(n-1)) and 2(n-1)/(n beta), makes those GPUs' reductions free (they are inside beta),
+ * leaves NIC links and other GPUs alone, and says so in the note.
  * Leaves free: the wording of messages beyond the path and the key facts. */
 #include <stdio.h>
 #include <string.h>
@@ -207,6 +208,8 @@ static topo *hand_topo(void)
     }
     t->out_start[7] = k;
     t->n_gpus = 4;
+    t->gpus = dt_xcalloc(4, sizeof *t->gpus);
+    for (int g = 0; g < 4; g++) t->gpus[g].reduce_bw = 100e9;
     t->n_hosts = 2;
     t->switch_latency = 100 * SIM_NS;
     return t;
@@ -235,8 +238,12 @@ START_TEST(apply_to_topology)
         ck_assert(t->links[l].bandwidth == 1e9);
     }
     ck_assert_ptr_nonnull(strstr(note, "6 intra-host GPU links"));
+    /* reductions are inside the measured beta: free on covered GPUs, untouched elsewhere */
+    ck_assert(t->gpus[0].reduce_bw == 0 && t->gpus[1].reduce_bw == 0 && t->gpus[2].reduce_bw == 0);
+    ck_assert(t->gpus[3].reduce_bw == 100e9);
+    ck_assert_ptr_nonnull(strstr(note, "on 3 GPUs"));
     ck_assert_ptr_nonnull(strstr(note, "3 GB/s"));
-    free(t->links); free(t->out_start); free(t->out_links); free(t);
+    free(t->links); free(t->out_start); free(t->out_links); free(t->gpus); free(t);
 
     /* a calibration with only top-k cannot describe links */
     cal_result *k = make();
@@ -244,7 +251,7 @@ START_TEST(apply_to_topology)
     t = hand_topo();
     ck_assert_int_eq(cal_apply_topology(k, t, note, sizeof note, &err), DT_EINPUT);
     ck_assert_ptr_nonnull(strstr(err.msg, "no all-reduce fit"));
-    free(t->links); free(t->out_start); free(t->out_links); free(t);
+    free(t->links); free(t->out_start); free(t->out_links); free(t->gpus); free(t);
     cal_result_destroy(k);
     cal_result_destroy(c);
 }
