@@ -374,14 +374,14 @@ static int measure(bench *b, cal_result *c, const char *name, cal_kind kind, con
         for (int i = 0; i < nx && !rc; i++) {
             double junk;
             rc = timef(b, xs[i], &junk, err);
-            progress_step(pg, name, xs[i]);
+            progress_step(pg, name, kind == CAL_KIND_TOPK ? 4 * xs[i] : xs[i]); /* bytes of gradient */
         }
     for (size_t r = 0; r < R && !rc; r++)
         for (int i = 0; i < nx && !rc; i++) {
             double *v = &s[(size_t)i * R + r];
             rc = timef(b, xs[i], v, err);
             if (!rc && !(*v > 0)) *v = 1e-9; /* below clock resolution */
-            progress_step(pg, name, xs[i]);
+            progress_step(pg, name, kind == CAL_KIND_TOPK ? 4 * xs[i] : xs[i]); /* bytes of gradient */
         }
     for (int i = 0; i < nx && !rc; i++) {
         cal_point_set(&a->points[a->n_points++], xs[i], &s[(size_t)i * R], o->repeats);

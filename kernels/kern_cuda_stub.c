@@ -9,7 +9,7 @@ int kern_cuda_devices(int *n, char *name, size_t name_size, dt_error *err)
     *n = 0;
     if (name_size) name[0] = '\0';
     return dt_error_set(err, DT_EUNSUPPORTED, NULL, NULL,
-                        "this dtsim was built without CUDA (nvcc not found at configure time): no CUDA device");
+                        "this dtsim was built without CUDA (no working nvcc at configure time, or -DDTSIM_CUDA=OFF): no CUDA device support");
 }
 
 int kern_cuda_create(kern_cuda_algo a, int ranks, kern_dtype t, size_t max_count, kern_cuda_ctx **out,
