@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "dtsim/calib.h"
 #include "dtsim/coll.h"
 #include "dtsim/net.h"
 #include "dtsim/topo.h"
@@ -375,9 +376,11 @@ static int run(int argc, char **argv)
     }
     char cal_note[512] = "";
     if (o.calibration) {
-        dt_error_set(&err, DT_EUNSUPPORTED, o.calibration, NULL,
-                     "calibration files are not supported by this build yet");
-        rc = err.code;
+        /* measured link figures replace the topology's before anything is routed */
+        cal_result *cal = NULL;
+        rc = cal_load_file(o.calibration, &cal, &err);
+        if (rc == DT_OK) rc = cal_apply_topology(cal, t, cal_note, sizeof cal_note, &err);
+        cal_result_destroy(cal);
     }
     int *group = NULL;
     if (rc == DT_OK) {
