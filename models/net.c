@@ -46,14 +46,11 @@ typedef struct net_flow {
     const int *path;
     int n_hops;
     uint32_t version;   /* bumped on every reschedule and on free: stale events carry old ones */
-    uint32_t mark;      /* component walk epoch */
-    int local;          /* index in the current component */
     int bneck;          /* bottleneck link from the last solve, -1 before */
     int active;
     int next_free;
     uint32_t done_kind, done_id;
     uint64_t done_data;
-    int slot[NET_MAX_HOPS]; /* position of this flow in each hop link's entry array */
 } net_flow;
 
 /* Memo of routes by (src, dst): up to NET_LANES routes per pair (the route, its latency and
@@ -98,6 +95,10 @@ struct net {
     int n_links;
     /* flow pool */
     net_flow *flows;
+    /* Kept apart from the flows so that component walks touch 4 bytes per visit, and the
+     * flow records stay small (a recompute visits each flow of a component twice). */
+    uint32_t *fmark;   /* per flow: component walk epoch */
+    int *fslot;        /* per flow, NET_MAX_HOPS: position in each hop link's entry array */
     int n_flows_cap, free_head, active;
     /* dirty links awaiting a recompute */
     int *dirty;
@@ -108,7 +109,7 @@ struct net {
     int *cf, *cl, *fstart, *flinks, *stack;
     double *cap, *rate, *used;
     int *bn;
-    int cap_cf, cap_cl, cap_inc, cap_stack, cap_fs, cap_ls;
+    int cap_cf, cap_cl, cap_inc, cap_stack, cap_fs, cap_ls, cap_rate;
     mm_solver *mm;
     route_memo *memo;
     net_stats st;
@@ -146,6 +147,8 @@ void net_destroy(net *n)
     for (int l = 0; l < n->n_links; l++) free(n->links[l].e);
     free(n->links);
     free(n->flows);
+    free(n->fmark);
+    free(n->fslot);
     free(n->dirty);
     free(n->cf);
     free(n->cl);
@@ -227,6 +230,9 @@ static int flow_alloc(net *n)
         int c = old ? old * 2 : 256;
         n->flows = dt_xrealloc(n->flows, (size_t)c * sizeof *n->flows);
         memset(n->flows + old, 0, (size_t)(c - old) * sizeof *n->flows);
+        n->fmark = dt_xrealloc(n->fmark, (size_t)c * sizeof *n->fmark);
+        memset(n->fmark + old, 0, (size_t)(c - old) * sizeof *n->fmark);
+        n->fslot = dt_xrealloc(n->fslot, (size_t)c * NET_MAX_HOPS * sizeof *n->fslot);
         for (int i = c - 1; i >= old; i--) {
             n->flows[i].next_free = n->free_head;
             n->free_head = i;
@@ -240,11 +246,14 @@ static int flow_alloc(net *n)
     return id;
 }
 
-static void mark_dirty(net *n, int l)
+enum { DIRTY_DEPART = 1, DIRTY_ARRIVE = 2 };
+
+static void mark_dirty(net *n, int l, int why)
 {
     net_link *lk = &n->links[l];
-    if (lk->dirty) return;
-    lk->dirty = 1;
+    int was = lk->dirty;
+    lk->dirty |= why;
+    if (was) return;
     if (n->n_dirty == n->cap_dirty) {
         n->cap_dirty = n->cap_dirty ? n->cap_dirty * 2 : 256;
         n->dirty = dt_xrealloc(n->dirty, (size_t)n->cap_dirty * sizeof *n->dirty);
@@ -348,7 +357,7 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
             lk->cap = lk->cap ? lk->cap * 2 : 4;
             lk->e = dt_xrealloc(lk->e, (size_t)lk->cap * sizeof *lk->e);
         }
-        f->slot[h] = lk->n;
+        n->fslot[(size_t)id * NET_MAX_HOPS + h] = lk->n;
         lk->e[lk->n++] = (link_entry){id, h};
         if (lk->n > 1) alone = 0;
     }
@@ -360,7 +369,7 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
         n->st.rate_updates++;
         schedule_finish(n, id, f, now);
     } else {
-        for (int h = 0; h < nh; h++) mark_dirty(n, path[h]);
+        for (int h = 0; h < nh; h++) mark_dirty(n, path[h], DIRTY_ARRIVE);
     }
 }
 
@@ -374,16 +383,16 @@ static void on_done(void *model, sim_engine *eng, const sim_event *ev)
     for (int h = 0; h < f->n_hops; h++) {
         int l = f->path[h];
         net_link *lk = &n->links[l];
-        int s = f->slot[h];
+        int s = n->fslot[(size_t)ev->id * NET_MAX_HOPS + h];
         link_entry last = lk->e[--lk->n];
         if (s != lk->n) {
             lk->e[s] = last;
-            n->flows[last.flow].slot[last.hop] = s;
+            n->fslot[(size_t)last.flow * NET_MAX_HOPS + last.hop] = s;
         }
         /* If no remaining flow is bottlenecked on this link, every remaining flow keeps a
          * saturated link on which it is the fastest: the allocation is still max-min fair
          * and nothing needs re-solving. */
-        if (lk->n > 0 && (DTSIM_NET_NOSKIP || lk->n_bneck > 0)) mark_dirty(n, l);
+        if (lk->n > 0 && (DTSIM_NET_NOSKIP || lk->n_bneck > 0)) mark_dirty(n, l, DIRTY_DEPART);
         if (n->obs) n->obs(n->obs_ctx, l, f->t_start, now, f->bytes);
     }
     n->st.flows_finished++;
@@ -413,12 +422,17 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     uint32_t ep = ++n->epoch;
     int nf = 0, nl = 0, ninc = 0;
 
-    /* Walk the components touching dirty links. Stack and link list share a bound (each link
-     * is pushed once), so one capacity check per link suffices. */
+    /* Walk the components touching dirty links, collecting each flow's links (global ids
+     * first, made local once every link has its index). Scratch arrays grow to the largest
+     * component seen and are reused. */
     for (int d = 0; d < n->n_dirty; d++) {
         int l0 = n->dirty[d];
+        int why = n->links[l0].dirty;
         n->links[l0].dirty = 0;
         if (n->links[l0].mark == ep || n->links[l0].n == 0) continue;
+        /* Departures only, and (now that the whole batch of simultaneous departures is in)
+         * nobody left is bottlenecked here: the skip rule of on_done holds for the batch. */
+        if (why == DIRTY_DEPART && n->links[l0].n_bneck == 0 && !DTSIM_NET_NOSKIP) continue;
         int sp = 0;
         grow_int(&n->cl, &n->cap_cl, nl + 1);
         grow_int(&n->stack, &n->cap_stack, nl + 1);
@@ -430,15 +444,17 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
             net_link *lk = &n->links[n->stack[--sp]];
             for (int k = 0; k < lk->n; k++) {
                 int fid = lk->e[k].flow;
-                net_flow *f = &n->flows[fid];
-                if (f->mark == ep) continue;
-                f->mark = ep;
-                f->local = nf;
-                grow_int(&n->cf, &n->cap_cf, nf + 1);
-                n->cf[nf++] = fid;
-                ninc += f->n_hops;
+                if (n->fmark[fid] == ep) continue;
+                n->fmark[fid] = ep;
+                const net_flow *f = &n->flows[fid];
+                grow_int(&n->cf, &n->cap_cf, nf + 2);
+                grow_int(&n->fstart, &n->cap_fs, nf + 2);
+                grow_int(&n->flinks, &n->cap_inc, ninc + f->n_hops);
+                n->cf[nf] = fid;
+                n->fstart[nf++] = ninc;
                 for (int h = 0; h < f->n_hops; h++) {
                     int m = f->path[h];
+                    n->flinks[ninc++] = m;
                     if (n->links[m].mark == ep) continue;
                     n->links[m].mark = ep;
                     n->links[m].local = nl;
@@ -452,28 +468,19 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     }
     n->n_dirty = 0;
     if (nf == 0) return;
+    n->fstart[nf] = ninc;
+    for (int j = 0; j < ninc; j++) n->flinks[j] = n->links[n->flinks[j]].local;
 
-    /* Scratch follows the largest component seen; reallocated only when that grows. */
-    if (nf + 1 > n->cap_fs) {
-        n->cap_fs = n->cap_cf + 1;
-        n->fstart = dt_xrealloc(n->fstart, (size_t)n->cap_fs * sizeof *n->fstart);
-        n->rate = dt_xrealloc(n->rate, (size_t)n->cap_fs * sizeof *n->rate);
-        n->bn = dt_xrealloc(n->bn, (size_t)n->cap_fs * sizeof *n->bn);
+    if (nf > n->cap_rate) {
+        n->cap_rate = n->cap_cf;
+        n->rate = dt_xrealloc(n->rate, (size_t)n->cap_rate * sizeof *n->rate);
+        n->bn = dt_xrealloc(n->bn, (size_t)n->cap_rate * sizeof *n->bn);
     }
     if (nl > n->cap_ls) {
         n->cap_ls = n->cap_cl;
         n->cap = dt_xrealloc(n->cap, (size_t)n->cap_ls * sizeof *n->cap);
         n->used = dt_xrealloc(n->used, (size_t)n->cap_ls * sizeof *n->used);
     }
-    grow_int(&n->flinks, &n->cap_inc, ninc);
-
-    int k = 0;
-    for (int i = 0; i < nf; i++) {
-        const net_flow *f = &n->flows[n->cf[i]];
-        n->fstart[i] = k;
-        for (int h = 0; h < f->n_hops; h++) n->flinks[k++] = n->links[f->path[h]].local;
-    }
-    n->fstart[nf] = k;
     for (int j = 0; j < nl; j++) {
         n->cap[j] = n->links[n->cl[j]].bw;
         n->used[j] = 0;
