@@ -54,6 +54,9 @@ static inline bool topo_relays(const topo *t, int v)
 int topo_check_connected(const topo *t, const char *file, const int *node_index_in_file,
                          dt_error *err);
 
+/* The name topo_generate() gives (e.g. "fat-tree-128"). */
+void topo_gen_default_name(const topo_gen_params *p, char *name, size_t size);
+
 /* Down and up ports of a leaf for the generator's radix and oversubscription. */
 void topo_leaf_ports(const topo_gen_params *p, int *down, int *up);
 
