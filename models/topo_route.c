@@ -158,6 +158,10 @@ void topo_route_cache_flush(topo *t)
     if (!c) return;
     pthread_mutex_lock(&c->mu);
     flush_maps(t, c);
+    /* Forget the paths too (link figures may have changed), but keep the arena: pointers
+     * handed out earlier must stay readable until topo_destroy. */
+    for (size_t i = 0; i < c->tab_cap; i++) c->tab[i].src = -1;
+    c->tab_n = 0;
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -617,4 +621,38 @@ int topo_route(topo *t, int src_gpu, int dst_gpu, uint64_t flow_hash, const int 
     *n_links = len;
     pthread_mutex_unlock(&c->mu);
     return DT_OK;
+}
+
+/* Largest hop count of a route over all GPU pairs, from the same distance decomposition the
+ * routes use: per destination one local search plus a lookup per source GPU and boundary
+ * switch, O(G^2 |B|) lookups after the shared switch maps. A destination's own map is freed
+ * once used unless it was cached before, so memory stays at the switch maps (a switchless
+ * torus pays one whole-graph search per destination, as the generic search would). */
+int topo_route_diameter(topo *t)
+{
+    route_cache *c = t->route_cache;
+    int diam = 0;
+    pthread_mutex_lock(&c->mu);
+    setup(t, c);
+    for (int g = 0; g < t->n_gpus; g++) {
+        if (c->map_bytes > c->map_budget) flush_maps(t, c);
+        bool had = c->dest[g] != NULL;
+        dest_info *di = dest_of(t, c, g);
+        for (int h = 0; h < t->n_gpus; h++) {
+            uint64_t x = dist_to(t, c, di, t->gpu_node[h]);
+            if (x == KEY_INF) continue; /* loading rules this out */
+            int hops = (int)(x & ((1u << HOP_BITS) - 1));
+            if (hops > diam) diam = hops;
+        }
+        if (!had) {
+            c->map_bytes -= map_size(&di->local) + sizeof *di + (size_t)di->n_bound * 12;
+            free_map(&di->local);
+            free(di->bound_node);
+            free(di->bound_key);
+            free(di);
+            c->dest[g] = NULL;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return diam;
 }

@@ -8,6 +8,7 @@
  * docs/architecture.md quotes them.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "dtsim/topo.h"
@@ -64,6 +65,40 @@ static void run(const char *label, topo_gen_params p, int all_pairs_sources)
     topo_destroy(t);
 }
 
+/* Write a generated topology as JSON, read it back as a file would be, and run the generic
+ * metrics (a loaded file has no closed forms). */
+static void run_file(const char *label, topo_gen_params p)
+{
+    dt_error e;
+    dt_error_clear(&e);
+    topo *t = NULL, *back = NULL;
+    if (topo_generate(&p, &t, &e)) return;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    double t0 = now();
+    topo_write_json(t, f, &e);
+    fclose(f);
+    double t1 = now();
+    cJSON *j = NULL;
+    js_ctx ctx = {.file = label, .err = &e};
+    if (js_parse_text(buf, len, label, &j, &e) || topo_from_json(&ctx, j, "", ".", &back)) {
+        fprintf(stderr, "%s: %s\n", label, e.msg);
+        return;
+    }
+    double t2 = now();
+    topo_info in;
+    topo_get_info(back, &in, &e);
+    double t3 = now();
+    printf("%-18s file %.1f MB | write %.3f s | parse+load+validate %.3f s | info (generic: "
+           "diameter %d, bisection %.4g B/s) %.3f s\n",
+           label, len / 1e6, t1 - t0, t2 - t1, in.diameter_hops, in.bisection_bw, t3 - t2);
+    cJSON_Delete(j);
+    free(buf);
+    topo_destroy(t);
+    topo_destroy(back);
+}
+
 int main(void)
 {
     run("dgx-128x8", (topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 128, .gpus_per_node = 8}, 1024);
@@ -72,5 +107,7 @@ int main(void)
     run("torus-16x16x16", (topo_gen_params){.family = TOPO_FAMILY_TORUS, .dims = {16, 16, 16}, .n_dims = 3}, 2);
     run("dgx-2048x8", (topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 2048, .gpus_per_node = 8,
                                         .radix = 64}, 2);
+    run_file("dgx-128x8 file", (topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 128, .gpus_per_node = 8});
+    run_file("dgx-2048x8 file", (topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 2048, .gpus_per_node = 8});
     return 0;
 }
