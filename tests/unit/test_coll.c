@@ -296,7 +296,7 @@ START_TEST(hier_beats_flat_ring_on_dgx)
     /* 2 DGX boxes of 8 GPUs: NVLink 450 GB/s inside, one 50 GB/s NIC per GPU (rails).
      * The flat ring visits box 0 as 0..7, then box 1 as 15, 8..14, so its two host crossings
      * (7 -> 15 on rail 7, 14 -> 0 across rails via a spine) never share a link: each ring step
-     * is paced by a NIC flow. Expected ratio from the closed forms, ~7x at 1 GiB. */
+     * is paced by a NIC flow. Expected ratio from the closed forms: 5.9 at 1 GiB. */
     topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 2, .gpus_per_node = 8,
                                     .nic_bw = 50e9, .nvlink_bw = 450e9});
     double S = 1024.0 * 1048576;
