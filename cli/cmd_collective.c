@@ -183,7 +183,7 @@ static int parse_gen(const char *spec, topo_gen_params *p, dt_error *err)
     char *fam = buf, *kv = strchr(buf, ':');
     if (kv) *kv++ = 0;
     for (char *q = fam; *q; q++)
-        if (*q == '-') *q = '_';
+        if (*q == '_') *q = '-'; /* fat_tree and fat-tree alike */
     int found = 0;
     const char *names[16];
     int nn = 0;
