@@ -80,7 +80,7 @@ void kern_allreduce_reference(kern_dtype t, const void *const *in, int ranks, si
 
 /* acc = grad + residual; keep the k largest |acc| (ties: lower index first) as (idx, val)
  * sorted by index; residual = acc with the kept entries zeroed. scratch holds count floats.
- * Cost O(count) average (quickselect on magnitudes) plus O(k log k) to sort the kept indices. */
+ * Cost O(count) on average: a quickselect on magnitudes, then in-order scans (no sort). */
 void kern_topk_compress(const float *grad, float *residual, size_t count, size_t k,
                         uint32_t *idx, float *val, float *scratch);
 /* Reference by full sort: same contract, O(count log count). */
