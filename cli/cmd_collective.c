@@ -266,13 +266,6 @@ static int parse_gen(const char *spec, topo_gen_params *p, dt_error *err)
     return DT_OK;
 }
 
-/* Topology files: the loader lands with the topology module's file support. */
-#ifndef DTSIM_LOAD_TOPOLOGY
-#define DTSIM_LOAD_TOPOLOGY(file, out, err)                                                 \
-    dt_error_set(err, DT_EUNSUPPORTED, file, NULL,                                          \
-                 "topology files are not supported by this build yet; use gen:FAMILY:...")
-#endif
-
 static double now_s(void)
 {
     struct timespec ts;
@@ -375,7 +368,7 @@ static int run(int argc, char **argv)
         rc = parse_gen(o.topology + 4, &gp, &err);
         if (rc == DT_OK) rc = topo_generate(&gp, &t, &err);
     } else {
-        rc = DTSIM_LOAD_TOPOLOGY(o.topology, &t, &err);
+        rc = topo_load_file(o.topology, &t, &err);
     }
     if (rc != DT_OK) {
         free(sizes);
