@@ -47,15 +47,21 @@ static int resolve(const topo_gen_params *in, topo_gen_params *p, gpu_spec *spec
 }
 
 /* Leaf port split for radix k and oversubscription o: down/up = o, down + up = k. */
-static int leaf_ports(const topo_gen_params *p, int *down, int *up, dt_error *err)
+void topo_leaf_ports(const topo_gen_params *p, int *down, int *up)
 {
     int k = p->radix;
     int d = (int)lround(k * p->oversubscription / (1.0 + p->oversubscription));
     if (d >= k) d = k - 1;
-    if (d < 1 || k - d < 1)
-        return bad(err, "radix", "radix %d leaves no down and up ports at this oversubscription", k);
     *down = d;
     *up = k - d;
+}
+
+static int leaf_ports(const topo_gen_params *p, int *down, int *up, dt_error *err)
+{
+    topo_leaf_ports(p, down, up);
+    if (*down < 1 || *up < 1)
+        return bad(err, "radix", "radix %d leaves no down and up ports at this oversubscription",
+                   p->radix);
     return DT_OK;
 }
 

@@ -49,6 +49,9 @@ static inline bool topo_relays(const topo *t, int v)
 int topo_check_connected(const topo *t, const char *file, const int *node_index_in_file,
                          dt_error *err);
 
+/* Down and up ports of a leaf for the generator's radix and oversubscription. */
+void topo_leaf_ports(const topo_gen_params *p, int *down, int *up);
+
 /* Generic metrics (topo_info.c), exposed for tests that compare them with closed forms. */
 int topo_diameter_search(const topo *t);
 double topo_bisection_maxflow(const topo *t);
