@@ -261,7 +261,9 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
     sim_engine *eng = sim_engine_create();
     net_config nc = {.mode = J->network};
     net *n = net_create(t, eng, &nc);
-    coll_config cc = {.reduce_bw = -1};
+    /* One pipelining chunk per ring step: in the fluid model chunking leaves a ring's time
+     * unchanged (coll_ring.c) and only multiplies flows and events. */
+    coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18};
     coll_engine *ce = coll_create(n, eng, t, &cc);
     comm_ctx ctx = {.n = n, .ce = ce, .elem_bytes = g->precision == GPU_FP32 ? 4 : 2};
     rep_comm comm = {.coll = coll_fn, .send = send_fn, .ctx = &ctx};
