@@ -291,6 +291,9 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
         out->breakdown_s.comm_exposed = sim_time_to_s(r.comm_exposed);
         out->breakdown_s.bubble = sim_time_to_s(r.bubble);
         out->breakdown_s.straggler_wait = sim_time_to_s(r.straggler_wait);
+        out->max_straggler_wait_s = sim_time_to_s(r.max_straggler_wait);
+        out->max_straggler_wait_gpu = r.max_straggler_wait_gpu;
+        out->critical_gpu = r.critical_gpu;
         out->events = sim_events_handled(eng);
         double T = out->step_time_s;
         if (T > 0) {
