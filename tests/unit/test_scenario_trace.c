@@ -186,6 +186,46 @@ START_TEST(hand_written_trace)
 }
 END_TEST
 
+START_TEST(timeline_spans)
+{
+    const char *text =
+        "{\"topology\": {\"generator\": \"dgx\", \"nodes\": 1, \"gpus_per_node\": 8},"
+        " \"model\": {\"kind\": \"transformer\", \"layers\": 4, \"hidden\": 1024, \"heads\": 16,"
+        "  \"seq_len\": 512, \"vocab\": 32000},"
+        " \"parallel\": {\"tp\": 2, \"pp\": 2, \"microbatches\": 4}}";
+    cJSON *j;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "s.json", &j, &e), DT_OK);
+    run_options opt = {.record_timeline = true};
+    run_result r;
+    int rc = run_scenario(j, "s.json", ".", &opt, &r, &e);
+    ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
+    ck_assert_ptr_nonnull(r.timeline);
+    const run_timeline *tl = r.timeline;
+    ck_assert_int_eq(tl->n_gpus, 8);
+    ck_assert(tl->n_spans > 0 && tl->n_link_spans > 0);
+    /* The critical GPU's compute spans add up to its compute time (no stragglers: its own
+     * time is its lane's), and every span lies inside the step. */
+    sim_time_t T = sim_time_from_s(r.step_time_s), comp = 0;
+    int tp_spans = 0;
+    for (size_t i = 0; i < tl->n_spans; i++) {
+        const run_span *sp = &tl->spans[i];
+        ck_assert(sp->start >= 0 && sp->end <= T && sp->end > sp->start);
+        ck_assert((size_t)sp->name < tl->n_names);
+        if (sp->gpu == r.critical_gpu && sp->stream == RUN_STREAM_COMPUTE) comp += sp->end - sp->start;
+        if (sp->stream == RUN_STREAM_TP) tp_spans++;
+    }
+    ck_assert_int_eq(comp, sim_time_from_s(r.breakdown_s.compute));
+    ck_assert(tp_spans > 0);
+    for (size_t i = 0; i < tl->n_link_spans; i++)
+        ck_assert((size_t)tl->link_spans[i].link < tl->n_links);
+    run_result_free(&r);
+    ck_assert_ptr_null(r.timeline);
+    cJSON_Delete(j);
+}
+END_TEST
+
 Suite *suite(void)
 {
     Suite *s = suite_create("scenario_trace");
@@ -194,6 +234,7 @@ Suite *suite(void)
     tcase_add_test(t, placement_order);
     tcase_add_test(t, trace_roundtrip);
     tcase_add_test(t, hand_written_trace);
+    tcase_add_test(t, timeline_spans);
     suite_add_tcase(s, t);
     return s;
 }
