@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "dtsim/calib.h"
 #include "dtsim/coll.h"
 #include "dtsim/net.h"
 #include "dtsim/topo.h"
@@ -265,13 +266,6 @@ static int parse_gen(const char *spec, topo_gen_params *p, dt_error *err)
     return DT_OK;
 }
 
-/* Topology files: the loader lands with the topology module's file support. */
-#ifndef DTSIM_LOAD_TOPOLOGY
-#define DTSIM_LOAD_TOPOLOGY(file, out, err)                                                 \
-    dt_error_set(err, DT_EUNSUPPORTED, file, NULL,                                          \
-                 "topology files are not supported by this build yet; use gen:FAMILY:...")
-#endif
-
 static double now_s(void)
 {
     struct timespec ts;
@@ -374,7 +368,7 @@ static int run(int argc, char **argv)
         rc = parse_gen(o.topology + 4, &gp, &err);
         if (rc == DT_OK) rc = topo_generate(&gp, &t, &err);
     } else {
-        rc = DTSIM_LOAD_TOPOLOGY(o.topology, &t, &err);
+        rc = topo_load_file(o.topology, &t, &err);
     }
     if (rc != DT_OK) {
         free(sizes);
@@ -382,9 +376,11 @@ static int run(int argc, char **argv)
     }
     char cal_note[512] = "";
     if (o.calibration) {
-        dt_error_set(&err, DT_EUNSUPPORTED, o.calibration, NULL,
-                     "calibration files are not supported by this build yet");
-        rc = err.code;
+        /* measured link figures replace the topology's before anything is routed */
+        cal_result *cal = NULL;
+        rc = cal_load_file(o.calibration, &cal, &err);
+        if (rc == DT_OK) rc = cal_apply_topology(cal, t, cal_note, sizeof cal_note, &err);
+        cal_result_destroy(cal);
     }
     int *group = NULL;
     if (rc == DT_OK) {

@@ -273,6 +273,8 @@ static int load_graph(const js_ctx *ctx, const cJSON *v, const char *path, topo 
     if (g && (rc = gpu_spec_from_json(ctx, g, js_path_key(sub, path, "gpu"), &def))) return rc;
     sim_time_t swlat = 0;
     if ((rc = js_get_time(ctx, v, path, "switch_latency", false, &swlat))) return rc;
+    if (swlat >= ((sim_time_t)1 << 40))
+        return js_fail(ctx, path, "switch_latency", "expected a switch latency below 1 s");
     bool fwd = true;
     if ((rc = js_get_bool(ctx, v, path, "gpu_forwarding", false, &fwd))) return rc;
 
@@ -392,7 +394,8 @@ static int load_graph(const js_ctx *ctx, const cJSON *v, const char *path, topo 
     /* Node indices equal file indices here (nodes are built in file order). */
     char where[2 * JS_PATH_MAX + 2];
     dt_error *err = ctx->err;
-    if ((rc = topo_check_connected(t, ctx->file, NULL, err))) {
+    if ((rc = topo_check_latency_range(t, ctx->file, "links", err)) ||
+        (rc = topo_check_connected(t, ctx->file, NULL, err))) {
         /* Make the path relative to where the topology sits in its document. */
         if (err && path[0]) {
             snprintf(where, sizeof where, "%s.%s", path, err->path);

@@ -6,7 +6,8 @@
  * compute added to the ring; contention with known answers (two all-reduces sharing one GPU's
  * links each take twice the bandwidth term; a 4:1 oversubscribed fat-tree slows an all-to-all
  * by o(n-d)/(n-1)); hierarchical vs flat ring all-reduce on a dgx topology (both times and
- * their ratio from the closed forms); dbt's flow count; determinism; `auto` picks; input errors.
+ * their ratio from the closed forms); dbt's flow count; the incremental max-min sharing equals a
+ * global re-solve throughout overlapping collectives; determinism; `auto` picks; input errors.
  * Leaves free: tie order of simultaneous events; tree shapes beyond flow counts. */
 #include <math.h>
 #include <string.h>
@@ -340,6 +341,63 @@ START_TEST(dbt_and_tree_allreduce)
 }
 END_TEST
 
+/* Probe that re-solves the whole network from scratch every 50 ns of simulated time (at odd
+ * picoseconds, between the collective's own events). */
+typedef struct fair_probe {
+    net *n;
+    uint32_t kind;
+    int checks, bad, done;
+} fair_probe;
+
+static void on_fair(void *model, sim_engine *eng, const sim_event *ev)
+{
+    fair_probe *p = model;
+    (void)ev;
+    p->checks++;
+    p->bad += net_check_fair(p->n, 1e-9);
+    if (!p->done) sim_schedule(eng, sim_now(eng) + 50 * SIM_NS, p->kind, 0, 0);
+}
+
+static void on_fair_done(void *model, sim_engine *eng, const sim_event *ev)
+{
+    (void)eng;
+    (void)ev;
+    ((fair_probe *)model)->done = 1;
+}
+
+START_TEST(incremental_equals_global)
+{
+    /* The incremental solver (components, skipped re-solves when a departing flow bottlenecked
+     * nobody else) must agree with a from-scratch global max-min solve at all times, here
+     * through a dbt and a ring all-reduce overlapping on a 4-box dgx with reductions on. */
+    topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 4, .gpus_per_node = 8});
+    sim_engine *e = sim_engine_create();
+    net *n = net_create(t, e, NULL);
+    coll_config cc = {.reduce_bw = -1};
+    coll_engine *c = coll_create(n, e, t, &cc);
+    fair_probe p = {.n = n};
+    p.kind = sim_kind_register(e, "test.fair", on_fair, &p);
+    uint32_t kd = sim_kind_register(e, "test.fair_done", on_fair_done, &p);
+    int g[32], h[16];
+    for (int i = 0; i < 32; i++) g[i] = i;
+    for (int i = 0; i < 16; i++) h[i] = 2 * i;
+    coll_spec a = {.op = COLL_ALLREDUCE, .algo = COLL_DBT, .group = g, .n = 32, .bytes = 2e7};
+    coll_spec b = {.op = COLL_ALLREDUCE, .algo = COLL_RING, .group = h, .n = 16, .bytes = 3e7};
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_start(c, &a, kd, 0, 0, &err), DT_OK);
+    ck_assert_int_eq(coll_start(c, &b, kd, 1, 0, &err), DT_OK);
+    sim_schedule(e, 1, p.kind, 0, 0);
+    sim_run(e, SIM_TIME_MAX);
+    ck_assert_int_gt(p.checks, 1000);
+    ck_assert_int_eq(p.bad, 0);
+    coll_destroy(c);
+    net_destroy(n);
+    sim_engine_destroy(e);
+    topo_destroy(t);
+}
+END_TEST
+
 START_TEST(deterministic)
 {
     topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_FAT_TREE, .gpus = 32, .radix = 8});
@@ -433,6 +491,7 @@ int main(void)
     tcase_add_test(tc, oversubscribed_fat_tree_alltoall);
     tcase_add_test(tc, hier_beats_flat_ring_on_dgx);
     tcase_add_test(tc, dbt_and_tree_allreduce);
+    tcase_add_test(tc, incremental_equals_global);
     tcase_add_test(tc, deterministic);
     tcase_add_test(tc, auto_rule);
     tcase_add_test(tc, input_errors);
