@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dtsim/calib.h"
 #include "dtsim/coll.h"
 #include "dtsim/net.h"
 #include "dtsim/replay.h"
@@ -343,8 +344,34 @@ static void fill_memory(const mem_breakdown *mb, const topo *t, struct run_memor
 }
 
 /* Parse, build the topology and resolve the plan: shared by run and memory. */
+/* options.calibration: fitted link figures onto the topology (calibration module), and the
+ * fitted top-k throughput unless the plan gives one. */
+static int apply_calibration(const js_ctx *c, wl_scenario *s, const char *base_dir, topo *t,
+                             char *note, size_t note_size)
+{
+    char path[1024];
+    if (s->calibration[0] != '/' && base_dir && base_dir[0])
+        snprintf(path, sizeof path, "%s/%s", base_dir, s->calibration);
+    else
+        snprintf(path, sizeof path, "%s", s->calibration);
+    cal_result *cal = NULL;
+    int rc = cal_load_file(path, &cal, c->err);
+    if (rc == DT_EIO) {
+        char msg[DT_ERR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", c->err->msg);
+        return js_fail(c, "options", "calibration", "calibration file \"%s\": %s", path, msg);
+    }
+    if (rc != DT_OK) return rc;
+    char local[256] = "";
+    rc = cal_apply_topology(cal, t, note ? note : local, note ? note_size : sizeof local, c->err);
+    double topk = cal_topk_throughput(cal);
+    if (rc == DT_OK && topk > 0 && s->plan.topk_throughput == 0) s->plan.topk_throughput = topk;
+    cal_result_destroy(cal);
+    return rc;
+}
+
 static int prepare(const cJSON *j, const char *file, const char *base_dir, wl_scenario *s,
-                   topo **t, dt_error *err)
+                   topo **t, char *note, size_t note_size, dt_error *err)
 {
     js_ctx c = {file ? file : "<scenario>", err};
     *t = NULL;
@@ -352,12 +379,7 @@ static int prepare(const cJSON *j, const char *file, const char *base_dir, wl_sc
     int rc = load_topology(&c, s->topology, "topology", base_dir, t);
     if (rc == DT_OK) rc = apply_gpu(&c, s->gpu, "gpu", *t);
     if (rc == DT_OK) rc = apply_degraded(&c, s->degraded, s->n_degraded, *t);
-    if (rc == DT_OK && s->calibration[0])
-        /* INTEGRATOR NOTE: load with cal_load_file() (path relative to base_dir) and apply
-         * with cal_apply_topology() once branch `calib` provides them; fill
-         * run_result.calibration_note from its note. */
-        rc = js_fail(&c, "options", "calibration",
-                     "calibration files are not supported by this build yet");
+    if (rc == DT_OK && s->calibration[0]) rc = apply_calibration(&c, s, base_dir, *t, note, note_size);
     if (rc == DT_OK) rc = wl_scenario_resolve(&c, s, (*t)->n_gpus);
     if (rc != DT_OK) {
         topo_destroy(*t);
@@ -372,7 +394,7 @@ int run_memory(const cJSON *scenario, const char *file, const char *base_dir, st
 {
     wl_scenario s;
     topo *t;
-    TRY(prepare(scenario, file, base_dir, &s, &t, err));
+    TRY(prepare(scenario, file, base_dir, &s, &t, NULL, 0, err));
     mem_breakdown mb;
     mem_compute(&s.model, &s.plan, &mb);
     fill_memory(&mb, t, out, fits);
@@ -408,7 +430,8 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
     memset(out, 0, sizeof *out);
     wl_scenario s;
     topo *t;
-    TRY(prepare(scenario, file, base_dir, &s, &t, err));
+    TRY(prepare(scenario, file, base_dir, &s, &t, out->calibration_note,
+                sizeof out->calibration_note, err));
     if (opt && opt->have_seed) s.seed = opt->seed;
     if (opt && opt->have_network) s.network = opt->network;
     mem_breakdown mb;
