@@ -91,6 +91,7 @@ typedef struct comm_ctx {
     net *n;
     coll_engine *ce;
     double elem_bytes;
+    coll_algo algo;
 } comm_ctx;
 
 static void path_fn(void *ctx, int a, int b, double *bw, sim_time_t *lat)
@@ -105,11 +106,17 @@ static void coll_fn(void *ctx, coll_op op, const int *gpus, int n, double bytes,
                     uint32_t id)
 {
     comm_ctx *cc = ctx;
-    coll_spec s = {.op = op, .algo = COLL_AUTO, .group = gpus, .n = n, .bytes = bytes,
+    coll_spec s = {.op = op, .algo = cc->algo, .group = gpus, .n = n, .bytes = bytes,
                    .elem_bytes = cc->elem_bytes};
     dt_error e;
     dt_error_clear(&e);
     int rc = coll_start(cc->ce, &s, kind, id, 0, &e);
+    if (rc != DT_OK && s.algo != COLL_AUTO) {
+        /* the requested algorithm cannot run this op: fall back to the automatic choice */
+        s.algo = COLL_AUTO;
+        dt_error_clear(&e);
+        rc = coll_start(cc->ce, &s, kind, id, 0, &e);
+    }
     DT_ASSERT(rc == DT_OK); /* groups come from the plan: always valid */
 }
 
@@ -253,6 +260,7 @@ typedef struct job {
     int n_stragglers;
     uint64_t seed;
     net_mode network;
+    coll_algo dp_algorithm;
 } job;
 
 static int simulate(const job *J, const run_options *opt, run_result *out, dt_error *err)
@@ -266,7 +274,8 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
      * unchanged (coll_ring.c) and only multiplies flows and events. */
     coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18};
     coll_engine *ce = coll_create(n, eng, t, &cc);
-    comm_ctx ctx = {.n = n, .ce = ce, .elem_bytes = g->precision == GPU_FP32 ? 4 : 2};
+    comm_ctx ctx = {.n = n, .ce = ce, .elem_bytes = g->precision == GPU_FP32 ? 4 : 2,
+                    .algo = J->dp_algorithm};
     rep_comm comm = {.coll = coll_fn, .send = send_fn, .ctx = &ctx};
     double *slow = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *slow);
     for (int i = 0; i < t->n_gpus; i++) slow[i] = 1;
@@ -448,7 +457,7 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
         trace_env env = {.gpu = NULL, .stragglers = s.stragglers, .n_stragglers = s.n_stragglers,
                          .jitter = s.jitter, .jitter_sigma = s.jitter_sigma,
                          .degraded = s.degraded, .n_degraded = s.n_degraded, .seed = s.seed,
-                         .network = s.network, .mem_params = out->memory.params,
+                         .network = s.network, .dp_algorithm = s.dp_algorithm, .mem_params = out->memory.params,
                          .mem_grads = out->memory.grads, .mem_optimizer = out->memory.optimizer,
                          .mem_activations = out->memory.activations,
                          .mem_peak = out->memory.peak};
@@ -459,7 +468,7 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
     if (rc == DT_OK) {
         job J = {.g = g, .t = t, .jitter = s.jitter, .jitter_sigma = s.jitter_sigma,
                  .stragglers = s.stragglers, .n_stragglers = s.n_stragglers, .seed = s.seed,
-                 .network = s.network};
+                 .network = s.network, .dp_algorithm = s.dp_algorithm};
         rc = simulate(&J, opt, out, err);
     }
     wl_graph_destroy(g);
@@ -551,7 +560,7 @@ int run_trace_file(const char *trace_file, const char *topology_file, const run_
         out->fits = out->memory.peak <= out->memory.capacity;
         job J = {.g = g, .t = t, .jitter = env.jitter, .jitter_sigma = env.jitter_sigma,
                  .stragglers = env.stragglers, .n_stragglers = env.n_stragglers,
-                 .seed = env.seed, .network = env.network};
+                 .seed = env.seed, .network = env.network, .dp_algorithm = env.dp_algorithm};
         rc = simulate(&J, opt, out, err);
     }
     wl_graph_destroy(g);

@@ -312,12 +312,18 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
     s->plan.optimizer = (wl_optimizer)op;
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "options");
     if (o) {
-        static const char *const okeys[] = {"network", "calibration", NULL};
+        static const char *const okeys[] = {"network", "calibration", "dp_algorithm", NULL};
         TRY(js_expect_object(c, o, "options"));
         TRY(js_check_keys(c, o, "options", okeys));
         int nm = NET_FLOW;
         TRY(js_get_enum(c, o, "options", "network", false, network_names, &nm));
         s->network = (net_mode)nm;
+        const char *algo = NULL;
+        TRY(js_get_string(c, o, "options", "dp_algorithm", false, &algo));
+        if (algo && coll_algo_parse(algo, &s->dp_algorithm) != DT_OK)
+            return js_fail(c, "options", "dp_algorithm",
+                           "expected auto, ring, tree, dbt, hd, direct, hier or ps, found \"%s\"",
+                           algo);
         const char *cal = NULL;
         TRY(js_get_string(c, o, "options", "calibration", false, &cal));
         if (cal) snprintf(s->calibration, sizeof s->calibration, "%s", cal);
