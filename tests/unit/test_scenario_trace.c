@@ -263,6 +263,23 @@ START_TEST(degraded_link_closed_form)
 }
 END_TEST
 
+START_TEST(flow_matches_analytic_without_contention)
+{
+    /* A pipeline over 4 boxes: one send at a time on each path, so flows never share a link and
+     * the network model must give the closed form (up to picosecond rounding per send). */
+#define PIPE(net)                                                                           \
+    "{\"topology\": {\"generator\": \"dgx\", \"nodes\": 4, \"gpus_per_node\": 1},"          \
+    " \"model\": {\"kind\": \"synthetic\", \"layers\": 4, \"forward_time\": \"1 ms\","      \
+    "  \"backward_time\": \"2 ms\", \"params\": 0, \"activation_bytes\": \"20 MB\"},"          \
+    " \"parallel\": {\"pp\": 4, \"microbatches\": 4, \"schedule\": \"gpipe\"},"            \
+    " \"options\": {\"network\": \"" net "\"}}"
+    double flow = step_of(PIPE("flow")), analytic = step_of(PIPE("analytic"));
+    ck_assert(analytic > 21e-3 + 6 * 20e6 / 50e9); /* 7 x 3 ms plus 6 sends on the critical path */
+    ck_assert_rel(flow, analytic, 1e-9);
+#undef PIPE
+}
+END_TEST
+
 Suite *suite(void)
 {
     Suite *s = suite_create("scenario_trace");
@@ -273,6 +290,7 @@ Suite *suite(void)
     tcase_add_test(t, hand_written_trace);
     tcase_add_test(t, timeline_spans);
     tcase_add_test(t, degraded_link_closed_form);
+    tcase_add_test(t, flow_matches_analytic_without_contention);
     suite_add_tcase(s, t);
     return s;
 }
