@@ -167,16 +167,15 @@ static int edge_cmp(const void *pa, const void *pb)
 /* The state track of one GPU: [0, T] cut where compute/comm coverage changes, so its slices
  * sum to T exactly: compute where any compute op runs, "comm (exposed)" where only
  * communication runs, "idle" (pipeline bubble, waiting on a straggler) where nothing does. */
-static void state_track(emitter *e, const run_timeline *tl, int gpu, int pid, sim_time_t T)
+static void state_track(emitter *e, const run_timeline *tl, const ivl *v, size_t n, int gpu,
+                        int pid, sim_time_t T)
 {
     static const char *const names[] = {"compute", "comm (exposed)", "idle"};
-    size_t n = 0;
-    for (size_t i = 0; i < tl->n_spans; i++) n += tl->spans[i].gpu == gpu;
     edge *ev = dt_xmalloc((2 * n + 1) * sizeof *ev);
     size_t k = 0;
-    for (size_t i = 0; i < tl->n_spans; i++) {
-        const run_span *s = &tl->spans[i];
-        if (s->gpu != gpu || s->end <= s->start) continue;
+    for (size_t i = 0; i < n; i++) {
+        const run_span *s = &tl->spans[v[i].idx];
+        if (s->end <= s->start) continue;
         bool c = s->stream == RUN_STREAM_COMPUTE;
         ev[k++] = (edge){s->start, c, !c};
         ev[k++] = (edge){s->end, -(int)c, -(int)!c};
@@ -230,8 +229,21 @@ int rep_timeline_write(const run_timeline *tl, const rep_timeline_options *opt, 
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"dtsim\",\"step_end_us\":", f);
     us(f, T);
     fputs("},\"traceEvents\":[", f);
+    /* Op spans sorted per (GPU, stream): one pass gives each GPU's state track and its op
+     * tracks. */
+    ivl *v = dt_xmalloc((tl->n_spans + 1) * sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < tl->n_spans; i++) {
+        const run_span *s = &tl->spans[i];
+        if (!GPU_ON(s->gpu)) continue;
+        v[n++] = (ivl){s->start, s->end, i, s->gpu * RUN_STREAM_COUNT + (int)s->stream};
+    }
+    qsort(v, n, sizeof *v, ivl_cmp);
     bool *pid_named = dt_xcalloc((size_t)tl->n_hosts + 3, sizeof *pid_named);
+    size_t at = 0;
     for (int g = 0; g < tl->n_gpus; g++) {
+        size_t from = at;
+        while (at < n && v[at].key / RUN_STREAM_COUNT == g) at++;
         if (!GPU_ON(g)) continue;
         int pid = GPU_PID(g);
         if (!pid_named[pid]) {
@@ -242,18 +254,9 @@ int rep_timeline_write(const run_timeline *tl, const rep_timeline_options *opt, 
         char name[96];
         snprintf(name, sizeof name, "GPU %d state", g);
         meta(&e, "thread", pid, gpu_tid(g, 0, 0), name, gpu_tid(g, 0, 0));
-        state_track(&e, tl, g, pid, T);
+        state_track(&e, tl, v + from, at - from, g, pid, T);
     }
 
-    /* Op spans: sort per (GPU, stream), lanes, one track per lane. */
-    ivl *v = dt_xmalloc((tl->n_spans + 1) * sizeof *v);
-    size_t n = 0;
-    for (size_t i = 0; i < tl->n_spans; i++) {
-        const run_span *s = &tl->spans[i];
-        if (!GPU_ON(s->gpu)) continue;
-        v[n++] = (ivl){s->start, s->end, i, s->gpu * RUN_STREAM_COUNT + (int)s->stream};
-    }
-    qsort(v, n, sizeof *v, ivl_cmp);
     int *lane = dt_xmalloc((n + 1) * sizeof *lane);
     for (size_t a = 0, b; a < n; a = b) {
         for (b = a; b < n && v[b].key == v[a].key; b++) {}
