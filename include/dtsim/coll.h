@@ -3,7 +3,11 @@
  * Each algorithm turns (op, group, bytes) into per-rank step lists (send to peer, receive from
  * peer, reduce locally) with dependencies; the collective engine runs them over net_send(), so
  * contention between steps and with other traffic is real. Closed forms live in
- * coll_cost_analytic() for tests and the analytic mode.
+ * coll_closed_form*() as test oracles; the analytic network mode (net_config.mode) runs the
+ * same step programs with contention-free alpha-beta transfers.
+ *
+ * Ownership: coll_create borrows net, engine and topo (they must outlive it); coll_start
+ * copies the group, so spec->group is only borrowed for the call.
  */
 #ifndef DTSIM_COLL_H
 #define DTSIM_COLL_H
@@ -71,7 +75,42 @@ int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32
 /* Which algorithm `auto` picks for this spec on this topology. */
 coll_algo coll_auto_choice(const topo *t, const coll_spec *spec);
 
-/* Bus bandwidth factor (nccl-tests): busbw = algbw * factor. */
+/* Bus bandwidth factor (nccl-tests): busbw = algbw * factor. all-reduce 2(n-1)/n;
+ * reduce-scatter, all-gather, all-to-all (n-1)/n; broadcast, reduce, sendrecv 1. */
 double coll_busbw_factor(coll_op op, int n);
+
+/* ---- one collective alone, start to finish (CLI, tests, benchmarks) ---- */
+
+typedef struct coll_result {
+    sim_time_t time;    /* simulated duration */
+    coll_algo algo;     /* the algorithm that ran (auto resolved) */
+    uint64_t events;    /* events the engine handled */
+    net_stats net;
+} coll_result;
+
+/* Build an engine, network and collective engine on t, run spec alone from time 0, tear
+ * down. DT_EINPUT (err filled) for impossible requests. t is only borrowed. */
+int coll_simulate(topo *t, const coll_spec *spec, const coll_config *cc, const net_config *nc,
+                  coll_result *out, dt_error *err);
+
+/* ---- closed forms (alpha-beta; test oracles, docs/collectives.md) ----
+ * alpha: per-transfer latency (s), bw: per-GPU link bandwidth (B/s), reduction free.
+ * Returns NAN where no closed form is documented for (op, algo):
+ *   ring   allreduce 2(n-1) a + 2(n-1)/n S/B; reduce_scatter, allgather (n-1) a + (n-1)/n S/B
+ *   hd     allreduce, n = 2^k: 2k a + 2(n-1)/n S/B; other n with p = 2^floor(log2 n):
+ *          2 log2(p) a + 2(p-1)/p S/B + 2(a + S/B); reduce_scatter/allgather k a + (n-1)/n S/B
+ *   direct alltoall, allgather, reduce_scatter on a non-blocking switch: a + (n-1)/n S/B
+ */
+double coll_closed_form(coll_op op, coll_algo algo, int n, double bytes, double alpha, double bw);
+/* Pipeline of `stages` equal stages, `chunks` chunks of S/chunks bytes, each stage costing
+ * a + fanout * chunk / B (a node sending to `fanout` children shares its link):
+ * (stages + chunks - 1) (a + fanout S / (chunks B)). Tree broadcast on a switch with a
+ * complete binary tree: stages = depth, fanout 2; chain: stages n-1, fanout 1. */
+double coll_closed_form_pipeline(int stages, int chunks, int fanout, double bytes, double alpha,
+                                 double bw);
+/* Hierarchical all-reduce, g GPUs per host, h hosts (coll_hier.c):
+ * 2(g-1) a_in + 2(g-1)/g S/B_in + 2(h-1) a_out + 2(h-1)/h S/(g B_out). */
+double coll_closed_form_hier(int g, int h, double bytes, double alpha_in, double bw_in,
+                             double alpha_out, double bw_out);
 
 #endif

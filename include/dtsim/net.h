@@ -33,7 +33,14 @@ net *net_create(topo *t, sim_engine *eng, const net_config *cfg);
 void net_destroy(net *n);
 
 /* Start a transfer now. bytes >= 0 (0 still pays latency). On arrival of the last byte the
- * engine fires (done_kind, done_id, done_data). src == dst completes immediately (same time). */
+ * engine fires (done_kind, done_id, done_data). src == dst completes immediately (same time).
+ * Timing: the bandwidth phase starts now (rate = max-min share, re-divided as flows come and
+ * go); when the last byte has left, the completion fires one path latency later. Alone, a flow
+ * takes latency + bytes/bottleneck, the bytes/bottleneck part rounded up to a whole picosecond
+ * (after dropping relative floating-point noise below 1e-12). Path latency = sum of link
+ * latencies + topo.switch_latency per switch node traversed. The route is topo_route() with a
+ * flow hash derived from (src, dst, a per-net send counter): deterministic, and successive
+ * flows between one pair spread over equal-cost paths. */
 void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
               uint32_t done_id, uint64_t done_data);
 
@@ -45,6 +52,14 @@ typedef struct net_stats {
 } net_stats;
 
 void net_get_stats(const net *n, net_stats *out);
+
+net_mode net_get_mode(const net *n);
+
+/* The alpha-beta view of a route (the one topo_route gives for flow hash 0): its latency as
+ * net_send charges it, its bottleneck bandwidth and hop count. Any output may be NULL.
+ * Returns topo_route's status. For cost models (collective `auto`) and tests. */
+int net_path_info(net *n, int src_gpu, int dst_gpu, sim_time_t *latency, double *bottleneck,
+                  int *hops);
 
 /* Per-link busy intervals, for timelines (optional: enabled before the run). */
 typedef void (*net_link_observer)(void *ctx, int link, sim_time_t start, sim_time_t end,

@@ -106,5 +106,12 @@ int run_memory(const cJSON *scenario, const char *file, const char *base_dir, st
 /* Same as run_scenario, from a file name. */
 int run_scenario_file(const char *filename, const run_options *opt, run_result *out,
                       dt_error *err);
+int run_memory_file(const char *filename, struct run_memory *out, bool *fits, dt_error *err);
+
+/* Replay a trace file (docs/formats.md, "Trace files") on the topology in topology_file.
+ * The trace carries the GPU override, faults, seed and network mode of the run that wrote it,
+ * so a written trace replayed on the same topology gives the same result. */
+int run_trace_file(const char *trace_file, const char *topology_file, const run_options *opt,
+                   run_result *out, dt_error *err);
 
 #endif

@@ -75,6 +75,7 @@ typedef struct topo_gen_params {
     double nvlink_bw, nic_bw;
     sim_time_t nvlink_latency;
     sim_time_t switch_latency;
+    int df_groups;            /* dragonfly groups (alternative to gpus) */
 } topo_gen_params;
 
 typedef struct topo topo;
@@ -90,10 +91,21 @@ struct topo {
     int *gpu_node;            /* gpu index -> node index */
     gpu_spec *gpus;           /* gpu index -> spec */
     int n_hosts;
+    char **host_names;        /* host index -> name */
+    bool gpu_forwarding;      /* GPUs relay traffic for others (ring, torus); false: GPUs are
+                                 endpoints only, routes never pass through a third GPU */
     sim_time_t switch_latency; /* forwarding delay added at each switch traversed */
     topo_gen_params gen;      /* family TOPO_FAMILY_FILE unless generated */
     void *route_cache;        /* private to the routing module */
 };
+
+/* Defaults the generators use for a zero field (also documented in docs/formats.md). */
+#define TOPO_DEFAULT_BANDWIDTH 50e9             /* 400 Gb/s per direction */
+#define TOPO_DEFAULT_LATENCY (500 * SIM_NS)     /* per link */
+#define TOPO_DEFAULT_SWITCH_LATENCY (200 * SIM_NS)
+#define TOPO_DEFAULT_NVLINK_LATENCY (100 * SIM_NS)
+#define TOPO_DEFAULT_GPU "H100-SXM"
+#define TOPO_DEFAULT_RADIX 64
 
 /* Load a topology file. On success *out is caller-owned (topo_destroy). */
 int topo_load_file(const char *filename, topo **out, dt_error *err);

@@ -1,0 +1,394 @@
+/* topo_gen.c - topology generators: ring, switch, fat-tree, torus, dragonfly, dgx.
+ *
+ * Each generator turns a few numbers into explicit nodes and links through the builder, so
+ * the result is indistinguishable from a loaded file (and topo_write_json() can save it). The
+ * resolved parameters (defaults filled in) are kept in t->gen: topo_get_info() uses them for
+ * closed-form diameter and bisection figures.
+ *
+ * Names are stable and readable (gpu7, leaf3, node12.gpu5, rail5.leaf0) because users see them
+ * in traces and error messages. Parameter errors put the option name in err->path (e.g.
+ * "radix"); topo_from_json() prefixes the JSON path.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "topo_internal.h"
+
+#define MAX_GPUS (1 << 22)
+
+static int bad(dt_error *err, const char *opt, const char *fmt, int v)
+{
+    return dt_error_set(err, DT_EINPUT, NULL, opt, fmt, v);
+}
+
+/* Fill zero fields with defaults; check ranges. */
+static int resolve(const topo_gen_params *in, topo_gen_params *p, gpu_spec *spec, dt_error *err)
+{
+    *p = *in;
+    if (!p->gpu_preset[0]) snprintf(p->gpu_preset, sizeof p->gpu_preset, "%s", TOPO_DEFAULT_GPU);
+    if (gpu_preset(p->gpu_preset, spec, err)) {
+        if (err) snprintf(err->path, sizeof err->path, "gpu");
+        return DT_EINPUT;
+    }
+    if (p->bandwidth < 0 || p->nvlink_bw < 0 || p->nic_bw < 0 || p->latency < 0 ||
+        p->switch_latency < 0 || p->nvlink_latency < 0 || p->oversubscription < 0)
+        return dt_error_set(err, DT_EINPUT, NULL, NULL, "negative generator parameter");
+    if (p->bandwidth == 0) p->bandwidth = TOPO_DEFAULT_BANDWIDTH;
+    if (p->latency == 0) p->latency = TOPO_DEFAULT_LATENCY;
+    if (p->switch_latency == 0) p->switch_latency = TOPO_DEFAULT_SWITCH_LATENCY;
+    if (p->gpus < 0 || p->gpus > MAX_GPUS) return bad(err, "gpus", "expected 1 to 4194304 GPUs, found %d", p->gpus);
+    if (p->oversubscription == 0) p->oversubscription = 1;
+    if (p->oversubscription < 1)
+        return dt_error_set(err, DT_EINPUT, NULL, "oversubscription",
+                            "expected a down:up ratio >= 1, found %g", p->oversubscription);
+    return DT_OK;
+}
+
+/* Leaf port split for radix k and oversubscription o: down/up = o, down + up = k. */
+static int leaf_ports(const topo_gen_params *p, int *down, int *up, dt_error *err)
+{
+    int k = p->radix;
+    int d = (int)lround(k * p->oversubscription / (1.0 + p->oversubscription));
+    if (d >= k) d = k - 1;
+    if (d < 1 || k - d < 1)
+        return bad(err, "radix", "radix %d leaves no down and up ports at this oversubscription", k);
+    *down = d;
+    *up = k - d;
+    return DT_OK;
+}
+
+static int gen_ring(const topo_gen_params *p, const gpu_spec *spec, topo_builder *b, dt_error *err)
+{
+    int n = p->gpus;
+    if (n < 1) return bad(err, "gpus", "ring needs at least 1 GPU, found %d", n);
+    char name[64];
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "gpu%d", i);
+        tb_node(b, name, TOPO_GPU, -1, spec);
+    }
+    /* Two GPUs still form a ring: two parallel links, so both ring directions exist. */
+    for (int i = 0; i < n && n > 1; i++) tb_link(b, i, (i + 1) % n, p->bandwidth, p->latency, true);
+    b->t->gpu_forwarding = true;
+    return DT_OK;
+}
+
+static int gen_switch(const topo_gen_params *p, const gpu_spec *spec, topo_builder *b,
+                      dt_error *err)
+{
+    int n = p->gpus;
+    if (n < 1) return bad(err, "gpus", "switch needs at least 1 GPU, found %d", n);
+    char name[64];
+    int sw = tb_node(b, "switch0", TOPO_SWITCH, -1, NULL);
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "gpu%d", i);
+        int g = tb_node(b, name, TOPO_GPU, -1, spec);
+        tb_link(b, g, sw, p->bandwidth, p->latency, true);
+    }
+    b->t->gpu_forwarding = false;
+    return DT_OK;
+}
+
+static int gen_fat_tree(topo_gen_params *p, const gpu_spec *spec, topo_builder *b, dt_error *err)
+{
+    int n = p->gpus;
+    if (n < 1) return bad(err, "gpus", "fat-tree needs at least 1 GPU, found %d", n);
+    if (p->tiers == 0) p->tiers = 2;
+    if (p->tiers != 2 && p->tiers != 3)
+        return bad(err, "tiers", "expected 2 or 3 tiers, found %d", p->tiers);
+    if (p->radix == 0) p->radix = TOPO_DEFAULT_RADIX;
+    if (p->radix < 2 || p->radix > 4096)
+        return bad(err, "radix", "expected a radix from 2 to 4096, found %d", p->radix);
+    int k = p->radix, d, u;
+    int rc = leaf_ports(p, &d, &u, err);
+    if (rc) return rc;
+    int leaves = (n + d - 1) / d;
+    char name[64];
+    int gpu0 = b->t->n_nodes;
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "gpu%d", i);
+        tb_node(b, name, TOPO_GPU, -1, spec);
+    }
+    int leaf0 = b->t->n_nodes;
+    for (int l = 0; l < leaves; l++) {
+        snprintf(name, sizeof name, "leaf%d", l);
+        tb_node(b, name, TOPO_SWITCH, -1, NULL);
+    }
+    for (int i = 0; i < n; i++) tb_link(b, gpu0 + i, leaf0 + i / d, p->bandwidth, p->latency, true);
+    if (p->tiers == 2) {
+        if (leaves > k)
+            return dt_error_set(err, DT_EINPUT, NULL, "gpus",
+                                "%d GPUs need %d leaves, more than a 2-tier fat-tree of radix %d "
+                                "holds (at most %d GPUs); use tiers 3 or a larger radix",
+                                n, leaves, k, k * d);
+        if (leaves > 1) {
+            int spine0 = b->t->n_nodes;
+            for (int s = 0; s < u; s++) {
+                snprintf(name, sizeof name, "spine%d", s);
+                tb_node(b, name, TOPO_SWITCH, -1, NULL);
+            }
+            for (int l = 0; l < leaves; l++)
+                for (int s = 0; s < u; s++)
+                    tb_link(b, leaf0 + l, spine0 + s, p->bandwidth, p->latency, true);
+        }
+    } else {
+        int half = k / 2; /* leaves per pod = aggregation down ports; aggregation up ports */
+        if (half < 1) return bad(err, "radix", "3-tier fat-tree needs radix >= 2, found %d", k);
+        int pods = (leaves + half - 1) / half;
+        if (pods > k)
+            return dt_error_set(err, DT_EINPUT, NULL, "gpus",
+                                "%d GPUs need %d pods, more than a 3-tier fat-tree of radix %d "
+                                "holds (at most %d GPUs)", n, pods, k, k * half * d);
+        if (leaves > 1) {
+            int agg0 = b->t->n_nodes;
+            for (int q = 0; q < pods; q++)
+                for (int j = 0; j < u; j++) {
+                    snprintf(name, sizeof name, "agg%d.%d", q, j);
+                    tb_node(b, name, TOPO_SWITCH, -1, NULL);
+                }
+            for (int l = 0; l < leaves; l++)
+                for (int j = 0; j < u; j++)
+                    tb_link(b, leaf0 + l, agg0 + (l / half) * u + j, p->bandwidth, p->latency, true);
+            if (pods > 1) {
+                int core0 = b->t->n_nodes;
+                for (int c = 0; c < u * half; c++) {
+                    snprintf(name, sizeof name, "core%d", c);
+                    tb_node(b, name, TOPO_SWITCH, -1, NULL);
+                }
+                for (int q = 0; q < pods; q++)
+                    for (int j = 0; j < u; j++)
+                        for (int m = 0; m < half; m++)
+                            tb_link(b, agg0 + q * u + j, core0 + j * half + m, p->bandwidth,
+                                    p->latency, true);
+            }
+        }
+    }
+    b->t->gpu_forwarding = false;
+    return DT_OK;
+}
+
+static int gen_torus(topo_gen_params *p, const gpu_spec *spec, topo_builder *b, dt_error *err)
+{
+    if (p->n_dims < 1 || p->n_dims > 4)
+        return bad(err, "dims", "expected 1 to 4 dimensions (e.g. \"4x4x4\"), found %d", p->n_dims);
+    long long n = 1;
+    for (int i = 0; i < p->n_dims; i++) {
+        if (p->dims[i] < 1 || p->dims[i] > 65536)
+            return bad(err, "dims", "expected extents from 1 to 65536, found %d", p->dims[i]);
+        n *= p->dims[i];
+        if (n > MAX_GPUS) return bad(err, "dims", "torus too large (more than %d GPUs)", MAX_GPUS);
+    }
+    if (p->gpus && p->gpus != n)
+        return dt_error_set(err, DT_EINPUT, NULL, "gpus",
+                            "gpus %d disagrees with dims (%lld GPUs)", p->gpus, n);
+    p->gpus = (int)n;
+    char name[64];
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "gpu%d", i);
+        tb_node(b, name, TOPO_GPU, -1, spec);
+    }
+    /* GPU index = x0 + d0*(x1 + d1*(x2 ...)). One link to the +1 neighbour per dimension with
+     * wraparound; an extent of 2 gets a single link (its +1 and -1 neighbours coincide). */
+    long long stride = 1;
+    for (int dim = 0; dim < p->n_dims; dim++) {
+        int e = p->dims[dim];
+        for (long long i = 0; i < n && e > 1; i++) {
+            int x = (int)((i / stride) % e);
+            if (e == 2 && x == 1) continue;
+            long long j = i + ((x + 1) % e - x) * stride;
+            tb_link(b, (int)i, (int)j, p->bandwidth, p->latency, true);
+        }
+        stride *= e;
+    }
+    b->t->gpu_forwarding = true;
+    return DT_OK;
+}
+
+static int gen_dragonfly(topo_gen_params *p, const gpu_spec *spec, topo_builder *b, dt_error *err)
+{
+    if (p->df_a == 0) p->df_a = 4;
+    if (p->df_p == 0) p->df_p = 2;
+    if (p->df_h == 0) p->df_h = 2;
+    int a = p->df_a, pt = p->df_p, h = p->df_h;
+    if (a < 1 || a > 1024) return bad(err, "routers", "expected 1 to 1024 routers per group, found %d", a);
+    if (pt < 1 || pt > 1024) return bad(err, "terminals", "expected 1 to 1024 terminals per router, found %d", pt);
+    if (h < 1 || h > 1024) return bad(err, "global_links", "expected 1 to 1024 global links per router, found %d", h);
+    int per_group = a * pt;
+    int g = p->df_groups;
+    if (g < 0) return bad(err, "groups", "expected at least 1 group, found %d", g);
+    if (p->gpus) {
+        if (p->gpus % per_group)
+            return dt_error_set(err, DT_EINPUT, NULL, "gpus",
+                                "%d GPUs is not a whole number of groups of %d (routers x terminals)",
+                                p->gpus, per_group);
+        if (g && g != p->gpus / per_group)
+            return dt_error_set(err, DT_EINPUT, NULL, "groups",
+                                "groups %d disagrees with gpus %d (%d per group)", g, p->gpus,
+                                per_group);
+        g = p->gpus / per_group;
+    }
+    if (g == 0) g = a * h + 1; /* the canonical balanced size: one global link per group pair */
+    if (g > a * h + 1)
+        return dt_error_set(err, DT_EINPUT, NULL, "groups",
+                            "%d groups cannot all be linked directly with %d global ports per group "
+                            "(at most %d groups)", g, a * h, a * h + 1);
+    if ((long long)g * per_group > MAX_GPUS) return bad(err, "groups", "dragonfly too large (%d groups)", g);
+    p->df_groups = g;
+    p->gpus = g * per_group;
+    char name[64];
+    int r0 = b->t->n_nodes;
+    for (int i = 0; i < g; i++)
+        for (int j = 0; j < a; j++) {
+            snprintf(name, sizeof name, "g%d.r%d", i, j);
+            tb_node(b, name, TOPO_SWITCH, -1, NULL);
+        }
+    for (int i = 0; i < g; i++)
+        for (int j = 0; j < a; j++)
+            for (int t = 0; t < pt; t++) {
+                snprintf(name, sizeof name, "gpu%d", (i * a + j) * pt + t);
+                int v = tb_node(b, name, TOPO_GPU, -1, spec);
+                tb_link(b, v, r0 + i * a + j, p->bandwidth, p->latency, true);
+            }
+    for (int i = 0; i < g; i++)
+        for (int j = 0; j < a; j++)
+            for (int k = j + 1; k < a; k++)
+                tb_link(b, r0 + i * a + j, r0 + i * a + k, p->bandwidth, p->latency, true);
+    /* Global links: pass over group pairs (i < k) repeatedly, one link per pair per pass, while
+     * both groups have free ports. Port s of a group sits on router s % a, so consecutive links
+     * spread over the routers. With g = a*h + 1 this is one link per pair. */
+    int *used = dt_xcalloc((size_t)g, sizeof *used);
+    for (bool progress = true; progress;) {
+        progress = false;
+        for (int i = 0; i < g; i++)
+            for (int k = i + 1; k < g; k++) {
+                if (used[i] >= a * h || used[k] >= a * h) continue;
+                int ri = r0 + i * a + used[i] % a, rk = r0 + k * a + used[k] % a;
+                used[i]++;
+                used[k]++;
+                tb_link(b, ri, rk, p->bandwidth, p->latency, true);
+                progress = true;
+            }
+    }
+    free(used);
+    b->t->gpu_forwarding = false;
+    return DT_OK;
+}
+
+static int gen_dgx(topo_gen_params *p, const gpu_spec *spec, topo_builder *b, dt_error *err)
+{
+    if (p->gpus_per_node == 0) p->gpus_per_node = 8;
+    int gn = p->gpus_per_node;
+    if (gn < 1 || gn > 1024) return bad(err, "gpus_per_node", "expected 1 to 1024 GPUs per node, found %d", gn);
+    if (p->gpus) {
+        if (p->gpus % gn)
+            return dt_error_set(err, DT_EINPUT, NULL, "gpus",
+                                "%d GPUs is not a whole number of %d-GPU nodes", p->gpus, gn);
+        if (p->nodes && p->nodes != p->gpus / gn)
+            return dt_error_set(err, DT_EINPUT, NULL, "nodes",
+                                "nodes %d disagrees with gpus %d (%d per node)", p->nodes, p->gpus, gn);
+        p->nodes = p->gpus / gn;
+    }
+    if (p->nodes < 1) return bad(err, "nodes", "dgx needs at least 1 node, found %d", p->nodes);
+    if ((long long)p->nodes * gn > MAX_GPUS) return bad(err, "nodes", "dgx too large (%d nodes)", p->nodes);
+    p->gpus = p->nodes * gn;
+    if (p->nvlink_bw == 0) p->nvlink_bw = spec->nvlink_bw;
+    if (p->nvlink_bw == 0) p->nvlink_bw = 450e9;
+    if (p->nic_bw == 0) p->nic_bw = p->bandwidth;
+    if (p->nvlink_latency == 0) p->nvlink_latency = TOPO_DEFAULT_NVLINK_LATENCY;
+    if (p->radix == 0) p->radix = TOPO_DEFAULT_RADIX;
+    if (p->radix < 2 || p->radix > 4096)
+        return bad(err, "radix", "expected a radix from 2 to 4096, found %d", p->radix);
+    int d, u;
+    int rc = leaf_ports(p, &d, &u, err);
+    if (rc) return rc;
+    int nn = p->nodes, per_rail = (nn + d - 1) / d;
+    char name[96];
+    /* Node layout: per box its GPUs, NVSwitch, NICs; then leaves rail-major; then spines. */
+    int *gpu_of = dt_xmalloc((size_t)nn * gn * sizeof *gpu_of);
+    int *nic_of = dt_xmalloc((size_t)nn * gn * sizeof *nic_of);
+    for (int i = 0; i < nn; i++) {
+        snprintf(name, sizeof name, "node%d", i);
+        int host = tb_host(b, name);
+        for (int j = 0; j < gn; j++) {
+            snprintf(name, sizeof name, "node%d.gpu%d", i, j);
+            gpu_of[i * gn + j] = tb_node(b, name, TOPO_GPU, host, spec);
+        }
+        if (gn > 1) {
+            snprintf(name, sizeof name, "node%d.nvswitch", i);
+            int nvs = tb_node(b, name, TOPO_SWITCH, host, NULL);
+            for (int j = 0; j < gn; j++)
+                tb_link(b, gpu_of[i * gn + j], nvs, p->nvlink_bw, p->nvlink_latency, true);
+        }
+        for (int j = 0; j < gn; j++) {
+            snprintf(name, sizeof name, "node%d.nic%d", i, j);
+            nic_of[i * gn + j] = tb_node(b, name, TOPO_NIC, host, NULL);
+            /* GPU to NIC over PCIe: the NIC's rate, no extra latency (it is in the NIC link). */
+            tb_link(b, gpu_of[i * gn + j], nic_of[i * gn + j], p->nic_bw, 0, true);
+        }
+    }
+    int leaf0 = b->t->n_nodes;
+    for (int r = 0; r < gn; r++)
+        for (int l = 0; l < per_rail; l++) {
+            snprintf(name, sizeof name, "rail%d.leaf%d", r, l);
+            tb_node(b, name, TOPO_SWITCH, -1, NULL);
+        }
+    for (int i = 0; i < nn; i++)
+        for (int j = 0; j < gn; j++)
+            tb_link(b, nic_of[i * gn + j], leaf0 + j * per_rail + i / d, p->nic_bw, p->latency, true);
+    int leaves = gn * per_rail;
+    if (leaves > 1) {
+        int spine0 = b->t->n_nodes;
+        for (int s = 0; s < u; s++) {
+            snprintf(name, sizeof name, "spine%d", s);
+            tb_node(b, name, TOPO_SWITCH, -1, NULL);
+        }
+        for (int l = 0; l < leaves; l++)
+            for (int s = 0; s < u; s++)
+                tb_link(b, leaf0 + l, spine0 + s, p->nic_bw, p->latency, true);
+    }
+    free(gpu_of);
+    free(nic_of);
+    b->t->gpu_forwarding = false;
+    return DT_OK;
+}
+
+int topo_generate(const topo_gen_params *params, topo **out, dt_error *err)
+{
+    topo_gen_params p;
+    gpu_spec spec;
+    int rc = resolve(params, &p, &spec, err);
+    if (rc) return rc;
+    topo_builder b;
+    char name[96];
+    tb_begin(&b, topo_family_name(p.family));
+    switch (p.family) {
+    case TOPO_FAMILY_RING: rc = gen_ring(&p, &spec, &b, err); break;
+    case TOPO_FAMILY_SWITCH: rc = gen_switch(&p, &spec, &b, err); break;
+    case TOPO_FAMILY_FAT_TREE: rc = gen_fat_tree(&p, &spec, &b, err); break;
+    case TOPO_FAMILY_TORUS: rc = gen_torus(&p, &spec, &b, err); break;
+    case TOPO_FAMILY_DRAGONFLY: rc = gen_dragonfly(&p, &spec, &b, err); break;
+    case TOPO_FAMILY_DGX: rc = gen_dgx(&p, &spec, &b, err); break;
+    default:
+        rc = dt_error_set(err, DT_EINPUT, NULL, "generator", "not a generator family");
+    }
+    if (rc) {
+        tb_abort(&b);
+        return rc;
+    }
+    /* A name that says what was generated: "fat-tree-128", "dgx-4x8", "torus-4x4x4". */
+    if (p.family == TOPO_FAMILY_DGX)
+        snprintf(name, sizeof name, "dgx-%dx%d", p.nodes, p.gpus_per_node);
+    else if (p.family == TOPO_FAMILY_TORUS) {
+        int n = snprintf(name, sizeof name, "torus-");
+        for (int i = 0; i < p.n_dims; i++)
+            n += snprintf(name + n, sizeof name - (size_t)n, "%s%d", i ? "x" : "", p.dims[i]);
+    } else
+        snprintf(name, sizeof name, "%s-%d", topo_family_name(p.family), p.gpus);
+    free(b.t->name);
+    b.t->name = dt_xstrdup(name);
+    b.t->switch_latency = p.switch_latency;
+    b.t->gen = p;
+    *out = tb_finish(&b);
+    return DT_OK;
+}

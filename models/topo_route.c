@@ -1,0 +1,487 @@
+/* topo_route.c - shortest-path routing between GPUs with deterministic ECMP, lazily cached.
+ *
+ * Cost of a path: (total latency, hop count), compared lexicographically. Latency is the sum of
+ * link latencies plus switch_latency for every switch entered. Both are packed into one 64-bit
+ * key, latency_ps << 16 | hops, so one integer comparison orders paths and keys add up along a
+ * path (paths are far below 2^47 ps = 140 s and 65,535 hops).
+ *
+ * Relay rule: when t->gpu_forwarding is false a GPU is an endpoint only; routes never pass
+ * through a third GPU. Otherwise (ring, torus) GPUs forward like switches.
+ *
+ * Cache design (docs/architecture.md, "Topology and routing", has the measurements):
+ * the distance from any node v to a destination GPU d is split at the last switch s on the
+ * path:  dist(v, d) = min( local_d(v), min over s in B_d of D_s(v) + c_d(s) )
+ *  - local_d and the boundary B_d (with suffix costs c_d) come from a backward Dijkstra from d
+ *    that does not expand through switches: for a GPU behind a NIC or NVSwitch it touches 2-4
+ *    nodes; in a switchless ring or torus it covers the whole graph.
+ *  - D_s is a full backward Dijkstra to switch s, shared by every GPU that hangs off s: a leaf
+ *    switch with 32 GPUs below pays one search for all of them. An NVSwitch whose GPUs do not
+ *    relay is reached only from its own GPUs, so its map has 9 entries.
+ * Maps covering more than a quarter of the nodes are dense arrays (8 B/node), smaller ones
+ * sorted sparse arrays. A route then walks from the source, taking at each node one of the
+ * out-links that stays on a shortest path; the choice among several is a hash of the flow's
+ * variant and the node, so different flows spread over parallel links and spines while one
+ * flow always gets the same path.
+ * Paths are cached per (src, dst, variant) with variant = mix(flow_hash) mod 64 and stored in
+ * an append-only arena, so returned pointers stay valid until topo_destroy(). Distance maps
+ * are dropped (all at once) when they exceed a budget at the start of a route call; paths are
+ * never dropped. A mutex makes concurrent topo_route() calls on one topology safe.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topo_internal.h"
+
+#define KEY_INF UINT64_MAX
+#define HOP_BITS 16
+#define ROUTE_VARIANTS 64
+#define MAP_BUDGET_BYTES ((size_t)256 << 20)
+#define ARENA_CHUNK 65536
+
+typedef struct distmap {
+    int n;         /* entries (n_nodes when dense) */
+    bool dense;
+    uint64_t *key; /* dense: per node; sparse: per entry */
+    int *node;     /* sparse: sorted node indices */
+} distmap;
+
+typedef struct dest_info {
+    distmap local;
+    int n_bound;
+    int *bound_node;
+    uint64_t *bound_key;
+} dest_info;
+
+typedef struct path_entry {
+    int src, dst, variant, len; /* src == -1: empty slot */
+    const int *links;
+} path_entry;
+
+typedef struct heap_item {
+    uint64_t key;
+    int node;
+} heap_item;
+
+typedef struct route_cache {
+    pthread_mutex_t mu;
+    int *in_start, *in_links; /* reverse CSR, built on first use */
+    distmap **sw_map;         /* per node; only switches get one */
+    dest_info **dest;         /* per GPU */
+    size_t map_bytes;
+    /* Dijkstra scratch, reset through the touched list */
+    uint64_t *key;
+    unsigned char *done;
+    int *touched, n_touched;
+    heap_item *heap;
+    int heap_n, heap_cap;
+    /* walk scratch */
+    int *cand, *pbuf;
+    /* path cache */
+    path_entry *tab;
+    size_t tab_cap, tab_n;
+    int **chunks;
+    int n_chunks, chunk_used, chunk_cap;
+    size_t path_bytes;
+} route_cache;
+
+static const int no_links[1] = {0};
+
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+void topo_route_cache_init(topo *t)
+{
+    route_cache *c = dt_xcalloc(1, sizeof *c);
+    pthread_mutex_init(&c->mu, NULL);
+    t->route_cache = c;
+}
+
+static void free_map(distmap *m)
+{
+    if (!m) return;
+    free(m->key);
+    free(m->node);
+}
+
+static size_t map_size(const distmap *m)
+{
+    return m->dense ? (size_t)m->n * 8 : (size_t)m->n * 12;
+}
+
+static void flush_maps(const topo *t, route_cache *c)
+{
+    if (c->sw_map)
+        for (int v = 0; v < t->n_nodes; v++) {
+            if (!c->sw_map[v]) continue;
+            free_map(c->sw_map[v]);
+            free(c->sw_map[v]);
+            c->sw_map[v] = NULL;
+        }
+    if (c->dest)
+        for (int g = 0; g < t->n_gpus; g++) {
+            dest_info *d = c->dest[g];
+            if (!d) continue;
+            free_map(&d->local);
+            free(d->bound_node);
+            free(d->bound_key);
+            free(d);
+            c->dest[g] = NULL;
+        }
+    c->map_bytes = 0;
+}
+
+void topo_route_cache_flush(topo *t)
+{
+    route_cache *c = t->route_cache;
+    if (!c) return;
+    pthread_mutex_lock(&c->mu);
+    flush_maps(t, c);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void topo_route_cache_free(topo *t)
+{
+    route_cache *c = t->route_cache;
+    if (!c) return;
+    flush_maps(t, c);
+    free(c->sw_map);
+    free(c->dest);
+    free(c->in_start);
+    free(c->in_links);
+    free(c->key);
+    free(c->done);
+    free(c->touched);
+    free(c->heap);
+    free(c->cand);
+    free(c->pbuf);
+    free(c->tab);
+    for (int i = 0; i < c->n_chunks; i++) free(c->chunks[i]);
+    free(c->chunks);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+    t->route_cache = NULL;
+}
+
+size_t topo_route_cache_bytes(const topo *t)
+{
+    route_cache *c = t->route_cache;
+    if (!c) return 0;
+    pthread_mutex_lock(&c->mu);
+    size_t n = c->map_bytes + c->path_bytes;
+    if (c->in_start)
+        n += ((size_t)t->n_nodes + 1 + (size_t)t->n_links) * sizeof(int) +
+             (size_t)t->n_nodes * (sizeof(uint64_t) + 1 + sizeof(int) + 2 * sizeof(void *));
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
+static void setup(const topo *t, route_cache *c)
+{
+    if (c->in_start) return;
+    int n = t->n_nodes;
+    c->in_start = dt_xcalloc((size_t)n + 1, sizeof *c->in_start);
+    c->in_links = dt_xmalloc(((size_t)t->n_links + 1) * sizeof *c->in_links);
+    for (int e = 0; e < t->n_links; e++) c->in_start[t->links[e].dst + 1]++;
+    for (int v = 0; v < n; v++) c->in_start[v + 1] += c->in_start[v];
+    int *fill = dt_xmalloc(((size_t)n + 1) * sizeof *fill);
+    memcpy(fill, c->in_start, (size_t)n * sizeof *fill);
+    for (int e = 0; e < t->n_links; e++) c->in_links[fill[t->links[e].dst]++] = e;
+    free(fill);
+    c->sw_map = dt_xcalloc((size_t)n + 1, sizeof *c->sw_map);
+    c->dest = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *c->dest);
+    c->key = dt_xmalloc(((size_t)n + 1) * sizeof *c->key);
+    for (int v = 0; v < n; v++) c->key[v] = KEY_INF;
+    c->done = dt_xcalloc((size_t)n + 1, 1);
+    c->touched = dt_xmalloc(((size_t)n + 1) * sizeof *c->touched);
+    int maxdeg = 1;
+    for (int v = 0; v < n; v++) {
+        int d = t->out_start[v + 1] - t->out_start[v];
+        if (d > maxdeg) maxdeg = d;
+    }
+    c->cand = dt_xmalloc((size_t)maxdeg * sizeof *c->cand);
+    c->pbuf = dt_xmalloc(((size_t)n + 1) * sizeof *c->pbuf);
+}
+
+static uint64_t link_cost(const topo *t, int e)
+{
+    const topo_link *l = &t->links[e];
+    sim_time_t lat = l->latency;
+    if (t->nodes[l->dst].kind == TOPO_SWITCH) lat += t->switch_latency;
+    DT_ASSERT(lat >= 0 && lat < ((sim_time_t)1 << 46));
+    return ((uint64_t)lat << HOP_BITS) + 1;
+}
+
+static void heap_push(route_cache *c, uint64_t key, int node)
+{
+    if (c->heap_n == c->heap_cap) {
+        c->heap_cap = c->heap_cap ? 2 * c->heap_cap : 1024;
+        c->heap = dt_xrealloc(c->heap, (size_t)c->heap_cap * sizeof *c->heap);
+    }
+    int i = c->heap_n++;
+    while (i > 0) {
+        int p = (i - 1) / 2;
+        if (c->heap[p].key <= key) break;
+        c->heap[i] = c->heap[p];
+        i = p;
+    }
+    c->heap[i] = (heap_item){key, node};
+}
+
+static heap_item heap_pop(route_cache *c)
+{
+    heap_item top = c->heap[0], last = c->heap[--c->heap_n];
+    int i = 0, n = c->heap_n;
+    for (;;) {
+        int l = 2 * i + 1;
+        if (l >= n) break;
+        if (l + 1 < n && c->heap[l + 1].key < c->heap[l].key) l++;
+        if (c->heap[l].key >= last.key) break;
+        c->heap[i] = c->heap[l];
+        i = l;
+    }
+    if (n > 0) c->heap[i] = last;
+    return top;
+}
+
+/* Backward Dijkstra to target. local: do not expand through switches (they become the
+ * boundary). Leaves results in c->key for the touched nodes. */
+static void search_back(const topo *t, route_cache *c, int target, bool local)
+{
+    c->n_touched = 0;
+    c->heap_n = 0;
+    c->key[target] = 0;
+    c->touched[c->n_touched++] = target;
+    heap_push(c, 0, target);
+    while (c->heap_n) {
+        heap_item it = heap_pop(c);
+        int w = it.node;
+        if (c->done[w] || it.key != c->key[w]) continue;
+        c->done[w] = 1;
+        bool expand = w == target ||
+                      (topo_relays(t, w) && !(local && t->nodes[w].kind == TOPO_SWITCH));
+        if (!expand) continue;
+        for (int i = c->in_start[w]; i < c->in_start[w + 1]; i++) {
+            int e = c->in_links[i], u = t->links[e].src;
+            uint64_t nk = it.key + link_cost(t, e);
+            if (nk < c->key[u]) {
+                if (c->key[u] == KEY_INF) c->touched[c->n_touched++] = u;
+                c->key[u] = nk;
+                heap_push(c, nk, u);
+            }
+        }
+    }
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Turn the touched nodes selected by keep() into a map; reset the scratch afterwards. */
+static void build_map(const topo *t, route_cache *c, distmap *m, const int *sel, int n_sel)
+{
+    memset(m, 0, sizeof *m);
+    if ((size_t)n_sel * 4 > (size_t)t->n_nodes) {
+        m->dense = true;
+        m->n = t->n_nodes;
+        m->key = dt_xmalloc(((size_t)t->n_nodes + 1) * sizeof *m->key);
+        for (int v = 0; v < t->n_nodes; v++) m->key[v] = KEY_INF;
+        for (int i = 0; i < n_sel; i++) m->key[sel[i]] = c->key[sel[i]];
+    } else {
+        m->n = n_sel;
+        m->node = dt_xmalloc(((size_t)n_sel + 1) * sizeof *m->node);
+        m->key = dt_xmalloc(((size_t)n_sel + 1) * sizeof *m->key);
+        memcpy(m->node, sel, (size_t)n_sel * sizeof *sel);
+        qsort(m->node, (size_t)n_sel, sizeof *m->node, cmp_int);
+        for (int i = 0; i < n_sel; i++) m->key[i] = c->key[m->node[i]];
+    }
+    c->map_bytes += map_size(m);
+}
+
+static void reset_scratch(route_cache *c)
+{
+    for (int i = 0; i < c->n_touched; i++) {
+        c->key[c->touched[i]] = KEY_INF;
+        c->done[c->touched[i]] = 0;
+    }
+    c->n_touched = 0;
+}
+
+static uint64_t map_get(const distmap *m, int v)
+{
+    if (m->dense) return m->key[v];
+    int lo = 0, hi = m->n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (m->node[mid] == v) return m->key[mid];
+        if (m->node[mid] < v) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return KEY_INF;
+}
+
+static const distmap *switch_map(const topo *t, route_cache *c, int s)
+{
+    if (c->sw_map[s]) return c->sw_map[s];
+    search_back(t, c, s, false);
+    distmap *m = dt_xmalloc(sizeof *m);
+    build_map(t, c, m, c->touched, c->n_touched);
+    reset_scratch(c);
+    c->sw_map[s] = m;
+    return m;
+}
+
+static dest_info *dest_of(const topo *t, route_cache *c, int g)
+{
+    if (c->dest[g]) return c->dest[g];
+    int d = t->gpu_node[g];
+    search_back(t, c, d, true);
+    /* Split touched nodes: switches other than d form the boundary, the rest the local map.
+     * The touched list is partitioned in place (both parts are sorted afterwards). */
+    int nl = 0, nb = 0;
+    int *sel = dt_xmalloc(((size_t)c->n_touched + 1) * sizeof *sel);
+    int *bnd = dt_xmalloc(((size_t)c->n_touched + 1) * sizeof *bnd);
+    for (int i = 0; i < c->n_touched; i++) {
+        int v = c->touched[i];
+        if (v != d && t->nodes[v].kind == TOPO_SWITCH) bnd[nb++] = v;
+        else sel[nl++] = v;
+    }
+    dest_info *di = dt_xcalloc(1, sizeof *di);
+    build_map(t, c, &di->local, sel, nl);
+    qsort(bnd, (size_t)nb, sizeof *bnd, cmp_int);
+    di->n_bound = nb;
+    di->bound_node = bnd;
+    di->bound_key = dt_xmalloc(((size_t)nb + 1) * sizeof *di->bound_key);
+    for (int i = 0; i < nb; i++) di->bound_key[i] = c->key[bnd[i]];
+    c->map_bytes += sizeof *di + (size_t)nb * 12;
+    free(sel);
+    reset_scratch(c);
+    c->dest[g] = di;
+    return di;
+}
+
+static uint64_t dist_to(const topo *t, route_cache *c, const dest_info *di, int v)
+{
+    uint64_t best = map_get(&di->local, v);
+    for (int i = 0; i < di->n_bound; i++) {
+        uint64_t x = map_get(switch_map(t, c, di->bound_node[i]), v);
+        if (x != KEY_INF && x + di->bound_key[i] < best) best = x + di->bound_key[i];
+    }
+    return best;
+}
+
+/* Walk from src to dst along shortest-path links; returns the hop count or -1. */
+static int walk(const topo *t, route_cache *c, int src, int dst, int variant)
+{
+    dest_info *di = dest_of(t, c, t->nodes[dst].gpu);
+    uint64_t dv = dist_to(t, c, di, src);
+    if (dv == KEY_INF) return -1;
+    int cur = src, len = 0;
+    while (cur != dst) {
+        int nc = 0;
+        for (int i = t->out_start[cur]; i < t->out_start[cur + 1]; i++) {
+            int e = t->out_links[i], w = t->links[e].dst;
+            if (w != dst && !topo_relays(t, w)) continue;
+            uint64_t dw = dist_to(t, c, di, w);
+            if (dw != KEY_INF && dw + link_cost(t, e) == dv) c->cand[nc++] = e;
+        }
+        DT_ASSERT(nc > 0 && len < t->n_nodes);
+        uint64_t h = mix64(((uint64_t)variant << 32) ^ (uint64_t)(cur + 1));
+        int e = c->cand[h % (uint64_t)nc];
+        c->pbuf[len++] = e;
+        dv -= link_cost(t, e);
+        cur = t->links[e].dst;
+    }
+    return len;
+}
+
+static size_t slot_of(const route_cache *c, int src, int dst, int variant)
+{
+    uint64_t h = mix64(((uint64_t)(uint32_t)src << 32) ^ ((uint64_t)(uint32_t)dst << 6) ^
+                       (uint64_t)variant);
+    return (size_t)(h & (c->tab_cap - 1));
+}
+
+static void tab_grow(route_cache *c)
+{
+    size_t old_cap = c->tab_cap;
+    path_entry *old = c->tab;
+    c->tab_cap = old_cap ? 2 * old_cap : 1024;
+    c->tab = dt_xmalloc(c->tab_cap * sizeof *c->tab);
+    for (size_t i = 0; i < c->tab_cap; i++) c->tab[i].src = -1;
+    for (size_t i = 0; i < old_cap; i++) {
+        if (old[i].src < 0) continue;
+        size_t s = slot_of(c, old[i].src, old[i].dst, old[i].variant);
+        while (c->tab[s].src >= 0) s = (s + 1) & (c->tab_cap - 1);
+        c->tab[s] = old[i];
+    }
+    free(old);
+    c->path_bytes += (c->tab_cap - old_cap) * sizeof *c->tab;
+}
+
+static const int *store_path(route_cache *c, const int *p, int len)
+{
+    if (c->n_chunks == 0 || c->chunk_used + len > c->chunk_cap) {
+        int cap = len > ARENA_CHUNK ? len : ARENA_CHUNK;
+        c->chunks = dt_xrealloc(c->chunks, ((size_t)c->n_chunks + 1) * sizeof *c->chunks);
+        c->chunks[c->n_chunks++] = dt_xmalloc((size_t)cap * sizeof(int));
+        c->chunk_used = 0;
+        c->chunk_cap = cap;
+        c->path_bytes += (size_t)cap * sizeof(int);
+    }
+    int *dst = c->chunks[c->n_chunks - 1] + c->chunk_used;
+    memcpy(dst, p, (size_t)len * sizeof *p);
+    c->chunk_used += len;
+    return dst;
+}
+
+int topo_route(topo *t, int src_gpu, int dst_gpu, uint64_t flow_hash, const int **links,
+               int *n_links)
+{
+    if (src_gpu < 0 || src_gpu >= t->n_gpus || dst_gpu < 0 || dst_gpu >= t->n_gpus)
+        return DT_EINPUT;
+    if (src_gpu == dst_gpu) {
+        *links = no_links;
+        *n_links = 0;
+        return DT_OK;
+    }
+    route_cache *c = t->route_cache;
+    int variant = (int)(mix64(flow_hash) % ROUTE_VARIANTS);
+    pthread_mutex_lock(&c->mu);
+    setup(t, c);
+    if (c->tab_cap) {
+        for (size_t s = slot_of(c, src_gpu, dst_gpu, variant); c->tab[s].src >= 0;
+             s = (s + 1) & (c->tab_cap - 1)) {
+            path_entry *pe = &c->tab[s];
+            if (pe->src == src_gpu && pe->dst == dst_gpu && pe->variant == variant) {
+                *links = pe->links;
+                *n_links = pe->len;
+                pthread_mutex_unlock(&c->mu);
+                return DT_OK;
+            }
+        }
+    }
+    if (c->map_bytes > MAP_BUDGET_BYTES) flush_maps(t, c);
+    int len = walk(t, c, t->gpu_node[src_gpu], t->gpu_node[dst_gpu], variant);
+    if (len < 0) {
+        pthread_mutex_unlock(&c->mu);
+        return DT_EINPUT;
+    }
+    if (2 * (c->tab_n + 1) > c->tab_cap) tab_grow(c);
+    size_t s = slot_of(c, src_gpu, dst_gpu, variant);
+    while (c->tab[s].src >= 0) s = (s + 1) & (c->tab_cap - 1);
+    c->tab[s] = (path_entry){.src = src_gpu, .dst = dst_gpu, .variant = variant, .len = len,
+                             .links = store_path(c, c->pbuf, len)};
+    c->tab_n++;
+    *links = c->tab[s].links;
+    *n_links = len;
+    pthread_mutex_unlock(&c->mu);
+    return DT_OK;
+}

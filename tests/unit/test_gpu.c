@@ -1,0 +1,191 @@
+/* test_gpu.c - GPU presets, specs from JSON and the roofline.
+ * Pins down: the presets' datasheet figures (dense peaks, HBM, NVLink per direction) and default
+ * efficiencies; preset names with did-you-mean; objects with a preset plus overrides, fully
+ * inline specs, every key validated with its JSON path; reduce_bw following hbm_bw; the
+ * roofline (compute bound, memory bound, fp8 falling back to bf16 on A100) to the picosecond;
+ * gpu_spec_to_json reading back bit-identical.
+ * Leaves free: the cost figures' values (assumptions), formatting of the unit strings. */
+#include <string.h>
+
+#include "dtsim/gpu.h"
+#include "testutil.h"
+
+static cJSON *parse(const char *text)
+{
+    cJSON *j = NULL;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "g.json", &j, &e), DT_OK);
+    return j;
+}
+
+START_TEST(preset_figures)
+{
+    gpu_spec s;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(gpu_preset("H100-SXM", &s, &e), DT_OK);
+    ck_assert_str_eq(s.name, "H100-SXM");
+    ck_assert_rel(s.peak_flops[GPU_BF16], 989.5e12, 1e-15);
+    ck_assert_rel(s.peak_flops[GPU_FP8], 1979e12, 1e-15);
+    ck_assert_rel(s.peak_flops[GPU_FP32], 67e12, 1e-15);
+    ck_assert_rel(s.hbm_bytes, 80.0 * 1073741824.0, 1e-15);
+    ck_assert_rel(s.hbm_bw, 3.35e12, 1e-15);
+    ck_assert_rel(s.nvlink_bw, 450e9, 1e-15);
+    ck_assert_rel(s.reduce_bw, 3.35e12 / 3, 1e-15);
+    ck_assert_rel(s.compute_eff[GPU_OP_MATMUL], 0.7, 1e-15);
+    ck_assert_rel(s.compute_eff[GPU_OP_ATTENTION], 0.5, 1e-15);
+    ck_assert_rel(s.memory_eff, 0.8, 1e-15);
+    ck_assert(s.cost_per_hour > 0);
+
+    ck_assert_int_eq(gpu_preset("A100-SXM", &s, &e), DT_OK);
+    ck_assert_rel(s.peak_flops[GPU_FP16], 312e12, 1e-15);
+    ck_assert_rel(s.peak_flops[GPU_TF32], 156e12, 1e-15);
+    ck_assert(s.peak_flops[GPU_FP8] == 0);
+    ck_assert_rel(s.hbm_bw, 2039e9, 1e-15);
+    ck_assert_rel(s.nvlink_bw, 300e9, 1e-15);
+
+    ck_assert_int_eq(gpu_preset("H200-SXM", &s, &e), DT_OK);
+    ck_assert_rel(s.hbm_bytes, 141e9, 1e-15);
+    ck_assert_rel(s.hbm_bw, 4.8e12, 1e-15);
+
+    ck_assert_int_eq(gpu_preset("B200", &s, &e), DT_OK);
+    ck_assert_rel(s.peak_flops[GPU_BF16], 2250e12, 1e-15);
+    ck_assert_rel(s.peak_flops[GPU_FP8], 4500e12, 1e-15);
+    ck_assert_rel(s.hbm_bytes, 180e9, 1e-15);
+    ck_assert_rel(s.nvlink_bw, 900e9, 1e-15);
+
+    int n = 0;
+    for (const char *const *p = gpu_preset_names(); *p; p++) n++;
+    ck_assert_int_eq(n, 4);
+    ck_assert_int_eq(gpu_preset("H100-SMX", &s, &e), DT_EINPUT);
+    ck_assert_msg(strstr(e.msg, "did you mean \"H100-SXM\"") != NULL, "%s", e.msg);
+}
+END_TEST
+
+START_TEST(spec_from_json)
+{
+    dt_error e;
+    dt_error_clear(&e);
+    js_ctx ctx = {.file = "g.json", .err = &e};
+    gpu_spec s;
+    cJSON *j = parse("{\"a\": \"B200\", \"b\": {\"preset\": \"H100-SXM\", \"hbm\": \"94 GB\", "
+                     "\"hbm_bw\": \"3.9 TB/s\", \"efficiency\": {\"matmul\": 0.6}},"
+                     "\"c\": {\"name\": \"toy\", \"flops\": {\"fp32\": \"10 TFLOP/s\", \"bf16\": "
+                     "\"100 TFLOP/s\"}, \"hbm\": \"16 GiB\", \"hbm_bw\": \"1 TB/s\", "
+                     "\"reduce_bw\": \"200 GB/s\", \"cost_per_hour\": 0.5}}");
+    ck_assert_int_eq(gpu_spec_from_json(&ctx, cJSON_GetObjectItem(j, "a"), "a", &s), DT_OK);
+    ck_assert_str_eq(s.name, "B200");
+    ck_assert_int_eq(gpu_spec_from_json(&ctx, cJSON_GetObjectItem(j, "b"), "b", &s), DT_OK);
+    ck_assert_str_eq(s.name, "H100-SXM");
+    ck_assert_rel(s.hbm_bytes, 94e9, 1e-15);
+    ck_assert_rel(s.reduce_bw, 3.9e12 / 3, 1e-15); /* follows the overridden hbm_bw */
+    ck_assert_rel(s.compute_eff[GPU_OP_MATMUL], 0.6, 1e-15);
+    ck_assert_rel(s.compute_eff[GPU_OP_ATTENTION], 0.5, 1e-15);
+    ck_assert_rel(s.peak_flops[GPU_BF16], 989.5e12, 1e-15);
+    ck_assert_int_eq(gpu_spec_from_json(&ctx, cJSON_GetObjectItem(j, "c"), "c", &s), DT_OK);
+    ck_assert_str_eq(s.name, "toy");
+    ck_assert_rel(s.peak_flops[GPU_BF16], 100e12, 1e-15);
+    ck_assert(s.peak_flops[GPU_FP8] == 0);
+    ck_assert_rel(s.hbm_bytes, 16.0 * 1073741824.0, 1e-15);
+    ck_assert_rel(s.reduce_bw, 200e9, 1e-15);
+    ck_assert_rel(s.cost_per_hour, 0.5, 1e-15);
+    ck_assert_rel(s.memory_eff, 0.8, 1e-15);
+    cJSON_Delete(j);
+}
+END_TEST
+
+static void expect_error(const char *text, const char *path, const char *msg_part)
+{
+    dt_error e;
+    dt_error_clear(&e);
+    js_ctx ctx = {.file = "g.json", .err = &e};
+    cJSON *j = parse(text);
+    gpu_spec s;
+    ck_assert_int_eq(gpu_spec_from_json(&ctx, cJSON_GetObjectItem(j, "gpu"), "gpu", &s), DT_EINPUT);
+    ck_assert_str_eq(e.file, "g.json");
+    ck_assert_msg(strcmp(e.path, path) == 0, "path %s, expected %s (%s)", e.path, path, e.msg);
+    ck_assert_msg(strstr(e.msg, msg_part) != NULL, "message: %s", e.msg);
+    cJSON_Delete(j);
+}
+
+START_TEST(spec_errors)
+{
+    expect_error("{\"gpu\": \"H100\"}", "gpu", "unknown GPU preset \"H100\"");
+    expect_error("{\"gpu\": 3}", "gpu", "expected a GPU preset name");
+    expect_error("{\"gpu\": {\"preset\": \"B200\", \"hbm_bandwidth\": 1}}", "gpu.hbm_bandwidth",
+                 "unknown key");
+    expect_error("{\"gpu\": {\"preset\": \"B20\"}}", "gpu.preset", "did you mean \"B200\"");
+    expect_error("{\"gpu\": {\"preset\": \"B200\", \"hbm\": \"80 Gb\"}}", "gpu.hbm", "unknown size unit");
+    expect_error("{\"gpu\": {\"preset\": \"B200\", \"flops\": {\"fp4\": 1}}}", "gpu.flops.fp4",
+                 "unknown key");
+    expect_error("{\"gpu\": {\"preset\": \"B200\", \"efficiency\": {\"matmul\": 1.5}}}",
+                 "gpu.efficiency.matmul", "from 0 to 1");
+    expect_error("{\"gpu\": {\"flops\": {\"bf16\": \"1 TFLOP/s\"}, \"hbm\": 1, \"hbm_bw\": 1}}",
+                 "gpu.flops.fp32", "fp32");
+    expect_error("{\"gpu\": {\"flops\": {\"fp32\": \"1 TFLOP/s\"}, \"hbm_bw\": 1}}", "gpu.hbm",
+                 "missing required key");
+    expect_error("{\"gpu\": {\"preset\": \"B200\", \"hbm_bw\": \"0 GB/s\"}}", "gpu.hbm_bw", "positive");
+}
+END_TEST
+
+START_TEST(roofline)
+{
+    gpu_spec s;
+    dt_error e;
+    ck_assert_int_eq(gpu_preset("H100-SXM", &s, &e), DT_OK);
+    /* Compute bound: 0.7 * 989.5e12 FLOP/s, 692.65e12 FLOP -> exactly 1 s. */
+    double f = 0.7 * 989.5e12;
+    ck_assert_int_eq(gpu_op_time(&s, GPU_OP_MATMUL, GPU_BF16, f, 1.0), SIM_S);
+    /* Memory bound: 0.8 * 3.35e12 B/s; 2.68e9 B -> 1 ms. */
+    ck_assert_int_eq(gpu_op_time(&s, GPU_OP_ELEMENTWISE, GPU_BF16, 1.0, 2.68e9), SIM_MS);
+    /* The max of the two, not the sum. */
+    ck_assert_int_eq(gpu_op_time(&s, GPU_OP_MATMUL, GPU_BF16, f / 1000, 2.68e9), SIM_MS);
+    /* Rounded up to whole picoseconds. */
+    ck_assert_int_eq(gpu_op_time(&s, GPU_OP_MATMUL, GPU_BF16, 1.0, 0), 1);
+    ck_assert_int_eq(gpu_op_time(&s, GPU_OP_MATMUL, GPU_BF16, 0, 0), 0);
+    /* fp8 is twice bf16 on H100; A100 has none and falls back to its bf16 rate. */
+    ck_assert_int_eq(gpu_op_time(&s, GPU_OP_MATMUL, GPU_FP8, 2 * f, 0), SIM_S);
+    gpu_spec a;
+    ck_assert_int_eq(gpu_preset("A100-SXM", &a, &e), DT_OK);
+    ck_assert_int_eq(gpu_op_time(&a, GPU_OP_MATMUL, GPU_FP8, 0.7 * 312e12, 0), SIM_S);
+    ck_assert_int_eq(gpu_op_time(&a, GPU_OP_ATTENTION, GPU_FP16, 0.5 * 312e12, 0), SIM_S);
+}
+END_TEST
+
+START_TEST(to_json_round_trip)
+{
+    const char *names[] = {"A100-SXM", "H100-SXM", "H200-SXM", "B200"};
+    for (int i = 0; i < 4; i++) {
+        gpu_spec s, back;
+        dt_error e;
+        dt_error_clear(&e);
+        ck_assert_int_eq(gpu_preset(names[i], &s, &e), DT_OK);
+        s.compute_eff[GPU_OP_MATMUL] = 0.123456789;
+        s.hbm_bytes = 12345678901.0;
+        cJSON *j = gpu_spec_to_json(&s);
+        js_ctx ctx = {.file = "rt", .err = &e};
+        ck_assert_int_eq(gpu_spec_from_json(&ctx, j, "gpu", &back), DT_OK);
+        ck_assert_msg(memcmp(&s, &back, sizeof s) == 0, "%s does not round-trip", names[i]);
+        cJSON_Delete(j);
+    }
+    gpu_precision p;
+    ck_assert_int_eq(gpu_precision_parse("bf16", &p), DT_OK);
+    ck_assert_int_eq(p, GPU_BF16);
+    ck_assert_str_eq(gpu_precision_name(GPU_FP8), "fp8");
+    ck_assert_int_eq(gpu_precision_parse("fp64", &p), DT_EINPUT);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("gpu");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, preset_figures);
+    tcase_add_test(tc, spec_from_json);
+    tcase_add_test(tc, spec_errors);
+    tcase_add_test(tc, roofline);
+    tcase_add_test(tc, to_json_round_trip);
+    suite_add_tcase(s, tc);
+    return dt_run_suite(s);
+}

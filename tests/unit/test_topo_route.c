@@ -1,0 +1,297 @@
+/* test_topo_route.c - generators and routing.
+ * Pins down: node/link counts of each generated family; route hop counts against closed forms
+ * (ring shortest way, torus sum of min(|dx|, k-|dx|) with diameter sum floor(k/2), fat-tree 2
+ * hops within a leaf / 4 across / 6 across pods, dgx 2 hops through the NVSwitch inside a box,
+ * 4 through the rail leaf for the same rail, 6 through a spine otherwise); every route is a
+ * connected chain of links from the source GPU to the destination GPU; ECMP is deterministic
+ * (same hash, same path, also across separately generated copies) and spreads over spines;
+ * generator parameter errors name the option.
+ * Leaves free: which of several equal-cost paths a given hash picks; timings (bench_topo). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtsim/topo.h"
+#include "testutil.h"
+#include "topo_internal.h"
+
+static topo *gen(topo_gen_params p)
+{
+    topo *t = NULL;
+    dt_error e;
+    dt_error_clear(&e);
+    int rc = topo_generate(&p, &t, &e);
+    ck_assert_msg(rc == DT_OK, "generate: %s: %s", e.path, e.msg);
+    return t;
+}
+
+/* Route and check it is a chain from src to dst; return the hop count. */
+static int hops(topo *t, int s, int d, uint64_t h)
+{
+    const int *l = NULL;
+    int n = -1;
+    ck_assert_int_eq(topo_route(t, s, d, h, &l, &n), DT_OK);
+    int cur = t->gpu_node[s];
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_eq(t->links[l[i]].src, cur);
+        cur = t->links[l[i]].dst;
+        if (i < n - 1 && !t->gpu_forwarding) ck_assert(t->nodes[cur].kind != TOPO_GPU);
+    }
+    ck_assert_int_eq(cur, t->gpu_node[d]);
+    return n;
+}
+
+static int count_kind(const topo *t, topo_node_kind k)
+{
+    int n = 0;
+    for (int v = 0; v < t->n_nodes; v++) n += t->nodes[v].kind == k;
+    return n;
+}
+
+START_TEST(ring_routes)
+{
+    topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_RING, .gpus = 8});
+    ck_assert_int_eq(t->n_gpus, 8);
+    ck_assert_int_eq(t->n_links, 16);
+    ck_assert_str_eq(t->name, "ring-8");
+    for (int s = 0; s < 8; s++)
+        for (int d = 0; d < 8; d++) {
+            int k = abs(s - d), want = k < 8 - k ? k : 8 - k;
+            ck_assert_int_eq(hops(t, s, d, (uint64_t)s * 31 + (uint64_t)d), want);
+        }
+    topo_destroy(t);
+    t = gen((topo_gen_params){.family = TOPO_FAMILY_RING, .gpus = 2});
+    ck_assert_int_eq(t->n_links, 4); /* two parallel duplex links */
+    ck_assert_int_eq(hops(t, 0, 1, 0), 1);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(switch_routes)
+{
+    topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_SWITCH, .gpus = 16});
+    ck_assert_int_eq(count_kind(t, TOPO_SWITCH), 1);
+    ck_assert_int_eq(t->n_links, 32);
+    for (int s = 0; s < 16; s++)
+        for (int d = 0; d < 16; d++) ck_assert_int_eq(hops(t, s, d, 7), s == d ? 0 : 2);
+    /* latency: two links and one switch */
+    const int *l;
+    int n;
+    ck_assert_int_eq(topo_route(t, 0, 1, 0, &l, &n), DT_OK);
+    ck_assert_int_eq(t->links[l[0]].latency + t->links[l[1]].latency, 2 * TOPO_DEFAULT_LATENCY);
+    ck_assert_int_eq(topo_route(t, 0, 16, 0, &l, &n), DT_EINPUT);
+    ck_assert_int_eq(topo_route(t, -1, 1, 0, &l, &n), DT_EINPUT);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(fat_tree_routes)
+{
+    /* radix 64, no oversubscription: 32 down / 32 up; 128 GPUs -> 4 leaves, 32 spines. */
+    topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_FAT_TREE, .gpus = 128});
+    ck_assert_int_eq(count_kind(t, TOPO_SWITCH), 4 + 32);
+    ck_assert_int_eq(t->n_links, 2 * (128 + 4 * 32));
+    ck_assert_int_eq(hops(t, 0, 31, 1), 2);
+    ck_assert_int_eq(hops(t, 0, 32, 1), 4);
+    ck_assert_int_eq(hops(t, 127, 5, 1), 4);
+    /* ECMP: flows between two leaves spread over the spines, deterministically. */
+    int used[64] = {0}, distinct = 0;
+    for (uint64_t h = 0; h < 512; h++) {
+        const int *l, *l2;
+        int n, n2;
+        ck_assert_int_eq(topo_route(t, 0, 100, h, &l, &n), DT_OK);
+        ck_assert_int_eq(topo_route(t, 0, 100, h, &l2, &n2), DT_OK);
+        ck_assert_ptr_eq(l, l2);
+        int spine = t->links[l[1]].dst - (128 + 4);
+        ck_assert(spine >= 0 && spine < 32);
+        if (!used[spine]++) distinct++;
+    }
+    ck_assert_msg(distinct >= 24, "only %d of 32 spines used", distinct);
+    topo_destroy(t);
+
+    /* 2:1 oversubscription at radix 12: 8 down, 4 up. */
+    t = gen((topo_gen_params){.family = TOPO_FAMILY_FAT_TREE, .gpus = 32, .radix = 12,
+                              .oversubscription = 2});
+    ck_assert_int_eq(count_kind(t, TOPO_SWITCH), 4 + 4);
+    ck_assert_int_eq(hops(t, 0, 31, 3), 4);
+    topo_destroy(t);
+
+    /* 3 tiers, radix 4: 2 down/2 up per leaf, 2 leaves per pod; 16 GPUs -> 8 leaves, 4 pods. */
+    t = gen((topo_gen_params){.family = TOPO_FAMILY_FAT_TREE, .gpus = 16, .radix = 4, .tiers = 3});
+    ck_assert_int_eq(count_kind(t, TOPO_SWITCH), 8 + 4 * 2 + 4);
+    ck_assert_int_eq(hops(t, 0, 1, 0), 2);
+    ck_assert_int_eq(hops(t, 0, 2, 0), 4);
+    ck_assert_int_eq(hops(t, 0, 15, 0), 6);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(dgx_routes)
+{
+    topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 4, .gpus_per_node = 8});
+    ck_assert_int_eq(t->n_gpus, 32);
+    ck_assert_int_eq(t->n_hosts, 4);
+    ck_assert_int_eq(count_kind(t, TOPO_NIC), 32);
+    ck_assert_int_eq(count_kind(t, TOPO_SWITCH), 4 + 8 + 32); /* NVSwitches, rail leaves, spines */
+    ck_assert_int_eq(t->nodes[t->gpu_node[13]].host, 1);
+    ck_assert_str_eq(t->host_names[1], "node1");
+    ck_assert_str_eq(t->nodes[t->gpu_node[13]].name, "node1.gpu5");
+    /* inside a box: GPU -> NVSwitch -> GPU at NVLink bandwidth */
+    const int *l;
+    int n;
+    ck_assert_int_eq(topo_route(t, 8, 15, 0, &l, &n), DT_OK);
+    ck_assert_int_eq(n, 2);
+    ck_assert_str_eq(t->nodes[t->links[l[0]].dst].name, "node1.nvswitch");
+    ck_assert_rel(t->links[l[0]].bandwidth, 450e9, 1e-12);
+    /* same rail, other box: GPU -> NIC -> rail leaf -> NIC -> GPU */
+    ck_assert_int_eq(topo_route(t, 5, 21, 0, &l, &n), DT_OK);
+    ck_assert_int_eq(n, 4);
+    ck_assert_str_eq(t->nodes[t->links[l[1]].dst].name, "rail5.leaf0");
+    ck_assert_rel(t->links[l[1]].bandwidth, 50e9, 1e-12);
+    /* other rail, other box: up through a spine */
+    ck_assert_int_eq(hops(t, 5, 22, 9), 6);
+    for (int s = 0; s < 32; s++)
+        for (int d = 0; d < 32; d++) {
+            int want = s == d ? 0 : s / 8 == d / 8 ? 2 : s % 8 == d % 8 ? 4 : 6;
+            ck_assert_int_eq(hops(t, s, d, (uint64_t)(s ^ d)), want);
+        }
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(dgx_large_ring)
+{
+    /* 1,024 GPUs: every ring neighbour pair and a stride pattern route. */
+    topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 128, .gpus_per_node = 8});
+    ck_assert_int_eq(t->n_gpus, 1024);
+    for (int s = 0; s < 1024; s++) {
+        int d = (s + 1) % 1024;
+        ck_assert_int_eq(hops(t, s, d, 0), s / 8 == d / 8 ? 2 : 6);
+        ck_assert_int_eq(hops(t, s, (s + 8) % 1024, 1), 4 + 2 * (s / 256 != ((s + 8) % 1024) / 256));
+    }
+    ck_assert(topo_route_cache_bytes(t) > 0);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(torus_routes)
+{
+    topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_TORUS, .dims = {4, 4, 4}, .n_dims = 3});
+    ck_assert_int_eq(t->n_gpus, 64);
+    ck_assert_int_eq(t->n_links, 2 * 64 * 3);
+    ck_assert_str_eq(t->name, "torus-4x4x4");
+    int diam = 0;
+    for (int s = 0; s < 64; s++)
+        for (int d = 0; d < 64; d++) {
+            int want = 0;
+            for (int k = 0, a = s, b = d; k < 3; k++, a /= 4, b /= 4) {
+                int dx = abs(a % 4 - b % 4);
+                want += dx < 4 - dx ? dx : 4 - dx;
+            }
+            int h = hops(t, s, d, (uint64_t)s);
+            ck_assert_int_eq(h, want);
+            if (h > diam) diam = h;
+        }
+    ck_assert_int_eq(diam, 2 + 2 + 2);
+    topo_destroy(t);
+    t = gen((topo_gen_params){.family = TOPO_FAMILY_TORUS, .dims = {5, 2}, .n_dims = 2});
+    ck_assert_int_eq(t->n_links, 2 * (10 + 5)); /* extent 2: one link, not two */
+    ck_assert_int_eq(hops(t, 0, 7, 0), 2 + 1);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(dragonfly_routes)
+{
+    /* a=4 routers, p=2 terminals, h=2 global links: canonical 9 groups, 72 GPUs. */
+    topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_DRAGONFLY, .df_a = 4, .df_p = 2, .df_h = 2});
+    ck_assert_int_eq(t->n_gpus, 72);
+    ck_assert_int_eq(count_kind(t, TOPO_SWITCH), 36);
+    /* links: terminals 72, local 9*C(4,2)=54, global C(9,2)=36; each duplex */
+    ck_assert_int_eq(t->n_links, 2 * (72 + 54 + 36));
+    int maxh = 0;
+    for (int s = 0; s < 72; s++)
+        for (int d = 0; d < 72; d++) {
+            int h = hops(t, s, d, 5);
+            if (s / 2 == d / 2 && s != d) ck_assert_int_eq(h, 2);
+            else if (s / 8 == d / 8 && s != d) ck_assert_int_eq(h, 3);
+            if (h > maxh) maxh = h;
+        }
+    ck_assert_int_eq(maxh, 5);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(generator_errors)
+{
+    topo *t = NULL;
+    dt_error e;
+    dt_error_clear(&e);
+    topo_gen_params p = {.family = TOPO_FAMILY_FAT_TREE, .gpus = 5000, .radix = 64};
+    ck_assert_int_eq(topo_generate(&p, &t, &e), DT_EINPUT);
+    ck_assert_str_eq(e.path, "gpus");
+    ck_assert_msg(strstr(e.msg, "tiers 3") != NULL, "%s", e.msg);
+    p = (topo_gen_params){.family = TOPO_FAMILY_FAT_TREE, .gpus = 8, .tiers = 4};
+    ck_assert_int_eq(topo_generate(&p, &t, &e), DT_EINPUT);
+    ck_assert_str_eq(e.path, "tiers");
+    p = (topo_gen_params){.family = TOPO_FAMILY_RING, .gpus = 4};
+    snprintf(p.gpu_preset, sizeof p.gpu_preset, "H10-SXM");
+    ck_assert_int_eq(topo_generate(&p, &t, &e), DT_EINPUT);
+    ck_assert_str_eq(e.path, "gpu");
+    p = (topo_gen_params){.family = TOPO_FAMILY_DGX, .gpus = 12, .gpus_per_node = 8};
+    ck_assert_int_eq(topo_generate(&p, &t, &e), DT_EINPUT);
+    ck_assert_str_eq(e.path, "gpus");
+    p = (topo_gen_params){.family = TOPO_FAMILY_DRAGONFLY, .df_a = 2, .df_p = 1, .df_h = 1, .df_groups = 4};
+    ck_assert_int_eq(topo_generate(&p, &t, &e), DT_EINPUT);
+    ck_assert_str_eq(e.path, "groups");
+    p = (topo_gen_params){.family = TOPO_FAMILY_TORUS, .n_dims = 0};
+    ck_assert_int_eq(topo_generate(&p, &t, &e), DT_EINPUT);
+    ck_assert_str_eq(e.path, "dims");
+    ck_assert_ptr_null(t);
+}
+END_TEST
+
+START_TEST(ecmp_determinism_across_copies)
+{
+    topo_gen_params p = {.family = TOPO_FAMILY_DGX, .nodes = 64, .gpus_per_node = 8, .radix = 16};
+    topo *a = gen(p), *b = gen(p);
+    for (int s = 0; s < 512; s += 7) {
+        const int *la, *lb;
+        int na, nb;
+        int d = (s * 13 + 100) % 512;
+        ck_assert_int_eq(topo_route(a, s, d, (uint64_t)s * 977, &la, &na), DT_OK);
+        ck_assert_int_eq(topo_route(b, s, d, (uint64_t)s * 977, &lb, &nb), DT_OK);
+        ck_assert_int_eq(na, nb);
+        ck_assert(memcmp(la, lb, (size_t)na * sizeof *la) == 0);
+    }
+    /* flushing the distance maps changes nothing */
+    topo_route_cache_flush(a);
+    for (int s = 0; s < 512; s += 7) {
+        const int *la, *lb;
+        int na, nb;
+        int d = (s * 29 + 3) % 512;
+        ck_assert_int_eq(topo_route(a, s, d, 42, &la, &na), DT_OK);
+        ck_assert_int_eq(topo_route(b, s, d, 42, &lb, &nb), DT_OK);
+        ck_assert_int_eq(na, nb);
+        ck_assert(memcmp(la, lb, (size_t)na * sizeof *la) == 0);
+    }
+    topo_destroy(a);
+    topo_destroy(b);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("topo_route");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, ring_routes);
+    tcase_add_test(tc, switch_routes);
+    tcase_add_test(tc, fat_tree_routes);
+    tcase_add_test(tc, dgx_routes);
+    tcase_add_test(tc, dgx_large_ring);
+    tcase_add_test(tc, torus_routes);
+    tcase_add_test(tc, dragonfly_routes);
+    tcase_add_test(tc, generator_errors);
+    tcase_add_test(tc, ecmp_determinism_across_copies);
+    suite_add_tcase(s, tc);
+    return dt_run_suite(s);
+}
