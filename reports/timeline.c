@@ -155,8 +155,20 @@ static long gpu_tid(int gpu, int kind, int lane) { return (long)gpu * 2048 + kin
 
 typedef struct edge {
     sim_time_t t;
-    int comp, comm;
+    int comp, comm, wait;
 } edge;
+
+/* 0 compute, 1 communication, 2 waiting: a communication-stream span named "wait_for_peers"
+ * (the part of a collective or send spent waiting for the slowest member to arrive, as the
+ * run records it) is waiting, not traffic. */
+static int span_class(const run_timeline *tl, const run_span *s)
+{
+    if (s->stream == RUN_STREAM_COMPUTE) return 0;
+    if (s->name >= 0 && (size_t)s->name < tl->n_names &&
+        !strcmp(tl->names[s->name], "wait_for_peers"))
+        return 2;
+    return 1;
+}
 
 static int edge_cmp(const void *pa, const void *pb)
 {
@@ -166,33 +178,35 @@ static int edge_cmp(const void *pa, const void *pb)
 
 /* The state track of one GPU: [0, T] cut where compute/comm coverage changes, so its slices
  * sum to T exactly: compute where any compute op runs, "comm (exposed)" where only
- * communication runs, "idle" (pipeline bubble, waiting on a straggler) where nothing does. */
+ * communication runs, "wait (peers)" where a collective or send waits for its slowest member,
+ * "idle" (pipeline bubble, end of step) where nothing does. */
 static void state_track(emitter *e, const run_timeline *tl, const ivl *v, size_t n, int gpu,
                         int pid, sim_time_t T)
 {
-    static const char *const names[] = {"compute", "comm (exposed)", "idle"};
+    static const char *const names[] = {"compute", "comm (exposed)", "wait (peers)", "idle"};
     edge *ev = dt_xmalloc((2 * n + 1) * sizeof *ev);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         const run_span *s = &tl->spans[v[i].idx];
         if (s->end <= s->start) continue;
-        bool c = s->stream == RUN_STREAM_COMPUTE;
-        ev[k++] = (edge){s->start, c, !c};
-        ev[k++] = (edge){s->end, -(int)c, -(int)!c};
+        int cls = span_class(tl, s);
+        ev[k++] = (edge){s->start, cls == 0, cls == 1, cls == 2};
+        ev[k++] = (edge){s->end, -(cls == 0), -(cls == 1), -(cls == 2)};
     }
     qsort(ev, k, sizeof *ev, edge_cmp);
     long tid = gpu_tid(gpu, 0, 0);
-    int comp = 0, comm = 0, cls = -1;
+    int comp = 0, comm = 0, wait = 0, cls = -1;
     sim_time_t at = 0, seg = 0;
     size_t j = 0;
     while (at < T) {
         while (j < k && ev[j].t <= at) {
             comp += ev[j].comp;
             comm += ev[j].comm;
+            wait += ev[j].wait;
             j++;
         }
         sim_time_t next = j < k && ev[j].t < T ? ev[j].t : T;
-        int now = comp > 0 ? 0 : comm > 0 ? 1 : 2;
+        int now = comp > 0 ? 0 : comm > 0 ? 1 : wait > 0 ? 2 : 3;
         if (now != cls) {
             if (cls >= 0) {
                 slice(e, names[cls], "state", pid, tid, seg, at);

@@ -188,6 +188,30 @@ START_TEST(gpu_selection)
 }
 END_TEST
 
+START_TEST(waiting_is_not_traffic)
+{
+    /* One GPU: compute 0-10, a DP collective waits for peers 10-30 then moves data 30-40. */
+    run_timeline tl;
+    memset(&tl, 0, sizeof tl);
+    char *names[] = {"fwd", "wait_for_peers", "allreduce"};
+    tl.names = names;
+    tl.n_names = 3;
+    tl.n_gpus = 1;
+    run_span sp[] = {{0, RUN_STREAM_COMPUTE, 0, 10 * US, 0, -1, -1},
+                     {0, RUN_STREAM_DP, 10 * US, 30 * US, 1, -1, -1},
+                     {0, RUN_STREAM_DP, 30 * US, 40 * US, 2, -1, -1}};
+    tl.spans = sp;
+    tl.n_spans = 3;
+    rep_timeline_options o = {.step_end = 50 * US};
+    cJSON *j = write_parse(&tl, &o);
+    ck_assert_rel(state_sum(j, 0, NULL), 50.0, 1e-12);
+    ck_assert_rel(state_sum(j, 0, "wait (peers)"), 20.0, 1e-12);
+    ck_assert_rel(state_sum(j, 0, "comm (exposed)"), 10.0, 1e-12);
+    ck_assert_rel(state_sum(j, 0, "idle"), 10.0, 1e-12);
+    cJSON_Delete(j);
+}
+END_TEST
+
 START_TEST(breakdown_bar)
 {
     run_result r;
@@ -216,6 +240,7 @@ static Suite *suite(void)
     tcase_add_test(tc, state_tracks_sum_to_step);
     tcase_add_test(tc, tracks_never_overlap);
     tcase_add_test(tc, gpu_selection);
+    tcase_add_test(tc, waiting_is_not_traffic);
     tcase_add_test(tc, breakdown_bar);
     suite_add_tcase(s, tc);
     return s;
