@@ -211,7 +211,7 @@ static int run(int argc, char **argv)
         if (res.n_rejects > 0) {
             printf("\nrejected, by reason:\n");
             for (int i = 0; i < res.n_rejects; i++)
-                printf("  %6d  %-42s e.g. %s\n", res.rejects[i].count, res.rejects[i].reason,
+                printf("  %6d  %-46s e.g. %s\n", res.rejects[i].count, res.rejects[i].reason,
                        res.rejects[i].example);
         }
     }

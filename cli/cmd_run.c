@@ -192,13 +192,17 @@ static int run(int argc, char **argv)
         return cli_report_error(&err);
     }
     if (opt.timeline && r.timeline) {
-        cli_outfile of;
-        rep_timeline_options to = {.links = true,
+        cli_outfile of = {0};
+        bool *mask = NULL;
+        rc = rep_gpu_select_parse(opt.timeline_gpus, r.timeline->n_gpus, "--timeline-gpus", &mask,
+                                  &err);
+        rep_timeline_options to = {.gpus = mask, .links = true,
                                    .step_end = (sim_time_t)llround(r.step_time_s * 1e12)};
-        rc = cli_outfile_open(&of, opt.timeline, &err);
+        if (!rc) rc = cli_outfile_open(&of, opt.timeline, &err);
         if (!rc) rc = rep_timeline_write(r.timeline, &to, of.f, &err);
         if (!rc) rc = cli_outfile_commit(&of, &err);
         else if (of.f) cli_outfile_abort(&of);
+        free(mask);
         if (rc) {
             run_result_free(&r);
             return cli_report_error(&err);
