@@ -268,10 +268,14 @@ static int plot_scaling(const table *t, const char *dir, bool *made, dt_error *e
     gp_begin(gp, "scaling", "Scaling: throughput and efficiency vs GPUs");
     fprintf(gp,
             "set logscale x 2\n"
+            "set logscale y 10\n"
+            "set format y '%%.0s%%c'\n"
+            "set key inside right bottom\n"
             "set xlabel 'GPUs'\n"
-            "set ylabel '%s'\n"
+            "set ylabel '%s (log scale)'\n"
             "set y2label 'scaling efficiency (%%)'\n"
             "set y2range [0:110]\n"
+            "set nologscale y2\n"
             "set ytics nomirror\n"
             "set y2tics\n"
             "plot 'scaling.dat' using 1:2 with linespoints lw 2 pt 7 title 'simulated', \\\n"
@@ -359,7 +363,7 @@ static int plot_memory(const table *t, const char *dir, bool *made, dt_error *er
     fprintf(gp,
             "set style fill solid 0.8 border -1\n"
             "set boxwidth 0.7\n"
-            "set offsets 0.6, 0.6, 0, 0\n"
+            "set offsets 0.6, 0.6, graph 0.08, 0\n"
             "set ylabel 'GiB per GPU (most loaded GPU)'\n"
             "set yrange [0:*]\n"
             "set xtics rotate by -35 left font ',8'\n"
