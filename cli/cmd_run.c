@@ -48,6 +48,10 @@ static void print_json(const run_result *r)
     cJSON_AddNumberToObject(b, "comm_exposed", r->breakdown_s.comm_exposed);
     cJSON_AddNumberToObject(b, "bubble", r->breakdown_s.bubble);
     cJSON_AddNumberToObject(b, "straggler_wait", r->breakdown_s.straggler_wait);
+    cJSON_AddNumberToObject(j, "critical_gpu", r->critical_gpu);
+    cJSON *w = cJSON_AddObjectToObject(j, "max_straggler_wait");
+    cJSON_AddNumberToObject(w, "gpu", r->max_straggler_wait_gpu);
+    cJSON_AddNumberToObject(w, "seconds", r->max_straggler_wait_s);
     cJSON *t = cJSON_AddObjectToObject(j, "throughput");
     cJSON_AddNumberToObject(t, "samples_per_s", r->throughput.samples_per_s);
     cJSON_AddNumberToObject(t, "tokens_per_s", r->throughput.tokens_per_s);
@@ -93,11 +97,15 @@ static void print_human(const char *what, const run_result *r)
     double T = r->step_time_s;
     printf("%s: %d GPUs, one training step\n\n", what, r->n_gpus);
     printf("  %-16s %12s\n", "step time", unit_fmt_seconds(T, buf, sizeof buf));
-    printf("\nbreakdown (critical GPU)\n");
+    printf("\nbreakdown (critical GPU %d: the one that finishes last)\n", r->critical_gpu);
     row_time("compute", r->breakdown_s.compute, T);
     row_time("comm exposed", r->breakdown_s.comm_exposed, T);
     row_time("pipeline bubble", r->breakdown_s.bubble, T);
     row_time("straggler wait", r->breakdown_s.straggler_wait, T);
+    if (r->max_straggler_wait_s > r->breakdown_s.straggler_wait)
+        printf("  %-16s %12s  (GPU %d: longest wait for late peers)\n", "worst wait",
+               unit_fmt_seconds(r->max_straggler_wait_s, buf, sizeof buf),
+               r->max_straggler_wait_gpu);
     printf("  ");
     rep_breakdown_bar(r, 40, stdout);
     printf("\nthroughput\n");

@@ -53,6 +53,7 @@ struct coll_engine {
     int n_inst, free_head;
     coll_send *sendbuf;
     int cap_send;
+    sim_time_t *reduce_free; /* per GPU: when its reduction unit is next idle */
 };
 
 static const char *const op_names[COLL_OP_COUNT] = {
@@ -157,6 +158,7 @@ coll_engine *coll_create(net *n, sim_engine *eng, topo *t, const coll_config *cf
     if (cfg) c->cfg = *cfg;
     else c->cfg.reduce_bw = -1;
     c->free_head = -1;
+    c->reduce_free = dt_xcalloc((size_t)(t->n_gpus > 0 ? t->n_gpus : 1), sizeof *c->reduce_free);
     c->k_arrive = sim_kind_register(eng, "coll.arrive", on_arrive, c);
     c->k_reduce = sim_kind_register(eng, "coll.reduce", on_reduce, c);
     return c;
@@ -184,6 +186,7 @@ void coll_destroy(coll_engine *c)
         if (c->inst[i].in_use) inst_release(&c->inst[i]);
     free(c->inst);
     free(c->sendbuf);
+    free(c->reduce_free);
     free(c);
 }
 
@@ -346,10 +349,15 @@ static void finish_step(coll_engine *c, int id, int s)
         int g = in->gpus[s / K];
         double bw = c->cfg.reduce_bw < 0 ? c->t->gpus[g].reduce_bw : c->cfg.reduce_bw;
         if (bw > 0) {
+            /* One reduction unit per GPU, first come first served: concurrent streams (and
+             * concurrent collectives) on a GPU queue behind each other rather than each
+             * getting the full reduce bandwidth. */
             st->phase = ST_REDUCING;
             double ps = ceil(st->reduce_bytes / bw * 1e12 * (1 - 1e-12));
-            sim_schedule(c->eng, sim_now(c->eng) + (sim_time_t)ps, c->k_reduce, (uint32_t)id,
-                         (uint64_t)s);
+            sim_time_t now = sim_now(c->eng);
+            sim_time_t start = c->reduce_free[g] > now ? c->reduce_free[g] : now;
+            c->reduce_free[g] = start + (sim_time_t)ps;
+            sim_schedule(c->eng, c->reduce_free[g], c->k_reduce, (uint32_t)id, (uint64_t)s);
             return;
         }
     }

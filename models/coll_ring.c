@@ -21,10 +21,11 @@
 
 enum { CHUNKS, RS, AG };
 
+/* Segment sizes are precomputed at build time (K x n doubles): a 1,024-rank ring asks for
+ * them four million times. */
 static double seg_bytes(const coll_prog *p, int k, int seg)
 {
-    double sb = coll_part(p->bytes, p->elem, p->i[CHUNKS], k);
-    return coll_part(sb, p->elem, p->n, seg);
+    return ((const double *)p->data)[(size_t)k * p->n + seg];
 }
 
 static int n_steps(const coll_prog *p, int r, int k)
@@ -71,6 +72,12 @@ int coll_build_ring(coll_prog *p, dt_error *err)
     if (K < 1) K = 1;
     if (K > COLL_MAX_RING_CHUNKS) K = COLL_MAX_RING_CHUNKS;
     p->i[CHUNKS] = (int)K;
+    double *seg = dt_xmalloc(sizeof(double) * (size_t)K * (size_t)p->n);
+    for (int k = 0; k < (int)K; k++) {
+        double sb = coll_part(p->bytes, p->elem, (int)K, k);
+        for (int i = 0; i < p->n; i++) seg[(size_t)k * p->n + i] = coll_part(sb, p->elem, p->n, i);
+    }
+    p->data = seg;
     p->n_streams = (int)K;
     p->n_steps = n_steps;
     p->step = step;

@@ -109,7 +109,7 @@ static mm_entry heap_pop(mm_solver *s)
 }
 
 void mm_solve(mm_solver *s, int n_links, const double *cap, int n_flows, const int *fstart,
-              const int *flinks, double *rate)
+              const int *flinks, double *rate, int *bneck)
 {
     int n_inc = fstart[n_flows] - fstart[0];
     reserve(s, n_links, n_flows, n_inc);
@@ -135,32 +135,41 @@ void mm_solve(mm_solver *s, int n_links, const double *cap, int n_flows, const i
     for (int f = 0; f < n_flows; f++)
         if (fstart[f + 1] == fstart[f]) {
             rate[f] = INFINITY;
+            if (bneck) bneck[f] = -1;
             s->frozen[f] = 1;
         }
 
+    /* Heap keys are lower bounds: a link's share only grows as flows freeze, so instead of
+     * re-pushing a link at every change, a popped entry whose link changed since is re-keyed
+     * and pushed back. The first up-to-date entry popped is the true minimum. This keeps heap
+     * traffic near one push per link per freezing round instead of one per incidence. */
+    double level = 0;
     while (s->n_heap > 0) {
         mm_entry e = heap_pop(s);
         int l = e.link;
-        if (e.version != s->ver[l] || s->unfrozen[l] == 0) continue;
+        if (s->unfrozen[l] == 0) continue;
+        if (e.version != s->ver[l]) {
+            /* Mathematically the share only grows; clamping keeps rounding from ever
+             * handing a flow a rate below the level already reached (or zero). */
+            double ns = s->rem[l] / s->unfrozen[l];
+            heap_push(s, (mm_entry){ns > level ? ns : level, l, s->ver[l]});
+            continue;
+        }
         double share = e.share;
+        level = share;
         /* Every unfrozen flow on the bottleneck link freezes at its fair share. */
         for (int k = s->lstart[l]; k < s->lstart[l + 1]; k++) {
             int f = s->lflows[k];
             if (s->frozen[f]) continue;
             s->frozen[f] = 1;
             rate[f] = share;
+            if (bneck) bneck[f] = l;
             for (int j = fstart[f]; j < fstart[f + 1]; j++) {
                 int m = flinks[j];
                 s->unfrozen[m]--;
                 double r = s->rem[m] - share;
                 s->rem[m] = r > 0 ? r : 0;
                 s->ver[m]++;
-                if (m != l && s->unfrozen[m] > 0) {
-                    /* Mathematically the share only grows; clamping keeps rounding from ever
-                     * handing a flow a rate below the level already reached (or zero). */
-                    double ns = s->rem[m] / s->unfrozen[m];
-                    heap_push(s, (mm_entry){ns > share ? ns : share, m, s->ver[m]});
-                }
             }
         }
     }

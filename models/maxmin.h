@@ -8,8 +8,9 @@
  * Progressive filling: all rates grow together; when a link saturates, the flows crossing it
  * freeze at its fair share and the others keep growing. Implemented with a min-heap of link
  * fair shares (remaining capacity / unfrozen flows). A link's share never decreases while
- * flows freeze (a frozen flow took at most the current minimum share), so stale heap entries
- * are simply skipped when popped. Cost: O(E log L) for E (flow, link) incidences and L links.
+ * flows freeze (a frozen flow took at most the current minimum share), so heap keys are kept
+ * as lower bounds and refreshed only when popped. Cost: O(E + R log L) for E (flow, link)
+ * incidences, L links and R re-keyings (at most one per link per freezing round).
  *
  * Memory: the solver owns a workspace that grows to the largest problem seen and is reused, so
  * steady-state solving allocates nothing. Not thread-safe: one solver per network model.
@@ -26,6 +27,9 @@ void mm_destroy(mm_solver *s);
  * and for each link sum(rates) <= cap (up to floating-point rounding: the solver clamps the
  * remaining capacity at zero, so the excess is at most a few ulps of cap). */
 void mm_solve(mm_solver *s, int n_links, const double *cap, int n_flows, const int *fstart,
-              const int *flinks, double *rate);
+              const int *flinks, double *rate, int *bneck);
+/* bneck (may be NULL) receives each flow's bottleneck: the link on which it froze (saturated,
+ * and no flow on it is faster), -1 for a flow crossing no link. The network model uses it to
+ * skip re-solving when a flow leaves links that bottleneck nobody else. */
 
 #endif

@@ -87,7 +87,7 @@ void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out)
         if (m->kind == WL_TRANSFORMER && st == pp - 1)
             /* fp32 logits of one microbatch for the softmax / cross-entropy */
             b.buffers += 4 * m->seq_len * p->micro_batch_size * m->vocab / p->tp;
-        if (p->zero >= 3)
+        if (p->zero >= 3 && p->dp > 1 && m->kind != WL_PARAMS)
             /* ZeRO-3 gathers a layer's full parameters (current + prefetched next) */
             b.buffers += 2 * layer_psi * wl_precision_bytes(p->precision);
         b.peak = b.params + b.grads + b.optimizer + b.activations + b.buffers;

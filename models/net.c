@@ -27,6 +27,12 @@
 #include "dtsim/net.h"
 #include "maxmin.h"
 
+/* Re-solve after every departure, even from links that bottleneck nobody (the skip is exact:
+ * tests compare both ways by building with -DDTSIM_NET_NOSKIP=1). */
+#ifndef DTSIM_NET_NOSKIP
+#define DTSIM_NET_NOSKIP 0
+#endif
+
 /* Longest path a flow may take. Fat-trees and dragonflies with NIC hops stay under 12. */
 #define NET_MAX_HOPS 32
 
@@ -40,13 +46,30 @@ typedef struct net_flow {
     const int *path;
     int n_hops;
     uint32_t version;   /* bumped on every reschedule and on free: stale events carry old ones */
-    uint32_t mark;      /* component walk epoch */
-    int local;          /* index in the current component */
+    int bneck;          /* bottleneck link from the last solve, -1 before */
+    int active;
     int next_free;
     uint32_t done_kind, done_id;
     uint64_t done_data;
-    int slot[NET_MAX_HOPS]; /* position of this flow in each hop link's entry array */
 } net_flow;
+
+/* Memo of routes by (src, dst): up to NET_LANES routes per pair (the route, its latency and
+ * bottleneck). Direct-mapped; a miss asks topo_route (whose own cache is larger but slower: a
+ * mutex and a probe per call). */
+#define NET_MEMO_BITS 13
+#define NET_LANES 4
+typedef struct route_lane {
+    const int *path; /* NULL until first used */
+    int n_hops;
+    int bl; /* bottleneck link */
+    sim_time_t lat;
+    double bw;
+} route_lane;
+typedef struct route_memo {
+    int64_t key; /* src * n_gpus + dst, -1 empty */
+    unsigned next; /* lane of the next transfer */
+    route_lane lane[NET_LANES];
+} route_memo;
 
 typedef struct link_entry {
     int flow;
@@ -60,6 +83,7 @@ typedef struct net_link {
     uint32_t mark;
     int local;
     int dirty;
+    int n_bneck; /* flows whose bottleneck this link is */
 } net_link;
 
 struct net {
@@ -71,6 +95,10 @@ struct net {
     int n_links;
     /* flow pool */
     net_flow *flows;
+    /* Kept apart from the flows so that component walks touch 4 bytes per visit, and the
+     * flow records stay small (a recompute visits each flow of a component twice). */
+    uint32_t *fmark;   /* per flow: component walk epoch */
+    int *fslot;        /* per flow, NET_MAX_HOPS: position in each hop link's entry array */
     int n_flows_cap, free_head, active;
     /* dirty links awaiting a recompute */
     int *dirty;
@@ -80,9 +108,10 @@ struct net {
     /* component scratch */
     int *cf, *cl, *fstart, *flinks, *stack;
     double *cap, *rate, *used;
-    int cap_cf, cap_cl, cap_inc, cap_stack, cap_fs, cap_ls;
+    int *bn;
+    int cap_cf, cap_cl, cap_inc, cap_stack, cap_fs, cap_ls, cap_rate;
     mm_solver *mm;
-    uint64_t seq;
+    route_memo *memo;
     net_stats st;
     net_link_observer obs;
     void *obs_ctx;
@@ -105,6 +134,8 @@ net *net_create(topo *t, sim_engine *eng, const net_config *cfg)
     }
     n->free_head = -1;
     n->mm = mm_create();
+    n->memo = dt_xmalloc(sizeof(route_memo) << NET_MEMO_BITS);
+    for (int i = 0; i < 1 << NET_MEMO_BITS; i++) n->memo[i].key = -1;
     n->k_done = sim_kind_register(eng, "net.done", on_done, n);
     n->k_recompute = sim_kind_register(eng, "net.recompute", on_recompute, n);
     return n;
@@ -116,6 +147,8 @@ void net_destroy(net *n)
     for (int l = 0; l < n->n_links; l++) free(n->links[l].e);
     free(n->links);
     free(n->flows);
+    free(n->fmark);
+    free(n->fslot);
     free(n->dirty);
     free(n->cf);
     free(n->cl);
@@ -125,6 +158,8 @@ void net_destroy(net *n)
     free(n->cap);
     free(n->rate);
     free(n->used);
+    free(n->bn);
+    free(n->memo);
     mm_destroy(n->mm);
     free(n);
 }
@@ -195,6 +230,9 @@ static int flow_alloc(net *n)
         int c = old ? old * 2 : 256;
         n->flows = dt_xrealloc(n->flows, (size_t)c * sizeof *n->flows);
         memset(n->flows + old, 0, (size_t)(c - old) * sizeof *n->flows);
+        n->fmark = dt_xrealloc(n->fmark, (size_t)c * sizeof *n->fmark);
+        memset(n->fmark + old, 0, (size_t)(c - old) * sizeof *n->fmark);
+        n->fslot = dt_xrealloc(n->fslot, (size_t)c * NET_MAX_HOPS * sizeof *n->fslot);
         for (int i = c - 1; i >= old; i--) {
             n->flows[i].next_free = n->free_head;
             n->free_head = i;
@@ -203,15 +241,19 @@ static int flow_alloc(net *n)
     }
     int id = n->free_head;
     n->free_head = n->flows[id].next_free;
+    n->flows[id].active = 1;
     n->active++;
     return id;
 }
 
-static void mark_dirty(net *n, int l)
+enum { DIRTY_DEPART = 1, DIRTY_ARRIVE = 2 };
+
+static void mark_dirty(net *n, int l, int why)
 {
     net_link *lk = &n->links[l];
-    if (lk->dirty) return;
-    lk->dirty = 1;
+    int was = lk->dirty;
+    lk->dirty |= why;
+    if (was) return;
     if (n->n_dirty == n->cap_dirty) {
         n->cap_dirty = n->cap_dirty ? n->cap_dirty * 2 : 256;
         n->dirty = dt_xrealloc(n->dirty, (size_t)n->cap_dirty * sizeof *n->dirty);
@@ -253,19 +295,41 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
         sim_schedule(n->eng, now, done_kind, done_id, done_data);
         return;
     }
-    const int *path = NULL;
-    int nh = 0;
-    uint64_t hash = mix64(((uint64_t)(uint32_t)src_gpu << 32 | (uint32_t)dst_gpu) ^ mix64(n->seq++));
-    int rc = topo_route(n->t, src_gpu, dst_gpu, hash, &path, &nh);
-    DT_ASSERT(rc == DT_OK);
-    DT_ASSERT(nh <= NET_MAX_HOPS);
-    sim_time_t lat = path_latency(n->t, path, nh);
+    /* ECMP: successive transfers between one pair rotate over NET_LANES flow hashes of the
+     * pair (as NCCL spreads a connection over several channels / queue pairs, each pinned
+     * to a path by the 5-tuple hash). Deterministic, and routes are memoised per lane. */
+    int64_t key = (int64_t)src_gpu * n->t->n_gpus + dst_gpu;
+    route_memo *m = &n->memo[mix64((uint64_t)key) & ((1u << NET_MEMO_BITS) - 1)];
+    if (m->key != key) {
+        memset(m, 0, sizeof *m);
+        m->key = key;
+    }
+    unsigned v = m->next++ % NET_LANES;
+    route_lane *ln = &m->lane[v];
+    if (!ln->path) {
+        const int *pth = NULL;
+        int hops = 0;
+        uint64_t hash = mix64((uint64_t)key * NET_LANES + v + 0x9e3779b97f4a7c15ULL);
+        int rc = topo_route(n->t, src_gpu, dst_gpu, hash, &pth, &hops);
+        DT_ASSERT(rc == DT_OK);
+        DT_ASSERT(hops <= NET_MAX_HOPS);
+        ln->path = pth;
+        ln->n_hops = hops;
+        ln->lat = path_latency(n->t, pth, hops);
+        ln->bw = INFINITY;
+        ln->bl = -1;
+        for (int h = 0; h < hops; h++)
+            if (n->links[pth[h]].bw < ln->bw) {
+                ln->bw = n->links[pth[h]].bw;
+                ln->bl = pth[h];
+            }
+    }
+    const int *path = ln->path;
+    int nh = ln->n_hops;
+    sim_time_t lat = ln->lat;
 
     if (n->cfg.mode == NET_ANALYTIC || bytes == 0 || nh == 0) {
-        double b = INFINITY;
-        for (int h = 0; h < nh; h++)
-            if (n->links[path[h]].bw < b) b = n->links[path[h]].bw;
-        sim_time_t dt = (bytes > 0 && nh > 0) ? ps_ceil(bytes / b) : 0;
+        sim_time_t dt = (bytes > 0 && nh > 0) ? ps_ceil(bytes / ln->bw) : 0;
         n->st.flows_finished++;
         n->st.bytes_delivered += bytes;
         if (n->obs && bytes > 0)
@@ -285,27 +349,27 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
     f->done_kind = done_kind;
     f->done_id = done_id;
     f->done_data = done_data;
+    f->bneck = -1;
     int alone = 1;
-    double b = INFINITY;
     for (int h = 0; h < nh; h++) {
         net_link *lk = &n->links[path[h]];
         if (lk->n == lk->cap) {
             lk->cap = lk->cap ? lk->cap * 2 : 4;
             lk->e = dt_xrealloc(lk->e, (size_t)lk->cap * sizeof *lk->e);
         }
-        f->slot[h] = lk->n;
+        n->fslot[(size_t)id * NET_MAX_HOPS + h] = lk->n;
         lk->e[lk->n++] = (link_entry){id, h};
         if (lk->n > 1) alone = 0;
-        if (lk->bw < b) b = lk->bw;
     }
     if (alone) {
         /* Fast path: nobody to share with, nobody's rate changes. */
-        f->rate = b;
+        f->rate = ln->bw;
+        f->bneck = ln->bl;
+        n->links[ln->bl].n_bneck++;
         n->st.rate_updates++;
-        note_util(n, b, b);
         schedule_finish(n, id, f, now);
     } else {
-        for (int h = 0; h < nh; h++) mark_dirty(n, path[h]);
+        for (int h = 0; h < nh; h++) mark_dirty(n, path[h], DIRTY_ARRIVE);
     }
 }
 
@@ -315,22 +379,27 @@ static void on_done(void *model, sim_engine *eng, const sim_event *ev)
     net_flow *f = &n->flows[ev->id];
     if ((uint32_t)ev->data != f->version) return; /* stale: the rate changed since */
     sim_time_t now = ev->time;
+    if (f->bneck >= 0) n->links[f->bneck].n_bneck--;
     for (int h = 0; h < f->n_hops; h++) {
         int l = f->path[h];
         net_link *lk = &n->links[l];
-        int s = f->slot[h];
+        int s = n->fslot[(size_t)ev->id * NET_MAX_HOPS + h];
         link_entry last = lk->e[--lk->n];
         if (s != lk->n) {
             lk->e[s] = last;
-            n->flows[last.flow].slot[last.hop] = s;
+            n->fslot[(size_t)last.flow * NET_MAX_HOPS + last.hop] = s;
         }
-        if (lk->n > 0) mark_dirty(n, l);
+        /* If no remaining flow is bottlenecked on this link, every remaining flow keeps a
+         * saturated link on which it is the fastest: the allocation is still max-min fair
+         * and nothing needs re-solving. */
+        if (lk->n > 0 && (DTSIM_NET_NOSKIP || lk->n_bneck > 0)) mark_dirty(n, l, DIRTY_DEPART);
         if (n->obs) n->obs(n->obs_ctx, l, f->t_start, now, f->bytes);
     }
     n->st.flows_finished++;
     n->st.bytes_delivered += f->bytes;
     sim_schedule(eng, now + f->tail, f->done_kind, f->done_id, f->done_data);
     f->version++;
+    f->active = 0;
     f->next_free = n->free_head;
     n->free_head = (int)ev->id;
     n->active--;
@@ -353,12 +422,17 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     uint32_t ep = ++n->epoch;
     int nf = 0, nl = 0, ninc = 0;
 
-    /* Walk the components touching dirty links. Stack and link list share a bound (each link
-     * is pushed once), so one capacity check per link suffices. */
+    /* Walk the components touching dirty links, collecting each flow's links (global ids
+     * first, made local once every link has its index). Scratch arrays grow to the largest
+     * component seen and are reused. */
     for (int d = 0; d < n->n_dirty; d++) {
         int l0 = n->dirty[d];
+        int why = n->links[l0].dirty;
         n->links[l0].dirty = 0;
         if (n->links[l0].mark == ep || n->links[l0].n == 0) continue;
+        /* Departures only, and (now that the whole batch of simultaneous departures is in)
+         * nobody left is bottlenecked here: the skip rule of on_done holds for the batch. */
+        if (why == DIRTY_DEPART && n->links[l0].n_bneck == 0 && !DTSIM_NET_NOSKIP) continue;
         int sp = 0;
         grow_int(&n->cl, &n->cap_cl, nl + 1);
         grow_int(&n->stack, &n->cap_stack, nl + 1);
@@ -370,15 +444,17 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
             net_link *lk = &n->links[n->stack[--sp]];
             for (int k = 0; k < lk->n; k++) {
                 int fid = lk->e[k].flow;
-                net_flow *f = &n->flows[fid];
-                if (f->mark == ep) continue;
-                f->mark = ep;
-                f->local = nf;
-                grow_int(&n->cf, &n->cap_cf, nf + 1);
-                n->cf[nf++] = fid;
-                ninc += f->n_hops;
+                if (n->fmark[fid] == ep) continue;
+                n->fmark[fid] = ep;
+                const net_flow *f = &n->flows[fid];
+                grow_int(&n->cf, &n->cap_cf, nf + 2);
+                grow_int(&n->fstart, &n->cap_fs, nf + 2);
+                grow_int(&n->flinks, &n->cap_inc, ninc + f->n_hops);
+                n->cf[nf] = fid;
+                n->fstart[nf++] = ninc;
                 for (int h = 0; h < f->n_hops; h++) {
                     int m = f->path[h];
+                    n->flinks[ninc++] = m;
                     if (n->links[m].mark == ep) continue;
                     n->links[m].mark = ep;
                     n->links[m].local = nl;
@@ -392,39 +468,41 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     }
     n->n_dirty = 0;
     if (nf == 0) return;
+    n->fstart[nf] = ninc;
+    for (int j = 0; j < ninc; j++) n->flinks[j] = n->links[n->flinks[j]].local;
 
-    /* Scratch follows the largest component seen; reallocated only when that grows. */
-    if (nf + 1 > n->cap_fs) {
-        n->cap_fs = n->cap_cf + 1;
-        n->fstart = dt_xrealloc(n->fstart, (size_t)n->cap_fs * sizeof *n->fstart);
-        n->rate = dt_xrealloc(n->rate, (size_t)n->cap_fs * sizeof *n->rate);
+    if (nf > n->cap_rate) {
+        n->cap_rate = n->cap_cf;
+        n->rate = dt_xrealloc(n->rate, (size_t)n->cap_rate * sizeof *n->rate);
+        n->bn = dt_xrealloc(n->bn, (size_t)n->cap_rate * sizeof *n->bn);
     }
     if (nl > n->cap_ls) {
         n->cap_ls = n->cap_cl;
         n->cap = dt_xrealloc(n->cap, (size_t)n->cap_ls * sizeof *n->cap);
         n->used = dt_xrealloc(n->used, (size_t)n->cap_ls * sizeof *n->used);
     }
-    grow_int(&n->flinks, &n->cap_inc, ninc);
-
-    int k = 0;
-    for (int i = 0; i < nf; i++) {
-        const net_flow *f = &n->flows[n->cf[i]];
-        n->fstart[i] = k;
-        for (int h = 0; h < f->n_hops; h++) n->flinks[k++] = n->links[f->path[h]].local;
-    }
-    n->fstart[nf] = k;
     for (int j = 0; j < nl; j++) {
         n->cap[j] = n->links[n->cl[j]].bw;
         n->used[j] = 0;
     }
-    mm_solve(n->mm, nl, n->cap, nf, n->fstart, n->flinks, n->rate);
+    mm_solve(n->mm, nl, n->cap, nf, n->fstart, n->flinks, n->rate, n->bn);
+    n->st.solves++;
+    n->st.solved_flows += (uint64_t)nf;
 
     for (int i = 0; i < nf; i++) {
         int fid = n->cf[i];
         net_flow *f = &n->flows[fid];
         double r = n->rate[i];
         for (int j = n->fstart[i]; j < n->fstart[i + 1]; j++) n->used[n->flinks[j]] += r;
-        if (r == f->rate) continue; /* finish time unchanged: keep its event */
+        int b = n->bn[i] >= 0 ? n->cl[n->bn[i]] : -1;
+        if (b != f->bneck) {
+            if (f->bneck >= 0) n->links[f->bneck].n_bneck--;
+            if (b >= 0) n->links[b].n_bneck++;
+            f->bneck = b;
+        }
+        /* Unchanged up to rounding (a re-solve of the same sharing can land one ulp away):
+         * keep the rate and the scheduled finish rather than churn events by a picosecond. */
+        if (fabs(r - f->rate) <= 1e-12 * r) continue;
         double rem = f->remaining - f->rate * sim_time_to_s(now - f->t_last);
         f->remaining = rem > 0 ? rem : 0;
         f->t_last = now;
@@ -434,4 +512,37 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     }
     for (int j = 0; j < nl; j++) note_util(n, n->used[j], n->cap[j]);
     (void)eng;
+}
+
+int net_check_fair(net *n, double rel_tol)
+{
+    /* One global solve over every flow in its bandwidth phase; allocation is fine here (a
+     * test and debugging aid, O(all flows), never on the event path). */
+    int nf = 0, k = 0;
+    int *fs = dt_xmalloc((size_t)(n->n_flows_cap + 1) * sizeof *fs);
+    int *ids = dt_xmalloc((size_t)(n->n_flows_cap + 1) * sizeof *ids);
+    int *fl = dt_xmalloc((size_t)(n->n_flows_cap + 1) * NET_MAX_HOPS * sizeof *fl);
+    double *rate = dt_xmalloc((size_t)(n->n_flows_cap + 1) * sizeof *rate);
+    double *cap = dt_xmalloc((size_t)(n->n_links + 1) * sizeof *cap);
+    for (int l = 0; l < n->n_links; l++) cap[l] = n->links[l].bw;
+    for (int i = 0; i < n->n_flows_cap; i++) {
+        const net_flow *f = &n->flows[i];
+        if (!f->active) continue;
+        fs[nf] = k;
+        ids[nf++] = i;
+        for (int h = 0; h < f->n_hops; h++) fl[k++] = f->path[h];
+    }
+    fs[nf] = k;
+    mm_solver *m = mm_create();
+    mm_solve(m, n->n_links, cap, nf, fs, fl, rate, NULL);
+    mm_destroy(m);
+    int bad = 0;
+    for (int i = 0; i < nf; i++)
+        if (fabs(rate[i] - n->flows[ids[i]].rate) > rel_tol * rate[i]) bad++;
+    free(fs);
+    free(ids);
+    free(fl);
+    free(rate);
+    free(cap);
+    return bad;
 }

@@ -462,6 +462,17 @@ int rep_run(const wl_graph *g, const rep_config *cfg, rep_result *out, dt_error 
         out->step_time = T;
         out->critical_gpu = g->lane_gpus[(size_t)crit_lane * R.ts];
         breakdown(&R, crit_lane, 0, out);
+        /* Every GPU's wait: one sweep per lane (per member when members differ). */
+        rep_result tmp = {.step_time = T};
+        out->max_straggler_wait = -1;
+        for (uint32_t l = 0; l < (uint32_t)g->n_lanes; l++)
+            for (int k = 0; k < (R.hetero_time ? R.ts : 1); k++) {
+                breakdown(&R, l, k, &tmp);
+                if (tmp.straggler_wait > out->max_straggler_wait) {
+                    out->max_straggler_wait = tmp.straggler_wait;
+                    out->max_straggler_wait_gpu = g->lane_gpus[(size_t)l * R.ts + k];
+                }
+            }
         if (cfg->record) {
             out->op_start = R.start;
             out->op_launch = R.launch;

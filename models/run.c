@@ -32,75 +32,11 @@ static double now_s(void)
 
 /* ------------------------------------------------------------- topology ---- */
 
-/* INTEGRATOR NOTE: topo_from_json() (topo branch) is declared but not yet implemented at the
- * time of writing. Until it is, scenarios may give the topology only as an inline generator,
- * mapped here onto topo_generate() with the topo_gen_params field names. Replace the body of
- * load_topology() with a call to topo_from_json() once it exists. */
+/* A topology value: a file name (relative to base_dir), an inline topology or a generator. */
 static int load_topology(const js_ctx *c, const cJSON *v, const char *path, const char *base_dir,
                          topo **out)
 {
-    (void)base_dir;
-    if (!cJSON_IsObject(v) || !cJSON_GetObjectItemCaseSensitive(v, "generator"))
-        return js_fail(c, path, NULL,
-                       "this build reads topologies as inline generators only, e.g. "
-                       "{\"generator\": \"dgx\", \"nodes\": 2, \"gpus_per_node\": 8}");
-    static const char *const keys[] = {"generator", "gpus", "bandwidth", "latency", "gpu",
-                                       "tiers", "radix", "oversubscription", "dims", "a", "p",
-                                       "h", "nodes", "gpus_per_node", "nvlink_bw", "nic_bw",
-                                       "nvlink_latency", "switch_latency", NULL};
-    static const char *const fams[] = {"file", "ring", "switch", "fat-tree", "torus",
-                                       "dragonfly", "dgx", NULL};
-    TRY(js_check_keys(c, v, path, keys));
-    topo_gen_params p;
-    memset(&p, 0, sizeof p);
-    int fam = 0;
-    TRY(js_get_enum(c, v, path, "generator", true, fams, &fam));
-    if (fam == 0) return js_fail(c, path, "generator", "\"file\" is not a generator");
-    p.family = (topo_family)fam;
-    long long x = 0;
-#define INT_KEY(k, field)                                                                   \
-    x = 0;                                                                                  \
-    TRY(js_get_int(c, v, path, k, false, 0, 1 << 22, &x));                                 \
-    p.field = (int)x;
-    INT_KEY("gpus", gpus);
-    INT_KEY("tiers", tiers);
-    INT_KEY("radix", radix);
-    INT_KEY("a", df_a);
-    INT_KEY("p", df_p);
-    INT_KEY("h", df_h);
-    INT_KEY("nodes", nodes);
-    INT_KEY("gpus_per_node", gpus_per_node);
-#undef INT_KEY
-    TRY(js_get_quantity(c, v, path, "bandwidth", UNIT_BANDWIDTH, false, true, &p.bandwidth));
-    TRY(js_get_quantity(c, v, path, "nvlink_bw", UNIT_BANDWIDTH, false, true, &p.nvlink_bw));
-    TRY(js_get_quantity(c, v, path, "nic_bw", UNIT_BANDWIDTH, false, true, &p.nic_bw));
-    TRY(js_get_time(c, v, path, "latency", false, &p.latency));
-    TRY(js_get_time(c, v, path, "nvlink_latency", false, &p.nvlink_latency));
-    TRY(js_get_time(c, v, path, "switch_latency", false, &p.switch_latency));
-    TRY(js_get_number(c, v, path, "oversubscription", false, 1, 1e3, &p.oversubscription));
-    const char *g = NULL;
-    TRY(js_get_string(c, v, path, "gpu", false, &g));
-    if (g) snprintf(p.gpu_preset, sizeof p.gpu_preset, "%s", g);
-    const cJSON *dims = cJSON_GetObjectItemCaseSensitive(v, "dims");
-    if (dims) {
-        char dp[JS_PATH_MAX];
-        js_path_key(dp, path, "dims");
-        TRY(js_expect_array(c, dims, dp));
-        for (const cJSON *d = dims->child; d; d = d->next) {
-            if (p.n_dims >= 4 || !cJSON_IsNumber(d) || d->valuedouble < 1)
-                return js_fail(c, dp, NULL, "expected 1 to 4 positive dimensions");
-            p.dims[p.n_dims++] = (int)d->valuedouble;
-        }
-    }
-    dt_error *err = c->err;
-    int rc = topo_generate(&p, out, err);
-    if (rc != DT_OK) {
-        char sub[JS_PATH_MAX];
-        js_path_key(sub, path, err->path[0] ? err->path : NULL);
-        snprintf(err->path, sizeof err->path, "%s", err->path[0] ? sub : path);
-        snprintf(err->file, sizeof err->file, "%s", c->file);
-    }
-    return rc;
+    return topo_from_json(c, v, path, base_dir, out);
 }
 
 static int apply_gpu(const js_ctx *c, const cJSON *gpu, const char *path, topo *t)
@@ -325,7 +261,9 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
     sim_engine *eng = sim_engine_create();
     net_config nc = {.mode = J->network};
     net *n = net_create(t, eng, &nc);
-    coll_config cc = {.reduce_bw = -1};
+    /* One pipelining chunk per ring step: in the fluid model chunking leaves a ring's time
+     * unchanged (coll_ring.c) and only multiplies flows and events. */
+    coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18};
     coll_engine *ce = coll_create(n, eng, t, &cc);
     comm_ctx ctx = {.n = n, .ce = ce, .elem_bytes = g->precision == GPU_FP32 ? 4 : 2};
     rep_comm comm = {.coll = coll_fn, .send = send_fn, .ctx = &ctx};
@@ -353,6 +291,9 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
         out->breakdown_s.comm_exposed = sim_time_to_s(r.comm_exposed);
         out->breakdown_s.bubble = sim_time_to_s(r.bubble);
         out->breakdown_s.straggler_wait = sim_time_to_s(r.straggler_wait);
+        out->max_straggler_wait_s = sim_time_to_s(r.max_straggler_wait);
+        out->max_straggler_wait_gpu = r.max_straggler_wait_gpu;
+        out->critical_gpu = r.critical_gpu;
         out->events = sim_events_handled(eng);
         double T = out->step_time_s;
         if (T > 0) {
@@ -545,9 +486,8 @@ int run_trace_file(const char *trace_file, const char *topology_file, const run_
 {
     double t0 = now_s();
     memset(out, 0, sizeof *out);
-    cJSON *tj = NULL, *topj = NULL;
-    TRY(js_parse_file(trace_file, &tj, err));
-    int rc = js_parse_file(topology_file, &topj, err);
+    cJSON *tj = NULL;
+    int rc = js_parse_file(trace_file, &tj, err);
     wl_graph *g = NULL;
     trace_env env;
     memset(&env, 0, sizeof env);
@@ -557,11 +497,7 @@ int run_trace_file(const char *trace_file, const char *topology_file, const run_
         rc = trace_read(&c, tj, &g, &env);
     }
     if (rc == DT_OK) {
-        js_ctx c = {topology_file, err};
-        char *dir = dir_of(topology_file);
-        /* The topology file holds a topology value (see load_topology's note). */
-        rc = load_topology(&c, topj, "", dir, &t);
-        free(dir);
+        rc = topo_load_file(topology_file, &t, err);
     }
     if (rc == DT_OK) {
         js_ctx c = {trace_file, err};
@@ -599,7 +535,6 @@ int run_trace_file(const char *trace_file, const char *topology_file, const run_
     trace_env_free(&env);
     topo_destroy(t);
     cJSON_Delete(tj);
-    cJSON_Delete(topj);
     out->wall_s = now_s() - t0;
     return rc;
 }

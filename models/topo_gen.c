@@ -35,6 +35,12 @@ static int resolve(const topo_gen_params *in, topo_gen_params *p, gpu_spec *spec
     if (p->bandwidth < 0 || p->nvlink_bw < 0 || p->nic_bw < 0 || p->latency < 0 ||
         p->switch_latency < 0 || p->nvlink_latency < 0 || p->oversubscription < 0)
         return dt_error_set(err, DT_EINPUT, NULL, NULL, "negative generator parameter");
+    static const sim_time_t max_lat = (sim_time_t)1 << 40; /* ~1.1 s */
+    if (p->latency >= max_lat || p->switch_latency >= max_lat || p->nvlink_latency >= max_lat)
+        return dt_error_set(err, DT_EINPUT, NULL,
+                            p->latency >= max_lat ? "latency"
+                            : p->switch_latency >= max_lat ? "switch_latency" : "nvlink_latency",
+                            "expected a latency below 1 s");
     if (p->bandwidth == 0) p->bandwidth = TOPO_DEFAULT_BANDWIDTH;
     if (p->latency == 0) p->latency = TOPO_DEFAULT_LATENCY;
     if (p->switch_latency == 0) p->switch_latency = TOPO_DEFAULT_SWITCH_LATENCY;
@@ -47,15 +53,21 @@ static int resolve(const topo_gen_params *in, topo_gen_params *p, gpu_spec *spec
 }
 
 /* Leaf port split for radix k and oversubscription o: down/up = o, down + up = k. */
-static int leaf_ports(const topo_gen_params *p, int *down, int *up, dt_error *err)
+void topo_leaf_ports(const topo_gen_params *p, int *down, int *up)
 {
     int k = p->radix;
     int d = (int)lround(k * p->oversubscription / (1.0 + p->oversubscription));
     if (d >= k) d = k - 1;
-    if (d < 1 || k - d < 1)
-        return bad(err, "radix", "radix %d leaves no down and up ports at this oversubscription", k);
     *down = d;
     *up = k - d;
+}
+
+static int leaf_ports(const topo_gen_params *p, int *down, int *up, dt_error *err)
+{
+    topo_leaf_ports(p, down, up);
+    if (*down < 1 || *up < 1)
+        return bad(err, "radix", "radix %d leaves no down and up ports at this oversubscription",
+                   p->radix);
     return DT_OK;
 }
 
@@ -389,6 +401,11 @@ int topo_generate(const topo_gen_params *params, topo **out, dt_error *err)
     b.t->name = dt_xstrdup(name);
     b.t->switch_latency = p.switch_latency;
     b.t->gen = p;
-    *out = tb_finish(&b);
+    topo *t = tb_finish(&b);
+    if ((rc = topo_check_latency_range(t, NULL, "latency", err))) {
+        topo_destroy(t);
+        return rc;
+    }
+    *out = t;
     return DT_OK;
 }

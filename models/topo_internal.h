@@ -35,8 +35,13 @@ void topo_route_cache_init(topo *t);
 void topo_route_cache_free(topo *t);
 /* Bytes the route cache holds now (distance maps + paths), for benchmarks and docs. */
 size_t topo_route_cache_bytes(const topo *t);
+/* Budget for distance maps (default 256 MB); over it, maps are dropped at the next call. */
+void topo_route_cache_set_budget(topo *t, size_t bytes);
 /* Drop the cached distance maps (paths stay valid). */
 void topo_route_cache_flush(topo *t);
+
+/* DT_EINPUT (at file/path) when latencies are so large that route costs could overflow. */
+int topo_check_latency_range(const topo *t, const char *file, const char *path, dt_error *err);
 
 /* True if node v may relay traffic (be an intermediate hop of a GPU-to-GPU route). */
 static inline bool topo_relays(const topo *t, int v)
@@ -48,6 +53,9 @@ static inline bool topo_relays(const topo *t, int v)
  * with the pair (path nodes[i] of the GPU that cannot reach the other). file may be NULL. */
 int topo_check_connected(const topo *t, const char *file, const int *node_index_in_file,
                          dt_error *err);
+
+/* Down and up ports of a leaf for the generator's radix and oversubscription. */
+void topo_leaf_ports(const topo_gen_params *p, int *down, int *up);
 
 /* Generic metrics (topo_info.c), exposed for tests that compare them with closed forms. */
 int topo_diameter_search(const topo *t);

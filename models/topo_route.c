@@ -68,7 +68,7 @@ typedef struct route_cache {
     int *in_start, *in_links; /* reverse CSR, built on first use */
     distmap **sw_map;         /* per node; only switches get one */
     dest_info **dest;         /* per GPU */
-    size_t map_bytes;
+    size_t map_bytes, map_budget;
     /* Dijkstra scratch, reset through the touched list */
     uint64_t *key;
     unsigned char *done;
@@ -99,6 +99,7 @@ void topo_route_cache_init(topo *t)
 {
     route_cache *c = dt_xcalloc(1, sizeof *c);
     pthread_mutex_init(&c->mu, NULL);
+    c->map_budget = MAP_BUDGET_BYTES;
     t->route_cache = c;
 }
 
@@ -142,6 +143,14 @@ void topo_route_cache_flush(topo *t)
     if (!c) return;
     pthread_mutex_lock(&c->mu);
     flush_maps(t, c);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void topo_route_cache_set_budget(topo *t, size_t bytes)
+{
+    route_cache *c = t->route_cache;
+    pthread_mutex_lock(&c->mu);
+    c->map_budget = bytes;
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -468,7 +477,7 @@ int topo_route(topo *t, int src_gpu, int dst_gpu, uint64_t flow_hash, const int 
             }
         }
     }
-    if (c->map_bytes > MAP_BUDGET_BYTES) flush_maps(t, c);
+    if (c->map_bytes > c->map_budget) flush_maps(t, c);
     int len = walk(t, c, t->gpu_node[src_gpu], t->gpu_node[dst_gpu], variant);
     if (len < 0) {
         pthread_mutex_unlock(&c->mu);

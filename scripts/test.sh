@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build dtsim and run every test: the Check suites and CLI tests through ctest, then the same
-# suite under AddressSanitizer + UndefinedBehaviorSanitizer, then a short fuzzing run of the
-# loaders. Installs what it needs. Exit status non-zero if anything fails.
+# suite under AddressSanitizer + UndefinedBehaviorSanitizer, then the core unit tests under
+# valgrind, then a short fuzzing run of the loaders. Installs what it needs. Exit status non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh --test
@@ -17,6 +17,24 @@ cmake -S . -B build-san -DCMAKE_BUILD_TYPE=Debug -DDTSIM_SANITIZE=ON >/dev/null
 cmake --build build-san -j"$jobs" >/dev/null
 (cd build-san && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j"$jobs" -LE no-sanitize)
+
+echo "== valgrind memcheck on core unit tests"
+# Catches what ASan cannot see (reads of uninitialised memory) in the release build. Check must
+# not fork under valgrind (CK_FORK=no; abort tests skip themselves then). Kept to the fast suites.
+if command -v valgrind >/dev/null; then
+  for t in test_sim test_sim_rng test_json test_units; do
+    [[ -x build/$t ]] || continue
+    if ! CK_FORK=no valgrind -q --error-exitcode=1 --leak-check=full \
+        --errors-for-leak-kinds=definite,indirect "build/$t" >"build/$t.valgrind.log" 2>&1; then
+      echo "valgrind: $t failed, see build/$t.valgrind.log" >&2
+      tail -30 "build/$t.valgrind.log" >&2
+      exit 1
+    fi
+    echo "valgrind: $t clean"
+  done
+else
+  echo "valgrind not installed (scripts/deps.sh --test): skipped" >&2
+fi
 
 if [[ -x tests/fuzz/run.sh ]]; then
   echo "== fuzz the loaders briefly"

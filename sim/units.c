@@ -134,7 +134,12 @@ int unit_parse(unit_kind kind, const char *text, double *out, char *why, size_t 
     }
     for (const unit_entry *t = table; t->name; t++) {
         if (strlen(t->name) == ulen && strncmp(t->name, end, ulen) == 0) {
-            *out = v * t->factor;
+            double x = v * t->factor;
+            if (!isfinite(x)) { /* "1e300 PiB": the number is finite, the quantity is not */
+                snprintf(why, why_size, "%s \"%s\" is out of range", unit_kind_name(kind), text);
+                return DT_EINPUT;
+            }
+            *out = x;
             return DT_OK;
         }
     }

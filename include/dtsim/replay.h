@@ -60,6 +60,10 @@ typedef struct rep_result {
      * step_time exactly. */
     sim_time_t compute, comm_exposed, bubble, straggler_wait;
     int critical_gpu;
+    /* The GPU that spent longest waiting for late peers, and how long (the breakdown of the
+     * critical GPU can hide it: a straggler that finishes last never waits itself). */
+    sim_time_t max_straggler_wait;
+    int max_straggler_wait_gpu;
     uint64_t events;
     /* Per op (record only; owned): start (reached its stream head with deps done), launch
      * (communication began; = start for compute), end. Per op and lane member, compute time. */

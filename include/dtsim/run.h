@@ -77,6 +77,9 @@ typedef struct run_result {
     struct {
         double compute, comm_exposed, bubble, straggler_wait;
     } breakdown_s;
+    double max_straggler_wait_s;  /* longest wait for late peers over all GPUs */
+    int max_straggler_wait_gpu;   /* the GPU that waited it */
+    int critical_gpu;             /* whose breakdown breakdown_s is */
     struct {
         double samples_per_s, tokens_per_s, tflops_per_gpu, mfu;
     } throughput;

@@ -8,8 +8,9 @@
  * Ordering: events fire in (time, seq) order, seq being the order in which they were
  * scheduled. Ties therefore break first-in first-out, identically on every run.
  *
- * Memory: the queue stores events by value in one growable array; scheduling allocates only
- * when the array must grow (amortised, never per event in steady state).
+ * Memory: the queue stores events by value in a few growable arrays (a radix heap, see
+ * sim/queue.c); scheduling allocates only when one must grow (amortised, never per event in
+ * steady state).
  *
  * Cancellation is lazy: a model that must move an event (a flow whose finish time changed)
  * bumps a version number it keeps and puts the version in `data`; the stale event is then
@@ -42,6 +43,9 @@ void sim_queue_destroy(sim_queue *q);
 void sim_queue_push(sim_queue *q, sim_event ev);
 /* Removes the least (time, seq) event into *out; returns false when empty. */
 bool sim_queue_pop(sim_queue *q, sim_event *out);
+/* The least event, or NULL when empty; borrowed, valid until the next push or pop.
+ * Cost note: pushes are cheapest at times >= the last popped (or peeked) event's time, which is
+ * what the engine guarantees; an earlier push is correct but re-sorts the queue, O(size). */
 const sim_event *sim_queue_peek(const sim_queue *q);
 size_t sim_queue_size(const sim_queue *q);
 

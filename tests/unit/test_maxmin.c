@@ -19,7 +19,7 @@ START_TEST(three_flows_two_links)
     int flinks[] = {0, 1, 0, 1};
     double rate[3];
     mm_solver *s = mm_create();
-    mm_solve(s, 2, cap, 3, fstart, flinks, rate);
+    mm_solve(s, 2, cap, 3, fstart, flinks, rate, NULL);
     ck_assert_rel(rate[0], 2, 1e-15);
     ck_assert_rel(rate[1], 8, 1e-15);
     ck_assert_rel(rate[2], 2, 1e-15);
@@ -37,14 +37,19 @@ START_TEST(chain_with_long_flow)
     int fs3[] = {0, 3, 4, 5, 6};
     int fl3[] = {0, 1, 2, 0, 1, 2};
     double r3[4];
-    mm_solve(s, 3, cap3, 4, fs3, fl3, r3);
+    mm_solve(s, 3, cap3, 4, fs3, fl3, r3, NULL);
     for (int i = 0; i < 4; i++) ck_assert_rel(r3[i], 0.5, 1e-15);
 
     double cap2[] = {1, 2};
     int fs2[] = {0, 2, 3, 4, 5};
     int fl2[] = {0, 1, 0, 1, 1};
     double r2[4];
-    mm_solve(s, 2, cap2, 4, fs2, fl2, r2);
+    int bn[4];
+    mm_solve(s, 2, cap2, 4, fs2, fl2, r2, bn);
+    ck_assert_int_eq(bn[0], 0);
+    ck_assert_int_eq(bn[1], 0);
+    ck_assert_int_eq(bn[2], 1);
+    ck_assert_int_eq(bn[3], 1);
     ck_assert_rel(r2[0], 0.5, 1e-15);
     ck_assert_rel(r2[1], 0.5, 1e-15);
     ck_assert_rel(r2[2], 0.75, 1e-15);
@@ -60,7 +65,7 @@ START_TEST(no_link_and_alone)
     int fl[] = {0};
     double r[2];
     mm_solver *s = mm_create();
-    mm_solve(s, 1, cap, 2, fs, fl, r);
+    mm_solve(s, 1, cap, 2, fs, fl, r, NULL);
     ck_assert(isinf(r[0]));
     ck_assert_rel(r[1], 5e10, 1e-15);
     mm_destroy(s);
@@ -113,7 +118,7 @@ START_TEST(random_instances)
             }
         }
         fs[nf] = k;
-        mm_solve(s, nl, cap, nf, fs, fl, r);
+        mm_solve(s, nl, cap, nf, fs, fl, r, NULL);
         check_maxmin(nl, cap, nf, fs, fl, r);
     }
     mm_destroy(s);

@@ -104,6 +104,9 @@ START_TEST(bad_units)
     parse_bad(UNIT_SIZE, "0x10 B", "decimal number");
     parse_bad(UNIT_COMPUTE, "10 TFLOP", "\"TFLOP\"");
     parse_bad(UNIT_SIZE, "1e400 B", "finite");
+    /* finite number, infinite quantity once scaled (found by fuzz_units) */
+    parse_bad(UNIT_SIZE, "1e300 PiB", "out of range");
+    parse_bad(UNIT_COMPUTE, "1.7e300 EFLOP/s", "out of range");
 }
 END_TEST
 

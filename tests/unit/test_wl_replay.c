@@ -213,6 +213,74 @@ START_TEST(megatron_flops)
 }
 END_TEST
 
+static int count_named(const wl_graph *g, uint32_t lane, const char *name)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++)
+        if (g->ops[i].lane == lane && !strcmp(g->names[g->ops[i].name], name)) n++;
+    return n;
+}
+
+START_TEST(topk_compression_closed_form)
+{
+    /* one bucket of 2e8 B (1e8 bf16 gradients), ratio 1%: top-k takes 1e8 / 2e10 = 5 ms on the
+     * compute stream, then an all-gather of 4 x 1e6 (index, value) pairs of 6 B */
+    uni u = {.bw = 100e9, .lat = 0};
+    load("{\"topology\": \"x\", \"model\": {\"kind\": \"synthetic\", \"layers\": 4,"
+         "\"forward_time\": \"1 ms\", \"backward_time\": \"2 ms\", \"params\": 1e8},"
+         "\"parallel\": {\"dp\": 4, \"bucket_size\": \"1 GB\", \"compression\": {\"ratio\": 0.01}}}",
+         4);
+    wl_graph *g = wl_graph_build(&sc);
+    ck_assert_int_eq(count_named(g, 0, "topk_compress"), 1);
+    ck_assert_int_eq(count_named(g, 0, "topk_allgather"), 1);
+    ck_assert_int_eq(count_named(g, 0, "dp_allreduce"), 0);
+    double ag_bytes = 4 * 0.01 * 1e8 * 6;
+    int found = 0;
+    for (uint32_t c = 0; c < g->n_colls; c++)
+        if (g->colls[c].op == COLL_ALLGATHER) {
+            ck_assert_rel(g->colls[c].bytes, ag_bytes, 1e-12);
+            found++;
+        }
+    ck_assert_int_eq(found, 1);
+    rep_result r = run(g, &u, NULL);
+    sim_time_t ag = sim_time_from_s(3.0 / 4 * ag_bytes / u.bw);
+    ck_assert_int_eq(r.step_time, 12 * SIM_MS + 5 * SIM_MS + ag);
+    wl_graph_destroy(g);
+    unload();
+}
+END_TEST
+
+START_TEST(zero_collectives)
+{
+    /* ZeRO-3, 4 layers, 2 microbatches: a gather before every layer's forward and backward,
+     * a gradient reduce-scatter bucket per layer and microbatch (bucket = one layer). */
+    load("{\"topology\": \"x\", \"model\": {\"kind\": \"synthetic\", \"layers\": 4,"
+         "\"forward_time\": \"1 ms\", \"backward_time\": \"2 ms\", \"params\": 1e8},"
+         "\"parallel\": {\"dp\": 2, \"zero\": 3, \"microbatches\": 2, \"bucket_size\": \"50 MB\"}}",
+         2);
+    wl_graph *g = wl_graph_build(&sc);
+    ck_assert_int_eq(count_named(g, 0, "zero3_param_gather"), 2 * 2 * 4);
+    ck_assert_int_eq(count_named(g, 0, "zero_grad_reduce_scatter"), 2 * 4);
+    ck_assert_int_eq(count_named(g, 0, "zero_param_allgather"), 0);
+    ck_assert_int_eq(count_named(g, 1, "zero3_param_gather"), 2 * 2 * 4);
+    rep_result r = run(g, NULL, NULL);
+    ck_assert_int_eq(r.step_time, 2 * 12 * SIM_MS); /* free communication */
+    wl_graph_destroy(g);
+    unload();
+    /* ZeRO-1: reduce-scatter on the last microbatch only, one parameter all-gather after */
+    load("{\"topology\": \"x\", \"model\": {\"kind\": \"synthetic\", \"layers\": 4,"
+         "\"forward_time\": \"1 ms\", \"backward_time\": \"2 ms\", \"params\": 1e8},"
+         "\"parallel\": {\"dp\": 2, \"zero\": 1, \"microbatches\": 2, \"bucket_size\": \"50 MB\"}}",
+         2);
+    g = wl_graph_build(&sc);
+    ck_assert_int_eq(count_named(g, 0, "dp_reduce_scatter"), 4);
+    ck_assert_int_eq(count_named(g, 0, "zero_param_allgather"), 1);
+    ck_assert_int_eq(count_named(g, 0, "optimizer_step"), 1);
+    wl_graph_destroy(g);
+    unload();
+}
+END_TEST
+
 Suite *suite(void)
 {
     Suite *s = suite_create("wl_replay");
@@ -224,6 +292,8 @@ Suite *suite(void)
     tcase_add_test(t, straggler_slows_dp);
     tcase_add_test(t, tp_allreduce_count);
     tcase_add_test(t, megatron_flops);
+    tcase_add_test(t, topk_compression_closed_form);
+    tcase_add_test(t, zero_collectives);
     suite_add_tcase(s, t);
     return s;
 }
