@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "dtsim/json.h"
 #include "dtsim/report.h"
 
 typedef struct table {
@@ -121,6 +122,56 @@ static int table_read(const char *path, table *t, dt_error *err)
     return DT_OK;
 }
 
+/* A JSON array of flat objects (`dtsim collective --json` over a size sweep): columns are
+ * the keys in first-seen order; numbers print as %.17g, strings as they are, other values
+ * leave the cell empty. */
+static int table_read_json(const char *path, table *t, dt_error *err)
+{
+    memset(t, 0, sizeof *t);
+    cJSON *j = NULL;
+    int rc = js_parse_file(path, &j, err);
+    if (rc) return rc;
+    if (!cJSON_IsArray(j)) {
+        cJSON_Delete(j);
+        return dt_error_set(err, DT_EINPUT, path, NULL,
+                            "expected an array of objects (one per row), e.g. from "
+                            "`dtsim collective --size 1KiB:1GiB:x2 --json`");
+    }
+    size_t cap = 0;
+    int i = 0;
+    for (const cJSON *row = j->child; row; row = row->next, i++) {
+        if (!cJSON_IsObject(row)) {
+            cJSON_Delete(j);
+            table_free(t);
+            memset(t, 0, sizeof *t);
+            return dt_error_set(err, DT_EINPUT, path, NULL, "element [%d] is not an object", i);
+        }
+        for (const cJSON *f = row->child; f; f = f->next) {
+            size_t c = 0;
+            while (c < t->n_cols && strcmp(t->head[c], f->string)) c++;
+            if (c < t->n_cols) continue;
+            if (t->n_rows > 0) continue; /* later rows' extra keys are ignored */
+            t->head = dt_xrealloc(t->head, (t->n_cols + 1) * sizeof *t->head);
+            t->head[t->n_cols++] = dt_xstrdup(f->string);
+        }
+        char **cells = dt_xcalloc(t->n_cols + 1, sizeof *cells);
+        for (size_t c = 0; c < t->n_cols; c++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, t->head[c]);
+            char buf[64] = "";
+            if (cJSON_IsNumber(v))
+                snprintf(buf, sizeof buf, "%.17g", v->valuedouble);
+            else if (cJSON_IsBool(v))
+                snprintf(buf, sizeof buf, "%d", cJSON_IsTrue(v));
+            cells[c] = dt_xstrdup(cJSON_IsString(v) ? v->valuestring : buf);
+        }
+        if (t->n_rows == cap) t->rows = dt_xrealloc(t->rows, (cap = cap ? 2 * cap : 64) * sizeof *t->rows);
+        t->rows[t->n_rows++] = cells;
+    }
+    cJSON_Delete(j);
+    if (t->n_cols == 0) return dt_error_set(err, DT_EINPUT, path, NULL, "no rows");
+    return DT_OK;
+}
+
 static int col(const table *t, const char *name)
 {
     for (size_t c = 0; c < t->n_cols; c++)
@@ -178,7 +229,7 @@ static void gp_begin(FILE *g, const char *name, const char *title)
 {
     fprintf(g,
             "# %s.gp - written by `dtsim report`; edit and run `gnuplot %s.gp` to restyle.\n"
-            "set terminal pngcairo size 900,560 enhanced font 'Sans,10'\n"
+            "set terminal pngcairo size 900,560 noenhanced font 'Sans,10'\n"
             "set output '%s.png'\n"
             "set title \"%s\"\n"
             "set key outside right top\n"
@@ -189,7 +240,7 @@ static void gp_begin(FILE *g, const char *name, const char *title)
 static void gp_end(FILE *g, const char *name)
 {
     fprintf(g,
-            "set terminal svg size 900,560 dynamic enhanced font 'Sans,10'\n"
+            "set terminal svg size 900,560 dynamic noenhanced font 'Sans,10'\n"
             "set output '%s.svg'\n"
             "replot\n"
             "unset output\n",
@@ -375,10 +426,11 @@ static int plot_memory(const table *t, const char *dir, bool *made, dt_error *er
     return close_pair(d, gp, dir, err);
 }
 
-/* busbw: bus bandwidth vs message size, when the CSV has both (a collective sweep). */
+/* busbw: bus bandwidth vs message size, when the table has both (a collective sweep); one
+ * line per algorithm when an "algo" column tells them apart. */
 static int plot_busbw(const table *t, const char *dir, bool *made, dt_error *err)
 {
-    int s = -1, b = -1;
+    int s = -1, b = -1, a = col(t, "algo");
     *made = false;
     for (size_t c = 0; c < t->n_cols; c++) {
         const char *h = t->head[c], *last = strrchr(h, '.');
@@ -387,26 +439,46 @@ static int plot_busbw(const table *t, const char *dir, bool *made, dt_error *err
         if (b < 0 && strstr(h, "busbw")) b = (int)c;
     }
     if (s < 0 || b < 0) return DT_OK;
+    /* Series: distinct algo values in first-seen order (one unnamed series without). */
+    const char **series = dt_xcalloc(t->n_rows + 1, sizeof *series);
+    size_t n_series = 0;
+    for (size_t r = 0; r < t->n_rows; r++) {
+        const char *v = a >= 0 ? t->rows[r][a] : "";
+        size_t k = 0;
+        while (k < n_series && strcmp(series[k], v)) k++;
+        if (k == n_series) series[n_series++] = v;
+    }
     FILE *d = open_in(dir, "busbw", "dat", err), *gp = d ? open_in(dir, "busbw", "gp", err) : NULL;
     if (!d || !gp) {
         if (d) fclose(d);
+        free(series);
         return DT_EIO;
     }
-    fprintf(d, "# %s  %s\n", t->head[s], t->head[b]);
-    for (size_t r = 0; r < t->n_rows; r++) {
-        if (!row_ok(t, r)) continue;
-        double x = num(t, r, s), y = num(t, r, b);
-        if (isfinite(x) && isfinite(y)) fprintf(d, "%.10g %.10g\n", x, y);
+    fprintf(d, "# %s  %s; one block per algorithm (gnuplot index 0, 1, ...)\n", t->head[s], t->head[b]);
+    for (size_t k = 0; k < n_series; k++) {
+        if (k) fputs("\n\n", d);
+        fprintf(d, "# %s\n", series[k][0] ? series[k] : "all");
+        for (size_t r = 0; r < t->n_rows; r++) {
+            if (!row_ok(t, r) || (a >= 0 && strcmp(t->rows[r][a], series[k]))) continue;
+            double x = num(t, r, s), y = num(t, r, b);
+            if (isfinite(x) && isfinite(y)) fprintf(d, "%.10g %.10g\n", x, y);
+        }
     }
     gp_begin(gp, "busbw", "Bus bandwidth vs message size");
     fprintf(gp,
             "set logscale x 2\n"
-            "set format x '%%.0s%%cB'\n"
+            "set format x '%%.0b%%BB'\n"
             "set xlabel 'message size'\n"
             "set ylabel '%s'\n"
-            "plot 'busbw.dat' using 1:2 with linespoints lw 2 pt 7 title 'bus bandwidth'\n",
+            "set key inside left top\n"
+            "plot ",
             t->head[b]);
+    for (size_t k = 0; k < n_series; k++)
+        fprintf(gp, "%s'busbw.dat' index %zu using 1:2 with linespoints lw 2 pt 7 title '%s'",
+                k ? ", \\\n     " : "", k, series[k][0] ? series[k] : "bus bandwidth");
+    fputc('\n', gp);
     gp_end(gp, "busbw");
+    free(series);
     *made = true;
     return close_pair(d, gp, dir, err);
 }
@@ -490,14 +562,13 @@ static int write_index(const char *dir, const rep_report_summary *sum, const cha
     return close_pair(md, html, dir, err);
 }
 
-int rep_report(const char *dir, rep_report_summary *sum, dt_error *err)
+int rep_report_file(const char *input, const char *out, rep_report_summary *sum, dt_error *err)
 {
     memset(sum, 0, sizeof *sum);
-    char csv[1024], out[1024];
-    snprintf(csv, sizeof csv, "%s/results.csv", dir);
-    snprintf(out, sizeof out, "%s/report", dir);
     table t;
-    int rc = table_read(csv, &t, err);
+    size_t n = strlen(input);
+    int rc = n > 5 && !strcmp(input + n - 5, ".json") ? table_read_json(input, &t, err)
+                                                      : table_read(input, &t, err);
     if (rc) return rc;
     sum->rows = (int)t.n_rows;
     if (mkdir(out, 0777) != 0 && errno != EEXIST) {
@@ -510,12 +581,19 @@ int rep_report(const char *dir, rep_report_summary *sum, dt_error *err)
     for (int i = 0; i < 4 && !rc; i++) {
         bool made = false;
         rc = makers[i](&t, out, &made, err);
-        if (!rc && made) {
-            snprintf(sum->plots[sum->n_plots++], sizeof sum->plots[0], "%s", names[i]);
-        }
+        if (!rc && made) snprintf(sum->plots[sum->n_plots++], sizeof sum->plots[0], "%s", names[i]);
     }
     table_free(&t);
-    if (!rc) rc = write_index(out, sum, "results.csv", err);
+    const char *base = strrchr(input, '/');
+    if (!rc) rc = write_index(out, sum, base ? base + 1 : input, err);
     for (int i = 0; i < sum->n_plots && !rc; i++) rc = run_gnuplot(out, sum->plots[i], err);
     return rc;
+}
+
+int rep_report(const char *dir, rep_report_summary *sum, dt_error *err)
+{
+    char csv[1024], out[1024];
+    snprintf(csv, sizeof csv, "%s/results.csv", dir);
+    snprintf(out, sizeof out, "%s/report", dir);
+    return rep_report_file(csv, out, sum, err);
 }

@@ -15,7 +15,7 @@
 
 static const char *const metric_names[] = {
     "step_time_s",       "compute_s",         "comm_exposed_s",    "bubble_s",
-    "straggler_wait_s",  "samples_per_s",     "tokens_per_s",      "tflops_per_gpu",
+    "straggler_wait_s",  "max_straggler_wait_s", "samples_per_s",     "tokens_per_s",      "tflops_per_gpu",
     "mfu",               "mem_params_bytes",  "mem_grads_bytes",   "mem_optimizer_bytes",
     "mem_activations_bytes", "mem_peak_bytes", "mem_capacity_bytes", "fits",
     "n_gpus",            "cost_per_step_usd", "usd_per_hour",      "tokens_per_usd",
@@ -33,6 +33,7 @@ static void metric_values(const run_result *r, double *v)
                      r->breakdown_s.comm_exposed,
                      r->breakdown_s.bubble,
                      r->breakdown_s.straggler_wait,
+                     r->max_straggler_wait_s,
                      r->throughput.samples_per_s,
                      r->throughput.tokens_per_s,
                      r->throughput.tflops_per_gpu,

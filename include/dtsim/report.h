@@ -63,4 +63,10 @@ typedef struct rep_report_summary {
  * the columns it needs are there. */
 int rep_report(const char *dir, rep_report_summary *sum, dt_error *err);
 
+/* The same from any table into out_dir (created if missing): a CSV file, or a JSON array of
+ * flat objects (NAME.json, e.g. `dtsim collective --size 1KiB:1GiB:x2 --json`). The busbw
+ * plot draws one line per value of an "algo" column. */
+int rep_report_file(const char *input, const char *out_dir, rep_report_summary *sum,
+                    dt_error *err);
+
 #endif

@@ -3,7 +3,8 @@
  * through the smallest count (efficiencies hand-computed), failed rows are left out, quoted CSV
  * fields with commas are read whole, a report writes .dat/.gp/.png/.svg per plot plus
  * index.md/index.html (files exist and are non-empty; gnuplot really runs), a collective CSV
- * gets only the busbw plot, and a ragged CSV is an input error naming the record.
+ * gets only the busbw plot (from CSV, or from `dtsim collective --json` rows with one line per
+ * algorithm), and a ragged CSV is an input error naming the record.
  * Leaves free: the looks of the pictures. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,35 @@ START_TEST(collective_report)
 }
 END_TEST
 
+START_TEST(collective_json)
+{
+    /* `dtsim collective --json` rows: one busbw line per algorithm, sizes in order. */
+    put("coll.json", "[{\"algo\": \"ring\", \"size_bytes\": 1024, \"busbw_GBps\": 1.5},"
+                     " {\"algo\": \"ring\", \"size_bytes\": 2048, \"busbw_GBps\": 3},"
+                     " {\"algo\": \"tree\", \"size_bytes\": 1024, \"busbw_GBps\": 2.5},"
+                     " {\"algo\": \"tree\", \"size_bytes\": 2048, \"busbw_GBps\": 4}]");
+    char in[128], out[128];
+    snprintf(in, sizeof in, "%s/coll.json", tmp);
+    snprintf(out, sizeof out, "%s/report", tmp);
+    dt_error e = {0};
+    rep_report_summary sum;
+    ck_assert_msg(rep_report_file(in, out, &sum, &e) == DT_OK, "%s", e.msg);
+    ck_assert_int_eq(sum.rows, 4);
+    ck_assert_int_eq(sum.n_plots, 1);
+    char *dat = slurp("busbw.dat");
+    ck_assert_msg(strstr(dat, "# ring\n1024 1.5\n2048 3\n\n\n# tree\n1024 2.5\n2048 4\n"), "%s", dat);
+    free(dat);
+    char *gp = slurp("busbw.gp");
+    ck_assert_msg(strstr(gp, "index 1 using 1:2") && strstr(gp, "title 'tree'"), "%s", gp);
+    free(gp);
+    ck_assert(size_of("busbw.png") > 0 && size_of("busbw.svg") > 0);
+    put("bad.json", "{\"a\": 1}");
+    snprintf(in, sizeof in, "%s/bad.json", tmp);
+    ck_assert_int_eq(rep_report_file(in, out, &sum, &e), DT_EINPUT);
+    ck_assert_msg(strstr(e.msg, "expected an array of objects"), "%s", e.msg);
+}
+END_TEST
+
 START_TEST(bad_csv)
 {
     put("results.csv", "point,status,n_gpus\n0,ok,8\n1,ok\n");
@@ -134,6 +164,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, sweep_report);
     tcase_add_test(tc, collective_report);
+    tcase_add_test(tc, collective_json);
     tcase_add_test(tc, bad_csv);
     suite_add_tcase(s, tc);
     return s;

@@ -1,5 +1,5 @@
 # breakdown.gp - written by `dtsim report`; edit and run `gnuplot breakdown.gp` to restyle.
-set terminal pngcairo size 900,560 enhanced font 'Sans,10'
+set terminal pngcairo size 900,560 noenhanced font 'Sans,10'
 set output 'breakdown.png'
 set title "Step time breakdown per point"
 set key outside right top
@@ -15,7 +15,7 @@ plot 'breakdown.dat' using 2:xtic(1) title 'compute' lc rgb '#4477aa', \
      '' using 3 title 'comm (exposed)' lc rgb '#ee6677', \
      '' using 4 title 'pipeline bubble' lc rgb '#ccbb44', \
      '' using 5 title 'straggler wait' lc rgb '#aa3377'
-set terminal svg size 900,560 dynamic enhanced font 'Sans,10'
+set terminal svg size 900,560 dynamic noenhanced font 'Sans,10'
 set output 'breakdown.svg'
 replot
 unset output

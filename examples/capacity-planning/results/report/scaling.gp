@@ -1,5 +1,5 @@
 # scaling.gp - written by `dtsim report`; edit and run `gnuplot scaling.gp` to restyle.
-set terminal pngcairo size 900,560 enhanced font 'Sans,10'
+set terminal pngcairo size 900,560 noenhanced font 'Sans,10'
 set output 'scaling.png'
 set title "Scaling: throughput and efficiency vs GPUs"
 set key outside right top
@@ -18,7 +18,7 @@ set y2tics
 plot 'scaling.dat' using 1:2 with linespoints lw 2 pt 7 title 'simulated', \
      '' using 1:3 with lines dt 2 lw 1.5 title 'ideal linear', \
      '' using 1:4 axes x1y2 with linespoints pt 5 title 'efficiency (right)'
-set terminal svg size 900,560 dynamic enhanced font 'Sans,10'
+set terminal svg size 900,560 dynamic noenhanced font 'Sans,10'
 set output 'scaling.svg'
 replot
 unset output
