@@ -238,7 +238,10 @@ int rep_timeline_write(const run_timeline *tl, const rep_timeline_options *opt, 
     /* pid 1..n_hosts: hosts; n_hosts+1: GPUs without a host; n_hosts+2: the network. */
     int pid_nohost = tl->n_hosts + 1, pid_net = tl->n_hosts + 2;
 #define GPU_ON(g) ((g) >= 0 && (g) < tl->n_gpus && (!opt->gpus || opt->gpus[(g)]))
-#define GPU_PID(g) (tl->gpu_host && tl->gpu_host[(g)] >= 0 ? tl->gpu_host[(g)] + 1 : pid_nohost)
+#define GPU_PID(g)                                                                          \
+    (tl->gpu_host && tl->gpu_host[(g)] >= 0 && tl->gpu_host[(g)] < tl->n_hosts               \
+         ? tl->gpu_host[(g)] + 1                                                            \
+         : pid_nohost)
 
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"dtsim\",\"step_end_us\":", f);
     us(f, T);
@@ -262,8 +265,12 @@ int rep_timeline_write(const run_timeline *tl, const rep_timeline_options *opt, 
         int pid = GPU_PID(g);
         if (!pid_named[pid]) {
             pid_named[pid] = true;
-            meta(&e, "process", pid, 0,
-                 pid == pid_nohost ? "GPUs" : tl->host_names[pid - 1], pid);
+            char hn[32];
+            snprintf(hn, sizeof hn, "host%d", pid - 1);
+            const char *pname = pid == pid_nohost ? "GPUs"
+                                : tl->host_names && tl->host_names[pid - 1] ? tl->host_names[pid - 1]
+                                                                            : hn;
+            meta(&e, "process", pid, 0, pname, pid);
         }
         char name[96];
         snprintf(name, sizeof name, "GPU %d state", g);
