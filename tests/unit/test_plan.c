@@ -202,6 +202,24 @@ START_TEST(memory_limit_and_objectives)
 }
 END_TEST
 
+START_TEST(fixed_topology_cannot_grow)
+{
+    const char *text = "{\"topology\": \"cluster.json\", \"model\": {\"layers\": 6}}";
+    cJSON *j = NULL;
+    dt_error e = {0};
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "p.json", &j, &e), DT_OK);
+    plan_options o = {.gpus = 8, .max_gpus = 16, .memory = fake_memory, .run = fake_run};
+    plan_result r;
+    ck_assert_int_eq(plan_search(j, "p.json", ".", &o, &r, &e), DT_EINPUT);
+    ck_assert_str_eq(e.path, "topology");
+    ck_assert_msg(strstr(e.msg, "generated topology"), "%s", e.msg);
+    o.max_gpus = 4;
+    ck_assert_int_eq(plan_search(j, "p.json", ".", &o, &r, &e), DT_EINPUT);
+    ck_assert_str_eq(e.file, "--max-gpus");
+    cJSON_Delete(j);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("plan");
@@ -209,6 +227,7 @@ static Suite *suite(void)
     tcase_add_test(tc, finds_the_optimum);
     tcase_add_test(tc, counts_add_up);
     tcase_add_test(tc, memory_limit_and_objectives);
+    tcase_add_test(tc, fixed_topology_cannot_grow);
     suite_add_tcase(s, tc);
     return s;
 }
