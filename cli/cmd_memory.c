@@ -61,7 +61,7 @@ static int run(int argc, char **argv)
         cJSON_AddNumberToObject(b, "optimizer", m.optimizer);
         cJSON_AddNumberToObject(b, "activations", m.activations);
         cJSON_AddNumberToObject(b, "peak", m.peak);
-        if (isfinite(m.capacity)) cJSON_AddNumberToObject(j, "capacity_bytes", m.capacity);
+        if (isfinite(m.capacity)) cJSON_AddNumberToObject(b, "capacity", m.capacity);
         cJSON_AddBoolToObject(j, "fits", fits);
         char *s = cJSON_Print(j);
         printf("%s\n", s);

@@ -128,7 +128,7 @@ static void print_human(const char *what, const run_result *r)
                unit_fmt_size(r->memory.peak, buf, 32),
                unit_fmt_size(r->memory.capacity, buf + 32, 32));
     if (r->cost_per_step_usd > 0) printf("\n  %-16s %12.4f USD\n", "cost per step", r->cost_per_step_usd);
-    if (r->calibration_note[0]) printf("  calibration: %s\n", r->calibration_note);
+    if (r->calibration_note[0]) printf("  %s\n", r->calibration_note);
     printf("\n  %llu events, %.3f s wall, seed %llu\n", (unsigned long long)r->events, r->wall_s,
            (unsigned long long)r->seed);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dtsim/calib.h"
 #include "dtsim/coll.h"
 #include "dtsim/net.h"
 #include "dtsim/replay.h"
@@ -90,6 +91,7 @@ typedef struct comm_ctx {
     net *n;
     coll_engine *ce;
     double elem_bytes;
+    coll_algo algo;
 } comm_ctx;
 
 static void path_fn(void *ctx, int a, int b, double *bw, sim_time_t *lat)
@@ -104,11 +106,17 @@ static void coll_fn(void *ctx, coll_op op, const int *gpus, int n, double bytes,
                     uint32_t id)
 {
     comm_ctx *cc = ctx;
-    coll_spec s = {.op = op, .algo = COLL_AUTO, .group = gpus, .n = n, .bytes = bytes,
+    coll_spec s = {.op = op, .algo = cc->algo, .group = gpus, .n = n, .bytes = bytes,
                    .elem_bytes = cc->elem_bytes};
     dt_error e;
     dt_error_clear(&e);
     int rc = coll_start(cc->ce, &s, kind, id, 0, &e);
+    if (rc != DT_OK && s.algo != COLL_AUTO) {
+        /* the requested algorithm cannot run this op: fall back to the automatic choice */
+        s.algo = COLL_AUTO;
+        dt_error_clear(&e);
+        rc = coll_start(cc->ce, &s, kind, id, 0, &e);
+    }
     DT_ASSERT(rc == DT_OK); /* groups come from the plan: always valid */
 }
 
@@ -252,6 +260,7 @@ typedef struct job {
     int n_stragglers;
     uint64_t seed;
     net_mode network;
+    coll_algo dp_algorithm;
 } job;
 
 static int simulate(const job *J, const run_options *opt, run_result *out, dt_error *err)
@@ -265,7 +274,8 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
      * unchanged (coll_ring.c) and only multiplies flows and events. */
     coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18};
     coll_engine *ce = coll_create(n, eng, t, &cc);
-    comm_ctx ctx = {.n = n, .ce = ce, .elem_bytes = g->precision == GPU_FP32 ? 4 : 2};
+    comm_ctx ctx = {.n = n, .ce = ce, .elem_bytes = g->precision == GPU_FP32 ? 4 : 2,
+                    .algo = J->dp_algorithm};
     rep_comm comm = {.coll = coll_fn, .send = send_fn, .ctx = &ctx};
     double *slow = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *slow);
     for (int i = 0; i < t->n_gpus; i++) slow[i] = 1;
@@ -343,8 +353,34 @@ static void fill_memory(const mem_breakdown *mb, const topo *t, struct run_memor
 }
 
 /* Parse, build the topology and resolve the plan: shared by run and memory. */
+/* options.calibration: fitted link figures onto the topology (calibration module), and the
+ * fitted top-k throughput unless the plan gives one. */
+static int apply_calibration(const js_ctx *c, wl_scenario *s, const char *base_dir, topo *t,
+                             char *note, size_t note_size)
+{
+    char path[1024];
+    if (s->calibration[0] != '/' && base_dir && base_dir[0])
+        snprintf(path, sizeof path, "%s/%s", base_dir, s->calibration);
+    else
+        snprintf(path, sizeof path, "%s", s->calibration);
+    cal_result *cal = NULL;
+    int rc = cal_load_file(path, &cal, c->err);
+    if (rc == DT_EIO) {
+        char msg[DT_ERR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", c->err->msg);
+        return js_fail(c, "options", "calibration", "calibration file \"%s\": %s", path, msg);
+    }
+    if (rc != DT_OK) return rc;
+    char local[256] = "";
+    rc = cal_apply_topology(cal, t, note ? note : local, note ? note_size : sizeof local, c->err);
+    double topk = cal_topk_throughput(cal);
+    if (rc == DT_OK && topk > 0 && s->plan.topk_throughput == 0) s->plan.topk_throughput = topk;
+    cal_result_destroy(cal);
+    return rc;
+}
+
 static int prepare(const cJSON *j, const char *file, const char *base_dir, wl_scenario *s,
-                   topo **t, dt_error *err)
+                   topo **t, char *note, size_t note_size, dt_error *err)
 {
     js_ctx c = {file ? file : "<scenario>", err};
     *t = NULL;
@@ -352,12 +388,7 @@ static int prepare(const cJSON *j, const char *file, const char *base_dir, wl_sc
     int rc = load_topology(&c, s->topology, "topology", base_dir, t);
     if (rc == DT_OK) rc = apply_gpu(&c, s->gpu, "gpu", *t);
     if (rc == DT_OK) rc = apply_degraded(&c, s->degraded, s->n_degraded, *t);
-    if (rc == DT_OK && s->calibration[0])
-        /* INTEGRATOR NOTE: load with cal_load_file() (path relative to base_dir) and apply
-         * with cal_apply_topology() once branch `calib` provides them; fill
-         * run_result.calibration_note from its note. */
-        rc = js_fail(&c, "options", "calibration",
-                     "calibration files are not supported by this build yet");
+    if (rc == DT_OK && s->calibration[0]) rc = apply_calibration(&c, s, base_dir, *t, note, note_size);
     if (rc == DT_OK) rc = wl_scenario_resolve(&c, s, (*t)->n_gpus);
     if (rc != DT_OK) {
         topo_destroy(*t);
@@ -372,7 +403,7 @@ int run_memory(const cJSON *scenario, const char *file, const char *base_dir, st
 {
     wl_scenario s;
     topo *t;
-    TRY(prepare(scenario, file, base_dir, &s, &t, err));
+    TRY(prepare(scenario, file, base_dir, &s, &t, NULL, 0, err));
     mem_breakdown mb;
     mem_compute(&s.model, &s.plan, &mb);
     fill_memory(&mb, t, out, fits);
@@ -408,7 +439,8 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
     memset(out, 0, sizeof *out);
     wl_scenario s;
     topo *t;
-    TRY(prepare(scenario, file, base_dir, &s, &t, err));
+    TRY(prepare(scenario, file, base_dir, &s, &t, out->calibration_note,
+                sizeof out->calibration_note, err));
     if (opt && opt->have_seed) s.seed = opt->seed;
     if (opt && opt->have_network) s.network = opt->network;
     mem_breakdown mb;
@@ -425,7 +457,7 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
         trace_env env = {.gpu = NULL, .stragglers = s.stragglers, .n_stragglers = s.n_stragglers,
                          .jitter = s.jitter, .jitter_sigma = s.jitter_sigma,
                          .degraded = s.degraded, .n_degraded = s.n_degraded, .seed = s.seed,
-                         .network = s.network, .mem_params = out->memory.params,
+                         .network = s.network, .dp_algorithm = s.dp_algorithm, .mem_params = out->memory.params,
                          .mem_grads = out->memory.grads, .mem_optimizer = out->memory.optimizer,
                          .mem_activations = out->memory.activations,
                          .mem_peak = out->memory.peak};
@@ -436,7 +468,7 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
     if (rc == DT_OK) {
         job J = {.g = g, .t = t, .jitter = s.jitter, .jitter_sigma = s.jitter_sigma,
                  .stragglers = s.stragglers, .n_stragglers = s.n_stragglers, .seed = s.seed,
-                 .network = s.network};
+                 .network = s.network, .dp_algorithm = s.dp_algorithm};
         rc = simulate(&J, opt, out, err);
     }
     wl_graph_destroy(g);
@@ -528,7 +560,7 @@ int run_trace_file(const char *trace_file, const char *topology_file, const run_
         out->fits = out->memory.peak <= out->memory.capacity;
         job J = {.g = g, .t = t, .jitter = env.jitter, .jitter_sigma = env.jitter_sigma,
                  .stragglers = env.stragglers, .n_stragglers = env.n_stragglers,
-                 .seed = env.seed, .network = env.network};
+                 .seed = env.seed, .network = env.network, .dp_algorithm = env.dp_algorithm};
         rc = simulate(&J, opt, out, err);
     }
     wl_graph_destroy(g);

@@ -312,12 +312,18 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
     s->plan.optimizer = (wl_optimizer)op;
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "options");
     if (o) {
-        static const char *const okeys[] = {"network", "calibration", NULL};
+        static const char *const okeys[] = {"network", "calibration", "dp_algorithm", NULL};
         TRY(js_expect_object(c, o, "options"));
         TRY(js_check_keys(c, o, "options", okeys));
         int nm = NET_FLOW;
         TRY(js_get_enum(c, o, "options", "network", false, network_names, &nm));
         s->network = (net_mode)nm;
+        const char *algo = NULL;
+        TRY(js_get_string(c, o, "options", "dp_algorithm", false, &algo));
+        if (algo && coll_algo_parse(algo, &s->dp_algorithm) != DT_OK)
+            return js_fail(c, "options", "dp_algorithm",
+                           "expected auto, ring, tree, dbt, hd, direct, hier or ps, found \"%s\"",
+                           algo);
         const char *cal = NULL;
         TRY(js_get_string(c, o, "options", "calibration", false, &cal));
         if (cal) snprintf(s->calibration, sizeof s->calibration, "%s", cal);
@@ -335,7 +341,7 @@ int wl_scenario_parse(const js_ctx *ctx, const cJSON *j, wl_scenario *s)
     s->file = ctx->file;
     s->plan = (wl_plan){.dp = 0, .tp = 1, .pp = 1, .virtual_stages = 1, .micro_batch_size = 1,
                         .schedule = WL_GPIPE, .precision = WL_BF16, .bucket_bytes = 25e6,
-                        .overlap_dp = true, .topk_throughput = 2e10,
+                        .overlap_dp = true, .topk_throughput = 0,
                         .placement = {WL_AXIS_DP, WL_AXIS_PP, WL_AXIS_TP}};
     s->network = NET_FLOW;
     s->seed = 1;
@@ -401,6 +407,7 @@ int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
                            "must divide the model's heads (%g) and kv_heads (%g), found %d",
                            s->model.heads, s->model.kv_heads, p->tp);
     }
+    if (p->topk_throughput == 0) p->topk_throughput = 2e10; /* elements/s, docs/workloads.md */
     if (p->sequence_parallel && p->tp == 1)
         return js_fail(c, "parallel", "sequence_parallel", "needs tp > 1");
     for (int i = 0; i < s->n_stragglers; i++)

@@ -61,6 +61,8 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
             g->samples_per_step, g->tokens_per_step, g->model_flops_per_step);
     fprintf(f, "\"environment\": {\"seed\": %llu, \"network\": \"%s\"",
             (unsigned long long)env->seed, network_names[env->network]);
+    if (env->dp_algorithm != COLL_AUTO)
+        fprintf(f, ", \"dp_algorithm\": \"%s\"", coll_algo_name(env->dp_algorithm));
     if (env->gpu) {
         char *q = cJSON_PrintUnformatted(env->gpu);
         fprintf(f, ", \"gpu\": %s", q);
@@ -161,8 +163,8 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
 
 static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
 {
-    static const char *const keys[] = {"seed", "network", "gpu", "stragglers", "jitter",
-                                       "degraded_links", "memory", NULL};
+    static const char *const keys[] = {"seed", "network", "dp_algorithm", "gpu", "stragglers",
+                                       "jitter", "degraded_links", "memory", NULL};
     const char *P = "environment";
     TRY(js_expect_object(c, e, P));
     TRY(js_check_keys(c, e, P, keys));
@@ -172,6 +174,10 @@ static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
     int nm = NET_FLOW;
     TRY(js_get_enum(c, e, P, "network", false, network_names, &nm));
     env->network = (net_mode)nm;
+    const char *algo = NULL;
+    TRY(js_get_string(c, e, P, "dp_algorithm", false, &algo));
+    if (algo && coll_algo_parse(algo, &env->dp_algorithm) != DT_OK)
+        return js_fail(c, P, "dp_algorithm", "unknown collective algorithm \"%s\"", algo);
     const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(e, "gpu");
     if (gpu) env->gpu = cJSON_Duplicate(gpu, 1);
     /* stragglers, jitter, degraded links: the scenario parser's own format */

@@ -106,7 +106,7 @@ typedef struct gen {
     double emb_grad_bytes;
     uint32_t cost_cache[2][2][2][2];   /* [bwd][first vs][last vs][whole chunk] */
     uint32_t *fsend, *bsend;           /* [lane][chunk*m + mb]: send op into the next/prev vs */
-    uint32_t *patch_op;                /* deps slot to patch, with what it needs */
+    uint32_t *patch_slot;                /* deps slot to patch, with what it needs */
     int *patch_kind, *patch_lane, *patch_idx;
     size_t n_patch, cap_patch;
     uint32_t **stage_colls;            /* [stage][k]: k-th collective instance of a stage */
@@ -220,12 +220,12 @@ static void add_patch(gen *G, uint32_t slot, int kind, int lane, int idx)
 {
     if (G->n_patch >= G->cap_patch) {
         G->cap_patch = G->cap_patch ? G->cap_patch * 2 : 1024;
-        G->patch_op = dt_xrealloc(G->patch_op, G->cap_patch * sizeof *G->patch_op);
+        G->patch_slot = dt_xrealloc(G->patch_slot, G->cap_patch * sizeof *G->patch_slot);
         G->patch_kind = dt_xrealloc(G->patch_kind, G->cap_patch * sizeof *G->patch_kind);
         G->patch_lane = dt_xrealloc(G->patch_lane, G->cap_patch * sizeof *G->patch_lane);
         G->patch_idx = dt_xrealloc(G->patch_idx, G->cap_patch * sizeof *G->patch_idx);
     }
-    G->patch_op[G->n_patch] = slot;
+    G->patch_slot[G->n_patch] = slot;
     G->patch_kind[G->n_patch] = kind;
     G->patch_lane[G->n_patch] = lane;
     G->patch_idx[G->n_patch] = idx;
@@ -328,8 +328,10 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
         bool reduce = I.bwd && dp && (p->zero >= 2 || I.mb == m - 1);
         bool per_layer = I.bwd ? reduce : zero3;
         if (!I.bwd && I.mb == 0)
+            /* parameter bytes held by this stage: its layers, the embedding on the first
+             * chunk, the output layer on the last (one shared copy when tied and unsplit) */
             stage_psi += G->layer_param_bytes * G->lpc + (first ? G->emb_grad_bytes : 0) +
-                         (last ? G->emb_grad_bytes : 0);
+                         (last && (!first || !G->s->model.tied_embeddings) ? G->emb_grad_bytes : 0);
         int n_ops = per_layer ? G->lpc : 1;
         double bucket = 0;
         for (int k = 0; k < n_ops; k++) {
@@ -491,7 +493,7 @@ wl_graph *wl_graph_build(const wl_scenario *s)
         uint32_t *tab = G.patch_kind[i] ? G.bsend : G.fsend;
         uint32_t src = tab[(size_t)G.patch_lane[i] * G.v * G.m + (size_t)G.patch_idx[i]];
         DT_ASSERT(src != NONE);
-        g->deps[G.patch_op[i]] = src;
+        g->deps[G.patch_slot[i]] = src;
     }
     g->samples_per_step = s->global_batch;
     g->tokens_per_step = s->global_batch * s->model.seq_len;
@@ -507,7 +509,7 @@ wl_graph *wl_graph_build(const wl_scenario *s)
     free(G.stage_colls);
     free(G.n_stage_colls);
     free(G.cap_stage_colls);
-    free(G.patch_op);
+    free(G.patch_slot);
     free(G.patch_kind);
     free(G.patch_lane);
     free(G.patch_idx);

@@ -98,6 +98,7 @@ typedef struct trace_env {
     int n_degraded;
     uint64_t seed;
     net_mode network;
+    coll_algo dp_algorithm;
     /* memory figures of the run that wrote it (replay cannot recompute them) */
     double mem_params, mem_grads, mem_optimizer, mem_activations, mem_peak;
 } trace_env;

@@ -91,6 +91,7 @@ typedef struct wl_scenario {
     wl_plan plan;
     double global_batch;         /* samples per step */
     net_mode network;
+    coll_algo dp_algorithm;      /* algorithm of cross-lane collectives (flow mode), AUTO default */
     char calibration[512];       /* calibration file path ("" none), resolved by run.c */
     wl_straggler *stragglers;    /* owned */
     int n_stragglers;

@@ -63,4 +63,14 @@ set +e
 "$DTSIM" run --network warp "$SRC/scenarios/quickstart.json" 2>/dev/null; rc=$?
 set -e
 [ "$rc" = 2 ] || fail "bad flag exit $rc"
+# calibration: a quick CPU calibration applied to the quickstart's links
+( cd "$tmp" && "$DTSIM" calibrate --out "$tmp/cal.json" --ranks 2 --sizes 4KiB,64KiB,256KiB \
+      --repeats 2 --warmup 1 >/dev/null 2>&1 ) || fail "calibrate"
+python3 - "$SRC/scenarios/quickstart.json" "$tmp/qcal.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["options"] = {"calibration": "cal.json"}
+json.dump(s, open(sys.argv[2], "w"))
+PY
+"$DTSIM" run "$tmp/qcal.json" --json | grep -q '"calibration":.*links set to' || fail "calibration note"
 echo ok

@@ -226,6 +226,60 @@ START_TEST(timeline_spans)
 }
 END_TEST
 
+static double step_of(const char *text)
+{
+    run_result r;
+    dt_error e;
+    cJSON *j;
+    dt_error_clear(&e);
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "s.json", &j, &e), DT_OK);
+    run_options opt = {0};
+    int rc = run_scenario(j, "s.json", ".", &opt, &r, &e);
+    ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
+    cJSON_Delete(j);
+    return r.step_time_s;
+}
+
+START_TEST(degraded_link_closed_form)
+{
+    /* 2 replicas on 2 DGX boxes (one GPU each, 50 GB/s NICs), one 200 MB all-reduce after the
+     * backward: 2e8 / 50e9 = 4 ms; halving one NIC uplink makes it 8 ms. */
+#define DEG(extra)                                                                          \
+    "{\"topology\": {\"generator\": \"dgx\", \"nodes\": 2, \"gpus_per_node\": 1},"          \
+    " \"model\": {\"kind\": \"synthetic\", \"layers\": 2, \"forward_time\": \"1 ms\","      \
+    "  \"backward_time\": \"2 ms\", \"params\": 1e8},"                                       \
+    " \"parallel\": {\"bucket_size\": \"1 GB\"}, \"options\": {\"network\": \"analytic\"}" extra "}"
+    double base = step_of(DEG(""));
+    double slow = step_of(DEG(", \"degraded_links\": [{\"link\": {\"src\": \"node0.nic0\","
+                              " \"dst\": \"rail0.leaf0\"}, \"bandwidth_factor\": 0.5}]"));
+    ck_assert_rel(slow - base, 4e-3, 1e-9);
+    /* the same seed gives the same jittered step; another seed another */
+    double j1 = step_of(DEG(", \"jitter\": {\"sigma\": 0.1}, \"seed\": 3"));
+    double j2 = step_of(DEG(", \"jitter\": {\"sigma\": 0.1}, \"seed\": 3"));
+    double j3 = step_of(DEG(", \"jitter\": {\"sigma\": 0.1}, \"seed\": 4"));
+    ck_assert(j1 == j2);
+    ck_assert(j1 != j3);
+#undef DEG
+}
+END_TEST
+
+START_TEST(flow_matches_analytic_without_contention)
+{
+    /* A pipeline over 4 boxes: one send at a time on each path, so flows never share a link and
+     * the network model must give the closed form (up to picosecond rounding per send). */
+#define PIPE(net)                                                                           \
+    "{\"topology\": {\"generator\": \"dgx\", \"nodes\": 4, \"gpus_per_node\": 1},"          \
+    " \"model\": {\"kind\": \"synthetic\", \"layers\": 4, \"forward_time\": \"1 ms\","      \
+    "  \"backward_time\": \"2 ms\", \"params\": 0, \"activation_bytes\": \"20 MB\"},"          \
+    " \"parallel\": {\"pp\": 4, \"microbatches\": 4, \"schedule\": \"gpipe\"},"            \
+    " \"options\": {\"network\": \"" net "\"}}"
+    double flow = step_of(PIPE("flow")), analytic = step_of(PIPE("analytic"));
+    ck_assert(analytic > 21e-3 + 6 * 20e6 / 50e9); /* 7 x 3 ms plus 6 sends on the critical path */
+    ck_assert_rel(flow, analytic, 1e-9);
+#undef PIPE
+}
+END_TEST
+
 Suite *suite(void)
 {
     Suite *s = suite_create("scenario_trace");
@@ -235,6 +289,8 @@ Suite *suite(void)
     tcase_add_test(t, trace_roundtrip);
     tcase_add_test(t, hand_written_trace);
     tcase_add_test(t, timeline_spans);
+    tcase_add_test(t, degraded_link_closed_form);
+    tcase_add_test(t, flow_matches_analytic_without_contention);
     suite_add_tcase(s, t);
     return s;
 }
