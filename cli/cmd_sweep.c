@@ -141,6 +141,11 @@ static int run(int argc, char **argv)
                 cJSON_AddNumberToObject(o, "resumed", (double)sum.resumed);
                 cJSON_AddNumberToObject(o, "ran", (double)sum.ran);
                 cJSON_AddNumberToObject(o, "failed", (double)sum.failed);
+                if (sum.first_failed >= 0) {
+                    cJSON *ff = cJSON_AddObjectToObject(o, "first_failure");
+                    cJSON_AddNumberToObject(ff, "point", (double)sum.first_failed);
+                    cJSON_AddStringToObject(ff, "error", sum.first_error);
+                }
                 cJSON_AddNumberToObject(o, "ranks", size);
                 cJSON_AddStringToObject(o, "out", out);
                 char *t = cJSON_Print(o);
@@ -156,8 +161,8 @@ static int run(int argc, char **argv)
             }
             if (sum.failed > 0)
                 fprintf(stderr, "dtsim sweep: %zu of %zu points failed (status and error columns "
-                                "of results.csv say why)\n",
-                        sum.failed, sum.total);
+                                "of results.csv say why), first point %ld: %s\n",
+                        sum.failed, sum.total, sum.first_failed, sum.first_error);
             if (sum.total > 0 && sum.failed == sum.total) status = CLI_FAIL;
         }
         free(dir_copy);

@@ -248,6 +248,7 @@ typedef struct progress {
     const sweep_config *cfg;
     size_t done, total, resumed, failed;
     double t0;
+    sweep_summary *sum; /* first failure goes here */
 } progress;
 
 static void tick(progress *pg)
@@ -263,11 +264,24 @@ static bool record_failed(const cJSON *rec)
     return !cJSON_IsString(st) || strcmp(st->valuestring, "ok") != 0;
 }
 
+/* Count a failed record and keep the lowest-numbered failure's message (deterministic
+ * whatever the completion order). */
+static void note_failure(progress *pg, const cJSON *rec)
+{
+    pg->failed++;
+    long point = (long)cJSON_GetObjectItemCaseSensitive(rec, "point")->valuedouble;
+    if (pg->sum->first_failed >= 0 && pg->sum->first_failed < point) return;
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(rec, "error");
+    pg->sum->first_failed = point;
+    snprintf(pg->sum->first_error, sizeof pg->sum->first_error, "%s",
+             cJSON_IsString(e) ? e->valuestring : "(no message)");
+}
+
 /* Rank 0 (or the only process): store a finished record. Takes ownership of rec. */
 static int store(const sweep_config *cfg, uint64_t hash, cJSON *rec, progress *pg, dt_error *err)
 {
     int rc = write_record(cfg->out_dir, hash, rec, err);
-    if (record_failed(rec)) pg->failed++;
+    if (record_failed(rec)) note_failure(pg, rec);
     cJSON_Delete(rec);
     pg->done++;
     tick(pg);
@@ -466,6 +480,7 @@ int sweep_assemble(const sweep_spec *s, const sweep_config *cfg, uint64_t hash, 
 int sweep_run(const sweep_config *cfg, sweep_summary *sum, dt_error *err)
 {
     memset(sum, 0, sizeof *sum);
+    sum->first_failed = -1;
     sweep_spec *spec = NULL;
     int rc = sweep_spec_parse(cfg->scenario, cfg->file, &spec, err);
     if (rc) return rc;
@@ -473,7 +488,7 @@ int sweep_run(const sweep_config *cfg, sweep_summary *sum, dt_error *err)
     size_t n = sweep_n_points(spec);
     bool root = cfg->mpi_rank == 0;
     bool mpi = cfg->mpi_size > 1;
-    progress pg = {.cfg = cfg, .total = n, .t0 = now_s()};
+    progress pg = {.cfg = cfg, .total = n, .t0 = now_s(), .sum = sum};
     sum->total = n;
     sum->hash = hash;
 
@@ -490,7 +505,7 @@ int sweep_run(const sweep_config *cfg, sweep_summary *sum, dt_error *err)
             cJSON *rec = cfg->fresh ? NULL : read_record(cfg->out_dir, hash, i);
             if (rec) {
                 pg.resumed++;
-                if (record_failed(rec)) pg.failed++;
+                if (record_failed(rec)) note_failure(&pg, rec);
                 cJSON_Delete(rec);
             } else {
                 pending[n_pending++] = i;

@@ -98,6 +98,8 @@ typedef struct sweep_config {
 typedef struct sweep_summary {
     size_t total, resumed, ran, failed; /* failed: points whose status is "error" */
     uint64_t hash;
+    long first_failed;                  /* lowest failed point, -1 if none */
+    char first_error[DT_ERR_MSG_MAX];   /* its error message */
 } sweep_summary;
 
 /* Run (or resume) the sweep. Under MPI every rank calls it; rank 0 writes the files and fills

@@ -25,7 +25,7 @@ EOF
 
 "$DTSIM" sweep "$T/s.json" --out "$T/a" --jobs 1 --no-progress > "$T/out.txt" 2> "$T/err.txt"
 grep -q "points  9 (9 run, 0 resumed, 3 failed)" "$T/out.txt" || fail "summary: $(cat "$T/out.txt")"
-grep -q "3 of 9 points failed" "$T/err.txt" || fail "stderr: $(cat "$T/err.txt")"
+grep -q "3 of 9 points failed .*first point 2: .*must divide" "$T/err.txt" || fail "stderr: $(cat "$T/err.txt")"
 csv="$T/a/results.csv"
 [[ $(wc -l < "$csv") -eq 10 ]] || fail "expected 9 rows + header"
 head -1 "$csv" | grep -qx 'point,topology.gpus_per_node,parallel.tp,status,step_time_s,compute_s,comm_exposed_s,bubble_s,straggler_wait_s,max_straggler_wait_s,samples_per_s,tokens_per_s,tflops_per_gpu,mfu,mem_params_bytes,mem_grads_bytes,mem_optimizer_bytes,mem_activations_bytes,mem_peak_bytes,mem_capacity_bytes,fits,n_gpus,cost_per_step_usd,usd_per_hour,tokens_per_usd,events,error' \
@@ -57,7 +57,7 @@ EOF
 "$DTSIM" sweep "$T/s.json" --out "$T/b" --jobs 3 --json > "$T/b.json"
 cmp "$T/a/results.csv" "$T/b/results.csv" || fail "CSV differs between --jobs 1 and 3"
 cmp "$T/a/results.json" "$T/b/results.json" || fail "JSON differs between --jobs 1 and 3"
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["points"]==9 and d["failed"]==3 and d["ran"]==9, d' "$T/b.json"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["points"]==9 and d["failed"]==3 and d["ran"]==9 and d["first_failure"]["point"]==2, d' "$T/b.json"
 
 # Re-running a finished sweep runs nothing.
 "$DTSIM" sweep "$T/s.json" --out "$T/b" --json > "$T/b2.json"

@@ -229,6 +229,8 @@ START_TEST(run_resume_and_determinism)
     ck_assert_uint_eq(sum.total, 12);
     ck_assert_uint_eq(sum.ran, 12);
     ck_assert_uint_eq(sum.failed, 4); /* tp = 3 at 4 GPU counts */
+    ck_assert_int_eq(sum.first_failed, 8);
+    ck_assert_msg(strstr(sum.first_error, "heads 32 not divisible by tp 3"), "%s", sum.first_error);
     ck_assert_int_eq(calls, 12);
     run_into(sc, d4, 4, false, NULL, DT_OK, &sum);
 
