@@ -14,6 +14,7 @@ static void help(FILE *out)
 {
     fprintf(out,
             "usage: dtsim sweep SCENARIO --out DIR [--jobs N] [--fresh] [--no-progress] [--json]\n"
+            "       dtsim sweep SCENARIO --list [--json]\n"
             "\n"
             "Run every point of the scenario's \"sweep\" (axes over any field, crossed or zipped;\n"
             "see docs/sweeps.md) and write DIR/results.csv and DIR/results.json, one row per\n"
@@ -28,6 +29,7 @@ static void help(FILE *out)
             "  --fresh         ignore and overwrite previous points in DIR\n"
             "  --no-progress   no progress bar (it is drawn on stderr only when a terminal)\n"
             "  --json          print a JSON summary on stdout\n"
+            "  --list          only list the points (point number and axis values), run nothing\n"
             "\n"
             "Under mpirun (mpirun -np N dtsim sweep ...), points are divided among ranks and\n"
             "rank 0 writes the same files.\n");
@@ -69,11 +71,61 @@ static void draw(void *ctx, size_t done, size_t total, size_t resumed, double el
     fflush(stderr);
 }
 
+/* --list: one line per point (its number, then each axis value as JSON), or a JSON array,
+ * straight from the expansion: nothing runs and nothing is written. */
+static int list_points(const char *file, bool json)
+{
+    dt_error err;
+    dt_error_clear(&err);
+    cJSON *sc = NULL;
+    sweep_spec *spec = NULL;
+    if (js_parse_file(file, &sc, &err) || sweep_spec_parse(sc, file, &spec, &err)) {
+        cJSON_Delete(sc);
+        return cli_report_error(&err);
+    }
+    size_t nc = sweep_n_columns(spec);
+    cJSON *arr = json ? cJSON_CreateArray() : NULL;
+    if (!json) {
+        printf("point");
+        for (size_t c = 0; c < nc; c++) printf(",%s", sweep_column_name(spec, c));
+        printf("\n");
+    }
+    for (size_t p = 0; p < sweep_n_points(spec); p++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "point", (double)p);
+        cJSON *ax = cJSON_AddObjectToObject(o, "axes");
+        for (size_t c = 0; c < nc; c++)
+            cJSON_AddItemToObject(ax, sweep_column_name(spec, c),
+                                  cJSON_Duplicate(sweep_point_value(spec, p, c), 1));
+        if (json) {
+            cJSON_AddItemToArray(arr, o);
+            continue;
+        }
+        printf("%zu", p);
+        for (size_t c = 0; c < nc; c++) {
+            char *t = cJSON_PrintUnformatted(sweep_point_value(spec, p, c));
+            printf(",%s", t);
+            free(t);
+        }
+        printf("\n");
+        cJSON_Delete(o);
+    }
+    if (json) {
+        char *t = cJSON_Print(arr);
+        printf("%s\n", t);
+        free(t);
+        cJSON_Delete(arr);
+    }
+    sweep_spec_destroy(spec);
+    cJSON_Delete(sc);
+    return CLI_OK;
+}
+
 static int run(int argc, char **argv)
 {
     const char *file = NULL, *out = NULL;
     long jobs = sysconf(_SC_NPROCESSORS_ONLN);
-    bool fresh = false, json = false, progress = true;
+    bool fresh = false, json = false, progress = true, list = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--out") && i + 1 < argc) {
@@ -90,6 +142,8 @@ static int run(int argc, char **argv)
             fresh = true;
         } else if (!strcmp(a, "--json")) {
             json = true;
+        } else if (!strcmp(a, "--list")) {
+            list = true;
         } else if (!strcmp(a, "--no-progress")) {
             progress = false;
         } else if (a[0] == '-' && a[1]) {
@@ -102,6 +156,7 @@ static int run(int argc, char **argv)
             return CLI_USAGE;
         }
     }
+    if (file && list) return list_points(file, json);
     if (!file || !out) {
         fprintf(stderr, "dtsim sweep: expected SCENARIO and --out DIR (see dtsim sweep --help)\n");
         return CLI_USAGE;

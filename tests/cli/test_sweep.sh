@@ -53,6 +53,11 @@ assert len(res["points"]) == 9 and res["points_total"] == 9
 assert "must divide" in res["points"][2]["error"], res["points"][2]
 EOF
 
+# --list: the expansion only, nothing run or written.
+"$DTSIM" sweep "$T/s.json" --list > "$T/list.txt"
+[[ $(wc -l < "$T/list.txt") -eq 10 ]] || fail "--list: $(cat "$T/list.txt")"
+sed -n 6p "$T/list.txt" | grep -qx '4,4,2' || fail "--list point 4: $(sed -n 6p "$T/list.txt")"
+
 # Same bytes with more threads.
 "$DTSIM" sweep "$T/s.json" --out "$T/b" --jobs 3 --json > "$T/b.json"
 cmp "$T/a/results.csv" "$T/b/results.csv" || fail "CSV differs between --jobs 1 and 3"
