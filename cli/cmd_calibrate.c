@@ -49,7 +49,8 @@ static void help(FILE *out)
             "  --out FILE         calibration JSON to write (required)\n"
             "  --plot FILE.png    gnuplot plot of measured samples and fitted lines\n"
             "  --json             print the calibration JSON on stdout instead of a table\n\n"
-            "A progress bar is drawn on stderr when it is a terminal (not with --json).\n");
+            "A progress bar is drawn on stderr when it is a terminal (not with --json).\n"
+            "Memory (cpu): about (2 x ranks + 1) x the largest size, plus 5 x that for top-k.\n");
 }
 
 typedef enum backend { BK_CPU, BK_MPI, BK_CUDA, BK_NCCL } backend;
