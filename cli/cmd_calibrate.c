@@ -32,7 +32,7 @@ static void help(FILE *out)
             "Time real all-reduce and top-k compression kernels on this machine, check them\n"
             "against naive references, and fit T(S) = alpha + S*beta (latency alpha, inverse\n"
             "bandwidth beta, 95%% confidence intervals, R^2) with GSL. The calibration file feeds\n"
-            "`dtsim collective --calibration FILE` and scenarios (\"calibration\": FILE).\n\n"
+            "`dtsim collective --calibration FILE` and scenarios (options.calibration).\n\n"
             "options:\n"
             "  --backend B        cpu (threads, default), mpi (Open MPI ranks, under mpirun),\n"
             "                     cuda (own ring kernel + top-k kernel), nccl (ncclAllReduce)\n"
