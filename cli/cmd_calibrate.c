@@ -399,6 +399,15 @@ static int measure(bench *b, cal_result *c, const char *name, cal_kind kind, con
             snprintf(err->msg, sizeof err->msg, "%s: %.700s", name, tmp);
         }
     }
+    /* A fit whose time does not grow with size has no bandwidth to report, and link figures
+     * derived from it would be infinite: the sizes were too close together for the noise
+     * (seen with 4 oversubscribed MPI ranks on 2 cores). Say so instead of writing nonsense. */
+    if (!rc && !(a->fit.beta > 0))
+        rc = dt_error_set(err, DT_EUNSUPPORTED, NULL, NULL,
+                          "%s: the measured time does not grow with size (fitted beta = %.3g s/B): "
+                          "the sizes are too close together for the timing noise here; widen "
+                          "--sizes or raise --repeats",
+                          name, a->fit.beta);
     free(s);
     free(fx);
     free(ft);
