@@ -159,8 +159,6 @@ int kern_mpi_verify(kern_mpi_algo a, kern_dtype t, size_t count, dt_error *err)
     return rc;
 }
 
-void kern_mpi_barrier(void) { MPI_Barrier(MPI_COMM_WORLD); }
-
 int kern_mpi_bcast_int(int v)
 {
     MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -186,7 +184,6 @@ int kern_mpi_verify(kern_mpi_algo a, kern_dtype t, size_t count, dt_error *err)
     (void)a, (void)t, (void)count;
     return dt_error_set(err, DT_EUNSUPPORTED, NULL, NULL, "built without MPI");
 }
-void kern_mpi_barrier(void) {}
 int kern_mpi_bcast_int(int v) { return v; }
 
 #endif

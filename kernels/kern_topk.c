@@ -3,10 +3,12 @@
  *
  * acc = grad + residual; the k entries of largest magnitude are sent as (index, value) pairs and
  * everything else stays in the residual for the next step, so no gradient mass is ever lost.
- * Selection is a three-way-partition quickselect on a copy of the magnitudes (average O(n),
- * robust to the many equal values a sparse residual has) for the k-th largest magnitude t,
- * then one in-order scan keeps every |acc| > t and the first |acc| == t up to k: the kept
- * indices come out sorted and ties break by lower index, deterministically.
+ * Selection finds the k-th largest magnitude t: a fixed-stride sample proposes a threshold, one
+ * pass keeps the ~1.5k candidates above it, and a three-way-partition quickselect (robust to the
+ * many equal values a sparse residual has) runs on those only - about three passes over the
+ * data in all instead of a partition of everything. Then one in-order scan keeps every
+ * |acc| > t and the first |acc| == t up to k: the kept indices come out sorted and ties break by
+ * lower index, deterministically.
  * Inputs must be finite (a NaN has no magnitude order).
  */
 #include <math.h>
@@ -49,18 +51,49 @@ static float select_desc(float *a, size_t n, size_t k)
     }
 }
 
+#define TOPK_SAMPLE 1024
+
+/* The k-th largest of |acc[0..n)| (k >= 1). Sampling first: a fixed-stride sample of 1024
+ * magnitudes gives a threshold t0 that about 1.5k + 8 elements should exceed; one pass copies
+ * only those candidates, and the quickselect runs on them (a few thousand values instead of n).
+ * Exact whatever the sample says: if at least k elements are >= t0, the k-th largest overall is
+ * >= t0 and hence the k-th largest candidate; otherwise fall back to selecting over all n.
+ * Returns the threshold and, through *above, how many magnitudes exceed it. */
+static float kth_magnitude(const float *acc, size_t n, size_t k, float *scratch, size_t *above)
+{
+    size_t c = 0;
+    if (n >= 2 * TOPK_SAMPLE) {
+        float sample[TOPK_SAMPLE];
+        size_t stride = n / TOPK_SAMPLE;
+        for (size_t j = 0; j < TOPK_SAMPLE; j++) sample[j] = fabsf(acc[j * stride]);
+        double want = 1.5 * (double)k / (double)n * TOPK_SAMPLE + 8;
+        float t0 = select_desc(sample, TOPK_SAMPLE, want >= TOPK_SAMPLE - 1 ? TOPK_SAMPLE - 1 : (size_t)want);
+        for (size_t i = 0; i < n; i++) {
+            float a = fabsf(acc[i]);
+            if (a >= t0) scratch[c++] = a;
+        }
+        if (c < k) c = 0; /* unlucky sample: select over everything */
+    }
+    if (c == 0) {
+        for (size_t i = 0; i < n; i++) scratch[i] = fabsf(acc[i]);
+        c = n;
+    }
+    float t = select_desc(scratch, c, k - 1);
+    /* select_desc leaves everything > t before position k-1; count them exactly */
+    size_t a = 0;
+    for (size_t i = 0; i < c; i++) a += scratch[i] > t;
+    *above = a;
+    return t;
+}
+
 void kern_topk_compress(const float *grad, float *residual, size_t count, size_t k,
                         uint32_t *idx, float *val, float *scratch)
 {
     if (k > count) k = count;
-    for (size_t i = 0; i < count; i++) {
-        residual[i] += grad[i];
-        scratch[i] = fabsf(residual[i]);
-    }
+    for (size_t i = 0; i < count; i++) residual[i] += grad[i];
     if (k == 0) return;
-    float t = select_desc(scratch, count, k - 1);
     size_t above = 0;
-    for (size_t i = 0; i < count; i++) above += fabsf(residual[i]) > t;
+    float t = kth_magnitude(residual, count, k, scratch, &above);
     size_t ties = k - above, m = 0;
     for (size_t i = 0; i < count && m < k; i++) {
         float a = fabsf(residual[i]);

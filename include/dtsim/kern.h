@@ -65,7 +65,7 @@ void kern_cpu_ring_destroy(kern_cpu_ring *r);
 
 /* In-place sum all-reduce of bufs[0..ranks) (count elements of type t each): reduce-scatter then
  * all-gather around the ring, 2(ranks-1) steps, each step chunked and pipelined through the
- * FIFOs. Returns the wall time in seconds (from the start barrier to the last rank's finish).
+ * FIFOs. Returns the wall time in seconds (from releasing the ranks to the last rank's finish).
  * ranks == 1 is a no-op. Element e of segment k ends as
  *   ((x_k + x_{k+1}) + x_{k+2}) + ... + x_{k+n-1}   (indices mod n, rounded after each add)
  * where segment k is [k*count/n, (k+1)*count/n): kern_allreduce_reference reproduces it. */
@@ -80,7 +80,7 @@ void kern_allreduce_reference(kern_dtype t, const void *const *in, int ranks, si
 
 /* acc = grad + residual; keep the k largest |acc| (ties: lower index first) as (idx, val)
  * sorted by index; residual = acc with the kept entries zeroed. scratch holds count floats.
- * Cost O(count) average (quickselect on magnitudes) plus O(k log k) to sort the kept indices. */
+ * Cost O(count) on average: a quickselect on magnitudes, then in-order scans (no sort). */
 void kern_topk_compress(const float *grad, float *residual, size_t count, size_t k,
                         uint32_t *idx, float *val, float *scratch);
 /* Reference by full sort: same contract, O(count log count). */
@@ -101,15 +101,15 @@ const char *kern_mpi_algo_name(kern_mpi_algo a);
  * a message otherwise (built without MPI, not under mpirun, one rank). */
 int kern_mpi_init(int *argc, char ***argv, int *rank, int *size, dt_error *err);
 void kern_mpi_finalize(void);
-/* Every rank calls with the same arguments; count divisible by size is not required. Returns
- * the slowest rank's time in seconds (on every rank). Verification: kern_mpi_verify. */
+/* Every rank calls with the same arguments. count need not divide by the rank count: for
+ * KERN_MPI_RS_AG the buffer is handled as size blocks of ceil(count/size) elements, so buf must
+ * hold ceil(count/size)*size elements and tmp ceil(count/size). *seconds is the slowest rank's
+ * time (on every rank). Verification: kern_mpi_verify. */
 int kern_mpi_allreduce(kern_mpi_algo a, kern_dtype t, void *buf, void *tmp, size_t count,
                        double *seconds, dt_error *err);
 /* Run algorithm a once on integer-valued data (exact in every dtype) and compare with the
  * closed-form sum; DT_EINTERNAL naming the first wrong element. */
 int kern_mpi_verify(kern_mpi_algo a, kern_dtype t, size_t count, dt_error *err);
-/* Rank 0 gets true; a barrier. */
-void kern_mpi_barrier(void);
 /* Broadcast a status from rank 0 so every rank stops together. */
 int kern_mpi_bcast_int(int v);
 

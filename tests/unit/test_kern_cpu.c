@@ -5,7 +5,8 @@
  * dtype, for rank counts 2..7 (non powers of two) and sizes not divisible by the rank count or
  * the chunk, and stays within the rounding bound u*(n-1)*sum|x| of the exact double sum; top-k
  * keeps exactly the k largest magnitudes (ties to the lower index) and the error-feedback
- * residual carries everything else exactly over several steps.
+ * residual carries everything else exactly over several steps, also when the sampled threshold
+ * is fooled and the full selection takes over.
  * Leaves free: timing (benchmarks and `dtsim calibrate` measure that). */
 #include <float.h>
 #include <math.h>
@@ -231,6 +232,32 @@ START_TEST(topk_by_hand)
 }
 END_TEST
 
+/* Data that fools the sampled threshold: the sample stride hits only the large values, so fewer
+ * than k elements pass it and the full selection must take over; and a constant array (all
+ * ties). Both against the reference. */
+START_TEST(topk_sampling_fallback)
+{
+    size_t n = 65536, k = 655;
+    float *g = dt_xmalloc(n * 4), *r1 = dt_xcalloc(n, 4), *r2 = dt_xcalloc(n, 4), *sc = dt_xmalloc(n * 4);
+    float *v1 = dt_xmalloc(k * 4), *v2 = dt_xmalloc(k * 4);
+    uint32_t *i1 = dt_xmalloc(k * 4), *i2 = dt_xmalloc(k * 4);
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < n; i++)
+            g[i] = pass ? 0.25f : (i % 64 == 0 ? 1.0f + (float)i * 1e-6f : 1e-3f * (float)(i % 7));
+        memset(r1, 0, n * 4);
+        memset(r2, 0, n * 4);
+        kern_topk_compress(g, r1, n, k, i1, v1, sc);
+        kern_topk_reference(g, r2, n, k, i2, v2);
+        ck_assert(memcmp(i1, i2, k * 4) == 0);
+        ck_assert(memcmp(v1, v2, k * 4) == 0);
+        ck_assert(memcmp(r1, r2, n * 4) == 0);
+    }
+    ck_assert_uint_eq(i1[0], 0); /* all ties: the lowest indices win */
+    ck_assert_uint_eq(i1[k - 1], k - 1);
+    free(g); free(r1); free(r2); free(sc); free(v1); free(v2); free(i1); free(i2);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("kern_cpu");
@@ -245,6 +272,7 @@ static Suite *suite(void)
     tcase_add_test(tc, ring_small_exact);
     tcase_add_test(tc, topk_matches_reference);
     tcase_add_test(tc, topk_by_hand);
+    tcase_add_test(tc, topk_sampling_fallback);
     suite_add_tcase(s, tc);
     return s;
 }
