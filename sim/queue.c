@@ -105,8 +105,10 @@ static void rebuild(sim_queue *q, uint64_t new_last)
     for (unsigned i = 0; i < N_BUCKETS; i++) {
         bucket *b = &q->b[i];
         size_t from = i ? 0 : q->head;
-        memcpy(q->scratch + m, b->ev + from, (b->len - from) * sizeof *b->ev);
-        m += b->len - from;
+        if (b->len > from) { /* never-used buckets have no array: memcpy(NULL) is undefined */
+            memcpy(q->scratch + m, b->ev + from, (b->len - from) * sizeof *b->ev);
+            m += b->len - from;
+        }
         b->len = 0;
     }
     DT_ASSERT(m == q->n);
