@@ -1,2 +1,70 @@
-# Real kernels for calibration. CPU kernels (kernels/*.c) are in libdtsim through the top-level glob.
-# MPI and CUDA/NCCL back ends are optional and added here when found.
+# Real kernels for calibration. CPU and MPI kernels (kernels/*.c) are in libdtsim through the
+# top-level glob (MPI code is guarded by DTSIM_HAVE_MPI, set in CMakeLists.txt).
+# Here: the optional CUDA back end (own ring and top-k kernels) and NCCL, plus test properties.
+#
+# CUDA is best effort: if nvcc is missing or cannot compile for this host compiler, the build
+# continues CPU-only (kernels/kern_cuda_stub.c answers "built without CUDA") with a message.
+# DTSIM_CUDA=OFF skips the probe altogether.
+
+option(DTSIM_CUDA "Build the CUDA/NCCL calibration kernels when nvcc is found" ON)
+
+if(DTSIM_CUDA)
+  include(CheckLanguage)
+  if(NOT DEFINED CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    # A100 (sm_80) and H100/H200 (sm_90); CUDA 13 has dropped the older ones.
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 80 90)
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit QUIET)
+    # libdtsim was created before CUDA was enabled, so CMake did not initialise this for it
+    set_target_properties(libdtsim PROPERTIES CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}")
+  endif()
+  if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND)
+    # Its own target: nvcc must not see the C warning flags or the sanitizer options that the
+    # top level adds to every C target (COMPILE_OPTIONS is reset below for that reason).
+    add_library(dtsim_cuda STATIC ${CMAKE_CURRENT_LIST_DIR}/kern_cuda.cu)
+    set_target_properties(dtsim_cuda PROPERTIES COMPILE_OPTIONS "" CUDA_STANDARD 17
+      POSITION_INDEPENDENT_CODE ON CUDA_RUNTIME_LIBRARY Static)
+    target_include_directories(dtsim_cuda PRIVATE ${CMAKE_SOURCE_DIR}/include)
+    target_compile_options(dtsim_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall>)
+    # the .cu calls back into libdtsim (errors, conversions, references): a cycle CMake allows
+    # between static libraries (it repeats them on the link line)
+    target_link_libraries(dtsim_cuda PUBLIC CUDA::cudart_static PRIVATE libdtsim)
+    target_compile_definitions(libdtsim PUBLIC DTSIM_HAVE_CUDA=1)
+    find_library(DTSIM_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib /usr/local/cuda/lib64)
+    find_path(DTSIM_NCCL_INCLUDE nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+    if(DTSIM_NCCL_LIBRARY AND DTSIM_NCCL_INCLUDE)
+      target_compile_definitions(dtsim_cuda PRIVATE DTSIM_HAVE_NCCL=1)
+      target_compile_definitions(libdtsim PUBLIC DTSIM_HAVE_NCCL=1)
+      target_include_directories(dtsim_cuda PRIVATE ${DTSIM_NCCL_INCLUDE})
+      target_link_libraries(dtsim_cuda PUBLIC ${DTSIM_NCCL_LIBRARY})
+      message(STATUS "dtsim: CUDA ${CMAKE_CUDA_COMPILER_VERSION} (archs ${CMAKE_CUDA_ARCHITECTURES}) and NCCL found: GPU kernels built")
+    else()
+      message(STATUS "dtsim: CUDA ${CMAKE_CUDA_COMPILER_VERSION} found, NCCL not found: --backend nccl disabled")
+    endif()
+    target_link_libraries(libdtsim PUBLIC dtsim_cuda)
+  else()
+    message(STATUS "dtsim: no working CUDA compiler, GPU kernels disabled (CPU-only build)")
+  endif()
+else()
+  message(STATUS "dtsim: DTSIM_CUDA=OFF, GPU kernels disabled")
+endif()
+
+# Test properties for the kernel tests, applied once tests/tests.cmake has defined them (it is
+# included after this file). Exit status 77 means "skipped" (no device, no mpirun).
+function(dtsim_kernel_test_properties)
+  foreach(t test_kern_cuda cli_test_calib_mpi cli_test_calib_cuda)
+    if(TEST ${t})
+      set_tests_properties(${t} PROPERTIES SKIP_RETURN_CODE 77)
+    endif()
+  endforeach()
+  if(TEST cli_test_calib_mpi)
+    set_tests_properties(cli_test_calib_mpi PROPERTIES LABELS no-sanitize)
+  endif()
+endfunction()
+cmake_language(DEFER CALL dtsim_kernel_test_properties)

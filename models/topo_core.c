@@ -127,3 +127,18 @@ void topo_destroy(topo *t)
     free(t->name);
     free(t);
 }
+
+int topo_check_latency_range(const topo *t, const char *file, const char *path, dt_error *err)
+{
+    /* Route costs pack latency into 48 bits of a key (topo_route.c): bound any simple path by
+     * n_nodes x (largest link latency + switch latency) and keep that below 2^46 ps (~70 s). */
+    sim_time_t max_lat = 0;
+    for (int e = 0; e < t->n_links; e++)
+        if (t->links[e].latency > max_lat) max_lat = t->links[e].latency;
+    double bound = ((double)max_lat + (double)t->switch_latency) * (double)t->n_nodes;
+    if (bound < (double)((sim_time_t)1 << 46)) return DT_OK;
+    return dt_error_set(err, DT_EINPUT, file, path,
+                        "latencies too large: with %d nodes, a largest link latency of %.3g s and "
+                        "a switch latency of %.3g s a route could exceed 70 s",
+                        t->n_nodes, sim_time_to_s(max_lat), sim_time_to_s(t->switch_latency));
+}

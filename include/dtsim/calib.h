@@ -1,30 +1,123 @@
 /* calib.h - calibration results: fitted latency/bandwidth models from real kernel runs, and how
  * they are applied to a simulated cluster.
  *
- * Produced by `dtsim calibrate` (kernels/), stored as a calibration JSON file (docs/formats.md),
- * consumed by `dtsim collective --calibration FILE` and scenarios with "calibration": FILE.
- * A cal_result is plain data owned by the caller (cal_result_free for its arrays).
+ * Produced by `dtsim calibrate` (kernels/ time, cal_fit_alpha_beta fits), stored as a calibration
+ * JSON file (docs/formats.md, "Calibration files"), consumed by `dtsim collective --calibration
+ * FILE` and scenarios with "calibration": FILE (models/calib.c loads and applies).
+ *
+ * A cal_result is plain data: every array in it is owned by the result and freed by
+ * cal_result_destroy. Strings are fixed-size arrays (no borrowed pointers).
  */
 #ifndef DTSIM_CALIB_H
 #define DTSIM_CALIB_H
 
+#include <cjson/cJSON.h>
 #include <stddef.h>
 
 #include "dtsim/error.h"
 #include "dtsim/topo.h"
 
-typedef struct cal_result cal_result;
+#define CAL_FORMAT "dtsim-calibration"
+#define CAL_VERSION 1
+#define CAL_NAME_MAX 128
 
-/* Load and validate a calibration file. *out is caller-owned (cal_result_destroy). */
+/* T(x) = alpha + x * beta fitted to (x, time) samples. x is bytes for all-reduce fits and
+ * elements for top-k. Confidence intervals are two-sided 95% half-widths from the fit's
+ * covariance and Student's t with dof = samples - 2. */
+typedef struct cal_fit {
+    double alpha, beta;       /* s; s per byte (or per element) */
+    double alpha_se, beta_se; /* standard errors */
+    double alpha_ci, beta_ci; /* 95% CI half-widths */
+    double r2;                /* coefficient of determination of the per-size medians */
+    int n_samples, dof;
+} cal_fit;
+
+/* Fit method, recorded in files: robust (Tukey bisquare, gsl_multifit_robust) least squares on
+ * relative residuals, i.e. each sample is divided by the median time at its size so that a
+ * microsecond-scale point counts as much as a second-scale one. */
+#define CAL_FIT_METHOD "gsl_multifit_robust bisquare, relative residuals"
+
+/* Fit samples (x[i], t[i]), i < n. Needs at least 3 samples at 2 or more distinct x; DT_EINPUT
+ * with a message otherwise, DT_EINTERNAL if GSL fails. */
+int cal_fit_alpha_beta(const double *x, const double *t, size_t n, cal_fit *out, dt_error *err);
+
+/* Samples at one size. */
+typedef struct cal_point {
+    double size;          /* bytes (all-reduce) or elements (top-k) */
+    double min, median, mean, stddev; /* seconds */
+    double *samples;      /* n_samples seconds, owned */
+    int n_samples;
+} cal_point;
+
+/* Summarise samples[0..n) into p (copies them). */
+void cal_point_set(cal_point *p, double size, const double *samples, int n);
+
+typedef enum cal_kind {
+    CAL_KIND_ALLREDUCE, /* x = bytes per rank (the full buffer) */
+    CAL_KIND_TOPK       /* x = elements compressed */
+} cal_kind;
+
+typedef struct cal_algo {
+    char name[32];      /* "ring", "nccl", "mpi_allreduce", "mpi_rs_ag", "topk" */
+    cal_kind kind;
+    double k_fraction;  /* top-k: k / elements */
+    cal_point *points;  /* owned */
+    int n_points;
+    cal_fit fit;
+} cal_algo;
+
+typedef struct cal_result {
+    char source[256];            /* file it was loaded from (base name), "" if built in memory */
+    char date[40];               /* ISO-8601 UTC */
+    char hostname[CAL_NAME_MAX];
+    char cpu_model[CAL_NAME_MAX];
+    int cores;
+    char gpu[CAL_NAME_MAX];      /* "" when no GPU was used */
+    char backend[16];            /* cpu, mpi, cuda, nccl */
+    int ranks;
+    char dtype[8];               /* fp32, bf16, fp16 */
+    double chunk_bytes;          /* pipelining chunk of the ring kernels, 0 if not applicable */
+    int repeats, warmup;
+    cal_algo *algos;             /* owned */
+    int n_algos;
+} cal_result;
+
+/* Fill machine fields (hostname, /proc/cpuinfo model, online cores) and the current date. */
+void cal_result_set_machine(cal_result *c);
+/* Append an algorithm (zeroed) and return it; the pointer lives until the next append. */
+cal_algo *cal_result_add_algo(cal_result *c, const char *name, cal_kind kind);
+
+/* Serialise to the calibration format. Caller owns the cJSON tree. */
+cJSON *cal_result_to_json(const cal_result *c);
+
+/* Load and validate a calibration file. *out is caller-owned (cal_result_destroy). Every error
+ * names the file and the JSON path (fits[1].alpha ...). */
 int cal_load_file(const char *filename, cal_result **out, dt_error *err);
+/* Same from a parsed document (ctx names the file). */
+int cal_from_json(const js_ctx *ctx, const cJSON *root, cal_result **out);
+/* Frees c and everything it owns; NULL is fine. */
 void cal_result_destroy(cal_result *c);
 
-/* Apply the fitted figures the calibration covers to topology t (link latency and bandwidth of
- * the links it describes; reduction bandwidth and compression throughput of the GPUs). Writes a
- * one-line human description of what was applied into note (for the run's output). */
+/* The all-reduce fit that describes links, or NULL if the calibration has none: the first of
+ * ring, nccl, mpi_rs_ag, mpi_allreduce present (ring-shaped algorithms first, since the link
+ * mapping below assumes a ring). */
+const cal_algo *cal_link_fit(const cal_result *c);
+
+/* Per-link figures from a ring all-reduce fit over n ranks:
+ *   T(S) = 2(n-1) a_link + 2(n-1)/n * S / B_link
+ *   => a_link = alpha / (2(n-1)),  B_link = 2(n-1) / (n * beta). */
+void cal_ring_link(double alpha, double beta, int n, double *link_alpha, double *link_bw);
+
+/* Apply the fitted figures the calibration covers to topology t: latency and bandwidth of the
+ * links that join two GPUs of the same host (directly or through switches inside the host; in
+ * a topology without hosts, every link on a GPU-to-GPU path of GPU-GPU or GPU-switch links),
+ * split evenly over the hops of that path, and reduction bandwidth of those GPUs (folded into
+ * the link bandwidth: the measurement includes the reduction). Writes a one-line description of
+ * what was applied into note. DT_EINPUT if the calibration has no all-reduce fit or nothing in
+ * the topology is covered. */
 int cal_apply_topology(const cal_result *c, topo *t, char *note, size_t note_size, dt_error *err);
 
-/* Fitted top-k compression throughput in elements/s, 0 if the calibration has none. */
+/* Fitted top-k compression throughput in elements/s (1/beta), 0 if the calibration has none. */
 double cal_topk_throughput(const cal_result *c);
 
 #endif

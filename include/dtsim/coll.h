@@ -3,7 +3,20 @@
  * Each algorithm turns (op, group, bytes) into per-rank step lists (send to peer, receive from
  * peer, reduce locally) with dependencies; the collective engine runs them over net_send(), so
  * contention between steps and with other traffic is real. Closed forms live in
- * coll_cost_analytic() for tests and the analytic mode.
+ * coll_closed_form*() as test oracles; the analytic network mode (net_config.mode) runs the
+ * same step programs with contention-free alpha-beta transfers.
+ *
+ * Ownership: coll_create borrows net, engine and topo (they must outlive it); coll_start
+ * copies the group, so spec->group is only borrowed for the call. Several collectives may run
+ * at once on one engine (they share the network and each GPU's reduction unit).
+ *
+ * Which algorithm runs which op (others are DT_EINPUT with a message naming the op):
+ *   ring    allreduce reduce_scatter allgather broadcast reduce (the last two as a chain)
+ *   tree    allreduce broadcast reduce         dbt   allreduce broadcast reduce
+ *   hd      allreduce (any n); reduce_scatter allgather (n a power of two)
+ *   direct  every op                           hier  allreduce (same GPU count per host)
+ *   ps      allreduce
+ * Formulas, step programs and the `auto` rule: docs/collectives.md.
  */
 #ifndef DTSIM_COLL_H
 #define DTSIM_COLL_H
@@ -48,30 +61,68 @@ typedef struct coll_spec {
     const int *group;  /* GPU indices, borrowed for the call; n >= 1 */
     int n;
     double bytes;      /* the nccl-tests "size": the full buffer per rank (all-gather: output) */
-    int root;          /* index into group for broadcast/reduce; peer for send/recv */
-    int servers;       /* ps: number of parameter servers (0 = default) */
-    double elem_bytes; /* element size for reductions (default 2) */
+    int root;          /* index into group for broadcast/reduce; for sendrecv (n = 2) the
+                          receiver, group[0] sending (0 means 1) */
+    int servers;       /* ps: number of parameter servers (0 = one per host spanned) */
+    double elem_bytes; /* element size: buffers are cut on element boundaries (0 = 2) */
 } coll_spec;
 
 typedef struct coll_engine coll_engine;
 
 typedef struct coll_config {
-    double reduce_bw;       /* B/s of reduction compute; <0 = from GPU spec; 0 = free */
-    double chunk_bytes;     /* pipelining chunk for ring/tree (0 = default) */
+    double reduce_bw;       /* B/s of reduction compute; <0 = from GPU spec; 0 = free. One
+                               reduction unit per GPU, first come first served */
+    double chunk_bytes;     /* pipelining chunk for ring/tree/dbt/chain (0 = 4 MiB) */
 } coll_config;
 
 coll_engine *coll_create(net *n, sim_engine *eng, topo *t, const coll_config *cfg);
 void coll_destroy(coll_engine *c);
 
 /* Start now; fire (done_kind, done_id, done_data) when every rank has finished.
- * Returns DT_EINPUT with err filled for impossible requests (empty group, bad root). */
+ * Returns DT_EINPUT with err filled for impossible requests (empty group, a GPU twice or out of
+ * range, bad root, an op the algorithm does not run); nothing is scheduled then. */
 int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32_t done_id,
                uint64_t done_data, dt_error *err);
 
 /* Which algorithm `auto` picks for this spec on this topology. */
 coll_algo coll_auto_choice(const topo *t, const coll_spec *spec);
 
-/* Bus bandwidth factor (nccl-tests): busbw = algbw * factor. */
+/* Bus bandwidth factor (nccl-tests): busbw = algbw * factor. all-reduce 2(n-1)/n;
+ * reduce-scatter, all-gather, all-to-all (n-1)/n; broadcast, reduce, sendrecv 1. */
 double coll_busbw_factor(coll_op op, int n);
+
+/* ---- one collective alone, start to finish (CLI, tests, benchmarks) ---- */
+
+typedef struct coll_result {
+    sim_time_t time;    /* simulated duration */
+    coll_algo algo;     /* the algorithm that ran (auto resolved) */
+    uint64_t events;    /* events the engine handled */
+    net_stats net;
+} coll_result;
+
+/* Build an engine, network and collective engine on t, run spec alone from time 0, tear
+ * down. DT_EINPUT (err filled) for impossible requests. t is only borrowed. */
+int coll_simulate(topo *t, const coll_spec *spec, const coll_config *cc, const net_config *nc,
+                  coll_result *out, dt_error *err);
+
+/* ---- closed forms (alpha-beta; test oracles, docs/collectives.md) ----
+ * alpha: per-transfer latency (s), bw: per-GPU link bandwidth (B/s), reduction free.
+ * Returns NAN where no closed form is documented for (op, algo):
+ *   ring   allreduce 2(n-1) a + 2(n-1)/n S/B; reduce_scatter, allgather (n-1) a + (n-1)/n S/B
+ *   hd     allreduce, n = 2^k: 2k a + 2(n-1)/n S/B; other n with p = 2^floor(log2 n):
+ *          2 log2(p) a + 2(p-1)/p S/B + 2(a + S/B); reduce_scatter/allgather k a + (n-1)/n S/B
+ *   direct alltoall, allgather, reduce_scatter on a non-blocking switch: a + (n-1)/n S/B
+ */
+double coll_closed_form(coll_op op, coll_algo algo, int n, double bytes, double alpha, double bw);
+/* Pipeline of `stages` equal stages, `chunks` chunks of S/chunks bytes, each stage costing
+ * a + fanout * chunk / B (a node sending to `fanout` children shares its link):
+ * (stages + chunks - 1) (a + fanout S / (chunks B)). Tree broadcast on a switch with a
+ * complete binary tree: stages = depth, fanout 2; chain: stages n-1, fanout 1. */
+double coll_closed_form_pipeline(int stages, int chunks, int fanout, double bytes, double alpha,
+                                 double bw);
+/* Hierarchical all-reduce, g GPUs per host, h hosts (coll_hier.c):
+ * 2(g-1) a_in + 2(g-1)/g S/B_in + 2(h-1) a_out + 2(h-1)/h S/(g B_out). */
+double coll_closed_form_hier(int g, int h, double bytes, double alpha_in, double bw_in,
+                             double alpha_out, double bw_out);
 
 #endif

@@ -33,7 +33,15 @@ net *net_create(topo *t, sim_engine *eng, const net_config *cfg);
 void net_destroy(net *n);
 
 /* Start a transfer now. bytes >= 0 (0 still pays latency). On arrival of the last byte the
- * engine fires (done_kind, done_id, done_data). src == dst completes immediately (same time). */
+ * engine fires (done_kind, done_id, done_data). src == dst completes immediately (same time).
+ * Timing: the bandwidth phase starts now (rate = max-min share, re-divided as flows come and
+ * go); when the last byte has left, the completion fires one path latency later. Alone, a flow
+ * takes latency + bytes/bottleneck, the bytes/bottleneck part rounded up to a whole picosecond
+ * (after dropping relative floating-point noise below 1e-12). Path latency = sum of link
+ * latencies + topo.switch_latency per switch node traversed. The route is topo_route() with a
+ * flow hash from (src, dst, lane), the lane rotating over 4 per pair: like NCCL spreading a
+ * connection over a few channels, each pinned to a path by its 5-tuple hash. Deterministic;
+ * pairs spread over equal-cost paths and may collide, as on real fabrics. */
 void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
               uint32_t done_id, uint64_t done_data);
 
@@ -41,12 +49,30 @@ typedef struct net_stats {
     uint64_t flows_started, flows_finished;
     double bytes_sent, bytes_delivered;
     uint64_t rate_updates;        /* flows whose rate was recomputed */
+    uint64_t solves;              /* max-min solves (one per batch of simultaneous changes) */
+    uint64_t solved_flows;        /* sum over solves of the flows in the solved components */
     double max_link_utilisation;  /* max over links and time of sum(rates)/bandwidth */
 } net_stats;
 
 void net_get_stats(const net *n, net_stats *out);
 
-/* Per-link busy intervals, for timelines (optional: enabled before the run). */
+net_mode net_get_mode(const net *n);
+
+/* The alpha-beta view of a route (the one topo_route gives for flow hash 0): its latency as
+ * net_send charges it, its bottleneck bandwidth and hop count. Any output may be NULL.
+ * Returns topo_route's status. For cost models (collective `auto`) and tests. */
+int net_path_info(net *n, int src_gpu, int dst_gpu, sim_time_t *latency, double *bottleneck,
+                  int *hops);
+
+/* Test and debugging aid: re-solve max-min from scratch over every flow now in its bandwidth
+ * phase and count flows whose incrementally maintained rate differs by more than rel_tol.
+ * O(all flows); call it between events (a recompute may be pending at the current time). */
+int net_check_fair(net *n, double rel_tol);
+
+/* Per-link busy intervals, for timelines (optional: enabled before the run). Called once per
+ * link of a flow's path when its last byte has left: [start, end] is the flow's bandwidth
+ * phase (its send time to its data-done time, latency tail excluded), bytes its size. Flows
+ * sharing a link overlap in time; a flow of 0 bytes or to itself reports nothing. */
 typedef void (*net_link_observer)(void *ctx, int link, sim_time_t start, sim_time_t end,
                                   double bytes);
 void net_set_link_observer(net *n, net_link_observer fn, void *ctx);

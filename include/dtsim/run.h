@@ -66,20 +66,24 @@ typedef struct run_options {
     bool record_timeline;     /* fill run_result.timeline */
 } run_options;
 
-typedef struct run_memory {
+/* A struct tag only: run_memory is also the name of the function below. */
+struct run_memory {
     double params, grads, optimizer, activations, peak; /* bytes, most loaded GPU */
     double capacity;                                     /* GPU memory, bytes */
-} run_memory;
+};
 
 typedef struct run_result {
     double step_time_s;
     struct {
         double compute, comm_exposed, bubble, straggler_wait;
     } breakdown_s;
+    double max_straggler_wait_s;  /* longest wait for late peers over all GPUs */
+    int max_straggler_wait_gpu;   /* the GPU that waited it */
+    int critical_gpu;             /* whose breakdown breakdown_s is */
     struct {
         double samples_per_s, tokens_per_s, tflops_per_gpu, mfu;
     } throughput;
-    run_memory memory;
+    struct run_memory memory;
     bool fits;
     int n_gpus;
     double cost_per_step_usd;   /* step time x GPUs x $/GPU-hour, 0 if price unknown */
@@ -99,11 +103,18 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
                  const run_options *opt, run_result *out, dt_error *err);
 
 /* Memory per GPU only (no simulation): fast, for planners. Fills out and *fits. */
-int run_memory(const cJSON *scenario, const char *file, const char *base_dir, run_memory *out,
+int run_memory(const cJSON *scenario, const char *file, const char *base_dir, struct run_memory *out,
                bool *fits, dt_error *err);
 
 /* Same as run_scenario, from a file name. */
 int run_scenario_file(const char *filename, const run_options *opt, run_result *out,
                       dt_error *err);
+int run_memory_file(const char *filename, struct run_memory *out, bool *fits, dt_error *err);
+
+/* Replay a trace file (docs/formats.md, "Trace files") on the topology in topology_file.
+ * The trace carries the GPU override, faults, seed and network mode of the run that wrote it,
+ * so a written trace replayed on the same topology gives the same result. */
+int run_trace_file(const char *trace_file, const char *topology_file, const run_options *opt,
+                   run_result *out, dt_error *err);
 
 #endif

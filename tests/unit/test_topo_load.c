@@ -147,6 +147,12 @@ START_TEST(validation_errors)
     expect_error("{\"nodes\": [{\"name\": \"\", \"kind\": \"gpu\"}], \"links\": []}", "nodes[0].name",
                  "1 to 200 characters");
     expect_error("[1]", "(top level)", "expected a topology");
+    /* latencies that could overflow a route's cost: 3 nodes x 1e6 s */
+    expect_error("{\"switch_latency\": \"2 s\", \"nodes\": [], \"links\": []}", "switch_latency",
+                 "below 1 s");
+    expect_error("{\"nodes\": [" BASE_NODES "], \"links\": [" BASE_LINKS ","
+                 "{\"src\": \"gpu8\", \"dst\": \"sw\", \"bandwidth\": 1, \"latency\": \"5 s\"}]}",
+                 "links[2].latency", "below 1 s");
 }
 END_TEST
 
@@ -210,6 +216,9 @@ START_TEST(inline_generators)
     ck_assert_int_eq(load_text("{\"t\": {\"generator\": \"ring\", \"gpus\": 4, \"radixx\": 2}}", "t",
                                &t, &e), DT_EINPUT);
     ck_assert_str_eq(e.path, "t.radixx");
+    ck_assert_int_eq(load_text("{\"t\": {\"generator\": \"ring\", \"gpus\": 4, \"latency\": \"1000 s\"}}",
+                               "t", &t, &e), DT_EINPUT);
+    ck_assert_str_eq(e.path, "t.latency");
     ck_assert_int_eq(load_text("{\"t\": \"missing.json\"}", "t", &t, &e), DT_EINPUT);
     ck_assert_str_eq(e.path, "t");
     ck_assert_msg(strstr(e.msg, "missing.json") != NULL, "%s", e.msg);

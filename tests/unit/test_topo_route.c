@@ -7,6 +7,7 @@
  * (same hash, same path, also across separately generated copies) and spreads over spines;
  * generator parameter errors name the option.
  * Leaves free: which of several equal-cost paths a given hash picks; timings (bench_topo). */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,6 +222,28 @@ START_TEST(dragonfly_routes)
 }
 END_TEST
 
+START_TEST(flush_after_latency_change)
+{
+    /* ring of 4: 0 -> 2 has two equal ways; make one slower, flush, and the route moves */
+    topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_RING, .gpus = 4});
+    const int *before, *after;
+    int nb, na;
+    ck_assert_int_eq(topo_route(t, 0, 2, 0, &before, &nb), DT_OK);
+    ck_assert_int_eq(nb, 2);
+    int first = before[0], mid = t->links[first].dst;
+    ck_assert(mid == t->gpu_node[1] || mid == t->gpu_node[3]);
+    t->links[first].latency += SIM_US;
+    ck_assert_int_eq(topo_route(t, 0, 2, 0, &after, &na), DT_OK);
+    ck_assert_ptr_eq(after, before); /* cached until told */
+    topo_route_cache_flush(t);
+    ck_assert_int_eq(topo_route(t, 0, 2, 0, &after, &na), DT_OK);
+    ck_assert_int_eq(na, 2);
+    ck_assert_int_ne(t->links[after[0]].dst, mid);
+    ck_assert_int_eq(before[0], first); /* the old path is still readable */
+    topo_destroy(t);
+}
+END_TEST
+
 START_TEST(generator_errors)
 {
     topo *t = NULL;
@@ -243,6 +266,10 @@ START_TEST(generator_errors)
     p = (topo_gen_params){.family = TOPO_FAMILY_DRAGONFLY, .df_a = 2, .df_p = 1, .df_h = 1, .df_groups = 4};
     ck_assert_int_eq(topo_generate(&p, &t, &e), DT_EINPUT);
     ck_assert_str_eq(e.path, "groups");
+    /* each latency is legal, but 200 hops of 0.9 s could overflow a route's cost */
+    p = (topo_gen_params){.family = TOPO_FAMILY_RING, .gpus = 200, .latency = 900 * SIM_MS};
+    ck_assert_int_eq(topo_generate(&p, &t, &e), DT_EINPUT);
+    ck_assert_str_eq(e.path, "latency");
     p = (topo_gen_params){.family = TOPO_FAMILY_TORUS, .n_dims = 0};
     ck_assert_int_eq(topo_generate(&p, &t, &e), DT_EINPUT);
     ck_assert_str_eq(e.path, "dims");
@@ -263,7 +290,7 @@ START_TEST(ecmp_determinism_across_copies)
         ck_assert_int_eq(na, nb);
         ck_assert(memcmp(la, lb, (size_t)na * sizeof *la) == 0);
     }
-    /* flushing the distance maps changes nothing */
+    /* flushing the cache changes nothing while the links stay as they are */
     topo_route_cache_flush(a);
     for (int s = 0; s < 512; s += 7) {
         const int *la, *lb;
@@ -274,8 +301,67 @@ START_TEST(ecmp_determinism_across_copies)
         ck_assert_int_eq(na, nb);
         ck_assert(memcmp(la, lb, (size_t)na * sizeof *la) == 0);
     }
+    /* a tiny budget: maps are dropped before almost every route, paths stay the same */
+    topo_route_cache_set_budget(a, 1);
+    for (int s = 0; s < 512; s += 5) {
+        const int *la, *lb;
+        int na, nb;
+        int d = (s * 31 + 17) % 512;
+        ck_assert_int_eq(topo_route(a, s, d, 7, &la, &na), DT_OK);
+        ck_assert_int_eq(topo_route(b, s, d, 7, &lb, &nb), DT_OK);
+        ck_assert_int_eq(na, nb);
+        ck_assert(memcmp(la, lb, (size_t)na * sizeof *la) == 0);
+    }
     topo_destroy(a);
     topo_destroy(b);
+}
+END_TEST
+
+typedef struct thread_arg {
+    topo *t;
+    int first;
+    int hops[256]; /* a digest of each route */
+} thread_arg;
+
+static void *route_many(void *p)
+{
+    thread_arg *a = p;
+    for (int i = 0; i < 256; i++) {
+        const int *l;
+        int n = -1;
+        int s = (a->first + i * 7) % 512, d = (s * 5 + 77) % 512;
+        if (topo_route(a->t, s, d, (uint64_t)i, &l, &n) != DT_OK) {
+            a->hops[i] = -1;
+            continue;
+        }
+        unsigned sum = (unsigned)n; /* hop count and a position-weighted sum of the links */
+        for (int k = 0; k < n; k++) sum = sum * 31u + (unsigned)l[k];
+        a->hops[i] = (int)(sum & 0x7fffffffu);
+    }
+    return NULL;
+}
+
+START_TEST(concurrent_routes)
+{
+    /* Four threads share one topology; each result equals the single-threaded one. */
+    topo_gen_params p = {.family = TOPO_FAMILY_DGX, .nodes = 64, .gpus_per_node = 8, .radix = 16};
+    topo *shared = gen(p), *alone = gen(p);
+    pthread_t th[4];
+    thread_arg args[4];
+    for (int k = 0; k < 4; k++) {
+        args[k].t = shared;
+        args[k].first = k * 3;
+        pthread_create(&th[k], NULL, route_many, &args[k]);
+    }
+    for (int k = 0; k < 4; k++) pthread_join(th[k], NULL);
+    for (int k = 0; k < 4; k++) {
+        thread_arg ref = {.t = alone, .first = k * 3};
+        route_many(&ref);
+        ck_assert(memcmp(ref.hops, args[k].hops, sizeof ref.hops) == 0);
+        for (int i = 0; i < 256; i++) ck_assert(args[k].hops[i] >= 0);
+    }
+    topo_destroy(shared);
+    topo_destroy(alone);
 }
 END_TEST
 
@@ -290,8 +376,10 @@ int main(void)
     tcase_add_test(tc, dgx_large_ring);
     tcase_add_test(tc, torus_routes);
     tcase_add_test(tc, dragonfly_routes);
+    tcase_add_test(tc, flush_after_latency_change);
     tcase_add_test(tc, generator_errors);
     tcase_add_test(tc, ecmp_determinism_across_copies);
+    tcase_add_test(tc, concurrent_routes);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);
 }

@@ -1,0 +1,140 @@
+/* kern.h - real kernels timed by `dtsim calibrate`: ring all-reduce and top-k compression on the
+ * CPU (threads over shared memory), over MPI ranks, and on CUDA devices (own ring kernel, NCCL).
+ *
+ * These run on the hardware present; nothing here is simulated. Results are checked against
+ * naive references (kern_*_reference) before anything is timed.
+ *
+ * Ownership: kern_cpu_ring and the CUDA/MPI contexts are created and destroyed in pairs by the
+ * caller. Buffers passed in are borrowed for the call only. No global mutable state: several
+ * rings may run at once (each owns its threads).
+ *
+ * Half-precision types (bf16, fp16) are stored as uint16_t bit patterns; arithmetic converts to
+ * float, adds, and rounds back to nearest-even after every addition (what a GPU reduction kernel
+ * that accumulates in the storage type does).
+ */
+#ifndef DTSIM_KERN_H
+#define DTSIM_KERN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtsim/error.h"
+
+typedef enum kern_dtype {
+    KERN_FP32,
+    KERN_BF16,
+    KERN_FP16,
+    KERN_DTYPE_COUNT
+} kern_dtype;
+
+const char *kern_dtype_name(kern_dtype t);
+int kern_dtype_parse(const char *s, kern_dtype *out); /* DT_OK / DT_EINPUT */
+size_t kern_dtype_size(kern_dtype t);
+/* Unit roundoff u = 2^-p of the type (half its machine epsilon): fp32 2^-24, bf16 2^-8,
+ * fp16 2^-11. Error bounds in tests and docs are multiples of it. */
+double kern_dtype_unit_roundoff(kern_dtype t);
+
+/* IEEE binary16 and bfloat16 <-> binary32, round to nearest, ties to even; NaN stays NaN,
+ * overflow goes to infinity, fp16 subnormals are handled exactly. */
+uint16_t kern_f32_to_bf16(float f);
+float kern_bf16_to_f32(uint16_t h);
+uint16_t kern_f32_to_fp16(float f);
+float kern_fp16_to_f32(uint16_t h);
+
+/* Element i of buf (of type t) as float / stored from float (rounded). */
+float kern_load(kern_dtype t, const void *buf, size_t i);
+void kern_store(kern_dtype t, void *buf, size_t i, float v);
+
+/* Fill count elements with gradient-like data: normal(0, sigma) from a GSL mt19937 stream
+ * seeded by (seed, rank). */
+void kern_fill_gradient(kern_dtype t, void *buf, size_t count, double sigma, uint64_t seed,
+                        int rank);
+
+/* ---- CPU ring all-reduce ---- */
+
+/* A team of `ranks` threads (one per rank), kept alive between calls so that thread start-up is
+ * not timed. Each rank owns a receive FIFO of KERN_RING_SLOTS chunk slots written by its left
+ * neighbour; chunk_bytes (0 = 64 KiB) is the pipelining unit. */
+typedef struct kern_cpu_ring kern_cpu_ring;
+
+#define KERN_RING_SLOTS 4
+
+kern_cpu_ring *kern_cpu_ring_create(int ranks, size_t chunk_bytes);
+void kern_cpu_ring_destroy(kern_cpu_ring *r);
+
+/* In-place sum all-reduce of bufs[0..ranks) (count elements of type t each): reduce-scatter then
+ * all-gather around the ring, 2(ranks-1) steps, each step chunked and pipelined through the
+ * FIFOs. Returns the wall time in seconds (from releasing the ranks to the last rank's finish).
+ * ranks == 1 is a no-op. Element e of segment k ends as
+ *   ((x_k + x_{k+1}) + x_{k+2}) + ... + x_{k+n-1}   (indices mod n, rounded after each add)
+ * where segment k is [k*count/n, (k+1)*count/n): kern_allreduce_reference reproduces it. */
+double kern_cpu_ring_allreduce(kern_cpu_ring *r, kern_dtype t, void *const *bufs, size_t count);
+
+/* The naive reference, one thread, the ring's summation order: out (count elements) = sum over
+ * ranks of in[r]. Exact match expected for every dtype. */
+void kern_allreduce_reference(kern_dtype t, const void *const *in, int ranks, size_t count,
+                              void *out);
+
+/* ---- top-k compression with error feedback (fp32 gradients) ---- */
+
+/* acc = grad + residual; keep the k largest |acc| (ties: lower index first) as (idx, val)
+ * sorted by index; residual = acc with the kept entries zeroed. scratch holds count floats.
+ * Cost O(count) on average: a quickselect on magnitudes, then in-order scans (no sort). */
+void kern_topk_compress(const float *grad, float *residual, size_t count, size_t k,
+                        uint32_t *idx, float *val, float *scratch);
+/* Reference by full sort: same contract, O(count log count). */
+void kern_topk_reference(const float *grad, float *residual, size_t count, size_t k,
+                         uint32_t *idx, float *val);
+
+/* ---- MPI (DTSIM_HAVE_MPI), for processes launched by mpirun ---- */
+
+typedef enum kern_mpi_algo {
+    KERN_MPI_ALLREDUCE,    /* MPI_Allreduce (Open MPI's own algorithm choice) */
+    KERN_MPI_RS_AG,        /* MPI_Reduce_scatter_block then MPI_Allgather (ring-like) */
+    KERN_MPI_ALGO_COUNT
+} kern_mpi_algo;
+
+const char *kern_mpi_algo_name(kern_mpi_algo a);
+
+/* Initialise MPI when this process was started by mpirun with >= 2 ranks; DT_EUNSUPPORTED with
+ * a message otherwise (built without MPI, not under mpirun, one rank). */
+int kern_mpi_init(int *argc, char ***argv, int *rank, int *size, dt_error *err);
+void kern_mpi_finalize(void);
+/* Every rank calls with the same arguments. count need not divide by the rank count: for
+ * KERN_MPI_RS_AG the buffer is handled as size blocks of ceil(count/size) elements, so buf must
+ * hold ceil(count/size)*size elements and tmp ceil(count/size). *seconds is the slowest rank's
+ * time (on every rank). Verification: kern_mpi_verify. */
+int kern_mpi_allreduce(kern_mpi_algo a, kern_dtype t, void *buf, void *tmp, size_t count,
+                       double *seconds, dt_error *err);
+/* Run algorithm a once on integer-valued data (exact in every dtype) and compare with the
+ * closed-form sum; DT_EINTERNAL naming the first wrong element. */
+int kern_mpi_verify(kern_mpi_algo a, kern_dtype t, size_t count, dt_error *err);
+/* Broadcast a status from rank 0 so every rank stops together. */
+int kern_mpi_bcast_int(int v);
+
+/* ---- CUDA / NCCL (DTSIM_HAVE_CUDA, DTSIM_HAVE_NCCL) ---- */
+
+/* Number of CUDA devices, or DT_EUNSUPPORTED ("built without CUDA" / "no CUDA device"). */
+int kern_cuda_devices(int *n, char *name, size_t name_size, dt_error *err);
+
+typedef enum kern_cuda_algo {
+    KERN_CUDA_RING,  /* our ring kernel: peer copies between devices, or buffers on one device */
+    KERN_CUDA_NCCL,  /* ncclAllReduce */
+    KERN_CUDA_TOPK,  /* top-k compression kernel (count = elements, k = count/100) */
+    KERN_CUDA_ALGO_COUNT
+} kern_cuda_algo;
+
+typedef struct kern_cuda_ctx kern_cuda_ctx;
+
+/* ranks: logical ranks (spread over the devices present, round-robin). max_count: largest
+ * buffer in elements. DT_EUNSUPPORTED without a device or (for NCCL) without NCCL. */
+int kern_cuda_create(kern_cuda_algo a, int ranks, kern_dtype t, size_t max_count,
+                     kern_cuda_ctx **out, dt_error *err);
+void kern_cuda_destroy(kern_cuda_ctx *c);
+/* Check the kernel against a host reference at count elements (DT_EINTERNAL on mismatch). */
+int kern_cuda_verify(kern_cuda_ctx *c, size_t count, dt_error *err);
+/* Time one run at count elements (seconds, CUDA events around the whole collective). */
+int kern_cuda_run(kern_cuda_ctx *c, size_t count, double *seconds, dt_error *err);
+
+#endif

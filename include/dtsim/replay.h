@@ -1,0 +1,111 @@
+/* replay.h - running an op graph (workload.h) on the engine, and trace files.
+ *
+ * rep_ (models/replay.c): every lane has four streams (compute, TP, PP, DP), each running its
+ * ops one at a time in graph order, an op starting when it is at its stream's head and its
+ * deps are done. A collective starts when every participating lane has reached it; the time a
+ * lane spends between reaching it and its start is waiting for late peers. Communication is
+ * costed either in closed form over the fabric's paths (analytic) or handed to a comm back end
+ * (flow mode: collectives and sends over the network model).
+ *
+ * trace_ (models/trace.c): the op graph and the run environment as a JSON file a user can read,
+ * write by hand, or convert from a profiler (docs/formats.md, "Trace files").
+ *
+ * Ownership: rep_run borrows graph and config for the call; rep_result owns its arrays
+ * (rep_result_free). trace_read returns a graph the caller destroys and fills a trace_env whose
+ * arrays the caller frees with trace_env_free.
+ */
+#ifndef DTSIM_REPLAY_H
+#define DTSIM_REPLAY_H
+
+#include <stdio.h>
+
+#include "dtsim/sim.h"
+#include "dtsim/workload.h"
+
+/* Path between two GPUs, for closed-form costs: bottleneck bandwidth (B/s; INFINITY = free)
+ * and latency. */
+typedef void (*rep_path_fn)(void *ctx, int src_gpu, int dst_gpu, double *bw, sim_time_t *lat);
+
+/* Optional comm back end (flow mode). Each call must eventually fire (kind, id, 0) on the
+ * engine exactly once. */
+typedef struct rep_comm {
+    void (*coll)(void *ctx, coll_op op, const int *gpus, int n, double bytes, uint32_t kind,
+                 uint32_t id);
+    void (*send)(void *ctx, int src_gpu, int dst_gpu, double bytes, uint32_t kind, uint32_t id);
+    void *ctx;
+} rep_comm;
+
+/* Compute time of one op class on a GPU: gpu_op_time, or a measured table. */
+typedef sim_time_t (*rep_op_time_fn)(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec,
+                                     double flops, double bytes);
+
+typedef struct rep_config {
+    const gpu_spec *gpus;      /* n_gpus specs, borrowed */
+    int n_gpus;
+    rep_op_time_fn op_time;    /* NULL: the built-in roofline (same formula as gpu_op_time) */
+    rep_path_fn path;          /* NULL: communication is free */
+    void *path_ctx;
+    const rep_comm *comm;      /* NULL: analytic (closed forms over path) */
+    sim_engine *eng;           /* engine the comm back end uses; NULL: rep_run makes its own */
+    const double *slowdown;    /* per-GPU compute slowdown factor, NULL = none */
+    wl_jitter_kind jitter;
+    double jitter_sigma;
+    uint64_t seed;
+    bool record;               /* keep per-op times in the result (timelines) */
+} rep_config;
+
+typedef struct rep_result {
+    sim_time_t step_time;
+    /* Breakdown of [0, step_time] for the critical GPU (see docs/workloads.md): they sum to
+     * step_time exactly. */
+    sim_time_t compute, comm_exposed, bubble, straggler_wait;
+    int critical_gpu;
+    /* The GPU that spent longest waiting for late peers, and how long (the breakdown of the
+     * critical GPU can hide it: a straggler that finishes last never waits itself). */
+    sim_time_t max_straggler_wait;
+    int max_straggler_wait_gpu;
+    uint64_t events;
+    /* Per op (record only; owned): start (reached its stream head with deps done), launch
+     * (communication began; = start for compute), end. Per op and lane member, compute time. */
+    sim_time_t *op_start, *op_launch, *op_end;
+    sim_time_t *op_inlane;     /* in-lane (TP) communication inside compute ops */
+} rep_result;
+
+int rep_run(const wl_graph *g, const rep_config *cfg, rep_result *out, dt_error *err);
+void rep_result_free(rep_result *r);
+
+/* Closed-form cost of a collective over gpus (ring order as given) with the given path
+ * function: ring all-reduce 2(n-1)(a + B/(n bw)), reduce-scatter/all-gather (n-1)(a + B/(n bw)),
+ * send/recv a + B/bw. Used by the analytic mode and as a test oracle. */
+sim_time_t rep_coll_time(rep_path_fn path, void *ctx, coll_op op, const int *gpus, int n,
+                         double bytes);
+
+/* The built-in roofline: max(flops / (peak x eff), bytes / (hbm_bw x memory_eff)). */
+sim_time_t rep_roofline(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec, double flops,
+                        double bytes);
+
+/* ------------------------------------------------------------------ traces ---- */
+
+/* What a trace carries besides the graph, so that replaying it reproduces the run. */
+typedef struct trace_env {
+    char name[128];
+    cJSON *gpu;                  /* GPU override (owned copy) or NULL */
+    wl_straggler *stragglers;    /* owned */
+    int n_stragglers;
+    wl_jitter_kind jitter;
+    double jitter_sigma;
+    wl_degraded_link *degraded;  /* owned */
+    int n_degraded;
+    uint64_t seed;
+    net_mode network;
+    coll_algo dp_algorithm;
+    /* memory figures of the run that wrote it (replay cannot recompute them) */
+    double mem_params, mem_grads, mem_optimizer, mem_activations, mem_peak;
+} trace_env;
+
+void trace_env_free(trace_env *e);
+int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err);
+/* Read and validate a trace (every key, path-named errors). */
+int trace_read(const js_ctx *ctx, const cJSON *j, wl_graph **out, trace_env *env);
+
+#endif

@@ -1,0 +1,231 @@
+/* workload.h - training workloads: the scenario's model and parallel plan, their FLOPs and
+ * memory, and the schedule generator that turns them into a per-GPU op graph.
+ *
+ * Three modules share this header because they share its plain-data types:
+ *   wl_  scenario parsing (models/scenario.c), model arithmetic (models/wl_model.c) and
+ *        schedule generation (models/wl_schedule.c);
+ *   mem_ memory accounting (models/mem.c).
+ * The replay of an op graph and the trace file format are in replay.h.
+ *
+ * Ownership: wl_scenario is filled by wl_scenario_parse() and freed with wl_scenario_free();
+ * it borrows the cJSON it was parsed from for `topology` and `gpu` (those stay raw: the topology
+ * module interprets them), so keep that cJSON alive as long as the scenario. A wl_graph is
+ * created by wl_graph_build()/trace loading and freed by wl_graph_destroy().
+ *
+ * Lanes: the op graph's unit of execution is a *lane*, a set of GPUs that run the same op list
+ * in lockstep - a tensor-parallel group, which synchronises at every layer. Collapsing a TP
+ * group into one lane divides the op count by tp while keeping per-GPU stragglers exact (a
+ * lane's compute op lasts as long as its slowest member). A hand-written trace uses one GPU
+ * per lane.
+ */
+#ifndef DTSIM_WORKLOAD_H
+#define DTSIM_WORKLOAD_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dtsim/coll.h"
+#include "dtsim/error.h"
+#include "dtsim/gpu.h"
+#include "dtsim/json.h"
+#include "dtsim/net.h"
+#include "dtsim/simtime.h"
+
+/* ---------------------------------------------------------------- scenario ---- */
+
+typedef enum wl_model_kind { WL_TRANSFORMER, WL_SYNTHETIC, WL_PARAMS } wl_model_kind;
+typedef enum wl_mlp_kind { WL_MLP_GELU, WL_MLP_SWIGLU } wl_mlp_kind;
+
+typedef struct wl_model {
+    wl_model_kind kind;
+    char name[64];
+    int layers;
+    /* transformer */
+    double hidden, heads, seq_len, vocab, ffn, kv_heads, experts, top_k;
+    wl_mlp_kind mlp;
+    bool tied_embeddings;     /* output layer shares the input embedding (GPT) */
+    /* synthetic: per layer and microbatch; params is the whole model (all kinds) */
+    sim_time_t t_fwd, t_bwd;
+    double act_bytes_per_layer;
+    double flops_per_layer;   /* forward FLOPs per layer and microbatch (synthetic, optional) */
+    double params;            /* total parameter count */
+} wl_model;
+
+typedef enum wl_schedule_kind { WL_GPIPE, WL_1F1B, WL_INTERLEAVED } wl_schedule_kind;
+typedef enum wl_ckpt { WL_CKPT_NONE, WL_CKPT_FULL, WL_CKPT_SELECTIVE } wl_ckpt;
+typedef enum wl_precision { WL_FP32, WL_FP16, WL_BF16, WL_FP8 } wl_precision;
+typedef enum wl_optimizer { WL_ADAM, WL_SGD } wl_optimizer;
+typedef enum wl_axis { WL_AXIS_TP, WL_AXIS_PP, WL_AXIS_DP } wl_axis;
+
+typedef struct wl_plan {
+    int dp, tp, pp, zero, virtual_stages, microbatches, micro_batch_size;
+    wl_schedule_kind schedule;
+    wl_ckpt checkpointing;
+    bool sequence_parallel;
+    wl_precision precision;
+    wl_optimizer optimizer;
+    double bucket_bytes;         /* DP gradient bucket size */
+    bool overlap_dp;             /* DP communication overlaps backward (DDP-style) */
+    double compression_ratio;    /* top-k fraction kept, 0 = no compression */
+    double topk_throughput;      /* elements/s of the top-k selection kernel */
+    wl_axis placement[3];        /* outermost first; default dp, pp, tp (TP innermost) */
+} wl_plan;
+
+typedef enum wl_jitter_kind { WL_JITTER_NONE, WL_JITTER_LOGNORMAL, WL_JITTER_NORMAL } wl_jitter_kind;
+
+typedef struct wl_straggler { int gpu; double slowdown; } wl_straggler;
+
+typedef struct wl_degraded_link {
+    int index;                   /* link index, or -1 when named by src/dst */
+    char src[64], dst[64];
+    double bandwidth_factor;
+} wl_degraded_link;
+
+typedef struct wl_scenario {
+    const char *file;            /* borrowed, for errors */
+    char name[128];
+    const cJSON *topology;       /* borrowed raw value (path string, object or generator) */
+    const cJSON *gpu;            /* borrowed raw value or NULL */
+    wl_model model;
+    wl_plan plan;
+    double global_batch;         /* samples per step */
+    net_mode network;
+    coll_algo dp_algorithm;      /* algorithm of cross-lane collectives (flow mode), AUTO default */
+    char calibration[512];       /* calibration file path ("" none), resolved by run.c */
+    wl_straggler *stragglers;    /* owned */
+    int n_stragglers;
+    wl_jitter_kind jitter;
+    double jitter_sigma;
+    wl_degraded_link *degraded;  /* owned */
+    int n_degraded;
+    uint64_t seed;
+} wl_scenario;
+
+/* Parse and validate the scenario object j (every key, with path-named errors). Does not look
+ * at the topology beyond its presence: checks that need the GPU count are in wl_plan_check(). */
+int wl_scenario_parse(const js_ctx *ctx, const cJSON *j, wl_scenario *out);
+void wl_scenario_free(wl_scenario *s);
+/* Complete the plan for a cluster of n_gpus: dp defaults to n_gpus/(tp*pp); microbatches and
+ * global_batch are derived from each other; then dp*tp*pp must equal n_gpus, layers split over
+ * pp*virtual_stages, stragglers name existing GPUs. Error paths name the keys involved. */
+int wl_scenario_resolve(const js_ctx *ctx, wl_scenario *s, int n_gpus);
+
+/* Bytes per element of weights/activations/gradients in the compute precision. */
+double wl_precision_bytes(wl_precision p);
+gpu_precision wl_gpu_precision(wl_precision p);
+const char *wl_schedule_name(wl_schedule_kind k);
+
+/* GPU index of (dp, pp, tp) rank coordinates under the plan's placement. */
+int wl_gpu_of(const wl_plan *p, int dp_rank, int pp_rank, int tp_rank);
+
+/* --------------------------------------------------------- model arithmetic ---- */
+
+/* Work of one transformer layer for one microbatch, per GPU (already divided by tp). */
+typedef struct wl_layer_cost {
+    double fwd_matmul_flops, fwd_attn_flops; /* forward */
+    double fwd_elem_bytes;                   /* memory-bound traffic of norms/activations */
+    double tp_bytes;                         /* bytes of each TP collective (activation size) */
+} wl_layer_cost;
+
+/* Parameters of one layer (whole, not divided by tp), embedding (V*h) and the total. */
+double wl_layer_params(const wl_model *m);
+double wl_embedding_params(const wl_model *m);
+double wl_total_params(const wl_model *m);
+void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out);
+/* Model FLOPs of one training step (forward + backward = 3x forward), for the whole global batch,
+ * counting neither recomputation nor padding: the MFU numerator. */
+double wl_model_flops_per_step(const wl_model *m, double global_batch);
+/* Hardware FLOPs: adds the recomputed forward (full: whole layers; selective: attention core). */
+double wl_hw_flops_per_step(const wl_model *m, const wl_plan *p, double global_batch);
+
+/* ------------------------------------------------------------------ memory ---- */
+
+typedef struct mem_breakdown {
+    double params, grads, optimizer, activations, buffers, peak; /* bytes, one GPU */
+    int stage;                                                     /* pipeline stage reported */
+    double inflight_microbatches;                                  /* held on that stage */
+} mem_breakdown;
+
+/* Model-state bytes per GPU for psi parameters held by the GPU, by ZeRO stage and precision
+ * (ZeRO paper accounting). */
+void mem_model_states(double psi, int dp, int zero, wl_precision prec, wl_optimizer opt,
+                      double *params, double *grads, double *optimizer);
+/* Activation bytes of one layer for one microbatch on one GPU (Korthikanti et al. 2022). */
+double mem_activation_per_layer(const wl_model *m, const wl_plan *p);
+/* Microbatches' activations (in units of one microbatch through the stage's layers) that
+ * stage `stage` holds at its peak. */
+double mem_inflight(const wl_plan *p, int stage);
+/* Memory of the most loaded GPU (max peak over stages). */
+void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out);
+
+/* ---------------------------------------------------------------- op graph ---- */
+
+typedef enum wl_op_kind { WL_OP_COMPUTE, WL_OP_COLL, WL_OP_SEND } wl_op_kind;
+typedef enum wl_stream { WL_STREAM_COMPUTE, WL_STREAM_TP, WL_STREAM_PP, WL_STREAM_DP } wl_stream;
+
+#define WL_MAX_INLANE 2
+
+/* Compute cost, shared by every op with the same work (a graph has few distinct costs). */
+typedef struct wl_cost {
+    double flops[GPU_OP_CLASS_COUNT];  /* roofline inputs per op class */
+    double bytes[GPU_OP_CLASS_COUNT];
+    sim_time_t fixed;                  /* duration given directly (synthetic, traces) */
+    /* collectives among the lane's GPUs executed serially inside the op (tensor parallel) */
+    struct { coll_op op; double bytes; int count; } inlane[WL_MAX_INLANE];
+    int n_inlane;
+} wl_cost;
+
+/* A collective instance: every op naming it (one per participating lane) must be reached
+ * before it starts. It runs as lane_size concurrent collectives: the k-th over the k-th GPU of
+ * each participating lane (data-parallel peers of the same tensor-parallel rank). */
+typedef struct wl_coll {
+    coll_op op;
+    double bytes;   /* per GPU, nccl-tests convention (all-gather: output size) */
+} wl_coll;
+
+typedef struct wl_op {
+    uint32_t lane;
+    uint8_t kind;      /* wl_op_kind */
+    uint8_t stream;    /* wl_stream */
+    uint16_t name;     /* index into wl_graph.names */
+    int32_t mb;        /* microbatch, -1 if none */
+    int32_t layer;     /* first layer, -1 if none */
+    uint32_t arg;      /* compute: cost index; coll: instance index; send: destination lane */
+    double bytes;      /* send: bytes per GPU */
+    uint32_t dep_start;
+    uint32_t n_deps;
+} wl_op;
+
+typedef struct wl_graph {
+    int n_gpus;
+    int n_lanes, lane_size;     /* every lane has lane_size GPUs */
+    int *lane_gpus;             /* n_lanes * lane_size */
+    wl_op *ops;
+    uint32_t n_ops, cap_ops;
+    uint32_t *deps;             /* op ids; op i's are deps[ops[i].dep_start ..+n_deps) */
+    uint32_t n_deps, cap_deps;
+    wl_cost *costs;
+    uint32_t n_costs, cap_costs;
+    wl_coll *colls;
+    uint32_t n_colls, cap_colls;
+    char **names;
+    uint32_t n_names, cap_names;
+    /* Step metadata carried into results and traces. */
+    double samples_per_step, tokens_per_step, model_flops_per_step;
+    gpu_precision precision;
+} wl_graph;
+
+wl_graph *wl_graph_create(int n_gpus, int n_lanes, int lane_size);
+void wl_graph_destroy(wl_graph *g);
+uint32_t wl_graph_name(wl_graph *g, const char *name);      /* intern */
+uint32_t wl_graph_cost(wl_graph *g, const wl_cost *c);      /* append (no dedup) */
+uint32_t wl_graph_coll(wl_graph *g, coll_op op, double bytes);
+/* Append an op with deps[0..n_deps); returns its id. Deps must be earlier ops. */
+uint32_t wl_graph_op(wl_graph *g, const wl_op *op, const uint32_t *deps, uint32_t n_deps);
+
+/* Generate one training step of the scenario as an op graph over n_gpus GPUs. The plan must
+ * have passed wl_scenario_resolve(). */
+wl_graph *wl_graph_build(const wl_scenario *s);
+
+#endif

@@ -1,0 +1,97 @@
+/* coll_internal.h - how an algorithm describes its step program to the collective engine.
+ *
+ * Private to models/coll*.c and their tests. An algorithm is a builder that fills a coll_prog:
+ * the number of streams per rank and two callbacks that describe, lazily, step `s` of stream
+ * `k` on rank `r`. Nothing is materialised: a 1,024-rank ring all-reduce has two million steps
+ * and the engine asks for each one only when the stream reaches it.
+ *
+ * Semantics the engine implements (coll.c):
+ *  - A rank runs its streams concurrently; the steps of one stream run in order.
+ *  - A step may wait for a step of another stream of the same rank (dep_stream/dep_step), or
+ *    for all streams of the rank (dep_stream = COLL_DEP_ALL) to have completed dep_step.
+ *  - At its start a step posts its sends. Each names the receiving (rank, stream, step). A
+ *    transfer starts when both sides have started the matching steps (rendezvous: a sender
+ *    never pushes into a receiver that has not reached the step, as with NCCL's credits).
+ *  - A step completes when all its sends have arrived, its n_recvs messages have arrived and
+ *    then its reduction (reduce_bytes at the GPU's reduce bandwidth) has run.
+ *  - The collective is done when every stream of every rank has run all its steps.
+ */
+#ifndef DTSIM_COLL_INTERNAL_H
+#define DTSIM_COLL_INTERNAL_H
+
+#include <stdint.h>
+
+#include "dtsim/coll.h"
+
+#define COLL_DEP_NONE (-1)
+#define COLL_DEP_ALL (-2)
+
+typedef struct coll_send {
+    int peer;   /* rank (index into the group) */
+    int stream; /* the peer's stream */
+    int step;   /* the peer's step */
+    double bytes;
+} coll_send;
+
+typedef struct coll_step {
+    int n_sends;
+    coll_send *sends; /* engine-owned buffer with room for n (group size) sends */
+    int n_recvs;
+    double reduce_bytes;
+    int dep_stream; /* COLL_DEP_NONE, COLL_DEP_ALL or a stream of this rank */
+    int dep_step;
+} coll_step;
+
+typedef struct coll_prog coll_prog;
+struct coll_prog {
+    /* filled by coll.c before the builder runs */
+    coll_op op;
+    int n;
+    double bytes;
+    double elem;
+    int root;
+    int servers;
+    double chunk;
+    const int *gpus; /* group -> GPU index */
+    topo *t;
+    /* filled by the builder */
+    int n_streams;
+    int (*n_steps)(const coll_prog *p, int rank, int stream);
+    /* Fill *out (sends buffer and defaults preset: no sends, no recvs, no dep). */
+    void (*step)(const coll_prog *p, int rank, int stream, int step, coll_step *out);
+    void *data; /* builder-owned, freed with free() by the engine */
+    int i[8];   /* small integer parameters for the builder's own use */
+    double d[4];
+};
+
+/* Builders: DT_OK, or DT_EINPUT with a message when the algorithm cannot run this op/group. */
+typedef int (*coll_builder)(coll_prog *p, dt_error *err);
+int coll_build_ring(coll_prog *p, dt_error *err);
+int coll_build_tree(coll_prog *p, dt_error *err);
+int coll_build_dbt(coll_prog *p, dt_error *err);
+int coll_build_hd(coll_prog *p, dt_error *err);
+int coll_build_direct(coll_prog *p, dt_error *err);
+int coll_build_hier(coll_prog *p, dt_error *err);
+int coll_build_ps(coll_prog *p, dt_error *err);
+
+/* Pipelined trees (coll_tree.c), shared by ring (chain) broadcast/reduce, tree and dbt:
+ * shape COLL_SHAPE_CHAIN or COLL_SHAPE_HEAP (binary), `trees` = 1 or 2 (the second mirrors the
+ * first so that inner ranks of one are leaves of the other); each tree carries 1/trees of the
+ * data cut into chunks of p->chunk. Supports broadcast, reduce and allreduce. */
+enum { COLL_SHAPE_CHAIN, COLL_SHAPE_HEAP };
+int coll_build_pipe(coll_prog *p, int shape, int trees, dt_error *err);
+
+/* Bytes of part i when `bytes` is cut into n parts on element boundaries (elem bytes each):
+ * parts differ by at most one element, the last absorbs a partial element; they sum to bytes. */
+double coll_part(double bytes, double elem, int n, int i);
+/* Bytes of parts [a, b) together. */
+double coll_parts(double bytes, double elem, int n, int a, int b);
+
+/* Default pipelining chunk (bytes) for tree, dbt and chain broadcasts/reductions. */
+#define COLL_DEFAULT_CHUNK (4.0 * 1048576.0)
+/* Most chunks (streams) a ring all-reduce splits into. */
+#define COLL_MAX_RING_CHUNKS 16
+/* Most chunks a pipelined tree/chain splits into (bounds events per collective). */
+#define COLL_MAX_PIPE_CHUNKS 256
+
+#endif

@@ -1,0 +1,35 @@
+/* maxmin.h - max-min fair bandwidth sharing (progressive filling), on plain arrays.
+ *
+ * Private to the network model (models/net.c) and its tests; it knows nothing of topologies or
+ * time. The caller describes one problem: links 0..n_links-1 with capacities, flows 0..n_flows-1
+ * each crossing a list of links (CSR: flow f crosses links flinks[fstart[f] .. fstart[f+1])).
+ * mm_solve() writes each flow's max-min fair rate.
+ *
+ * Progressive filling: all rates grow together; when a link saturates, the flows crossing it
+ * freeze at its fair share and the others keep growing. Implemented with a min-heap of link
+ * fair shares (remaining capacity / unfrozen flows). A link's share never decreases while
+ * flows freeze (a frozen flow took at most the current minimum share), so heap keys are kept
+ * as lower bounds and refreshed only when popped. Cost: O(E + R log L) for E (flow, link)
+ * incidences, L links and R re-keyings (at most one per link per freezing round).
+ *
+ * Memory: the solver owns a workspace that grows to the largest problem seen and is reused, so
+ * steady-state solving allocates nothing. Not thread-safe: one solver per network model.
+ */
+#ifndef DTSIM_MAXMIN_H
+#define DTSIM_MAXMIN_H
+
+typedef struct mm_solver mm_solver;
+
+mm_solver *mm_create(void);
+void mm_destroy(mm_solver *s);
+
+/* Solve. cap[l] > 0 (B/s). A flow crossing no link gets rate INFINITY. Every flow's rate is > 0
+ * and for each link sum(rates) <= cap (up to floating-point rounding: the solver clamps the
+ * remaining capacity at zero, so the excess is at most a few ulps of cap). */
+void mm_solve(mm_solver *s, int n_links, const double *cap, int n_flows, const int *fstart,
+              const int *flinks, double *rate, int *bneck);
+/* bneck (may be NULL) receives each flow's bottleneck: the link on which it froze (saturated,
+ * and no flow on it is faster), -1 for a flow crossing no link. The network model uses it to
+ * skip re-solving when a flow leaves links that bottleneck nobody else. */
+
+#endif

@@ -1,0 +1,96 @@
+/* mem.c - memory per GPU: model states (ZeRO paper) and activations (Korthikanti et al. 2022).
+ *
+ * Pure arithmetic, no simulation: the planner calls it for every candidate plan. The formulas
+ * and their assumptions are in docs/workloads.md.
+ */
+#include <math.h>
+
+#include "dtsim/workload.h"
+
+void mem_model_states(double psi, int dp, int zero, wl_precision prec, wl_optimizer opt,
+                      double *params, double *grads, double *optimizer)
+{
+    double kp, kg, ko;
+    if (prec == WL_FP32) {
+        kp = 4, kg = 4;
+        ko = opt == WL_ADAM ? 8 : 4;    /* Adam m, v / SGD momentum, fp32 */
+    } else {
+        /* Mixed precision: 16-bit weights and gradients, fp32 master copy in the optimizer. */
+        kp = 2, kg = 2;
+        ko = opt == WL_ADAM ? 12 : 8;   /* master + m + v / master + momentum */
+    }
+    *params = kp * psi / (zero >= 3 ? dp : 1);
+    *grads = kg * psi / (zero >= 2 ? dp : 1);
+    *optimizer = ko * psi / (zero >= 1 ? dp : 1);
+}
+
+double mem_activation_per_layer(const wl_model *m, const wl_plan *p)
+{
+    if (m->kind == WL_SYNTHETIC) return m->act_bytes_per_layer;
+    if (m->kind != WL_TRANSFORMER) return 0;
+    double s = m->seq_len, b = p->micro_batch_size, h = m->hidden, f = m->ffn, a = m->heads;
+    double t = p->tp;
+    double scale = p->precision == WL_FP32 ? 2.0 : 1.0; /* formulas count 16-bit activations */
+    if (p->checkpointing == WL_CKPT_FULL)
+        return scale * 2 * s * b * h / (p->sequence_parallel ? t : 1);
+    double mlp = (m->mlp == WL_MLP_SWIGLU ? 3 * s * b * h + 6 * s * b * f
+                                          : 3 * s * b * h + 4 * s * b * f) * m->top_k;
+    double linear = 11 * s * b * h + mlp + 4 * s * b * h; /* attention, MLP, two norms */
+    double scores = p->checkpointing == WL_CKPT_SELECTIVE ? 0 : 5 * a * s * s * b;
+    double replicated = (t > 1 && !p->sequence_parallel) ? 10 * s * b * h : 0;
+    return scale * (replicated + (linear - replicated) / t + scores / t);
+}
+
+double mem_inflight(const wl_plan *p, int stage)
+{
+    int pp = p->pp, m = p->microbatches, v = p->virtual_stages;
+    if (pp == 1) return 1; /* gradient accumulation: forward then backward, one at a time */
+    switch (p->schedule) {
+    case WL_GPIPE: return m;
+    case WL_1F1B: return fmin(pp - stage, m);
+    case WL_INTERLEAVED: {
+        /* Megatron's warmup: (pp - stage - 1)*2 + (v - 1)*pp chunk forwards, plus the one in
+         * the steady phase, each 1/v of the stage's layers. */
+        double chunks = fmin((pp - stage - 1) * 2.0 + (v - 1.0) * pp + 1, (double)m * v);
+        return chunks / v;
+    }
+    }
+    return m;
+}
+
+void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out)
+{
+    *out = (mem_breakdown){0};
+    out->peak = -1;
+    int pp = p->pp;
+    double layers_per_stage = (double)m->layers / pp;
+    double layer_psi = wl_layer_params(m) / p->tp;
+    double emb = wl_embedding_params(m) / p->tp;
+    double act_layer = mem_activation_per_layer(m, p);
+    for (int st = 0; st < pp; st++) {
+        double psi = layers_per_stage * layer_psi;
+        if (m->kind == WL_PARAMS) psi = m->params / p->tp / pp;
+        if (st == 0) psi += emb;
+        if (st == pp - 1 && (pp > 1 || !m->tied_embeddings)) psi += emb;
+        mem_breakdown b = {.stage = st, .inflight_microbatches = mem_inflight(p, st)};
+        mem_model_states(psi, p->dp, p->zero, p->precision, p->optimizer, &b.params, &b.grads,
+                         &b.optimizer);
+        if (m->kind != WL_PARAMS) {
+            b.activations = b.inflight_microbatches * layers_per_stage * act_layer;
+            if (p->checkpointing == WL_CKPT_FULL && m->kind == WL_TRANSFORMER) {
+                /* The layer being recomputed holds its full activations for a moment. */
+                wl_plan full = *p;
+                full.checkpointing = WL_CKPT_NONE;
+                b.buffers += mem_activation_per_layer(m, &full);
+            }
+        }
+        if (m->kind == WL_TRANSFORMER && st == pp - 1)
+            /* fp32 logits of one microbatch for the softmax / cross-entropy */
+            b.buffers += 4 * m->seq_len * p->micro_batch_size * m->vocab / p->tp;
+        if (p->zero >= 3 && p->dp > 1 && m->kind != WL_PARAMS)
+            /* ZeRO-3 gathers a layer's full parameters (current + prefetched next) */
+            b.buffers += 2 * layer_psi * wl_precision_bytes(p->precision);
+        b.peak = b.params + b.grads + b.optimizer + b.activations + b.buffers;
+        if (b.peak > out->peak) *out = b;
+    }
+}

@@ -1,0 +1,557 @@
+/* net.c - transfers as fluid flows on directed links, shared max-min fairly.
+ *
+ * A flow's life: net_send() routes it and puts it on its links (bandwidth phase starts now);
+ * its rate is the max-min fair share on its path; when its last byte has left the sender
+ * (the "data done" event) it leaves its links and the caller's completion fires one path
+ * latency later (the last byte's flight). Alone on a path with latency L and bottleneck B a
+ * flow of S bytes therefore takes L + S/B, the S/B part rounded up to a whole picosecond.
+ *
+ * Incremental sharing: a start or end marks the touched links dirty and schedules one
+ * "recompute" event at the current time (so a burst of simultaneous starts/ends costs one
+ * solve). The recompute walks the connected component(s) of flows sharing links with the
+ * dirty links, solves max-min on that component only, and reschedules just the flows whose
+ * rate changed; their old data-done events go stale (lazy cancellation by version number).
+ * A flow that starts on links no other flow uses skips all of this: its rate is the
+ * bottleneck bandwidth and it is scheduled at once.
+ *
+ * Departures that change nothing: every flow remembers its bottleneck (the link it froze on in
+ * progressive filling: saturated, and no flow on it is faster) and every link counts the flows
+ * bottlenecked on it. When a batch of flows leaves, a remaining flow whose bottleneck lost no
+ * flow still has a saturated link on which it is the fastest; if that holds for every remaining
+ * flow, the current rates satisfy the bottleneck characterisation of max-min fairness, which
+ * has a unique solution, so they are the solution. Hence only links that lost flows *and*
+ * still bottleneck someone need a solve. (An all-to-all on 256 GPUs: 496 solves of 65k flows
+ * become one.) Arrivals always need a solve of their component.
+ *
+ * Memory: flows live in a pool (array + free list) whose slots are reused; links keep growable
+ * arrays of (flow, hop) entries; component scratch arrays grow to the largest component. In
+ * steady state nothing is allocated per event. Paths are borrowed from the topology's route
+ * cache (topo_route's contract: valid until topo_destroy).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtsim/error.h"
+#include "dtsim/net.h"
+#include "maxmin.h"
+
+/* Re-solve after every departure, even from links that bottleneck nobody (the skip is exact:
+ * tests compare both ways by building with -DDTSIM_NET_NOSKIP=1). */
+#ifndef DTSIM_NET_NOSKIP
+#define DTSIM_NET_NOSKIP 0
+#endif
+
+/* Longest path a flow may take. Fat-trees and dragonflies with NIC hops stay under 12. */
+#define NET_MAX_HOPS 32
+
+typedef struct net_flow {
+    double remaining;   /* bytes still to send as of t_last */
+    double rate;        /* B/s; 0 before the first solve */
+    double bytes;
+    sim_time_t t_last;  /* when remaining was last brought up to date */
+    sim_time_t t_start;
+    sim_time_t tail;    /* path latency: added after the data phase */
+    const int *path;
+    int n_hops;
+    uint32_t version;   /* bumped on every reschedule and on free: stale events carry old ones */
+    int bneck;          /* bottleneck link from the last solve, -1 before */
+    int active;
+    int next_free;
+    uint32_t done_kind, done_id;
+    uint64_t done_data;
+} net_flow;
+
+/* Memo of routes by (src, dst): up to NET_LANES routes per pair (the route, its latency and
+ * bottleneck). Direct-mapped; a miss asks topo_route (whose own cache is larger but slower: a
+ * mutex and a probe per call). */
+#define NET_MEMO_BITS 13
+#define NET_LANES 4
+typedef struct route_lane {
+    const int *path; /* NULL until first used */
+    int n_hops;
+    int bl; /* bottleneck link */
+    sim_time_t lat;
+    double bw;
+} route_lane;
+typedef struct route_memo {
+    int64_t key; /* src * n_gpus + dst, -1 empty */
+    unsigned next; /* lane of the next transfer */
+    route_lane lane[NET_LANES];
+} route_memo;
+
+typedef struct link_entry {
+    int flow;
+    int hop;
+} link_entry;
+
+typedef struct net_link {
+    double bw;
+    link_entry *e;
+    int n, cap;
+    uint32_t mark;
+    int local;
+    int dirty;
+    int n_bneck; /* flows whose bottleneck this link is */
+} net_link;
+
+struct net {
+    topo *t;
+    sim_engine *eng;
+    net_config cfg;
+    uint32_t k_done, k_recompute;
+    net_link *links;
+    int n_links;
+    /* flow pool */
+    net_flow *flows;
+    /* Kept apart from the flows so that component walks touch 4 bytes per visit, and the
+     * flow records stay small (a recompute visits each flow of a component twice). */
+    uint32_t *fmark;   /* per flow: component walk epoch */
+    int *fslot;        /* per flow, NET_MAX_HOPS: position in each hop link's entry array */
+    int n_flows_cap, free_head, active;
+    /* dirty links awaiting a recompute */
+    int *dirty;
+    int n_dirty, cap_dirty;
+    int recompute_pending;
+    uint32_t epoch;
+    /* component scratch */
+    int *cf, *cl, *fstart, *flinks, *stack;
+    double *cap, *rate, *used;
+    int *bn;
+    int cap_cf, cap_cl, cap_inc, cap_stack, cap_fs, cap_ls, cap_rate;
+    mm_solver *mm;
+    route_memo *memo;
+    net_stats st;
+    net_link_observer obs;
+    void *obs_ctx;
+};
+
+static void on_done(void *model, sim_engine *eng, const sim_event *ev);
+static void on_recompute(void *model, sim_engine *eng, const sim_event *ev);
+
+net *net_create(topo *t, sim_engine *eng, const net_config *cfg)
+{
+    net *n = dt_xcalloc(1, sizeof *n);
+    n->t = t;
+    n->eng = eng;
+    if (cfg) n->cfg = *cfg;
+    n->n_links = t->n_links;
+    n->links = dt_xcalloc((size_t)(t->n_links ? t->n_links : 1), sizeof *n->links);
+    for (int l = 0; l < t->n_links; l++) {
+        DT_ASSERT(t->links[l].bandwidth > 0);
+        n->links[l].bw = t->links[l].bandwidth;
+    }
+    n->free_head = -1;
+    n->mm = mm_create();
+    n->memo = dt_xmalloc(sizeof(route_memo) << NET_MEMO_BITS);
+    for (int i = 0; i < 1 << NET_MEMO_BITS; i++) n->memo[i].key = -1;
+    n->k_done = sim_kind_register(eng, "net.done", on_done, n);
+    n->k_recompute = sim_kind_register(eng, "net.recompute", on_recompute, n);
+    return n;
+}
+
+void net_destroy(net *n)
+{
+    if (!n) return;
+    for (int l = 0; l < n->n_links; l++) free(n->links[l].e);
+    free(n->links);
+    free(n->flows);
+    free(n->fmark);
+    free(n->fslot);
+    free(n->dirty);
+    free(n->cf);
+    free(n->cl);
+    free(n->fstart);
+    free(n->flinks);
+    free(n->stack);
+    free(n->cap);
+    free(n->rate);
+    free(n->used);
+    free(n->bn);
+    free(n->memo);
+    mm_destroy(n->mm);
+    free(n);
+}
+
+void net_set_link_observer(net *n, net_link_observer fn, void *ctx)
+{
+    n->obs = fn;
+    n->obs_ctx = ctx;
+}
+
+void net_get_stats(const net *n, net_stats *out) { *out = n->st; }
+
+net_mode net_get_mode(const net *n) { return n->cfg.mode; }
+
+/* Seconds to whole picoseconds, rounded up. Relative noise below 1e-12 (what a division and a
+ * multiplication by 1e12 leave behind) is dropped first, so that 1 MB at 100 GB/s is exactly
+ * 10,000,000 ps rather than one more. */
+static sim_time_t ps_ceil(double seconds)
+{
+    double ps = seconds * 1e12;
+    DT_ASSERT(ps < 9.0e18);
+    if (ps <= 0) return 0;
+    double c = ceil(ps - ps * 1e-12);
+    return (sim_time_t)c;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+static sim_time_t path_latency(const topo *t, const int *path, int n_hops)
+{
+    sim_time_t lat = 0;
+    for (int h = 0; h < n_hops; h++) {
+        const topo_link *lk = &t->links[path[h]];
+        lat += lk->latency;
+        if (h > 0 && t->nodes[lk->src].kind == TOPO_SWITCH) lat += t->switch_latency;
+    }
+    return lat;
+}
+
+int net_path_info(net *n, int src_gpu, int dst_gpu, sim_time_t *latency, double *bottleneck,
+                  int *hops)
+{
+    const int *path = NULL;
+    int nh = 0;
+    int rc = topo_route(n->t, src_gpu, dst_gpu, 0, &path, &nh);
+    if (rc != DT_OK) return rc;
+    double b = INFINITY;
+    for (int h = 0; h < nh; h++)
+        if (n->t->links[path[h]].bandwidth < b) b = n->t->links[path[h]].bandwidth;
+    if (latency) *latency = path_latency(n->t, path, nh);
+    if (bottleneck) *bottleneck = b;
+    if (hops) *hops = nh;
+    return DT_OK;
+}
+
+static int flow_alloc(net *n)
+{
+    if (n->free_head < 0) {
+        int old = n->n_flows_cap;
+        int c = old ? old * 2 : 256;
+        n->flows = dt_xrealloc(n->flows, (size_t)c * sizeof *n->flows);
+        memset(n->flows + old, 0, (size_t)(c - old) * sizeof *n->flows);
+        n->fmark = dt_xrealloc(n->fmark, (size_t)c * sizeof *n->fmark);
+        memset(n->fmark + old, 0, (size_t)(c - old) * sizeof *n->fmark);
+        n->fslot = dt_xrealloc(n->fslot, (size_t)c * NET_MAX_HOPS * sizeof *n->fslot);
+        for (int i = c - 1; i >= old; i--) {
+            n->flows[i].next_free = n->free_head;
+            n->free_head = i;
+        }
+        n->n_flows_cap = c;
+    }
+    int id = n->free_head;
+    n->free_head = n->flows[id].next_free;
+    n->flows[id].active = 1;
+    n->active++;
+    return id;
+}
+
+enum { DIRTY_DEPART = 1, DIRTY_ARRIVE = 2 };
+
+static void mark_dirty(net *n, int l, int why)
+{
+    net_link *lk = &n->links[l];
+    int was = lk->dirty;
+    lk->dirty |= why;
+    if (was) return;
+    if (n->n_dirty == n->cap_dirty) {
+        n->cap_dirty = n->cap_dirty ? n->cap_dirty * 2 : 256;
+        n->dirty = dt_xrealloc(n->dirty, (size_t)n->cap_dirty * sizeof *n->dirty);
+    }
+    n->dirty[n->n_dirty++] = l;
+    if (!n->recompute_pending) {
+        n->recompute_pending = 1;
+        sim_schedule(n->eng, sim_now(n->eng), n->k_recompute, 0, 0);
+    }
+}
+
+static void schedule_finish(net *n, int id, net_flow *f, sim_time_t now)
+{
+    f->version++;
+    sim_time_t dt = ps_ceil(f->remaining / f->rate);
+    sim_schedule(n->eng, now + dt, n->k_done, (uint32_t)id, f->version);
+}
+
+static void note_util(net *n, double used, double bw)
+{
+    double u = used / bw;
+    if (u > n->st.max_link_utilisation) n->st.max_link_utilisation = u;
+#ifndef NDEBUG
+    /* Capacity is a hard invariant; allow only floating-point rounding. */
+    DT_ASSERT(u <= 1.0 + 1e-9);
+#endif
+}
+
+void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
+              uint32_t done_id, uint64_t done_data)
+{
+    sim_time_t now = sim_now(n->eng);
+    DT_ASSERT(bytes >= 0);
+    n->st.flows_started++;
+    n->st.bytes_sent += bytes;
+    if (src_gpu == dst_gpu) {
+        n->st.flows_finished++;
+        n->st.bytes_delivered += bytes;
+        sim_schedule(n->eng, now, done_kind, done_id, done_data);
+        return;
+    }
+    /* ECMP: successive transfers between one pair rotate over NET_LANES flow hashes of the
+     * pair (as NCCL spreads a connection over several channels / queue pairs, each pinned
+     * to a path by the 5-tuple hash). Deterministic, and routes are memoised per lane. */
+    int64_t key = (int64_t)src_gpu * n->t->n_gpus + dst_gpu;
+    route_memo *m = &n->memo[mix64((uint64_t)key) & ((1u << NET_MEMO_BITS) - 1)];
+    if (m->key != key) {
+        memset(m, 0, sizeof *m);
+        m->key = key;
+    }
+    unsigned v = m->next++ % NET_LANES;
+    route_lane *ln = &m->lane[v];
+    if (!ln->path) {
+        const int *pth = NULL;
+        int hops = 0;
+        uint64_t hash = mix64((uint64_t)key * NET_LANES + v + 0x9e3779b97f4a7c15ULL);
+        int rc = topo_route(n->t, src_gpu, dst_gpu, hash, &pth, &hops);
+        DT_ASSERT(rc == DT_OK);
+        DT_ASSERT(hops <= NET_MAX_HOPS);
+        ln->path = pth;
+        ln->n_hops = hops;
+        ln->lat = path_latency(n->t, pth, hops);
+        ln->bw = INFINITY;
+        ln->bl = -1;
+        for (int h = 0; h < hops; h++)
+            if (n->links[pth[h]].bw < ln->bw) {
+                ln->bw = n->links[pth[h]].bw;
+                ln->bl = pth[h];
+            }
+    }
+    const int *path = ln->path;
+    int nh = ln->n_hops;
+    sim_time_t lat = ln->lat;
+
+    if (n->cfg.mode == NET_ANALYTIC || bytes == 0 || nh == 0) {
+        sim_time_t dt = (bytes > 0 && nh > 0) ? ps_ceil(bytes / ln->bw) : 0;
+        n->st.flows_finished++;
+        n->st.bytes_delivered += bytes;
+        if (n->obs && bytes > 0)
+            for (int h = 0; h < nh; h++) n->obs(n->obs_ctx, path[h], now, now + dt, bytes);
+        sim_schedule(n->eng, now + dt + lat, done_kind, done_id, done_data);
+        return;
+    }
+
+    int id = flow_alloc(n);
+    net_flow *f = &n->flows[id];
+    f->remaining = f->bytes = bytes;
+    f->rate = 0;
+    f->t_last = f->t_start = now;
+    f->tail = lat;
+    f->path = path;
+    f->n_hops = nh;
+    f->done_kind = done_kind;
+    f->done_id = done_id;
+    f->done_data = done_data;
+    f->bneck = -1;
+    int alone = 1;
+    for (int h = 0; h < nh; h++) {
+        net_link *lk = &n->links[path[h]];
+        if (lk->n == lk->cap) {
+            lk->cap = lk->cap ? lk->cap * 2 : 4;
+            lk->e = dt_xrealloc(lk->e, (size_t)lk->cap * sizeof *lk->e);
+        }
+        n->fslot[(size_t)id * NET_MAX_HOPS + h] = lk->n;
+        lk->e[lk->n++] = (link_entry){id, h};
+        if (lk->n > 1) alone = 0;
+    }
+    if (alone) {
+        /* Fast path: nobody to share with, nobody's rate changes. */
+        f->rate = ln->bw;
+        f->bneck = ln->bl;
+        n->links[ln->bl].n_bneck++;
+        n->st.rate_updates++;
+        schedule_finish(n, id, f, now);
+    } else {
+        for (int h = 0; h < nh; h++) mark_dirty(n, path[h], DIRTY_ARRIVE);
+    }
+}
+
+static void on_done(void *model, sim_engine *eng, const sim_event *ev)
+{
+    net *n = model;
+    net_flow *f = &n->flows[ev->id];
+    if ((uint32_t)ev->data != f->version) return; /* stale: the rate changed since */
+    sim_time_t now = ev->time;
+    if (f->bneck >= 0) n->links[f->bneck].n_bneck--;
+    for (int h = 0; h < f->n_hops; h++) {
+        int l = f->path[h];
+        net_link *lk = &n->links[l];
+        int s = n->fslot[(size_t)ev->id * NET_MAX_HOPS + h];
+        link_entry last = lk->e[--lk->n];
+        if (s != lk->n) {
+            lk->e[s] = last;
+            n->fslot[(size_t)last.flow * NET_MAX_HOPS + last.hop] = s;
+        }
+        /* If no remaining flow is bottlenecked on this link, every remaining flow keeps a
+         * saturated link on which it is the fastest: the allocation is still max-min fair
+         * and nothing needs re-solving. */
+        if (lk->n > 0 && (DTSIM_NET_NOSKIP || lk->n_bneck > 0)) mark_dirty(n, l, DIRTY_DEPART);
+        if (n->obs) n->obs(n->obs_ctx, l, f->t_start, now, f->bytes);
+    }
+    n->st.flows_finished++;
+    n->st.bytes_delivered += f->bytes;
+    sim_schedule(eng, now + f->tail, f->done_kind, f->done_id, f->done_data);
+    f->version++;
+    f->active = 0;
+    f->next_free = n->free_head;
+    n->free_head = (int)ev->id;
+    n->active--;
+}
+
+static void grow_int(int **a, int *cap, int need)
+{
+    if (need <= *cap) return;
+    int c = *cap ? *cap : 256;
+    while (c < need) c *= 2;
+    *a = dt_xrealloc(*a, (size_t)c * sizeof **a);
+    *cap = c;
+}
+
+static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
+{
+    net *n = model;
+    sim_time_t now = ev->time;
+    n->recompute_pending = 0;
+    uint32_t ep = ++n->epoch;
+    int nf = 0, nl = 0, ninc = 0;
+
+    /* Walk the components touching dirty links, collecting each flow's links (global ids
+     * first, made local once every link has its index). Scratch arrays grow to the largest
+     * component seen and are reused. */
+    for (int d = 0; d < n->n_dirty; d++) {
+        int l0 = n->dirty[d];
+        int why = n->links[l0].dirty;
+        n->links[l0].dirty = 0;
+        if (n->links[l0].mark == ep || n->links[l0].n == 0) continue;
+        /* Departures only, and (now that the whole batch of simultaneous departures is in)
+         * nobody left is bottlenecked here: the skip rule of on_done holds for the batch. */
+        if (why == DIRTY_DEPART && n->links[l0].n_bneck == 0 && !DTSIM_NET_NOSKIP) continue;
+        int sp = 0;
+        grow_int(&n->cl, &n->cap_cl, nl + 1);
+        grow_int(&n->stack, &n->cap_stack, nl + 1);
+        n->links[l0].mark = ep;
+        n->links[l0].local = nl;
+        n->cl[nl++] = l0;
+        n->stack[sp++] = l0;
+        while (sp > 0) {
+            net_link *lk = &n->links[n->stack[--sp]];
+            for (int k = 0; k < lk->n; k++) {
+                int fid = lk->e[k].flow;
+                if (n->fmark[fid] == ep) continue;
+                n->fmark[fid] = ep;
+                const net_flow *f = &n->flows[fid];
+                grow_int(&n->cf, &n->cap_cf, nf + 2);
+                grow_int(&n->fstart, &n->cap_fs, nf + 2);
+                grow_int(&n->flinks, &n->cap_inc, ninc + f->n_hops);
+                n->cf[nf] = fid;
+                n->fstart[nf++] = ninc;
+                for (int h = 0; h < f->n_hops; h++) {
+                    int m = f->path[h];
+                    n->flinks[ninc++] = m;
+                    if (n->links[m].mark == ep) continue;
+                    n->links[m].mark = ep;
+                    n->links[m].local = nl;
+                    grow_int(&n->cl, &n->cap_cl, nl + 1);
+                    grow_int(&n->stack, &n->cap_stack, nl + 1);
+                    n->cl[nl++] = m;
+                    n->stack[sp++] = m;
+                }
+            }
+        }
+    }
+    n->n_dirty = 0;
+    if (nf == 0) return;
+    n->fstart[nf] = ninc;
+    for (int j = 0; j < ninc; j++) n->flinks[j] = n->links[n->flinks[j]].local;
+
+    if (nf > n->cap_rate) {
+        n->cap_rate = n->cap_cf;
+        n->rate = dt_xrealloc(n->rate, (size_t)n->cap_rate * sizeof *n->rate);
+        n->bn = dt_xrealloc(n->bn, (size_t)n->cap_rate * sizeof *n->bn);
+    }
+    if (nl > n->cap_ls) {
+        n->cap_ls = n->cap_cl;
+        n->cap = dt_xrealloc(n->cap, (size_t)n->cap_ls * sizeof *n->cap);
+        n->used = dt_xrealloc(n->used, (size_t)n->cap_ls * sizeof *n->used);
+    }
+    for (int j = 0; j < nl; j++) {
+        n->cap[j] = n->links[n->cl[j]].bw;
+        n->used[j] = 0;
+    }
+    mm_solve(n->mm, nl, n->cap, nf, n->fstart, n->flinks, n->rate, n->bn);
+    n->st.solves++;
+    n->st.solved_flows += (uint64_t)nf;
+
+    for (int i = 0; i < nf; i++) {
+        int fid = n->cf[i];
+        net_flow *f = &n->flows[fid];
+        double r = n->rate[i];
+        for (int j = n->fstart[i]; j < n->fstart[i + 1]; j++) n->used[n->flinks[j]] += r;
+        int b = n->bn[i] >= 0 ? n->cl[n->bn[i]] : -1;
+        if (b != f->bneck) {
+            if (f->bneck >= 0) n->links[f->bneck].n_bneck--;
+            if (b >= 0) n->links[b].n_bneck++;
+            f->bneck = b;
+        }
+        /* Unchanged up to rounding (a re-solve of the same sharing can land one ulp away):
+         * keep the rate and the scheduled finish rather than churn events by a picosecond. */
+        if (fabs(r - f->rate) <= 1e-12 * r) continue;
+        double rem = f->remaining - f->rate * sim_time_to_s(now - f->t_last);
+        f->remaining = rem > 0 ? rem : 0;
+        f->t_last = now;
+        f->rate = r;
+        n->st.rate_updates++;
+        schedule_finish(n, fid, f, now);
+    }
+    for (int j = 0; j < nl; j++) note_util(n, n->used[j], n->cap[j]);
+    (void)eng;
+}
+
+int net_check_fair(net *n, double rel_tol)
+{
+    /* One global solve over every flow in its bandwidth phase; allocation is fine here (a
+     * test and debugging aid, O(all flows), never on the event path). */
+    int nf = 0, k = 0;
+    int *fs = dt_xmalloc((size_t)(n->n_flows_cap + 1) * sizeof *fs);
+    int *ids = dt_xmalloc((size_t)(n->n_flows_cap + 1) * sizeof *ids);
+    int *fl = dt_xmalloc((size_t)(n->n_flows_cap + 1) * NET_MAX_HOPS * sizeof *fl);
+    double *rate = dt_xmalloc((size_t)(n->n_flows_cap + 1) * sizeof *rate);
+    double *cap = dt_xmalloc((size_t)(n->n_links + 1) * sizeof *cap);
+    for (int l = 0; l < n->n_links; l++) cap[l] = n->links[l].bw;
+    for (int i = 0; i < n->n_flows_cap; i++) {
+        const net_flow *f = &n->flows[i];
+        if (!f->active) continue;
+        fs[nf] = k;
+        ids[nf++] = i;
+        for (int h = 0; h < f->n_hops; h++) fl[k++] = f->path[h];
+    }
+    fs[nf] = k;
+    mm_solver *m = mm_create();
+    mm_solve(m, n->n_links, cap, nf, fs, fl, rate, NULL);
+    mm_destroy(m);
+    int bad = 0;
+    for (int i = 0; i < nf; i++)
+        if (fabs(rate[i] - n->flows[ids[i]].rate) > rel_tol * rate[i]) bad++;
+    free(fs);
+    free(ids);
+    free(fl);
+    free(rate);
+    free(cap);
+    return bad;
+}

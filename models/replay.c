@@ -1,0 +1,521 @@
+/* replay.c - one training step: an op graph run on the engine (see replay.h).
+ *
+ * Per op the hot path is: deps counter reaches zero -> maybe start (stream head) -> one
+ * completion event -> successors. Nothing is allocated per event: successor lists, stream
+ * queues and collective participant lists are CSR arrays built once from the graph. The
+ * critical GPU's breakdown is computed after the run from the recorded op times of its lane
+ * only, by one sweep over at most a few thousand intervals.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtsim/replay.h"
+
+#define N_STREAMS 4
+
+sim_time_t rep_roofline(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec, double flops,
+                        double bytes)
+{
+    double t = 0;
+    if (flops > 0) {
+        int p = (int)prec;
+        /* a precision the GPU lacks falls back to the next wider one */
+        while (p > 0 && spec->peak_flops[p] <= 0) p--;
+        double peak = spec->peak_flops[p] * spec->compute_eff[cls];
+        t = peak > 0 ? flops / peak : INFINITY;
+    }
+    if (bytes > 0) {
+        double bw = spec->hbm_bw * spec->memory_eff;
+        double tb = bw > 0 ? bytes / bw : INFINITY;
+        if (tb > t) t = tb;
+    }
+    if (!(t < 1e6)) t = 1e6;
+    return (sim_time_t)ceil(t * 1e12 - 1e-6);
+}
+
+sim_time_t rep_coll_time(rep_path_fn path, void *ctx, coll_op op, const int *gpus, int n,
+                         double bytes)
+{
+    if (!path || n <= 1) return 0;
+    double bw = INFINITY;
+    sim_time_t lat = 0;
+    int hops = op == COLL_SENDRECV ? 1 : n;
+    for (int i = 0; i < hops; i++) {
+        double b;
+        sim_time_t l;
+        path(ctx, gpus[i], gpus[(i + 1) % n], &b, &l);
+        if (b < bw) bw = b;
+        if (l > lat) lat = l;
+    }
+    double steps, frac;
+    switch (op) {
+    case COLL_ALLREDUCE: steps = 2.0 * (n - 1); frac = 2.0 * (n - 1) / n; break;
+    case COLL_REDUCE_SCATTER:
+    case COLL_ALLGATHER: steps = n - 1; frac = (double)(n - 1) / n; break;
+    case COLL_ALLTOALL: steps = n - 1; frac = (double)(n - 1) / n; break;
+    case COLL_BROADCAST:
+    case COLL_REDUCE: steps = n - 1; frac = 1; break;
+    case COLL_SENDRECV:
+    default: steps = 1; frac = 1; break;
+    }
+    double t = bytes > 0 && isfinite(bw) ? frac * bytes / bw : 0;
+    return (sim_time_t)(steps * (double)lat) + sim_time_from_s(t);
+}
+
+typedef struct rep {
+    const wl_graph *g;
+    const rep_config *cfg;
+    sim_engine *eng;
+    uint32_t k_op_done, k_coll_done, k_coll_part, k_send_part;
+    int ts;                        /* lane size */
+    /* CSR: successors, stream queues, collective participants */
+    uint32_t *succ_start, *succ;
+    uint32_t *q_start, *q;         /* key lane*N_STREAMS + stream */
+    uint32_t *q_head;
+    uint8_t *q_busy;
+    uint32_t *part_start, *part;   /* collective instance -> participant ops */
+    uint32_t *remaining;           /* deps not yet done, per op */
+    uint32_t *arrived;             /* per instance */
+    uint32_t *pending;             /* per instance (flow) / per send op (flow) parts left */
+    sim_time_t *start, *launch, *end;
+    sim_time_t *own;               /* per op x lane member compute time (when heterogeneous) */
+    sim_time_t *cost_base;         /* per cost, homogeneous GPUs: base compute time */
+    sim_time_t *inlane_cache;      /* per (cost, lane) in-lane comm time, -1 = unknown */
+    bool homogeneous, hetero_time;
+    sim_rng **rng;                 /* per GPU jitter streams */
+    int *scratch;                  /* group building */
+} rep;
+
+static sim_time_t base_time(rep *R, uint32_t cost, int gpu)
+{
+    const wl_cost *c = &R->g->costs[cost];
+    if (R->homogeneous && R->cost_base[cost] >= 0) return R->cost_base[cost];
+    sim_time_t t = c->fixed;
+    if (R->cfg->gpus) {
+        const gpu_spec *sp = &R->cfg->gpus[gpu];
+        rep_op_time_fn f = R->cfg->op_time ? R->cfg->op_time : rep_roofline;
+        for (int k = 0; k < GPU_OP_CLASS_COUNT; k++)
+            if (c->flops[k] > 0 || c->bytes[k] > 0)
+                t += f(sp, (gpu_op_class)k, R->g->precision, c->flops[k], c->bytes[k]);
+    }
+    if (R->homogeneous) R->cost_base[cost] = t;
+    return t;
+}
+
+static sim_time_t inlane_time(rep *R, uint32_t cost, uint32_t lane)
+{
+    const wl_cost *c = &R->g->costs[cost];
+    if (c->n_inlane == 0 || R->ts <= 1) return 0;
+    sim_time_t *slot = &R->inlane_cache[(size_t)cost * R->g->n_lanes + lane];
+    if (*slot >= 0) return *slot;
+    const int *gpus = &R->g->lane_gpus[(size_t)lane * R->ts];
+    sim_time_t t = 0;
+    for (int i = 0; i < c->n_inlane; i++)
+        t += c->inlane[i].count * rep_coll_time(R->cfg->path, R->cfg->path_ctx, c->inlane[i].op,
+                                                gpus, R->ts, c->inlane[i].bytes);
+    *slot = t;
+    return t;
+}
+
+static double jitter_draw(rep *R, int gpu)
+{
+    const rep_config *c = R->cfg;
+    double x = 1;
+    if (c->jitter == WL_JITTER_LOGNORMAL)
+        x = sim_rng_lognormal(R->rng[gpu], -0.5 * c->jitter_sigma * c->jitter_sigma,
+                              c->jitter_sigma);
+    else if (c->jitter == WL_JITTER_NORMAL)
+        x = fmax(0.01, sim_rng_normal(R->rng[gpu], 1.0, c->jitter_sigma));
+    return x;
+}
+
+static void try_start(rep *R, uint32_t key);
+
+static void start_op(rep *R, uint32_t id)
+{
+    const wl_op *o = &R->g->ops[id];
+    sim_time_t now = sim_now(R->eng);
+    R->start[id] = now;
+    R->launch[id] = now;
+    if (o->kind == WL_OP_COMPUTE) {
+        const int *gpus = &R->g->lane_gpus[(size_t)o->lane * R->ts];
+        sim_time_t max = 0;
+        if (R->hetero_time) {
+            for (int k = 0; k < R->ts; k++) {
+                int gpu = gpus[k];
+                double f = R->cfg->slowdown ? R->cfg->slowdown[gpu] : 1.0;
+                if (R->cfg->jitter != WL_JITTER_NONE) f *= jitter_draw(R, gpu);
+                sim_time_t t = (sim_time_t)llround((double)base_time(R, o->arg, gpu) * f);
+                R->own[(size_t)id * R->ts + k] = t;
+                if (t > max) max = t;
+            }
+        } else {
+            max = base_time(R, o->arg, gpus[0]);
+        }
+        sim_schedule(R->eng, now + max + inlane_time(R, o->arg, o->lane), R->k_op_done, id, 0);
+    } else if (o->kind == WL_OP_SEND) {
+        const int *src = &R->g->lane_gpus[(size_t)o->lane * R->ts];
+        const int *dst = &R->g->lane_gpus[(size_t)o->arg * R->ts];
+        if (R->cfg->comm) {
+            R->pending[id] = (uint32_t)R->ts;
+            for (int k = 0; k < R->ts; k++)
+                R->cfg->comm->send(R->cfg->comm->ctx, src[k], dst[k], o->bytes, R->k_send_part, id);
+        } else {
+            sim_time_t t = 0;
+            for (int k = 0; k < R->ts; k++) {
+                int pair[2] = {src[k], dst[k]};
+                sim_time_t x = rep_coll_time(R->cfg->path, R->cfg->path_ctx, COLL_SENDRECV, pair,
+                                             2, o->bytes);
+                if (x > t) t = x;
+            }
+            sim_schedule(R->eng, now + t, R->k_op_done, id, 0);
+        }
+    } else {
+        /* Collective: wait for every participating lane. */
+        uint32_t inst = o->arg;
+        uint32_t n = R->part_start[inst + 1] - R->part_start[inst];
+        if (++R->arrived[inst] < n) return;
+        const wl_coll *c = &R->g->colls[inst];
+        sim_time_t worst = 0;
+        if (R->cfg->comm) R->pending[inst] = (uint32_t)R->ts;
+        for (int k = 0; k < R->ts; k++) {
+            for (uint32_t i = 0; i < n; i++) {
+                uint32_t p = R->part[R->part_start[inst] + i];
+                R->scratch[i] = R->g->lane_gpus[(size_t)R->g->ops[p].lane * R->ts + k];
+            }
+            if (R->cfg->comm) {
+                R->cfg->comm->coll(R->cfg->comm->ctx, c->op, R->scratch, (int)n, c->bytes,
+                                   R->k_coll_part, inst);
+            } else {
+                sim_time_t t = rep_coll_time(R->cfg->path, R->cfg->path_ctx, c->op, R->scratch,
+                                             (int)n, c->bytes);
+                if (t > worst) worst = t;
+            }
+        }
+        for (uint32_t i = 0; i < n; i++) R->launch[R->part[R->part_start[inst] + i]] = now;
+        if (!R->cfg->comm) sim_schedule(R->eng, now + worst, R->k_coll_done, inst, 0);
+    }
+}
+
+static void try_start(rep *R, uint32_t key)
+{
+    if (R->q_busy[key] || R->q_head[key] == R->q_start[key + 1]) return;
+    uint32_t id = R->q[R->q_head[key]];
+    if (R->remaining[id]) return;
+    R->q_busy[key] = 1;
+    start_op(R, id);
+}
+
+static void complete_op(rep *R, uint32_t id)
+{
+    const wl_op *o = &R->g->ops[id];
+    R->end[id] = sim_now(R->eng);
+    uint32_t key = o->lane * N_STREAMS + o->stream;
+    R->q_busy[key] = 0;
+    R->q_head[key]++;
+    for (uint32_t i = R->succ_start[id]; i < R->succ_start[id + 1]; i++) {
+        uint32_t s = R->succ[i];
+        if (--R->remaining[s] == 0) {
+            const wl_op *so = &R->g->ops[s];
+            try_start(R, so->lane * N_STREAMS + so->stream);
+        }
+    }
+    try_start(R, key);
+}
+
+static void on_op_done(void *model, sim_engine *eng, const sim_event *ev)
+{
+    (void)eng;
+    complete_op(model, ev->id);
+}
+
+static void finish_coll(rep *R, uint32_t inst)
+{
+    for (uint32_t i = R->part_start[inst]; i < R->part_start[inst + 1]; i++)
+        complete_op(R, R->part[i]);
+}
+
+static void on_coll_done(void *model, sim_engine *eng, const sim_event *ev)
+{
+    (void)eng;
+    finish_coll(model, ev->id);
+}
+
+static void on_coll_part(void *model, sim_engine *eng, const sim_event *ev)
+{
+    (void)eng;
+    rep *R = model;
+    if (--R->pending[ev->id] == 0) finish_coll(R, ev->id);
+}
+
+static void on_send_part(void *model, sim_engine *eng, const sim_event *ev)
+{
+    (void)eng;
+    rep *R = model;
+    if (--R->pending[ev->id] == 0) complete_op(R, ev->id);
+}
+
+/* Counting-sort CSR: items 0..n-1 with key[i] in [0, n_keys). */
+static void csr(uint32_t n_keys, uint32_t n, const uint32_t *key, uint32_t **start_out,
+                uint32_t **items_out)
+{
+    uint32_t *start = dt_xcalloc((size_t)n_keys + 1, sizeof *start);
+    uint32_t *items = dt_xmalloc(((size_t)n + 1) * sizeof *items);
+    for (uint32_t i = 0; i < n; i++) start[key[i] + 1]++;
+    for (uint32_t k = 0; k < n_keys; k++) start[k + 1] += start[k];
+    uint32_t *fill = dt_xmalloc(((size_t)n_keys + 1) * sizeof *fill);
+    memcpy(fill, start, ((size_t)n_keys + 1) * sizeof *fill);
+    for (uint32_t i = 0; i < n; i++) items[fill[key[i]]++] = i;
+    free(fill);
+    *start_out = start;
+    *items_out = items;
+}
+
+/* ---- breakdown of the critical GPU ---- */
+
+typedef struct mark { sim_time_t t; int cat; int delta; } mark;
+enum { CAT_WAIT, CAT_COMM, CAT_COMPUTE, N_CAT };
+
+static int mark_cmp(const void *a, const void *b)
+{
+    const mark *x = a, *y = b;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    return 0;
+}
+
+static void breakdown(rep *R, uint32_t lane, int member, rep_result *out)
+{
+    const wl_graph *g = R->g;
+    size_t cap = 64, n = 0;
+    mark *m = dt_xmalloc(cap * sizeof *m);
+#define ADD(a, b, c)                                                                        \
+    do {                                                                                    \
+        if ((b) > (a)) {                                                                    \
+            if (n + 2 > cap) m = dt_xrealloc(m, (cap *= 2) * sizeof *m);                    \
+            m[n++] = (mark){(a), (c), +1};                                                  \
+            m[n++] = (mark){(b), (c), -1};                                                  \
+        }                                                                                   \
+    } while (0)
+    for (uint32_t key = lane * N_STREAMS; key < (lane + 1) * N_STREAMS; key++)
+        for (uint32_t i = R->q_start[key]; i < R->q_start[key + 1]; i++) {
+            uint32_t id = R->q[i];
+            const wl_op *o = &g->ops[id];
+            sim_time_t s = R->start[id], l = R->launch[id], e = R->end[id];
+            if (o->kind == WL_OP_COMPUTE) {
+                sim_time_t in = inlane_time(R, o->arg, o->lane);
+                sim_time_t own = R->hetero_time ? R->own[(size_t)id * R->ts + member] : e - s - in;
+                ADD(s, s + own, CAT_COMPUTE);
+                ADD(s + own, e - in, CAT_WAIT);
+                ADD(e - in, e, CAT_COMM);
+            } else {
+                ADD(s, l, CAT_WAIT);
+                ADD(l, e, CAT_COMM);
+            }
+        }
+#undef ADD
+    qsort(m, n, sizeof *m, mark_cmp);
+    int active[N_CAT] = {0};
+    sim_time_t acc[N_CAT + 1] = {0}, prev = 0;
+    for (size_t i = 0; i <= n; i++) {
+        sim_time_t t = i < n ? m[i].t : out->step_time;
+        if (t > out->step_time) t = out->step_time;
+        if (t > prev) {
+            int cat = N_CAT; /* idle */
+            for (int c = N_CAT - 1; c >= 0; c--)
+                if (active[c] > 0) {
+                    cat = c;
+                    break;
+                }
+            acc[cat] += t - prev;
+            prev = t;
+        }
+        if (i < n) active[m[i].cat] += m[i].delta;
+    }
+    free(m);
+    out->compute = acc[CAT_COMPUTE];
+    out->comm_exposed = acc[CAT_COMM];
+    out->straggler_wait = acc[CAT_WAIT];
+    out->bubble = acc[N_CAT];
+}
+
+int rep_run(const wl_graph *g, const rep_config *cfg, rep_result *out, dt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (cfg->n_gpus < g->n_gpus)
+        return dt_error_set(err, DT_EINPUT, NULL, NULL,
+                            "the op graph uses %d GPUs but the cluster has %d", g->n_gpus,
+                            cfg->n_gpus);
+    rep R = {.g = g, .cfg = cfg, .ts = g->lane_size};
+    uint32_t n = g->n_ops;
+    bool own_engine = cfg->eng == NULL;
+    R.eng = own_engine ? sim_engine_create() : cfg->eng;
+    R.k_op_done = sim_kind_register(R.eng, "rep.op_done", on_op_done, &R);
+    R.k_coll_done = sim_kind_register(R.eng, "rep.coll_done", on_coll_done, &R);
+    R.k_coll_part = sim_kind_register(R.eng, "rep.coll_part", on_coll_part, &R);
+    R.k_send_part = sim_kind_register(R.eng, "rep.send_part", on_send_part, &R);
+
+    /* successors: one entry per dep edge, keyed by the dep */
+    uint32_t *key = dt_xmalloc(((size_t)(g->n_deps > n ? g->n_deps : n) + 1) * sizeof *key);
+    uint32_t *edge_to = dt_xmalloc(((size_t)g->n_deps + 1) * sizeof *edge_to);
+    R.remaining = dt_xcalloc((size_t)n + 1, sizeof *R.remaining);
+    for (uint32_t i = 0; i < n; i++) {
+        const wl_op *o = &g->ops[i];
+        R.remaining[i] = o->n_deps;
+        for (uint32_t d = 0; d < o->n_deps; d++) {
+            key[o->dep_start + d] = g->deps[o->dep_start + d];
+            edge_to[o->dep_start + d] = i;
+            DT_ASSERT(g->deps[o->dep_start + d] < n);
+        }
+    }
+    uint32_t *eidx;
+    csr(n, g->n_deps, key, &R.succ_start, &eidx);
+    R.succ = dt_xmalloc(((size_t)g->n_deps + 1) * sizeof *R.succ);
+    for (uint32_t i = 0; i < g->n_deps; i++) R.succ[i] = edge_to[eidx[i]];
+    free(eidx);
+    free(edge_to);
+    /* stream queues in op order */
+    uint32_t n_keys = (uint32_t)g->n_lanes * N_STREAMS;
+    for (uint32_t i = 0; i < n; i++) key[i] = g->ops[i].lane * N_STREAMS + g->ops[i].stream;
+    csr(n_keys, n, key, &R.q_start, &R.q);
+    R.q_head = dt_xmalloc(((size_t)n_keys + 1) * sizeof *R.q_head);
+    memcpy(R.q_head, R.q_start, (size_t)n_keys * sizeof *R.q_head);
+    R.q_busy = dt_xcalloc((size_t)n_keys + 1, 1);
+    /* collective participants */
+    uint32_t n_coll_ops = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (g->ops[i].kind == WL_OP_COLL) key[n_coll_ops++] = g->ops[i].arg;
+    uint32_t *pidx;
+    csr(g->n_colls, n_coll_ops, key, &R.part_start, &pidx);
+    /* map participant indices (k-th collective op) back to op ids */
+    uint32_t *coll_ops = dt_xmalloc(((size_t)n_coll_ops + 1) * sizeof *coll_ops);
+    for (uint32_t i = 0, k = 0; i < n; i++)
+        if (g->ops[i].kind == WL_OP_COLL) coll_ops[k++] = i;
+    R.part = dt_xmalloc(((size_t)n_coll_ops + 1) * sizeof *R.part);
+    uint32_t max_part = 1;
+    for (uint32_t i = 0; i < n_coll_ops; i++) R.part[i] = coll_ops[pidx[i]];
+    for (uint32_t c = 0; c < g->n_colls; c++) {
+        uint32_t np = R.part_start[c + 1] - R.part_start[c];
+        if (np > max_part) max_part = np;
+    }
+    free(pidx);
+    free(coll_ops);
+    free(key);
+    R.arrived = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.arrived);
+    R.pending = dt_xcalloc((size_t)(n > g->n_colls ? n : g->n_colls) + 1, sizeof *R.pending);
+    R.scratch = dt_xmalloc(max_part * sizeof *R.scratch);
+    R.start = dt_xcalloc((size_t)n + 1, sizeof *R.start);
+    R.launch = dt_xcalloc((size_t)n + 1, sizeof *R.launch);
+    R.end = dt_xcalloc((size_t)n + 1, sizeof *R.end);
+    for (uint32_t i = 0; i < n; i++) R.end[i] = -1;
+    /* compute-time caches */
+    R.homogeneous = true;
+    if (cfg->gpus)
+        for (int i = 1; i < g->n_gpus; i++)
+            if (memcmp(&cfg->gpus[i], &cfg->gpus[0], sizeof cfg->gpus[0])) {
+                R.homogeneous = false;
+                break;
+            }
+    R.cost_base = dt_xmalloc(((size_t)g->n_costs + 1) * sizeof *R.cost_base);
+    for (uint32_t i = 0; i < g->n_costs; i++) R.cost_base[i] = -1;
+    size_t nic = (size_t)g->n_costs * g->n_lanes;
+    R.inlane_cache = dt_xmalloc((nic + 1) * sizeof *R.inlane_cache);
+    for (size_t i = 0; i < nic; i++) R.inlane_cache[i] = -1;
+    bool slow = false;
+    if (cfg->slowdown)
+        for (int i = 0; i < g->n_gpus; i++)
+            if (cfg->slowdown[i] != 1.0) slow = true;
+    R.hetero_time = slow || cfg->jitter != WL_JITTER_NONE;
+    if (R.hetero_time) R.own = dt_xcalloc((size_t)n * R.ts + 1, sizeof *R.own);
+    if (cfg->jitter != WL_JITTER_NONE) {
+        R.rng = dt_xcalloc((size_t)g->n_gpus, sizeof *R.rng);
+        for (int i = 0; i < g->n_gpus; i++) {
+            char name[48];
+            snprintf(name, sizeof name, "jitter.gpu%d", i);
+            R.rng[i] = sim_rng_create(cfg->seed, name);
+        }
+    }
+
+    uint64_t ev0 = sim_events_handled(R.eng);
+    for (uint32_t k = 0; k < n_keys; k++) try_start(&R, k);
+    sim_run(R.eng, SIM_TIME_MAX);
+    out->events = sim_events_handled(R.eng) - ev0;
+
+    int rc = DT_OK;
+    sim_time_t T = 0;
+    uint32_t crit_lane = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (R.end[i] < 0) {
+            rc = dt_error_set(err, DT_EINPUT, NULL, NULL,
+                              "op %u (%s, lane %u) never ran: its dependencies form a cycle or "
+                              "a collective lacks participants",
+                              i, g->names[g->ops[i].name], g->ops[i].lane);
+            break;
+        }
+        if (R.end[i] > T || (R.end[i] == T && g->ops[i].lane < crit_lane)) {
+            T = R.end[i];
+            crit_lane = g->ops[i].lane;
+        }
+    }
+    if (rc == DT_OK) {
+        out->step_time = T;
+        out->critical_gpu = g->lane_gpus[(size_t)crit_lane * R.ts];
+        breakdown(&R, crit_lane, 0, out);
+        /* Every GPU's wait: one sweep per lane (per member when members differ). */
+        rep_result tmp = {.step_time = T};
+        out->max_straggler_wait = -1;
+        for (uint32_t l = 0; l < (uint32_t)g->n_lanes; l++)
+            for (int k = 0; k < (R.hetero_time ? R.ts : 1); k++) {
+                breakdown(&R, l, k, &tmp);
+                if (tmp.straggler_wait > out->max_straggler_wait) {
+                    out->max_straggler_wait = tmp.straggler_wait;
+                    out->max_straggler_wait_gpu = g->lane_gpus[(size_t)l * R.ts + k];
+                }
+            }
+        if (cfg->record) {
+            out->op_start = R.start;
+            out->op_launch = R.launch;
+            out->op_end = R.end;
+            out->op_inlane = dt_xmalloc(((size_t)n + 1) * sizeof *out->op_inlane);
+            for (uint32_t i = 0; i < n; i++)
+                out->op_inlane[i] = g->ops[i].kind == WL_OP_COMPUTE
+                                        ? inlane_time(&R, g->ops[i].arg, g->ops[i].lane)
+                                        : 0;
+            R.start = R.launch = R.end = NULL;
+        }
+    }
+    if (R.rng)
+        for (int i = 0; i < g->n_gpus; i++) sim_rng_destroy(R.rng[i]);
+    free(R.rng);
+    free(R.own);
+    free(R.cost_base);
+    free(R.inlane_cache);
+    free(R.start);
+    free(R.launch);
+    free(R.end);
+    free(R.scratch);
+    free(R.pending);
+    free(R.arrived);
+    free(R.part);
+    free(R.part_start);
+    free(R.q_busy);
+    free(R.q_head);
+    free(R.q);
+    free(R.q_start);
+    free(R.succ);
+    free(R.succ_start);
+    free(R.remaining);
+    if (own_engine) sim_engine_destroy(R.eng);
+    return rc;
+}
+
+void rep_result_free(rep_result *r)
+{
+    if (!r) return;
+    free(r->op_start);
+    free(r->op_launch);
+    free(r->op_end);
+    free(r->op_inlane);
+    r->op_start = r->op_launch = r->op_end = r->op_inlane = NULL;
+}

@@ -1,0 +1,435 @@
+/* scenario.c - reading and validating scenario files (docs/formats.md, "Scenario files").
+ *
+ * Every key is checked (unknown keys are errors with a did-you-mean) and every error names its
+ * JSON path. The topology and GPU values stay raw cJSON: the topology module owns their format.
+ * Checks that need the cluster size wait for wl_scenario_resolve().
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtsim/workload.h"
+
+#define TRY(x)                                                                              \
+    do {                                                                                    \
+        int rc_ = (x);                                                                      \
+        if (rc_ != DT_OK) return rc_;                                                       \
+    } while (0)
+
+static const char *const precision_names[] = {"fp32", "fp16", "bf16", "fp8", NULL};
+static const char *const optimizer_names[] = {"adam", "sgd", NULL};
+static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved", NULL};
+static const char *const ckpt_names[] = {"none", "full", "selective", NULL};
+static const char *const kind_names[] = {"transformer", "synthetic", "params", NULL};
+static const char *const mlp_names[] = {"gelu", "swiglu", NULL};
+static const char *const network_names[] = {"flow", "analytic", NULL};
+static const char *const jitter_names[] = {"none", "lognormal", "normal", NULL};
+
+const char *wl_schedule_name(wl_schedule_kind k) { return schedule_names[k]; }
+
+double wl_precision_bytes(wl_precision p) { return p == WL_FP32 ? 4.0 : 2.0; }
+
+gpu_precision wl_gpu_precision(wl_precision p)
+{
+    switch (p) {
+    case WL_FP32: return GPU_FP32;
+    case WL_FP16: return GPU_FP16;
+    case WL_BF16: return GPU_BF16;
+    case WL_FP8: return GPU_FP8;
+    }
+    return GPU_BF16;
+}
+
+static int get_pos_int(const js_ctx *c, const cJSON *o, const char *path, const char *key,
+                       bool req, int *out)
+{
+    long long v = *out;
+    TRY(js_get_int(c, o, path, key, req, 1, 1 << 30, &v));
+    *out = (int)v;
+    return DT_OK;
+}
+
+static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_model *out)
+{
+    static const char *const keys[] = {
+        "kind", "name", "layers", "hidden", "heads", "seq_len", "vocab", "ffn", "kv_heads",
+        "experts", "top_k", "mlp", "tied_embeddings", "forward_time", "backward_time", "params",
+        "activation_bytes", "flops_per_layer", NULL};
+    TRY(js_expect_object(c, m, path));
+    TRY(js_check_keys(c, m, path, keys));
+    int kind = WL_TRANSFORMER;
+    TRY(js_get_enum(c, m, path, "kind", true, kind_names, &kind));
+    out->kind = (wl_model_kind)kind;
+    const char *name = NULL;
+    TRY(js_get_string(c, m, path, "name", false, &name));
+    snprintf(out->name, sizeof out->name, "%s", name ? name : kind_names[kind]);
+    /* Keys that belong to another kind are errors rather than silently ignored. */
+    static const char *const tf_only[] = {"hidden", "heads", "seq_len", "vocab", "ffn",
+                                          "kv_heads", "experts", "top_k", "mlp",
+                                          "tied_embeddings", NULL};
+    static const char *const syn_only[] = {"forward_time", "backward_time", "activation_bytes",
+                                           "flops_per_layer", NULL};
+    const char *const *foreign[3][2] = {{syn_only, NULL}, {tf_only, NULL}, {tf_only, syn_only}};
+    for (int f = 0; f < 2 && foreign[kind][f]; f++)
+        for (const char *const *k = foreign[kind][f]; *k; k++)
+            if (cJSON_GetObjectItemCaseSensitive(m, *k) &&
+                !(kind == WL_SYNTHETIC && !strcmp(*k, "seq_len")))
+                return js_fail(c, path, *k, "not a key of a \"%s\" model", kind_names[kind]);
+
+    out->mlp = WL_MLP_GELU;
+    out->tied_embeddings = true;
+    out->layers = 1;
+    if (kind == WL_TRANSFORMER) {
+        TRY(get_pos_int(c, m, path, "layers", true, &out->layers));
+        TRY(js_get_number(c, m, path, "hidden", true, 1, 1e7, &out->hidden));
+        TRY(js_get_number(c, m, path, "heads", true, 1, 1e5, &out->heads));
+        TRY(js_get_number(c, m, path, "seq_len", true, 1, 1e8, &out->seq_len));
+        TRY(js_get_number(c, m, path, "vocab", true, 1, 1e8, &out->vocab));
+        out->ffn = 4 * out->hidden;
+        TRY(js_get_number(c, m, path, "ffn", false, 1, 1e8, &out->ffn));
+        out->kv_heads = out->heads;
+        TRY(js_get_number(c, m, path, "kv_heads", false, 1, out->heads, &out->kv_heads));
+        out->experts = 1;
+        TRY(js_get_number(c, m, path, "experts", false, 1, 1e5, &out->experts));
+        out->top_k = 1;
+        TRY(js_get_number(c, m, path, "top_k", false, 1, out->experts, &out->top_k));
+        int mlp = WL_MLP_GELU;
+        TRY(js_get_enum(c, m, path, "mlp", false, mlp_names, &mlp));
+        out->mlp = (wl_mlp_kind)mlp;
+        TRY(js_get_bool(c, m, path, "tied_embeddings", false, &out->tied_embeddings));
+        if (floor(out->hidden / out->heads) * out->heads != out->hidden)
+            return js_fail(c, path, "heads", "must divide hidden (%g), found %g", out->hidden,
+                           out->heads);
+        if (floor(out->heads / out->kv_heads) * out->kv_heads != out->heads)
+            return js_fail(c, path, "kv_heads", "must divide heads (%g), found %g", out->heads,
+                           out->kv_heads);
+        out->params = wl_total_params(out);
+        TRY(js_get_number(c, m, path, "params", false, 1, 1e16, &out->params));
+    } else if (kind == WL_SYNTHETIC) {
+        TRY(get_pos_int(c, m, path, "layers", true, &out->layers));
+        TRY(js_get_time(c, m, path, "forward_time", true, &out->t_fwd));
+        TRY(js_get_time(c, m, path, "backward_time", true, &out->t_bwd));
+        TRY(js_get_number(c, m, path, "params", true, 0, 1e16, &out->params));
+        TRY(js_get_quantity(c, m, path, "activation_bytes", UNIT_SIZE, false, false,
+                            &out->act_bytes_per_layer));
+        TRY(js_get_quantity(c, m, path, "flops_per_layer", UNIT_WORK, false, false,
+                            &out->flops_per_layer));
+        TRY(js_get_number(c, m, path, "seq_len", false, 1, 1e8, &out->seq_len));
+    } else {
+        TRY(js_get_number(c, m, path, "params", true, 1, 1e16, &out->params));
+        TRY(get_pos_int(c, m, path, "layers", false, &out->layers));
+    }
+    return DT_OK;
+}
+
+static int parse_placement(const js_ctx *c, const cJSON *p, const char *path, wl_plan *out)
+{
+    const char *s = NULL;
+    TRY(js_get_string(c, p, path, "placement", false, &s));
+    if (!s) return DT_OK;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", s);
+    int n = 0, seen = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        while (*tok == ' ') tok++;
+        wl_axis a;
+        if (!strcmp(tok, "tp")) a = WL_AXIS_TP;
+        else if (!strcmp(tok, "pp")) a = WL_AXIS_PP;
+        else if (!strcmp(tok, "dp")) a = WL_AXIS_DP;
+        else
+            return js_fail(c, path, "placement",
+                           "expected an order of tp, pp, dp such as \"dp,pp,tp\" "
+                           "(outermost first), found \"%s\"", s);
+        if (n >= 3 || (seen & (1 << a)))
+            return js_fail(c, path, "placement", "each of tp, pp, dp exactly once, found \"%s\"",
+                           s);
+        seen |= 1 << a;
+        out->placement[n++] = a;
+    }
+    if (n != 3)
+        return js_fail(c, path, "placement", "each of tp, pp, dp exactly once, found \"%s\"", s);
+    return DT_OK;
+}
+
+static int parse_plan(const js_ctx *c, const cJSON *p, const char *path, wl_plan *out,
+                      double *global_batch)
+{
+    static const char *const keys[] = {
+        "dp", "tp", "pp", "zero", "schedule", "virtual_stages", "microbatches",
+        "micro_batch_size", "gradient_accumulation", "activation_checkpointing",
+        "sequence_parallel", "bucket_size", "overlap_dp", "compression", "placement", NULL};
+    TRY(js_expect_object(c, p, path));
+    TRY(js_check_keys(c, p, path, keys));
+    TRY(get_pos_int(c, p, path, "dp", false, &out->dp));
+    TRY(get_pos_int(c, p, path, "tp", false, &out->tp));
+    TRY(get_pos_int(c, p, path, "pp", false, &out->pp));
+    long long z = 0;
+    TRY(js_get_int(c, p, path, "zero", false, 0, 3, &z));
+    out->zero = (int)z;
+    int sched = out->pp > 1 ? WL_1F1B : WL_GPIPE;
+    TRY(js_get_enum(c, p, path, "schedule", false, schedule_names, &sched));
+    out->schedule = (wl_schedule_kind)sched;
+    TRY(get_pos_int(c, p, path, "virtual_stages", false, &out->virtual_stages));
+    if (out->schedule != WL_INTERLEAVED && out->virtual_stages != 1)
+        return js_fail(c, path, "virtual_stages", "only with \"schedule\": \"interleaved\"");
+    if (out->schedule == WL_INTERLEAVED && !cJSON_GetObjectItemCaseSensitive(p, "virtual_stages"))
+        return js_fail(c, path, "virtual_stages",
+                       "required with \"schedule\": \"interleaved\" (model chunks per stage)");
+    TRY(get_pos_int(c, p, path, "microbatches", false, &out->microbatches));
+    int ga = 0;
+    TRY(get_pos_int(c, p, path, "gradient_accumulation", false, &ga));
+    if (ga && out->microbatches && ga != out->microbatches)
+        return js_fail(c, path, "gradient_accumulation",
+                       "is the number of microbatches per step and must equal microbatches "
+                       "(%d), found %d", out->microbatches, ga);
+    if (ga) out->microbatches = ga;
+    TRY(get_pos_int(c, p, path, "micro_batch_size", false, &out->micro_batch_size));
+    int ck = WL_CKPT_NONE;
+    TRY(js_get_enum(c, p, path, "activation_checkpointing", false, ckpt_names, &ck));
+    out->checkpointing = (wl_ckpt)ck;
+    TRY(js_get_bool(c, p, path, "sequence_parallel", false, &out->sequence_parallel));
+    TRY(js_get_quantity(c, p, path, "bucket_size", UNIT_SIZE, false, true, &out->bucket_bytes));
+    TRY(js_get_bool(c, p, path, "overlap_dp", false, &out->overlap_dp));
+    const cJSON *comp = cJSON_GetObjectItemCaseSensitive(p, "compression");
+    if (comp) {
+        char cp[JS_PATH_MAX];
+        js_path_key(cp, path, "compression");
+        static const char *const ckeys[] = {"ratio", "throughput", NULL};
+        TRY(js_expect_object(c, comp, cp));
+        TRY(js_check_keys(c, comp, cp, ckeys));
+        TRY(js_get_number(c, comp, cp, "ratio", true, 1e-9, 1, &out->compression_ratio));
+        TRY(js_get_number(c, comp, cp, "throughput", false, 1, 1e16, &out->topk_throughput));
+        if (out->zero > 0)
+            return js_fail(c, path, "compression", "top-k compression needs zero 0, found zero %d",
+                           out->zero);
+    }
+    TRY(parse_placement(c, p, path, out));
+    (void)global_batch;
+    return DT_OK;
+}
+
+static int parse_faults(const js_ctx *c, const cJSON *j, wl_scenario *s)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "stragglers");
+    if (st) {
+        TRY(js_expect_array(c, st, "stragglers"));
+        int n = cJSON_GetArraySize(st);
+        s->stragglers = dt_xcalloc((size_t)n + 1, sizeof *s->stragglers);
+        int i = 0;
+        for (const cJSON *e = st->child; e; e = e->next, i++) {
+            char p[JS_PATH_MAX];
+            js_path_index(p, "stragglers", i);
+            static const char *const keys[] = {"gpu", "slowdown", NULL};
+            TRY(js_expect_object(c, e, p));
+            TRY(js_check_keys(c, e, p, keys));
+            long long g = 0;
+            TRY(js_get_int(c, e, p, "gpu", true, 0, 1 << 30, &g));
+            s->stragglers[i].gpu = (int)g;
+            TRY(js_get_number(c, e, p, "slowdown", true, 1e-3, 1e6, &s->stragglers[i].slowdown));
+            s->n_stragglers = i + 1;
+        }
+    }
+    const cJSON *ji = cJSON_GetObjectItemCaseSensitive(j, "jitter");
+    if (ji) {
+        static const char *const keys[] = {"distribution", "sigma", NULL};
+        TRY(js_expect_object(c, ji, "jitter"));
+        TRY(js_check_keys(c, ji, "jitter", keys));
+        int d = WL_JITTER_LOGNORMAL;
+        TRY(js_get_enum(c, ji, "jitter", "distribution", false, jitter_names, &d));
+        s->jitter = (wl_jitter_kind)d;
+        TRY(js_get_number(c, ji, "jitter", "sigma", d != WL_JITTER_NONE, 0, 10, &s->jitter_sigma));
+    }
+    const cJSON *dl = cJSON_GetObjectItemCaseSensitive(j, "degraded_links");
+    if (dl) {
+        TRY(js_expect_array(c, dl, "degraded_links"));
+        int n = cJSON_GetArraySize(dl);
+        s->degraded = dt_xcalloc((size_t)n + 1, sizeof *s->degraded);
+        int i = 0;
+        for (const cJSON *e = dl->child; e; e = e->next, i++) {
+            char p[JS_PATH_MAX], lp[JS_PATH_MAX];
+            js_path_index(p, "degraded_links", i);
+            static const char *const keys[] = {"link", "bandwidth_factor", NULL};
+            TRY(js_expect_object(c, e, p));
+            TRY(js_check_keys(c, e, p, keys));
+            wl_degraded_link *d = &s->degraded[i];
+            TRY(js_get_number(c, e, p, "bandwidth_factor", true, 1e-6, 1, &d->bandwidth_factor));
+            const cJSON *l = cJSON_GetObjectItemCaseSensitive(e, "link");
+            js_path_key(lp, p, "link");
+            d->index = -1;
+            if (!l) return js_fail(c, p, "link", "required: a link index or {\"src\", \"dst\"}");
+            if (cJSON_IsNumber(l)) {
+                if (l->valuedouble < 0 || l->valuedouble != floor(l->valuedouble) ||
+                    l->valuedouble > 1e9)
+                    return js_fail(c, lp, NULL, "expected a link index >= 0, found %g",
+                                   l->valuedouble);
+                d->index = (int)l->valuedouble;
+            } else {
+                static const char *const lkeys[] = {"src", "dst", NULL};
+                TRY(js_expect_object(c, l, lp));
+                TRY(js_check_keys(c, l, lp, lkeys));
+                const char *a = NULL, *b = NULL;
+                TRY(js_get_string(c, l, lp, "src", true, &a));
+                TRY(js_get_string(c, l, lp, "dst", true, &b));
+                snprintf(d->src, sizeof d->src, "%s", a);
+                snprintf(d->dst, sizeof d->dst, "%s", b);
+            }
+            s->n_degraded = i + 1;
+        }
+    }
+    return DT_OK;
+}
+
+static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
+{
+    static const char *const keys[] = {"name", "description", "topology", "gpu", "model",
+                                       "parallel", "global_batch", "precision", "optimizer",
+                                       "options", "stragglers", "jitter", "degraded_links",
+                                       "seed", NULL};
+    TRY(js_expect_object(c, j, ""));
+    TRY(js_check_keys(c, j, "", keys));
+    const char *name = NULL, *desc = NULL;
+    TRY(js_get_string(c, j, "", "name", false, &name));
+    TRY(js_get_string(c, j, "", "description", false, &desc));
+    snprintf(s->name, sizeof s->name, "%s", name ? name : "");
+    s->topology = cJSON_GetObjectItemCaseSensitive(j, "topology");
+    if (!s->topology)
+        return js_fail(c, "", "topology",
+                       "required: a topology file name, an inline topology or a generator "
+                       "such as {\"generator\": \"dgx\", \"nodes\": 2}");
+    s->gpu = cJSON_GetObjectItemCaseSensitive(j, "gpu");
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
+    if (!m) return js_fail(c, "", "model", "required: the model to train");
+    TRY(parse_model(c, m, "model", &s->model));
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "parallel");
+    if (p) TRY(parse_plan(c, p, "parallel", &s->plan, &s->global_batch));
+    TRY(js_get_number(c, j, "", "global_batch", false, 1, 1e12, &s->global_batch));
+    int pr = WL_BF16, op = WL_ADAM;
+    TRY(js_get_enum(c, j, "", "precision", false, precision_names, &pr));
+    TRY(js_get_enum(c, j, "", "optimizer", false, optimizer_names, &op));
+    s->plan.precision = (wl_precision)pr;
+    s->plan.optimizer = (wl_optimizer)op;
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "options");
+    if (o) {
+        static const char *const okeys[] = {"network", "calibration", "dp_algorithm", NULL};
+        TRY(js_expect_object(c, o, "options"));
+        TRY(js_check_keys(c, o, "options", okeys));
+        int nm = NET_FLOW;
+        TRY(js_get_enum(c, o, "options", "network", false, network_names, &nm));
+        s->network = (net_mode)nm;
+        const char *algo = NULL;
+        TRY(js_get_string(c, o, "options", "dp_algorithm", false, &algo));
+        if (algo && coll_algo_parse(algo, &s->dp_algorithm) != DT_OK)
+            return js_fail(c, "options", "dp_algorithm",
+                           "expected auto, ring, tree, dbt, hd, direct, hier or ps, found \"%s\"",
+                           algo);
+        const char *cal = NULL;
+        TRY(js_get_string(c, o, "options", "calibration", false, &cal));
+        if (cal) snprintf(s->calibration, sizeof s->calibration, "%s", cal);
+    }
+    TRY(parse_faults(c, j, s));
+    long long seed = (long long)s->seed;
+    TRY(js_get_int(c, j, "", "seed", false, 0, (1LL << 53), &seed));
+    s->seed = (uint64_t)seed;
+    return DT_OK;
+}
+
+int wl_scenario_parse(const js_ctx *ctx, const cJSON *j, wl_scenario *s)
+{
+    memset(s, 0, sizeof *s);
+    s->file = ctx->file;
+    s->plan = (wl_plan){.dp = 0, .tp = 1, .pp = 1, .virtual_stages = 1, .micro_batch_size = 1,
+                        .schedule = WL_GPIPE, .precision = WL_BF16, .bucket_bytes = 25e6,
+                        .overlap_dp = true, .topk_throughput = 0,
+                        .placement = {WL_AXIS_DP, WL_AXIS_PP, WL_AXIS_TP}};
+    s->network = NET_FLOW;
+    s->seed = 1;
+    int rc = parse_all(ctx, j, s);
+    if (rc != DT_OK) wl_scenario_free(s);
+    return rc;
+}
+
+void wl_scenario_free(wl_scenario *s)
+{
+    if (!s) return;
+    free(s->stragglers);
+    free(s->degraded);
+    s->stragglers = NULL;
+    s->degraded = NULL;
+    s->n_stragglers = s->n_degraded = 0;
+}
+
+int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
+{
+    wl_plan *p = &s->plan;
+    if (p->dp == 0) {
+        if (n_gpus % (p->tp * p->pp))
+            return js_fail(c, "parallel", NULL,
+                           "tp x pp = %d must divide the topology's %d GPUs", p->tp * p->pp,
+                           n_gpus);
+        p->dp = n_gpus / (p->tp * p->pp);
+    }
+    if ((long long)p->dp * p->tp * p->pp != n_gpus)
+        return js_fail(c, "parallel", NULL,
+                       "dp x tp x pp = %d x %d x %d = %lld must equal the topology's %d GPUs",
+                       p->dp, p->tp, p->pp, (long long)p->dp * p->tp * p->pp, n_gpus);
+    double per_step = (double)p->dp * p->micro_batch_size;
+    if (p->microbatches == 0) {
+        if (s->global_batch > 0) {
+            double m = s->global_batch / per_step;
+            if (m != floor(m) || m < 1)
+                return js_fail(c, "", "global_batch",
+                               "must be a multiple of dp x micro_batch_size = %g, found %g",
+                               per_step, s->global_batch);
+            p->microbatches = (int)m;
+        } else {
+            p->microbatches = p->pp;
+        }
+    }
+    if (s->global_batch == 0) s->global_batch = per_step * p->microbatches;
+    if (s->global_batch != per_step * p->microbatches)
+        return js_fail(c, "", "global_batch",
+                       "must equal dp x micro_batch_size x microbatches = %g, found %g",
+                       per_step * p->microbatches, s->global_batch);
+    int chunks = p->pp * p->virtual_stages;
+    if (s->model.kind != WL_PARAMS && s->model.layers % chunks)
+        return js_fail(c, "model", "layers",
+                       "must be a multiple of pp x virtual_stages = %d, found %d", chunks,
+                       s->model.layers);
+    if (p->schedule == WL_INTERLEAVED && p->microbatches % p->pp)
+        return js_fail(c, "parallel", "microbatches",
+                       "the interleaved schedule needs a multiple of pp (%d), found %d", p->pp,
+                       p->microbatches);
+    if (s->model.kind == WL_TRANSFORMER) {
+        if (fmod(s->model.heads, p->tp) != 0 || fmod(s->model.kv_heads, p->tp) != 0)
+            return js_fail(c, "parallel", "tp",
+                           "must divide the model's heads (%g) and kv_heads (%g), found %d",
+                           s->model.heads, s->model.kv_heads, p->tp);
+    }
+    if (p->topk_throughput == 0) p->topk_throughput = 2e10; /* elements/s, docs/workloads.md */
+    if (p->sequence_parallel && p->tp == 1)
+        return js_fail(c, "parallel", "sequence_parallel", "needs tp > 1");
+    for (int i = 0; i < s->n_stragglers; i++)
+        if (s->stragglers[i].gpu >= n_gpus) {
+            char path[JS_PATH_MAX];
+            js_path_index(path, "stragglers", i);
+            return js_fail(c, path, "gpu", "the topology has GPUs 0..%d, found %d", n_gpus - 1,
+                           s->stragglers[i].gpu);
+        }
+    return DT_OK;
+}
+
+int wl_gpu_of(const wl_plan *p, int dp_rank, int pp_rank, int tp_rank)
+{
+    int coord[3], size[3];
+    coord[WL_AXIS_TP] = tp_rank;
+    coord[WL_AXIS_PP] = pp_rank;
+    coord[WL_AXIS_DP] = dp_rank;
+    size[WL_AXIS_TP] = p->tp;
+    size[WL_AXIS_PP] = p->pp;
+    size[WL_AXIS_DP] = p->dp;
+    int g = 0;
+    for (int i = 0; i < 3; i++) g = g * size[p->placement[i]] + coord[p->placement[i]];
+    return g;
+}

@@ -1,0 +1,481 @@
+/* trace.c - op graphs as JSON trace files (docs/formats.md, "Trace files").
+ *
+ * Writing streams with fprintf: a 1,024-GPU step is ~150k ops and building a cJSON tree first
+ * would triple the memory. Doubles are printed with 17 significant digits so that reading
+ * them back gives the same bits, and durations (seconds) convert back to the same picoseconds;
+ * that is what makes a written-then-replayed trace reproduce the run byte for byte.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtsim/replay.h"
+
+#define TRY(x)                                                                              \
+    do {                                                                                    \
+        int rc_ = (x);                                                                      \
+        if (rc_ != DT_OK) return rc_;                                                       \
+    } while (0)
+
+static const char *const kind_names[] = {"compute", "collective", "send", NULL};
+static const char *const stream_names[] = {"compute", "tp", "pp", "dp", NULL};
+static const char *const class_names[] = {"matmul", "attention", "elementwise", "optimizer", NULL};
+static const char *const coll_names[] = {"allreduce", "reduce_scatter", "allgather", "broadcast",
+                                         "reduce", "alltoall", "sendrecv", NULL};
+static const char *const prec_names[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
+static const char *const jitter_names[] = {"none", "lognormal", "normal", NULL};
+static const char *const network_names[] = {"flow", "analytic", NULL};
+
+void trace_env_free(trace_env *e)
+{
+    if (!e) return;
+    cJSON_Delete(e->gpu);
+    free(e->stragglers);
+    free(e->degraded);
+    e->gpu = NULL;
+    e->stragglers = NULL;
+    e->degraded = NULL;
+}
+
+static void put_str(FILE *f, const char *s)
+{
+    cJSON *n = cJSON_CreateString(s);
+    char *q = cJSON_PrintUnformatted(n);
+    fputs(q, f);
+    free(q);
+    cJSON_Delete(n);
+}
+
+int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
+{
+    fprintf(f, "{\n\"format\": \"dtsim-trace\",\n\"version\": 1,\n\"name\": ");
+    {
+        cJSON *s = cJSON_CreateString(env->name);
+        char *q = cJSON_PrintUnformatted(s);
+        fputs(q, f);
+        free(q);
+        cJSON_Delete(s);
+    }
+    fprintf(f, ",\n\"gpus\": %d,\n\"precision\": \"%s\",\n", g->n_gpus, prec_names[g->precision]);
+    fprintf(f, "\"step\": {\"samples\": %.17g, \"tokens\": %.17g, \"model_flops\": %.17g},\n",
+            g->samples_per_step, g->tokens_per_step, g->model_flops_per_step);
+    fprintf(f, "\"environment\": {\"seed\": %llu, \"network\": \"%s\"",
+            (unsigned long long)env->seed, network_names[env->network]);
+    if (env->dp_algorithm != COLL_AUTO)
+        fprintf(f, ", \"dp_algorithm\": \"%s\"", coll_algo_name(env->dp_algorithm));
+    if (env->gpu) {
+        char *q = cJSON_PrintUnformatted(env->gpu);
+        fprintf(f, ", \"gpu\": %s", q);
+        free(q);
+    }
+    if (env->n_stragglers) {
+        fprintf(f, ", \"stragglers\": [");
+        for (int i = 0; i < env->n_stragglers; i++)
+            fprintf(f, "%s{\"gpu\": %d, \"slowdown\": %.17g}", i ? ", " : "",
+                    env->stragglers[i].gpu, env->stragglers[i].slowdown);
+        fprintf(f, "]");
+    }
+    if (env->jitter != WL_JITTER_NONE)
+        fprintf(f, ", \"jitter\": {\"distribution\": \"%s\", \"sigma\": %.17g}",
+                jitter_names[env->jitter], env->jitter_sigma);
+    if (env->n_degraded) {
+        fprintf(f, ", \"degraded_links\": [");
+        for (int i = 0; i < env->n_degraded; i++) {
+            const wl_degraded_link *d = &env->degraded[i];
+            fprintf(f, "%s{\"link\": ", i ? ", " : "");
+            if (d->index >= 0) fprintf(f, "%d", d->index);
+            else {
+                fprintf(f, "{\"src\": ");
+                put_str(f, d->src);
+                fprintf(f, ", \"dst\": ");
+                put_str(f, d->dst);
+                fprintf(f, "}");
+            }
+            fprintf(f, ", \"bandwidth_factor\": %.17g}", d->bandwidth_factor);
+        }
+        fprintf(f, "]");
+    }
+    fprintf(f, ", \"memory\": {\"params\": %.17g, \"grads\": %.17g, \"optimizer\": %.17g, "
+               "\"activations\": %.17g, \"peak\": %.17g}},\n",
+            env->mem_params, env->mem_grads, env->mem_optimizer, env->mem_activations,
+            env->mem_peak);
+    fprintf(f, "\"lanes\": [");
+    for (int l = 0; l < g->n_lanes; l++) {
+        fprintf(f, "%s[", l ? ", " : "");
+        for (int k = 0; k < g->lane_size; k++)
+            fprintf(f, "%s%d", k ? ", " : "", g->lane_gpus[(size_t)l * g->lane_size + k]);
+        fprintf(f, "]");
+    }
+    fprintf(f, "],\n\"costs\": [\n");
+    for (uint32_t i = 0; i < g->n_costs; i++) {
+        const wl_cost *c = &g->costs[i];
+        fprintf(f, "%s{\"duration\": %.17g", i ? ",\n" : "", sim_time_to_s(c->fixed));
+        bool any = false;
+        for (int k = 0; k < GPU_OP_CLASS_COUNT; k++)
+            if (c->flops[k] > 0) {
+                fprintf(f, "%s\"%s\": %.17g", any ? ", " : ", \"flops\": {", class_names[k], c->flops[k]);
+                any = true;
+            }
+        if (any) fprintf(f, "}");
+        any = false;
+        for (int k = 0; k < GPU_OP_CLASS_COUNT; k++)
+            if (c->bytes[k] > 0) {
+                fprintf(f, "%s\"%s\": %.17g", any ? ", " : ", \"bytes\": {", class_names[k], c->bytes[k]);
+                any = true;
+            }
+        if (any) fprintf(f, "}");
+        if (c->n_inlane) {
+            fprintf(f, ", \"inlane\": [");
+            for (int k = 0; k < c->n_inlane; k++)
+                fprintf(f, "%s{\"op\": \"%s\", \"bytes\": %.17g, \"count\": %d}", k ? ", " : "",
+                        coll_names[c->inlane[k].op], c->inlane[k].bytes, c->inlane[k].count);
+            fprintf(f, "]");
+        }
+        fprintf(f, "}");
+    }
+    fprintf(f, "],\n\"collectives\": [\n");
+    for (uint32_t i = 0; i < g->n_colls; i++)
+        fprintf(f, "%s{\"op\": \"%s\", \"bytes\": %.17g}", i ? ",\n" : "",
+                coll_names[g->colls[i].op], g->colls[i].bytes);
+    fprintf(f, "],\n\"ops\": [\n");
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        fprintf(f, "%s{\"id\": %u, \"lane\": %u, \"kind\": \"%s\", \"stream\": \"%s\", "
+                   "\"name\": \"%s\"",
+                i ? ",\n" : "", i, o->lane, kind_names[o->kind], stream_names[o->stream],
+                g->names[o->name]);
+        if (o->mb >= 0) fprintf(f, ", \"mb\": %d", o->mb);
+        if (o->layer >= 0) fprintf(f, ", \"layer\": %d", o->layer);
+        if (o->kind == WL_OP_COMPUTE) fprintf(f, ", \"cost\": %u", o->arg);
+        else if (o->kind == WL_OP_COLL) fprintf(f, ", \"collective\": %u", o->arg);
+        else fprintf(f, ", \"to\": %u, \"bytes\": %.17g", o->arg, o->bytes);
+        fprintf(f, ", \"deps\": [");
+        for (uint32_t d = 0; d < o->n_deps; d++)
+            fprintf(f, "%s%u", d ? ", " : "", g->deps[o->dep_start + d]);
+        fprintf(f, "]}");
+    }
+    fprintf(f, "]\n}\n");
+    if (ferror(f)) return dt_error_set(err, DT_EIO, NULL, NULL, "writing the trace failed");
+    return DT_OK;
+}
+
+/* ---------------------------------------------------------------- read ---- */
+
+static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
+{
+    static const char *const keys[] = {"seed", "network", "dp_algorithm", "gpu", "stragglers",
+                                       "jitter", "degraded_links", "memory", NULL};
+    const char *P = "environment";
+    TRY(js_expect_object(c, e, P));
+    TRY(js_check_keys(c, e, P, keys));
+    long long seed = 1;
+    TRY(js_get_int(c, e, P, "seed", false, 0, 1LL << 53, &seed));
+    env->seed = (uint64_t)seed;
+    int nm = NET_FLOW;
+    TRY(js_get_enum(c, e, P, "network", false, network_names, &nm));
+    env->network = (net_mode)nm;
+    const char *algo = NULL;
+    TRY(js_get_string(c, e, P, "dp_algorithm", false, &algo));
+    if (algo && coll_algo_parse(algo, &env->dp_algorithm) != DT_OK)
+        return js_fail(c, P, "dp_algorithm", "unknown collective algorithm \"%s\"", algo);
+    const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(e, "gpu");
+    if (gpu) env->gpu = cJSON_Duplicate(gpu, 1);
+    /* stragglers, jitter, degraded links: the scenario parser's own format */
+    cJSON *fake = cJSON_CreateObject();
+    cJSON_AddItemToObject(fake, "topology", cJSON_CreateString("-"));
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "kind", "params");
+    cJSON_AddNumberToObject(m, "params", 1);
+    cJSON_AddItemToObject(fake, "model", m);
+    const char *fk[] = {"stragglers", "jitter", "degraded_links"};
+    for (int i = 0; i < 3; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, fk[i]);
+        if (v) cJSON_AddItemToObject(fake, fk[i], cJSON_Duplicate(v, 1));
+    }
+    wl_scenario s;
+    int rc = wl_scenario_parse(c, fake, &s);
+    cJSON_Delete(fake);
+    if (rc != DT_OK) {
+        /* errors name "stragglers[0]..." : put them under environment */
+        char buf[DT_ERR_PATH_MAX + 16];
+        snprintf(buf, sizeof buf, "environment.%s", c->err->path);
+        memcpy(c->err->path, buf, sizeof c->err->path - 1);
+        c->err->path[sizeof c->err->path - 1] = 0;
+        return rc;
+    }
+    env->stragglers = s.stragglers;
+    env->n_stragglers = s.n_stragglers;
+    env->degraded = s.degraded;
+    env->n_degraded = s.n_degraded;
+    env->jitter = s.jitter;
+    env->jitter_sigma = s.jitter_sigma;
+    const cJSON *mem = cJSON_GetObjectItemCaseSensitive(e, "memory");
+    if (mem) {
+        static const char *const mk[] = {"params", "grads", "optimizer", "activations", "peak", NULL};
+        const char *MP = "environment.memory";
+        TRY(js_expect_object(c, mem, MP));
+        TRY(js_check_keys(c, mem, MP, mk));
+        TRY(js_get_quantity(c, mem, MP, "params", UNIT_SIZE, false, false, &env->mem_params));
+        TRY(js_get_quantity(c, mem, MP, "grads", UNIT_SIZE, false, false, &env->mem_grads));
+        TRY(js_get_quantity(c, mem, MP, "optimizer", UNIT_SIZE, false, false, &env->mem_optimizer));
+        TRY(js_get_quantity(c, mem, MP, "activations", UNIT_SIZE, false, false, &env->mem_activations));
+        TRY(js_get_quantity(c, mem, MP, "peak", UNIT_SIZE, false, false, &env->mem_peak));
+    }
+    return DT_OK;
+}
+
+static int read_cost(const js_ctx *c, const cJSON *v, const char *p, wl_cost *out)
+{
+    static const char *const keys[] = {"duration", "flops", "bytes", "inlane", NULL};
+    TRY(js_expect_object(c, v, p));
+    TRY(js_check_keys(c, v, p, keys));
+    memset(out, 0, sizeof *out);
+    TRY(js_get_time(c, v, p, "duration", false, &out->fixed));
+    const char *sub[2] = {"flops", "bytes"};
+    for (int s = 0; s < 2; s++) {
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(v, sub[s]);
+        if (!o) continue;
+        char sp[JS_PATH_MAX];
+        js_path_key(sp, p, sub[s]);
+        TRY(js_expect_object(c, o, sp));
+        TRY(js_check_keys(c, o, sp, class_names));
+        for (int k = 0; k < GPU_OP_CLASS_COUNT; k++)
+            TRY(js_get_quantity(c, o, sp, class_names[k], s ? UNIT_SIZE : UNIT_WORK, false, false,
+                                s ? &out->bytes[k] : &out->flops[k]));
+    }
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(v, "inlane");
+    if (in) {
+        char ip[JS_PATH_MAX];
+        js_path_key(ip, p, "inlane");
+        TRY(js_expect_array(c, in, ip));
+        int i = 0;
+        for (const cJSON *e = in->child; e; e = e->next, i++) {
+            char ep[JS_PATH_MAX];
+            js_path_index(ep, ip, i);
+            if (i >= WL_MAX_INLANE)
+                return js_fail(c, ep, NULL, "at most %d in-lane collectives per cost", WL_MAX_INLANE);
+            static const char *const ik[] = {"op", "bytes", "count", NULL};
+            TRY(js_expect_object(c, e, ep));
+            TRY(js_check_keys(c, e, ep, ik));
+            int op = 0;
+            TRY(js_get_enum(c, e, ep, "op", true, coll_names, &op));
+            out->inlane[i].op = (coll_op)op;
+            TRY(js_get_quantity(c, e, ep, "bytes", UNIT_SIZE, true, false, &out->inlane[i].bytes));
+            long long cnt = 1;
+            TRY(js_get_int(c, e, ep, "count", false, 0, 1 << 30, &cnt));
+            out->inlane[i].count = (int)cnt;
+            out->n_inlane = i + 1;
+        }
+    }
+    return DT_OK;
+}
+
+static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env *env)
+{
+    static const char *const keys[] = {"format", "version", "name", "gpus", "precision", "step",
+                                       "environment", "lanes", "costs", "collectives", "ops",
+                                       NULL};
+    TRY(js_expect_object(c, j, ""));
+    TRY(js_check_keys(c, j, "", keys));
+    const char *fmt = NULL;
+    TRY(js_get_string(c, j, "", "format", true, &fmt));
+    if (strcmp(fmt, "dtsim-trace"))
+        return js_fail(c, "", "format", "expected \"dtsim-trace\", found \"%s\"", fmt);
+    long long ver = 1;
+    TRY(js_get_int(c, j, "", "version", true, 1, 1, &ver));
+    const char *name = NULL;
+    TRY(js_get_string(c, j, "", "name", false, &name));
+    snprintf(env->name, sizeof env->name, "%s", name ? name : "");
+    long long n_gpus = 0;
+    TRY(js_get_int(c, j, "", "gpus", true, 1, 1 << 24, &n_gpus));
+    int prec = GPU_BF16;
+    TRY(js_get_enum(c, j, "", "precision", false, prec_names, &prec));
+    env->seed = 1;
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "environment");
+    if (e) TRY(read_env(c, e, env));
+    /* lanes: default one per GPU */
+    const cJSON *lanes = cJSON_GetObjectItemCaseSensitive(j, "lanes");
+    int n_lanes = (int)n_gpus, lane_size = 1;
+    if (lanes) {
+        TRY(js_expect_array(c, lanes, "lanes"));
+        n_lanes = cJSON_GetArraySize(lanes);
+        if (n_lanes < 1) return js_fail(c, "lanes", NULL, "expected at least one lane");
+        lane_size = cJSON_GetArraySize(lanes->child);
+    }
+    wl_graph *g = wl_graph_create((int)n_gpus, n_lanes, lane_size < 1 ? 1 : lane_size);
+    *gout = g;
+    g->precision = (gpu_precision)prec;
+    if (lanes) {
+        int l = 0;
+        for (const cJSON *ln = lanes->child; ln; ln = ln->next, l++) {
+            char lp[JS_PATH_MAX];
+            js_path_index(lp, "lanes", l);
+            TRY(js_expect_array(c, ln, lp));
+            if (cJSON_GetArraySize(ln) != lane_size || lane_size < 1)
+                return js_fail(c, lp, NULL, "every lane must list %d GPUs, found %d",
+                               lane_size, cJSON_GetArraySize(ln));
+            int k = 0;
+            for (const cJSON *x = ln->child; x; x = x->next, k++) {
+                if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble >= n_gpus ||
+                    x->valuedouble != floor(x->valuedouble)) {
+                    char xp[JS_PATH_MAX];
+                    return js_fail(c, js_path_index(xp, lp, k), NULL,
+                                   "expected a GPU index in 0..%lld", n_gpus - 1);
+                }
+                g->lane_gpus[(size_t)l * lane_size + k] = (int)x->valuedouble;
+            }
+        }
+    } else {
+        for (int i = 0; i < n_gpus; i++) g->lane_gpus[i] = i;
+    }
+    const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step");
+    if (step) {
+        static const char *const sk[] = {"samples", "tokens", "model_flops", NULL};
+        TRY(js_expect_object(c, step, "step"));
+        TRY(js_check_keys(c, step, "step", sk));
+        TRY(js_get_number(c, step, "step", "samples", false, 0, 1e300, &g->samples_per_step));
+        TRY(js_get_number(c, step, "step", "tokens", false, 0, 1e300, &g->tokens_per_step));
+        TRY(js_get_quantity(c, step, "step", "model_flops", UNIT_WORK, false, false,
+                            &g->model_flops_per_step));
+    }
+    const cJSON *costs = cJSON_GetObjectItemCaseSensitive(j, "costs");
+    if (costs) {
+        TRY(js_expect_array(c, costs, "costs"));
+        int i = 0;
+        for (const cJSON *x = costs->child; x; x = x->next, i++) {
+            char p[JS_PATH_MAX];
+            wl_cost cost;
+            TRY(read_cost(c, x, js_path_index(p, "costs", i), &cost));
+            wl_graph_cost(g, &cost);
+        }
+    }
+    const cJSON *colls = cJSON_GetObjectItemCaseSensitive(j, "collectives");
+    if (colls) {
+        TRY(js_expect_array(c, colls, "collectives"));
+        int i = 0;
+        for (const cJSON *x = colls->child; x; x = x->next, i++) {
+            char p[JS_PATH_MAX];
+            js_path_index(p, "collectives", i);
+            static const char *const ck[] = {"op", "bytes", NULL};
+            TRY(js_expect_object(c, x, p));
+            TRY(js_check_keys(c, x, p, ck));
+            int op = 0;
+            double b = 0;
+            TRY(js_get_enum(c, x, p, "op", true, coll_names, &op));
+            TRY(js_get_quantity(c, x, p, "bytes", UNIT_SIZE, true, false, &b));
+            wl_graph_coll(g, (coll_op)op, b);
+        }
+    }
+    const cJSON *ops = cJSON_GetObjectItemCaseSensitive(j, "ops");
+    if (!ops) return js_fail(c, "", "ops", "required: the list of ops");
+    TRY(js_expect_array(c, ops, "ops"));
+    int n_ops = cJSON_GetArraySize(ops);
+    int i = 0;
+    uint32_t *deps = NULL;
+    size_t cap = 0;
+    int rc = DT_OK;
+    for (const cJSON *x = ops->child; x && rc == DT_OK; x = x->next, i++) {
+        char p[JS_PATH_MAX];
+        js_path_index(p, "ops", i);
+        static const char *const ok[] = {"id", "lane", "gpu", "kind", "stream", "name", "mb",
+                                         "layer", "cost", "duration", "collective", "to",
+                                         "bytes", "deps", NULL};
+#define CK(x_)                                                                              \
+    if ((rc = (x_)) != DT_OK) break
+        CK(js_expect_object(c, x, p));
+        CK(js_check_keys(c, x, p, ok));
+        long long id = i, lane = -1, mb = -1, layer = -1;
+        CK(js_get_int(c, x, p, "id", false, 0, 1LL << 32, &id));
+        if (id != i) {
+            rc = js_fail(c, p, "id", "ops are numbered by position: expected %d, found %lld", i, id);
+            break;
+        }
+        CK(js_get_int(c, x, p, "lane", false, 0, n_lanes - 1, &lane));
+        long long gpu = -1;
+        CK(js_get_int(c, x, p, "gpu", false, 0, n_gpus - 1, &gpu));
+        if (lane < 0 && gpu >= 0 && !lanes) lane = gpu;
+        if (lane < 0) {
+            rc = js_fail(c, p, "lane", lanes ? "required: the lane (index into lanes) running the op"
+                                             : "required: \"gpu\" or \"lane\"");
+            break;
+        }
+        int kind = 0, stream = -1;
+        CK(js_get_enum(c, x, p, "kind", true, kind_names, &kind));
+        CK(js_get_enum(c, x, p, "stream", false, stream_names, &stream));
+        if (stream < 0) stream = kind == WL_OP_COMPUTE ? WL_STREAM_COMPUTE
+                               : kind == WL_OP_SEND  ? WL_STREAM_PP
+                                                     : WL_STREAM_DP;
+        const char *nm = NULL;
+        CK(js_get_string(c, x, p, "name", false, &nm));
+        CK(js_get_int(c, x, p, "mb", false, -1, 1 << 30, &mb));
+        CK(js_get_int(c, x, p, "layer", false, -1, 1 << 30, &layer));
+        wl_op o = {.lane = (uint32_t)lane, .kind = (uint8_t)kind, .stream = (uint8_t)stream,
+                   .mb = (int32_t)mb, .layer = (int32_t)layer};
+        o.name = (uint16_t)wl_graph_name(g, nm ? nm : kind_names[kind]);
+        if (kind == WL_OP_COMPUTE) {
+            long long cost = -1;
+            sim_time_t dur = -1;
+            CK(js_get_int(c, x, p, "cost", false, 0, (long long)g->n_costs - 1, &cost));
+            CK(js_get_time(c, x, p, "duration", false, &dur));
+            if ((cost >= 0) == (dur >= 0)) {
+                rc = js_fail(c, p, "cost", "a compute op needs exactly one of \"cost\" (index "
+                                           "into costs) and \"duration\"");
+                break;
+            }
+            if (dur >= 0) {
+                wl_cost cc = {.fixed = dur};
+                cost = wl_graph_cost(g, &cc);
+            }
+            o.arg = (uint32_t)cost;
+        } else if (kind == WL_OP_COLL) {
+            long long ci = 0;
+            CK(js_get_int(c, x, p, "collective", true, 0, (long long)g->n_colls - 1, &ci));
+            o.arg = (uint32_t)ci;
+        } else {
+            long long to = 0;
+            CK(js_get_int(c, x, p, "to", true, 0, n_lanes - 1, &to));
+            o.arg = (uint32_t)to;
+            CK(js_get_quantity(c, x, p, "bytes", UNIT_SIZE, true, false, &o.bytes));
+        }
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(x, "deps");
+        uint32_t nd = 0;
+        if (d) {
+            char dp[JS_PATH_MAX];
+            js_path_key(dp, p, "deps");
+            CK(js_expect_array(c, d, dp));
+            int k = 0;
+            for (const cJSON *y = d->child; y; y = y->next, k++) {
+                if (!cJSON_IsNumber(y) || y->valuedouble < 0 || y->valuedouble >= n_ops ||
+                    y->valuedouble != floor(y->valuedouble) || y->valuedouble == i) {
+                    char yp[JS_PATH_MAX];
+                    rc = js_fail(c, js_path_index(yp, dp, k), NULL,
+                                 "expected the id of another op (0..%d)", n_ops - 1);
+                    break;
+                }
+                if (nd >= cap) {
+                    cap = cap ? 2 * cap : 16;
+                    deps = dt_xrealloc(deps, cap * sizeof *deps);
+                }
+                deps[nd++] = (uint32_t)y->valuedouble;
+            }
+            if (rc != DT_OK) break;
+        }
+        wl_graph_op(g, &o, deps, nd);
+#undef CK
+    }
+    free(deps);
+    return rc;
+}
+
+int trace_read(const js_ctx *ctx, const cJSON *j, wl_graph **out, trace_env *env)
+{
+    memset(env, 0, sizeof *env);
+    *out = NULL;
+    int rc = read_all(ctx, j, out, env);
+    if (rc != DT_OK) {
+        wl_graph_destroy(*out);
+        *out = NULL;
+        trace_env_free(env);
+    }
+    return rc;
+}

@@ -1,0 +1,92 @@
+/* wl_model.c - parameters, FLOPs and bytes of the model kinds (docs/workloads.md has the
+ * formulas with their sources).
+ *
+ * Accounting follows Megatron-LM (Narayanan et al. 2021): a GEMM of an (m x k) by (k x n)
+ * matrix costs 2mkn FLOPs; backward costs twice the forward; biases and norms are left out of
+ * the FLOPs (they are memory bound and costed as bytes). With h hidden, f = 4h, no GQA and no
+ * MoE this reproduces 96·B·s·l·h²·(1 + s/6h + V/16lh) with full recomputation.
+ */
+#include <math.h>
+
+#include "dtsim/workload.h"
+
+/* Weights a token passes through in one layer (MoE: only its top_k experts). */
+static double layer_matmul_params(const wl_model *m, bool active_only)
+{
+    double h = m->hidden;
+    double kv = h * m->kv_heads / m->heads;
+    double attn = 2 * h * h + 2 * h * kv;
+    double mlp = (m->mlp == WL_MLP_SWIGLU ? 3.0 : 2.0) * h * m->ffn;
+    double experts = active_only ? m->top_k : m->experts;
+    double router = m->experts > 1 ? h * m->experts : 0;
+    return attn + mlp * experts + router;
+}
+
+double wl_layer_params(const wl_model *m)
+{
+    switch (m->kind) {
+    case WL_TRANSFORMER: return layer_matmul_params(m, false) + 4 * m->hidden; /* + 2 norms */
+    default: return m->params / m->layers;
+    }
+}
+
+double wl_embedding_params(const wl_model *m)
+{
+    return m->kind == WL_TRANSFORMER ? m->vocab * m->hidden : 0;
+}
+
+double wl_total_params(const wl_model *m)
+{
+    if (m->kind != WL_TRANSFORMER) return m->params;
+    return m->layers * wl_layer_params(m) +
+           wl_embedding_params(m) * (m->tied_embeddings ? 1 : 2) + 2 * m->hidden;
+}
+
+void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
+{
+    double b = p->micro_batch_size, t = p->tp;
+    if (m->kind != WL_TRANSFORMER) {
+        *out = (wl_layer_cost){.fwd_matmul_flops = m->flops_per_layer / t};
+        return;
+    }
+    double s = m->seq_len, h = m->hidden;
+    out->fwd_matmul_flops = 2 * b * s * layer_matmul_params(m, true) / t;
+    out->fwd_attn_flops = 4 * b * s * s * h / t;
+    /* Norms, activation function, dropout, residual adds: each stored activation element is
+     * written once and read once (the 34·s·b·h bytes term of Korthikanti et al.). */
+    out->fwd_elem_bytes = 2 * 34 * s * b * h / t * wl_precision_bytes(p->precision) / 2;
+    out->tp_bytes = b * s * h * wl_precision_bytes(p->precision);
+}
+
+/* Forward FLOPs of one sample through the whole model. */
+static double fwd_flops_per_sample(const wl_model *m, double *attn_part, double *logits_part)
+{
+    if (m->kind == WL_SYNTHETIC) {
+        *attn_part = *logits_part = 0;
+        return m->layers * m->flops_per_layer;
+    }
+    if (m->kind != WL_TRANSFORMER) return *attn_part = *logits_part = 0;
+    double s = m->seq_len, h = m->hidden;
+    double layer = 2 * s * layer_matmul_params(m, true) + 4 * s * s * h;
+    *attn_part = m->layers * 4 * s * s * h;
+    *logits_part = 2 * s * h * m->vocab;
+    return m->layers * layer + *logits_part;
+}
+
+double wl_model_flops_per_step(const wl_model *m, double global_batch)
+{
+    double a, l;
+    double f = fwd_flops_per_sample(m, &a, &l);
+    /* Synthetic flops_per_layer is per microbatch, not per sample: the caller scales. */
+    return 3 * f * global_batch;
+}
+
+double wl_hw_flops_per_step(const wl_model *m, const wl_plan *p, double global_batch)
+{
+    double attn, logits;
+    double f = fwd_flops_per_sample(m, &attn, &logits);
+    double extra = 0;
+    if (p->checkpointing == WL_CKPT_FULL) extra = f - logits; /* layers re-run forward */
+    if (p->checkpointing == WL_CKPT_SELECTIVE) extra = attn;  /* attention core re-run */
+    return (3 * f + extra) * global_batch;
+}

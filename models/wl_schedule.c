@@ -1,0 +1,517 @@
+/* wl_schedule.c - one training step as an op graph: pipeline schedules (GPipe, 1F1B,
+ * interleaved 1F1B), tensor-parallel collectives inside layers, pipeline sends, data-parallel
+ * and ZeRO collectives, the optimizer step.
+ *
+ * Size: one lane per tensor-parallel group, and one compute op per (model chunk, microbatch,
+ * direction) except where per-layer detail changes the timing - ZeRO-3 gathers before every
+ * layer, and gradient buckets that fire during the last microbatch's backward (or every
+ * microbatch's with ZeRO-2/3). GPT-3 175B on 1,024 GPUs (tp 8, pp 8, dp 16, v 3, m 96) is about
+ * 150k ops; a per-GPU per-layer graph would be ~60x larger.
+ *
+ * Cross-lane dependencies (a stage waits for its neighbour's send) may point forward in op
+ * order: the neighbour's ops do not exist yet when a lane is generated, so their deps are
+ * reserved and patched once every lane is built.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtsim/workload.h"
+
+/* ---------------------------------------------------------------- graph ---- */
+
+wl_graph *wl_graph_create(int n_gpus, int n_lanes, int lane_size)
+{
+    wl_graph *g = dt_xcalloc(1, sizeof *g);
+    g->n_gpus = n_gpus;
+    g->n_lanes = n_lanes;
+    g->lane_size = lane_size;
+    g->lane_gpus = dt_xcalloc((size_t)n_lanes * lane_size, sizeof *g->lane_gpus);
+    g->precision = GPU_BF16;
+    return g;
+}
+
+void wl_graph_destroy(wl_graph *g)
+{
+    if (!g) return;
+    for (uint32_t i = 0; i < g->n_names; i++) free(g->names[i]);
+    free(g->names);
+    free(g->lane_gpus);
+    free(g->ops);
+    free(g->deps);
+    free(g->costs);
+    free(g->colls);
+    free(g);
+}
+
+#define GROW(arr, n, cap)                                                                   \
+    do {                                                                                    \
+        if ((n) >= (cap)) {                                                                 \
+            (cap) = (cap) ? (cap) * 2 : 64;                                                 \
+            (arr) = dt_xrealloc((arr), (size_t)(cap) * sizeof *(arr));                      \
+        }                                                                                   \
+    } while (0)
+
+uint32_t wl_graph_name(wl_graph *g, const char *name)
+{
+    for (uint32_t i = 0; i < g->n_names; i++)
+        if (!strcmp(g->names[i], name)) return i;
+    GROW(g->names, g->n_names, g->cap_names);
+    g->names[g->n_names] = dt_xstrdup(name);
+    return g->n_names++;
+}
+
+uint32_t wl_graph_cost(wl_graph *g, const wl_cost *c)
+{
+    GROW(g->costs, g->n_costs, g->cap_costs);
+    g->costs[g->n_costs] = *c;
+    return g->n_costs++;
+}
+
+uint32_t wl_graph_coll(wl_graph *g, coll_op op, double bytes)
+{
+    GROW(g->colls, g->n_colls, g->cap_colls);
+    g->colls[g->n_colls] = (wl_coll){.op = op, .bytes = bytes};
+    return g->n_colls++;
+}
+
+uint32_t wl_graph_op(wl_graph *g, const wl_op *op, const uint32_t *deps, uint32_t n_deps)
+{
+    GROW(g->ops, g->n_ops, g->cap_ops);
+    while (g->n_deps + n_deps > g->cap_deps) {
+        g->cap_deps = g->cap_deps ? g->cap_deps * 2 : 256;
+        g->deps = dt_xrealloc(g->deps, (size_t)g->cap_deps * sizeof *g->deps);
+    }
+    wl_op o = *op;
+    o.dep_start = g->n_deps;
+    o.n_deps = n_deps;
+    if (n_deps) memcpy(g->deps + g->n_deps, deps, n_deps * sizeof *deps);
+    g->n_deps += n_deps;
+    g->ops[g->n_ops] = o;
+    return g->n_ops++;
+}
+
+/* ------------------------------------------------------------- generator ---- */
+
+#define NONE UINT32_MAX
+
+typedef struct gen {
+    const wl_scenario *s;
+    const wl_plan *p;
+    wl_graph *g;
+    int pp, v, m, dp, tp, lpc;         /* lpc: layers per model chunk */
+    wl_layer_cost lc;
+    double layer_grad_bytes;           /* gradient bytes of one layer on one GPU */
+    double layer_param_bytes;
+    double emb_grad_bytes;
+    uint32_t cost_cache[2][2][2][2];   /* [bwd][first vs][last vs][whole chunk] */
+    uint32_t *fsend, *bsend;           /* [lane][chunk*m + mb]: send op into the next/prev vs */
+    uint32_t *patch_slot;                /* deps slot to patch, with what it needs */
+    int *patch_kind, *patch_lane, *patch_idx;
+    size_t n_patch, cap_patch;
+    uint32_t **stage_colls;            /* [stage][k]: k-th collective instance of a stage */
+    size_t *n_stage_colls, *cap_stage_colls;
+    size_t coll_cursor;                /* next instance index while replaying dp > 0 */
+    int dp_rank, stage;
+    uint32_t names[16];
+} gen;
+
+enum { N_FWD, N_BWD, N_SEND_ACT, N_SEND_GRAD, N_DP_AR, N_DP_RS, N_DP_AG, N_ZERO_GATHER,
+       N_ZERO_RS, N_TOPK, N_TOPK_AG, N_OPT, N_PARAM_AG, N_COUNT };
+static const char *const op_names[N_COUNT] = {
+    "forward", "backward", "send_activation", "send_gradient", "dp_allreduce",
+    "dp_reduce_scatter", "dp_allgather", "zero3_param_gather", "zero_grad_reduce_scatter",
+    "topk_compress", "topk_allgather", "optimizer_step", "zero_param_allgather"};
+
+static uint32_t layer_cost(gen *G, bool bwd, bool first, bool last, bool whole)
+{
+    uint32_t *slot = &G->cost_cache[bwd][first][last][whole];
+    if (*slot != NONE) return *slot;
+    const wl_model *m = &G->s->model;
+    const wl_plan *p = G->p;
+    double n = whole ? G->lpc : 1;
+    wl_cost c = {0};
+    double mult = bwd ? 2 : 1;
+    if (m->kind == WL_SYNTHETIC) {
+        c.fixed = (sim_time_t)n * (bwd ? m->t_bwd : m->t_fwd);
+        if (bwd && p->checkpointing == WL_CKPT_FULL) c.fixed += (sim_time_t)n * m->t_fwd;
+    } else {
+        c.flops[GPU_OP_MATMUL] = n * mult * G->lc.fwd_matmul_flops;
+        c.flops[GPU_OP_ATTENTION] = n * mult * G->lc.fwd_attn_flops;
+        c.bytes[GPU_OP_ELEMENTWISE] = n * mult * G->lc.fwd_elem_bytes;
+        if (bwd && p->checkpointing == WL_CKPT_FULL) {
+            c.flops[GPU_OP_MATMUL] += n * G->lc.fwd_matmul_flops;
+            c.flops[GPU_OP_ATTENTION] += n * G->lc.fwd_attn_flops;
+            c.bytes[GPU_OP_ELEMENTWISE] += n * G->lc.fwd_elem_bytes;
+        }
+        if (bwd && p->checkpointing == WL_CKPT_SELECTIVE)
+            c.flops[GPU_OP_ATTENTION] += n * G->lc.fwd_attn_flops;
+        double b = p->micro_batch_size, sq = m->seq_len, h = m->hidden;
+        double pb = wl_precision_bytes(p->precision);
+        if (first) c.bytes[GPU_OP_ELEMENTWISE] += mult * 2 * b * sq * h * pb; /* embedding */
+        if (last) c.flops[GPU_OP_MATMUL] += mult * 2 * b * sq * h * m->vocab / p->tp; /* logits */
+    }
+    if (p->tp > 1) {
+        /* Megatron TP: 2 all-reduces per layer forward (attention, MLP) and 2 in backward;
+         * with sequence parallelism each becomes an all-gather + reduce-scatter pair.
+         * A fully recomputed backward repeats the forward's. */
+        int per_layer = 2 * (bwd && p->checkpointing == WL_CKPT_FULL ? 2 : 1);
+        double bytes = G->lc.tp_bytes;
+        if (m->kind == WL_SYNTHETIC) bytes = 0;
+        if (p->sequence_parallel) {
+            c.inlane[0].op = COLL_ALLGATHER;
+            c.inlane[1].op = COLL_REDUCE_SCATTER;
+            c.inlane[0].bytes = c.inlane[1].bytes = bytes;
+            c.inlane[0].count = c.inlane[1].count = (int)n * per_layer;
+            c.n_inlane = 2;
+        } else {
+            c.inlane[0].op = COLL_ALLREDUCE;
+            c.inlane[0].bytes = bytes;
+            c.inlane[0].count = (int)n * per_layer;
+            c.n_inlane = 1;
+        }
+    }
+    *slot = wl_graph_cost(G->g, &c);
+    return *slot;
+}
+
+static uint32_t lane_of(const gen *G, int dp_rank, int stage) { return (uint32_t)(dp_rank * G->pp + stage); }
+
+/* A collective instance for the current lane: new for dp rank 0, shared by the others (every
+ * DP replica of a stage issues the same collectives in the same order). */
+static uint32_t stage_coll(gen *G, coll_op op, double bytes)
+{
+    int st = G->stage;
+    if (G->dp_rank == 0) {
+        uint32_t id = wl_graph_coll(G->g, op, bytes);
+        if (G->n_stage_colls[st] >= G->cap_stage_colls[st]) {
+            G->cap_stage_colls[st] = G->cap_stage_colls[st] ? 2 * G->cap_stage_colls[st] : 64;
+            G->stage_colls[st] = dt_xrealloc(G->stage_colls[st],
+                                             G->cap_stage_colls[st] * sizeof **G->stage_colls);
+        }
+        G->stage_colls[st][G->n_stage_colls[st]++] = id;
+        return id;
+    }
+    DT_ASSERT(G->coll_cursor < G->n_stage_colls[st]);
+    uint32_t id = G->stage_colls[st][G->coll_cursor++];
+    DT_ASSERT(G->g->colls[id].op == op);
+    return id;
+}
+
+#define PLACEHOLDER (UINT32_MAX - 1)
+
+static uint32_t add_op(gen *G, wl_op_kind kind, wl_stream stream, int name, int mb, int layer,
+                       uint32_t arg, double bytes, const uint32_t *deps, uint32_t n_deps)
+{
+    wl_op o = {.lane = lane_of(G, G->dp_rank, G->stage), .kind = (uint8_t)kind,
+               .stream = (uint8_t)stream, .name = (uint16_t)G->names[name], .mb = mb,
+               .layer = layer, .arg = arg, .bytes = bytes};
+    uint32_t d[8];
+    uint32_t n = 0;
+    DT_ASSERT(n_deps <= 8);
+    for (uint32_t i = 0; i < n_deps; i++)
+        if (deps[i] != NONE) d[n++] = deps[i];
+    return wl_graph_op(G->g, &o, d, n);
+}
+
+/* Remember that deps slot `slot` must become the send op (kind 0 forward, 1 backward) of
+ * lane `lane`, entry idx, once all lanes are generated. */
+static void add_patch(gen *G, uint32_t slot, int kind, int lane, int idx)
+{
+    if (G->n_patch >= G->cap_patch) {
+        G->cap_patch = G->cap_patch ? G->cap_patch * 2 : 1024;
+        G->patch_slot = dt_xrealloc(G->patch_slot, G->cap_patch * sizeof *G->patch_slot);
+        G->patch_kind = dt_xrealloc(G->patch_kind, G->cap_patch * sizeof *G->patch_kind);
+        G->patch_lane = dt_xrealloc(G->patch_lane, G->cap_patch * sizeof *G->patch_lane);
+        G->patch_idx = dt_xrealloc(G->patch_idx, G->cap_patch * sizeof *G->patch_idx);
+    }
+    G->patch_slot[G->n_patch] = slot;
+    G->patch_kind[G->n_patch] = kind;
+    G->patch_lane[G->n_patch] = lane;
+    G->patch_idx[G->n_patch] = idx;
+    G->n_patch++;
+}
+
+typedef struct item { int bwd, chunk, mb; } item;
+
+/* The compute-stream order of (direction, chunk, microbatch) on one stage. */
+static int schedule_items(const gen *G, int stage, item *out)
+{
+    int p = G->pp, m = G->m, v = G->v, n = 0;
+    if (p == 1) {
+        /* Gradient accumulation without a pipeline: forward then backward, one at a time. */
+        for (int mb = 0; mb < m; mb++) {
+            out[n++] = (item){0, 0, mb};
+            out[n++] = (item){1, 0, mb};
+        }
+        return n;
+    }
+    if (G->p->schedule == WL_GPIPE) {
+        for (int mb = 0; mb < m; mb++) out[n++] = (item){0, 0, mb};
+        for (int mb = 0; mb < m; mb++) out[n++] = (item){1, 0, mb};
+        return n;
+    }
+    /* 1F1B and Megatron's interleaved 1F1B (v = 1 reduces to plain 1F1B's order). */
+    int total = m * v;
+    int warm = G->p->schedule == WL_1F1B ? p - stage - 1 : (p - stage - 1) * 2 + (v - 1) * p;
+    if (warm > total) warm = total;
+#define FWD_ITEM(k) ((item){0, ((k) / p) % v, ((k) / (p * v)) * p + (k) % p})
+#define BWD_ITEM(k) ((item){1, v - 1 - ((k) / p) % v, ((k) / (p * v)) * p + (k) % p})
+    for (int k = 0; k < warm; k++) out[n++] = FWD_ITEM(k);
+    for (int i = 0; i < total - warm; i++) {
+        out[n++] = FWD_ITEM(warm + i);
+        out[n++] = BWD_ITEM(i);
+    }
+    for (int k = total - warm; k < total; k++) out[n++] = BWD_ITEM(k);
+#undef FWD_ITEM
+#undef BWD_ITEM
+    return n;
+}
+
+typedef struct lane_state {
+    uint32_t last_compute, prev_compute, last_dp;
+    double *held;     /* no-overlap buckets waiting for the end of backward */
+    size_t n_held, cap_held;
+} lane_state;
+
+/* DP gradient collective (or top-k compression + all-gather) for `grad_bytes` of gradients,
+ * after op `after`. */
+static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t after, int mb,
+                            int layer)
+{
+    const wl_plan *p = G->p;
+    if (p->compression_ratio > 0) {
+        double elems = grad_bytes / wl_precision_bytes(p->precision);
+        wl_cost c = {.fixed = sim_time_from_s(elems / p->topk_throughput)};
+        uint32_t cost = wl_graph_cost(G->g, &c);
+        uint32_t deps[1] = {after};
+        uint32_t tk = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_TOPK, mb, layer, cost, 0,
+                             deps, 1);
+        L->prev_compute = L->last_compute;
+        L->last_compute = tk;
+        /* (index, value) pairs: a 4-byte index and the value per kept element; the all-gather
+         * output holds every rank's pairs. */
+        double out = p->dp * p->compression_ratio * elems * (4 + wl_precision_bytes(p->precision));
+        uint32_t inst = stage_coll(G, COLL_ALLGATHER, out);
+        uint32_t d2[1] = {tk};
+        L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_TOPK_AG, mb, layer, inst, 0, d2, 1);
+        return;
+    }
+    coll_op op = p->zero == 0 ? COLL_ALLREDUCE : COLL_REDUCE_SCATTER;
+    int name = p->zero == 0 ? N_DP_AR : (p->zero >= 2 ? N_ZERO_RS : N_DP_RS);
+    uint32_t inst = stage_coll(G, op, grad_bytes);
+    uint32_t deps[1] = {after};
+    L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, name, mb, layer, inst, 0, deps, 1);
+}
+
+static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
+{
+    const wl_plan *p = G->p;
+    int st = G->stage, pp = G->pp, v = G->v, m = G->m;
+    uint32_t lane = lane_of(G, G->dp_rank, st);
+    int n_vs = pp * v;
+    bool dp = p->dp > 1;
+    bool zero3 = p->zero >= 3 && dp;
+    uint32_t pending_gather = NONE; /* ZeRO-3: the next compute op's gather, issued ahead */
+    L->last_compute = L->prev_compute = L->last_dp = NONE;
+    L->n_held = 0;
+    double stage_psi = 0;
+
+    for (int it = 0; it < n_items; it++) {
+        item I = items[it];
+        int vs = I.chunk * pp + st;
+        bool first = vs == 0, last = vs == n_vs - 1;
+        int layer0 = vs * G->lpc;
+        /* Gradients are reduced during the last microbatch's backward (every microbatch's
+         * with ZeRO-2/3, whose gradients are partitioned): that backward is split per layer
+         * so buckets fire as their layers finish. */
+        bool reduce = I.bwd && dp && (p->zero >= 2 || I.mb == m - 1);
+        bool per_layer = I.bwd ? reduce : zero3;
+        if (!I.bwd && I.mb == 0)
+            /* parameter bytes held by this stage: its layers, the embedding on the first
+             * chunk, the output layer on the last (one shared copy when tied and unsplit) */
+            stage_psi += G->layer_param_bytes * G->lpc + (first ? G->emb_grad_bytes : 0) +
+                         (last && (!first || !G->s->model.tied_embeddings) ? G->emb_grad_bytes : 0);
+        int n_ops = per_layer ? G->lpc : 1;
+        double bucket = 0;
+        for (int k = 0; k < n_ops; k++) {
+            /* backward runs from the chunk's last layer down */
+            int li = I.bwd ? n_ops - 1 - k : k;
+            int layer = per_layer ? layer0 + li : layer0;
+            bool f = first && (!per_layer || li == 0);
+            bool l = last && (!per_layer || li == n_ops - 1);
+            uint32_t cost = layer_cost(G, I.bwd, f, l, !per_layer);
+            uint32_t gather = NONE;
+            if (zero3) {
+                if (pending_gather != NONE) {
+                    gather = pending_gather;
+                } else {
+                    uint32_t inst = stage_coll(G, COLL_ALLGATHER, G->layer_param_bytes);
+                    uint32_t d[1] = {L->prev_compute};
+                    gather = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_ZERO_GATHER, I.mb, layer,
+                                    inst, 0, d, 1);
+                    L->last_dp = gather;
+                }
+                pending_gather = NONE;
+                if (k + 1 < n_ops || it + 1 < n_items) {
+                    /* Prefetch depth one: the next layer's gather may start once the op
+                     * before this one is done, overlapping this op's compute. */
+                    uint32_t inst = stage_coll(G, COLL_ALLGATHER, G->layer_param_bytes);
+                    uint32_t d[1] = {L->last_compute};
+                    pending_gather = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_ZERO_GATHER, I.mb,
+                                            -1, inst, 0, d, 1);
+                    L->last_dp = pending_gather;
+                }
+            }
+            uint32_t deps[2] = {gather, NONE};
+            uint32_t nd = 1;
+            int src_vs = I.bwd ? vs + 1 : vs - 1;
+            bool needs = k == 0 && (I.bwd ? !last : !first);
+            uint32_t src_lane = needs ? lane_of(G, G->dp_rank, src_vs % pp) : lane;
+            if (needs && src_lane != lane) deps[nd++] = PLACEHOLDER;
+            uint32_t id = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, I.bwd ? N_BWD : N_FWD,
+                                 I.mb, layer, cost, 0, deps, nd);
+            if (needs && src_lane != lane) {
+                const wl_op *o = &G->g->ops[id];
+                add_patch(G, o->dep_start + o->n_deps - 1, I.bwd, (int)src_lane,
+                          (src_vs / pp) * m + I.mb);
+            }
+            L->prev_compute = L->last_compute;
+            L->last_compute = id;
+            if (reduce) {
+                double gb = G->layer_grad_bytes * (per_layer ? 1 : G->lpc);
+                if (l) gb += G->emb_grad_bytes;
+                if (f && (pp > 1 || !G->s->model.tied_embeddings)) gb += G->emb_grad_bytes;
+                bucket += gb;
+                if (bucket >= p->bucket_bytes || k == n_ops - 1) {
+                    if (p->overlap_dp) {
+                        grad_collective(G, L, bucket, id, I.mb, layer);
+                    } else {
+                        if (L->n_held >= L->cap_held) {
+                            L->cap_held = L->cap_held ? 2 * L->cap_held : 64;
+                            L->held = dt_xrealloc(L->held, L->cap_held * sizeof *L->held);
+                        }
+                        L->held[L->n_held++] = bucket;
+                    }
+                    bucket = 0;
+                }
+            }
+        }
+        bool sends = I.bwd ? !first : !last;
+        if (sends) {
+            int dst_vs = I.bwd ? vs - 1 : vs + 1;
+            uint32_t dst_lane = lane_of(G, G->dp_rank, dst_vs % pp);
+            double bytes;
+            if (G->s->model.kind == WL_TRANSFORMER)
+                /* Megatron's scatter-gather: each TP rank sends 1/tp of the activation. */
+                bytes = p->micro_batch_size * G->s->model.seq_len * G->s->model.hidden *
+                        wl_precision_bytes(p->precision) / p->tp;
+            else
+                bytes = G->s->model.act_bytes_per_layer / p->tp;
+            if (dst_lane != lane) {
+                uint32_t d[1] = {L->last_compute};
+                uint32_t sid = add_op(G, WL_OP_SEND, WL_STREAM_PP,
+                                      I.bwd ? N_SEND_GRAD : N_SEND_ACT, I.mb, layer0,
+                                      dst_lane, bytes, d, 1);
+                uint32_t *tab = I.bwd ? G->bsend : G->fsend;
+                tab[(size_t)lane * v * m + (size_t)I.chunk * m + I.mb] = sid;
+            }
+        }
+    }
+    /* Without overlap, every bucket waits for the end of the backward pass. */
+    for (size_t i = 0; i < L->n_held; i++)
+        grad_collective(G, L, L->held[i], L->last_compute, m - 1, -1);
+    /* Optimizer step on this GPU's shard, then ZeRO-1/2 gather the updated parameters. */
+    if (stage_psi > 0 || G->s->model.params > 0) {
+        double psi = stage_psi / wl_precision_bytes(p->precision);
+        if (G->s->model.kind != WL_TRANSFORMER)
+            psi = G->s->model.params / p->tp / pp;
+        double shard = psi / (p->zero >= 1 && dp ? p->dp : 1);
+        /* bytes moved per parameter: Adam reads/writes master, m, v (24) + grad and weight
+         * (4); SGD with momentum: master, momentum (16) + grad and weight (4). */
+        double per = p->optimizer == WL_ADAM ? 28 : 20;
+        wl_cost c = {0};
+        c.bytes[GPU_OP_OPTIMIZER] = shard * per;
+        uint32_t cost = wl_graph_cost(G->g, &c);
+        uint32_t deps[2] = {L->last_compute, L->last_dp};
+        uint32_t opt = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_OPT, -1, -1, cost, 0, deps, 2);
+        L->last_compute = opt;
+        if (dp && (p->zero == 1 || p->zero == 2)) {
+            uint32_t inst = stage_coll(G, COLL_ALLGATHER, psi * wl_precision_bytes(p->precision));
+            uint32_t d[1] = {opt};
+            L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_PARAM_AG, -1, -1, inst, 0, d, 1);
+        }
+    }
+}
+
+wl_graph *wl_graph_build(const wl_scenario *s)
+{
+    const wl_plan *p = &s->plan;
+    gen G = {.s = s, .p = p, .pp = p->pp, .v = p->virtual_stages, .m = p->microbatches,
+             .dp = p->dp, .tp = p->tp};
+    G.lpc = s->model.layers / (p->pp * p->virtual_stages);
+    if (G.lpc < 1) G.lpc = 1;
+    int n_gpus = p->dp * p->tp * p->pp;
+    int n_lanes = p->dp * p->pp;
+    wl_graph *g = wl_graph_create(n_gpus, n_lanes, p->tp);
+    G.g = g;
+    for (int d = 0; d < p->dp; d++)
+        for (int st = 0; st < p->pp; st++)
+            for (int k = 0; k < p->tp; k++)
+                g->lane_gpus[(size_t)lane_of(&G, d, st) * p->tp + k] = wl_gpu_of(p, d, st, k);
+    for (int i = 0; i < N_COUNT; i++) G.names[i] = wl_graph_name(g, op_names[i]);
+    memset(G.cost_cache, 0xff, sizeof G.cost_cache);
+    wl_layer_cost_get(&s->model, p, &G.lc);
+    double pb = wl_precision_bytes(p->precision);
+    double layer_psi = wl_layer_params(&s->model) / p->tp;
+    G.layer_grad_bytes = layer_psi * pb;
+    G.layer_param_bytes = layer_psi * pb;
+    G.emb_grad_bytes = wl_embedding_params(&s->model) / p->tp * pb;
+
+    size_t slots = (size_t)n_lanes * G.v * G.m;
+    G.fsend = dt_xmalloc(slots * sizeof *G.fsend);
+    G.bsend = dt_xmalloc(slots * sizeof *G.bsend);
+    memset(G.fsend, 0xff, slots * sizeof *G.fsend);
+    memset(G.bsend, 0xff, slots * sizeof *G.bsend);
+    size_t items_max = (size_t)2 * G.m * G.v;
+    G.stage_colls = dt_xcalloc((size_t)p->pp, sizeof *G.stage_colls);
+    G.n_stage_colls = dt_xcalloc((size_t)p->pp, sizeof *G.n_stage_colls);
+    G.cap_stage_colls = dt_xcalloc((size_t)p->pp, sizeof *G.cap_stage_colls);
+    item *items = dt_xmalloc(items_max * sizeof *items);
+    lane_state L = {0};
+    for (int d = 0; d < p->dp; d++) {
+        for (int st = 0; st < p->pp; st++) {
+            G.dp_rank = d;
+            G.stage = st;
+            G.coll_cursor = 0;
+            int n_items = schedule_items(&G, st, items);
+            gen_lane(&G, items, n_items, &L);
+        }
+    }
+    free(L.held);
+    for (size_t i = 0; i < G.n_patch; i++) {
+        uint32_t *tab = G.patch_kind[i] ? G.bsend : G.fsend;
+        uint32_t src = tab[(size_t)G.patch_lane[i] * G.v * G.m + (size_t)G.patch_idx[i]];
+        DT_ASSERT(src != NONE);
+        g->deps[G.patch_slot[i]] = src;
+    }
+    g->samples_per_step = s->global_batch;
+    g->tokens_per_step = s->global_batch * s->model.seq_len;
+    g->model_flops_per_step = s->model.kind == WL_SYNTHETIC
+                                  ? 3 * s->model.layers * s->model.flops_per_layer *
+                                        (s->global_batch / p->micro_batch_size)
+                                  : wl_model_flops_per_step(&s->model, s->global_batch);
+    g->precision = wl_gpu_precision(p->precision);
+    free(items);
+    free(G.fsend);
+    free(G.bsend);
+    for (int st = 0; st < p->pp; st++) free(G.stage_colls[st]);
+    free(G.stage_colls);
+    free(G.n_stage_colls);
+    free(G.cap_stage_colls);
+    free(G.patch_slot);
+    free(G.patch_kind);
+    free(G.patch_lane);
+    free(G.patch_idx);
+    return g;
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# test_collective.sh - `dtsim collective` end to end.
+# Pins down: the JSON keys and their relations (algbw = size/time, busbw = algbw x nccl-tests
+# factor), the ring all-reduce time on a generated ring against its closed form, a size sweep
+# printing one row per size (JSON array, sizes doubling), --network analytic ignoring
+# contention (direct all-to-all on a switch), groups with ranges, topology files, auto on a
+# dgx picking hier, the human table, identical output for identical runs, and usage errors exiting 2 with the offending flag named.
+# Leaves free: wall_s and the exact column layout of the human table.
+set -euo pipefail
+: "${DTSIM:?}" "${SRC:?}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$DTSIM" collective --help | grep -q -- "--network" || fail "help lacks --network"
+
+# Ring of 8, 100 GB/s, 1 us links: 2(n-1) a + 2(n-1)/n S/B with reductions free.
+"$DTSIM" collective --topology gen:ring:gpus=8,bandwidth=100GB/s,latency=1us --op allreduce \
+  --algo ring --size 64MiB --reduce-bw 0 --json >"$tmp/one.json" || fail "ring run failed"
+python3 - "$tmp/one.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ("time_s", "algbw_GBps", "busbw_GBps", "events", "wall_s"):
+    assert k in d, k
+S, n, B, a = 64 * 2**20, 8, 100e9, 1e-6
+want = 2 * (n - 1) * a + 2 * (n - 1) / n * S / B
+assert abs(d["time_s"] - want) <= 0.005 * want, (d["time_s"], want)
+assert abs(d["algbw_GBps"] - S / d["time_s"] / 1e9) <= 1e-9 * d["algbw_GBps"]
+assert abs(d["busbw_GBps"] - d["algbw_GBps"] * 2 * (n - 1) / n) <= 1e-9 * d["busbw_GBps"]
+assert d["algo"] == "ring" and d["gpus"] == 8 and d["events"] > 0
+assert d["max_link_utilisation"] <= 1 + 1e-9
+PY
+
+# Sweep: one row per size, doubling.
+"$DTSIM" collective --topology gen:switch:gpus=16 --op allgather --algo ring \
+  --size 1KiB:1MiB:x2 --json >"$tmp/sweep.json" || fail "sweep failed"
+python3 - "$tmp/sweep.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert isinstance(rows, list) and len(rows) == 11, len(rows)
+assert [r["size_bytes"] for r in rows] == [1024 * 2**i for i in range(11)]
+for r in rows:
+    assert abs(r["busbw_GBps"] - r["algbw_GBps"] * 15 / 16) <= 1e-9 * r["algbw_GBps"]
+assert all(b["time_s"] > a["time_s"] for a, b in zip(rows, rows[1:]))
+PY
+
+# Analytic mode: an all-to-all on a switch pays no sharing: a + (S/n)/B per flow.
+"$DTSIM" collective --topology gen:switch:gpus=8,bandwidth=50GB/s,latency=1us,switch_latency=300ns \
+  --op alltoall --size 64MiB --network analytic --json >"$tmp/an.json"
+"$DTSIM" collective --topology gen:switch:gpus=8,bandwidth=50GB/s,latency=1us,switch_latency=300ns \
+  --op alltoall --size 64MiB --json >"$tmp/fl.json"
+python3 - "$tmp/an.json" "$tmp/fl.json" <<'PY'
+import json, sys
+an, fl = (json.load(open(p)) for p in sys.argv[1:])
+S, n, B, a = 64 * 2**20, 8, 50e9, 2.3e-6
+assert an["network"] == "analytic" and fl["network"] == "flow"
+assert abs(an["time_s"] - (a + S / n / B)) <= 0.005 * an["time_s"], an["time_s"]
+assert abs(fl["time_s"] - (a + (n - 1) / n * S / B)) <= 0.005 * fl["time_s"], fl["time_s"]
+PY
+
+# Groups with ranges; a topology file; auto on a multi-host group.
+"$DTSIM" collective --topology gen:dgx:nodes=2,gpus_per_node=4 --op allreduce --size 256MiB \
+  --group 0-1,4-5 --json >"$tmp/g.json"
+python3 -c "import json,sys; d=json.load(open('$tmp/g.json')); assert d['gpus']==4 and d['algo']=='hier', d"
+"$DTSIM" collective --topology "$SRC/tests/data/topo/example.json" --op broadcast --size 8MiB \
+  >"$tmp/human.txt" || fail "topology file run failed"
+grep -q "two-boxes" "$tmp/human.txt" || fail "human output lacks the topology name"
+grep -q "busbw" "$tmp/human.txt" || fail "human output lacks the header"
+grep -q "8 MiB" "$tmp/human.txt" || fail "human output lacks the size"
+
+# Same input, same output (wall_s aside), byte for byte.
+for i in 1 2; do
+  "$DTSIM" collective --topology gen:fat_tree:gpus=32,radix=8,oversubscription=3 --op allreduce \
+    --algo dbt --size 1MiB:16MiB:x4 --json | grep -v '"wall_s"' >"$tmp/det$i.json"
+done
+cmp -s "$tmp/det1.json" "$tmp/det2.json" || fail "two identical runs differ"
+
+# Usage errors: exit 2, the flag named, nothing on stdout.
+expect2() {
+  local what=$1; shift
+  set +e
+  "$DTSIM" collective "$@" >"$tmp/o.txt" 2>"$tmp/e.txt"
+  local rc=$?
+  set -e
+  [[ $rc -eq 2 ]] || fail "$what: exit $rc, expected 2"
+  [[ ! -s "$tmp/o.txt" ]] || fail "$what: stdout not empty"
+  grep -q -- "$what" "$tmp/e.txt" || { cat "$tmp/e.txt"; fail "error does not mention $what"; }
+}
+expect2 "allreduse" --topology gen:ring:gpus=4 --op allreduse --size 1MiB
+expect2 "--size" --topology gen:ring:gpus=4 --op allreduce --size 12parsecs
+expect2 "--group" --topology gen:ring:gpus=4 --op allreduce --size 1MiB --group 0-9
+expect2 "power-of-two" --topology gen:ring:gpus=6 --op allgather --algo hd --size 1MiB
+expect2 "ringg" --topology gen:ringg:gpus=4 --op allreduce --size 1MiB
+expect2 "--topology" --op allreduce --size 1MiB
+expect2 "--network" --topology gen:ring:gpus=4 --op allreduce --size 1MiB --network fluid
+echo "ok"

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# test_run.sh - `dtsim run` and `dtsim memory` end to end.
+# Pins down: the quickstart runs and prints every JSON key; breakdown sums to the step time;
+# a written trace replayed on the same topology prints byte-identical --json (minus wall_s);
+# memory --json says "fits": false for a plan that cannot fit; bad input exits 2 with the path;
+# --help exits 0.
+set -euo pipefail
+: "${DTSIM:?}" "${SRC:?}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$DTSIM" run --help | grep -q "write-trace" || fail "run --help"
+"$DTSIM" memory --help >/dev/null || fail "memory --help"
+
+out=$("$DTSIM" run "$SRC/scenarios/quickstart.json" --json)
+for k in step_time_s breakdown_s compute comm_exposed bubble straggler_wait throughput \
+         samples_per_s tokens_per_s tflops_per_gpu mfu memory_per_gpu_bytes params grads \
+         optimizer activations peak fits events wall_s seed; do
+    grep -q "\"$k\"" <<<"$out" || fail "missing key $k"
+done
+python3 - "$out" <<'PY' || fail "breakdown does not sum to the step time"
+import json, sys
+r = json.loads(sys.argv[1])
+b = r["breakdown_s"]
+s = b["compute"] + b["comm_exposed"] + b["bubble"] + b["straggler_wait"]
+assert abs(s - r["step_time_s"]) <= 1e-12 * r["step_time_s"] + 2e-12, (s, r["step_time_s"])
+assert r["fits"] is True and r["step_time_s"] > 0
+PY
+"$DTSIM" run "$SRC/scenarios/quickstart.json" | grep -q "step time" || fail "human output"
+
+# written trace -> replay: identical JSON but for wall_s
+cat > "$tmp/topo.json" <<'J'
+{"generator": "dgx", "nodes": 2, "gpus_per_node": 8, "gpu": "H100-SXM"}
+J
+"$DTSIM" run "$SRC/scenarios/quickstart.json" --json --write-trace "$tmp/t.json" | grep -v wall_s > "$tmp/a"
+"$DTSIM" run --trace "$tmp/t.json" --topology "$tmp/topo.json" --json | grep -v wall_s > "$tmp/b"
+cmp "$tmp/a" "$tmp/b" || { diff "$tmp/a" "$tmp/b" >&2; fail "trace replay differs"; }
+"$DTSIM" run "$SRC/scenarios/quickstart.json" --json --network analytic | grep -v wall_s > "$tmp/c"
+cmp -s "$tmp/a" "$tmp/c" && fail "--network analytic changed nothing"
+
+# memory: a plan that cannot fit
+cat > "$tmp/big.json" <<'J'
+{"topology": {"generator": "dgx", "nodes": 1, "gpus_per_node": 8},
+ "model": {"kind": "params", "params": 175e9}}
+J
+"$DTSIM" memory "$tmp/big.json" --json | grep -q '"fits":[[:space:]]*false' || fail "fits false"
+"$DTSIM" memory "$tmp/big.json" | grep -q "DOES NOT FIT" || fail "loud no-fit"
+
+# bad input: exit 2, file and path named, no trace file left behind
+cat > "$tmp/bad.json" <<'J'
+{"topology": {"generator": "dgx", "nodes": 1, "gpus_per_node": 8},
+ "model": {"kind": "synthetic", "layers": 4, "forward_time": "1 ms", "backward_time": "2 ms", "params": 0},
+ "parallel": {"zero": 5}}
+J
+set +e
+err=$("$DTSIM" run "$tmp/bad.json" --write-trace "$tmp/never.json" 2>&1 >/dev/null); rc=$?
+set -e
+[ "$rc" = 2 ] || fail "bad input exit $rc"
+grep -q "bad.json: parallel.zero" <<<"$err" || fail "error lacks path: $err"
+[ ! -e "$tmp/never.json" ] || fail "trace written on error"
+set +e
+"$DTSIM" run --network warp "$SRC/scenarios/quickstart.json" 2>/dev/null; rc=$?
+set -e
+[ "$rc" = 2 ] || fail "bad flag exit $rc"
+# calibration: a quick CPU calibration applied to the quickstart's links
+( cd "$tmp" && "$DTSIM" calibrate --out "$tmp/cal.json" --ranks 2 --sizes 4KiB,64KiB,256KiB \
+      --repeats 2 --warmup 1 >/dev/null 2>&1 ) || fail "calibrate"
+python3 - "$SRC/scenarios/quickstart.json" "$tmp/qcal.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["options"] = {"calibration": "cal.json"}
+json.dump(s, open(sys.argv[2], "w"))
+PY
+"$DTSIM" run "$tmp/qcal.json" --json | grep -q '"calibration":.*links set to' || fail "calibration note"
+echo ok

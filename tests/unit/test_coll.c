@@ -1,0 +1,502 @@
+/* test_coll.c - collective algorithms run as step programs over the flow network.
+ * Pins down, against alpha-beta closed forms within 0.5% (reduction cost zero unless said):
+ * ring all-reduce / reduce-scatter / all-gather on a ring of n GPUs (odd n, sizes not divisible
+ * by n), halving-doubling on a switch (power of two and not), direct all-to-all on a switch,
+ * pipelined tree and chain broadcast, parameter server with one server, send/recv, reduction
+ * compute added to the ring; contention with known answers (two all-reduces sharing one GPU's
+ * links each take twice the bandwidth term; a 4:1 oversubscribed fat-tree slows an all-to-all
+ * by o(n-d)/(n-1)); hierarchical vs flat ring all-reduce on a dgx topology (both times and
+ * their ratio from the closed forms); dbt's flow count; the incremental max-min sharing equals a
+ * global re-solve throughout overlapping collectives; determinism; `auto` picks; input errors.
+ * Leaves free: tie order of simultaneous events; tree shapes beyond flow counts. */
+#include <math.h>
+#include <string.h>
+
+#include "dtsim/coll.h"
+#include "dtsim/net.h"
+#include "dtsim/topo.h"
+#include "testutil.h"
+
+#define TOL 0.005
+
+static topo *gen(topo_gen_params p)
+{
+    topo *t = NULL;
+    dt_error err;
+    dt_error_clear(&err);
+    int rc = topo_generate(&p, &t, &err);
+    ck_assert_msg(rc == DT_OK, "topo_generate: %s", err.msg);
+    return t;
+}
+
+static topo *ring_topo(int n) /* 100 GB/s, 1 us per link */
+{
+    return gen((topo_gen_params){.family = TOPO_FAMILY_RING, .gpus = n, .bandwidth = 100e9,
+                                 .latency = SIM_US});
+}
+
+static topo *switch_topo(int n) /* 50 GB/s, 1 us per link, 300 ns switch: alpha 2.3 us */
+{
+    return gen((topo_gen_params){.family = TOPO_FAMILY_SWITCH, .gpus = n, .bandwidth = 50e9,
+                                 .latency = SIM_US, .switch_latency = 300 * SIM_NS});
+}
+
+/* Path latency and bottleneck between two GPUs, as the network charges them. */
+static void path(topo *t, int a, int b, double *alpha, double *bw)
+{
+    sim_engine *e = sim_engine_create();
+    net *n = net_create(t, e, NULL);
+    sim_time_t lat;
+    ck_assert_int_eq(net_path_info(n, a, b, &lat, bw, NULL), DT_OK);
+    *alpha = sim_time_to_s(lat);
+    net_destroy(n);
+    sim_engine_destroy(e);
+}
+
+static coll_result run(topo *t, coll_op op, coll_algo algo, const int *group, int n, double S,
+                       double reduce_bw)
+{
+    int all[1024];
+    if (!group) {
+        for (int i = 0; i < n; i++) all[i] = i;
+        group = all;
+    }
+    coll_spec spec = {.op = op, .algo = algo, .group = group, .n = n, .bytes = S, .elem_bytes = 2};
+    coll_config cc = {.reduce_bw = reduce_bw};
+    net_config nc = {.mode = NET_FLOW};
+    coll_result r;
+    dt_error err;
+    dt_error_clear(&err);
+    int rc = coll_simulate(t, &spec, &cc, &nc, &r, &err);
+    ck_assert_msg(rc == DT_OK, "coll_simulate: %s", err.msg);
+    ck_assert_double_le(r.net.max_link_utilisation, 1 + 1e-9);
+    ck_assert_double_eq_tol(r.net.bytes_sent, r.net.bytes_delivered, 1e-3);
+    ck_assert_uint_eq(r.net.flows_started, r.net.flows_finished);
+    return r;
+}
+
+static double secs(coll_result r) { return sim_time_to_s(r.time); }
+
+START_TEST(ring_closed_forms)
+{
+    const int ns[] = {8, 7};
+    const double sizes[] = {64.0 * 1048576, 1e8 + 7};
+    for (int a = 0; a < 2; a++) {
+        int n = ns[a];
+        topo *t = ring_topo(n);
+        double al, bw;
+        path(t, 0, 1, &al, &bw);
+        ck_assert_double_eq(bw, 100e9);
+        for (int b = 0; b < 2; b++) {
+            double S = sizes[b];
+            double ar = secs(run(t, COLL_ALLREDUCE, COLL_RING, NULL, n, S, 0));
+            ck_assert_rel(ar, coll_closed_form(COLL_ALLREDUCE, COLL_RING, n, S, al, bw), TOL);
+            double rs = secs(run(t, COLL_REDUCE_SCATTER, COLL_RING, NULL, n, S, 0));
+            ck_assert_rel(rs, coll_closed_form(COLL_REDUCE_SCATTER, COLL_RING, n, S, al, bw), TOL);
+            double ag = secs(run(t, COLL_ALLGATHER, COLL_RING, NULL, n, S, 0));
+            ck_assert_rel(ag, coll_closed_form(COLL_ALLGATHER, COLL_RING, n, S, al, bw), TOL);
+        }
+        /* Small sizes: latency-dominated, the alpha term must be right too. */
+        double S = 4096;
+        double ar = secs(run(t, COLL_ALLREDUCE, COLL_RING, NULL, n, S, 0));
+        ck_assert_rel(ar, coll_closed_form(COLL_ALLREDUCE, COLL_RING, n, S, al, bw), TOL);
+        topo_destroy(t);
+    }
+}
+END_TEST
+
+START_TEST(ring_with_reduction_cost)
+{
+    /* Each of the n-1 reduce-scatter steps reduces one S/n segment at R B/s. One chunk (one
+     * stream): with several, one chunk's reduction overlaps another's transfer and the
+     * time falls between the bare closed form and this sum. */
+    int n = 8;
+    double S = 64.0 * 1048576, R = 200e9;
+    topo *t = ring_topo(n);
+    double al, bw;
+    path(t, 0, 1, &al, &bw);
+    int g[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    coll_spec spec = {.op = COLL_ALLREDUCE, .algo = COLL_RING, .group = g, .n = n, .bytes = S};
+    coll_config one = {.reduce_bw = R, .chunk_bytes = S};
+    coll_result r;
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_simulate(t, &spec, &one, NULL, &r, &err), DT_OK);
+    double bare = coll_closed_form(COLL_ALLREDUCE, COLL_RING, n, S, al, bw);
+    double expect = bare + (n - 1) * S / n / R;
+    ck_assert_rel(secs(r), expect, TOL);
+    coll_config two = {.reduce_bw = R, .chunk_bytes = S / n / 2};
+    ck_assert_int_eq(coll_simulate(t, &spec, &two, NULL, &r, &err), DT_OK);
+    ck_assert_double_gt(secs(r), bare);
+    ck_assert_double_lt(secs(r), expect);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(hd_closed_forms)
+{
+    const int ns[] = {8, 16, 6, 12};
+    double S = 64.0 * 1048576;
+    for (int a = 0; a < 4; a++) {
+        int n = ns[a];
+        topo *t = switch_topo(n);
+        double al, bw;
+        path(t, 0, 1, &al, &bw);
+        ck_assert_rel(al, 2.3e-6, 1e-12);
+        double ar = secs(run(t, COLL_ALLREDUCE, COLL_HD, NULL, n, S, 0));
+        ck_assert_rel(ar, coll_closed_form(COLL_ALLREDUCE, COLL_HD, n, S, al, bw), TOL);
+        if ((n & (n - 1)) == 0) {
+            double rs = secs(run(t, COLL_REDUCE_SCATTER, COLL_HD, NULL, n, S, 0));
+            ck_assert_rel(rs, coll_closed_form(COLL_REDUCE_SCATTER, COLL_HD, n, S, al, bw), TOL);
+            double ag = secs(run(t, COLL_ALLGATHER, COLL_HD, NULL, n, S, 0));
+            ck_assert_rel(ag, coll_closed_form(COLL_ALLGATHER, COLL_HD, n, S, al, bw), TOL);
+            /* Small message: 2 log2(n) alpha dominates. */
+            double sm = secs(run(t, COLL_ALLREDUCE, COLL_HD, NULL, n, 1024, 0));
+            ck_assert_rel(sm, coll_closed_form(COLL_ALLREDUCE, COLL_HD, n, 1024, al, bw), TOL);
+        }
+        topo_destroy(t);
+    }
+}
+END_TEST
+
+START_TEST(direct_alltoall_switch)
+{
+    int n = 16;
+    double S = 64.0 * 1048576;
+    topo *t = switch_topo(n);
+    double al, bw;
+    path(t, 0, 1, &al, &bw);
+    coll_result r = run(t, COLL_ALLTOALL, COLL_DIRECT, NULL, n, S, 0);
+    ck_assert_rel(secs(r), coll_closed_form(COLL_ALLTOALL, COLL_DIRECT, n, S, al, bw), TOL);
+    ck_assert_uint_eq(r.net.flows_started, (uint64_t)n * (n - 1));
+    double ag = secs(run(t, COLL_ALLGATHER, COLL_DIRECT, NULL, n, S, 0));
+    ck_assert_rel(ag, coll_closed_form(COLL_ALLGATHER, COLL_DIRECT, n, S, al, bw), TOL);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(pipelined_broadcasts)
+{
+    /* Complete binary tree of 15 GPUs (depth 3), 64 MiB in 16 chunks of 4 MiB: every inner
+     * node feeds two children through its one uplink, so a stage costs alpha + 2 C/B. */
+    double S = 64.0 * 1048576;
+    int chunks = 16;
+    topo *t = switch_topo(15);
+    double al, bw;
+    path(t, 0, 1, &al, &bw);
+    double tb = secs(run(t, COLL_BROADCAST, COLL_TREE, NULL, 15, S, 0));
+    ck_assert_rel(tb, coll_closed_form_pipeline(3, chunks, 2, S, al, bw), TOL);
+    /* The chain (ring broadcast) over 8 of them: 7 stages, fan-out 1. */
+    double ch = secs(run(t, COLL_BROADCAST, COLL_RING, NULL, 8, S, 0));
+    ck_assert_rel(ch, coll_closed_form_pipeline(7, chunks, 1, S, al, bw), TOL);
+    /* Reduce up the same chain mirrors it. */
+    double rd = secs(run(t, COLL_REDUCE, COLL_RING, NULL, 8, S, 0));
+    ck_assert_rel(rd, coll_closed_form_pipeline(7, chunks, 1, S, al, bw), TOL);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(ps_and_sendrecv)
+{
+    /* One server: it receives (n-1) S through its downlink, then sends (n-1) S up. */
+    int n = 8;
+    double S = 16.0 * 1048576;
+    topo *t = switch_topo(n);
+    double al, bw;
+    path(t, 0, 1, &al, &bw);
+    int g[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    coll_spec spec = {.op = COLL_ALLREDUCE, .algo = COLL_PS, .group = g, .n = n, .bytes = S,
+                      .servers = 1};
+    coll_config cc = {.reduce_bw = 0};
+    coll_result r;
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_simulate(t, &spec, &cc, NULL, &r, &err), DT_OK);
+    ck_assert_rel(secs(r), 2 * al + 2 * (n - 1) * S / bw, TOL);
+    int pair[2] = {3, 5};
+    double sr = secs(run(t, COLL_SENDRECV, COLL_AUTO, pair, 2, S, 0));
+    ck_assert_rel(sr, al + S / bw, 1e-9);
+    topo_destroy(t);
+}
+END_TEST
+
+/* Two collectives started together in one engine. */
+typedef struct two_done {
+    sim_time_t at[2];
+} two_done;
+
+static void on_two(void *model, sim_engine *eng, const sim_event *ev)
+{
+    (void)eng;
+    ((two_done *)model)->at[ev->id] = ev->time;
+}
+
+START_TEST(two_allreduces_share_a_bottleneck)
+{
+    /* Groups {0,1} and {0,2} on a switch: GPU 0's up- and downlink carry both collectives'
+     * flows, so each gets half: the bandwidth term doubles, the latency term does not. */
+    double S = 256.0 * 1048576;
+    topo *t = switch_topo(3);
+    double al, bw;
+    path(t, 0, 1, &al, &bw);
+    double alone = secs(run(t, COLL_ALLREDUCE, COLL_RING, (int[]){0, 1}, 2, S, 0));
+    ck_assert_rel(alone, coll_closed_form(COLL_ALLREDUCE, COLL_RING, 2, S, al, bw), TOL);
+
+    sim_engine *e = sim_engine_create();
+    net *n = net_create(t, e, NULL);
+    coll_config cc = {.reduce_bw = 0};
+    coll_engine *c = coll_create(n, e, t, &cc);
+    two_done d = {{0, 0}};
+    uint32_t k = sim_kind_register(e, "test.two", on_two, &d);
+    int ga[2] = {0, 1}, gb[2] = {0, 2};
+    coll_spec a = {.op = COLL_ALLREDUCE, .algo = COLL_RING, .group = ga, .n = 2, .bytes = S};
+    coll_spec b = a;
+    b.group = gb;
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_start(c, &a, k, 0, 0, &err), DT_OK);
+    ck_assert_int_eq(coll_start(c, &b, k, 1, 0, &err), DT_OK);
+    sim_run(e, SIM_TIME_MAX);
+    double lat = 2 * al; /* 2(n-1) alpha with n = 2 */
+    for (int i = 0; i < 2; i++)
+        ck_assert_rel(sim_time_to_s(d.at[i]) - lat, 2 * (alone - lat), TOL);
+    coll_destroy(c);
+    net_destroy(n);
+    sim_engine_destroy(e);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(oversubscribed_fat_tree_alltoall)
+{
+    /* Radix 5 at 4:1 gives 5 leaves of d = 4 GPUs with one uplink to a single spine (so no
+     * multipath luck is involved). Each leaf uplink carries d (n-d)/n S bytes: the all-to-all
+     * takes o (n-d)/n S/B instead of the switch's (n-1)/n S/B. */
+    int n = 20, d = 4;
+    double o = 4, S = 64.0 * 1048576, B = 50e9;
+    topo *ft = gen((topo_gen_params){.family = TOPO_FAMILY_FAT_TREE, .gpus = n, .radix = 5,
+                                     .oversubscription = o, .bandwidth = B, .latency = SIM_US,
+                                     .switch_latency = 300 * SIM_NS});
+    topo *sw = switch_topo(n);
+    double al_ft, al_sw, bw;
+    path(ft, 0, n - 1, &al_ft, &bw);
+    path(sw, 0, 1, &al_sw, &bw);
+    double t_ft = secs(run(ft, COLL_ALLTOALL, COLL_DIRECT, NULL, n, S, 0));
+    double t_sw = secs(run(sw, COLL_ALLTOALL, COLL_DIRECT, NULL, n, S, 0));
+    ck_assert_rel(t_ft, al_ft + o * (n - d) / n * S / B, TOL);
+    ck_assert_rel(t_sw, al_sw + (double)(n - 1) / n * S / B, TOL);
+    ck_assert_rel(t_ft / t_sw, o * (n - d) / (n - 1), TOL);
+    topo_destroy(ft);
+    topo_destroy(sw);
+}
+END_TEST
+
+START_TEST(hier_beats_flat_ring_on_dgx)
+{
+    /* 2 DGX boxes of 8 GPUs: NVLink 450 GB/s inside, one 50 GB/s NIC per GPU (rails).
+     * The flat ring visits box 0 as 0..7, then box 1 as 15, 8..14, so its two host crossings
+     * (7 -> 15 on rail 7, 14 -> 0 across rails via a spine) never share a link: each ring step
+     * is paced by a NIC flow. The ring builder picks that rail-aligned order by itself for
+     * the group 0..15 (checked too). Expected ratio from the closed forms: 5.9 at 1 GiB. */
+    topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 2, .gpus_per_node = 8,
+                                    .nic_bw = 50e9, .nvlink_bw = 450e9});
+    double S = 1024.0 * 1048576;
+    int ring[16] = {0, 1, 2, 3, 4, 5, 6, 7, 15, 8, 9, 10, 11, 12, 13, 14};
+    double a_in, b_in, a_out, b_out, a_x, b_x;
+    path(t, 0, 1, &a_in, &b_in);
+    path(t, 0, 8, &a_out, &b_out);
+    path(t, 14, 0, &a_x, &b_x);
+    ck_assert_double_eq(b_in, 450e9);
+    ck_assert_double_eq(b_out, 50e9);
+    double t_ring = secs(run(t, COLL_ALLREDUCE, COLL_RING, ring, 16, S, 0));
+    ck_assert_double_eq(secs(run(t, COLL_ALLREDUCE, COLL_RING, NULL, 16, S, 0)), t_ring);
+    double t_hier = secs(run(t, COLL_ALLREDUCE, COLL_HIER, NULL, 16, S, 0));
+    double c_ring = coll_closed_form(COLL_ALLREDUCE, COLL_RING, 16, S, a_x, b_out);
+    double c_hier = coll_closed_form_hier(8, 2, S, a_in, b_in, a_out, b_out);
+    ck_assert_rel(t_ring, c_ring, TOL);
+    ck_assert_rel(t_hier, c_hier, TOL);
+    ck_assert_rel(t_ring / t_hier, c_ring / c_hier, 2 * TOL);
+    ck_assert_double_gt(t_ring / t_hier, 5);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(dbt_and_tree_allreduce)
+{
+    /* Structure: each tree moves every chunk over each of its n-1 edges once up, once down. */
+    int n = 16;
+    double S = 32.0 * 1048576; /* 2 trees x 16 MiB = 4 chunks each */
+    topo *t = switch_topo(n);
+    double al, bw;
+    path(t, 0, 1, &al, &bw);
+    coll_result d = run(t, COLL_ALLREDUCE, COLL_DBT, NULL, n, S, 0);
+    ck_assert_uint_eq(d.net.flows_started, 2 * 2 * (n - 1) * 4);
+    coll_result tr = run(t, COLL_ALLREDUCE, COLL_TREE, NULL, n, S, 0);
+    ck_assert_uint_eq(tr.net.flows_started, 2 * (n - 1) * 8);
+    /* Never faster than the all-reduce lower bound 2(n-1)/n S/B. */
+    double lb = 2.0 * (n - 1) / n * S / bw;
+    ck_assert_double_gt(secs(d), lb);
+    ck_assert_double_gt(secs(tr), lb);
+    /* Splitting over two trees that use different uplinks beats one tree. */
+    ck_assert_double_lt(secs(d), secs(tr));
+    topo_destroy(t);
+}
+END_TEST
+
+/* Probe that re-solves the whole network from scratch every 50 ns of simulated time (at odd
+ * picoseconds, between the collective's own events). */
+typedef struct fair_probe {
+    net *n;
+    uint32_t kind;
+    int checks, bad, done;
+} fair_probe;
+
+static void on_fair(void *model, sim_engine *eng, const sim_event *ev)
+{
+    fair_probe *p = model;
+    (void)ev;
+    p->checks++;
+    p->bad += net_check_fair(p->n, 1e-9);
+    if (!p->done) sim_schedule(eng, sim_now(eng) + 50 * SIM_NS, p->kind, 0, 0);
+}
+
+static void on_fair_done(void *model, sim_engine *eng, const sim_event *ev)
+{
+    (void)eng;
+    (void)ev;
+    ((fair_probe *)model)->done = 1;
+}
+
+START_TEST(incremental_equals_global)
+{
+    /* The incremental solver (components, skipped re-solves when a departing flow bottlenecked
+     * nobody else) must agree with a from-scratch global max-min solve at all times, here
+     * through a dbt and a ring all-reduce overlapping on a 4-box dgx with reductions on. */
+    topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 4, .gpus_per_node = 8});
+    sim_engine *e = sim_engine_create();
+    net *n = net_create(t, e, NULL);
+    coll_config cc = {.reduce_bw = -1};
+    coll_engine *c = coll_create(n, e, t, &cc);
+    fair_probe p = {.n = n};
+    p.kind = sim_kind_register(e, "test.fair", on_fair, &p);
+    uint32_t kd = sim_kind_register(e, "test.fair_done", on_fair_done, &p);
+    int g[32], h[16];
+    for (int i = 0; i < 32; i++) g[i] = i;
+    for (int i = 0; i < 16; i++) h[i] = 2 * i;
+    coll_spec a = {.op = COLL_ALLREDUCE, .algo = COLL_DBT, .group = g, .n = 32, .bytes = 2e7};
+    coll_spec b = {.op = COLL_ALLREDUCE, .algo = COLL_RING, .group = h, .n = 16, .bytes = 3e7};
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_start(c, &a, kd, 0, 0, &err), DT_OK);
+    ck_assert_int_eq(coll_start(c, &b, kd, 1, 0, &err), DT_OK);
+    sim_schedule(e, 1, p.kind, 0, 0);
+    sim_run(e, SIM_TIME_MAX);
+    ck_assert_int_gt(p.checks, 1000);
+    ck_assert_int_eq(p.bad, 0);
+    coll_destroy(c);
+    net_destroy(n);
+    sim_engine_destroy(e);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(deterministic)
+{
+    topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_FAT_TREE, .gpus = 32, .radix = 8});
+    coll_result a = run(t, COLL_ALLREDUCE, COLL_DBT, NULL, 32, 3e7, 0);
+    coll_result b = run(t, COLL_ALLREDUCE, COLL_DBT, NULL, 32, 3e7, 0);
+    ck_assert_int_eq(a.time, b.time);
+    ck_assert_uint_eq(a.events, b.events);
+    ck_assert_uint_eq(a.net.rate_updates, b.net.rate_updates);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(auto_rule)
+{
+    topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 2, .gpus_per_node = 4});
+    int g[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    coll_spec s = {.op = COLL_ALLREDUCE, .group = g, .n = 8, .bytes = 1e9};
+    ck_assert_int_eq(coll_auto_choice(t, &s), COLL_HIER);
+    s.n = 4; /* one host */
+    ck_assert_int_eq(coll_auto_choice(t, &s), COLL_RING);
+    s.bytes = 1024;
+    ck_assert_int_eq(coll_auto_choice(t, &s), COLL_HD);
+    s.n = 3;
+    ck_assert_int_eq(coll_auto_choice(t, &s), COLL_DBT);
+    s.op = COLL_ALLTOALL;
+    ck_assert_int_eq(coll_auto_choice(t, &s), COLL_DIRECT);
+    s.op = COLL_BROADCAST;
+    ck_assert_int_eq(coll_auto_choice(t, &s), COLL_TREE);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(input_errors)
+{
+    topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 2, .gpus_per_node = 4});
+    coll_config cc = {.reduce_bw = 0};
+    coll_result r;
+    dt_error err;
+    int g6[6] = {0, 1, 2, 3, 4, 5};
+    coll_spec s = {.op = COLL_REDUCE_SCATTER, .algo = COLL_HD, .group = g6, .n = 6, .bytes = 1e6};
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_simulate(t, &s, &cc, NULL, &r, &err), DT_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "power-of-two"));
+    s.op = COLL_ALLREDUCE;
+    s.algo = COLL_HIER; /* 4 GPUs on host 0, 2 on host 1 */
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_simulate(t, &s, &cc, NULL, &r, &err), DT_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "same number"));
+    int dup[3] = {0, 1, 1};
+    s.group = dup;
+    s.n = 3;
+    s.algo = COLL_RING;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_simulate(t, &s, &cc, NULL, &r, &err), DT_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "twice"));
+    int big[2] = {0, 99};
+    s.group = big;
+    s.n = 2;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_simulate(t, &s, &cc, NULL, &r, &err), DT_EINPUT);
+    s.group = g6;
+    s.op = COLL_ALLTOALL;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_simulate(t, &s, &cc, NULL, &r, &err), DT_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "alltoall"));
+    coll_op op;
+    coll_algo al;
+    ck_assert_int_eq(coll_op_parse("all-reduce", &op), DT_OK);
+    ck_assert_int_eq(op, COLL_ALLREDUCE);
+    ck_assert_int_eq(coll_algo_parse("rabenseifner", &al), DT_OK);
+    ck_assert_int_eq(al, COLL_HD);
+    ck_assert_int_eq(coll_op_parse("allreduse", &op), DT_EINPUT);
+    ck_assert_rel(coll_busbw_factor(COLL_ALLREDUCE, 8), 1.75, 1e-15);
+    ck_assert_rel(coll_busbw_factor(COLL_ALLGATHER, 8), 0.875, 1e-15);
+    ck_assert_rel(coll_busbw_factor(COLL_BROADCAST, 8), 1.0, 1e-15);
+    topo_destroy(t);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("coll");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, ring_closed_forms);
+    tcase_add_test(tc, ring_with_reduction_cost);
+    tcase_add_test(tc, hd_closed_forms);
+    tcase_add_test(tc, direct_alltoall_switch);
+    tcase_add_test(tc, pipelined_broadcasts);
+    tcase_add_test(tc, ps_and_sendrecv);
+    tcase_add_test(tc, two_allreduces_share_a_bottleneck);
+    tcase_add_test(tc, oversubscribed_fat_tree_alltoall);
+    tcase_add_test(tc, hier_beats_flat_ring_on_dgx);
+    tcase_add_test(tc, dbt_and_tree_allreduce);
+    tcase_add_test(tc, incremental_equals_global);
+    tcase_add_test(tc, deterministic);
+    tcase_add_test(tc, auto_rule);
+    tcase_add_test(tc, input_errors);
+    suite_add_tcase(s, tc);
+    return dt_run_suite(s);
+}

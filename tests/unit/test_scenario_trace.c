@@ -1,0 +1,298 @@
+/* test_scenario_trace.c - scenario validation and trace files.
+ * Pins down: bad scenarios fail with the JSON path of the offending key and a message saying
+ * what was expected (unknown keys with a suggestion, wrong kinds, inconsistent batch sizes,
+ * dp x tp x pp against the topology, stragglers naming missing GPUs); a trace written from a
+ * run replays to the same step time and breakdown; a hand-written trace (one GPU per lane,
+ * inline durations) runs with its closed-form time; bad traces name their paths.
+ * Leaves free: message wording beyond the key facts checked. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dtsim/replay.h"
+#include "dtsim/run.h"
+#include "dtsim/workload.h"
+#include "testutil.h"
+
+static int run_text(const char *text, run_result *r, dt_error *e)
+{
+    cJSON *j;
+    dt_error_clear(e);
+    int rc = js_parse_text(text, strlen(text), "s.json", &j, e);
+    ck_assert_int_eq(rc, DT_OK);
+    run_options opt = {0};
+    rc = run_scenario(j, "s.json", ".", &opt, r, e);
+    run_result_free(r);
+    cJSON_Delete(j);
+    return rc;
+}
+
+#define TOPO "\"topology\": {\"generator\": \"dgx\", \"nodes\": 1, \"gpus_per_node\": 8}"
+#define SYN "\"model\": {\"kind\": \"synthetic\", \"layers\": 4, \"forward_time\": \"1 ms\", " \
+            "\"backward_time\": \"2 ms\", \"params\": 1e6}"
+
+static void bad(const char *text, const char *path, const char *needle)
+{
+    run_result r;
+    dt_error e;
+    int rc = run_text(text, &r, &e);
+    ck_assert_msg(rc == DT_EINPUT, "accepted: %s", text);
+    ck_assert_msg(!strcmp(e.path, path), "path '%s', expected '%s' (%s)", e.path, path, e.msg);
+    ck_assert_msg(strstr(e.msg, needle) != NULL, "message '%s' lacks '%s'", e.msg, needle);
+    ck_assert_str_eq(e.file, "s.json");
+}
+
+START_TEST(validation_paths)
+{
+    bad("{" TOPO ", " SYN ", \"paralel\": {}}", "paralel", "parallel");
+    bad("{" TOPO ", " SYN ", \"parallel\": {\"tp\": 3}}", "parallel", "must divide");
+    bad("{" TOPO ", " SYN ", \"parallel\": {\"zero\": 4}}", "parallel.zero", "4");
+    bad("{" TOPO ", " SYN ", \"parallel\": {\"schedule\": \"zigzag\"}}", "parallel.schedule",
+        "zigzag");
+    bad("{" TOPO ", " SYN ", \"parallel\": {\"schedule\": \"interleaved\", \"pp\": 2}}",
+        "parallel.virtual_stages", "required");
+    bad("{" TOPO ", " SYN ", \"global_batch\": 12}", "global_batch", "multiple");
+    bad("{" TOPO ", " SYN ", \"stragglers\": [{\"gpu\": 9, \"slowdown\": 2}]}",
+        "stragglers[0].gpu", "0..7");
+    bad("{" TOPO ", " SYN ", \"stragglers\": [{\"gpu\": 1, \"slowdwn\": 2}]}",
+        "stragglers[0].slowdwn", "slowdown");
+    bad("{" TOPO ", \"model\": {\"kind\": \"synthetic\", \"layers\": 4, \"forward_time\": "
+        "\"1 parsec\", \"backward_time\": \"2 ms\", \"params\": 0}}",
+        "model.forward_time", "parsec");
+    bad("{" TOPO ", \"model\": {\"kind\": \"transformer\", \"layers\": 4, \"hidden\": 100, "
+        "\"heads\": 3, \"seq_len\": 8, \"vocab\": 10}}",
+        "model.heads", "divide");
+    bad("{" TOPO ", \"model\": {\"kind\": \"synthetic\", \"layers\": 4, \"hidden\": 4, "
+        "\"forward_time\": 1, \"backward_time\": 1, \"params\": 0}}",
+        "model.hidden", "synthetic");
+    bad("{" TOPO ", " SYN ", \"parallel\": {\"placement\": \"tp,tp,dp\"}}", "parallel.placement",
+        "exactly once");
+    bad("{" TOPO ", " SYN ", \"degraded_links\": [{\"link\": 100000, \"bandwidth_factor\": 0.5}]}",
+        "degraded_links[0].link", "directed links");
+    bad("{" TOPO ", " SYN ", \"options\": {\"network\": \"fluid\"}}", "options.network", "fluid");
+    bad("{" SYN "}", "topology", "required");
+}
+END_TEST
+
+START_TEST(placement_order)
+{
+    wl_plan p = {.dp = 2, .tp = 4, .pp = 2,
+                 .placement = {WL_AXIS_DP, WL_AXIS_PP, WL_AXIS_TP}};
+    ck_assert_int_eq(wl_gpu_of(&p, 1, 0, 3), 1 * 8 + 0 * 4 + 3);
+    p.placement[0] = WL_AXIS_TP;
+    p.placement[2] = WL_AXIS_DP; /* "tp,pp,dp": DP innermost */
+    ck_assert_int_eq(wl_gpu_of(&p, 1, 0, 3), 3 * 4 + 0 * 2 + 1);
+}
+END_TEST
+
+static char *tmpname(const char *tag)
+{
+    static char buf[2][256];
+    static int k;
+    char *b = buf[k++ & 1];
+    snprintf(b, 256, "/tmp/dtsim_test_%s_%ld.json", tag, (long)getpid());
+    return b;
+}
+
+START_TEST(trace_roundtrip)
+{
+    const char *text =
+        "{\"topology\": {\"generator\": \"dgx\", \"nodes\": 2, \"gpus_per_node\": 8},"
+        " \"model\": {\"kind\": \"transformer\", \"layers\": 8, \"hidden\": 1024, \"heads\": 16,"
+        "  \"seq_len\": 512, \"vocab\": 32000},"
+        " \"parallel\": {\"tp\": 2, \"pp\": 2, \"schedule\": \"1f1b\", \"microbatches\": 4,"
+        "  \"zero\": 1, \"bucket_size\": \"8 MB\"},"
+        " \"stragglers\": [{\"gpu\": 5, \"slowdown\": 1.3}],"
+        " \"jitter\": {\"distribution\": \"lognormal\", \"sigma\": 0.05}, \"seed\": 7}";
+    const char *topo_text = "{\"generator\": \"dgx\", \"nodes\": 2, \"gpus_per_node\": 8}";
+    char *trace = tmpname("trace"), *topof = tmpname("topo");
+    FILE *f = fopen(topof, "w");
+    fputs(topo_text, f);
+    fclose(f);
+    cJSON *j;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "s.json", &j, &e), DT_OK);
+    run_options opt = {.write_trace = trace};
+    run_result a, b;
+    int rc = run_scenario(j, "s.json", ".", &opt, &a, &e);
+    ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
+    run_options ropt = {0};
+    rc = run_trace_file(trace, topof, &ropt, &b, &e);
+    ck_assert_msg(rc == DT_OK, "%s: %s: %s", e.file, e.path, e.msg);
+    ck_assert(a.step_time_s > 0);
+    ck_assert(a.breakdown_s.straggler_wait > 0);
+    ck_assert(a.step_time_s == b.step_time_s);
+    ck_assert(a.breakdown_s.compute == b.breakdown_s.compute);
+    ck_assert(a.breakdown_s.comm_exposed == b.breakdown_s.comm_exposed);
+    ck_assert(a.breakdown_s.straggler_wait == b.breakdown_s.straggler_wait);
+    ck_assert(a.throughput.tflops_per_gpu == b.throughput.tflops_per_gpu);
+    ck_assert(a.memory.peak == b.memory.peak);
+    ck_assert_int_eq(a.events, b.events);
+    /* a different seed changes the jitter, hence the step */
+    ropt.have_seed = true;
+    ropt.seed = 8;
+    ck_assert_int_eq(run_trace_file(trace, topof, &ropt, &b, &e), DT_OK);
+    ck_assert(a.step_time_s != b.step_time_s);
+    cJSON_Delete(j);
+    remove(trace);
+    remove(topof);
+}
+END_TEST
+
+START_TEST(hand_written_trace)
+{
+    /* GPU 0 computes 2 ms, sends 1 GB to GPU 1 over the DGX's NVLink, GPU 1 computes 1 ms;
+     * meanwhile both join an all-reduce that waits for GPU 1's first op (3 ms). */
+    const char *text =
+        "{\"format\": \"dtsim-trace\", \"version\": 1, \"gpus\": 2,"
+        " \"environment\": {\"network\": \"analytic\"},"
+        " \"collectives\": [{\"op\": \"allreduce\", \"bytes\": 0}],"
+        " \"ops\": ["
+        "  {\"gpu\": 0, \"kind\": \"compute\", \"duration\": \"2 ms\"},"
+        "  {\"gpu\": 0, \"kind\": \"send\", \"to\": 1, \"bytes\": 0, \"deps\": [0]},"
+        "  {\"gpu\": 1, \"kind\": \"compute\", \"duration\": \"3 ms\"},"
+        "  {\"gpu\": 1, \"kind\": \"compute\", \"duration\": \"1 ms\", \"deps\": [1]},"
+        "  {\"gpu\": 0, \"kind\": \"collective\", \"collective\": 0},"
+        "  {\"gpu\": 1, \"kind\": \"collective\", \"collective\": 0, \"deps\": [2]}"
+        " ]}";
+    char *trace = tmpname("hand"), *topof = tmpname("htopo");
+    FILE *f = fopen(trace, "w");
+    fputs(text, f);
+    fclose(f);
+    f = fopen(topof, "w");
+    fputs("{\"generator\": \"dgx\", \"nodes\": 1, \"gpus_per_node\": 2, \"nvlink_latency\": "
+          "\"1 ns\"}", f);
+    fclose(f);
+    run_options opt = {0};
+    run_result r;
+    dt_error e;
+    dt_error_clear(&e);
+    int rc = run_trace_file(trace, topof, &opt, &r, &e);
+    ck_assert_msg(rc == DT_OK, "%s: %s: %s", e.file, e.path, e.msg);
+    /* GPU 1: 3 ms compute, then (stream order) the 1 ms op whose send arrived at 2 ms + 1 ns:
+     * 4 ms. The all-reduce starts when GPU 1 reaches it at 3 ms (GPU 0 waited 3 ms). */
+    ck_assert_rel(r.step_time_s, 4e-3, 1e-12);
+    remove(trace);
+    /* a dep on a missing op names its path */
+    f = fopen(trace, "w");
+    fputs("{\"format\": \"dtsim-trace\", \"version\": 1, \"gpus\": 1, \"ops\": ["
+          "{\"gpu\": 0, \"kind\": \"compute\", \"duration\": 1, \"deps\": [4]}]}", f);
+    fclose(f);
+    ck_assert_int_eq(run_trace_file(trace, topof, &opt, &r, &e), DT_EINPUT);
+    ck_assert_str_eq(e.path, "ops[0].deps[0]");
+    remove(trace);
+    remove(topof);
+}
+END_TEST
+
+START_TEST(timeline_spans)
+{
+    const char *text =
+        "{\"topology\": {\"generator\": \"dgx\", \"nodes\": 1, \"gpus_per_node\": 8},"
+        " \"model\": {\"kind\": \"transformer\", \"layers\": 4, \"hidden\": 1024, \"heads\": 16,"
+        "  \"seq_len\": 512, \"vocab\": 32000},"
+        " \"parallel\": {\"tp\": 2, \"pp\": 2, \"microbatches\": 4}}";
+    cJSON *j;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "s.json", &j, &e), DT_OK);
+    run_options opt = {.record_timeline = true};
+    run_result r;
+    int rc = run_scenario(j, "s.json", ".", &opt, &r, &e);
+    ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
+    ck_assert_ptr_nonnull(r.timeline);
+    const run_timeline *tl = r.timeline;
+    ck_assert_int_eq(tl->n_gpus, 8);
+    ck_assert(tl->n_spans > 0 && tl->n_link_spans > 0);
+    /* The critical GPU's compute spans add up to its compute time (no stragglers: its own
+     * time is its lane's), and every span lies inside the step. */
+    sim_time_t T = sim_time_from_s(r.step_time_s), comp = 0;
+    int tp_spans = 0;
+    for (size_t i = 0; i < tl->n_spans; i++) {
+        const run_span *sp = &tl->spans[i];
+        ck_assert(sp->start >= 0 && sp->end <= T && sp->end > sp->start);
+        ck_assert((size_t)sp->name < tl->n_names);
+        if (sp->gpu == r.critical_gpu && sp->stream == RUN_STREAM_COMPUTE) comp += sp->end - sp->start;
+        if (sp->stream == RUN_STREAM_TP) tp_spans++;
+    }
+    ck_assert_int_eq(comp, sim_time_from_s(r.breakdown_s.compute));
+    ck_assert(tp_spans > 0);
+    for (size_t i = 0; i < tl->n_link_spans; i++)
+        ck_assert((size_t)tl->link_spans[i].link < tl->n_links);
+    run_result_free(&r);
+    ck_assert_ptr_null(r.timeline);
+    cJSON_Delete(j);
+}
+END_TEST
+
+static double step_of(const char *text)
+{
+    run_result r;
+    dt_error e;
+    cJSON *j;
+    dt_error_clear(&e);
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "s.json", &j, &e), DT_OK);
+    run_options opt = {0};
+    int rc = run_scenario(j, "s.json", ".", &opt, &r, &e);
+    ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
+    cJSON_Delete(j);
+    return r.step_time_s;
+}
+
+START_TEST(degraded_link_closed_form)
+{
+    /* 2 replicas on 2 DGX boxes (one GPU each, 50 GB/s NICs), one 200 MB all-reduce after the
+     * backward: 2e8 / 50e9 = 4 ms; halving one NIC uplink makes it 8 ms. */
+#define DEG(extra)                                                                          \
+    "{\"topology\": {\"generator\": \"dgx\", \"nodes\": 2, \"gpus_per_node\": 1},"          \
+    " \"model\": {\"kind\": \"synthetic\", \"layers\": 2, \"forward_time\": \"1 ms\","      \
+    "  \"backward_time\": \"2 ms\", \"params\": 1e8},"                                       \
+    " \"parallel\": {\"bucket_size\": \"1 GB\"}, \"options\": {\"network\": \"analytic\"}" extra "}"
+    double base = step_of(DEG(""));
+    double slow = step_of(DEG(", \"degraded_links\": [{\"link\": {\"src\": \"node0.nic0\","
+                              " \"dst\": \"rail0.leaf0\"}, \"bandwidth_factor\": 0.5}]"));
+    ck_assert_rel(slow - base, 4e-3, 1e-9);
+    /* the same seed gives the same jittered step; another seed another */
+    double j1 = step_of(DEG(", \"jitter\": {\"sigma\": 0.1}, \"seed\": 3"));
+    double j2 = step_of(DEG(", \"jitter\": {\"sigma\": 0.1}, \"seed\": 3"));
+    double j3 = step_of(DEG(", \"jitter\": {\"sigma\": 0.1}, \"seed\": 4"));
+    ck_assert(j1 == j2);
+    ck_assert(j1 != j3);
+#undef DEG
+}
+END_TEST
+
+START_TEST(flow_matches_analytic_without_contention)
+{
+    /* A pipeline over 4 boxes: one send at a time on each path, so flows never share a link and
+     * the network model must give the closed form (up to picosecond rounding per send). */
+#define PIPE(net)                                                                           \
+    "{\"topology\": {\"generator\": \"dgx\", \"nodes\": 4, \"gpus_per_node\": 1},"          \
+    " \"model\": {\"kind\": \"synthetic\", \"layers\": 4, \"forward_time\": \"1 ms\","      \
+    "  \"backward_time\": \"2 ms\", \"params\": 0, \"activation_bytes\": \"20 MB\"},"          \
+    " \"parallel\": {\"pp\": 4, \"microbatches\": 4, \"schedule\": \"gpipe\"},"            \
+    " \"options\": {\"network\": \"" net "\"}}"
+    double flow = step_of(PIPE("flow")), analytic = step_of(PIPE("analytic"));
+    ck_assert(analytic > 21e-3 + 6 * 20e6 / 50e9); /* 7 x 3 ms plus 6 sends on the critical path */
+    ck_assert_rel(flow, analytic, 1e-9);
+#undef PIPE
+}
+END_TEST
+
+Suite *suite(void)
+{
+    Suite *s = suite_create("scenario_trace");
+    TCase *t = tcase_create("core");
+    tcase_add_test(t, validation_paths);
+    tcase_add_test(t, placement_order);
+    tcase_add_test(t, trace_roundtrip);
+    tcase_add_test(t, hand_written_trace);
+    tcase_add_test(t, timeline_spans);
+    tcase_add_test(t, degraded_link_closed_form);
+    tcase_add_test(t, flow_matches_analytic_without_contention);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void) { return dt_run_suite(suite()); }

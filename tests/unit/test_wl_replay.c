@@ -1,0 +1,301 @@
+/* test_wl_replay.c - schedule generation and replay against closed forms.
+ * Pins down: GPipe and 1F1B step time (m+p-1)(t_f+t_b) and bubble fraction (p-1)/(m+p-1) with
+ * free communication; interleaved bubble (p-1)/(v m); data-parallel step = compute + exposed
+ * all-reduce with and without overlap (ring closed form over a uniform fabric); one straggler
+ * slows a synchronous DP step by its factor and shows as straggler_wait on its peers; TP
+ * all-reduce count per layer; breakdown sums to the step time.
+ * Leaves free: op ids and the graph's exact size; network contention (analytic costs only). */
+#include <string.h>
+
+#include "dtsim/replay.h"
+#include "dtsim/workload.h"
+#include "testutil.h"
+
+static wl_scenario sc;
+static cJSON *sc_json;
+
+static void load(const char *text, int n_gpus)
+{
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &sc_json, &e), DT_OK);
+    js_ctx c = {"t.json", &e};
+    int rc = wl_scenario_parse(&c, sc_json, &sc);
+    ck_assert_msg(rc == DT_OK, "parse: %s: %s", e.path, e.msg);
+    rc = wl_scenario_resolve(&c, &sc, n_gpus);
+    ck_assert_msg(rc == DT_OK, "resolve: %s: %s", e.path, e.msg);
+}
+
+static void unload(void)
+{
+    wl_scenario_free(&sc);
+    cJSON_Delete(sc_json);
+}
+
+typedef struct uni { double bw; sim_time_t lat; } uni;
+static void uni_path(void *ctx, int a, int b, double *bw, sim_time_t *lat)
+{
+    (void)a;
+    (void)b;
+    const uni *u = ctx;
+    *bw = u->bw;
+    *lat = u->lat;
+}
+
+static rep_result run(const wl_graph *g, const uni *u, const double *slow)
+{
+    rep_config cfg = {.n_gpus = g->n_gpus, .path = u ? uni_path : NULL, .path_ctx = (void *)u,
+                      .slowdown = slow};
+    rep_result r;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(rep_run(g, &cfg, &r, &e), DT_OK);
+    ck_assert_int_eq(r.compute + r.comm_exposed + r.bubble + r.straggler_wait, r.step_time);
+    return r;
+}
+
+#define SYN(pp, layers, m, sched, extra)                                                    \
+    "{\"topology\": \"x\", \"model\": {\"kind\": \"synthetic\", \"layers\": " #layers        \
+    ", \"forward_time\": \"1 ms\", \"backward_time\": \"2 ms\", \"params\": 0},"             \
+    "\"parallel\": {\"pp\": " #pp ", \"microbatches\": " #m ", \"schedule\": \"" sched "\"" \
+    extra "}}"
+
+static void pipeline_case(const char *text, int p, int m, double tf, double tb)
+{
+    load(text, p);
+    wl_graph *g = wl_graph_build(&sc);
+    rep_result r = run(g, NULL, NULL);
+    ck_assert_int_eq(r.step_time, (sim_time_t)((m + p - 1) * (tf + tb) * SIM_MS));
+    ck_assert_int_eq(r.bubble, (sim_time_t)((p - 1) * (tf + tb) * SIM_MS));
+    ck_assert_int_eq(r.compute, (sim_time_t)(m * (tf + tb) * SIM_MS));
+    ck_assert_rel((double)r.bubble / r.step_time, (double)(p - 1) / (m + p - 1), 1e-12);
+    wl_graph_destroy(g);
+    unload();
+}
+
+START_TEST(gpipe_closed_form)
+{
+    pipeline_case(SYN(4, 4, 8, "gpipe", ""), 4, 8, 1, 2);
+    pipeline_case(SYN(4, 8, 6, "gpipe", ""), 4, 6, 2, 4);
+}
+END_TEST
+
+START_TEST(onef1b_closed_form)
+{
+    pipeline_case(SYN(4, 4, 8, "1f1b", ""), 4, 8, 1, 2);
+    pipeline_case(SYN(8, 8, 3, "1f1b", ""), 8, 3, 1, 2);
+}
+END_TEST
+
+START_TEST(interleaved_bubble)
+{
+    /* 8 layers, pp 4, v 2: a chunk is one layer (1 ms + 2 ms); a stage does 6 ms per mb. */
+    int p = 4, m = 8, v = 2;
+    load(SYN(4, 8, 8, "interleaved", ", \"virtual_stages\": 2"), p);
+    wl_graph *g = wl_graph_build(&sc);
+    rep_result r = run(g, NULL, NULL);
+    sim_time_t ideal = (sim_time_t)m * v * 3 * SIM_MS;
+    ck_assert_int_eq(r.compute, ideal);
+    ck_assert_rel((double)r.bubble / ideal, (double)(p - 1) / (v * m), 1e-12);
+    ck_assert_int_eq(r.step_time, ideal + r.bubble);
+    wl_graph_destroy(g);
+    unload();
+}
+END_TEST
+
+/* DP: 4 layers of 1 ms + 2 ms, 4 replicas, 1e8 params (bf16 grads: 5e7 B per layer). */
+#define DP_SC(bucket, overlap)                                                              \
+    "{\"topology\": \"x\", \"model\": {\"kind\": \"synthetic\", \"layers\": 4,"              \
+    "\"forward_time\": \"1 ms\", \"backward_time\": \"2 ms\", \"params\": 1e8},"             \
+    "\"parallel\": {\"dp\": 4, \"bucket_size\": \"" bucket "\", \"overlap_dp\": " overlap "}}"
+
+START_TEST(dp_overlap_closed_form)
+{
+    uni u = {.bw = 100e9, .lat = 5 * SIM_US};
+    int n = 4;
+    double layer_bytes = 2 * 1e8 / 4;
+    /* ring all-reduce of one layer's gradients */
+    sim_time_t ar_layer = 2 * (n - 1) * u.lat + sim_time_from_s(2.0 * (n - 1) / n * layer_bytes / u.bw);
+    sim_time_t ar_all = 2 * (n - 1) * u.lat + sim_time_from_s(2.0 * (n - 1) / n * 4 * layer_bytes / u.bw);
+    sim_time_t compute = 12 * SIM_MS;
+
+    /* one bucket per layer, overlapped: only the last layer's all-reduce is exposed
+     * (each all-reduce, 1.5 ms + latency, hides under the next layer's 2 ms backward) */
+    load(DP_SC("50 MB", "true"), n);
+    wl_graph *g = wl_graph_build(&sc);
+    rep_result r = run(g, &u, NULL);
+    ck_assert_int_eq(r.step_time, compute + ar_layer);
+    ck_assert_int_eq(r.comm_exposed, ar_layer);
+    wl_graph_destroy(g);
+    unload();
+
+    /* same buckets, no overlap: all four after the backward pass */
+    load(DP_SC("50 MB", "false"), n);
+    g = wl_graph_build(&sc);
+    r = run(g, &u, NULL);
+    ck_assert_int_eq(r.step_time, compute + 4 * ar_layer);
+    wl_graph_destroy(g);
+    unload();
+
+    /* one big bucket: one all-reduce of everything after the backward, overlap or not */
+    load(DP_SC("1 GB", "true"), n);
+    g = wl_graph_build(&sc);
+    r = run(g, &u, NULL);
+    ck_assert_int_eq(r.step_time, compute + ar_all);
+    wl_graph_destroy(g);
+    unload();
+}
+END_TEST
+
+START_TEST(straggler_slows_dp)
+{
+    load(DP_SC("50 MB", "true"), 4);
+    wl_graph *g = wl_graph_build(&sc);
+    double slow[4] = {1, 1, 1.5, 1};
+    rep_result r = run(g, NULL, slow);
+    /* free communication: the step is the slowest replica's compute */
+    ck_assert_int_eq(r.step_time, 18 * SIM_MS);
+    ck_assert_int_eq(r.critical_gpu, 0);
+    ck_assert_int_eq(r.compute, 12 * SIM_MS);
+    ck_assert_int_eq(r.straggler_wait, 6 * SIM_MS);
+    wl_graph_destroy(g);
+    unload();
+}
+END_TEST
+
+START_TEST(tp_allreduce_count)
+{
+    load("{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 8, "
+         "\"hidden\": 1024, \"heads\": 16, \"seq_len\": 512, \"vocab\": 32000},"
+         "\"parallel\": {\"tp\": 4, \"pp\": 2, \"microbatches\": 2}}",
+         8);
+    wl_graph *g = wl_graph_build(&sc);
+    int fwd = 0, bwd = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->kind != WL_OP_COMPUTE) continue;
+        const wl_cost *c = &g->costs[o->arg];
+        const char *nm = g->names[o->name];
+        if (!strcmp(nm, "forward") || !strcmp(nm, "backward")) {
+            ck_assert_int_eq(c->n_inlane, 1);
+            ck_assert_int_eq(c->inlane[0].op, COLL_ALLREDUCE);
+            /* one op per 4-layer stage: 2 all-reduces per layer */
+            ck_assert_int_eq(c->inlane[0].count, 2 * 4);
+            ck_assert_rel(c->inlane[0].bytes, 512.0 * 1024 * 2, 1e-15);
+            if (nm[0] == 'f') fwd++; else bwd++;
+        }
+    }
+    ck_assert_int_eq(fwd, 2 * 2); /* dp 1: 2 stages x 2 microbatches */
+    ck_assert_int_eq(bwd, 4);
+    ck_assert_int_eq(g->n_lanes, 2);
+    ck_assert_int_eq(g->lane_size, 4);
+    /* TP innermost: lane 0 is GPUs 0-3, stage 1 of replica 0 is GPUs 4-7 */
+    ck_assert_int_eq(g->lane_gpus[4], 4);
+    wl_graph_destroy(g);
+    unload();
+}
+END_TEST
+
+START_TEST(megatron_flops)
+{
+    load("{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 96, "
+         "\"hidden\": 12288, \"heads\": 96, \"seq_len\": 2048, \"vocab\": 51200},"
+         "\"parallel\": {\"activation_checkpointing\": \"full\"}, \"global_batch\": 1536}",
+         1536);
+    double B = 1536, s = 2048, l = 96, h = 12288, V = 51200;
+    double megatron = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+    ck_assert_rel(wl_hw_flops_per_step(&sc.model, &sc.plan, B), megatron, 1e-12);
+    double model = 72 * B * s * l * h * h * (1 + s / (6 * h)) + 6 * B * s * h * V;
+    ck_assert_rel(wl_model_flops_per_step(&sc.model, B), model, 1e-12);
+    /* GPT-3: ~175 B parameters (biases left out) */
+    ck_assert_rel(wl_total_params(&sc.model), 174.6e9, 0.01);
+    unload();
+}
+END_TEST
+
+static int count_named(const wl_graph *g, uint32_t lane, const char *name)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++)
+        if (g->ops[i].lane == lane && !strcmp(g->names[g->ops[i].name], name)) n++;
+    return n;
+}
+
+START_TEST(topk_compression_closed_form)
+{
+    /* one bucket of 2e8 B (1e8 bf16 gradients), ratio 1%: top-k takes 1e8 / 2e10 = 5 ms on the
+     * compute stream, then an all-gather of 4 x 1e6 (index, value) pairs of 6 B */
+    uni u = {.bw = 100e9, .lat = 0};
+    load("{\"topology\": \"x\", \"model\": {\"kind\": \"synthetic\", \"layers\": 4,"
+         "\"forward_time\": \"1 ms\", \"backward_time\": \"2 ms\", \"params\": 1e8},"
+         "\"parallel\": {\"dp\": 4, \"bucket_size\": \"1 GB\", \"compression\": {\"ratio\": 0.01}}}",
+         4);
+    wl_graph *g = wl_graph_build(&sc);
+    ck_assert_int_eq(count_named(g, 0, "topk_compress"), 1);
+    ck_assert_int_eq(count_named(g, 0, "topk_allgather"), 1);
+    ck_assert_int_eq(count_named(g, 0, "dp_allreduce"), 0);
+    double ag_bytes = 4 * 0.01 * 1e8 * 6;
+    int found = 0;
+    for (uint32_t c = 0; c < g->n_colls; c++)
+        if (g->colls[c].op == COLL_ALLGATHER) {
+            ck_assert_rel(g->colls[c].bytes, ag_bytes, 1e-12);
+            found++;
+        }
+    ck_assert_int_eq(found, 1);
+    rep_result r = run(g, &u, NULL);
+    sim_time_t ag = sim_time_from_s(3.0 / 4 * ag_bytes / u.bw);
+    ck_assert_int_eq(r.step_time, 12 * SIM_MS + 5 * SIM_MS + ag);
+    wl_graph_destroy(g);
+    unload();
+}
+END_TEST
+
+START_TEST(zero_collectives)
+{
+    /* ZeRO-3, 4 layers, 2 microbatches: a gather before every layer's forward and backward,
+     * a gradient reduce-scatter bucket per layer and microbatch (bucket = one layer). */
+    load("{\"topology\": \"x\", \"model\": {\"kind\": \"synthetic\", \"layers\": 4,"
+         "\"forward_time\": \"1 ms\", \"backward_time\": \"2 ms\", \"params\": 1e8},"
+         "\"parallel\": {\"dp\": 2, \"zero\": 3, \"microbatches\": 2, \"bucket_size\": \"50 MB\"}}",
+         2);
+    wl_graph *g = wl_graph_build(&sc);
+    ck_assert_int_eq(count_named(g, 0, "zero3_param_gather"), 2 * 2 * 4);
+    ck_assert_int_eq(count_named(g, 0, "zero_grad_reduce_scatter"), 2 * 4);
+    ck_assert_int_eq(count_named(g, 0, "zero_param_allgather"), 0);
+    ck_assert_int_eq(count_named(g, 1, "zero3_param_gather"), 2 * 2 * 4);
+    rep_result r = run(g, NULL, NULL);
+    ck_assert_int_eq(r.step_time, 2 * 12 * SIM_MS); /* free communication */
+    wl_graph_destroy(g);
+    unload();
+    /* ZeRO-1: reduce-scatter on the last microbatch only, one parameter all-gather after */
+    load("{\"topology\": \"x\", \"model\": {\"kind\": \"synthetic\", \"layers\": 4,"
+         "\"forward_time\": \"1 ms\", \"backward_time\": \"2 ms\", \"params\": 1e8},"
+         "\"parallel\": {\"dp\": 2, \"zero\": 1, \"microbatches\": 2, \"bucket_size\": \"50 MB\"}}",
+         2);
+    g = wl_graph_build(&sc);
+    ck_assert_int_eq(count_named(g, 0, "dp_reduce_scatter"), 4);
+    ck_assert_int_eq(count_named(g, 0, "zero_param_allgather"), 1);
+    ck_assert_int_eq(count_named(g, 0, "optimizer_step"), 1);
+    wl_graph_destroy(g);
+    unload();
+}
+END_TEST
+
+Suite *suite(void)
+{
+    Suite *s = suite_create("wl_replay");
+    TCase *t = tcase_create("core");
+    tcase_add_test(t, gpipe_closed_form);
+    tcase_add_test(t, onef1b_closed_form);
+    tcase_add_test(t, interleaved_bubble);
+    tcase_add_test(t, dp_overlap_closed_form);
+    tcase_add_test(t, straggler_slows_dp);
+    tcase_add_test(t, tp_allreduce_count);
+    tcase_add_test(t, megatron_flops);
+    tcase_add_test(t, topk_compression_closed_form);
+    tcase_add_test(t, zero_collectives);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void) { return dt_run_suite(suite()); }
