@@ -4,8 +4,8 @@
  * matches a linear-scan reference over seeded random push/pop mixes (monotone like the engine,
  * and arbitrary); the engine calls handlers in that order with the right model pointer and
  * clock, sim_run(until) handles exactly the events at times <= until and resumes, sim_stop ends
- * a run after the current event, counters add up, and scheduling in the past or an unknown kind
- * aborts.
+ * a run after the current event, counters add up, sim_schedule_in saturates, and scheduling in
+ * the past, an unknown kind, too many kinds or a nested sim_run aborts.
  * Leaves free: the queue's internal layout and memory use, and speed (bench_hold measures it). */
 #include <signal.h>
 #include <stdint.h>
@@ -385,6 +385,17 @@ START_TEST(engine_too_many_kinds_aborts)
 }
 END_TEST
 
+static void reenter(void *model, sim_engine *eng, const sim_event *ev) { sim_run(eng, SIM_TIME_MAX); }
+
+START_TEST(engine_reentrant_run_aborts)
+{
+    sim_engine *eng = sim_engine_create();
+    uint32_t k = sim_kind_register(eng, "r", reenter, NULL);
+    sim_schedule(eng, 1, k, 0, 0);
+    sim_run(eng, SIM_TIME_MAX);
+}
+END_TEST
+
 START_TEST(engine_schedule_at_now_ok)
 {
     sim_engine *eng = sim_engine_create();
@@ -427,6 +438,7 @@ int main(void)
         tcase_add_test_raise_signal(e, engine_schedule_in_past_aborts, SIGABRT);
         tcase_add_test_raise_signal(e, engine_unknown_kind_aborts, SIGABRT);
         tcase_add_test_raise_signal(e, engine_too_many_kinds_aborts, SIGABRT);
+        tcase_add_test_raise_signal(e, engine_reentrant_run_aborts, SIGABRT);
     }
     suite_add_tcase(s, e);
     return dt_run_suite(s);
