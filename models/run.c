@@ -454,11 +454,11 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
         snprintf(np, sizeof np, P >= 1e9 ? "%.3g B" : "%.3g M", P >= 1e9 ? P / 1e9 : P / 1e6);
         if (p->schedule == WL_INTERLEAVED) snprintf(v, sizeof v, " v %d", p->virtual_stages);
         snprintf(out->summary, sizeof out->summary,
-                 "%s (%s params), tp %d x pp %d x dp %d, %s%s, %d microbatches of %d, %s, "
+                 "%s (%s params), tp %d x pp %d x dp %d, %s%s, %d microbatch%s of %d, %s, "
                  "ZeRO-%d%s",
                  s.model.name, np, p->tp, p->pp, p->dp,
                  p->pp > 1 ? wl_schedule_name(p->schedule) : "no pipeline", v, p->microbatches,
-                 p->micro_batch_size, prec[p->precision], p->zero,
+                 p->microbatches == 1 ? "" : "es", p->micro_batch_size, prec[p->precision], p->zero,
                  s.network == NET_ANALYTIC ? ", analytic network" : "");
     }
     int rc = DT_OK;
