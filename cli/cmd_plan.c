@@ -1,19 +1,224 @@
-/* cmd_plan.c - `dtsim plan`: Search parallel plans that fit, best first. */
+/* cmd_plan.c - `dtsim plan`: search parallel plans that fit, best first. */
+#include <libgen.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "dtsim/json.h"
+#include "dtsim/plan.h"
+#include "dtsim/units.h"
 
 static void help(FILE *out)
 {
-    fprintf(out, "usage: dtsim plan [options]\n\nSearch parallel plans that fit, best first.\n");
+    fprintf(out,
+            "usage: dtsim plan SCENARIO --gpus N [--max-gpus M] [--objective time|cost|tokens-per-dollar]\n"
+            "                  [--memory-limit SIZE] [--top K] [--jobs J] [--exhaustive] [--json]\n"
+            "\n"
+            "Search tensor/pipeline/data parallel sizes, ZeRO stage, micro batch size and activation\n"
+            "checkpointing for the scenario's model on N GPUs (and 2N, 4N, ... up to M with a\n"
+            "generated topology). Plans that cannot exist (layers not divisible by pp, heads by tp,\n"
+            "global batch by dp x micro batch) or do not fit in memory (checked without simulating)\n"
+            "are rejected; the rest are simulated and ranked. Prints the best K with step time,\n"
+            "throughput, memory and cost, and the rejected plans counted by reason.\n"
+            "\n"
+            "  --gpus N          cluster size to plan for (required)\n"
+            "  --max-gpus M      also try 2N, 4N, ... <= M GPUs\n"
+            "  --objective O     time (default): shortest step; cost: cheapest step ($/GPU-hour\n"
+            "                    of the GPU spec); tokens-per-dollar: most tokens per dollar\n"
+            "  --memory-limit S  usable memory per GPU, e.g. \"72 GiB\" (default: the GPU's capacity)\n"
+            "  --top K           plans to show (default 5)\n"
+            "  --jobs J          simulation threads (default: online CPUs)\n"
+            "  --exhaustive      also simulate plans a lower ZeRO stage already makes fit\n"
+            "  --json            one JSON document on stdout\n");
+}
+
+static void fmt_time(char *b, size_t n, double s)
+{
+    if (s >= 1)
+        snprintf(b, n, "%.3f s", s);
+    else if (s >= 1e-3)
+        snprintf(b, n, "%.3f ms", s * 1e3);
+    else
+        snprintf(b, n, "%.3f us", s * 1e6);
+}
+
+static void fmt_rate(char *b, size_t n, double v)
+{
+    if (v >= 1e9)
+        snprintf(b, n, "%.2f G", v / 1e9);
+    else if (v >= 1e6)
+        snprintf(b, n, "%.2f M", v / 1e6);
+    else if (v >= 1e3)
+        snprintf(b, n, "%.2f k", v / 1e3);
+    else
+        snprintf(b, n, "%.2f", v);
+}
+
+static int parse_int(const char *flag, const char *s, int lo, int hi, int *out)
+{
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "dtsim plan: %s expects an integer from %d to %d, found \"%s\"\n", flag, lo,
+                hi, s);
+        return CLI_USAGE;
+    }
+    *out = (int)v;
+    return CLI_OK;
+}
+
+static cJSON *candidate_json(const plan_candidate *c)
+{
+    const run_result *r = &c->result;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "gpus", c->gpus);
+    cJSON_AddNumberToObject(o, "tp", c->tp);
+    cJSON_AddNumberToObject(o, "pp", c->pp);
+    cJSON_AddNumberToObject(o, "dp", c->dp);
+    cJSON_AddNumberToObject(o, "zero", c->zero);
+    cJSON_AddStringToObject(o, "activation_checkpointing", plan_checkpointing_name(c->checkpointing));
+    cJSON_AddNumberToObject(o, "micro_batch_size", c->micro_batch_size);
+    cJSON_AddNumberToObject(o, "step_time_s", r->step_time_s);
+    cJSON_AddNumberToObject(o, "tokens_per_s", r->throughput.tokens_per_s);
+    cJSON_AddNumberToObject(o, "samples_per_s", r->throughput.samples_per_s);
+    cJSON_AddNumberToObject(o, "mfu", r->throughput.mfu);
+    cJSON_AddNumberToObject(o, "mem_peak_bytes", r->memory.peak);
+    cJSON_AddNumberToObject(o, "mem_capacity_bytes", r->memory.capacity);
+    cJSON_AddNumberToObject(o, "cost_per_step_usd", r->cost_per_step_usd);
+    cJSON_AddNumberToObject(o, "usd_per_hour",
+                            r->step_time_s > 0 ? r->cost_per_step_usd / r->step_time_s * 3600 : 0);
+    return o;
 }
 
 static int run(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "dtsim plan: not implemented yet\n");
-    return CLI_FAIL;
+    const char *file = NULL;
+    bool json = false;
+    plan_options opt = {.top = 5, .jobs = (int)sysconf(_SC_NPROCESSORS_ONLN)};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool has = i + 1 < argc;
+        int rc = CLI_OK;
+        if (!strcmp(a, "--gpus") && has) {
+            rc = parse_int(a, argv[++i], 1, 1 << 22, &opt.gpus);
+        } else if (!strcmp(a, "--max-gpus") && has) {
+            rc = parse_int(a, argv[++i], 1, 1 << 22, &opt.max_gpus);
+        } else if (!strcmp(a, "--top") && has) {
+            rc = parse_int(a, argv[++i], 1, 100000, &opt.top);
+        } else if (!strcmp(a, "--jobs") && has) {
+            rc = parse_int(a, argv[++i], 1, 4096, &opt.jobs);
+        } else if (!strcmp(a, "--objective") && has) {
+            if (plan_objective_parse(argv[++i], &opt.objective) != DT_OK) {
+                fprintf(stderr, "dtsim plan: --objective expects time, cost or tokens-per-dollar, "
+                                "found \"%s\"\n", argv[i]);
+                return CLI_USAGE;
+            }
+        } else if (!strcmp(a, "--memory-limit") && has) {
+            char why[256];
+            if (unit_parse_size(argv[++i], &opt.memory_limit, why, sizeof why) != DT_OK ||
+                opt.memory_limit <= 0) {
+                fprintf(stderr, "dtsim plan: --memory-limit: %s\n",
+                        opt.memory_limit <= 0 ? "expected a size > 0 such as \"72 GiB\"" : why);
+                return CLI_USAGE;
+            }
+        } else if (!strcmp(a, "--exhaustive")) {
+            opt.exhaustive = true;
+        } else if (!strcmp(a, "--json")) {
+            json = true;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "dtsim plan: unknown option %s (see dtsim plan --help)\n", a);
+            return CLI_USAGE;
+        } else if (!file) {
+            file = a;
+        } else {
+            fprintf(stderr, "dtsim plan: one scenario only\n");
+            return CLI_USAGE;
+        }
+        if (rc) return rc;
+    }
+    if (!file || opt.gpus == 0) {
+        fprintf(stderr, "dtsim plan: expected SCENARIO and --gpus N (see dtsim plan --help)\n");
+        return CLI_USAGE;
+    }
+    if (opt.jobs < 1) opt.jobs = 1;
+    dt_error err;
+    dt_error_clear(&err);
+    cJSON *sc = NULL;
+    if (js_parse_file(file, &sc, &err)) return cli_report_error(&err);
+    char *dir_copy = dt_xstrdup(file);
+    plan_result res;
+    int rc = plan_search(sc, file, dirname(dir_copy), &opt, &res, &err);
+    free(dir_copy);
+    cJSON_Delete(sc);
+    if (rc) return cli_report_error(&err);
+
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "scenario", file);
+        cJSON_AddNumberToObject(o, "gpus", opt.gpus);
+        cJSON_AddNumberToObject(o, "max_gpus", opt.max_gpus ? opt.max_gpus : opt.gpus);
+        cJSON_AddStringToObject(o, "objective", plan_objective_name(opt.objective));
+        if (opt.memory_limit > 0) cJSON_AddNumberToObject(o, "memory_limit_bytes", opt.memory_limit);
+        cJSON_AddNumberToObject(o, "considered", res.considered);
+        cJSON_AddNumberToObject(o, "memory_checked", res.memory_checked);
+        cJSON_AddNumberToObject(o, "simulated", res.simulated);
+        cJSON *b = cJSON_AddArrayToObject(o, "best");
+        for (int i = 0; i < res.n_best; i++) cJSON_AddItemToArray(b, candidate_json(&res.best[i]));
+        cJSON *rj = cJSON_AddArrayToObject(o, "rejected");
+        for (int i = 0; i < res.n_rejects; i++) {
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddStringToObject(x, "reason", res.rejects[i].reason);
+            cJSON_AddNumberToObject(x, "count", res.rejects[i].count);
+            cJSON_AddStringToObject(x, "example", res.rejects[i].example);
+            cJSON_AddItemToArray(rj, x);
+        }
+        char *t = cJSON_Print(o);
+        printf("%s\n", t);
+        free(t);
+        cJSON_Delete(o);
+    } else {
+        const double GiB = 1024.0 * 1024 * 1024;
+        printf("plan       %s on %d GPUs", file, opt.gpus);
+        if (opt.max_gpus > opt.gpus) printf(" (up to %d)", opt.max_gpus);
+        printf(", objective %s", plan_objective_name(opt.objective));
+        if (opt.memory_limit > 0) printf(", memory limit %.1f GiB", opt.memory_limit / GiB);
+        printf("\nsearched   %d plans: %d checked for memory, %d simulated\n\n", res.considered,
+               res.memory_checked, res.simulated);
+        if (res.n_best == 0) {
+            printf("no plan fits\n");
+        } else {
+            printf(" #  gpus   tp   pp   dp zero ckpt       mbs   step time    tokens/s    MFU"
+                   "     memory/GPU         $/step     $/hour\n");
+            for (int i = 0; i < res.n_best; i++) {
+                const plan_candidate *c = &res.best[i];
+                const run_result *r = &c->result;
+                char t[32], tk[32];
+                fmt_time(t, sizeof t, r->step_time_s);
+                fmt_rate(tk, sizeof tk, r->throughput.tokens_per_s);
+                printf("%2d %5d %4d %4d %4d %4d %-9s %4d %11s %11s %5.1f%%  %5.1f / %5.1f GiB",
+                       i + 1, c->gpus, c->tp, c->pp, c->dp, c->zero,
+                       plan_checkpointing_name(c->checkpointing), c->micro_batch_size, t, tk,
+                       100 * r->throughput.mfu, r->memory.peak / GiB, r->memory.capacity / GiB);
+                if (r->cost_per_step_usd > 0)
+                    printf(" %10.4f %10.2f\n", r->cost_per_step_usd,
+                           r->cost_per_step_usd / r->step_time_s * 3600);
+                else
+                    printf(" %10s %10s\n", "-", "-");
+            }
+        }
+        if (res.n_rejects > 0) {
+            printf("\nrejected, by reason:\n");
+            for (int i = 0; i < res.n_rejects; i++)
+                printf("  %6d  %-46s e.g. %s\n", res.rejects[i].count, res.rejects[i].reason,
+                       res.rejects[i].example);
+        }
+    }
+    int status = res.n_best > 0 ? CLI_OK : CLI_FAIL;
+    if (res.n_best == 0) fprintf(stderr, "dtsim plan: no plan fits (see the rejections)\n");
+    plan_result_free(&res);
+    return status;
 }
 
 const cli_command cmd_plan = {.name = "plan", .summary = "Search parallel plans that fit, best first", .run = run, .help = help};

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "dtsim/report.h"
 #include "dtsim/run.h"
 #include "dtsim/units.h"
 
@@ -25,6 +26,9 @@ static void help(FILE *out)
             "  --write-trace FILE     also write the step's op graph as a trace file\n"
             "  --trace FILE           replay a trace instead of a scenario (needs --topology)\n"
             "  --topology FILE        topology for --trace\n"
+            "  --timeline FILE        also write a Perfetto/Chrome trace of the step (open it in\n"
+            "                         ui.perfetto.dev; docs/reports.md)\n"
+            "  --timeline-gpus SEL    keep only these GPUs in the timeline, e.g. 0-7,64\n"
             "  -h, --help             this help\n");
 }
 
@@ -117,6 +121,8 @@ static void print_human(const char *what, const run_result *r)
         printf("  %-16s %12s  (GPU %d: longest wait for late peers)\n", "worst wait",
                unit_fmt_seconds(r->max_straggler_wait_s, buf, sizeof buf),
                r->max_straggler_wait_gpu);
+    printf("  ");
+    rep_breakdown_bar(r, 40, stdout);
     printf("\nthroughput\n");
     printf("  %-16s %12s samples/s\n", "samples", fmt_si(r->throughput.samples_per_s, buf, 32));
     if (r->throughput.tokens_per_s > 0)
@@ -175,6 +181,13 @@ static int run(int argc, char **argv)
         } else if (!strcmp(a, "--trace")) {
             if (!has_val) return usage("--trace needs a file name", NULL);
             trace = argv[++i];
+        } else if (!strcmp(a, "--timeline")) {
+            if (!has_val) return usage("--timeline needs a file name", NULL);
+            opt.timeline = argv[++i];
+            opt.record_timeline = true;
+        } else if (!strcmp(a, "--timeline-gpus")) {
+            if (!has_val) return usage("--timeline-gpus needs GPU ids such as 0-7,64", NULL);
+            opt.timeline_gpus = argv[++i];
         } else if (!strcmp(a, "--topology")) {
             if (!has_val) return usage("--topology needs a file name", NULL);
             topology = argv[++i];
@@ -191,6 +204,7 @@ static int run(int argc, char **argv)
     if (!trace && topology) return usage("--topology goes with --trace", NULL);
     if (!trace && !scenario) return usage("missing the scenario file", NULL);
     if (trace && opt.write_trace) return usage("--write-trace needs a scenario", NULL);
+    if (opt.timeline_gpus && !opt.timeline) return usage("--timeline-gpus goes with --timeline", NULL);
     run_result r;
     dt_error err;
     dt_error_clear(&err);
@@ -199,6 +213,23 @@ static int run(int argc, char **argv)
     if (rc != DT_OK) {
         run_result_free(&r);
         return cli_report_error(&err);
+    }
+    if (opt.timeline && r.timeline) {
+        cli_outfile of = {0};
+        bool *mask = NULL;
+        rc = rep_gpu_select_parse(opt.timeline_gpus, r.timeline->n_gpus, "--timeline-gpus", &mask,
+                                  &err);
+        rep_timeline_options to = {.gpus = mask, .links = true,
+                                   .step_end = (sim_time_t)llround(r.step_time_s * 1e12)};
+        if (!rc) rc = cli_outfile_open(&of, opt.timeline, &err);
+        if (!rc) rc = rep_timeline_write(r.timeline, &to, of.f, &err);
+        if (!rc) rc = cli_outfile_commit(&of, &err);
+        else if (of.f) cli_outfile_abort(&of);
+        free(mask);
+        if (rc) {
+            run_result_free(&r);
+            return cli_report_error(&err);
+        }
     }
     if (json) print_json(&r);
     else print_human(trace ? trace : scenario, &r);

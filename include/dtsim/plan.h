@@ -1,0 +1,80 @@
+/* plan.h - capacity planning: search parallel plans of a scenario that fit, best first.
+ *
+ * The search space, per GPU count G (N, 2N, 4N, ... up to max_gpus; G other than the scenario's
+ * own needs a generated topology, whose "gpus" is set): tp and pp over the divisors of G,
+ * dp = G / (tp pp), ZeRO stage 0-3, activation checkpointing none/selective/full, and micro
+ * batch size 1, 2, 4, 8 (the global batch stays fixed, so the microbatch count follows).
+ *
+ * Pruning, cheapest first: structural checks (layers divisible by pp, heads and kv_heads by tp,
+ * global batch by dp x micro batch size), then run_memory() (no simulation) against the GPU's
+ * memory or --memory-limit; of the candidates that fit, only the cheapest memory saving per
+ * checkpointing level is simulated (for one (G, tp, pp, micro batch) and checkpointing level, a
+ * higher ZeRO stage than the lowest that fits only adds communication), unless exhaustive.
+ * Every rejected candidate is counted under a reason, with one example message.
+ *
+ * Ownership: plan_result arrays are malloc'd by plan_search and freed by plan_result_free.
+ */
+#ifndef DTSIM_PLAN_H
+#define DTSIM_PLAN_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+
+#include "dtsim/error.h"
+#include "dtsim/run.h"
+
+typedef enum plan_objective { PLAN_TIME, PLAN_COST, PLAN_TOKENS_PER_USD } plan_objective;
+
+/* Hooks default to run_memory()/run_scenario(); tests inject closed forms. Called from worker
+ * threads: no shared mutable state. */
+typedef int (*plan_memory_fn)(void *ctx, const cJSON *scenario, const char *file,
+                              const char *base_dir, struct run_memory *out, bool *fits,
+                              dt_error *err);
+typedef int (*plan_run_fn)(void *ctx, const cJSON *scenario, const char *file,
+                           const char *base_dir, run_result *out, dt_error *err);
+
+typedef struct plan_options {
+    int gpus;               /* N: the cluster size to plan for */
+    int max_gpus;           /* also try 2N, 4N, ... up to this (0 = N only) */
+    plan_objective objective;
+    double memory_limit;    /* bytes per GPU; 0 = the GPU's capacity */
+    int top;                /* how many plans to keep (default 5) */
+    int jobs;               /* threads for the simulations (default 1) */
+    bool exhaustive;        /* simulate every candidate that fits (no dominance pruning) */
+    plan_memory_fn memory;  /* NULL: run_memory */
+    plan_run_fn run;        /* NULL: run_scenario */
+    void *ctx;
+} plan_options;
+
+typedef struct plan_candidate {
+    int gpus, tp, pp, dp, zero, micro_batch_size;
+    int checkpointing;      /* 0 none, 1 selective, 2 full */
+    struct run_memory memory;
+    run_result result;      /* timeline never recorded */
+    double score;           /* the objective, lower is better (tokens/$ negated) */
+} plan_candidate;
+
+typedef struct plan_reject {
+    char reason[96];        /* "does not fit in memory", "indivisible: layers by pp", ... */
+    char example[320];      /* one instance, e.g. "tp=1 pp=1 dp=8 ...: 93.1 GiB > 80.0 GiB" */
+    int count;
+} plan_reject;
+
+typedef struct plan_result {
+    plan_candidate *best;   /* n_best, best first */
+    int n_best;
+    plan_reject *rejects;   /* n_rejects, most frequent first */
+    int n_rejects;
+    int considered, memory_checked, simulated, fitting;
+} plan_result;
+
+const char *plan_checkpointing_name(int level);
+const char *plan_objective_name(plan_objective o);
+int plan_objective_parse(const char *s, plan_objective *out);
+
+/* Search; scenario is borrowed (its "sweep", if any, is ignored). */
+int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
+                const plan_options *opt, plan_result *out, dt_error *err);
+void plan_result_free(plan_result *r);
+
+#endif

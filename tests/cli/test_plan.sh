@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# dtsim plan end to end on a small real scenario (4 GPUs, 6 layers, 6 heads): every proposed
+# plan fits (under the GPU's memory, and under --memory-limit when given), the best plan's
+# numbers equal a plain `dtsim run` of that plan, rejections are counted by reason with the
+# numbers named (heads 6 not divisible by tp 4, layers 6 by pp 4) and add up to the plans
+# considered, and an impossible limit exits 1 saying why.
+set -euo pipefail
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+cat > "$T/p.json" <<'EOF'
+{
+  "name": "plan-cli",
+  "topology": {"generator": "dgx", "nodes": 1, "gpus_per_node": 4, "gpu": "H100-SXM"},
+  "model": {"kind": "transformer", "layers": 6, "hidden": 768, "heads": 6, "seq_len": 1024,
+            "vocab": 50257},
+  "parallel": {"tp": 1, "pp": 1, "micro_batch_size": 1},
+  "global_batch": 32,
+  "seed": 1,
+  "sweep": {"axes": [{"path": "parallel.tp", "values": [1, 2]}]}
+}
+EOF
+
+"$DTSIM" plan "$T/p.json" --gpus 4 --top 1000 --jobs 2 --json > "$T/all.json"
+"$DTSIM" plan "$T/p.json" --gpus 4 --top 3 > "$T/human.txt"
+grep -q "^ 1 " "$T/human.txt" || fail "no ranked plan in: $(cat "$T/human.txt")"
+grep -q "indivisible: heads by tp" "$T/human.txt" || fail "$(cat "$T/human.txt")"
+
+python3 - "$T" <<'EOF'
+import json, os, subprocess, sys
+T = sys.argv[1]
+d = json.load(open(f"{T}/all.json"))
+best = d["best"]
+assert best, d
+for b in best:
+    assert b["mem_peak_bytes"] <= b["mem_capacity_bytes"], b
+times = [b["step_time_s"] for b in best]
+assert times == sorted(times), times
+rej = {r["reason"]: r for r in d["rejected"]}
+assert "heads 6 not divisible by tp 4" in rej["indivisible: heads by tp"]["example"], rej
+assert "layers 6 not divisible by pp 4" in rej["indivisible: layers by pp"]["example"], rej
+# (tp, pp) with tp*pp | 4: 6 pairs x 4 micro batches x 3 checkpointing x 4 ZeRO stages.
+assert d["considered"] == 6 * 4 * 3 * 4, d["considered"]
+assert sum(r["count"] for r in d["rejected"]) + len(best) == d["considered"], d
+# The best plan, run by hand, gives the same step time and memory.
+s = json.load(open(f"{T}/p.json"))
+del s["sweep"]
+b = best[0]
+s["parallel"] = {"tp": b["tp"], "pp": b["pp"], "dp": b["dp"], "zero": b["zero"],
+                 "micro_batch_size": b["micro_batch_size"],
+                 "activation_checkpointing": b["activation_checkpointing"]}
+json.dump(s, open(f"{T}/best.json", "w"))
+r = json.loads(subprocess.check_output([os.environ["DTSIM"], "run", f"{T}/best.json", "--json"]))
+assert r["step_time_s"] == b["step_time_s"], (r["step_time_s"], b)
+assert r["memory_per_gpu_bytes"]["peak"] == b["mem_peak_bytes"]
+# A limit under the best plan's peak: every proposal respects it.
+limit = best[0]["mem_peak_bytes"] * 0.9
+open(f"{T}/limit", "w").write(str(int(limit)))
+EOF
+
+limit=$(cat "$T/limit")
+"$DTSIM" plan "$T/p.json" --gpus 4 --memory-limit "$limit" --top 1000 --json > "$T/lim.json"
+python3 - "$T/lim.json" "$limit" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1])); limit = float(sys.argv[2])
+assert d["best"], d
+assert all(b["mem_peak_bytes"] <= limit for b in d["best"]), d["best"]
+r = {x["reason"]: x for x in d["rejected"]}
+assert "does not fit in memory" in r and " GiB > " in r["does not fit in memory"]["example"], r
+EOF
+
+set +e
+"$DTSIM" plan "$T/p.json" --gpus 4 --memory-limit "1 MiB" > "$T/none.txt" 2> "$T/none.err"; rc=$?
+"$DTSIM" plan "$T/p.json" --gpus 4 --objective fastest 2> "$T/bad.err"; rc2=$?
+set -e
+[[ $rc -eq 1 ]] || fail "expected exit 1 when nothing fits, got $rc"
+grep -q "no plan fits" "$T/none.err" || fail "$(cat "$T/none.err")"
+grep -q "does not fit in memory" "$T/none.txt" || fail "$(cat "$T/none.txt")"
+[[ $rc2 -eq 2 ]] || fail "expected exit 2 for a bad objective, got $rc2"
+echo "ok"

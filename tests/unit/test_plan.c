@@ -1,0 +1,235 @@
+/* test_plan.c - the capacity planning search.
+ * Pins down: on a small constructed case (8 GPUs, closed-form memory and step time injected in
+ * place of the simulator) the best plan is the brute-force optimum over the same space, with and
+ * without dominance pruning; no proposed plan exceeds the GPU's memory or --memory-limit;
+ * rejections are counted by reason with an example naming the numbers (heads 4 not divisible by
+ * tp 8; X GiB > Y GiB); the counts add up to the candidates considered; cost and tokens/$
+ * objectives rank by their own numbers; --max-gpus doubles the cluster.
+ * Leaves free: the real memory and time models (tests of the workload module). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtsim/json.h"
+#include "dtsim/plan.h"
+#include "testutil.h"
+
+#define GiB (1024.0 * 1024 * 1024)
+
+static const char *scenario_text =
+    "{\"topology\": {\"generator\": \"switch\", \"gpus\": 8},"
+    " \"model\": {\"kind\": \"transformer\", \"layers\": 6, \"heads\": 4},"
+    " \"global_batch\": 16, \"parallel\": {\"tp\": 1}}";
+
+typedef struct plan_in {
+    int g, tp, pp, dp, zero, ck, mbs;
+} plan_in;
+
+static plan_in read_plan(const cJSON *s)
+{
+    const cJSON *p = cJSON_GetObjectItem(s, "parallel");
+    plan_in x;
+    x.g = (int)cJSON_GetObjectItem(cJSON_GetObjectItem(s, "topology"), "gpus")->valuedouble;
+    x.tp = (int)cJSON_GetObjectItem(p, "tp")->valuedouble;
+    x.pp = (int)cJSON_GetObjectItem(p, "pp")->valuedouble;
+    x.dp = (int)cJSON_GetObjectItem(p, "dp")->valuedouble;
+    x.zero = (int)cJSON_GetObjectItem(p, "zero")->valuedouble;
+    x.mbs = (int)cJSON_GetObjectItem(p, "micro_batch_size")->valuedouble;
+    const char *ck = cJSON_GetObjectItem(p, "activation_checkpointing")->valuestring;
+    x.ck = !strcmp(ck, "none") ? 0 : !strcmp(ck, "selective") ? 1 : 2;
+    ck_assert(cJSON_GetObjectItem(p, "microbatches") == NULL);
+    return x;
+}
+
+/* Closed forms: model states shrink with tp*pp and the ZeRO stage, activations grow with the
+ * micro batch and shrink with checkpointing; time pays for TP, the pipeline bubble, ZeRO and
+ * recomputation. */
+static double peak_of(plan_in x)
+{
+    static const double zf[] = {1, 0.5, 0.4, 0.3}, cf[] = {1, 0.5, 0.1};
+    return 64 * GiB / (x.tp * x.pp) * zf[x.zero] + x.mbs * 8 * GiB / x.tp * cf[x.ck];
+}
+
+static double time_of(plan_in x)
+{
+    static const double cf[] = {1, 1.1, 1.33};
+    double mb = 16.0 / (x.dp * x.mbs);
+    double compute = 8.0 / x.g * cf[x.ck] * (1 + 0.2 / x.mbs);
+    return compute * (1 + (x.pp - 1) / mb) + 0.05 * (x.tp - 1) + 0.01 * x.zero;
+}
+
+static int fake_memory(void *ctx, const cJSON *s, const char *file, const char *base_dir,
+                       struct run_memory *out, bool *fits, dt_error *err)
+{
+    plan_in x = read_plan(s);
+    memset(out, 0, sizeof *out);
+    out->peak = peak_of(x);
+    out->capacity = 40 * GiB;
+    *fits = out->peak <= out->capacity;
+    return DT_OK;
+}
+
+static int fake_run(void *ctx, const cJSON *s, const char *file, const char *base_dir,
+                    run_result *out, dt_error *err)
+{
+    plan_in x = read_plan(s);
+    memset(out, 0, sizeof *out);
+    out->step_time_s = time_of(x);
+    out->memory.peak = peak_of(x);
+    out->memory.capacity = 40 * GiB;
+    out->fits = out->memory.peak <= out->memory.capacity;
+    out->n_gpus = x.g;
+    out->throughput.tokens_per_s = 16 * 1024 / out->step_time_s;
+    out->cost_per_step_usd = out->step_time_s * x.g * 2.0 / 3600;
+    return DT_OK;
+}
+
+/* The optimum by brute force over the documented space. */
+static plan_in brute(int g, double limit, int objective)
+{
+    plan_in best = {0};
+    double bs = INFINITY;
+    for (int tp = 1; tp <= g; tp++)
+        for (int pp = 1; pp <= g; pp++) {
+            if (g % (tp * pp) || 6 % pp || 4 % tp) continue;
+            for (int mbs = 1; mbs <= 8; mbs *= 2)
+                for (int ck = 0; ck < 3; ck++)
+                    for (int z = 0; z < 4; z++) {
+                        plan_in x = {g, tp, pp, g / tp / pp, z, ck, mbs};
+                        if (16 % (x.dp * mbs) || peak_of(x) > limit) continue;
+                        double s = objective == 0 ? time_of(x) : time_of(x) * g;
+                        if (s < bs) {
+                            bs = s;
+                            best = x;
+                        }
+                    }
+        }
+    return best;
+}
+
+static plan_result search(plan_options o)
+{
+    cJSON *j = NULL;
+    dt_error e = {0};
+    ck_assert_int_eq(js_parse_text(scenario_text, strlen(scenario_text), "p.json", &j, &e), DT_OK);
+    o.memory = fake_memory;
+    o.run = fake_run;
+    plan_result r;
+    ck_assert_msg(plan_search(j, "p.json", ".", &o, &r, &e) == DT_OK, "%s", e.msg);
+    cJSON_Delete(j);
+    return r;
+}
+
+static void assert_is(const plan_candidate *c, plan_in x)
+{
+    ck_assert_msg(c->gpus == x.g && c->tp == x.tp && c->pp == x.pp && c->zero == x.zero &&
+                      c->checkpointing == x.ck && c->micro_batch_size == x.mbs,
+                  "got g=%d tp=%d pp=%d zero=%d ck=%d mbs=%d, expected g=%d tp=%d pp=%d zero=%d "
+                  "ck=%d mbs=%d",
+                  c->gpus, c->tp, c->pp, c->zero, c->checkpointing, c->micro_batch_size, x.g, x.tp,
+                  x.pp, x.zero, x.ck, x.mbs);
+}
+
+static const plan_reject *find(const plan_result *r, const char *reason)
+{
+    for (int i = 0; i < r->n_rejects; i++)
+        if (!strcmp(r->rejects[i].reason, reason)) return &r->rejects[i];
+    return NULL;
+}
+
+START_TEST(finds_the_optimum)
+{
+    plan_result r = search((plan_options){.gpus = 8, .top = 3, .jobs = 2});
+    ck_assert_int_ge(r.n_best, 1);
+    assert_is(&r.best[0], brute(8, 40 * GiB, 0));
+    for (int i = 0; i < r.n_best; i++) {
+        ck_assert(r.best[i].result.memory.peak <= 40 * GiB);
+        if (i) ck_assert(r.best[i].score >= r.best[i - 1].score);
+    }
+    const plan_reject *h = find(&r, "indivisible: heads by tp");
+    ck_assert(h && strstr(h->example, "heads 4 not divisible by tp 8"));
+    const plan_reject *l = find(&r, "indivisible: layers by pp");
+    ck_assert(l && strstr(l->example, "layers 6 not divisible by pp 4"));
+    const plan_reject *m = find(&r, "does not fit in memory");
+    ck_assert(m && strstr(m->example, " GiB > 40.0 GiB"));
+    ck_assert(find(&r, "not simulated: a lower ZeRO stage fits") != NULL);
+    plan_result_free(&r);
+
+    plan_result x = search((plan_options){.gpus = 8, .top = 3, .exhaustive = true});
+    assert_is(&x.best[0], brute(8, 40 * GiB, 0));
+    ck_assert(find(&x, "not simulated: a lower ZeRO stage fits") == NULL);
+    plan_result_free(&x);
+}
+END_TEST
+
+START_TEST(counts_add_up)
+{
+    plan_result r = search((plan_options){.gpus = 8, .top = 1000});
+    int rejected = 0;
+    for (int i = 0; i < r.n_rejects; i++) rejected += r.rejects[i].count;
+    /* (tp, pp) pairs with tp*pp | 8: 10; x 4 micro batches x 3 checkpointing x 4 ZeRO. */
+    ck_assert_int_eq(r.considered, 10 * 4 * 3 * 4);
+    ck_assert_int_eq(rejected + r.n_best, r.considered);
+    plan_result_free(&r);
+}
+END_TEST
+
+START_TEST(memory_limit_and_objectives)
+{
+    plan_result r = search((plan_options){.gpus = 8, .memory_limit = 12 * GiB, .top = 50});
+    ck_assert_int_ge(r.n_best, 1);
+    assert_is(&r.best[0], brute(8, 12 * GiB, 0));
+    for (int i = 0; i < r.n_best; i++) ck_assert(r.best[i].result.memory.peak <= 12 * GiB);
+    const plan_reject *m = find(&r, "does not fit in memory");
+    ck_assert(m && strstr(m->example, " GiB > 12.0 GiB"));
+    plan_result_free(&r);
+
+    /* Cost per step = time x GPUs x price: on 8..32 GPUs, cost prefers 8, time prefers 32. */
+    plan_result c = search((plan_options){.gpus = 8, .max_gpus = 32, .objective = PLAN_COST});
+    ck_assert_int_eq(c.best[0].gpus, 8);
+    assert_is(&c.best[0], brute(8, 40 * GiB, 1));
+    plan_result_free(&c);
+    plan_result t = search((plan_options){.gpus = 8, .max_gpus = 32, .objective = PLAN_TIME});
+    plan_in b = brute(8, 40 * GiB, 0);
+    for (int g = 16; g <= 32; g *= 2) {
+        plan_in o = brute(g, 40 * GiB, 0);
+        if (time_of(o) < time_of(b)) b = o;
+    }
+    ck_assert_int_eq(b.g, 32);
+    assert_is(&t.best[0], b);
+    plan_result_free(&t);
+}
+END_TEST
+
+START_TEST(fixed_topology_cannot_grow)
+{
+    const char *text = "{\"topology\": \"cluster.json\", \"model\": {\"layers\": 6}}";
+    cJSON *j = NULL;
+    dt_error e = {0};
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "p.json", &j, &e), DT_OK);
+    plan_options o = {.gpus = 8, .max_gpus = 16, .memory = fake_memory, .run = fake_run};
+    plan_result r;
+    ck_assert_int_eq(plan_search(j, "p.json", ".", &o, &r, &e), DT_EINPUT);
+    ck_assert_str_eq(e.path, "topology");
+    ck_assert_msg(strstr(e.msg, "generated topology"), "%s", e.msg);
+    o.max_gpus = 4;
+    ck_assert_int_eq(plan_search(j, "p.json", ".", &o, &r, &e), DT_EINPUT);
+    ck_assert_str_eq(e.file, "--max-gpus");
+    cJSON_Delete(j);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("plan");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, finds_the_optimum);
+    tcase_add_test(tc, counts_add_up);
+    tcase_add_test(tc, memory_limit_and_objectives);
+    tcase_add_test(tc, fixed_topology_cannot_grow);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return dt_run_suite(suite()); }

@@ -1,0 +1,249 @@
+/* test_timeline.c - Perfetto/Chrome trace-event timelines and the terminal breakdown bar.
+ * Pins down: the output parses as JSON (cJSON); each GPU's "state" track tiles [0, step end]
+ * so its slices sum to the step time, with compute = the union of compute ops and exposed comm
+ * = communication not under compute (hand-computed on a constructed timeline); slices on any one
+ * track never overlap (overlapping DP ops and link transfers get a second lane); a GPU
+ * selection drops the other GPUs' tracks; GPU selections parse ranges and reject junk; the bar
+ * has exactly `width` cells in the right proportions.
+ * Leaves free: colours, track order beyond sort indices, metadata wording. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtsim/json.h"
+#include "dtsim/report.h"
+#include "testutil.h"
+
+#define US 1000000 /* ps per microsecond */
+
+static char *dup(const char *s) { return strcpy(malloc(strlen(s) + 1), s); }
+
+static run_timeline *make(void)
+{
+    run_timeline *tl = calloc(1, sizeof *tl);
+    static const char *names[] = {"fwd", "bwd", "allreduce", "send"};
+    tl->n_names = 4;
+    tl->names = calloc(4, sizeof(char *));
+    for (int i = 0; i < 4; i++) tl->names[i] = dup(names[i]);
+    tl->n_gpus = 3;
+    tl->gpu_host = calloc(3, sizeof(int));
+    tl->gpu_host[2] = 1;
+    tl->n_hosts = 2;
+    tl->host_names = calloc(2, sizeof(char *));
+    tl->host_names[0] = dup("node0");
+    tl->host_names[1] = dup("node1");
+    run_span sp[] = {
+        {0, RUN_STREAM_COMPUTE, 0 * US, 100 * US, 0, 0, 0},
+        {0, RUN_STREAM_COMPUTE, 150 * US, 300 * US, 1, 0, 0},
+        {0, RUN_STREAM_TP, 100 * US, 150 * US, 2, -1, 0},
+        {0, RUN_STREAM_DP, 250 * US, 400 * US, 2, -1, -1},
+        {0, RUN_STREAM_DP, 260 * US, 380 * US, 2, -1, -1}, /* overlaps: second lane */
+        {1, RUN_STREAM_COMPUTE, 0 * US, 200 * US, 0, 1, 1},
+        {1, RUN_STREAM_PP, 200 * US, 260 * US, 3, 1, -1},
+        {2, RUN_STREAM_COMPUTE, 50 * US, 100 * US, 0, 0, 2},
+    };
+    tl->n_spans = sizeof sp / sizeof sp[0];
+    tl->spans = malloc(sizeof sp);
+    memcpy(tl->spans, sp, sizeof sp);
+    tl->n_links = 2;
+    tl->link_names = calloc(2, sizeof(char *));
+    tl->link_names[0] = dup("gpu0->sw0");
+    tl->link_names[1] = dup("sw0->gpu2");
+    run_link_span ls[] = {{0, 0, 50 * US, 1e6}, {0, 10 * US, 60 * US, 2e6}, {1, 100 * US, 200 * US, 5e5}};
+    tl->n_link_spans = 3;
+    tl->link_spans = malloc(sizeof ls);
+    memcpy(tl->link_spans, ls, sizeof ls);
+    return tl;
+}
+
+static void free_tl(run_timeline *tl)
+{
+    for (size_t i = 0; i < tl->n_names; i++) free(tl->names[i]);
+    for (size_t i = 0; i < tl->n_links; i++) free(tl->link_names[i]);
+    for (int i = 0; i < tl->n_hosts; i++) free(tl->host_names[i]);
+    free(tl->names);
+    free(tl->link_names);
+    free(tl->host_names);
+    free(tl->gpu_host);
+    free(tl->spans);
+    free(tl->link_spans);
+    free(tl);
+}
+
+static cJSON *write_parse(const run_timeline *tl, const rep_timeline_options *o)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    dt_error e = {0};
+    ck_assert_int_eq(rep_timeline_write(tl, o, f, &e), DT_OK);
+    fclose(f);
+    cJSON *j = NULL;
+    ck_assert_msg(js_parse_text(buf, len, "timeline.json", &j, &e) == DT_OK, "%s", e.msg);
+    free(buf);
+    return j;
+}
+
+/* Sum of "state" slice durations of GPU g, and of those named `name` (NULL: all). */
+static double state_sum(const cJSON *j, int g, const char *name)
+{
+    double s = 0;
+    const cJSON *ev;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents"))
+    {
+        const cJSON *cat = cJSON_GetObjectItem(ev, "cat");
+        if (!cat || strcmp(cat->valuestring, "state")) continue;
+        if ((int)cJSON_GetObjectItem(ev, "tid")->valuedouble != g * 2048) continue;
+        if (name && strcmp(cJSON_GetObjectItem(ev, "name")->valuestring, name)) continue;
+        s += cJSON_GetObjectItem(ev, "dur")->valuedouble;
+    }
+    return s;
+}
+
+START_TEST(state_tracks_sum_to_step)
+{
+    run_timeline *tl = make();
+    rep_timeline_options o = {.links = true, .step_end = 500 * US};
+    cJSON *j = write_parse(tl, &o);
+    for (int g = 0; g < 3; g++) ck_assert_rel(state_sum(j, g, NULL), 500.0, 1e-12);
+    ck_assert_rel(state_sum(j, 0, "compute"), 250.0, 1e-12);
+    ck_assert_rel(state_sum(j, 0, "comm (exposed)"), 150.0, 1e-12); /* 100-150, 300-400 */
+    ck_assert_rel(state_sum(j, 0, "idle"), 100.0, 1e-12);
+    ck_assert_rel(state_sum(j, 1, "comm (exposed)"), 60.0, 1e-12);
+    ck_assert_rel(state_sum(j, 2, "idle"), 450.0, 1e-12);
+    cJSON_Delete(j);
+    free_tl(tl);
+}
+END_TEST
+
+START_TEST(tracks_never_overlap)
+{
+    run_timeline *tl = make();
+    rep_timeline_options o = {.links = true, .step_end = 500 * US};
+    cJSON *j = write_parse(tl, &o);
+    const cJSON *evs = cJSON_GetObjectItem(j, "traceEvents");
+    int n = cJSON_GetArraySize(evs), slices = 0;
+    bool dp2 = false, link2 = false;
+    for (int a = 0; a < n; a++) {
+        const cJSON *x = cJSON_GetArrayItem(evs, a);
+        const char *ph = cJSON_GetObjectItem(x, "ph")->valuestring;
+        if (!strcmp(ph, "M")) {
+            const cJSON *nm = cJSON_GetObjectItem(cJSON_GetObjectItem(x, "args"), "name");
+            if (nm && !strcmp(nm->valuestring, "GPU 0 DP #2")) dp2 = true;
+            if (nm && !strcmp(nm->valuestring, "gpu0->sw0 #2")) link2 = true;
+            continue;
+        }
+        slices++;
+        double s1 = cJSON_GetObjectItem(x, "ts")->valuedouble;
+        double e1 = s1 + cJSON_GetObjectItem(x, "dur")->valuedouble;
+        for (int b = a + 1; b < n; b++) {
+            const cJSON *y = cJSON_GetArrayItem(evs, b);
+            if (strcmp(cJSON_GetObjectItem(y, "ph")->valuestring, "X")) continue;
+            if (cJSON_GetObjectItem(y, "pid")->valuedouble != cJSON_GetObjectItem(x, "pid")->valuedouble ||
+                cJSON_GetObjectItem(y, "tid")->valuedouble != cJSON_GetObjectItem(x, "tid")->valuedouble)
+                continue;
+            double s2 = cJSON_GetObjectItem(y, "ts")->valuedouble;
+            double e2 = s2 + cJSON_GetObjectItem(y, "dur")->valuedouble;
+            ck_assert_msg(e1 <= s2 || e2 <= s1, "overlap on one track at %g and %g", s1, s2);
+        }
+    }
+    ck_assert(dp2);
+    ck_assert(link2);
+    /* 3 GPUs' states (5 + 3 + 3 slices) + 8 ops + 3 transfers. */
+    ck_assert_int_eq(slices, 11 + 8 + 3);
+    cJSON_Delete(j);
+    free_tl(tl);
+}
+END_TEST
+
+START_TEST(gpu_selection)
+{
+    dt_error e = {0};
+    bool *m = NULL;
+    ck_assert_int_eq(rep_gpu_select_parse("0-2,5", 8, "--timeline-gpus", &m, &e), DT_OK);
+    ck_assert(m[0] && m[1] && m[2] && !m[3] && !m[4] && m[5] && !m[7]);
+    free(m);
+    ck_assert_int_eq(rep_gpu_select_parse("0-9", 8, "--timeline-gpus", &m, &e), DT_EINPUT);
+    ck_assert_msg(strstr(e.msg, "GPUs 0-7") != NULL, "%s", e.msg);
+    ck_assert_int_eq(rep_gpu_select_parse("3-1", 8, "--timeline-gpus", &m, &e), DT_EINPUT);
+    ck_assert_int_eq(rep_gpu_select_parse("1,", 8, "--timeline-gpus", &m, &e), DT_EINPUT);
+    ck_assert_int_eq(rep_gpu_select_parse("a", 8, "--timeline-gpus", &m, &e), DT_EINPUT);
+
+    run_timeline *tl = make();
+    ck_assert_int_eq(rep_gpu_select_parse("0,2", 3, "--timeline-gpus", &m, &e), DT_OK);
+    rep_timeline_options o = {.gpus = m, .links = false, .step_end = 500 * US};
+    cJSON *j = write_parse(tl, &o);
+    const cJSON *ev;
+    int x = 0;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents"))
+    {
+        int tid = (int)cJSON_GetObjectItem(ev, "tid")->valuedouble;
+        ck_assert_msg(tid / 2048 != 1, "GPU 1 should be left out");
+        x += !strcmp(cJSON_GetObjectItem(ev, "ph")->valuestring, "X");
+    }
+    ck_assert_int_eq(x, (5 + 3) + 6); /* states of GPUs 0 and 2, their 6 ops, no links */
+    cJSON_Delete(j);
+    free(m);
+    free_tl(tl);
+}
+END_TEST
+
+START_TEST(waiting_is_not_traffic)
+{
+    /* One GPU: compute 0-10, a DP collective waits for peers 10-30 then moves data 30-40. */
+    run_timeline tl;
+    memset(&tl, 0, sizeof tl);
+    char *names[] = {"fwd", "wait_for_peers", "allreduce"};
+    tl.names = names;
+    tl.n_names = 3;
+    tl.n_gpus = 1;
+    run_span sp[] = {{0, RUN_STREAM_COMPUTE, 0, 10 * US, 0, -1, -1},
+                     {0, RUN_STREAM_DP, 10 * US, 30 * US, 1, -1, -1},
+                     {0, RUN_STREAM_DP, 30 * US, 40 * US, 2, -1, -1}};
+    tl.spans = sp;
+    tl.n_spans = 3;
+    rep_timeline_options o = {.step_end = 50 * US};
+    cJSON *j = write_parse(&tl, &o);
+    ck_assert_rel(state_sum(j, 0, NULL), 50.0, 1e-12);
+    ck_assert_rel(state_sum(j, 0, "wait (peers)"), 20.0, 1e-12);
+    ck_assert_rel(state_sum(j, 0, "comm (exposed)"), 10.0, 1e-12);
+    ck_assert_rel(state_sum(j, 0, "idle"), 10.0, 1e-12);
+    cJSON_Delete(j);
+}
+END_TEST
+
+START_TEST(breakdown_bar)
+{
+    run_result r;
+    memset(&r, 0, sizeof r);
+    r.step_time_s = 2.0;
+    r.breakdown_s.compute = 1.0;
+    r.breakdown_s.comm_exposed = 0.5;
+    r.breakdown_s.bubble = 0.3;
+    r.breakdown_s.straggler_wait = 0.1;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    rep_breakdown_bar(&r, 20, f);
+    fclose(f);
+    /* 10 '#', 5 '=', 3 '.', 1 '!', 1 ' ' (the unaccounted 0.1 s). */
+    ck_assert_msg(!strncmp(buf, "[##########=====...! ]", 22), "%s", buf);
+    ck_assert_msg(strstr(buf, "compute 50.0%") && strstr(buf, "straggler 5.0%"), "%s", buf);
+    free(buf);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("timeline");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, state_tracks_sum_to_step);
+    tcase_add_test(tc, tracks_never_overlap);
+    tcase_add_test(tc, gpu_selection);
+    tcase_add_test(tc, waiting_is_not_traffic);
+    tcase_add_test(tc, breakdown_bar);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return dt_run_suite(suite()); }
