@@ -31,7 +31,8 @@ static void help(FILE *out)
             "               gen:fat_tree:gpus=64,radix=16,oversubscription=2\n"
             "               keys: gpus nodes gpus_per_node bandwidth latency switch_latency\n"
             "               nvlink_bw nic_bw nvlink_latency tiers radix oversubscription\n"
-            "               dims (4x4x4) a p h gpu\n"
+            "               dims (4x4x4) a p h groups gpu (dragonfly: a routers/group,\n"
+            "               p GPUs/router, h global links/router)\n"
             "  --op         allreduce reduce_scatter allgather broadcast reduce alltoall sendrecv\n"
             "  --algo       auto (default) ring tree dbt hd direct hier ps\n"
             "  --size       bytes with units (64MiB), or a sweep LO:HI:xF (1KiB:8GiB:x2) or\n"
@@ -182,7 +183,7 @@ static int parse_gen(const char *spec, topo_gen_params *p, dt_error *err)
     char *fam = buf, *kv = strchr(buf, ':');
     if (kv) *kv++ = 0;
     for (char *q = fam; *q; q++)
-        if (*q == '-') *q = '_';
+        if (*q == '_') *q = '-'; /* fat_tree and fat-tree alike */
     int found = 0;
     const char *names[16];
     int nn = 0;
@@ -227,6 +228,7 @@ static int parse_gen(const char *spec, topo_gen_params *p, dt_error *err)
         INTKEY("a", df_a)
         INTKEY("p", df_p)
         INTKEY("h", df_h)
+        INTKEY("groups", df_groups)
         else if (!strcmp(k, "bandwidth")) rc = unit_parse_bandwidth(v, &p->bandwidth, why, sizeof why);
         else if (!strcmp(k, "nvlink_bw")) rc = unit_parse_bandwidth(v, &p->nvlink_bw, why, sizeof why);
         else if (!strcmp(k, "nic_bw")) rc = unit_parse_bandwidth(v, &p->nic_bw, why, sizeof why);
@@ -250,7 +252,7 @@ static int parse_gen(const char *spec, topo_gen_params *p, dt_error *err)
             }
         } else {
             static const char *const keys[] = {
-                "gpus", "nodes", "gpus_per_node", "tiers", "radix", "a", "p", "h", "bandwidth",
+                "gpus", "nodes", "gpus_per_node", "tiers", "radix", "a", "p", "h", "groups", "bandwidth",
                 "nvlink_bw", "nic_bw", "latency", "nvlink_latency", "switch_latency",
                 "oversubscription", "gpu", "dims", NULL};
             const char *s = js_suggest(k, keys);

@@ -9,9 +9,10 @@
  * Synchronisation is per chunk through two monotonic counters per FIFO (posted by the sender,
  * consumed by the receiver), with acquire/release ordering; no locks on the data path.
  *
- * Waiting spins briefly then yields: on a machine with fewer cores than ranks a pure spin would
- * burn the time slice the neighbour needs. That choice costs a few microseconds of latency per
- * wait when cores are free, and is what makes 4 ranks on 2 cores finish at all.
+ * Waiting spins briefly, yields a little, then sleeps on the FIFO's condition variable
+ * (fifo_wait): on a machine with fewer free cores than ranks a pure spin would burn the time
+ * slice the neighbour needs, and a pure yield hands the core to other jobs for whole slices.
+ * The cost is a wake-up (a few microseconds) when a wait outlasts the spin.
  *
  * Deadlock freedom: a rank blocks on send only while its right FIFO holds SLOTS unconsumed
  * chunks; since every rank consumes chunk c before it sends chunk c+1, all ranks blocked on send
@@ -30,6 +31,9 @@ typedef struct ring_fifo {
     unsigned char *slots;       /* KERN_RING_SLOTS * chunk_bytes */
     _Atomic uint64_t posted;    /* chunks written by the left neighbour (monotonic) */
     _Atomic uint64_t consumed;  /* chunks read by the owner (monotonic) */
+    _Atomic int sleepers;       /* threads blocked on cv waiting for either counter */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
     char pad[64];               /* keep neighbours' counters off one cache line */
 } ring_fifo;
 
@@ -63,9 +67,9 @@ struct kern_cpu_ring {
  * signaller takes the mutex to broadcast, so a sleeper cannot miss the change. */
 static void gate_wait(kern_cpu_ring *r, _Atomic uint64_t *v, uint64_t target)
 {
-    for (unsigned i = 0; i < 4096; i++) {
+    for (unsigned i = 0; i < 256; i++) {
         if (atomic_load_explicit(v, memory_order_acquire) >= target) return;
-        if (i >= 64) sched_yield();
+        if (i >= 224) sched_yield();
     }
     pthread_mutex_lock(&r->mu);
     while (atomic_load_explicit(v, memory_order_acquire) < target) pthread_cond_wait(&r->cv, &r->mu);
@@ -80,10 +84,34 @@ static void gate_signal(kern_cpu_ring *r, _Atomic uint64_t *v)
     pthread_mutex_unlock(&r->mu);
 }
 
-static void wait_until_ge(_Atomic uint64_t *v, uint64_t target)
+/* Wait for the neighbour: spin (it is usually running on another core and a chunk takes
+ * microseconds), yield a few times, then sleep. Sleeping matters on a loaded machine: a thread
+ * that only yields hands its core to whatever else is runnable for a whole time slice, while a
+ * sleeper that is woken gets the scheduler's wake-up preference. The poster only pays for the
+ * wake-up (mutex + broadcast) when someone is asleep: both sides use sequentially consistent
+ * operations on the counter and on `sleepers`, so either the poster sees the sleeper or the
+ * sleeper sees the new count. */
+static void fifo_wait(ring_fifo *f, _Atomic uint64_t *v, uint64_t target)
 {
-    for (unsigned spins = 0; atomic_load_explicit(v, memory_order_acquire) < target; spins++)
-        if (spins >= 64) sched_yield();
+    for (unsigned i = 0; i < 256; i++) {
+        if (atomic_load_explicit(v, memory_order_acquire) >= target) return;
+        if (i >= 224) sched_yield();
+    }
+    pthread_mutex_lock(&f->mu);
+    atomic_fetch_add(&f->sleepers, 1);
+    while (atomic_load(v) < target) pthread_cond_wait(&f->cv, &f->mu);
+    atomic_fetch_sub(&f->sleepers, 1);
+    pthread_mutex_unlock(&f->mu);
+}
+
+static void fifo_post(ring_fifo *f, _Atomic uint64_t *v, uint64_t value)
+{
+    atomic_store(v, value);
+    if (atomic_load(&f->sleepers) > 0) {
+        pthread_mutex_lock(&f->mu);
+        pthread_cond_broadcast(&f->cv);
+        pthread_mutex_unlock(&f->mu);
+    }
 }
 
 /* a[i] = a[i] + b[i], rounded in the storage type. */
@@ -136,22 +164,22 @@ static void ring_step(ring_rank *me, int send_seg, int recv_seg, bool reduce)
     for (size_t c = 0; c < nc; c++) {
         if (c < ns) {
             size_t e0 = s0 + c * per_chunk, e1 = e0 + per_chunk < s1 ? e0 + per_chunk : s1;
-            if (me->sent >= KERN_RING_SLOTS) wait_until_ge(&out->consumed, me->sent - KERN_RING_SLOTS + 1);
+            if (me->sent >= KERN_RING_SLOTS) fifo_wait(out, &out->consumed, me->sent - KERN_RING_SLOTS + 1);
             unsigned char *slot = out->slots + (me->sent % KERN_RING_SLOTS) * r->chunk_bytes;
             memcpy(slot, buf + e0 * es, (e1 - e0) * es);
             me->sent++;
-            atomic_store_explicit(&out->posted, me->sent, memory_order_release);
+            fifo_post(out, &out->posted, me->sent);
         }
         if (c < nr) {
             size_t e0 = r0 + c * per_chunk, e1 = e0 + per_chunk < r1 ? e0 + per_chunk : r1;
-            wait_until_ge(&in->posted, me->received + 1);
+            fifo_wait(in, &in->posted, me->received + 1);
             const unsigned char *slot = in->slots + (me->received % KERN_RING_SLOTS) * r->chunk_bytes;
             if (reduce)
                 reduce_into(r->dtype, buf + e0 * es, slot, e1 - e0);
             else
                 memcpy(buf + e0 * es, slot, (e1 - e0) * es);
             me->received++;
-            atomic_store_explicit(&in->consumed, me->received, memory_order_release);
+            fifo_post(in, &in->consumed, me->received);
         }
     }
 }
@@ -189,6 +217,9 @@ kern_cpu_ring *kern_cpu_ring_create(int ranks, size_t chunk_bytes)
         r->fifo[i].slots = dt_xmalloc(KERN_RING_SLOTS * r->chunk_bytes);
         atomic_init(&r->fifo[i].posted, 0);
         atomic_init(&r->fifo[i].consumed, 0);
+        atomic_init(&r->fifo[i].sleepers, 0);
+        DT_ASSERT(pthread_mutex_init(&r->fifo[i].mu, NULL) == 0);
+        DT_ASSERT(pthread_cond_init(&r->fifo[i].cv, NULL) == 0);
         r->ranks[i].ring = r;
         r->ranks[i].rank = i;
     }
@@ -210,7 +241,11 @@ void kern_cpu_ring_destroy(kern_cpu_ring *r)
         for (int i = 0; i < r->n; i++) pthread_join(r->threads[i], NULL);
         pthread_mutex_destroy(&r->mu);
         pthread_cond_destroy(&r->cv);
-        for (int i = 0; i < r->n; i++) free(r->fifo[i].slots);
+        for (int i = 0; i < r->n; i++) {
+            free(r->fifo[i].slots);
+            pthread_mutex_destroy(&r->fifo[i].mu);
+            pthread_cond_destroy(&r->fifo[i].cv);
+        }
     }
     free(r->fifo);
     free(r->ranks);

@@ -191,7 +191,8 @@ int gpu_spec_from_json(const js_ctx *ctx, const cJSON *v, const char *path, gpu_
     if (!cJSON_GetObjectItemCaseSensitive(v, "reduce_bw") &&
         (!from_preset || s.hbm_bw != hbm_bw_old))
         s.reduce_bw = s.hbm_bw / 3.0;
-    if ((rc = js_get_quantity(ctx, v, path, "reduce_bw", UNIT_BANDWIDTH, false, true, &s.reduce_bw)))
+    /* 0 is allowed: reductions are free (a calibration whose link figures include them). */
+    if ((rc = js_get_quantity(ctx, v, path, "reduce_bw", UNIT_BANDWIDTH, false, false, &s.reduce_bw)))
         return rc;
     if ((rc = js_get_number(ctx, v, path, "cost_per_hour", false, 0, 1e6, &s.cost_per_hour)))
         return rc;

@@ -14,6 +14,15 @@
  * A flow that starts on links no other flow uses skips all of this: its rate is the
  * bottleneck bandwidth and it is scheduled at once.
  *
+ * Departures that change nothing: every flow remembers its bottleneck (the link it froze on in
+ * progressive filling: saturated, and no flow on it is faster) and every link counts the flows
+ * bottlenecked on it. When a batch of flows leaves, a remaining flow whose bottleneck lost no
+ * flow still has a saturated link on which it is the fastest; if that holds for every remaining
+ * flow, the current rates satisfy the bottleneck characterisation of max-min fairness, which
+ * has a unique solution, so they are the solution. Hence only links that lost flows *and*
+ * still bottleneck someone need a solve. (An all-to-all on 256 GPUs: 496 solves of 65k flows
+ * become one.) Arrivals always need a solve of their component.
+ *
  * Memory: flows live in a pool (array + free list) whose slots are reused; links keep growable
  * arrays of (flow, hop) entries; component scratch arrays grow to the largest component. In
  * steady state nothing is allocated per event. Paths are borrowed from the topology's route

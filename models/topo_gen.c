@@ -365,6 +365,19 @@ static int gen_dgx(topo_gen_params *p, const gpu_spec *spec, topo_builder *b, dt
     return DT_OK;
 }
 
+/* A name that says what was generated: "fat-tree-128", "dgx-4x8", "torus-4x4x4". */
+void topo_gen_default_name(const topo_gen_params *p, char *name, size_t size)
+{
+    if (p->family == TOPO_FAMILY_DGX)
+        snprintf(name, size, "dgx-%dx%d", p->nodes, p->gpus_per_node);
+    else if (p->family == TOPO_FAMILY_TORUS) {
+        size_t n = (size_t)snprintf(name, size, "torus-");
+        for (int i = 0; i < p->n_dims && n < size; i++)
+            n += (size_t)snprintf(name + n, size - n, "%s%d", i ? "x" : "", p->dims[i]);
+    } else
+        snprintf(name, size, "%s-%d", topo_family_name(p->family), p->gpus);
+}
+
 int topo_generate(const topo_gen_params *params, topo **out, dt_error *err)
 {
     topo_gen_params p;
@@ -388,15 +401,7 @@ int topo_generate(const topo_gen_params *params, topo **out, dt_error *err)
         tb_abort(&b);
         return rc;
     }
-    /* A name that says what was generated: "fat-tree-128", "dgx-4x8", "torus-4x4x4". */
-    if (p.family == TOPO_FAMILY_DGX)
-        snprintf(name, sizeof name, "dgx-%dx%d", p.nodes, p.gpus_per_node);
-    else if (p.family == TOPO_FAMILY_TORUS) {
-        int n = snprintf(name, sizeof name, "torus-");
-        for (int i = 0; i < p.n_dims; i++)
-            n += snprintf(name + n, sizeof name - (size_t)n, "%s%d", i ? "x" : "", p.dims[i]);
-    } else
-        snprintf(name, sizeof name, "%s-%d", topo_family_name(p.family), p.gpus);
+    topo_gen_default_name(&p, name, sizeof name);
     free(b.t->name);
     b.t->name = dt_xstrdup(name);
     b.t->switch_latency = p.switch_latency;

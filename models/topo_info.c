@@ -2,8 +2,10 @@
  *
  * Generated topologies get closed forms from their parameters (t->gen) wherever the family's
  * structure makes the answer exact; everything else uses a stated method:
- *  - diameter: one forward Dijkstra per GPU with the routing cost (latency, then hops) and the
- *    relay rule, taking the largest hop count of a route: O(G (N + E) log N);
+ *  - diameter: the largest hop count of a route, from the routing module's distance maps
+ *    (topo_route_diameter: one search per leaf switch, then a few lookups per GPU pair);
+ *    topo_diameter_search() below, one forward Dijkstra per GPU, is the independent check the
+ *    tests compare it with;
  *  - bisection: maximum flow (Dinic) from the first half of the GPUs, in index order, to the
  *    second half, with link bandwidths as capacities. It is the exact min cut for that one
  *    balanced partition, hence an upper bound on the true bisection; files listing GPUs in
@@ -299,7 +301,7 @@ int topo_get_info(topo *t, topo_info *out, dt_error *err)
         out->n_nics += t->nodes[v].kind == TOPO_NIC;
     }
     int d = t->gen.family == TOPO_FAMILY_FILE ? -1 : closed_diameter(t);
-    out->diameter_hops = d >= 0 ? d : topo_diameter_search(t);
+    out->diameter_hops = d >= 0 ? d : topo_route_diameter(t);
     double b = t->gen.family == TOPO_FAMILY_FILE ? -1 : closed_bisection(t);
     out->bisection_exact = b >= 0;
     out->bisection_bw = b >= 0 ? b : topo_bisection_maxflow(t);

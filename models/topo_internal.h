@@ -37,7 +37,9 @@ void topo_route_cache_free(topo *t);
 size_t topo_route_cache_bytes(const topo *t);
 /* Budget for distance maps (default 256 MB); over it, maps are dropped at the next call. */
 void topo_route_cache_set_budget(topo *t, size_t bytes);
-/* Drop the cached distance maps (paths stay valid). */
+/* Forget every cached distance and path, e.g. after changing link latencies or bandwidths in
+ * place (calibration does): later routes are recomputed. Paths returned earlier stay readable
+ * until topo_destroy. */
 void topo_route_cache_flush(topo *t);
 
 /* DT_EINPUT (at file/path) when latencies are so large that route costs could overflow. */
@@ -54,8 +56,14 @@ static inline bool topo_relays(const topo *t, int v)
 int topo_check_connected(const topo *t, const char *file, const int *node_index_in_file,
                          dt_error *err);
 
+/* The name topo_generate() gives (e.g. "fat-tree-128"). */
+void topo_gen_default_name(const topo_gen_params *p, char *name, size_t size);
+
 /* Down and up ports of a leaf for the generator's radix and oversubscription. */
 void topo_leaf_ports(const topo_gen_params *p, int *down, int *up);
+
+/* Largest route hop count over all GPU pairs, from the route cache's distances (topo_route.c). */
+int topo_route_diameter(topo *t);
 
 /* Generic metrics (topo_info.c), exposed for tests that compare them with closed forms. */
 int topo_diameter_search(const topo *t);

@@ -58,6 +58,11 @@ typedef struct path_entry {
     const int *links;
 } path_entry;
 
+typedef struct hop_entry {
+    int v, target; /* target: a switch node, or -(g+1) for the local map of GPU g; v -1: empty */
+    int off, n;
+} hop_entry;
+
 typedef struct heap_item {
     uint64_t key;
     int node;
@@ -77,6 +82,12 @@ typedef struct route_cache {
     int heap_n, heap_cap;
     /* walk scratch */
     int *cand, *pbuf;
+    unsigned char *flag; /* per out-link position of one node */
+    /* next-hop lists: (node, target) -> shortest-path out-link positions, in CSR order */
+    hop_entry *hops;
+    size_t hops_cap, hops_n;
+    int *hop_arena;
+    size_t hop_used, hop_arena_cap;
     /* path cache */
     path_entry *tab;
     size_t tab_cap, tab_n;
@@ -134,6 +145,10 @@ static void flush_maps(const topo *t, route_cache *c)
             free(d);
             c->dest[g] = NULL;
         }
+    if (c->hops)
+        for (size_t i = 0; i < c->hops_cap; i++) c->hops[i].v = -1;
+    c->hops_n = 0;
+    c->hop_used = 0;
     c->map_bytes = 0;
 }
 
@@ -143,6 +158,10 @@ void topo_route_cache_flush(topo *t)
     if (!c) return;
     pthread_mutex_lock(&c->mu);
     flush_maps(t, c);
+    /* Forget the paths too (link figures may have changed), but keep the arena: pointers
+     * handed out earlier must stay readable until topo_destroy. */
+    for (size_t i = 0; i < c->tab_cap; i++) c->tab[i].src = -1;
+    c->tab_n = 0;
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -169,6 +188,9 @@ void topo_route_cache_free(topo *t)
     free(c->heap);
     free(c->cand);
     free(c->pbuf);
+    free(c->flag);
+    free(c->hops);
+    free(c->hop_arena);
     free(c->tab);
     for (int i = 0; i < c->n_chunks; i++) free(c->chunks[i]);
     free(c->chunks);
@@ -214,6 +236,7 @@ static void setup(const topo *t, route_cache *c)
         if (d > maxdeg) maxdeg = d;
     }
     c->cand = dt_xmalloc((size_t)maxdeg * sizeof *c->cand);
+    c->flag = dt_xcalloc((size_t)maxdeg, 1);
     c->pbuf = dt_xmalloc(((size_t)n + 1) * sizeof *c->pbuf);
 }
 
@@ -386,24 +409,129 @@ static uint64_t dist_to(const topo *t, route_cache *c, const dest_info *di, int 
     return best;
 }
 
-/* Walk from src to dst along shortest-path links; returns the hop count or -1. */
+/* Next-hop list of node v towards target: the out-link positions i (CSR order) whose link
+ * e = (v -> w) keeps a shortest path, cost(e) + D(w) == D(v), with w allowed to relay (or the
+ * target itself), dv being v's distance. target >= 0 is a switch with map m; target < 0 is GPU
+ * -(target+1)'s local map m (v is then in that map, or is a boundary switch of it and dv its
+ * suffix cost), tnode the target's node. The list depends only on (v, target). Cached: a route then costs a few lookups per hop instead of one
+ * distance evaluation per neighbour. */
+static size_t hop_slot(const route_cache *c, int v, int target)
+{
+    uint64_t h = mix64(((uint64_t)(uint32_t)v << 32) ^ (uint64_t)(uint32_t)target);
+    return (size_t)(h & (c->hops_cap - 1));
+}
+
+static void hops_grow(route_cache *c)
+{
+    size_t old_cap = c->hops_cap;
+    hop_entry *old = c->hops;
+    c->hops_cap = old_cap ? 2 * old_cap : 4096;
+    c->hops = dt_xmalloc(c->hops_cap * sizeof *c->hops);
+    for (size_t i = 0; i < c->hops_cap; i++) c->hops[i].v = -1;
+    for (size_t i = 0; i < old_cap; i++) {
+        if (old[i].v < 0) continue;
+        size_t k = hop_slot(c, old[i].v, old[i].target);
+        while (c->hops[k].v >= 0) k = (k + 1) & (c->hops_cap - 1);
+        c->hops[k] = old[i];
+    }
+    free(old);
+    c->map_bytes += (c->hops_cap - old_cap) * sizeof *c->hops;
+}
+
+static const int *next_hops(const topo *t, route_cache *c, int v, int target, const distmap *m,
+                            int tnode, uint64_t dv, int *n)
+{
+    if (c->hops_cap) {
+        for (size_t k = hop_slot(c, v, target); c->hops[k].v >= 0; k = (k + 1) & (c->hops_cap - 1))
+            if (c->hops[k].v == v && c->hops[k].target == target) {
+                *n = c->hops[k].n;
+                return c->hop_arena + c->hops[k].off;
+            }
+    }
+    int deg = t->out_start[v + 1] - t->out_start[v];
+    if (c->hop_used + (size_t)deg > c->hop_arena_cap) {
+        size_t cap = c->hop_arena_cap ? 2 * c->hop_arena_cap : 65536;
+        while (cap < c->hop_used + (size_t)deg) cap *= 2;
+        c->hop_arena = dt_xrealloc(c->hop_arena, cap * sizeof *c->hop_arena);
+        c->map_bytes += (cap - c->hop_arena_cap) * sizeof *c->hop_arena;
+        c->hop_arena_cap = cap;
+    }
+    int *out = c->hop_arena + c->hop_used, cnt = 0;
+    for (int i = 0; i < deg; i++) {
+        int e = t->out_links[t->out_start[v] + i], w = t->links[e].dst;
+        if (w != tnode && !topo_relays(t, w)) continue;
+        uint64_t dw = map_get(m, w);
+        if (dw != KEY_INF && dw + link_cost(t, e) == dv) out[cnt++] = i;
+    }
+    if (2 * (c->hops_n + 1) > c->hops_cap) hops_grow(c);
+    size_t k = hop_slot(c, v, target);
+    while (c->hops[k].v >= 0) k = (k + 1) & (c->hops_cap - 1);
+    c->hops[k] = (hop_entry){.v = v, .target = target, .off = (int)c->hop_used, .n = cnt};
+    c->hops_n++;
+    c->hop_used += (size_t)cnt;
+    *n = cnt;
+    return out;
+}
+
+/* Walk from src to dst along shortest-path links; returns the hop count or -1.
+ * The out-links of cur that stay on a shortest path to dst are exactly the union of its
+ * next-hop lists towards the targets achieving dist(cur, dst): the local map when it does, and
+ * each boundary switch s with D_s(cur) + c_d(s) == dist(cur, dst) (for a link e = (cur -> w)
+ * on a shortest path, whichever target gives dist(w, dst) also gives dist(cur, dst), and e is
+ * on a shortest path to it). The union is taken in CSR order, so the choice below depends only
+ * on the topology, the variant and cur. */
 static int walk(const topo *t, route_cache *c, int src, int dst, int variant)
 {
-    dest_info *di = dest_of(t, c, t->nodes[dst].gpu);
+    int g = t->nodes[dst].gpu;
+    dest_info *di = dest_of(t, c, g);
     uint64_t dv = dist_to(t, c, di, src);
     if (dv == KEY_INF) return -1;
     int cur = src, len = 0;
     while (cur != dst) {
-        int nc = 0;
-        for (int i = t->out_start[cur]; i < t->out_start[cur + 1]; i++) {
-            int e = t->out_links[i], w = t->links[e].dst;
-            if (w != dst && !topo_relays(t, w)) continue;
-            uint64_t dw = dist_to(t, c, di, w);
-            if (dw != KEY_INF && dw + link_cost(t, e) == dv) c->cand[nc++] = e;
+        int first_off = -1, nl = 0, nsrc = 0, deg = t->out_start[cur + 1] - t->out_start[cur];
+        /* Gather the lists; from the second one on, mark positions in c->flag (lists live in
+         * an arena that next_hops may move, so the first is kept as an offset). */
+        for (int b = -1; b < di->n_bound; b++) {
+            const int *l2 = NULL;
+            int n2 = 0;
+            if (b < 0) {
+                if (map_get(&di->local, cur) != dv) continue;
+                l2 = next_hops(t, c, cur, -(g + 1), &di->local, dst, dv, &n2);
+            } else {
+                int s = di->bound_node[b];
+                if (s == cur) { /* at a boundary switch: the rest is the local suffix */
+                    if (di->bound_key[b] != dv) continue;
+                    l2 = next_hops(t, c, cur, -(g + 1), &di->local, dst, dv, &n2);
+                } else {
+                    const distmap *m = switch_map(t, c, s);
+                    uint64_t x = map_get(m, cur);
+                    if (x == KEY_INF || x + di->bound_key[b] != dv) continue;
+                    l2 = next_hops(t, c, cur, s, m, s, x, &n2);
+                }
+            }
+            if (nsrc == 0) {
+                first_off = (int)(l2 - c->hop_arena);
+                nl = n2;
+            } else {
+                if (nsrc == 1)
+                    for (int i = 0; i < nl; i++) c->flag[c->hop_arena[first_off + i]] = 1;
+                for (int i = 0; i < n2; i++) c->flag[l2[i]] = 1;
+            }
+            nsrc++;
         }
-        DT_ASSERT(nc > 0 && len < t->n_nodes);
+        const int *list = c->hop_arena + (first_off < 0 ? 0 : first_off);
+        if (nsrc > 1) {
+            nl = 0;
+            for (int i = 0; i < deg; i++)
+                if (c->flag[i]) {
+                    c->cand[nl++] = i;
+                    c->flag[i] = 0;
+                }
+            list = c->cand;
+        }
+        DT_ASSERT(nl > 0 && len < t->n_nodes);
         uint64_t h = mix64(((uint64_t)variant << 32) ^ (uint64_t)(cur + 1));
-        int e = c->cand[h % (uint64_t)nc];
+        int e = t->out_links[t->out_start[cur] + list[h % (uint64_t)nl]];
         c->pbuf[len++] = e;
         dv -= link_cost(t, e);
         cur = t->links[e].dst;
@@ -493,4 +621,38 @@ int topo_route(topo *t, int src_gpu, int dst_gpu, uint64_t flow_hash, const int 
     *n_links = len;
     pthread_mutex_unlock(&c->mu);
     return DT_OK;
+}
+
+/* Largest hop count of a route over all GPU pairs, from the same distance decomposition the
+ * routes use: per destination one local search plus a lookup per source GPU and boundary
+ * switch, O(G^2 |B|) lookups after the shared switch maps. A destination's own map is freed
+ * once used unless it was cached before, so memory stays at the switch maps (a switchless
+ * torus pays one whole-graph search per destination, as the generic search would). */
+int topo_route_diameter(topo *t)
+{
+    route_cache *c = t->route_cache;
+    int diam = 0;
+    pthread_mutex_lock(&c->mu);
+    setup(t, c);
+    for (int g = 0; g < t->n_gpus; g++) {
+        if (c->map_bytes > c->map_budget) flush_maps(t, c);
+        bool had = c->dest[g] != NULL;
+        dest_info *di = dest_of(t, c, g);
+        for (int h = 0; h < t->n_gpus; h++) {
+            uint64_t x = dist_to(t, c, di, t->gpu_node[h]);
+            if (x == KEY_INF) continue; /* loading rules this out */
+            int hops = (int)(x & ((1u << HOP_BITS) - 1));
+            if (hops > diam) diam = hops;
+        }
+        if (!had) {
+            c->map_bytes -= map_size(&di->local) + sizeof *di + (size_t)di->n_bound * 12;
+            free_map(&di->local);
+            free(di->bound_node);
+            free(di->bound_key);
+            free(di);
+            c->dest[g] = NULL;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return diam;
 }

@@ -7,7 +7,16 @@
  * same step programs with contention-free alpha-beta transfers.
  *
  * Ownership: coll_create borrows net, engine and topo (they must outlive it); coll_start
- * copies the group, so spec->group is only borrowed for the call.
+ * copies the group, so spec->group is only borrowed for the call. Several collectives may run
+ * at once on one engine (they share the network and each GPU's reduction unit).
+ *
+ * Which algorithm runs which op (others are DT_EINPUT with a message naming the op):
+ *   ring    allreduce reduce_scatter allgather broadcast reduce (the last two as a chain)
+ *   tree    allreduce broadcast reduce         dbt   allreduce broadcast reduce
+ *   hd      allreduce (any n); reduce_scatter allgather (n a power of two)
+ *   direct  every op                           hier  allreduce (same GPU count per host)
+ *   ps      allreduce
+ * Formulas, step programs and the `auto` rule: docs/collectives.md.
  */
 #ifndef DTSIM_COLL_H
 #define DTSIM_COLL_H
@@ -52,23 +61,26 @@ typedef struct coll_spec {
     const int *group;  /* GPU indices, borrowed for the call; n >= 1 */
     int n;
     double bytes;      /* the nccl-tests "size": the full buffer per rank (all-gather: output) */
-    int root;          /* index into group for broadcast/reduce; peer for send/recv */
-    int servers;       /* ps: number of parameter servers (0 = default) */
-    double elem_bytes; /* element size for reductions (default 2) */
+    int root;          /* index into group for broadcast/reduce; for sendrecv (n = 2) the
+                          receiver, group[0] sending (0 means 1) */
+    int servers;       /* ps: number of parameter servers (0 = one per host spanned) */
+    double elem_bytes; /* element size: buffers are cut on element boundaries (0 = 2) */
 } coll_spec;
 
 typedef struct coll_engine coll_engine;
 
 typedef struct coll_config {
-    double reduce_bw;       /* B/s of reduction compute; <0 = from GPU spec; 0 = free */
-    double chunk_bytes;     /* pipelining chunk for ring/tree (0 = default) */
+    double reduce_bw;       /* B/s of reduction compute; <0 = from GPU spec; 0 = free. One
+                               reduction unit per GPU, first come first served */
+    double chunk_bytes;     /* pipelining chunk for ring/tree/dbt/chain (0 = 4 MiB) */
 } coll_config;
 
 coll_engine *coll_create(net *n, sim_engine *eng, topo *t, const coll_config *cfg);
 void coll_destroy(coll_engine *c);
 
 /* Start now; fire (done_kind, done_id, done_data) when every rank has finished.
- * Returns DT_EINPUT with err filled for impossible requests (empty group, bad root). */
+ * Returns DT_EINPUT with err filled for impossible requests (empty group, a GPU twice or out of
+ * range, bad root, an op the algorithm does not run); nothing is scheduled then. */
 int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32_t done_id,
                uint64_t done_data, dt_error *err);
 

@@ -69,7 +69,10 @@ int net_path_info(net *n, int src_gpu, int dst_gpu, sim_time_t *latency, double 
  * O(all flows); call it between events (a recompute may be pending at the current time). */
 int net_check_fair(net *n, double rel_tol);
 
-/* Per-link busy intervals, for timelines (optional: enabled before the run). */
+/* Per-link busy intervals, for timelines (optional: enabled before the run). Called once per
+ * link of a flow's path when its last byte has left: [start, end] is the flow's bandwidth
+ * phase (its send time to its data-done time, latency tail excluded), bytes its size. Flows
+ * sharing a link overlap in time; a flow of 0 bytes or to itself reports nothing. */
 typedef void (*net_link_observer)(void *ctx, int link, sim_time_t start, sim_time_t end,
                                   double bytes);
 void net_set_link_observer(net *n, net_link_observer fn, void *ctx);

@@ -66,10 +66,12 @@ const char *sim_kind_name(const sim_engine *eng, uint32_t kind);
 
 /* Schedule at absolute time `at` (>= now, else abort: causality is an invariant). */
 void sim_schedule(sim_engine *eng, sim_time_t at, uint32_t kind, uint32_t id, uint64_t data);
+/* now + delay, saturating at SIM_TIME_MAX ("never" in practice) instead of overflowing. */
 static inline void sim_schedule_in(sim_engine *eng, sim_time_t now, sim_time_t delay,
                                    uint32_t kind, uint32_t id, uint64_t data)
 {
-    sim_schedule(eng, now + delay, kind, id, data);
+    sim_schedule(eng, now > 0 && delay > SIM_TIME_MAX - now ? SIM_TIME_MAX : now + delay, kind, id,
+                 data);
 }
 
 sim_time_t sim_now(const sim_engine *eng);

@@ -7,8 +7,12 @@
  * it (names, routes).
  *
  * Links are directed: a full-duplex link in a file becomes two entries here, one per direction,
- * each with the stated per-direction bandwidth. `count` parallel links become `count` separate
- * directed links so that equal-cost multipath can spread flows over them.
+ * each with the stated per-direction bandwidth (adjacent, `reverse` pointing at each other).
+ * `count` parallel links become `count` separate directed links so that equal-cost multipath
+ * can spread flows over them.
+ *
+ * Threads: after creation the struct is read-only except the route cache, which has its own
+ * lock, so several threads may call topo_route() on one topology.
  */
 #ifndef DTSIM_TOPO_H
 #define DTSIM_TOPO_H
@@ -116,15 +120,25 @@ int topo_from_json(const js_ctx *ctx, const cJSON *v, const char *path, const ch
 int topo_generate(const topo_gen_params *params, topo **out, dt_error *err);
 void topo_destroy(topo *t);
 
-/* Serialise (format v1) to f. Generated topologies write their explicit nodes and links. */
+/* Serialise (format v1) to f. Generated topologies write their explicit nodes and links, with
+ * the regenerating command as "description". Reading the output back gives an identical
+ * topology (family TOPO_FAMILY_FILE). */
 int topo_write_json(const topo *t, FILE *f, dt_error *err);
 
 /* Route from GPU src to GPU dst: *links is an array of *n_links directed link indices, borrowed
- * from t (valid until topo_destroy). Shortest by total latency, then hops; among equal-cost
- * paths the choice is a deterministic function of flow_hash. src == dst gives 0 links. */
+ * from t (valid until topo_destroy). Shortest by total latency (links plus switch_latency per
+ * switch entered), then hops; intermediate GPUs only when t->gpu_forwarding. Among equal-cost
+ * paths the choice is per hop, a deterministic function of flow_hash reduced to one of 64
+ * variants (so at most 64 distinct paths per GPU pair are ever stored). src == dst gives 0
+ * links. DT_EINPUT for GPU indices out of range (or no path, which loading rules out).
+ * Cost: the first route towards a new leaf switch runs one Dijkstra; later ones are a walk of a
+ * few hops (docs/architecture.md, "Topology and routing"). */
 int topo_route(topo *t, int src_gpu, int dst_gpu, uint64_t flow_hash, const int **links,
                int *n_links);
 
+/* Counts, diameter (largest hop count of a GPU-to-GPU route) and bisection bandwidth: closed
+ * forms for generated topologies where exact, else one Dijkstra per GPU and a max-flow between
+ * the GPU halves in index order (docs/formats.md). */
 typedef struct topo_info {
     int n_gpus, n_switches, n_nics, n_hosts, n_links; /* n_links counts directed links */
     int diameter_hops;                                /* max over GPU pairs of route hops */

@@ -4,7 +4,7 @@
 # factor), the ring all-reduce time on a generated ring against its closed form, a size sweep
 # printing one row per size (JSON array, sizes doubling), --network analytic ignoring
 # contention (direct all-to-all on a switch), groups with ranges, topology files, auto on a
-# dgx picking hier, the human table, and usage errors exiting 2 with the offending flag named.
+# dgx picking hier, the human table, identical output for identical runs, and usage errors exiting 2 with the offending flag named.
 # Leaves free: wall_s and the exact column layout of the human table.
 set -euo pipefail
 : "${DTSIM:?}" "${SRC:?}"
@@ -67,6 +67,13 @@ python3 -c "import json,sys; d=json.load(open('$tmp/g.json')); assert d['gpus']=
 grep -q "two-boxes" "$tmp/human.txt" || fail "human output lacks the topology name"
 grep -q "busbw" "$tmp/human.txt" || fail "human output lacks the header"
 grep -q "8 MiB" "$tmp/human.txt" || fail "human output lacks the size"
+
+# Same input, same output (wall_s aside), byte for byte.
+for i in 1 2; do
+  "$DTSIM" collective --topology gen:fat_tree:gpus=32,radix=8,oversubscription=3 --op allreduce \
+    --algo dbt --size 1MiB:16MiB:x4 --json | grep -v '"wall_s"' >"$tmp/det$i.json"
+done
+cmp -s "$tmp/det1.json" "$tmp/det2.json" || fail "two identical runs differ"
 
 # Usage errors: exit 2, the flag named, nothing on stdout.
 expect2() {

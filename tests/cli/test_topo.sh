@@ -3,7 +3,8 @@
 # Pins down: every generator kind writes a file that validates and reloads; info --json reports
 # counts and closed-form figures (fat-tree 128: 36 switches, diameter 4, bisection 64 x 50 GB/s;
 # torus 4x4x4: diameter 6, bisection 32 links; dgx 4x8 with hosts and NICs; ring 8: 2 links);
-# a file and its inline generator give the same counts; bad options and bad files exit 2, name
+# a file and its inline generator give the same counts; a generated file's description
+# regenerates it byte for byte; bad options and bad files exit 2, name
 # the option or FILE + JSON path, and leave no output file; the shipped topologies validate.
 # Leaves free: the human layout beyond a few labels.
 set -euo pipefail
@@ -11,11 +12,14 @@ set -euo pipefail
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# the Debian python3 (scripts/deps.sh --test) starts in 0.1 s; a pyenv shim can take 0.4 s
+py=/usr/bin/python3
+[[ -x $py ]] || py=python3
 
 "$DTSIM" topo --help | grep -q -- "--gpus-per-node" || fail "help lacks --gpus-per-node"
 
 # jget FILE KEY: a top-level value of a JSON document
-jget() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+jget() { "$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
 
 "$DTSIM" topo gen fat-tree --gpus 128 --bandwidth "400 Gb/s" -o "$tmp/ft.json" >"$tmp/out.txt"
 grep -q "bisection *3.2 TB/s per direction (closed form)" "$tmp/out.txt" || { cat "$tmp/out.txt"; fail "gen summary"; }
@@ -24,14 +28,17 @@ grep -q "bisection *3.2 TB/s per direction (closed form)" "$tmp/out.txt" || { ca
 [[ $(jget "$tmp/i.json" switches) == 36 ]] || fail "switches"
 [[ $(jget "$tmp/i.json" links) == 512 ]] || fail "links"
 [[ $(jget "$tmp/i.json" diameter_hops) == 4 ]] || fail "diameter"
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert abs(d["bisection_bandwidth"]-64*50e9)<1, d' "$tmp/i.json" || fail "bisection"
+"$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert abs(d["bisection_bandwidth"]-64*50e9)<1, d' "$tmp/i.json" || fail "bisection"
 
 # the inline generator as a file gives closed forms
 echo '{"generator": "torus", "dims": "4x4x4", "bandwidth": "100 GB/s"}' >"$tmp/torus-gen.json"
 "$DTSIM" topo info "$tmp/torus-gen.json" --json >"$tmp/t.json"
 [[ $(jget "$tmp/t.json" diameter_hops) == 6 ]] || fail "torus diameter"
 [[ $(jget "$tmp/t.json" bisection_method) == "closed form" ]] || fail "torus method"
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert abs(d["bisection_bandwidth"]-32*100e9)<1, d' "$tmp/t.json" || fail "torus bisection"
+"$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert abs(d["bisection_bandwidth"]-32*100e9)<1, d' "$tmp/t.json" || fail "torus bisection"
+"$DTSIM" topo info "$SRC/topologies/torus-4x4x4.json" --json >"$tmp/t2.json"
+"$py" -c 'import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); assert all(a[k]==b[k] for k in ("gpus","links","switches","diameter_hops","bisection_bandwidth")), (a,b)' \
+  "$tmp/t.json" "$tmp/t2.json" || fail "file and inline generator differ"
 
 "$DTSIM" topo gen dgx --nodes 4 --gpus-per-node 8 --nic "400 Gb/s" --json -o "$tmp/dgx.json" >"$tmp/d.json"
 [[ $(jget "$tmp/d.json" hosts) == 4 ]] || fail "dgx hosts"
@@ -41,7 +48,7 @@ grep -q '"host":"node3"' "$tmp/dgx.json" || fail "dgx file lacks hosts"
 
 "$DTSIM" topo gen ring --gpus 8 -o "$tmp/ring.json" >/dev/null
 "$DTSIM" topo info "$tmp/ring.json" --json >"$tmp/r.json"
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert abs(d["bisection_bandwidth"]-2*50e9)<1 and d["diameter_hops"]==4, d' "$tmp/r.json" || fail "ring"
+"$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert abs(d["bisection_bandwidth"]-2*50e9)<1 and d["diameter_hops"]==4, d' "$tmp/r.json" || fail "ring"
 
 for kind in "switch --gpus 16" "dragonfly --routers 4 --terminals 2 --global-links 2" "fat-tree --gpus 64 --radix 8 --tiers 3"; do
   # shellcheck disable=SC2086
@@ -49,7 +56,17 @@ for kind in "switch --gpus 16" "dragonfly --routers 4 --terminals 2 --global-lin
   "$DTSIM" topo validate "$tmp/k.json" | grep -q "valid" || fail "validate $kind"
 done
 # without -o the topology goes to stdout
-"$DTSIM" topo gen switch --gpus 4 | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["format"]=="dtsim-topology" and len(d["nodes"])==5'
+"$DTSIM" topo gen switch --gpus 4 | "$py" -c 'import json,sys; d=json.load(sys.stdin); assert d["format"]=="dtsim-topology" and len(d["nodes"])==5'
+
+# a generated file's description is the command that regenerates it, byte for byte
+"$DTSIM" topo gen fat-tree --gpus 96 --radix 32 --oversubscription 3 --gpu B200 --latency "1.5 us" \
+  --name my-ft -o "$tmp/orig.json" >/dev/null
+for f in "$tmp/orig.json" "$SRC/topologies/dgx-4x8.json" "$SRC/topologies/torus-4x4x4.json"; do
+  cmd=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["description"].split(": ", 1)[1])' "$f")
+  [[ $cmd == "dtsim topo gen "* ]] || fail "description of $f is not a command: $cmd"
+  eval "\"\$DTSIM\" ${cmd#dtsim } -o \"\$tmp/again.json\"" >/dev/null || fail "rerun: $cmd"
+  cmp -s "$f" "$tmp/again.json" || fail "regenerating $f with its description gives another file"
+done
 
 # errors: exit 2, the option or path named, nothing written
 set +e

@@ -126,6 +126,8 @@ START_TEST(spec_errors)
     expect_error("{\"gpu\": {\"flops\": {\"fp32\": \"1 TFLOP/s\"}, \"hbm_bw\": 1}}", "gpu.hbm",
                  "missing required key");
     expect_error("{\"gpu\": {\"preset\": \"B200\", \"hbm_bw\": \"0 GB/s\"}}", "gpu.hbm_bw", "positive");
+    expect_error("{\"gpu\": {\"preset\": \"B200\", \"reduce_bw\": \"-1 GB/s\"}}", "gpu.reduce_bw",
+                 "non-negative");
 }
 END_TEST
 
@@ -163,6 +165,7 @@ START_TEST(to_json_round_trip)
         ck_assert_int_eq(gpu_preset(names[i], &s, &e), DT_OK);
         s.compute_eff[GPU_OP_MATMUL] = 0.123456789;
         s.hbm_bytes = 12345678901.0;
+        s.reduce_bw = i == 3 ? 0 : s.reduce_bw; /* 0: free reductions, also round-trips */
         cJSON *j = gpu_spec_to_json(&s);
         js_ctx ctx = {.file = "rt", .err = &e};
         ck_assert_int_eq(gpu_spec_from_json(&ctx, j, "gpu", &back), DT_OK);

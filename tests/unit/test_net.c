@@ -5,7 +5,7 @@
  * component are re-rated (rate_updates counts them); analytic mode ignores contention; zero
  * bytes pay latency; src == dst is immediate; and, on random traffic over an oversubscribed
  * fat-tree, that no link is ever over capacity, every byte sent is delivered and every
- * completion fires exactly once.
+ * completion fires exactly once; the link observer reports each link's bandwidth phase.
  * Leaves free: the order of simultaneous completions, which equal-cost path a flow takes. */
 #include <math.h>
 #include <string.h>
@@ -193,6 +193,44 @@ START_TEST(only_component_rerated)
 }
 END_TEST
 
+typedef struct obs_log {
+    int calls;
+    int links[8];
+    sim_time_t start, end;
+    double bytes;
+} obs_log;
+
+static void on_link(void *ctx, int link, sim_time_t start, sim_time_t end, double bytes)
+{
+    obs_log *o = ctx;
+    if (o->calls < 8) o->links[o->calls] = link;
+    o->calls++;
+    o->start = start;
+    o->end = end;
+    o->bytes = bytes;
+}
+
+START_TEST(link_observer)
+{
+    /* One 1e8 B flow 0 -> 2 starting at 0 on a 1e10 B/s switch: both its links report the
+     * bandwidth phase [0, 10 ms] and the bytes; the latency tail is not link time. */
+    fixture f;
+    fx_init(&f, gen_switch(4, 1e10, SIM_US, 1), NET_FLOW);
+    obs_log o = {0};
+    net_set_link_observer(f.n, on_link, &o);
+    net_send(f.n, 0, 2, 1e8, f.k, 0, 0);
+    net_send(f.n, 1, 1, 1e8, f.k, 1, 0);
+    sim_run(f.eng, SIM_TIME_MAX);
+    ck_assert_int_eq(o.calls, 2);
+    ck_assert_int_ne(o.links[0], o.links[1]);
+    ck_assert_int_eq(o.start, 0);
+    ck_assert_int_eq(o.end, 10 * SIM_MS);
+    ck_assert_double_eq(o.bytes, 1e8);
+    ck_assert_int_eq(f.r->at[0], 10 * SIM_MS + 2 * SIM_US + 1);
+    fx_free(&f);
+}
+END_TEST
+
 START_TEST(analytic_ignores_contention)
 {
     fixture f;
@@ -260,6 +298,7 @@ int main(void)
     tcase_add_test(tc, zero_bytes_and_self);
     tcase_add_test(tc, sharing_and_staggered_start);
     tcase_add_test(tc, only_component_rerated);
+    tcase_add_test(tc, link_observer);
     tcase_add_test(tc, analytic_ignores_contention);
     tcase_add_test(tc, random_traffic_invariants);
     suite_add_tcase(s, tc);

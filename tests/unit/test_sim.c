@@ -386,6 +386,10 @@ START_TEST(engine_schedule_at_now_ok)
     sim_schedule(eng, 100, k, 0, 0); /* at now: allowed */
     ck_assert_uint_eq(sim_run(eng, SIM_TIME_MAX), 1);
     ck_assert_uint_eq(sim_events_handled(eng), 2);
+    /* a delay past the end of time saturates instead of wrapping into the past */
+    sim_schedule_in(eng, sim_now(eng), SIM_TIME_MAX, k, 0, 0);
+    ck_assert_uint_eq(sim_run(eng, SIM_TIME_MAX), 1);
+    ck_assert_int_eq(sim_now(eng), SIM_TIME_MAX);
     sim_engine_destroy(eng);
 }
 END_TEST

@@ -2,7 +2,8 @@
  * Pins down: closed-form bisection of ring (2 links x B), switch, torus (2N/k for the largest even
  * extent k, N/2 for a hypercube), 2- and 3-tier fat-trees with and without oversubscription,
  * and rail-optimised DGX clusters, each also equal to the generic max-flow between GPU halves;
- * closed-form diameters equal the generic search; the generic methods on a hand-written file
+ * closed-form diameters equal both generic methods (forward Dijkstra per GPU, and the routing
+ * module's distance maps), which also agree on files and families without a closed form; the generic methods on a hand-written file
  * (a 32 GB/s PCIe link is the bottleneck) and on families without a closed form.
  * Leaves free: cost of the generic methods (bench_topo). */
 #include <string.h>
@@ -32,6 +33,7 @@ static void check(topo_gen_params p, double want_bisection, int want_diameter)
     ck_assert_rel(topo_bisection_maxflow(t), want_bisection, 1e-9);
     ck_assert_int_eq(in.diameter_hops, want_diameter);
     ck_assert_int_eq(topo_diameter_search(t), want_diameter);
+    ck_assert_int_eq(topo_route_diameter(t), want_diameter);
     topo_destroy(t);
 }
 
@@ -91,6 +93,7 @@ START_TEST(generic_methods)
     ck_assert_int_eq(in.n_hosts, 2);
     ck_assert_int_eq(in.n_links, 32);
     ck_assert_int_eq(in.diameter_hops, 6);
+    ck_assert_int_eq(topo_diameter_search(t), 6);
     ck_assert(!in.bisection_exact);
     ck_assert_rel(in.bisection_bw, 32e9, 1e-12); /* boxB's NIC-to-host PCIe link */
     topo_destroy(t);
@@ -100,6 +103,7 @@ START_TEST(generic_methods)
     ck_assert_int_eq(topo_get_info(t, &in, &e), DT_OK);
     ck_assert(!in.bisection_exact);
     ck_assert_int_eq(in.diameter_hops, 4);
+    ck_assert_int_eq(topo_diameter_search(t), 4);
     ck_assert(in.bisection_bw >= 10 * 50e9);
     topo_destroy(t);
 
@@ -108,6 +112,7 @@ START_TEST(generic_methods)
     ck_assert_int_eq(topo_get_info(t, &in, &e), DT_OK);
     ck_assert(!in.bisection_exact);
     ck_assert_int_eq(in.diameter_hops, 5);
+    ck_assert_int_eq(topo_diameter_search(t), 5);
     ck_assert_int_eq(in.n_switches, 36);
     ck_assert(in.bisection_bw > 0);
     topo_destroy(t);

@@ -222,6 +222,28 @@ START_TEST(dragonfly_routes)
 }
 END_TEST
 
+START_TEST(flush_after_latency_change)
+{
+    /* ring of 4: 0 -> 2 has two equal ways; make one slower, flush, and the route moves */
+    topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_RING, .gpus = 4});
+    const int *before, *after;
+    int nb, na;
+    ck_assert_int_eq(topo_route(t, 0, 2, 0, &before, &nb), DT_OK);
+    ck_assert_int_eq(nb, 2);
+    int first = before[0], mid = t->links[first].dst;
+    ck_assert(mid == t->gpu_node[1] || mid == t->gpu_node[3]);
+    t->links[first].latency += SIM_US;
+    ck_assert_int_eq(topo_route(t, 0, 2, 0, &after, &na), DT_OK);
+    ck_assert_ptr_eq(after, before); /* cached until told */
+    topo_route_cache_flush(t);
+    ck_assert_int_eq(topo_route(t, 0, 2, 0, &after, &na), DT_OK);
+    ck_assert_int_eq(na, 2);
+    ck_assert_int_ne(t->links[after[0]].dst, mid);
+    ck_assert_int_eq(before[0], first); /* the old path is still readable */
+    topo_destroy(t);
+}
+END_TEST
+
 START_TEST(generator_errors)
 {
     topo *t = NULL;
@@ -268,7 +290,7 @@ START_TEST(ecmp_determinism_across_copies)
         ck_assert_int_eq(na, nb);
         ck_assert(memcmp(la, lb, (size_t)na * sizeof *la) == 0);
     }
-    /* flushing the distance maps changes nothing */
+    /* flushing the cache changes nothing while the links stay as they are */
     topo_route_cache_flush(a);
     for (int s = 0; s < 512; s += 7) {
         const int *la, *lb;
@@ -354,6 +376,7 @@ int main(void)
     tcase_add_test(tc, dgx_large_ring);
     tcase_add_test(tc, torus_routes);
     tcase_add_test(tc, dragonfly_routes);
+    tcase_add_test(tc, flush_after_latency_change);
     tcase_add_test(tc, generator_errors);
     tcase_add_test(tc, ecmp_determinism_across_copies);
     tcase_add_test(tc, concurrent_routes);
