@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# test_labs.sh - the teaching labs under examples/labs/ give the numbers their READMEs quote.
+# Pins down: pipeline-bubbles: every point of bubble-sweep.json (GPipe, 1F1B, interleaved v 2/4;
+# p 2/4/8; m 8..64) has step = (m+p-1)(t_f+t_b) (GPipe/1F1B) or m(t_f+t_b) + (p-1)(t_f+t_b)/v,
+# bubble fraction (p-1)/(m+p-1) resp. bubble/ideal (p-1)/(v m), to 1e-9; memory-sweep.json's
+# peak activations follow m, min(p, m) and the interleaved in-flight count exactly.
+# stragglers: step(x) = x (C + T_opt) + T_AR and the longest wait (x-1) C for GPU 5 slowed by x;
+# exposed communication T_AR + 9 ms (1/f - 1) for a GPU-NIC link at f; jitter: sigma 0 is the
+# fault-free step and the seed-mean excess at sigma 0.1 is within 15% of E[max of 32] sigma (sF +
+# T_opt) (the outputs are deterministic: this cannot flake).
+# Leaves free: the plots (run.sh draws them), step times of the memory sweep (transfers).
+set -euo pipefail
+: "${DTSIM:?}" "${SRC:?}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+labs=$SRC/examples/labs
+
+"$DTSIM" sweep "$labs/pipeline-bubbles/bubble-sweep.json" --out "$tmp/bubble" --no-progress --jobs 2 >/dev/null || fail "bubble sweep"
+"$DTSIM" sweep "$labs/pipeline-bubbles/memory-sweep.json" --out "$tmp/memory" --no-progress --jobs 2 >/dev/null || fail "memory sweep"
+for s in slowdown jitter link; do
+  "$DTSIM" sweep "$labs/stragglers/$s-sweep.json" --out "$tmp/$s" --no-progress --jobs 2 >/dev/null || fail "$s sweep"
+done
+
+python3 - "$tmp" <<'PY'
+import csv, math, sys
+d = sys.argv[1]
+def rows(name):
+    return list(csv.DictReader(open(f"{d}/{name}/results.csv")))
+def close(a, b, tol, what):
+    if abs(a - b) > tol * max(1.0, abs(b)):
+        sys.exit(f"FAIL: {what}: dtsim {a!r}, expected {b!r}")
+
+# Pipeline bubble: 32 layers of 1 ms + 2 ms, so a stage of L/p layers takes t = 96/p ms per microbatch.
+r = rows("bubble")
+assert len(r) == 96, len(r)
+for x in r:
+    s, v, p, m = x["parallel.schedule"], int(x["parallel.virtual_stages"]), int(x["parallel.pp"]), int(x["parallel.microbatches"])
+    step, bub = float(x["step_time_s"]), float(x["bubble_s"])
+    t = 0.096 / p
+    tag = f"{s} v={v} p={p} m={m}"
+    assert x["status"] == "ok", tag
+    if s in ("gpipe", "1f1b"):
+        close(step, (m + p - 1) * t, 1e-9, tag + " step")
+        close(bub / step, (p - 1) / (m + p - 1), 1e-9, tag + " bubble fraction")
+    else:
+        close(step, m * t + (p - 1) * t / v, 1e-9, tag + " step")
+        close(bub / (step - bub), (p - 1) / (v * m), 1e-9, tag + " bubble / ideal")
+
+# Activation memory, p = 8 stages of 4 layers, 100 MB per layer and microbatch.
+for x in rows("memory"):
+    s, v, m = x["parallel.schedule"], int(x["parallel.virtual_stages"]), int(x["parallel.microbatches"])
+    act = float(x["mem_activations_bytes"])
+    if s == "gpipe": want = m * 4 * 100e6
+    elif s == "1f1b": want = min(8, m) * 4 * 100e6
+    else: want = min(2 * 7 + (v - 1) * 8 + 1, v * m) * (4 / v) * 100e6
+    close(act, want, 1e-12, f"activations {s} v={v} m={m}")
+
+# One slow GPU: C = 144 ms, T_opt = 1.2e9 x 28 B / (3.35 TB/s x 0.8), T_AR from x = 1.
+r = rows("slowdown")
+assert len(r) == 11, len(r)
+C, Topt = 0.144, 1.2e9 * 28 / (3.35e12 * 0.8)
+close(float(r[0]["compute_s"]), C + Topt, 1e-9, "fault-free compute")
+Tar = float(r[0]["comm_exposed_s"])
+assert 0.015 < Tar < 0.03, Tar
+for x in r:
+    k = float(x["stragglers[0].slowdown"])
+    close(float(x["step_time_s"]), k * (C + Topt) + Tar, 1e-9, f"step at slowdown {k}")
+    close(float(x["max_straggler_wait_s"]), (k - 1) * C, 1e-9, f"longest wait at slowdown {k}")
+
+# A degraded GPU-NIC link: 450 MB crosses it in the all-reduce.
+for x in rows("link"):
+    f = float(x["degraded_links[0].bandwidth_factor"])
+    close(float(x["comm_exposed_s"]), Tar + 450e6 / 50e9 * (1 / f - 1), 1e-9, f"exposed comm at f = {f}")
+
+# Jitter: sigma 0 is the fault-free step; the mean excess at sigma 0.1 follows E[max of 32].
+r = rows("jitter")
+base = C + Topt + Tar
+for x in r:
+    if float(x["jitter.sigma"]) == 0:
+        close(float(x["step_time_s"]), base, 1e-9, "sigma 0")
+ex = [float(x["step_time_s"]) - base for x in r if float(x["jitter.sigma"]) == 0.1]
+assert len(ex) == 32, len(ex)
+# E[max of 32 standard normals] by quadrature.
+phi = lambda z: math.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+Phi = lambda z: 0.5 * (1 + math.erf(z / math.sqrt(2)))
+M32 = sum(z * 32 * phi(z) * Phi(z) ** 31 * 0.001 for z in (i * 0.001 - 6 for i in range(12001)))
+close(M32, 2.0697, 1e-3, "E[max of 32]")
+want = M32 * 0.1 * (math.sqrt(0.048 ** 2 + 24 * 0.004 ** 2) + Topt)
+mean = sum(ex) / len(ex)
+if abs(mean - want) > 0.15 * want:
+    sys.exit(f"FAIL: mean jitter excess {mean} s, expected {want} s +- 15%")
+PY
+echo "ok"
