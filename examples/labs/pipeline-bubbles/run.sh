@@ -3,7 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 dtsim=${1:-../../../build/dtsim}
-dtsim=$(cd "$(dirname "$dtsim")" && pwd)/$(basename "$dtsim")
 
 # 1. Bubble vs microbatches m, stages p and schedule (96 exact points).
 "$dtsim" sweep bubble-sweep.json --out results --fresh --no-progress
@@ -14,8 +13,7 @@ gnuplot bubbles.gp
 gnuplot memory.gp
 # 4. One step of each schedule, p = 4, m = 8: summary, Perfetto timeline, per-GPU state chart.
 for s in gpipe 1f1b interleaved; do
-  "$dtsim" run timeline-$s.json --timeline timeline-$s.json.trace --timeline-gpus 0-3 > run-$s.txt
-  mv timeline-$s.json.trace step-$s.perfetto.json
+  "$dtsim" run timeline-$s.json --timeline step-$s.perfetto.json --timeline-gpus 0-3 > run-$s.txt
   "$dtsim" report step-$s.perfetto.json --out state-$s
   # dtsim's chart has a generic title: name the schedule, then redraw from the kept .gp.
   sed -i "s/^set title .*/set title \"Per-GPU state over one step: $s, p = 4 stages, m = 8 microbatches\"/" state-$s/timeline.gp
