@@ -8,6 +8,10 @@
 # exposed communication T_AR + 9 ms (1/f - 1) for a GPU-NIC link at f; jitter: sigma 0 is the
 # fault-free step and the seed-mean excess at sigma 0.1 is within 15% of E[max of 32] sigma (sF +
 # T_opt) (the outputs are deterministic: this cannot flake).
+# zero-and-compression: peak memory of ZeRO 0-3 = the ZeRO formulas (2+2+12 bytes per parameter,
+# partitioned over d) plus the activations, exactly; ZeRO-3 beyond one box within 3% of its
+# traffic bound; top-k adds exactly Psi/throughput of selection compute, pays at 100 Gb/s with
+# fast selection and r = 0.001, never at 400 Gb/s.
 # Leaves free: the plots (run.sh draws them), step times of the memory sweep (transfers).
 set -euo pipefail
 : "${DTSIM:?}" "${SRC:?}"
@@ -18,6 +22,9 @@ labs=$SRC/examples/labs
 
 "$DTSIM" sweep "$labs/pipeline-bubbles/bubble-sweep.json" --out "$tmp/bubble" --no-progress --jobs 2 >/dev/null || fail "bubble sweep"
 "$DTSIM" sweep "$labs/pipeline-bubbles/memory-sweep.json" --out "$tmp/memory" --no-progress --jobs 2 >/dev/null || fail "memory sweep"
+for s in zero base topk; do
+  "$DTSIM" sweep "$labs/zero-and-compression/$( [[ $s == zero ]] && echo zero-sweep || echo compression-$s ).json" --out "$tmp/$s" --no-progress --jobs 2 >/dev/null || fail "$s sweep"
+done
 for s in slowdown jitter link; do
   "$DTSIM" sweep "$labs/stragglers/$s-sweep.json" --out "$tmp/$s" --no-progress --jobs 2 >/dev/null || fail "$s sweep"
 done
@@ -90,5 +97,29 @@ want = M32 * 0.1 * (math.sqrt(0.048 ** 2 + 24 * 0.004 ** 2) + Topt)
 mean = sum(ex) / len(ex)
 if abs(mean - want) > 0.15 * want:
     sys.exit(f"FAIL: mean jitter excess {mean} s, expected {want} s +- 15%")
+
+# ZeRO: Psi from ZeRO-0's parameters (2 bytes each).
+r = rows("zero")
+assert len(r) == 16, len(r)
+psi = float(r[0]["mem_params_bytes"]) / 2
+close(psi, 12841047040, 1e-9, "13B parameter count")
+for x in r:
+    z, dd = int(x["parallel.zero"]), int(x["n_gpus"])
+    states = {0: 16 * psi, 1: 4 * psi + 12 * psi / dd, 2: 2 * psi + 14 * psi / dd, 3: 16 * psi / dd}[z]
+    close(float(x["mem_peak_bytes"]), states + float(x["mem_activations_bytes"]), 1e-9, f"ZeRO-{z} peak on {dd} GPUs")
+    assert (x["fits"] == "1") == (z > 0), f"ZeRO-{z} on {dd} GPUs: fits {x['fits']}"
+    if z == 3 and dd > 8:
+        bound = 4 * 3 * (dd - 1) / dd * 2 * psi / 25e9
+        close(float(x["step_time_s"]), bound, 0.03, f"ZeRO-3 on {dd} GPUs against its traffic bound")
+
+# Top-k: selection compute and who wins.
+base = {x["topology.bandwidth"]: x for x in rows("base")}
+G = float(base["100 Gb/s"]["mem_params_bytes"]) / 2
+for x in rows("topk"):
+    bw, tp, ratio = x["topology.bandwidth"], float(x["parallel.compression.throughput"]), float(x["parallel.compression.ratio"])
+    close(float(x["compute_s"]) - float(base[bw]["compute_s"]), G / tp, 1e-6, f"top-k selection {bw} {tp}")
+    faster = float(x["step_time_s"]) < float(base[bw]["step_time_s"])
+    want = bw == "100 Gb/s" and tp == 2e11 and ratio <= 0.002
+    assert faster == want, f"top-k {bw} {tp:g} r={ratio}: faster {faster}"
 PY
 echo "ok"
