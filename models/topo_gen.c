@@ -27,13 +27,19 @@ static int bad(dt_error *err, const char *opt, const char *fmt, int v)
 static int resolve(const topo_gen_params *in, topo_gen_params *p, gpu_spec *spec, dt_error *err)
 {
     *p = *in;
+    /* Explicit zeros from a JSON spec (topo_internal.h); defaults below only fill true zeros. */
+    bool zero_lat = p->latency == TOPO_GEN_ZERO_LATENCY;
+    bool zero_sw = p->switch_latency == TOPO_GEN_ZERO_LATENCY;
+    if (zero_lat) p->latency = 0;
+    if (zero_sw) p->switch_latency = 0; /* nvlink_latency: gen_dgx resolves it */
     if (!p->gpu_preset[0]) snprintf(p->gpu_preset, sizeof p->gpu_preset, "%s", TOPO_DEFAULT_GPU);
     if (gpu_preset(p->gpu_preset, spec, err)) {
         if (err) snprintf(err->path, sizeof err->path, "gpu");
         return DT_EINPUT;
     }
     if (p->bandwidth < 0 || p->nvlink_bw < 0 || p->nic_bw < 0 || p->latency < 0 ||
-        p->switch_latency < 0 || p->nvlink_latency < 0 || p->oversubscription < 0)
+        p->switch_latency < 0 ||
+        (p->nvlink_latency < 0 && p->nvlink_latency != TOPO_GEN_ZERO_LATENCY) || p->oversubscription < 0)
         return dt_error_set(err, DT_EINPUT, NULL, NULL, "negative generator parameter");
     static const sim_time_t max_lat = (sim_time_t)1 << 40; /* ~1.1 s */
     if (p->latency >= max_lat || p->switch_latency >= max_lat || p->nvlink_latency >= max_lat)
@@ -42,8 +48,8 @@ static int resolve(const topo_gen_params *in, topo_gen_params *p, gpu_spec *spec
                             : p->switch_latency >= max_lat ? "switch_latency" : "nvlink_latency",
                             "expected a latency below 1 s");
     if (p->bandwidth == 0) p->bandwidth = TOPO_DEFAULT_BANDWIDTH;
-    if (p->latency == 0) p->latency = TOPO_DEFAULT_LATENCY;
-    if (p->switch_latency == 0) p->switch_latency = TOPO_DEFAULT_SWITCH_LATENCY;
+    if (p->latency == 0 && !zero_lat) p->latency = TOPO_DEFAULT_LATENCY;
+    if (p->switch_latency == 0 && !zero_sw) p->switch_latency = TOPO_DEFAULT_SWITCH_LATENCY;
     if (p->gpus < 0 || p->gpus > MAX_GPUS) return bad(err, "gpus", "expected 1 to 4194304 GPUs, found %d", p->gpus);
     if (p->oversubscription == 0) p->oversubscription = 1;
     if (p->oversubscription < 1)
@@ -307,7 +313,8 @@ static int gen_dgx(topo_gen_params *p, const gpu_spec *spec, topo_builder *b, dt
     if (p->nvlink_bw == 0) p->nvlink_bw = spec->nvlink_bw;
     if (p->nvlink_bw == 0) p->nvlink_bw = 450e9;
     if (p->nic_bw == 0) p->nic_bw = p->bandwidth;
-    if (p->nvlink_latency == 0) p->nvlink_latency = TOPO_DEFAULT_NVLINK_LATENCY;
+    if (p->nvlink_latency == TOPO_GEN_ZERO_LATENCY) p->nvlink_latency = 0;
+    else if (p->nvlink_latency == 0) p->nvlink_latency = TOPO_DEFAULT_NVLINK_LATENCY;
     if (p->radix == 0) p->radix = TOPO_DEFAULT_RADIX;
     if (p->radix < 2 || p->radix > 4096)
         return bad(err, "radix", "expected a radix from 2 to 4096, found %d", p->radix);

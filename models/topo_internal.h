@@ -9,6 +9,11 @@
 
 #include "dtsim/topo.h"
 
+/* topo_gen_params treats 0 as "use the default"; a generator spec that says "latency": 0 (or
+ * "0 s") means zero, so the loader stores this sentinel and topo_generate's resolve() turns it
+ * into 0. Private: only JSON specs (and so `dtsim topo gen`) can ask for an explicit zero. */
+#define TOPO_GEN_ZERO_LATENCY ((sim_time_t)-1)
+
 typedef struct topo_builder {
     topo *t;
     int cap_nodes, cap_links, cap_hosts, cap_gpus;

@@ -501,6 +501,14 @@ static int load_generator(const js_ctx *ctx, const cJSON *v, const char *path, t
         (rc = js_get_time(ctx, v, path, "switch_latency", false, &p.switch_latency)) ||
         (rc = js_get_time(ctx, v, path, "nvlink_latency", false, &p.nvlink_latency)))
         return rc;
+    /* An explicit 0 means zero, not "the default" (see TOPO_GEN_ZERO_LATENCY). */
+    {
+        static const char *const lat_keys[] = {"latency", "switch_latency", "nvlink_latency"};
+        sim_time_t *lat_vals[] = {&p.latency, &p.switch_latency, &p.nvlink_latency};
+        for (int i = 0; i < 3; i++)
+            if (*lat_vals[i] == 0 && cJSON_GetObjectItemCaseSensitive(v, lat_keys[i]))
+                *lat_vals[i] = TOPO_GEN_ZERO_LATENCY;
+    }
     x = 0;
     if ((rc = js_get_number(ctx, v, path, "oversubscription", false, 1, 1024, &x))) return rc;
     p.oversubscription = x;
