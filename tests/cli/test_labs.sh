@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_labs.sh - the teaching labs under examples/labs/ give the numbers their READMEs quote.
-# Pins down: pipeline-bubbles: every point of bubble-sweep.json (GPipe, 1F1B, interleaved v 2/4;
+# Pins down: an explicit generator latency of 0 is zero (not the default); pipeline-bubbles: every point of bubble-sweep.json (GPipe, 1F1B, interleaved v 2/4;
 # p 2/4/8; m 8..64) has step = (m+p-1)(t_f+t_b) (GPipe/1F1B) or m(t_f+t_b) + (p-1)(t_f+t_b)/v,
 # bubble fraction (p-1)/(m+p-1) resp. bubble/ideal (p-1)/(v m), to 1e-9; memory-sweep.json's
 # peak activations follow m, min(p, m) and the interleaved in-flight count exactly.
@@ -19,6 +19,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 labs=$SRC/examples/labs
+
+# The pipeline lab's exact numbers need an explicit zero latency to mean zero, not the default.
+"$DTSIM" topo gen switch --gpus 2 --latency 0 --switch-latency "0 s" > "$tmp/sw.json" || fail "topo gen"
+grep -q '"switch_latency": "0 us"' "$tmp/sw.json" || fail "switch_latency 0 replaced by the default"
+[[ $(grep -c '"latency":"0 us"' "$tmp/sw.json") == 2 ]] || fail "link latency 0 replaced by the default"
 
 "$DTSIM" sweep "$labs/pipeline-bubbles/bubble-sweep.json" --out "$tmp/bubble" --no-progress --jobs 2 >/dev/null || fail "bubble sweep"
 "$DTSIM" sweep "$labs/pipeline-bubbles/memory-sweep.json" --out "$tmp/memory" --no-progress --jobs 2 >/dev/null || fail "memory sweep"
