@@ -24,7 +24,7 @@
  * Costs. Push O(1): one xor, one clz, one append. Pop amortised O(log range): an event moves
  * down at most 64 buckets over its life, in the hold model at N = 1e5 a few times. Memory: each
  * bucket keeps its high-water capacity (no allocation once warm); the worst case is 65 buckets
- * each as large as the queue, in practice about 2-3x the largest queue. A push earlier than
+ * each as large as the queue, in practice 2.5-4x the largest queue. A push earlier than
  * `last` (never from the engine, whose pushes are >= now and now == last popped key; possible
  * after a peek advanced `last` to a later pending event, e.g. sim_run(until) returning, or from
  * direct users of this queue) rebuilds all buckets against the new key: O(n), correct, slow if

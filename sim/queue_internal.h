@@ -1,6 +1,6 @@
 /* queue_internal.h - the radix heap's layout and its fast paths, shared by queue.c (the public
  * sim_queue_* calls) and engine.c (which inlines push, peek and pop into its loop: the calls
- * cost about a fifth of the engine's time per event otherwise). Private to sim/.
+ * cost about a tenth of the engine's time per event otherwise). Private to sim/.
  * The structure and its reasoning are described at the top of queue.c.
  */
 #ifndef DTSIM_QUEUE_INTERNAL_H
