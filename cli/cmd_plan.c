@@ -127,6 +127,9 @@ static int run(int argc, char **argv)
             opt.exhaustive = true;
         } else if (!strcmp(a, "--json")) {
             json = true;
+        } else if (!strcmp(a, "--gpus") || !strcmp(a, "--max-gpus") || !strcmp(a, "--top") || !strcmp(a, "--jobs") || !strcmp(a, "--objective") || !strcmp(a, "--memory-limit")) {
+            fprintf(stderr, "dtsim plan: %s needs a value (see dtsim plan --help)\n", a);
+            return CLI_USAGE;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "dtsim plan: unknown option %s (see dtsim plan --help)\n", a);
             return CLI_USAGE;
