@@ -13,6 +13,7 @@
 
 #include "dtsim/json.h"
 #include "dtsim/plan.h"
+#include "dtsim/units.h"
 
 static const char *const ckpt_names[] = {"none", "selective", "full"};
 static const char *const objective_names[] = {"time", "cost", "tokens-per-dollar", NULL};
@@ -58,6 +59,17 @@ static void reject(rejects *r, const char *reason, const char *example)
     snprintf(x->reason, sizeof x->reason, "%s", reason);
     snprintf(x->example, sizeof x->example, "%s", example);
     x->count = 1;
+}
+
+/* "90.8 GiB" from a GiB up (one decimal lines up in the rejection list), "512 MiB" below. */
+static const char *gib(double bytes, char *buf, size_t n)
+{
+    const double GiB = 1024.0 * 1024 * 1024;
+    if (bytes >= GiB) {
+        snprintf(buf, n, "%.1f GiB", bytes / GiB);
+        return buf;
+    }
+    return unit_fmt_size(bytes, buf, n);
 }
 
 static void label(const plan_candidate *c, char *buf, size_t n)
@@ -285,7 +297,6 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
     /* Structure, then memory. */
     plan_memory_fn memfn = opt->memory ? opt->memory : default_memory;
     char lb[200], ex[320], buf[DT_ERR_FILE_MAX + DT_ERR_PATH_MAX + DT_ERR_MSG_MAX + 64];
-    const double GiB = 1024.0 * 1024 * 1024;
     for (size_t i = 0; i < n; i++) {
         cand *c = &cs[i];
         if (!structural(&sp, &c->c, &rj)) {
@@ -309,7 +320,9 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
         double limit = opt->memory_limit > 0 ? opt->memory_limit : c->c.memory.capacity;
         if (opt->memory_limit > 0) fits = c->c.memory.peak <= limit;
         if (!fits) {
-            snprintf(ex, sizeof ex, "%s: %.1f GiB > %.1f GiB", lb, c->c.memory.peak / GiB, limit / GiB);
+            char g1[32], g2[32];
+            snprintf(ex, sizeof ex, "%s: %s > %s", lb, gib(c->c.memory.peak, g1, sizeof g1),
+                     gib(limit, g2, sizeof g2));
             reject(&rj, "does not fit in memory", ex);
             c->state = 2;
             continue;
@@ -373,14 +386,16 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
         const run_result *r = &c->c.result;
         double limit = opt->memory_limit > 0 ? opt->memory_limit : r->memory.capacity;
         if (!r->fits && opt->memory_limit <= 0) {
-            snprintf(ex, sizeof ex, "%s: %.1f GiB > %.1f GiB (simulated peak)", lb,
-                     r->memory.peak / GiB, r->memory.capacity / GiB);
+            char g1[32], g2[32];
+            snprintf(ex, sizeof ex, "%s: %s > %s (simulated peak)", lb,
+                     gib(r->memory.peak, g1, sizeof g1), gib(r->memory.capacity, g2, sizeof g2));
             reject(&rj, "does not fit in memory", ex);
             continue;
         }
         if (r->memory.peak > limit) {
-            snprintf(ex, sizeof ex, "%s: %.1f GiB > %.1f GiB (simulated peak)", lb,
-                     r->memory.peak / GiB, limit / GiB);
+            char g1[32], g2[32];
+            snprintf(ex, sizeof ex, "%s: %s > %s (simulated peak)", lb,
+                     gib(r->memory.peak, g1, sizeof g1), gib(limit, g2, sizeof g2));
             reject(&rj, "does not fit in memory", ex);
             continue;
         }
