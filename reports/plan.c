@@ -187,8 +187,9 @@ static int default_run(void *ctx, const cJSON *s, const char *file, const char *
 
 typedef struct sim_pool {
     pthread_mutex_t mu;
+    pthread_cond_t cv;  /* signalled as simulations finish (progress) */
     cand **todo;
-    size_t n, next;
+    size_t n, next, done;
     const plan_options *opt;
     const char *file, *base_dir;
     dt_error *errs; /* per todo */
@@ -209,6 +210,10 @@ static void *sim_worker(void *arg)
         memset(&c->c.result, 0, sizeof c->c.result);
         p->rcs[k] = run(p->opt->ctx, c->scenario, p->file, p->base_dir, &c->c.result, &p->errs[k]);
         run_result_free(&c->c.result); /* no timeline was asked for; keep the numbers */
+        pthread_mutex_lock(&p->mu);
+        p->done++;
+        pthread_cond_signal(&p->cv);
+        pthread_mutex_unlock(&p->mu);
     }
 }
 
@@ -356,6 +361,7 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
     /* Simulate the survivors. */
     sim_pool p = {.opt = opt, .file = file, .base_dir = base_dir};
     pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.cv, NULL);
     p.todo = dt_xcalloc(n + 1, sizeof *p.todo);
     for (size_t i = 0; i < n; i++)
         if (cs[i].state == 1) p.todo[p.n++] = &cs[i];
@@ -368,6 +374,23 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
     for (int i = 0; i < jobs; i++, started++)
         if (pthread_create(&th[i], NULL, sim_worker, &p) != 0) break;
     if (started == 0) sim_worker(&p);
+    if (opt->progress) {
+        /* The calling thread reports progress while the workers simulate. */
+        pthread_mutex_lock(&p.mu);
+        size_t shown = (size_t)-1;
+        while (p.done < p.n) {
+            if (p.done != shown) {
+                shown = p.done;
+                pthread_mutex_unlock(&p.mu);
+                opt->progress(opt->progress_ctx, shown, p.n);
+                pthread_mutex_lock(&p.mu);
+                continue;
+            }
+            pthread_cond_wait(&p.cv, &p.mu);
+        }
+        pthread_mutex_unlock(&p.mu);
+        opt->progress(opt->progress_ctx, p.n, p.n);
+    }
     for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
     free(th);
     out->simulated = (int)p.n;
@@ -419,6 +442,7 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
     free(p.todo);
     free(p.errs);
     free(p.rcs);
+    pthread_cond_destroy(&p.cv);
     pthread_mutex_destroy(&p.mu);
     return DT_OK;
 }
