@@ -354,7 +354,7 @@ static int run_pool(const sweep_config *cfg, const sweep_spec *spec, uint64_t ha
         }
         if (cfg->mpi_size > 1 && root) {
             char *text = NULL;
-            int got;
+            int got = 0;
             while (rc == DT_OK && (got = sweep_mpi_poll_record(&text)) == 1) {
                 dt_error pe = {0};
                 cJSON *rec = NULL;
