@@ -452,6 +452,19 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
                           "a \"params\" model only plans memory (dtsim memory); use "
                           "\"transformer\" or \"synthetic\" to simulate a step");
     }
+    /* A plan with 2^30 microbatches is valid but its graph would not fit in memory (dt_xmalloc
+     * aborts): refuse graphs far beyond the largest scenario shipped (gpt3-175b: 1.5e5 ops).
+     * The estimate over-counts (4 ops per lane, microbatch and model chunk, plus per-layer DP
+     * or ZeRO-3 ops); 2^26 ops is a few GB. */
+    const wl_plan *P = &s.plan;
+    double est_ops = 4.0 * P->dp * P->pp * P->microbatches * P->virtual_stages +
+                     4.0 * P->dp * s.model.layers * (P->zero == 3 ? P->microbatches : 1);
+    if (rc == DT_OK && est_ops > (double)(1 << 26))
+        rc = dt_error_set(err, DT_EINPUT, file, "parallel.microbatches",
+                          "the step's op graph would have about %.3g ops (dp %d x pp %d x "
+                          "%d microbatches x %d virtual stages x 4), more than dtsim simulates "
+                          "(%d); use fewer microbatches (dtsim memory still works)",
+                          est_ops, P->dp, P->pp, P->microbatches, P->virtual_stages, 1 << 26);
     wl_graph *g = rc == DT_OK ? wl_graph_build(&s) : NULL;
     if (rc == DT_OK && opt && opt->write_trace) {
         trace_env env = {.gpu = NULL, .stragglers = s.stragglers, .n_stragglers = s.n_stragglers,
