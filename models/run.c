@@ -483,6 +483,8 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
                  .stragglers = s.stragglers, .n_stragglers = s.n_stragglers, .seed = s.seed,
                  .network = s.network, .dp_algorithm = s.dp_algorithm};
         rc = simulate(&J, opt, out, err);
+        if (rc == DT_EINPUT && !err->file[0] && file)
+            snprintf(err->file, sizeof err->file, "%s", file);
     }
     wl_graph_destroy(g);
     topo_destroy(t);
@@ -575,6 +577,8 @@ int run_trace_file(const char *trace_file, const char *topology_file, const run_
                  .stragglers = env.stragglers, .n_stragglers = env.n_stragglers,
                  .seed = env.seed, .network = env.network, .dp_algorithm = env.dp_algorithm};
         rc = simulate(&J, opt, out, err);
+        if (rc == DT_EINPUT && !err->file[0]) /* replay errors (cycles, overflow) are the trace's */
+            snprintf(err->file, sizeof err->file, "%s", trace_file);
     }
     wl_graph_destroy(g);
     trace_env_free(&env);
