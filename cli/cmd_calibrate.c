@@ -32,7 +32,7 @@ static void help(FILE *out)
             "Time real all-reduce and top-k compression kernels on this machine, check them\n"
             "against naive references, and fit T(S) = alpha + S*beta (latency alpha, inverse\n"
             "bandwidth beta, 95%% confidence intervals, R^2) with GSL. The calibration file feeds\n"
-            "`dtsim collective --calibration FILE` and scenarios (\"calibration\": FILE).\n\n"
+            "`dtsim collective --calibration FILE` and scenarios (options.calibration).\n\n"
             "options:\n"
             "  --backend B        cpu (threads, default), mpi (Open MPI ranks, under mpirun),\n"
             "                     cuda (own ring kernel + top-k kernel), nccl (ncclAllReduce)\n"
@@ -49,7 +49,8 @@ static void help(FILE *out)
             "  --out FILE         calibration JSON to write (required)\n"
             "  --plot FILE.png    gnuplot plot of measured samples and fitted lines\n"
             "  --json             print the calibration JSON on stdout instead of a table\n\n"
-            "A progress bar is drawn on stderr when it is a terminal (not with --json).\n");
+            "A progress bar is drawn on stderr when it is a terminal (not with --json).\n"
+            "Memory (cpu): about (2 x ranks + 1) x the largest size, plus 5 x that for top-k.\n");
 }
 
 typedef enum backend { BK_CPU, BK_MPI, BK_CUDA, BK_NCCL } backend;
@@ -398,6 +399,15 @@ static int measure(bench *b, cal_result *c, const char *name, cal_kind kind, con
             snprintf(err->msg, sizeof err->msg, "%s: %.700s", name, tmp);
         }
     }
+    /* A fit whose time does not grow with size has no bandwidth to report, and link figures
+     * derived from it would be infinite: the sizes were too close together for the noise
+     * (seen with 4 oversubscribed MPI ranks on 2 cores). Say so instead of writing nonsense. */
+    if (!rc && !(a->fit.beta > 0))
+        rc = dt_error_set(err, DT_EUNSUPPORTED, NULL, NULL,
+                          "%s: the measured time does not grow with size (fitted beta = %.3g s/B): "
+                          "the sizes are too close together for the timing noise here; widen "
+                          "--sizes or raise --repeats",
+                          name, a->fit.beta);
     free(s);
     free(fx);
     free(ft);
@@ -479,18 +489,38 @@ static int write_plot(const cal_result *c, const char *path, dt_error *err)
         fprintf(g, "EOD\n");
     }
     if (n_ar && n_tk) fprintf(g, "set multiplot layout 1,2\n");
-    fprintf(g, "set logscale xy\nset grid\nset key top left\nset format y '%%.0s%%cs'\n");
+    fprintf(g, "set logscale x 2\nset logscale y\nset grid\nset key top left\nset format y '%%.0s%%cs'\n");
     static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd"};
     for (int pass = 0; pass < 2; pass++) {
         cal_kind kind = pass ? CAL_KIND_TOPK : CAL_KIND_ALLREDUCE;
         if ((kind == CAL_KIND_TOPK ? n_tk : n_ar) == 0) continue;
         if (kind == CAL_KIND_ALLREDUCE)
-            fprintf(g, "set title '%s all-reduce, %d ranks, %s (%s)'\nset xlabel 'buffer per rank'\nset xtics 4\nset format x '%%.0b%%BB'\n",
+            fprintf(g, "set title '%s all-reduce, %d ranks, %s (%s)'\nset xlabel 'buffer per rank'\n",
                     c->backend, c->ranks, c->dtype, c->hostname);
         else
-            fprintf(g, "set title 'top-k compression with error feedback (k = %g n)'\nset xlabel 'elements (fp32)'\nset format x '%%.0s%%c'\n",
+            fprintf(g, "set title 'top-k compression with error feedback (k = %g n)'\nset xlabel 'elements (fp32)'\n",
                     c->algos[0].kind == CAL_KIND_TOPK ? c->algos[0].k_fraction : c->algos[c->n_algos - 1].k_fraction);
-        fprintf(g, "set ylabel 'time'\nplot ");
+        /* tics at the measured sizes (every other one when crowded), in our own units */
+        const cal_algo *first_a = NULL;
+        for (int i = 0; i < c->n_algos && !first_a; i++)
+            if (c->algos[i].kind == kind) first_a = &c->algos[i];
+        int step = first_a->n_points > 8 ? 2 : 1;
+        fprintf(g, "set xrange [%.9g:%.9g]\nset xtics (", first_a->points[0].size / 1.4,
+                first_a->points[first_a->n_points - 1].size * 1.4);
+        for (int j = 0; j < first_a->n_points; j += step) {
+            double v = first_a->points[j].size;
+            char lab[32];
+            if (kind == CAL_KIND_ALLREDUCE)
+                unit_fmt_size(v, lab, sizeof lab);
+            else if (fmod(v, 1048576.0) == 0)
+                snprintf(lab, sizeof lab, "%.0f Mi", v / 1048576.0);
+            else if (fmod(v, 1024.0) == 0)
+                snprintf(lab, sizeof lab, "%.0f Ki", v / 1024.0);
+            else
+                snprintf(lab, sizeof lab, "%.0f", v);
+            fprintf(g, "%s\"%s\" %.9g", j ? ", " : "", lab, v);
+        }
+        fprintf(g, ")\nset ylabel 'time'\nplot ");
         int first = 1, ci = 0;
         for (int i = 0; i < c->n_algos; i++) {
             const cal_algo *a = &c->algos[i];

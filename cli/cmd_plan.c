@@ -215,6 +215,11 @@ static int run(int argc, char **argv)
                        res.rejects[i].example);
         }
     }
+    if (opt.objective != PLAN_TIME && res.n_best > 0 && res.best[0].result.cost_per_step_usd <= 0)
+        fprintf(stderr, "dtsim plan: warning: no $/GPU-hour is known for this GPU, so every plan "
+                        "costs 0 and --objective %s cannot rank them (give the GPU spec a "
+                        "cost_per_hour)\n",
+                plan_objective_name(opt.objective));
     int status = res.n_best > 0 ? CLI_OK : CLI_FAIL;
     if (res.n_best == 0) fprintf(stderr, "dtsim plan: no plan fits (see the rejections)\n");
     plan_result_free(&res);

@@ -11,7 +11,7 @@ static void help(FILE *out)
 {
     fprintf(out,
             "usage: dtsim report DIR [--json]\n"
-            "       dtsim report TABLE.csv|TABLE.json --out DIR [--json]\n"
+            "       dtsim report TABLE.csv|TABLE.json|TIMELINE.json --out DIR [--json]\n"
             "\n"
             "Turn DIR/results.csv (from `dtsim sweep --out DIR`) into gnuplot plots in DIR/report/:\n"
             "  scaling     throughput and efficiency vs GPUs, against ideal linear\n"
@@ -25,7 +25,8 @@ static void help(FILE *out)
             "\n"
             "The second form reads any CSV, or a JSON array of flat objects such as\n"
             "`dtsim collective --op allreduce --size 1KiB:1GiB:x2 --json` writes (one busbw line\n"
-            "per \"algo\"), and writes the plots into DIR.\n");
+            "per \"algo\"), and writes the plots into DIR. Given a timeline from\n"
+            "`dtsim run --timeline T.json`, it draws each GPU's state over the step (timeline.png).\n");
 }
 
 static int run(int argc, char **argv)

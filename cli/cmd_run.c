@@ -77,10 +77,23 @@ static void print_json(const run_result *r)
     cJSON_Delete(j);
 }
 
+/* 5087 -> "5.09 k", 5209177 -> "5.21 M" */
+static const char *fmt_si(double x, char *buf, size_t n)
+{
+    static const char *const pre[] = {"", " k", " M", " G", " T", " P"};
+    int i = 0;
+    while (x >= 1000 && i < 5) {
+        x /= 1000;
+        i++;
+    }
+    snprintf(buf, n, "%.3g%s", x, pre[i]);
+    return buf;
+}
+
 static void row_time(const char *label, double s, double total)
 {
     char buf[32];
-    printf("  %-16s %12s", label, unit_fmt_seconds(s, buf, sizeof buf));
+    printf("  %-16s %12s", label, s == 0 ? "0 s" : unit_fmt_seconds(s, buf, sizeof buf));
     if (total > 0) printf("  %5.1f%%", 100 * s / total);
     printf("\n");
 }
@@ -95,7 +108,9 @@ static void print_human(const char *what, const run_result *r)
 {
     char buf[64];
     double T = r->step_time_s;
-    printf("%s: %d GPUs, one training step\n\n", what, r->n_gpus);
+    printf("%s: %d GPUs, one training step\n", what, r->n_gpus);
+    if (r->summary[0]) printf("  %s\n", r->summary);
+    printf("\n");
     printf("  %-16s %12s\n", "step time", unit_fmt_seconds(T, buf, sizeof buf));
     printf("\nbreakdown (critical GPU %d: the one that finishes last)\n", r->critical_gpu);
     row_time("compute", r->breakdown_s.compute, T);
@@ -109,9 +124,9 @@ static void print_human(const char *what, const run_result *r)
     printf("  ");
     rep_breakdown_bar(r, 40, stdout);
     printf("\nthroughput\n");
-    printf("  %-16s %12.4g samples/s\n", "samples", r->throughput.samples_per_s);
+    printf("  %-16s %12s samples/s\n", "samples", fmt_si(r->throughput.samples_per_s, buf, 32));
     if (r->throughput.tokens_per_s > 0)
-        printf("  %-16s %12.4g tokens/s\n", "tokens", r->throughput.tokens_per_s);
+        printf("  %-16s %12s tokens/s\n", "tokens", fmt_si(r->throughput.tokens_per_s, buf, 32));
     if (r->throughput.tflops_per_gpu > 0) {
         printf("  %-16s %12.1f TFLOP/s\n", "per GPU", r->throughput.tflops_per_gpu);
         printf("  %-16s %11.1f %%\n", "MFU", 100 * r->throughput.mfu);

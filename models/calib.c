@@ -474,7 +474,7 @@ int cal_apply_topology(const cal_result *c, topo *t, char *note, size_t note_siz
                             t->name ? t->name : "");
     char b1[32], b2[32];
     snprintf(note, note_size,
-             "calibration %s (%s %s, %d ranks, %s): %d intra-host GPU links set to %s latency per GPU-GPU path, "
+             "%s (%s %s, %d ranks, %s): %d intra-host GPU links set to %s latency per GPU-GPU path, "
              "%s; reduction folded into link bandwidth on %d GPUs",
              src, c->backend, a->name, c->ranks, c->dtype, n_cov, unit_fmt_seconds(la, b1, sizeof b1),
              unit_fmt_bandwidth(lb, b2, sizeof b2), n_gpu);

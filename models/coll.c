@@ -424,6 +424,7 @@ int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32
                             "sendrecv needs exactly 2 GPUs (sender, receiver), found %d", n);
 
     coll_algo algo = spec->algo == COLL_AUTO ? coll_auto_choice(c->t, spec) : spec->algo;
+    if (spec->op == COLL_SENDRECV) algo = COLL_DIRECT; /* one transfer: no algorithm to pick */
     coll_prog p = {.op = spec->op, .n = n, .bytes = spec->bytes,
                    .elem = spec->elem_bytes > 0 ? spec->elem_bytes : 2.0, .root = root,
                    .servers = spec->servers,
@@ -502,6 +503,7 @@ int coll_simulate(topo *t, const coll_spec *spec, const coll_config *cc, const n
     sim_done d = {0, 0};
     uint32_t k = sim_kind_register(eng, "coll.simulate.done", on_sim_done, &d);
     out->algo = spec->algo == COLL_AUTO ? coll_auto_choice(t, spec) : spec->algo;
+    if (spec->op == COLL_SENDRECV) out->algo = COLL_DIRECT;
     int rc = coll_start(c, spec, k, 0, 0, err);
     if (rc == DT_OK) {
         sim_run(eng, SIM_TIME_MAX);

@@ -376,6 +376,7 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
         f->bneck = ln->bl;
         n->links[ln->bl].n_bneck++;
         n->st.rate_updates++;
+        note_util(n, ln->bw, ln->bw);
         schedule_finish(n, id, f, now);
     } else {
         for (int h = 0; h < nh; h++) mark_dirty(n, path[h], DIRTY_ARRIVE);

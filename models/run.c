@@ -446,6 +446,21 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
     mem_breakdown mb;
     mem_compute(&s.model, &s.plan, &mb);
     fill_memory(&mb, t, &out->memory, &out->fits);
+    {
+        static const char *const prec[] = {"fp32", "fp16", "bf16", "fp8"};
+        const wl_plan *p = &s.plan;
+        char v[32] = "", np[32];
+        double P = wl_total_params(&s.model);
+        snprintf(np, sizeof np, P >= 1e9 ? "%.3g B" : "%.3g M", P >= 1e9 ? P / 1e9 : P / 1e6);
+        if (p->schedule == WL_INTERLEAVED) snprintf(v, sizeof v, " v %d", p->virtual_stages);
+        snprintf(out->summary, sizeof out->summary,
+                 "%s (%s params), tp %d x pp %d x dp %d, %s%s, %d microbatch%s of %d, %s, "
+                 "ZeRO-%d%s",
+                 s.model.name, np, p->tp, p->pp, p->dp,
+                 p->pp > 1 ? wl_schedule_name(p->schedule) : "no pipeline", v, p->microbatches,
+                 p->microbatches == 1 ? "" : "es", p->micro_batch_size, prec[p->precision], p->zero,
+                 s.network == NET_ANALYTIC ? ", analytic network" : "");
+    }
     int rc = DT_OK;
     if (s.model.kind == WL_PARAMS) {
         rc = dt_error_set(err, DT_EINPUT, file, "model.kind",

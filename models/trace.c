@@ -409,6 +409,10 @@ static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env 
         CK(js_get_string(c, x, p, "name", false, &nm));
         CK(js_get_int(c, x, p, "mb", false, -1, 1 << 30, &mb));
         CK(js_get_int(c, x, p, "layer", false, -1, 1 << 30, &layer));
+        if (nm && g->n_names >= UINT16_MAX) {
+            rc = js_fail(c, p, "name", "at most %u distinct op names per trace", UINT16_MAX - 1);
+            break;
+        }
         wl_op o = {.lane = (uint32_t)lane, .kind = (uint8_t)kind, .stream = (uint8_t)stream,
                    .mb = (int32_t)mb, .layer = (int32_t)layer};
         o.name = (uint16_t)wl_graph_name(g, nm ? nm : kind_names[kind]);

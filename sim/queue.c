@@ -105,9 +105,10 @@ static void rebuild(sim_queue *q, uint64_t new_last)
     for (unsigned i = 0; i < N_BUCKETS; i++) {
         bucket *b = &q->b[i];
         size_t from = i ? 0 : q->head;
-        if (b->len > from) /* an empty bucket may have no array: memcpy(NULL) is UB */
+        if (b->len > from) { /* never-used buckets have no array: memcpy(NULL) is undefined */
             memcpy(q->scratch + m, b->ev + from, (b->len - from) * sizeof *b->ev);
-        m += b->len - from;
+            m += b->len - from;
+        }
         b->len = 0;
     }
     DT_ASSERT(m == q->n);

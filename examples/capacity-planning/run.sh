@@ -17,3 +17,5 @@ dtsim=${1:-../../build/dtsim}
 
 # 4. One step with a pipeline and a straggler, as a Perfetto timeline (open in ui.perfetto.dev).
 "$dtsim" run timeline-scenario.json --timeline step-timeline.json > run.txt
+# 5. The same timeline as a picture: per-GPU state over the step (timeline/timeline.png).
+"$dtsim" report step-timeline.json --out timeline

@@ -3,7 +3,7 @@
  *
  * Produced by `dtsim calibrate` (kernels/ time, cal_fit_alpha_beta fits), stored as a calibration
  * JSON file (docs/formats.md, "Calibration files"), consumed by `dtsim collective --calibration
- * FILE` and scenarios with "calibration": FILE (models/calib.c loads and applies).
+ * FILE` and scenarios with "options": {"calibration": FILE} (models/calib.c loads and applies).
  *
  * A cal_result is plain data: every array in it is owned by the result and freed by
  * cal_result_destroy. Strings are fixed-size arrays (no borrowed pointers).

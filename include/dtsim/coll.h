@@ -16,6 +16,7 @@
  *   hd      allreduce (any n); reduce_scatter allgather (n a power of two)
  *   direct  every op                           hier  allreduce (same GPU count per host)
  *   ps      allreduce
+ * sendrecv is one transfer and runs as `direct` whatever the algorithm asked.
  * Formulas, step programs and the `auto` rule: docs/collectives.md.
  */
 #ifndef DTSIM_COLL_H

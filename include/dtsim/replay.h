@@ -66,7 +66,8 @@ typedef struct rep_result {
     int max_straggler_wait_gpu;
     uint64_t events;
     /* Per op (record only; owned): start (reached its stream head with deps done), launch
-     * (communication began; = start for compute), end. Per op and lane member, compute time. */
+     * (communication began, after waiting for peers; = start for compute), end, and for
+     * compute ops the in-lane (TP) communication time at the op's end. */
     sim_time_t *op_start, *op_launch, *op_end;
     sim_time_t *op_inlane;     /* in-lane (TP) communication inside compute ops */
 } rep_result;

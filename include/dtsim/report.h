@@ -65,7 +65,9 @@ int rep_report(const char *dir, rep_report_summary *sum, dt_error *err);
 
 /* The same from any table into out_dir (created if missing): a CSV file, or a JSON array of
  * flat objects (NAME.json, e.g. `dtsim collective --size 1KiB:1GiB:x2 --json`). The busbw
- * plot draws one line per value of an "algo" column. */
+ * plot draws one line per value of an "algo" column. A trace-event file (a JSON object with
+ * "traceEvents", from rep_timeline_write) instead gets the "timeline" plot: its per-GPU state
+ * tracks as a chart, one row per GPU. */
 int rep_report_file(const char *input, const char *out_dir, rep_report_summary *sum,
                     dt_error *err);
 

@@ -59,8 +59,9 @@ typedef void (*sim_handler_fn)(void *model, sim_engine *eng, const sim_event *ev
 sim_engine *sim_engine_create(void);
 void sim_engine_destroy(sim_engine *eng);
 
-/* Register a handler; returns its kind number. The model pointer is borrowed: it must outlive
- * the engine's run. Aborts past SIM_MAX_KINDS (a programming error). */
+/* Register a handler; returns its kind number. The model pointer and the name are borrowed:
+ * they must outlive the engine (a string literal for the name). Aborts past SIM_MAX_KINDS (a
+ * programming error). */
 uint32_t sim_kind_register(sim_engine *eng, const char *name, sim_handler_fn fn, void *model);
 const char *sim_kind_name(const sim_engine *eng, uint32_t kind);
 
@@ -77,7 +78,9 @@ static inline void sim_schedule_in(sim_engine *eng, sim_time_t now, sim_time_t d
 sim_time_t sim_now(const sim_engine *eng);
 
 /* Run until the queue is empty, sim_stop() is called, or the next event is past `until`
- * (SIM_TIME_MAX for no limit). Returns the number of events handled by this call. */
+ * (SIM_TIME_MAX for no limit). Returns the number of events handled by this call. Events at
+ * exactly `until` are handled; `now` stays at the last handled event's time. Not reentrant:
+ * calling it from a handler aborts. */
 uint64_t sim_run(sim_engine *eng, sim_time_t until);
 void sim_stop(sim_engine *eng);
 uint64_t sim_events_handled(const sim_engine *eng);

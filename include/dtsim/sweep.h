@@ -92,7 +92,7 @@ typedef struct sweep_config {
     void *eval_ctx;
     sweep_progress_fn progress; /* may be NULL */
     void *progress_ctx;
-    int mpi_rank, mpi_size;  /* mpi_size > 1: points divided among ranks (sweep_mpi.h) */
+    int mpi_rank, mpi_size;  /* mpi_size > 1: points divided among ranks (sweep_mpi_init) */
 } sweep_config;
 
 typedef struct sweep_summary {

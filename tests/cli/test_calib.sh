@@ -14,8 +14,21 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 "$DTSIM" calibrate --help | grep -q -- "--backend" || fail "help lacks --backend"
 
-"$DTSIM" calibrate --ranks 3 --sizes 4KiB:256KiB:x4 --repeats 4 --warmup 1 \
-  --out "$tmp/c.json" --plot "$tmp/c.png" >"$tmp/out.txt" 2>"$tmp/err.txt" || { cat "$tmp/err.txt"; fail "cpu run failed"; }
+# Timings on a loaded machine (or under the sanitizers) can be so noisy that the fit finds no
+# growth with size; calibrate then refuses with a message saying so. That is the right answer
+# for such data, so a refusal of that kind is retried (3 tries); any other failure fails.
+cal() {
+  local attempt
+  for attempt in 1 2 3; do
+    if "$DTSIM" calibrate "$@" 2>"$tmp/err.txt"; then return 0; fi
+    grep -q "does not grow with size" "$tmp/err.txt" || return 1
+    echo "note: noisy timings, no fit (attempt $attempt); retrying" >&2
+  done
+  return 1
+}
+
+cal --ranks 3 --sizes 4KiB:256KiB:x4 --repeats 4 --warmup 1 \
+  --out "$tmp/c.json" --plot "$tmp/c.png" >"$tmp/out.txt" || { cat "$tmp/err.txt"; fail "cpu run failed"; }
 grep -q "verified" "$tmp/out.txt" || fail "no verification line"
 grep -q "per link (ring of 3)" "$tmp/out.txt" || fail "no per-link figures"
 [[ -s "$tmp/c.png" ]] || fail "no plot"
@@ -46,11 +59,12 @@ assert abs(topk["throughput"] * topk["beta"] - 1) < 1e-9
 PY
 
 # --json: one document on stdout, the same format
-"$DTSIM" calibrate --ranks 2 --sizes 8KiB,64KiB,512KiB --repeats 3 --dtype bf16 --topk-fraction 0 \
-  --out "$tmp/b.json" --json >"$tmp/b.out"
+cal --ranks 2 --sizes 8KiB,64KiB,512KiB --repeats 3 --dtype bf16 --topk-fraction 0 \
+  --out "$tmp/b.json" --json >"$tmp/b.out" || { cat "$tmp/err.txt"; fail "bf16 run failed"; }
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['dtype']=='bf16' and [f['name'] for f in d['fits']]==['ring']" "$tmp/b.out"
 cmp -s <(python3 -m json.tool "$tmp/b.out") <(python3 -m json.tool "$tmp/b.json") || fail "--json output differs from the file"
-"$DTSIM" calibrate --ranks 5 --sizes 4KiB,20KiB,100KiB --repeats 2 --dtype fp16 --out "$tmp/h.json" >/dev/null
+cal --ranks 5 --sizes 4KiB,20KiB,100KiB --repeats 2 --dtype fp16 --out "$tmp/h.json" >/dev/null \
+  || { cat "$tmp/err.txt"; fail "fp16 run failed"; }
 
 # usage errors: exit 2, no file
 expect_usage() {

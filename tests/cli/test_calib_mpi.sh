@@ -28,9 +28,20 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 for np in 2 4; do
   for dt in fp32 bf16; do
     out="$tmp/mpi$np$dt.json"
-    mpirun -np $np --oversubscribe "$DTSIM" calibrate --backend mpi --dtype $dt \
-      --sizes 4KiB,32KiB,256KiB --repeats 3 --warmup 1 --out "$out" >"$tmp/log" 2>&1 \
-      || { cat "$tmp/log"; fail "mpirun -np $np ($dt) failed"; }
+    # Oversubscribed ranks on a loaded 2-core machine can time so noisily that the fit finds no
+    # growth with size; calibrate then refuses (exit 1, a message saying so, no file). That is
+    # the right answer for such data, not an MPI failure: try again, up to 3 times.
+    ok=0
+    for attempt in 1 2 3; do
+      if mpirun -np $np --oversubscribe "$DTSIM" calibrate --backend mpi --dtype $dt \
+        --sizes 4KiB,256KiB,4MiB --repeats 5 --warmup 1 --out "$out" >"$tmp/log" 2>&1; then
+        ok=1; break
+      fi
+      grep -q "does not grow with size" "$tmp/log" || break
+      [[ ! -e "$out" ]] || fail "a refused fit must leave no file"
+      echo "note: noisy timings, no fit (attempt $attempt); retrying"
+    done
+    ((ok)) || { cat "$tmp/log"; fail "mpirun -np $np ($dt) failed"; }
     grep -q '"backend":[[:space:]]*"mpi"' "$out" || fail "backend not mpi in $out"
     grep -q "\"ranks\":[[:space:]]*$np," "$out" || fail "ranks should be $np in $out"
     grep -q '"name":[[:space:]]*"mpi_allreduce"' "$out" || fail "no mpi_allreduce fit"

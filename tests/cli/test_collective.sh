@@ -28,7 +28,7 @@ assert abs(d["time_s"] - want) <= 0.005 * want, (d["time_s"], want)
 assert abs(d["algbw_GBps"] - S / d["time_s"] / 1e9) <= 1e-9 * d["algbw_GBps"]
 assert abs(d["busbw_GBps"] - d["algbw_GBps"] * 2 * (n - 1) / n) <= 1e-9 * d["busbw_GBps"]
 assert d["algo"] == "ring" and d["gpus"] == 8 and d["events"] > 0
-assert d["max_link_utilisation"] <= 1 + 1e-9
+assert abs(d["max_link_utilisation"] - 1) <= 1e-9, d["max_link_utilisation"]
 PY
 
 # Sweep: one row per size, doubling.

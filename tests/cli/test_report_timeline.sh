@@ -59,6 +59,11 @@ sel = json.load(open(f"{T}/tl2.json"))["traceEvents"]
 gpus = {n.split()[1] for n in (e["args"]["name"] for e in sel if e["ph"] == "M" and e["name"] == "thread_name") if n.startswith("GPU ")}
 assert gpus == {"0", "1", "6"}, gpus
 EOF
+# The same file drawn by dtsim report: one chart row per GPU.
+"$DTSIM" report "$T/tl.json" --out "$T/chart" > /dev/null
+[[ -s "$T/chart/timeline.png" && -s "$T/chart/timeline.svg" ]] || fail "timeline chart missing"
+[[ $(awk '!/^#/ {print $1}' "$T/chart/timeline.dat" | sort -un | wc -l) -eq 8 ]] || fail "chart rows"
+
 set +e
 "$DTSIM" run "$T/s.json" --timeline "$T/bad.json" --timeline-gpus 3-1 2> "$T/err.txt"; rc=$?
 set -e

@@ -6,7 +6,8 @@
  * compute added to the ring; contention with known answers (two all-reduces sharing one GPU's
  * links each take twice the bandwidth term; a 4:1 oversubscribed fat-tree slows an all-to-all
  * by o(n-d)/(n-1)); hierarchical vs flat ring all-reduce on a dgx topology (both times and
- * their ratio from the closed forms); dbt's flow count; the incremental max-min sharing equals a
+ * their ratio from the closed forms); dbt's flow count; host-aware trees' NIC traffic (only chain
+ * heads cross hosts, (H-1) S bytes); the incremental max-min sharing equals a
  * global re-solve throughout overlapping collectives; determinism; `auto` picks; input errors.
  * Leaves free: tie order of simultaneous events; tree shapes beyond flow counts. */
 #include <math.h>
@@ -400,6 +401,76 @@ START_TEST(incremental_equals_global)
 }
 END_TEST
 
+typedef struct nic_bytes {
+    topo *t;
+    double up[64]; /* per GPU: bytes it pushed into its NIC */
+} nic_bytes;
+
+static void on_link_bytes(void *ctx, int link, sim_time_t start, sim_time_t end, double bytes)
+{
+    nic_bytes *nb = ctx;
+    (void)start;
+    (void)end;
+    const topo_link *l = &nb->t->links[link];
+    if (nb->t->nodes[l->src].kind == TOPO_GPU && nb->t->nodes[l->dst].kind == TOPO_NIC)
+        nb->up[nb->t->nodes[l->src].gpu] += bytes;
+}
+
+static void tree_nic_traffic(coll_algo algo, double S, nic_bytes *nb)
+{
+    sim_engine *e = sim_engine_create();
+    net *n = net_create(nb->t, e, NULL);
+    net_set_link_observer(n, on_link_bytes, nb);
+    coll_config cc = {.reduce_bw = 0};
+    coll_engine *c = coll_create(n, e, nb->t, &cc);
+    two_done d = {{0, 0}};
+    uint32_t k = sim_kind_register(e, "test.tree", on_two, &d);
+    int g[16];
+    for (int i = 0; i < 16; i++) g[i] = i;
+    coll_spec spec = {.op = COLL_BROADCAST, .algo = algo, .group = g, .n = 16, .bytes = S,
+                      .root = 5};
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_start(c, &spec, k, 0, 0, &err), DT_OK);
+    sim_run(e, SIM_TIME_MAX);
+    ck_assert_int_gt(d.at[0], 0);
+    coll_destroy(c);
+    net_destroy(n);
+    sim_engine_destroy(e);
+}
+
+START_TEST(host_aware_trees)
+{
+    /* 4 boxes of 4 GPUs, broadcast from GPU 5 (box 1). Host-aware tree: chains inside boxes,
+     * boxes joined head to head, so exactly (H-1) S bytes leave GPUs for NICs, all from a
+     * chain head: the root in its box (GPU 5), local index 0 elsewhere (GPUs 0, 8, 12).
+     * dbt: each tree carries S/2; the second tree's heads are on the last rail (local 3),
+     * the root's box keeping the root as head. */
+    double S = 8.0 * 1048576;
+    nic_bytes nb = {.t = gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 4,
+                                               .gpus_per_node = 4})};
+    tree_nic_traffic(COLL_TREE, S, &nb);
+    double total = 0;
+    for (int i = 0; i < 16; i++) {
+        total += nb.up[i];
+        int head = i == 5 || (i / 4 != 1 && i % 4 == 0);
+        if (!head) ck_assert_msg(nb.up[i] == 0, "GPU %d sent %g B to its NIC", i, nb.up[i]);
+    }
+    ck_assert_rel(total, 3 * S, 1e-12);
+    memset(nb.up, 0, sizeof nb.up);
+    tree_nic_traffic(COLL_DBT, S, &nb);
+    total = 0;
+    double last_rail = 0;
+    for (int i = 0; i < 16; i++) {
+        total += nb.up[i];
+        if (i / 4 != 1 && i % 4 == 3) last_rail += nb.up[i];
+    }
+    ck_assert_rel(total, 3 * S, 1e-12);
+    ck_assert_double_gt(last_rail, 0);
+    topo_destroy(nb.t);
+}
+END_TEST
+
 START_TEST(deterministic)
 {
     topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_FAT_TREE, .gpus = 32, .radix = 8});
@@ -494,6 +565,7 @@ int main(void)
     tcase_add_test(tc, hier_beats_flat_ring_on_dgx);
     tcase_add_test(tc, dbt_and_tree_allreduce);
     tcase_add_test(tc, incremental_equals_global);
+    tcase_add_test(tc, host_aware_trees);
     tcase_add_test(tc, deterministic);
     tcase_add_test(tc, auto_rule);
     tcase_add_test(tc, input_errors);

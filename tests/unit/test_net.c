@@ -89,6 +89,10 @@ START_TEST(single_flow_exact)
     sim_run(g.eng, SIM_TIME_MAX);
     ck_assert_int_eq(f.r->at[0], 2200000 + 123456780);
     ck_assert_int_eq(g.r->at[1], 33333367 + 3);
+    net_stats st;
+    net_get_stats(f.n, &st);
+    ck_assert_double_eq(st.max_link_utilisation, 1.0); /* alone, it fills its bottleneck */
+    ck_assert_uint_eq(st.flows_finished, 1);
     fx_free(&f);
     fx_free(&g);
 }

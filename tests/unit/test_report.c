@@ -4,7 +4,7 @@
  * fields with commas are read whole, a report writes .dat/.gp/.png/.svg per plot plus
  * index.md/index.html (files exist and are non-empty; gnuplot really runs), a collective CSV
  * gets only the busbw plot (from CSV, or from `dtsim collective --json` rows with one line per
- * algorithm), and a ragged CSV is an input error naming the record.
+ * algorithm), a trace-event file gets a per-GPU state chart, and a ragged CSV is an input error naming the record.
  * Leaves free: the looks of the pictures. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +144,38 @@ START_TEST(collective_json)
 }
 END_TEST
 
+START_TEST(timeline_gantt)
+{
+    /* A two-GPU trace-event file: the state slices become timeline.dat rows (ms), one row per
+     * GPU in order, coloured by state. */
+    put("tl.json",
+        "{\"traceEvents\": ["
+        "{\"ph\": \"M\", \"pid\": 1, \"tid\": 0, \"name\": \"thread_name\", \"args\": {\"name\": \"GPU 0 state\"}},"
+        "{\"ph\": \"M\", \"pid\": 1, \"tid\": 2048, \"name\": \"thread_name\", \"args\": {\"name\": \"GPU 1 state\"}},"
+        "{\"ph\": \"X\", \"cat\": \"state\", \"name\": \"compute\", \"pid\": 1, \"tid\": 0, \"ts\": 0, \"dur\": 1500},"
+        "{\"ph\": \"X\", \"cat\": \"state\", \"name\": \"idle\", \"pid\": 1, \"tid\": 0, \"ts\": 1500, \"dur\": 500},"
+        "{\"ph\": \"X\", \"cat\": \"compute\", \"name\": \"fwd\", \"pid\": 1, \"tid\": 256, \"ts\": 0, \"dur\": 1500},"
+        "{\"ph\": \"X\", \"cat\": \"state\", \"name\": \"wait (peers)\", \"pid\": 1, \"tid\": 2048, \"ts\": 0, \"dur\": 2000}]}");
+    char in[128], out[128];
+    snprintf(in, sizeof in, "%s/tl.json", tmp);
+    snprintf(out, sizeof out, "%s/report", tmp);
+    dt_error e = {0};
+    rep_report_summary sum;
+    ck_assert_msg(rep_report_file(in, out, &sum, &e) == DT_OK, "%s", e.msg);
+    ck_assert_int_eq(sum.rows, 2);
+    ck_assert_int_eq(sum.n_plots, 1);
+    ck_assert_str_eq(sum.plots[0], "timeline");
+    char *dat = slurp("timeline.dat");
+    ck_assert_msg(strstr(dat, "\n0 0 1.5 0x4477aa \"compute\"\n0 1.5 2 0xdddddd \"idle\"\n"
+                              "1 0 2 0xaa3377 \"wait (peers)\"\n"), "%s", dat);
+    free(dat);
+    char *gp = slurp("timeline.gp");
+    ck_assert_msg(strstr(gp, "\"GPU 0\" 0, \"GPU 1\" 1"), "%s", gp);
+    free(gp);
+    ck_assert(size_of("timeline.png") > 0 && size_of("timeline.svg") > 0);
+}
+END_TEST
+
 START_TEST(bad_csv)
 {
     put("results.csv", "point,status,n_gpus\n0,ok,8\n1,ok\n");
@@ -165,6 +197,7 @@ static Suite *suite(void)
     tcase_add_test(tc, sweep_report);
     tcase_add_test(tc, collective_report);
     tcase_add_test(tc, collective_json);
+    tcase_add_test(tc, timeline_gantt);
     tcase_add_test(tc, bad_csv);
     suite_add_tcase(s, tc);
     return s;

@@ -281,6 +281,45 @@ START_TEST(zero_collectives)
 }
 END_TEST
 
+/* Microbatches (in units of a whole stage) whose activations a lane holds at its peak, walking
+ * its compute ops in program order: a chunk forward adds 1/v, a chunk backward frees 1/v. */
+static double peak_inflight(const wl_graph *g, uint32_t lane, int v)
+{
+    double cur = 0, peak = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->lane != lane || o->kind != WL_OP_COMPUTE) continue;
+        const char *nm = g->names[o->name];
+        if (!strcmp(nm, "forward")) cur += 1.0 / v;
+        else if (!strcmp(nm, "backward")) cur -= 1.0 / v;
+        if (cur > peak) peak = cur;
+    }
+    return peak;
+}
+
+START_TEST(schedule_matches_memory_model)
+{
+    /* The memory model's microbatches in flight (mem_inflight) must be what the generated
+     * schedule actually holds, on every stage. */
+    const char *cases[] = {SYN(4, 8, 8, "gpipe", ""), SYN(4, 8, 8, "1f1b", ""),
+                           SYN(4, 8, 2, "1f1b", ""),
+                           SYN(4, 8, 8, "interleaved", ", \"virtual_stages\": 2"),
+                           SYN(4, 16, 4, "interleaved", ", \"virtual_stages\": 4")};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        load(cases[c], 4);
+        wl_graph *g = wl_graph_build(&sc);
+        for (int st = 0; st < 4; st++)
+            ck_assert_msg(fabs(peak_inflight(g, (uint32_t)st, sc.plan.virtual_stages) -
+                               mem_inflight(&sc.plan, st)) < 1e-9,
+                          "case %zu stage %d: schedule holds %g, memory model says %g", c, st,
+                          peak_inflight(g, (uint32_t)st, sc.plan.virtual_stages),
+                          mem_inflight(&sc.plan, st));
+        wl_graph_destroy(g);
+        unload();
+    }
+}
+END_TEST
+
 Suite *suite(void)
 {
     Suite *s = suite_create("wl_replay");
@@ -294,6 +333,7 @@ Suite *suite(void)
     tcase_add_test(t, megatron_flops);
     tcase_add_test(t, topk_compression_closed_form);
     tcase_add_test(t, zero_collectives);
+    tcase_add_test(t, schedule_matches_memory_model);
     suite_add_tcase(s, t);
     return s;
 }
