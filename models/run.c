@@ -523,6 +523,7 @@ static char *dir_of(const char *path)
 int run_scenario_file(const char *filename, const run_options *opt, run_result *out,
                       dt_error *err)
 {
+    memset(out, 0, sizeof *out); /* callers free out->timeline even when the file is bad */
     cJSON *j;
     TRY(js_parse_file(filename, &j, err));
     char *dir = dir_of(filename);
