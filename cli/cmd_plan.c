@@ -9,6 +9,7 @@
 #include "dtsim/json.h"
 #include "dtsim/plan.h"
 #include "dtsim/units.h"
+#include "dtsim/workload.h"
 
 static void help(FILE *out)
 {
@@ -159,6 +160,21 @@ static int run(int argc, char **argv)
     dt_error_clear(&err);
     cJSON *sc = NULL;
     if (js_parse_file(file, &sc, &err)) return cli_report_error(&err);
+    {
+        /* A typo or a bad value outside the fields the search sets fails every candidate
+         * alike ("no plan fits", exit 1): report it as the bad input it is, with its path. */
+        cJSON *copy = cJSON_Duplicate(sc, 1);
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, "sweep");
+        js_ctx ctx = {file, &err};
+        wl_scenario ws;
+        int prc = wl_scenario_parse(&ctx, copy, &ws);
+        if (prc == DT_OK) wl_scenario_free(&ws);
+        cJSON_Delete(copy);
+        if (prc != DT_OK) {
+            cJSON_Delete(sc);
+            return cli_report_error(&err);
+        }
+    }
     char *dir_copy = dt_xstrdup(file);
     plan_result res;
     int rc = plan_search(sc, file, dirname(dir_copy), &opt, &res, &err);

@@ -356,7 +356,7 @@ static void finish_step(coll_engine *c, int id, int s)
             double ps = ceil(st->reduce_bytes / bw * 1e12 * (1 - 1e-12));
             sim_time_t now = sim_now(c->eng);
             sim_time_t start = c->reduce_free[g] > now ? c->reduce_free[g] : now;
-            c->reduce_free[g] = start + (sim_time_t)ps;
+            c->reduce_free[g] = sim_time_add(start, ps < 9.0e18 ? (sim_time_t)ps : SIM_TIME_MAX);
             sim_schedule(c->eng, c->reduce_free[g], c->k_reduce, (uint32_t)id, (uint64_t)s);
             return;
         }
@@ -509,6 +509,11 @@ int coll_simulate(topo *t, const coll_spec *spec, const coll_config *cc, const n
         sim_run(eng, SIM_TIME_MAX);
         DT_ASSERT(d.fired);
         out->time = d.at;
+        if (d.at >= SIM_TIME_MAX / 2)
+            rc = dt_error_set(err, DT_EINPUT, NULL, NULL,
+                              "%g bytes would take longer than the simulated clock's range "
+                              "(about 50 days): check the size and the topology's bandwidths",
+                              spec->bytes);
         out->events = sim_events_handled(eng);
         net_get_stats(n, &out->net);
     }
