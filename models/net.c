@@ -54,6 +54,9 @@ typedef struct net_flow {
     sim_time_t tail;    /* path latency: added after the data phase */
     const int *path;
     int n_hops;
+    int *xpath;         /* coupled flow (net_send_ring): owned path and slot arrays, else NULL */
+    int *xslot;
+    int pairs;          /* transfers it stands for: 1, or a coupled flow's pairs */
     uint32_t version;   /* bumped on every reschedule and on free: stale events carry old ones */
     int bneck;          /* bottleneck link from the last solve, -1 before */
     int active;
@@ -155,6 +158,10 @@ void net_destroy(net *n)
     if (!n) return;
     for (int l = 0; l < n->n_links; l++) free(n->links[l].e);
     free(n->links);
+    for (int i = 0; i < n->n_flows_cap; i++) {
+        free(n->flows[i].xpath);
+        free(n->flows[i].xslot);
+    }
     free(n->flows);
     free(n->fmark);
     free(n->fslot);
@@ -291,19 +298,65 @@ static void note_util(net *n, double used, double bw)
 #endif
 }
 
-void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
-              uint32_t done_id, uint64_t done_data)
+/* Positions of flow id in its hop links' entry arrays: NET_MAX_HOPS slots per flow, or the
+ * coupled flow's own array. */
+static int *flow_slots(net *n, int id)
+{
+    int *x = n->flows[id].xslot;
+    return x ? x : &n->fslot[(size_t)id * NET_MAX_HOPS];
+}
+
+/* Put a new flow on its links and either schedule it (alone on every link) or mark its links
+ * for a recompute. xpath: NULL, or the path (owned by the flow from now on) of a coupled flow
+ * standing for `pairs` transfers. */
+static void flow_start(net *n, const int *path, int nh, int *xpath, int pairs, sim_time_t lat,
+                       double bw, int bl, double bytes, uint32_t done_kind, uint32_t done_id,
+                       uint64_t done_data)
 {
     sim_time_t now = sim_now(n->eng);
-    DT_ASSERT(bytes >= 0);
-    n->st.flows_started++;
-    n->st.bytes_sent += bytes;
-    if (src_gpu == dst_gpu) {
-        n->st.flows_finished++;
-        n->st.bytes_delivered += bytes;
-        sim_schedule(n->eng, now, done_kind, done_id, done_data);
-        return;
+    int id = flow_alloc(n);
+    net_flow *f = &n->flows[id];
+    f->remaining = f->bytes = bytes;
+    f->rate = 0;
+    f->t_last = f->t_start = now;
+    f->tail = lat;
+    f->path = path;
+    f->n_hops = nh;
+    f->xpath = xpath;
+    f->xslot = xpath ? dt_xmalloc((size_t)nh * sizeof *f->xslot) : NULL;
+    f->pairs = pairs;
+    f->done_kind = done_kind;
+    f->done_id = done_id;
+    f->done_data = done_data;
+    f->bneck = -1;
+    int *slot = flow_slots(n, id);
+    int alone = 1;
+    for (int h = 0; h < nh; h++) {
+        net_link *lk = &n->links[path[h]];
+        if (lk->n == lk->cap) {
+            lk->cap = lk->cap ? lk->cap * 2 : 4;
+            lk->e = dt_xrealloc(lk->e, (size_t)lk->cap * sizeof *lk->e);
+        }
+        slot[h] = lk->n;
+        lk->e[lk->n++] = (link_entry){id, h};
+        if (lk->n > 1) alone = 0;
     }
+    if (alone) {
+        /* Fast path: nobody to share with, nobody's rate changes. */
+        f->rate = bw;
+        f->bneck = bl;
+        n->links[bl].n_bneck++;
+        n->st.rate_updates++;
+        note_util(n, bw, bw);
+        schedule_finish(n, id, f, now);
+    } else {
+        for (int h = 0; h < nh; h++) mark_dirty(n, path[h], DIRTY_ARRIVE);
+    }
+}
+
+/* The memoised route of the next transfer from src to dst (ECMP lane rotation, see net.h). */
+static const route_lane *next_route(net *n, int src_gpu, int dst_gpu)
+{
     /* ECMP: successive transfers between one pair rotate over NET_LANES flow hashes of the
      * pair (as NCCL spreads a connection over several channels / queue pairs, each pinned
      * to a path by the 5-tuple hash). Deterministic, and routes are memoised per lane. */
@@ -333,6 +386,23 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
                 ln->bl = pth[h];
             }
     }
+    return ln;
+}
+
+void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
+              uint32_t done_id, uint64_t done_data)
+{
+    sim_time_t now = sim_now(n->eng);
+    DT_ASSERT(bytes >= 0);
+    n->st.flows_started++;
+    n->st.bytes_sent += bytes;
+    if (src_gpu == dst_gpu) {
+        n->st.flows_finished++;
+        n->st.bytes_delivered += bytes;
+        sim_schedule(n->eng, now, done_kind, done_id, done_data);
+        return;
+    }
+    const route_lane *ln = next_route(n, src_gpu, dst_gpu);
     const int *path = ln->path;
     int nh = ln->n_hops;
     sim_time_t lat = ln->lat;
@@ -347,40 +417,49 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
         return;
     }
 
-    int id = flow_alloc(n);
-    net_flow *f = &n->flows[id];
-    f->remaining = f->bytes = bytes;
-    f->rate = 0;
-    f->t_last = f->t_start = now;
-    f->tail = lat;
-    f->path = path;
-    f->n_hops = nh;
-    f->done_kind = done_kind;
-    f->done_id = done_id;
-    f->done_data = done_data;
-    f->bneck = -1;
-    int alone = 1;
-    for (int h = 0; h < nh; h++) {
-        net_link *lk = &n->links[path[h]];
-        if (lk->n == lk->cap) {
-            lk->cap = lk->cap ? lk->cap * 2 : 4;
-            lk->e = dt_xrealloc(lk->e, (size_t)lk->cap * sizeof *lk->e);
+    flow_start(n, path, nh, NULL, 1, lat, ln->bw, ln->bl, bytes, done_kind, done_id, done_data);
+}
+
+void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, double bytes,
+                   uint32_t done_kind, uint32_t done_id, uint64_t done_data)
+{
+    sim_time_t now = sim_now(n->eng);
+    DT_ASSERT(bytes >= 0 && n_pairs >= 1);
+    n->st.flows_started++;
+    n->st.bytes_sent += bytes * n_pairs;
+    /* The path is every pair's route end to end (a link two pairs cross appears twice: the
+     * flow's rate is spent on it twice, which progressive filling honours per incidence). */
+    int nh = 0, cap = 0, *path = NULL, bl = -1;
+    sim_time_t lat = 0;
+    double bw = INFINITY;
+    for (int i = 0; i < n_pairs; i++) {
+        if (src_gpu[i] == dst_gpu[i]) continue;
+        const route_lane *ln = next_route(n, src_gpu[i], dst_gpu[i]);
+        if (nh + ln->n_hops > cap) {
+            cap = 2 * (nh + ln->n_hops) + 16;
+            path = dt_xrealloc(path, (size_t)cap * sizeof *path);
         }
-        n->fslot[(size_t)id * NET_MAX_HOPS + h] = lk->n;
-        lk->e[lk->n++] = (link_entry){id, h};
-        if (lk->n > 1) alone = 0;
+        memcpy(path + nh, ln->path, (size_t)ln->n_hops * sizeof *path);
+        nh += ln->n_hops;
+        if (ln->lat > lat) lat = ln->lat;
+        if (ln->bw < bw) {
+            bw = ln->bw;
+            bl = ln->bl;
+        }
     }
-    if (alone) {
-        /* Fast path: nobody to share with, nobody's rate changes. */
-        f->rate = ln->bw;
-        f->bneck = ln->bl;
-        n->links[ln->bl].n_bneck++;
-        n->st.rate_updates++;
-        note_util(n, ln->bw, ln->bw);
-        schedule_finish(n, id, f, now);
-    } else {
-        for (int h = 0; h < nh; h++) mark_dirty(n, path[h], DIRTY_ARRIVE);
+    if (n->cfg.mode == NET_ANALYTIC || bytes == 0 || nh == 0) {
+        sim_time_t dt = (bytes > 0 && nh > 0) ? ps_ceil(bytes / bw) : 0;
+        n->st.flows_finished++;
+        n->st.bytes_delivered += bytes * n_pairs;
+        if (n->obs && bytes > 0)
+            for (int h = 0; h < nh; h++) n->obs(n->obs_ctx, path[h], now, now + dt, bytes);
+        sim_schedule(n->eng, now + dt + lat, done_kind, done_id, done_data);
+        free(path);
+        return;
     }
+    /* (A link the path crosses twice gets two entries, so flow_start never takes the
+     * single-flow fast path for it: the solver charges the rate twice there.) */
+    flow_start(n, path, nh, path, n_pairs, lat, bw, bl, bytes, done_kind, done_id, done_data);
 }
 
 static void on_done(void *model, sim_engine *eng, const sim_event *ev)
@@ -390,14 +469,15 @@ static void on_done(void *model, sim_engine *eng, const sim_event *ev)
     if ((uint32_t)ev->data != f->version) return; /* stale: the rate changed since */
     sim_time_t now = ev->time;
     if (f->bneck >= 0) n->links[f->bneck].n_bneck--;
+    const int *slot = flow_slots(n, (int)ev->id);
     for (int h = 0; h < f->n_hops; h++) {
         int l = f->path[h];
         net_link *lk = &n->links[l];
-        int s = n->fslot[(size_t)ev->id * NET_MAX_HOPS + h];
+        int s = slot[h];
         link_entry last = lk->e[--lk->n];
         if (s != lk->n) {
             lk->e[s] = last;
-            n->fslot[(size_t)last.flow * NET_MAX_HOPS + last.hop] = s;
+            flow_slots(n, last.flow)[last.hop] = s;
         }
         /* If no remaining flow is bottlenecked on this link, every remaining flow keeps a
          * saturated link on which it is the fastest: the allocation is still max-min fair
@@ -406,8 +486,11 @@ static void on_done(void *model, sim_engine *eng, const sim_event *ev)
         if (n->obs) n->obs(n->obs_ctx, l, f->t_start, now, f->bytes);
     }
     n->st.flows_finished++;
-    n->st.bytes_delivered += f->bytes;
+    n->st.bytes_delivered += f->bytes * f->pairs;
     sim_schedule(eng, now + f->tail, f->done_kind, f->done_id, f->done_data);
+    free(f->xpath);
+    free(f->xslot);
+    f->xpath = f->xslot = NULL;
     f->version++;
     f->active = 0;
     f->next_free = n->free_head;
@@ -531,7 +614,10 @@ int net_check_fair(net *n, double rel_tol)
     int nf = 0, k = 0;
     int *fs = dt_xmalloc((size_t)(n->n_flows_cap + 1) * sizeof *fs);
     int *ids = dt_xmalloc((size_t)(n->n_flows_cap + 1) * sizeof *ids);
-    int *fl = dt_xmalloc((size_t)(n->n_flows_cap + 1) * NET_MAX_HOPS * sizeof *fl);
+    size_t inc = 1;
+    for (int i = 0; i < n->n_flows_cap; i++)
+        if (n->flows[i].active) inc += (size_t)n->flows[i].n_hops;
+    int *fl = dt_xmalloc(inc * sizeof *fl);
     double *rate = dt_xmalloc((size_t)(n->n_flows_cap + 1) * sizeof *rate);
     double *cap = dt_xmalloc((size_t)(n->n_links + 1) * sizeof *cap);
     for (int l = 0; l < n->n_links; l++) cap[l] = n->links[l].bw;
