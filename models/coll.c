@@ -38,7 +38,7 @@ typedef struct coll_inst {
     int *gpus;
     int remaining;  /* states not yet done */
     /* Fluid ring (coll.h, COLL_RING_FLUID): no step states (st NULL), one flow per ring edge. */
-    int fluid;          /* 1 while its flow is in flight; 0 for a step program */
+    int fluid;          /* coupled flows (one per ECMP lane) in flight; 0 for a step program */
     sim_time_t f_extra; /* latency of the steps after the first, added once per edge */
     int *f_dst;         /* per edge: receiving GPU */
     double *f_red;      /* per edge: bytes the receiver reduces */
@@ -425,7 +425,8 @@ static void on_fluid(void *model, sim_engine *eng, const sim_event *ev)
     coll_engine *c = model;
     int id = (int)ev->id;
     coll_inst *in = &c->inst[id];
-    DT_ASSERT(in->fluid == 1);
+    DT_ASSERT(in->fluid > 0);
+    if (--in->fluid > 0) return; /* other lanes still in flight */
     sim_time_t end = ev->time;
     for (int q = 0; q < in->p.n; q++) {
         sim_time_t t = ev->time;
@@ -459,7 +460,7 @@ static int use_fluid(const coll_engine *c, coll_algo algo, const coll_prog *p)
            (c->cfg.ring_model == COLL_RING_AUTO && p->n >= COLL_RING_FLUID_MIN);
 }
 
-/* Start a fluid ring (coll.h): one coupled flow over every edge (net_send_ring) carrying the
+/* Start a fluid ring (coll.h): coupled flows over every edge (net_send_ring) carrying the
  * largest edge's bytes (edges differ by a few elements at most). */
 static void start_fluid(coll_engine *c, int id)
 {
@@ -482,8 +483,13 @@ static void start_fluid(coll_engine *c, int id)
         if (bytes[q] > b) b = bytes[q];
     }
     in->f_extra = (sim_time_t)(coll_ring_steps(&in->p) - 1) * amax;
-    in->fluid = 1;
-    net_send_ring(c->net, n, src, dst, b, c->k_fluid, (uint32_t)id, 0);
+    /* One coupled flow per ECMP lane, each with 1/lanes of the data: the step model's
+     * successive steps rotate over a pair's lanes (net_send), spreading each edge over the
+     * equal-cost paths; a single coupled flow would pin every edge to one path, and a ring
+     * meeting one hash collision anywhere would run at half rate throughout. */
+    in->fluid = NET_ECMP_LANES;
+    for (int l = 0; l < NET_ECMP_LANES; l++)
+        net_send_ring(c->net, n, src, dst, b / NET_ECMP_LANES, l, c->k_fluid, (uint32_t)id, 0);
     free(src);
     free(bytes);
 }

@@ -69,7 +69,7 @@ typedef struct net_flow {
  * bottleneck). Direct-mapped; a miss asks topo_route (whose own cache is larger but slower: a
  * mutex and a probe per call). */
 #define NET_MEMO_BITS 13
-#define NET_LANES 4
+#define NET_LANES NET_ECMP_LANES
 typedef struct route_lane {
     const int *path; /* NULL until first used */
     int n_hops;
@@ -354,8 +354,9 @@ static void flow_start(net *n, const int *path, int nh, int *xpath, int pairs, s
     }
 }
 
-/* The memoised route of the next transfer from src to dst (ECMP lane rotation, see net.h). */
-static const route_lane *next_route(net *n, int src_gpu, int dst_gpu)
+/* The memoised route from src to dst on ECMP lane `lane`, or (lane < 0) on the pair's next
+ * lane in rotation (see net.h). */
+static const route_lane *next_route(net *n, int src_gpu, int dst_gpu, int lane)
 {
     /* ECMP: successive transfers between one pair rotate over NET_LANES flow hashes of the
      * pair (as NCCL spreads a connection over several channels / queue pairs, each pinned
@@ -366,7 +367,7 @@ static const route_lane *next_route(net *n, int src_gpu, int dst_gpu)
         memset(m, 0, sizeof *m);
         m->key = key;
     }
-    unsigned v = m->next++ % NET_LANES;
+    unsigned v = lane >= 0 ? (unsigned)lane % NET_LANES : m->next++ % NET_LANES;
     route_lane *ln = &m->lane[v];
     if (!ln->path) {
         const int *pth = NULL;
@@ -402,7 +403,7 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
         sim_schedule(n->eng, now, done_kind, done_id, done_data);
         return;
     }
-    const route_lane *ln = next_route(n, src_gpu, dst_gpu);
+    const route_lane *ln = next_route(n, src_gpu, dst_gpu, -1);
     const int *path = ln->path;
     int nh = ln->n_hops;
     sim_time_t lat = ln->lat;
@@ -421,7 +422,7 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
 }
 
 void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, double bytes,
-                   uint32_t done_kind, uint32_t done_id, uint64_t done_data)
+                   int lane, uint32_t done_kind, uint32_t done_id, uint64_t done_data)
 {
     sim_time_t now = sim_now(n->eng);
     DT_ASSERT(bytes >= 0 && n_pairs >= 1);
@@ -434,7 +435,7 @@ void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, 
     double bw = INFINITY;
     for (int i = 0; i < n_pairs; i++) {
         if (src_gpu[i] == dst_gpu[i]) continue;
-        const route_lane *ln = next_route(n, src_gpu[i], dst_gpu[i]);
+        const route_lane *ln = next_route(n, src_gpu[i], dst_gpu[i], lane);
         if (nh + ln->n_hops > cap) {
             cap = 2 * (nh + ln->n_hops) + 16;
             path = dt_xrealloc(path, (size_t)cap * sizeof *path);
