@@ -68,7 +68,8 @@ typedef struct net_flow {
 /* Memo of routes by (src, dst): up to NET_LANES routes per pair (the route, its latency and
  * bottleneck). Direct-mapped; a miss asks topo_route (whose own cache is larger but slower: a
  * mutex and a probe per call). */
-#define NET_MEMO_BITS 13
+#define NET_MEMO_MIN_BITS 13
+#define NET_MEMO_MAX_BITS 17
 #define NET_LANES NET_ECMP_LANES
 typedef struct route_lane {
     const int *path; /* NULL until first used */
@@ -124,6 +125,7 @@ struct net {
     int cap_cf, cap_cl, cap_inc, cap_stack, cap_fs, cap_ls, cap_rate;
     mm_solver *mm;
     route_memo *memo;
+    unsigned memo_mask;
     net_stats st;
     net_link_observer obs;
     void *obs_ctx;
@@ -146,8 +148,14 @@ net *net_create(topo *t, sim_engine *eng, const net_config *cfg)
     }
     n->free_head = -1;
     n->mm = mm_create();
-    n->memo = dt_xmalloc(sizeof(route_memo) << NET_MEMO_BITS);
-    for (int i = 0; i < 1 << NET_MEMO_BITS; i++) n->memo[i].key = -1;
+    /* Memo size: 4 slots per GPU (a ring or pipeline neighbour or two each), 2^13 to 2^17
+     * entries (1.2 to 19 MB). An evicted pair restarts its lane rotation, so a memo too small
+     * for the working set changes which ECMP lanes transfers take, not only the speed. */
+    int bits = NET_MEMO_MIN_BITS;
+    while (bits < NET_MEMO_MAX_BITS && (1L << bits) < 4L * t->n_gpus) bits++;
+    n->memo_mask = (1u << bits) - 1;
+    n->memo = dt_xmalloc(sizeof(route_memo) << bits);
+    for (unsigned i = 0; i <= n->memo_mask; i++) n->memo[i].key = -1;
     n->k_done = sim_kind_register(eng, "net.done", on_done, n);
     n->k_recompute = sim_kind_register(eng, "net.recompute", on_recompute, n);
     return n;
@@ -362,7 +370,7 @@ static const route_lane *next_route(net *n, int src_gpu, int dst_gpu, int lane)
      * pair (as NCCL spreads a connection over several channels / queue pairs, each pinned
      * to a path by the 5-tuple hash). Deterministic, and routes are memoised per lane. */
     int64_t key = (int64_t)src_gpu * n->t->n_gpus + dst_gpu;
-    route_memo *m = &n->memo[mix64((uint64_t)key) & ((1u << NET_MEMO_BITS) - 1)];
+    route_memo *m = &n->memo[mix64((uint64_t)key) & n->memo_mask];
     if (m->key != key) {
         memset(m, 0, sizeof *m);
         m->key = key;
