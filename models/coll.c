@@ -486,10 +486,12 @@ static void start_fluid(coll_engine *c, int id)
     /* One coupled flow per ECMP lane, each with 1/lanes of the data: the step model's
      * successive steps rotate over a pair's lanes (net_send), spreading each edge over the
      * equal-cost paths; a single coupled flow would pin every edge to one path, and a ring
-     * meeting one hash collision anywhere would run at half rate throughout. */
+     * meeting one hash collision anywhere would run at half rate throughout. Weight 1/lanes:
+     * together the lanes compete with other traffic as one flow, as a step flow does. */
     in->fluid = NET_ECMP_LANES;
     for (int l = 0; l < NET_ECMP_LANES; l++)
-        net_send_ring(c->net, n, src, dst, b / NET_ECMP_LANES, l, c->k_fluid, (uint32_t)id, 0);
+        net_send_ring(c->net, n, src, dst, b / NET_ECMP_LANES, l, 1.0 / NET_ECMP_LANES,
+                      c->k_fluid, (uint32_t)id, 0);
     free(src);
     free(bytes);
 }

@@ -57,6 +57,7 @@ typedef struct net_flow {
     int *xpath;         /* coupled flow (net_send_ring): owned path and slot arrays, else NULL */
     int *xslot;
     int pairs;          /* transfers it stands for: 1, or a coupled flow's pairs */
+    double w;           /* max-min weight: 1, or a coupled flow's (net_send_ring) */
     uint32_t version;   /* bumped on every reschedule and on free: stale events carry old ones */
     int bneck;          /* bottleneck link from the last solve, -1 before */
     int active;
@@ -120,7 +121,7 @@ struct net {
     uint32_t epoch;
     /* component scratch */
     int *cf, *cl, *fstart, *flinks, *stack;
-    double *cap, *rate, *used;
+    double *cap, *rate, *used, *wt;
     int *bn;
     int cap_cf, cap_cl, cap_inc, cap_stack, cap_fs, cap_ls, cap_rate;
     mm_solver *mm;
@@ -182,6 +183,7 @@ void net_destroy(net *n)
     free(n->cap);
     free(n->rate);
     free(n->used);
+    free(n->wt);
     free(n->bn);
     free(n->memo);
     mm_destroy(n->mm);
@@ -317,8 +319,8 @@ static int *flow_slots(net *n, int id)
 /* Put a new flow on its links and either schedule it (alone on every link) or mark its links
  * for a recompute. xpath: NULL, or the path (owned by the flow from now on) of a coupled flow
  * standing for `pairs` transfers. */
-static void flow_start(net *n, const int *path, int nh, int *xpath, int pairs, sim_time_t lat,
-                       double bw, int bl, double bytes, uint32_t done_kind, uint32_t done_id,
+static void flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
+                       sim_time_t lat, double bw, int bl, double bytes, uint32_t done_kind, uint32_t done_id,
                        uint64_t done_data)
 {
     sim_time_t now = sim_now(n->eng);
@@ -333,6 +335,7 @@ static void flow_start(net *n, const int *path, int nh, int *xpath, int pairs, s
     f->xpath = xpath;
     f->xslot = xpath ? dt_xmalloc((size_t)nh * sizeof *f->xslot) : NULL;
     f->pairs = pairs;
+    f->w = w;
     f->done_kind = done_kind;
     f->done_id = done_id;
     f->done_data = done_data;
@@ -426,14 +429,15 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
         return;
     }
 
-    flow_start(n, path, nh, NULL, 1, lat, ln->bw, ln->bl, bytes, done_kind, done_id, done_data);
+    flow_start(n, path, nh, NULL, 1, 1.0, lat, ln->bw, ln->bl, bytes, done_kind, done_id, done_data);
 }
 
 void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, double bytes,
-                   int lane, uint32_t done_kind, uint32_t done_id, uint64_t done_data)
+                   int lane, double weight, uint32_t done_kind, uint32_t done_id,
+                   uint64_t done_data)
 {
     sim_time_t now = sim_now(n->eng);
-    DT_ASSERT(bytes >= 0 && n_pairs >= 1);
+    DT_ASSERT(bytes >= 0 && n_pairs >= 1 && weight > 0 && weight <= 1);
     n->st.flows_started++;
     n->st.bytes_sent += bytes * n_pairs;
     /* The path is every pair's route end to end (a link two pairs cross appears twice: the
@@ -468,7 +472,7 @@ void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, 
     }
     /* (A link the path crosses twice gets two entries, so flow_start never takes the
      * single-flow fast path for it: the solver charges the rate twice there.) */
-    flow_start(n, path, nh, path, n_pairs, lat, bw, bl, bytes, done_kind, done_id, done_data);
+    flow_start(n, path, nh, path, n_pairs, weight, lat, bw, bl, bytes, done_kind, done_id, done_data);
 }
 
 static void on_done(void *model, sim_engine *eng, const sim_event *ev)
@@ -577,6 +581,7 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         n->cap_rate = n->cap_cf;
         n->rate = dt_xrealloc(n->rate, (size_t)n->cap_rate * sizeof *n->rate);
         n->bn = dt_xrealloc(n->bn, (size_t)n->cap_rate * sizeof *n->bn);
+        n->wt = dt_xrealloc(n->wt, (size_t)n->cap_rate * sizeof *n->wt);
     }
     if (nl > n->cap_ls) {
         n->cap_ls = n->cap_cl;
@@ -587,7 +592,13 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         n->cap[j] = n->links[n->cl[j]].bw;
         n->used[j] = 0;
     }
-    mm_solve(n->mm, nl, n->cap, nf, n->fstart, n->flinks, n->rate, n->bn);
+    int weighted = 0;
+    for (int i = 0; i < nf; i++) {
+        n->wt[i] = n->flows[n->cf[i]].w;
+        weighted |= n->wt[i] != 1.0;
+    }
+    mm_solve_weighted(n->mm, nl, n->cap, nf, n->fstart, n->flinks, weighted ? n->wt : NULL,
+                      n->rate, n->bn);
     n->st.solves++;
     n->st.solved_flows += (uint64_t)nf;
 
@@ -628,18 +639,20 @@ int net_check_fair(net *n, double rel_tol)
         if (n->flows[i].active) inc += (size_t)n->flows[i].n_hops;
     int *fl = dt_xmalloc(inc * sizeof *fl);
     double *rate = dt_xmalloc((size_t)(n->n_flows_cap + 1) * sizeof *rate);
+    double *w = dt_xmalloc((size_t)(n->n_flows_cap + 1) * sizeof *w);
     double *cap = dt_xmalloc((size_t)(n->n_links + 1) * sizeof *cap);
     for (int l = 0; l < n->n_links; l++) cap[l] = n->links[l].bw;
     for (int i = 0; i < n->n_flows_cap; i++) {
         const net_flow *f = &n->flows[i];
         if (!f->active) continue;
         fs[nf] = k;
+        w[nf] = f->w;
         ids[nf++] = i;
         for (int h = 0; h < f->n_hops; h++) fl[k++] = f->path[h];
     }
     fs[nf] = k;
     mm_solver *m = mm_create();
-    mm_solve(m, n->n_links, cap, nf, fs, fl, rate, NULL);
+    mm_solve_weighted(m, n->n_links, cap, nf, fs, fl, w, rate, NULL);
     mm_destroy(m);
     int bad = 0;
     for (int i = 0; i < nf; i++)
@@ -648,6 +661,7 @@ int net_check_fair(net *n, double rel_tol)
     free(ids);
     free(fl);
     free(rate);
+    free(w);
     free(cap);
     return bad;
 }

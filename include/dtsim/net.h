@@ -55,11 +55,15 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
  * twice), and it takes that rate on every one. Pairs with src == dst are skipped. The
  * completion fires when the last byte has arrived: data phase, then the largest pair's path
  * latency. Counts as one flow in net_stats (bytes: n_pairs x bytes). Routes: each pair's
- * route on ECMP lane `lane` (0..NET_ECMP_LANES-1; a caller spreading over equal-cost paths
- * sends one coupled transfer per lane), or with lane = -1 the pair's next lane in rotation,
- * as net_send. The path array is allocated per call (O(total hops)). */
+ * route on ECMP lane `lane` (0..NET_ECMP_LANES-1), or with lane = -1 the pair's next lane in
+ * rotation, as net_send. weight in (0, 1]: its max-min weight (a flow of weight 1/L competes
+ * like 1/L of a flow), so that a caller spreading one ring over L lanes, one coupled
+ * transfer of bytes/L and weight 1/L per lane, competes with other traffic like one flow.
+ * Rings alone on their links take the bottleneck bandwidth whatever the weight. The path
+ * array is allocated per call (O(total hops)). */
 void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, double bytes,
-                   int lane, uint32_t done_kind, uint32_t done_id, uint64_t done_data);
+                   int lane, double weight, uint32_t done_kind, uint32_t done_id,
+                   uint64_t done_data);
 
 typedef struct net_stats {
     uint64_t flows_started, flows_finished;

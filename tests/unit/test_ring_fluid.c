@@ -4,7 +4,8 @@
  * sizes) and agrees with the step model within 0.5%, reductions included (one chunk, and
  * several chunks); under contention, two rings sharing a bottleneck each take twice the
  * bandwidth term, and a ring sharing one edge slows as a whole (its edges move in lockstep);
- * a coupled transfer crossing one link twice gets half that link; `auto` switches at
+ * a coupled transfer crossing one link twice gets half that link; a ring split over ECMP
+ * lanes competes with a send like one flow (weighted max-min, hand-computed); `auto` switches at
  * COLL_RING_FLUID_MIN ranks (one flow instead of 2(n-1)n); names parse; runs repeat exactly.
  * Leaves free: how the fluid model differs from the step model under partial contention
  * (documented in docs/collectives.md, not a fixed number). */
@@ -14,6 +15,7 @@
 #include "dtsim/coll.h"
 #include "dtsim/net.h"
 #include "dtsim/topo.h"
+#include "maxmin.h"
 #include "testutil.h"
 
 #define TOL 0.005
@@ -213,7 +215,7 @@ START_TEST(coupled_transfer_crossing_a_link_twice)
     one_done d = {0, 0};
     uint32_t k = sim_kind_register(e, "test.one", on_one, &d);
     double S = 1e8;
-    net_send_ring(n, 2, (int[]){0, 0}, (int[]){1, 2}, S, -1, k, 0, 0);
+    net_send_ring(n, 2, (int[]){0, 0}, (int[]){1, 2}, S, -1, 1.0, k, 0, 0);
     sim_run(e, SIM_TIME_MAX);
     ck_assert_int_eq(d.fired, 1);
     ck_assert_rel(sim_time_to_s(d.at), 2 * S / bw + al, 1e-9);
@@ -224,9 +226,64 @@ START_TEST(coupled_transfer_crossing_a_link_twice)
     /* Disjoint pairs: full rate. */
     d.fired = 0;
     sim_time_t t0 = sim_now(e);
-    net_send_ring(n, 2, (int[]){0, 1}, (int[]){1, 2}, S, 2, k, 0, 0);
+    net_send_ring(n, 2, (int[]){0, 1}, (int[]){1, 2}, S, 2, 0.25, k, 0, 0);
     sim_run(e, SIM_TIME_MAX);
     ck_assert_rel(sim_time_to_s(d.at - t0), S / bw + al, 1e-9);
+    net_destroy(n);
+    sim_engine_destroy(e);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(weighted_maxmin)
+{
+    /* One link of 100: a flow of weight 1 and four of weight 1/4 (a ring over four lanes)
+     * split it 50 / 4 x 12.5; a second link of 10 under one quarter-flow caps it at 10 and
+     * the rest is shared again: level (100 - 10) / 1.75, the quarters at a quarter of it. */
+    double cap[2] = {100, 10}, w[5] = {1, 0.25, 0.25, 0.25, 0.25}, r[5];
+    int fs[6] = {0, 1, 2, 3, 4, 5}, fl[5] = {0, 0, 0, 0, 0};
+    mm_solver *m = mm_create();
+    mm_solve_weighted(m, 1, cap, 5, fs, fl, w, r, NULL);
+    ck_assert_rel(r[0], 50, 1e-12);
+    for (int i = 1; i < 5; i++) ck_assert_rel(r[i], 12.5, 1e-12);
+    int fs2[6] = {0, 1, 2, 3, 4, 6}, fl2[6] = {0, 0, 0, 0, 0, 1};
+    int bn[5];
+    mm_solve_weighted(m, 2, cap, 5, fs2, fl2, w, r, bn);
+    ck_assert_rel(r[4], 10, 1e-12);
+    ck_assert_int_eq(bn[4], 1);
+    double level = 90 / 1.75;
+    ck_assert_rel(r[0], level, 1e-12);
+    for (int i = 1; i < 4; i++) ck_assert_rel(r[i], level / 4, 1e-12);
+    mm_destroy(m);
+}
+END_TEST
+
+START_TEST(ring_competes_as_one_flow)
+{
+    /* A fluid 4-ring {0,1,2,3} and a send 0 -> 4 of the size of one ring edge's bytes, started
+     * together on a switch: GPU 0's uplink carries the ring (its lanes weigh one flow) and the
+     * send, so each gets B/2 and both take twice their bandwidth term; the whole ring slows
+     * (lockstep) while its other edges have the link to themselves. */
+    topo *t = switch_topo(5);
+    double al, bw;
+    path(t, 0, 1, &al, &bw);
+    double S = 64.0 * 1048576, b = 2.0 * 3 / 4 * S;
+    sim_engine *e = sim_engine_create();
+    net *n = net_create(t, e, NULL);
+    coll_config cc = {.reduce_bw = 0, .ring_model = COLL_RING_FLUID};
+    coll_engine *c = coll_create(n, e, t, &cc);
+    two_done d = {{0, 0}};
+    uint32_t k = sim_kind_register(e, "test.two", on_two, &d);
+    coll_spec a = {.op = COLL_ALLREDUCE, .algo = COLL_RING, .group = (int[]){0, 1, 2, 3}, .n = 4,
+                   .bytes = S};
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_start(c, &a, k, 0, 0, &err), DT_OK);
+    net_send(n, 0, 4, b, k, 1, 0);
+    sim_run(e, SIM_TIME_MAX);
+    ck_assert_rel(sim_time_to_s(d.at[0]), 2 * 3 * al + 2 * b / bw, TOL);
+    ck_assert_rel(sim_time_to_s(d.at[1]), al + 2 * b / bw, TOL);
+    coll_destroy(c);
     net_destroy(n);
     sim_engine_destroy(e);
     topo_destroy(t);
@@ -267,6 +324,8 @@ int main(void)
     tcase_add_test(tc, fluid_agrees_with_steps);
     tcase_add_test(tc, fluid_contention);
     tcase_add_test(tc, coupled_transfer_crossing_a_link_twice);
+    tcase_add_test(tc, weighted_maxmin);
+    tcase_add_test(tc, ring_competes_as_one_flow);
     tcase_add_test(tc, auto_threshold_and_names);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);
