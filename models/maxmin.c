@@ -16,6 +16,7 @@ struct mm_solver {
     /* per link */
     double *rem;      /* remaining capacity */
     int *unfrozen;    /* flows not yet frozen */
+    double *wsum;     /* their total weight (== unfrozen when every weight is 1) */
     unsigned *ver;    /* bumped whenever the share changes; heap entries carry it */
     int *lstart;      /* link -> flows CSR */
     int *lflows;
@@ -37,6 +38,7 @@ void mm_destroy(mm_solver *s)
     if (!s) return;
     free(s->rem);
     free(s->unfrozen);
+    free(s->wsum);
     free(s->ver);
     free(s->lstart);
     free(s->lflows);
@@ -52,6 +54,7 @@ static void reserve(mm_solver *s, int n_links, int n_flows, int n_inc)
         int c = n_links * 2;
         s->rem = dt_xrealloc(s->rem, (size_t)c * sizeof *s->rem);
         s->unfrozen = dt_xrealloc(s->unfrozen, (size_t)c * sizeof *s->unfrozen);
+        s->wsum = dt_xrealloc(s->wsum, (size_t)c * sizeof *s->wsum);
         s->ver = dt_xrealloc(s->ver, (size_t)c * sizeof *s->ver);
         s->lstart = dt_xrealloc(s->lstart, (size_t)(c + 1) * sizeof *s->lstart);
         s->fill = dt_xrealloc(s->fill, (size_t)c * sizeof *s->fill);
@@ -111,6 +114,13 @@ static mm_entry heap_pop(mm_solver *s)
 void mm_solve(mm_solver *s, int n_links, const double *cap, int n_flows, const int *fstart,
               const int *flinks, double *rate, int *bneck)
 {
+    mm_solve_weighted(s, n_links, cap, n_flows, fstart, flinks, NULL, rate, bneck);
+}
+
+void mm_solve_weighted(mm_solver *s, int n_links, const double *cap, int n_flows,
+                       const int *fstart, const int *flinks, const double *weight, double *rate,
+                       int *bneck)
+{
     int n_inc = fstart[n_flows] - fstart[0];
     reserve(s, n_links, n_flows, n_inc);
     memset(s->lstart, 0, (size_t)(n_links + 1) * sizeof *s->lstart);
@@ -128,10 +138,18 @@ void mm_solve(mm_solver *s, int n_links, const double *cap, int n_flows, const i
         DT_ASSERT(cap[l] > 0);
         s->rem[l] = cap[l];
         s->unfrozen[l] = s->lstart[l + 1] - s->lstart[l];
+        s->wsum[l] = s->unfrozen[l];
         s->ver[l] = 0;
-        if (s->unfrozen[l] > 0)
-            heap_push(s, (mm_entry){cap[l] / s->unfrozen[l], l, 0});
     }
+    if (weight) {
+        for (int l = 0; l < n_links; l++) s->wsum[l] = 0;
+        for (int f = 0; f < n_flows; f++) {
+            DT_ASSERT(weight[f] > 0);
+            for (int k = fstart[f]; k < fstart[f + 1]; k++) s->wsum[flinks[k]] += weight[f];
+        }
+    }
+    for (int l = 0; l < n_links; l++)
+        if (s->unfrozen[l] > 0) heap_push(s, (mm_entry){cap[l] / s->wsum[l], l, 0});
     for (int f = 0; f < n_flows; f++)
         if (fstart[f + 1] == fstart[f]) {
             rate[f] = INFINITY;
@@ -151,7 +169,7 @@ void mm_solve(mm_solver *s, int n_links, const double *cap, int n_flows, const i
         if (e.version != s->ver[l]) {
             /* Mathematically the share only grows; clamping keeps rounding from ever
              * handing a flow a rate below the level already reached (or zero). */
-            double ns = s->rem[l] / s->unfrozen[l];
+            double ns = s->rem[l] / s->wsum[l];
             heap_push(s, (mm_entry){ns > level ? ns : level, l, s->ver[l]});
             continue;
         }
@@ -162,13 +180,21 @@ void mm_solve(mm_solver *s, int n_links, const double *cap, int n_flows, const i
             int f = s->lflows[k];
             if (s->frozen[f]) continue;
             s->frozen[f] = 1;
-            rate[f] = share;
+            double w = weight ? weight[f] : 1.0, use = w * share;
+            rate[f] = use;
             if (bneck) bneck[f] = l;
             for (int j = fstart[f]; j < fstart[f + 1]; j++) {
                 int m = flinks[j];
-                s->unfrozen[m]--;
-                double r = s->rem[m] - share;
+                double r = s->rem[m] - use;
                 s->rem[m] = r > 0 ? r : 0;
+                if (--s->unfrozen[m] == 0) s->wsum[m] = 0;
+                else if (weight) {
+                    /* rounding must never leave a positive share's divisor at or below 0 */
+                    double ws = s->wsum[m] - w;
+                    s->wsum[m] = ws > 1e-300 ? ws : 1e-300;
+                } else {
+                    s->wsum[m] = s->unfrozen[m];
+                }
                 s->ver[m]++;
             }
         }
