@@ -132,6 +132,38 @@ typedef struct coll_result {
 int coll_simulate(topo *t, const coll_spec *spec, const coll_config *cc, const net_config *nc,
                   coll_result *out, dt_error *err);
 
+/* ---- analytic time: alpha-beta cost of a spec on this topology (no contention) ----
+ *
+ * What `--network analytic` charges for a collective (dtsim run, dtsim collective): the
+ * algorithm coll_start would run (auto resolved by coll_auto_choice, the same validation),
+ * costed from the routes that algorithm's step program actually uses, each route giving its
+ * latency a (net_path_info: link latencies + switch latency) and bottleneck bandwidth B:
+ *   ring (allreduce, reduce_scatter, allgather): over the ring's edges in the order coll_ring
+ *        builds, steps x max a + (bytes per edge) / min B, plus the receivers' reductions as
+ *        the fluid ring charges them (all of them with one chunk, one chunk's with more);
+ *   hd, hier, direct, ps, sendrecv: step by step, each step costing the max over ranks of
+ *        a + max(bytes out / B of its sends, bytes in / B of its receives) + reduction, i.e.
+ *        a rank's concurrent transfers share its link; summed over steps;
+ *   tree, dbt, ring broadcast/reduce (pipelines): per tree, the slowest root-to-leaf path's
+ *        stage times plus (chunks - 1) x the slowest stage, a stage costing a + fanout x chunk
+ *        / B (fanout: transfers the sender runs at once over all trees), reductions included.
+ * Reductions cost bytes / reduce_bw of the reducing GPU (coll_config, as coll_start charges
+ * them). Equal to the flow simulation of the spec alone within rounding when the step
+ * program's transfers are uniform (tests: test_coll_analytic.c); what it leaves out is
+ * contention with other traffic and between paths of one collective beyond its endpoints.
+ *
+ * Ownership: coll_analytic_create borrows net and topo (they must outlive it; net is used for
+ * net_path_info only). Results are cached per (op, algo asked, bytes, group), so a training
+ * step asking for the same bucket on the same group pays once; the cache is bounded. Not
+ * thread-safe: one per simulation. */
+typedef struct coll_analytic coll_analytic;
+coll_analytic *coll_analytic_create(net *n, topo *t, const coll_config *cfg);
+void coll_analytic_destroy(coll_analytic *a);
+/* DT_OK with *time (and *algo, what runs, when non-NULL); DT_EINPUT with err filled for what
+ * coll_start rejects. */
+int coll_analytic_time(coll_analytic *a, const coll_spec *spec, sim_time_t *time,
+                       coll_algo *algo, dt_error *err);
+
 /* ---- closed forms (alpha-beta; test oracles, docs/collectives.md) ----
  * alpha: per-transfer latency (s), bw: per-GPU link bandwidth (B/s), reduction free.
  * Returns NAN where no closed form is documented for (op, algo):
