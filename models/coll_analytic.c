@@ -43,6 +43,9 @@ struct coll_analytic {
     net *net;
     topo *t;
     coll_config cfg;
+    double *load;          /* per directed link, bytes (see load_add) */
+    unsigned char *mark;   /* per link: in touched[] */
+    int *touched, n_touched;
     ca_entry *tab;
     int cap, used;
 };
@@ -57,6 +60,10 @@ coll_analytic *coll_analytic_create(net *n, topo *t, const coll_config *cfg)
     a->t = t;
     if (cfg) a->cfg = *cfg;
     else a->cfg.reduce_bw = -1;
+    size_t nl = (size_t)(t->n_links > 0 ? t->n_links : 1);
+    a->load = dt_xcalloc(nl, sizeof *a->load);
+    a->mark = dt_xcalloc(nl, 1);
+    a->touched = dt_xmalloc(nl * sizeof *a->touched);
     a->cap = CA_INITIAL_CAP;
     a->tab = dt_xcalloc((size_t)a->cap, sizeof *a->tab);
     return a;
@@ -77,29 +84,78 @@ void coll_analytic_destroy(coll_analytic *a)
     if (!a) return;
     cache_clear(a);
     free(a->tab);
+    free(a->load);
+    free(a->mark);
+    free(a->touched);
     free(a);
 }
 
 /* ------------------------------------------------------------ helpers ---- */
 
-typedef struct route {
-    double a;  /* ps */
-    double bw; /* B/s; INFINITY when the route has no links */
-} route;
-
-static route route_of(coll_analytic *A, int src_gpu, int dst_gpu)
+/* Link loads: the bytes a set of concurrent transfers puts on each directed link, every
+ * transfer spread evenly over the pair's ECMP lanes (net_route_lane: the routes net_send
+ * rotates over). Loads / bandwidth is the time the busiest link needs: the sharing the flow
+ * model would give transfers that start together and have the same bottleneck. */
+static double load_add(coll_analytic *A, int src_gpu, int dst_gpu, double bytes)
 {
-    sim_time_t lat = 0;
-    double bw = INFINITY;
-    if (src_gpu == dst_gpu || net_path_info(A->net, src_gpu, dst_gpu, &lat, &bw, NULL) != DT_OK)
-        return (route){0, INFINITY};
-    return (route){(double)lat, bw};
+    double amax = 0;
+    if (src_gpu == dst_gpu) return 0;
+    for (int l = 0; l < NET_ECMP_LANES; l++) {
+        const int *path = NULL;
+        int nh = 0;
+        sim_time_t lat = 0;
+        if (net_route_lane(A->net, src_gpu, dst_gpu, l, &path, &nh, &lat) != DT_OK) continue;
+        if ((double)lat > amax) amax = (double)lat;
+        for (int h = 0; h < nh; h++) {
+            int k = path[h];
+            if (!A->mark[k]) {
+                A->mark[k] = 1;
+                A->touched[A->n_touched++] = k;
+            }
+            A->load[k] += bytes / NET_ECMP_LANES;
+        }
+    }
+    return amax;
 }
 
-/* ps to move x bytes at bw (0 when free) */
-static double xfer_ps(double bytes, double bw)
+/* ps the busiest of the given route's links needs (0 when free) */
+static double route_busy(coll_analytic *A, int src_gpu, int dst_gpu)
 {
-    return bytes > 0 && bw > 0 && isfinite(bw) ? bytes / bw * 1e12 : 0;
+    double worst = 0;
+    if (src_gpu == dst_gpu) return 0;
+    for (int l = 0; l < NET_ECMP_LANES; l++) {
+        const int *path = NULL;
+        int nh = 0;
+        if (net_route_lane(A->net, src_gpu, dst_gpu, l, &path, &nh, NULL) != DT_OK) continue;
+        for (int h = 0; h < nh; h++) {
+            double bw = A->t->links[path[h]].bandwidth;
+            if (A->load[path[h]] > 0 && bw > 0) worst = fmax(worst, A->load[path[h]] / bw * 1e12);
+        }
+    }
+    return worst;
+}
+
+static double route_lat(coll_analytic *A, int src_gpu, int dst_gpu)
+{
+    sim_time_t lat = 0;
+    if (src_gpu == dst_gpu) return 0;
+    net_route_lane(A->net, src_gpu, dst_gpu, 0, NULL, NULL, &lat);
+    return (double)lat;
+}
+
+/* ps the busiest link needs; clears the loads */
+static double load_drain(coll_analytic *A)
+{
+    double worst = 0;
+    for (int i = 0; i < A->n_touched; i++) {
+        int k = A->touched[i];
+        double bw = A->t->links[k].bandwidth;
+        if (A->load[k] > 0 && bw > 0) worst = fmax(worst, A->load[k] / bw * 1e12);
+        A->load[k] = 0;
+        A->mark[k] = 0;
+    }
+    A->n_touched = 0;
+    return worst;
 }
 
 static double reduce_ps(const coll_analytic *A, int gpu, double bytes)
@@ -116,29 +172,32 @@ static void step_of(const coll_prog *p, coll_send *buf, int r, int k, int s, col
 
 /* --------------------------------------------------------------- ring ---- */
 
+/* As the fluid ring (coll.c start_fluid, on_fluid): every edge carries its bytes at the rate
+ * of the busiest link any edge crosses (a link two edges cross carries both), every step
+ * pays the largest edge latency, and the receivers' reductions follow. */
 static double ring_time(coll_analytic *A, const coll_prog *p)
 {
     int n = p->n;
     int *src = dt_xmalloc((size_t)n * sizeof *src), *dst = dt_xmalloc((size_t)n * sizeof *dst);
     double *bytes = dt_xmalloc((size_t)n * sizeof *bytes), *red = dt_xmalloc((size_t)n * sizeof *red);
     coll_ring_edges(p, src, dst, bytes, red);
-    double amax = 0, bmin = INFINITY, b = 0, rmax = 0;
+    double amax = 0, b = 0, rmax = 0;
     int K = p->n_streams;
-    for (int q = 0; q < n; q++) {
-        route e = route_of(A, p->gpus[src[q]], p->gpus[dst[q]]);
-        if (e.a > amax) amax = e.a;
-        if (e.bw < bmin) bmin = e.bw;
+    for (int q = 0; q < n; q++)
         if (bytes[q] > b) b = bytes[q];
-        /* as coll.c's fluid ring: one stream exposes every reduction, K > 1 about one chunk's */
+    for (int q = 0; q < n; q++) {
+        /* the coupled flow moves the largest edge's bytes on every edge */
+        amax = fmax(amax, load_add(A, p->gpus[src[q]], p->gpus[dst[q]], b));
+        /* one stream exposes every reduction, K > 1 about one chunk's (coll.c on_fluid) */
         double rb = K == 1 ? red[q] : red[q] / ((n - 1) * (double)K);
-        double r = reduce_ps(A, p->gpus[dst[q]], rb);
-        if (r > rmax) rmax = r;
+        rmax = fmax(rmax, reduce_ps(A, p->gpus[dst[q]], rb));
     }
+    double busy = load_drain(A);
     free(src);
     free(dst);
     free(bytes);
     free(red);
-    return coll_ring_steps(p) * amax + xfer_ps(b, bmin) + rmax;
+    return coll_ring_steps(p) * amax + busy + rmax;
 }
 
 /* ----------------------------------------------------------- lockstep ---- */
@@ -152,68 +211,110 @@ static double lockstep_time(coll_analytic *A, const coll_prog *p)
             int s = p->n_steps(p, r, k);
             if (s > smax) smax = s;
         }
-    double *out_b = dt_xmalloc((size_t)n * sizeof *out_b), *in_b = dt_xmalloc((size_t)n * sizeof *in_b);
-    double *alpha = dt_xmalloc((size_t)n * sizeof *alpha), *red = dt_xmalloc((size_t)n * sizeof *red);
-    double *bout = dt_xmalloc((size_t)n * sizeof *bout), *bin = dt_xmalloc((size_t)n * sizeof *bin);
+    double *red = dt_xmalloc((size_t)n * sizeof *red);
     coll_send *buf = dt_xmalloc((size_t)n * sizeof *buf);
     double total = 0;
     for (int s = 0; s < smax; s++) {
+        double amax = 0, rmax = 0;
         for (int r = 0; r < n; r++) {
-            out_b[r] = in_b[r] = alpha[r] = red[r] = 0;
-            bout[r] = bin[r] = INFINITY;
-        }
-        for (int r = 0; r < n; r++)
+            red[r] = 0;
             for (int k = 0; k < K; k++) {
                 if (s >= p->n_steps(p, r, k)) continue;
                 coll_step st;
                 step_of(p, buf, r, k, s, &st);
-                for (int i = 0; i < st.n_sends; i++) {
-                    int q = st.sends[i].peer;
-                    route e = route_of(A, p->gpus[r], p->gpus[q]);
-                    out_b[r] += st.sends[i].bytes;
-                    in_b[q] += st.sends[i].bytes;
-                    if (e.a > alpha[r]) alpha[r] = e.a;
-                    if (e.a > alpha[q]) alpha[q] = e.a;
-                    if (e.bw < bout[r]) bout[r] = e.bw;
-                    if (e.bw < bin[q]) bin[q] = e.bw;
-                }
+                for (int i = 0; i < st.n_sends; i++)
+                    amax = fmax(amax, load_add(A, p->gpus[r], p->gpus[st.sends[i].peer],
+                                               st.sends[i].bytes));
                 red[r] += reduce_ps(A, p->gpus[r], st.reduce_bytes);
             }
-        double worst = 0;
-        for (int r = 0; r < n; r++) {
-            double x = fmax(xfer_ps(out_b[r], bout[r]), xfer_ps(in_b[r], bin[r]));
-            double t = alpha[r] + x + red[r];
-            if (t > worst) worst = t;
+            rmax = fmax(rmax, red[r]);
         }
-        total += worst;
+        total += amax + load_drain(A) + rmax;
     }
-    free(out_b);
-    free(in_b);
-    free(alpha);
     free(red);
-    free(bout);
-    free(bin);
     free(buf);
     return total;
 }
 
 /* ----------------------------------------------------------- pipelines ---- */
 
+typedef struct pipe_shape {
+    int n, T;
+    int *parent, *nkid, *kid; /* per tree t: [t*n + r]; kid[(t*n + r)*4 + j] */
+    double *chunk;            /* per tree: bytes of its largest chunk */
+    int *chunks;              /* per tree: chunks */
+} pipe_shape;
+
+#define KID(S, t, u, j) (S)->kid[((size_t)(t) * (S)->n + (u)) * 4 + (j)]
+
+/* Put one chunk on every edge of the given phases (up: child -> parent) */
+static void pipe_load(coll_analytic *A, const coll_prog *p, const pipe_shape *S, int up, int down)
+{
+    for (int t = 0; t < S->T; t++)
+        for (int u = 0; u < S->n; u++)
+            for (int j = 0; j < S->nkid[t * S->n + u]; j++) {
+                int v = KID(S, t, u, j);
+                if (up) load_add(A, p->gpus[v], p->gpus[u], S->chunk[t]);
+                if (down) load_add(A, p->gpus[u], p->gpus[v], S->chunk[t]);
+            }
+}
+
+/* One tree under the current loads: the time for the first chunk to go through the phase
+ * (up: leaves to root, each node forwarding once its children arrived and it reduced; down:
+ * root to the deepest leaf), and the slowest stage (latency + busiest link [+ reduction]). */
+static void pipe_walk(coll_analytic *A, const coll_prog *p, const pipe_shape *S, int t, int up,
+                      const int *order, double *fill, double *first, double *stage)
+{
+    int n = S->n;
+    const int *NK = S->nkid + (size_t)t * n;
+    *first = *stage = 0;
+    for (int i = 0; i < n; i++) fill[i] = 0;
+    for (int i = 0; i < n; i++) {
+        int u = order[up ? n - 1 - i : i];
+        double arr = 0, smax = 0;
+        for (int j = 0; j < NK[u]; j++) {
+            int v = KID(S, t, u, j);
+            int a = up ? v : u, b = up ? u : v;
+            double x = route_lat(A, p->gpus[a], p->gpus[b]) + route_busy(A, p->gpus[a], p->gpus[b]);
+            smax = fmax(smax, x);
+            if (up) {
+                arr = fmax(arr, fill[v] + x);
+            } else {
+                fill[v] = fill[u] + x;
+                *first = fmax(*first, fill[v]);
+            }
+        }
+        if (up && NK[u] > 0) {
+            double red = reduce_ps(A, p->gpus[u], NK[u] * S->chunk[t]);
+            fill[u] = arr + red;
+            smax += red;
+        }
+        *stage = fmax(*stage, smax);
+    }
+    if (up) *first = fill[order[0]];
+}
+
 /* Trees of coll_tree.c: stream 4t+3 (down-send) step 0 names r's children in tree t whatever
- * the op, so the shape is read from the program itself. */
+ * the op, so the shape is read from the program itself. Time per tree: the first chunk's
+ * trip (up then down), each phase under its own phase's loads (with one chunk the phases do
+ * not overlap), plus (chunks - 1) x the slowest stage under every edge of every phase
+ * carrying a chunk at once (the steady state: a parent feeding two children through one link
+ * carries 2 chunks, plus its own up-send in an all-reduce; dbt: both trees' edges). */
 static double pipe_time(coll_analytic *A, const coll_prog *p)
 {
     int n = p->n, T = p->n_streams / 4;
     int up = p->op != COLL_BROADCAST, down = p->op != COLL_REDUCE;
-    int *parent = dt_xmalloc((size_t)T * n * sizeof *parent);
-    int *nkid = dt_xcalloc((size_t)T * n, sizeof *nkid);
-    int *order = dt_xmalloc((size_t)n * sizeof *order); /* BFS order of one tree */
-    double *chunk = dt_xcalloc((size_t)T, sizeof *chunk);
-    int *chunks = dt_xcalloc((size_t)T, sizeof *chunks);
-    int *kid = dt_xmalloc((size_t)T * n * 4 * sizeof *kid);
-    int *fan_down = dt_xcalloc((size_t)n, sizeof *fan_down), *fan_up = dt_xcalloc((size_t)n, sizeof *fan_up);
+    pipe_shape S = {.n = n, .T = T};
+    S.parent = dt_xmalloc((size_t)T * n * sizeof *S.parent);
+    S.nkid = dt_xcalloc((size_t)T * n, sizeof *S.nkid);
+    S.kid = dt_xmalloc((size_t)T * n * 4 * sizeof *S.kid);
+    S.chunk = dt_xcalloc((size_t)T, sizeof *S.chunk);
+    S.chunks = dt_xcalloc((size_t)T, sizeof *S.chunks);
+    int *order = dt_xmalloc((size_t)T * n * sizeof *order); /* per tree: BFS order */
+    double *fill = dt_xmalloc((size_t)n * sizeof *fill);
+    double *first = dt_xcalloc((size_t)T, sizeof *first), *steady = dt_xcalloc((size_t)T, sizeof *steady);
     coll_send *buf = dt_xmalloc((size_t)n * sizeof *buf);
-    for (int i = 0; i < T * n; i++) parent[i] = -1;
+    for (int i = 0; i < T * n; i++) S.parent[i] = -1;
     for (int t = 0; t < T; t++)
         for (int r = 0; r < n; r++) {
             coll_step st;
@@ -221,89 +322,56 @@ static double pipe_time(coll_analytic *A, const coll_prog *p)
             DT_ASSERT(st.n_sends <= 4);
             for (int i = 0; i < st.n_sends; i++) {
                 int q = st.sends[i].peer;
-                kid[((size_t)t * n + r) * 4 + nkid[t * n + r]++] = q;
-                parent[t * n + q] = r;
-                if (st.sends[i].bytes > chunk[t]) chunk[t] = st.sends[i].bytes;
+                KID(&S, t, r, S.nkid[t * n + r]++) = q;
+                S.parent[t * n + q] = r;
+                S.chunk[t] = fmax(S.chunk[t], st.sends[i].bytes);
             }
-            for (int k = 4 * t; k < 4 * t + 4; k++) {
-                int c = p->n_steps(p, r, k);
-                if (c > chunks[t]) chunks[t] = c;
-            }
+            for (int k = 4 * t; k < 4 * t + 4; k++)
+                S.chunks[t] = (int)fmax(S.chunks[t], p->n_steps(p, r, k));
         }
-    /* Concurrent transfers per GPU over all trees: down, a parent feeds all its children at
-     * once; up, a child sends one per tree and a parent receives from all its children. */
-    for (int t = 0; t < T; t++)
-        for (int r = 0; r < n; r++) {
-            fan_down[r] += nkid[t * n + r];
-            if (parent[t * n + r] >= 0) fan_up[r]++;
-        }
-    double worst = 0;
     for (int t = 0; t < T; t++) {
-        int *P = parent + (size_t)t * n, *NK = nkid + (size_t)t * n;
-        double c = chunk[t];
-        int root = -1;
-        for (int r = 0; r < n; r++)
-            if (P[r] < 0) root = r;
-        DT_ASSERT(root >= 0);
-        /* BFS from the root */
-        int head = 0, tail = 0;
-        order[tail++] = root;
+        int *ord = order + (size_t)t * n, head = 0, tail = 0;
+        for (int r = 0; r < n && !tail; r++)
+            if (S.parent[t * n + r] < 0) ord[tail++] = r;
         while (head < tail) {
-            int u = order[head++];
-            for (int i = 0; i < NK[u]; i++) order[tail++] = kid[((size_t)t * n + u) * 4 + i];
+            int u = ord[head++];
+            for (int j = 0; j < S.nkid[t * n + u]; j++) ord[tail++] = KID(&S, t, u, j);
         }
         DT_ASSERT(tail == n);
-        double *fill_up = dt_xcalloc((size_t)n, sizeof *fill_up);
-        double *fill_down = dt_xcalloc((size_t)n, sizeof *fill_down);
-        double stage_max = 0;
-        /* up: leaves first (reverse BFS); node u is ready when all kids arrived and it reduced */
-        if (up)
-            for (int i = n - 1; i >= 0; i--) {
-                int u = order[i];
-                if (NK[u] == 0) continue;
-                double arr = 0, smax = 0;
-                for (int j = 0; j < NK[u]; j++) {
-                    int v = kid[((size_t)t * n + u) * 4 + j];
-                    route e = route_of(A, p->gpus[v], p->gpus[u]);
-                    /* v's link carries one send per tree it is inner in; u's in-link all of
-                     * u's children over all trees at once */
-                    double x = e.a + xfer_ps(c * fmax(fan_up[v], fan_down[u]), e.bw);
-                    arr = fmax(arr, fill_up[v] + x);
-                    smax = fmax(smax, x);
-                }
-                double red = reduce_ps(A, p->gpus[u], NK[u] * c);
-                fill_up[u] = arr + red;
-                stage_max = fmax(stage_max, smax + red);
-            }
-        double fill = up ? fill_up[root] : 0, deepest = 0;
-        if (down)
-            for (int i = 0; i < n; i++) {
-                int u = order[i];
-                for (int j = 0; j < NK[u]; j++) {
-                    int v = kid[((size_t)t * n + u) * 4 + j];
-                    route e = route_of(A, p->gpus[u], p->gpus[v]);
-                    double x = e.a + xfer_ps(c * fan_down[u], e.bw);
-                    fill_down[v] = fill_down[u] + x;
-                    stage_max = fmax(stage_max, x);
-                    deepest = fmax(deepest, fill_down[v]);
-                }
-            }
-        double tt = fill + deepest + (chunks[t] - 1) * stage_max;
-        if (tt > worst) worst = tt;
-        free(fill_up);
-        free(fill_down);
     }
-    free(parent);
-    free(nkid);
+    double f, st;
+    for (int ph = 0; ph < 2; ph++) { /* the first chunk: each phase under its own loads */
+        if (!(ph == 0 ? up : down)) continue;
+        pipe_load(A, p, &S, ph == 0, ph == 1);
+        for (int t = 0; t < T; t++) {
+            pipe_walk(A, p, &S, t, ph == 0, order + (size_t)t * n, fill, &f, &st);
+            first[t] += f;
+        }
+        load_drain(A);
+    }
+    pipe_load(A, p, &S, up, down); /* steady state: every phase at once */
+    for (int t = 0; t < T; t++)
+        for (int ph = 0; ph < 2; ph++) {
+            if (!(ph == 0 ? up : down)) continue;
+            pipe_walk(A, p, &S, t, ph == 0, order + (size_t)t * n, fill, &f, &st);
+            steady[t] = fmax(steady[t], st);
+        }
+    load_drain(A);
+    double worst = 0;
+    for (int t = 0; t < T; t++) worst = fmax(worst, first[t] + (S.chunks[t] - 1) * steady[t]);
+    free(S.parent);
+    free(S.nkid);
+    free(S.kid);
+    free(S.chunk);
+    free(S.chunks);
     free(order);
-    free(chunk);
-    free(chunks);
-    free(kid);
-    free(fan_down);
-    free(fan_up);
+    free(fill);
+    free(first);
+    free(steady);
     free(buf);
     return worst;
 }
+#undef KID
 
 /* ------------------------------------------------------------- entry ---- */
 
