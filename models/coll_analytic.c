@@ -29,14 +29,16 @@
 
 typedef struct ca_entry {
     uint64_t hash;
-    int used;
+    int used;           /* 0 free, else CA_EXACT or CA_LINEAR (below) */
     coll_op op;
-    coll_algo algo;     /* asked */
-    coll_algo ran;
+    coll_algo algo;     /* asked (EXACT) */
+    coll_algo ran;      /* what runs (both kinds; the LINEAR key) */
+    int streams;        /* LINEAR key: the program's streams (ring chunks) */
     int n, root, servers;
-    double bytes, elem;
+    double bytes, elem; /* bytes: EXACT key */
     int *group;         /* owned copy */
-    sim_time_t time;
+    sim_time_t time;    /* EXACT */
+    double lat, per_byte; /* LINEAR: ps = lat + per_byte x bytes */
 } ca_entry;
 
 struct coll_analytic {
@@ -175,7 +177,7 @@ static void step_of(const coll_prog *p, coll_send *buf, int r, int k, int s, col
 /* As the fluid ring (coll.c start_fluid, on_fluid): every edge carries its bytes at the rate
  * of the busiest link any edge crosses (a link two edges cross carries both), every step
  * pays the largest edge latency, and the receivers' reductions follow. */
-static double ring_time(coll_analytic *A, const coll_prog *p)
+static double ring_time(coll_analytic *A, const coll_prog *p, double *lat_part)
 {
     int n = p->n;
     int *src = dt_xmalloc((size_t)n * sizeof *src), *dst = dt_xmalloc((size_t)n * sizeof *dst);
@@ -197,12 +199,13 @@ static double ring_time(coll_analytic *A, const coll_prog *p)
     free(dst);
     free(bytes);
     free(red);
-    return coll_ring_steps(p) * amax + busy + rmax;
+    *lat_part = coll_ring_steps(p) * amax;
+    return *lat_part + busy + rmax;
 }
 
 /* ----------------------------------------------------------- lockstep ---- */
 
-static double lockstep_time(coll_analytic *A, const coll_prog *p)
+static double lockstep_time(coll_analytic *A, const coll_prog *p, double *lat_part)
 {
     int n = p->n, K = p->n_streams;
     int smax = 0;
@@ -214,6 +217,7 @@ static double lockstep_time(coll_analytic *A, const coll_prog *p)
     double *red = dt_xmalloc((size_t)n * sizeof *red);
     coll_send *buf = dt_xmalloc((size_t)n * sizeof *buf);
     double total = 0;
+    *lat_part = 0;
     for (int s = 0; s < smax; s++) {
         double amax = 0, rmax = 0;
         for (int r = 0; r < n; r++) {
@@ -230,6 +234,7 @@ static double lockstep_time(coll_analytic *A, const coll_prog *p)
             rmax = fmax(rmax, red[r]);
         }
         total += amax + load_drain(A) + rmax;
+        *lat_part += amax;
     }
     free(red);
     free(buf);
@@ -375,7 +380,16 @@ static double pipe_time(coll_analytic *A, const coll_prog *p)
 
 /* ------------------------------------------------------------- entry ---- */
 
-static uint64_t spec_hash(const coll_spec *s)
+/* Two kinds of cache entries. EXACT: (op, algo asked, bytes, root, servers, elem, group) ->
+ * time. LINEAR: (op, algo that runs, streams, root, servers, elem, group) -> lat + per_byte x
+ * bytes: the ring and lockstep times are sums of latencies plus link loads and reductions
+ * proportional to the size (up to element rounding: parts differ by one element), so one
+ * evaluation serves every size that runs the same algorithm with the same chunking - a
+ * training step's buckets of different sizes on one data-parallel group walk the program once.
+ * Pipelines are not linear (max of latency + load per stage): EXACT only. */
+enum { CA_EXACT = 1, CA_LINEAR = 2 };
+
+static uint64_t spec_hash(const coll_spec *s, int kind, coll_algo ran, int streams)
 {
     uint64_t h = 1469598103934665603ull;
 #define MIX(x)                                                                                     \
@@ -383,14 +397,18 @@ static uint64_t spec_hash(const coll_spec *s)
         h ^= (uint64_t)(x);                                                                        \
         h *= 1099511628211ull;                                                                     \
     } while (0)
+    MIX(kind);
     MIX(s->op);
-    MIX(s->algo);
+    MIX(kind == CA_EXACT ? s->algo : ran);
+    MIX(streams);
     MIX(s->n);
     MIX(s->root);
     MIX(s->servers);
     uint64_t bb;
-    memcpy(&bb, &s->bytes, sizeof bb);
-    MIX(bb);
+    if (kind == CA_EXACT) {
+        memcpy(&bb, &s->bytes, sizeof bb);
+        MIX(bb);
+    }
     memcpy(&bb, &s->elem_bytes, sizeof bb);
     MIX(bb);
     for (int i = 0; i < s->n; i++) MIX((uint32_t)s->group[i]);
@@ -398,50 +416,31 @@ static uint64_t spec_hash(const coll_spec *s)
     return h;
 }
 
-static int same(const ca_entry *e, uint64_t h, const coll_spec *s)
+static int same(const ca_entry *e, uint64_t h, const coll_spec *s, int kind, coll_algo ran,
+                int streams)
 {
-    return e->hash == h && e->op == s->op && e->algo == s->algo && e->n == s->n &&
-           e->root == s->root && e->servers == s->servers && e->bytes == s->bytes &&
-           e->elem == s->elem_bytes && !memcmp(e->group, s->group, (size_t)s->n * sizeof(int));
+    return e->used == kind && e->hash == h && e->op == s->op && e->n == s->n &&
+           (kind == CA_EXACT ? e->algo == s->algo && e->bytes == s->bytes
+                             : e->ran == ran && e->streams == streams) &&
+           e->root == s->root && e->servers == s->servers && e->elem == s->elem_bytes &&
+           !memcmp(e->group, s->group, (size_t)s->n * sizeof(int));
 }
 
-int coll_analytic_time(coll_analytic *A, const coll_spec *spec, sim_time_t *time,
-                       coll_algo *algo, dt_error *err)
+static ca_entry *lookup(coll_analytic *A, uint64_t h, const coll_spec *s, int kind, coll_algo ran,
+                        int streams)
 {
-    int cacheable = spec->group && spec->n >= 1 && (unsigned)spec->op < COLL_OP_COUNT;
-    uint64_t h = cacheable ? spec_hash(spec) : 0;
-    int slot = -1;
-    if (cacheable) {
-        slot = (int)(h & (uint64_t)(A->cap - 1));
-        while (A->tab[slot].used) {
-            if (same(&A->tab[slot], h, spec)) {
-                *time = A->tab[slot].time;
-                if (algo) *algo = A->tab[slot].ran;
-                return DT_OK;
-            }
-            slot = (slot + 1) & (A->cap - 1);
-        }
+    int slot = (int)(h & (uint64_t)(A->cap - 1));
+    while (A->tab[slot].used) {
+        if (same(&A->tab[slot], h, s, kind, ran, streams)) return &A->tab[slot];
+        slot = (slot + 1) & (A->cap - 1);
     }
-    coll_prog p;
-    coll_algo ran;
-    int rc = coll_prepare(A->t, &A->cfg, spec, &p, &ran, err);
-    if (rc != DT_OK) return rc;
-    double ps = 0;
-    if (p.n > 1) {
-        int ringish = ran == COLL_RING && (p.op == COLL_ALLREDUCE || p.op == COLL_REDUCE_SCATTER ||
-                                           p.op == COLL_ALLGATHER);
-        int pipe = ran == COLL_TREE || ran == COLL_DBT ||
-                   (ran == COLL_RING && (p.op == COLL_BROADCAST || p.op == COLL_REDUCE));
-        ps = ringish ? ring_time(A, &p) : pipe ? pipe_time(A, &p) : lockstep_time(A, &p);
-    }
-    free(p.data);
-    sim_time_t t = !(ps < 9.0e18) ? SIM_TIME_MAX : ps <= 0 ? 0 : (sim_time_t)ceil(ps - ps * 1e-12);
-    *time = t;
-    if (algo) *algo = ran;
-    if (!cacheable) return DT_OK;
+    return NULL;
+}
+
+static ca_entry *insert(coll_analytic *A, uint64_t h, const coll_spec *s, int kind)
+{
     if (2 * (A->used + 1) > A->cap) {
-        if (A->cap < CA_MAX_CAP) {
-            /* grow: rehash the live entries */
+        if (A->cap < CA_MAX_CAP) { /* grow: rehash the live entries */
             ca_entry *old = A->tab;
             int oc = A->cap;
             A->cap *= 2;
@@ -456,15 +455,96 @@ int coll_analytic_time(coll_analytic *A, const coll_spec *spec, sim_time_t *time
         } else {
             cache_clear(A);
         }
-        slot = (int)(h & (uint64_t)(A->cap - 1));
-        while (A->tab[slot].used) slot = (slot + 1) & (A->cap - 1);
     }
+    int slot = (int)(h & (uint64_t)(A->cap - 1));
+    while (A->tab[slot].used) slot = (slot + 1) & (A->cap - 1);
     ca_entry *e = &A->tab[slot];
-    *e = (ca_entry){.hash = h, .used = 1, .op = spec->op, .algo = spec->algo, .ran = ran,
-                    .n = spec->n, .root = spec->root, .servers = spec->servers,
-                    .bytes = spec->bytes, .elem = spec->elem_bytes, .time = t};
-    e->group = dt_xmalloc((size_t)spec->n * sizeof *e->group);
-    memcpy(e->group, spec->group, (size_t)spec->n * sizeof *e->group);
+    *e = (ca_entry){.hash = h, .used = kind, .op = s->op, .algo = s->algo, .n = s->n,
+                    .root = s->root, .servers = s->servers, .bytes = s->bytes,
+                    .elem = s->elem_bytes};
+    e->group = dt_xmalloc((size_t)s->n * sizeof *e->group);
+    memcpy(e->group, s->group, (size_t)s->n * sizeof *e->group);
     A->used++;
+    return e;
+}
+
+static sim_time_t to_time(double ps)
+{
+    return !(ps < 9.0e18) ? SIM_TIME_MAX : ps <= 0 ? 0 : (sim_time_t)ceil(ps - ps * 1e-12);
+}
+
+int coll_analytic_time(coll_analytic *A, const coll_spec *spec, sim_time_t *time,
+                       coll_algo *algo, dt_error *err)
+{
+    if (spec->op == COLL_SENDRECV && spec->n == 2 && spec->group && (spec->root == 0 || spec->root == 1) &&
+        spec->bytes >= 0 && isfinite(spec->bytes)) {
+        /* One transfer (as coll_start runs it: direct) takes one lane's route whole: latency
+         * + bytes / its bottleneck (lane 0: equal-cost lanes differ only where link
+         * bandwidths differ). No program, no cache: a pipeline's sends reach tens of
+         * thousands of distinct pairs, which would only churn the cache. */
+        int a = spec->group[0], b = spec->group[1];
+        const int *path = NULL;
+        int nh = 0;
+        sim_time_t lat = 0;
+        if (a >= 0 && b >= 0 && a < A->t->n_gpus && b < A->t->n_gpus && a != b &&
+            net_route_lane(A->net, a, b, 0, &path, &nh, &lat) == DT_OK) {
+            double bw = INFINITY;
+            for (int h = 0; h < nh; h++) bw = fmin(bw, A->t->links[path[h]].bandwidth);
+            double x = spec->bytes > 0 && bw > 0 && isfinite(bw) ? spec->bytes / bw * 1e12 : 0;
+            *time = to_time((double)lat + x);
+            if (algo) *algo = COLL_DIRECT;
+            return DT_OK;
+        }
+    }
+    int cacheable = spec->group && spec->n >= 1 && (unsigned)spec->op < COLL_OP_COUNT &&
+                    spec->bytes >= 0 && isfinite(spec->bytes);
+    uint64_t h = 0;
+    if (cacheable) {
+        h = spec_hash(spec, CA_EXACT, COLL_AUTO, 0);
+        ca_entry *e = lookup(A, h, spec, CA_EXACT, COLL_AUTO, 0);
+        if (e) {
+            *time = e->time;
+            if (algo) *algo = e->ran;
+            return DT_OK;
+        }
+    }
+    coll_prog p;
+    coll_algo ran;
+    int rc = coll_prepare(A->t, &A->cfg, spec, &p, &ran, err);
+    if (rc != DT_OK) return rc;
+    double ps = 0;
+    if (p.n > 1) {
+        int ringish = ran == COLL_RING && (p.op == COLL_ALLREDUCE || p.op == COLL_REDUCE_SCATTER ||
+                                           p.op == COLL_ALLGATHER);
+        int pipe = ran == COLL_TREE || ran == COLL_DBT ||
+                   (ran == COLL_RING && (p.op == COLL_BROADCAST || p.op == COLL_REDUCE));
+        if (pipe) {
+            ps = pipe_time(A, &p);
+        } else {
+            uint64_t hl = spec_hash(spec, CA_LINEAR, ran, p.n_streams);
+            ca_entry *l = cacheable && spec->bytes > 0 ? lookup(A, hl, spec, CA_LINEAR, ran, p.n_streams) : NULL;
+            if (l) {
+                ps = l->lat + l->per_byte * spec->bytes;
+            } else {
+                double lat = 0;
+                ps = ringish ? ring_time(A, &p, &lat) : lockstep_time(A, &p, &lat);
+                if (cacheable && spec->bytes > 0) {
+                    l = insert(A, hl, spec, CA_LINEAR);
+                    l->ran = ran;
+                    l->streams = p.n_streams;
+                    l->lat = lat;
+                    l->per_byte = (ps - lat) / spec->bytes;
+                }
+            }
+        }
+    }
+    free(p.data);
+    *time = to_time(ps);
+    if (algo) *algo = ran;
+    if (cacheable) {
+        ca_entry *e = insert(A, h, spec, CA_EXACT);
+        e->ran = ran;
+        e->time = *time;
+    }
     return DT_OK;
 }
