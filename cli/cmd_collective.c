@@ -355,14 +355,20 @@ static int run(int argc, char **argv)
         if (parse_int(o.elem, 1, 1024, &iv)) return usage_err("--elem-bytes expects 1..1024, found '%s'%s", o.elem, "");
         spec.elem_bytes = (double)iv;
     }
+    /* why is only filled when parsing fails: "--chunk 0" parses, and printed it uninitialised */
     if (o.chunk && (unit_parse_size(o.chunk, &cc.chunk_bytes, why, sizeof why) != DT_OK || !(cc.chunk_bytes > 0))) {
-        dt_error_set(&err, DT_EINPUT, NULL, "--chunk", "expected a positive size: %s", why);
+        dt_error_set(&err, DT_EINPUT, NULL, "--chunk", "expected a positive size, found '%s'", o.chunk);
         return cli_report_error(&err);
     }
     if (o.ring_model && coll_ring_model_parse(o.ring_model, &cc.ring_model) != DT_OK)
         return usage_err("--ring-model expects steps, fluid or auto, found '%s'%s", o.ring_model, "");
     if (o.reduce_bw && unit_parse_bandwidth(o.reduce_bw, &cc.reduce_bw, why, sizeof why) != DT_OK) {
         dt_error_set(&err, DT_EINPUT, NULL, "--reduce-bw", "%s", why);
+        return cli_report_error(&err);
+    }
+    if (o.reduce_bw && !(cc.reduce_bw >= 0)) { /* negative would silently mean "the GPU's" */
+        dt_error_set(&err, DT_EINPUT, NULL, "--reduce-bw",
+                     "expected a bandwidth >= 0 (0 = free), found '%s'", o.reduce_bw);
         return cli_report_error(&err);
     }
     double *sizes = NULL;

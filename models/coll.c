@@ -385,7 +385,7 @@ static void finish_step(coll_engine *c, int id, int s)
             double ps = ceil(st->reduce_bytes / bw * 1e12 * (1 - 1e-12));
             sim_time_t now = sim_now(c->eng);
             sim_time_t start = c->reduce_free[g] > now ? c->reduce_free[g] : now;
-            c->reduce_free[g] = start + (sim_time_t)ps;
+            c->reduce_free[g] = sim_time_add(start, ps < 9.0e18 ? (sim_time_t)ps : SIM_TIME_MAX);
             sim_schedule(c->eng, c->reduce_free[g], c->k_reduce, (uint32_t)id, (uint64_t)s);
             return;
         }
@@ -440,12 +440,12 @@ static void on_fluid(void *model, sim_engine *eng, const sim_event *ev)
         if (red > 0 && bw > 0) {
             double ps = ceil(red / bw * 1e12 * (1 - 1e-12));
             sim_time_t start = c->reduce_free[g] > t ? c->reduce_free[g] : t;
-            c->reduce_free[g] = start + (sim_time_t)ps;
+            c->reduce_free[g] = sim_time_add(start, ps < 9.0e18 ? (sim_time_t)ps : SIM_TIME_MAX);
             t = c->reduce_free[g];
         }
         if (t > end) end = t;
     }
-    sim_schedule(eng, end + in->f_extra, in->done_kind, in->done_id, in->done_data);
+    sim_schedule_in(eng, end, in->f_extra, in->done_kind, in->done_id, in->done_data);
     inst_release(in);
     in->next_free = c->free_head;
     c->free_head = id;
@@ -482,7 +482,8 @@ static void start_fluid(coll_engine *c, int id)
         if (net_path_info(c->net, src[q], dst[q], &a, NULL, NULL) == DT_OK && a > amax) amax = a;
         if (bytes[q] > b) b = bytes[q];
     }
-    in->f_extra = (sim_time_t)(coll_ring_steps(&in->p) - 1) * amax;
+    double extra = (double)(coll_ring_steps(&in->p) - 1) * (double)amax;
+    in->f_extra = extra < 9.0e18 ? (sim_time_t)extra : SIM_TIME_MAX;
     /* One coupled flow per ECMP lane, each with 1/lanes of the data: the step model's
      * successive steps rotate over a pair's lanes (net_send), spreading each edge over the
      * equal-cost paths; a single coupled flow would pin every edge to one path, and a ring
@@ -624,6 +625,11 @@ int coll_simulate(topo *t, const coll_spec *spec, const coll_config *cc, const n
         sim_run(eng, SIM_TIME_MAX);
         DT_ASSERT(d.fired);
         out->time = d.at;
+        if (d.at >= SIM_TIME_MAX / 2)
+            rc = dt_error_set(err, DT_EINPUT, NULL, NULL,
+                              "%g bytes would take longer than the simulated clock's range "
+                              "(about 50 days): check the size and the topology's bandwidths",
+                              spec->bytes);
         out->events = sim_events_handled(eng);
         net_get_stats(n, &out->net);
     }

@@ -206,7 +206,7 @@ net_mode net_get_mode(const net *n) { return n->cfg.mode; }
 static sim_time_t ps_ceil(double seconds)
 {
     double ps = seconds * 1e12;
-    DT_ASSERT(ps < 9.0e18);
+    if (!(ps < 9.0e18)) return SIM_TIME_MAX; /* "never": the caller reports the overflow */
     if (ps <= 0) return 0;
     double c = ceil(ps - ps * 1e-12);
     return (sim_time_t)c;
@@ -295,7 +295,7 @@ static void schedule_finish(net *n, int id, net_flow *f, sim_time_t now)
 {
     f->version++;
     sim_time_t dt = ps_ceil(f->remaining / f->rate);
-    sim_schedule(n->eng, now + dt, n->k_done, (uint32_t)id, f->version);
+    sim_schedule_in(n->eng, now, dt, n->k_done, (uint32_t)id, f->version);
 }
 
 static void note_util(net *n, double used, double bw)
@@ -424,8 +424,8 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
         n->st.flows_finished++;
         n->st.bytes_delivered += bytes;
         if (n->obs && bytes > 0)
-            for (int h = 0; h < nh; h++) n->obs(n->obs_ctx, path[h], now, now + dt, bytes);
-        sim_schedule(n->eng, now + dt + lat, done_kind, done_id, done_data);
+            for (int h = 0; h < nh; h++) n->obs(n->obs_ctx, path[h], now, sim_time_add(now, dt), bytes);
+        sim_schedule_in(n->eng, now, sim_time_add(dt, lat), done_kind, done_id, done_data);
         return;
     }
 
@@ -465,8 +465,8 @@ void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, 
         n->st.flows_finished++;
         n->st.bytes_delivered += bytes * n_pairs;
         if (n->obs && bytes > 0)
-            for (int h = 0; h < nh; h++) n->obs(n->obs_ctx, path[h], now, now + dt, bytes);
-        sim_schedule(n->eng, now + dt + lat, done_kind, done_id, done_data);
+            for (int h = 0; h < nh; h++) n->obs(n->obs_ctx, path[h], now, sim_time_add(now, dt), bytes);
+        sim_schedule_in(n->eng, now, sim_time_add(dt, lat), done_kind, done_id, done_data);
         free(path);
         return;
     }
@@ -500,7 +500,7 @@ static void on_done(void *model, sim_engine *eng, const sim_event *ev)
     }
     n->st.flows_finished++;
     n->st.bytes_delivered += f->bytes * f->pairs;
-    sim_schedule(eng, now + f->tail, f->done_kind, f->done_id, f->done_data);
+    sim_schedule_in(eng, now, f->tail, f->done_kind, f->done_id, f->done_data);
     free(f->xpath);
     free(f->xslot);
     f->xpath = f->xslot = NULL;

@@ -468,6 +468,19 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
                           "a \"params\" model only plans memory (dtsim memory); use "
                           "\"transformer\" or \"synthetic\" to simulate a step");
     }
+    /* A plan with 2^30 microbatches is valid but its graph would not fit in memory (dt_xmalloc
+     * aborts): refuse graphs far beyond the largest scenario shipped (gpt3-175b: 1.5e5 ops).
+     * The estimate over-counts (4 ops per lane, microbatch and model chunk, plus per-layer DP
+     * or ZeRO-3 ops); 2^26 ops is a few GB. */
+    const wl_plan *P = &s.plan;
+    double est_ops = 4.0 * P->dp * P->pp * P->microbatches * P->virtual_stages +
+                     4.0 * P->dp * s.model.layers * (P->zero == 3 ? P->microbatches : 1);
+    if (rc == DT_OK && est_ops > (double)(1 << 26))
+        rc = dt_error_set(err, DT_EINPUT, file, "parallel.microbatches",
+                          "the step's op graph would have about %.3g ops (dp %d x pp %d x "
+                          "%d microbatches x %d virtual stages x 4), more than dtsim simulates "
+                          "(%d); use fewer microbatches (dtsim memory still works)",
+                          est_ops, P->dp, P->pp, P->microbatches, P->virtual_stages, 1 << 26);
     wl_graph *g = rc == DT_OK ? wl_graph_build(&s) : NULL;
     if (rc == DT_OK && opt && opt->write_trace) {
         trace_env env = {.gpu = NULL, .stragglers = s.stragglers, .n_stragglers = s.n_stragglers,
@@ -488,6 +501,8 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
                  .network = s.network, .dp_algorithm = s.dp_algorithm,
                  .ring_model = s.ring_model};
         rc = simulate(&J, opt, out, err);
+        if (rc == DT_EINPUT && !err->file[0] && file)
+            snprintf(err->file, sizeof err->file, "%s", file);
     }
     wl_graph_destroy(g);
     topo_destroy(t);
@@ -511,6 +526,7 @@ static char *dir_of(const char *path)
 int run_scenario_file(const char *filename, const run_options *opt, run_result *out,
                       dt_error *err)
 {
+    memset(out, 0, sizeof *out); /* callers free out->timeline even when the file is bad */
     cJSON *j;
     TRY(js_parse_file(filename, &j, err));
     char *dir = dir_of(filename);
@@ -581,6 +597,8 @@ int run_trace_file(const char *trace_file, const char *topology_file, const run_
                  .seed = env.seed, .network = env.network, .dp_algorithm = env.dp_algorithm,
                  .ring_model = env.ring_model};
         rc = simulate(&J, opt, out, err);
+        if (rc == DT_EINPUT && !err->file[0]) /* replay errors (cycles, overflow) are the trace's */
+            snprintf(err->file, sizeof err->file, "%s", trace_file);
     }
     wl_graph_destroy(g);
     trace_env_free(&env);

@@ -314,25 +314,43 @@ static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env 
     *gout = g;
     g->precision = (gpu_precision)prec;
     if (lanes) {
+        /* A GPU in two lanes (or twice in one) would be in two places of one collective:
+         * {"lanes": [[0], [0]]} aborted in the flow back end. owner[gpu] = lane index + 1. */
+        int *owner = dt_xcalloc((size_t)n_gpus, sizeof *owner);
         int l = 0;
         for (const cJSON *ln = lanes->child; ln; ln = ln->next, l++) {
             char lp[JS_PATH_MAX];
             js_path_index(lp, "lanes", l);
-            TRY(js_expect_array(c, ln, lp));
-            if (cJSON_GetArraySize(ln) != lane_size || lane_size < 1)
-                return js_fail(c, lp, NULL, "every lane must list %d GPUs, found %d",
-                               lane_size, cJSON_GetArraySize(ln));
+            int rc = js_expect_array(c, ln, lp);
+            if (rc == DT_OK && (cJSON_GetArraySize(ln) != lane_size || lane_size < 1))
+                rc = js_fail(c, lp, NULL, "every lane must list %d GPUs, found %d", lane_size,
+                             cJSON_GetArraySize(ln));
+            if (rc != DT_OK) {
+                free(owner);
+                return rc;
+            }
             int k = 0;
             for (const cJSON *x = ln->child; x; x = x->next, k++) {
+                char xp[JS_PATH_MAX];
                 if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble >= n_gpus ||
                     x->valuedouble != floor(x->valuedouble)) {
-                    char xp[JS_PATH_MAX];
+                    free(owner);
                     return js_fail(c, js_path_index(xp, lp, k), NULL,
                                    "expected a GPU index in 0..%lld", n_gpus - 1);
                 }
-                g->lane_gpus[(size_t)l * lane_size + k] = (int)x->valuedouble;
+                int gpu = (int)x->valuedouble;
+                if (owner[gpu]) {
+                    int first = owner[gpu] - 1;
+                    free(owner);
+                    return js_fail(c, js_path_index(xp, lp, k), NULL,
+                                   "GPU %d is already in lanes[%d]: a GPU belongs to one lane",
+                                   gpu, first);
+                }
+                owner[gpu] = l + 1;
+                g->lane_gpus[(size_t)l * lane_size + k] = gpu;
             }
         }
+        free(owner);
     } else {
         for (int i = 0; i < n_gpus; i++) g->lane_gpus[i] = i;
     }

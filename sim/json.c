@@ -121,11 +121,11 @@ int js_parse_file(const char *filename, cJSON **out, dt_error *err)
             buf = dt_xrealloc(buf, cap);
         }
     }
-    int bad = ferror(f);
+    int bad = ferror(f), why = errno; /* a directory opens but reads fail with EISDIR */
     fclose(f);
     if (bad) {
         free(buf);
-        return dt_error_set(err, DT_EIO, filename, NULL, "read error");
+        return dt_error_set(err, DT_EIO, filename, NULL, "cannot read: %s", strerror(why));
     }
     int rc = js_parse_text(buf, len, filename, out, err);
     free(buf);
