@@ -70,6 +70,14 @@ static int parse_int(const char *flag, const char *s, int lo, int hi, int *out)
     return CLI_OK;
 }
 
+/* "simulating 123/869 plans" on stderr, redrawn in place (only when stderr is a terminal). */
+static void draw(void *ctx, size_t done, size_t total)
+{
+    fprintf(stderr, "\rsimulating %zu/%zu plans", done, total);
+    if (done == total) fputs("\r\033[K", stderr);
+    fflush(stderr);
+}
+
 static cJSON *candidate_json(const plan_candidate *c)
 {
     const run_result *r = &c->result;
@@ -128,6 +136,9 @@ static int run(int argc, char **argv)
             opt.exhaustive = true;
         } else if (!strcmp(a, "--json")) {
             json = true;
+        } else if (!strcmp(a, "--gpus") || !strcmp(a, "--max-gpus") || !strcmp(a, "--top") || !strcmp(a, "--jobs") || !strcmp(a, "--objective") || !strcmp(a, "--memory-limit")) {
+            fprintf(stderr, "dtsim plan: %s needs a value (see dtsim plan --help)\n", a);
+            return CLI_USAGE;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "dtsim plan: unknown option %s (see dtsim plan --help)\n", a);
             return CLI_USAGE;
@@ -144,6 +155,7 @@ static int run(int argc, char **argv)
         return CLI_USAGE;
     }
     if (opt.jobs < 1) opt.jobs = 1;
+    if (isatty(STDERR_FILENO)) opt.progress = draw;
     dt_error err;
     dt_error_clear(&err);
     cJSON *sc = NULL;

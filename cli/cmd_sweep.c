@@ -175,6 +175,9 @@ static int run(int argc, char **argv)
             list = true;
         } else if (!strcmp(a, "--no-progress")) {
             progress = false;
+        } else if (!strcmp(a, "--out") || !strcmp(a, "--jobs")) {
+            fprintf(stderr, "dtsim sweep: %s needs a value (see dtsim sweep --help)\n", a);
+            return CLI_USAGE;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "dtsim sweep: unknown option %s (see dtsim sweep --help)\n", a);
             return CLI_USAGE;

@@ -12,11 +12,15 @@ cd "$(dirname "$0")/../.."
 secs=${1:-15}
 command -v clang >/dev/null || { echo "fuzz: clang not found (scripts/deps.sh --test)" >&2; exit 1; }
 
-# Warnings are the gcc builds' job; here only the sanitizers' verdict counts. No CUDA: its static
-# runtime makes the link step C++ (g++, which has no -fsanitize=fuzzer) and no loader uses it.
-CC=clang cmake -S . -B build-fuzz -DDTSIM_FUZZ=ON -DDTSIM_WERROR=OFF -DDTSIM_CUDA=OFF \
+# Warnings are the gcc builds' job; here only the sanitizers' verdict counts. CUDA off: nvcc's
+# host link step would not take -fsanitize=fuzzer, and no fuzz target reaches the kernels.
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DDTSIM_FUZZ=ON -DDTSIM_WERROR=OFF -DDTSIM_CUDA=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build-fuzz --target fuzzers -j2 >/dev/null
+if ! cmake --build build-fuzz --target fuzzers -j2 >build-fuzz/build.log 2>&1; then
+  tail -30 build-fuzz/build.log >&2
+  echo "fuzz: build failed (build-fuzz/build.log)" >&2
+  exit 1
+fi
 
 mkdir -p build-fuzz/artifacts
 status=0
