@@ -255,6 +255,16 @@ t 2 'report_obj.json: expected an array of objects' rep report report_obj.json -
 t 2 'unknown' - bogus-command
 t 2 'unknown sub-command' - topo bogus
 
+# Text from the user's data goes into gnuplot scripts quoted: an algorithm name must not run a
+# shell command when the plot is drawn (it did: title '%s' written raw).
+printf '[{"size_bytes": 1, "busbw_GBps": 2, "algo": "a\x27; system(\x27touch %s\x27); print \x27"},
+  {"size_bytes": 2, "busbw_GBps": 3, "algo": "b\\n\\"; system(\\"touch %s\\")"}]\n' \
+    "$tmp/pwned" "$tmp/pwned" > inject.json
+if command -v gnuplot >/dev/null; then
+    "$DTSIM" report inject.json --out inj >/dev/null 2>&1
+    [[ ! -e $tmp/pwned ]] || { echo "FAIL: report ran a command from the data" >&2; fails=$((fails + 1)); }
+fi
+
 if ((fails)); then
     echo "FAIL: $fails bad-input case(s)" >&2
     exit 1
