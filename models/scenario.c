@@ -286,7 +286,9 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
     static const char *const keys[] = {"name", "description", "topology", "gpu", "model",
                                        "parallel", "global_batch", "precision", "optimizer",
                                        "options", "stragglers", "jitter", "degraded_links",
-                                       "seed", NULL};
+                                       "seed", "sweep", NULL};
+    /* "sweep" belongs to `dtsim sweep` (reports/sweep_spec.c validates it); a single run is the
+     * scenario as written, so it is allowed here and not read. */
     TRY(js_expect_object(c, j, ""));
     TRY(js_check_keys(c, j, "", keys));
     const char *name = NULL, *desc = NULL;
