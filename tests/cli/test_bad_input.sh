@@ -156,7 +156,7 @@ t 2 'degraded.json: degraded_links[0].link' - run degraded.json
 t 2 'params.json: model.kind' never.json run params.json --timeline never.json
 t 2 'nocal.json: options.calibration' - run nocal.json
 t 2 'topofile.json: topology: topology file "nope-topo.json": cannot open' - run topofile.json
-t 2 'longstep.json: the step would take longer than the simulated clock' - run longstep.json
+t 2 'longstep.json: the step would take longer than the simulated clock' never.json run longstep.json --write-trace never.json
 t 2 'empty.json:1:1: JSON syntax error' - run empty.json
 t 2 'trailing.json:1:' - memory trailing.json
 t 2 'dupkey.json' - run dupkey.json
