@@ -37,9 +37,10 @@ typedef struct coll_inst {
     int *blocked;   /* per rank: streams waiting on a dependency */
     int *gpus;
     int remaining;  /* states not yet done */
-    /* Fluid ring (coll.h, COLL_RING_FLUID): no step states (st NULL), one flow per ring edge. */
+    /* Fluid ring (coll.h, COLL_RING_FLUID): no step states (st NULL); one coupled flow over
+     * all the ring's edges per ECMP lane. */
     int fluid;          /* coupled flows (one per ECMP lane) in flight; 0 for a step program */
-    sim_time_t f_extra; /* latency of the steps after the first, added once per edge */
+    sim_time_t f_extra; /* latency of the steps after the first, added once at the end */
     int *f_dst;         /* per edge: receiving GPU */
     double *f_red;      /* per edge: bytes the receiver reduces */
     uint32_t done_kind, done_id;
@@ -184,7 +185,7 @@ coll_engine *coll_create(net *n, sim_engine *eng, topo *t, const coll_config *cf
     c->reduce_free = dt_xcalloc((size_t)(t->n_gpus > 0 ? t->n_gpus : 1), sizeof *c->reduce_free);
     c->k_arrive = sim_kind_register(eng, "coll.arrive", on_arrive, c);
     c->k_reduce = sim_kind_register(eng, "coll.reduce", on_reduce, c);
-    c->k_fluid = sim_kind_register(eng, "coll.fluid_edge", on_fluid, c);
+    c->k_fluid = sim_kind_register(eng, "coll.fluid", on_fluid, c);
     return c;
 }
 
@@ -417,7 +418,7 @@ static void on_arrive(void *model, sim_engine *eng, const sim_event *ev)
     if (b_ready && in->st) finish_step(c, id, dst);
 }
 
-/* The fluid ring's flow has arrived: every receiver runs its reductions in one block on its
+/* One of the fluid ring's lane flows has arrived; after the last one every receiver runs its reductions in one block on its
  * reduction unit (first come first served, as in finish_step), then the latency of the
  * remaining steps passes; the collective is done at the latest receiver's end. */
 static void on_fluid(void *model, sim_engine *eng, const sim_event *ev)
@@ -440,12 +441,12 @@ static void on_fluid(void *model, sim_engine *eng, const sim_event *ev)
         if (red > 0 && bw > 0) {
             double ps = ceil(red / bw * 1e12 * (1 - 1e-12));
             sim_time_t start = c->reduce_free[g] > t ? c->reduce_free[g] : t;
-            c->reduce_free[g] = start + (sim_time_t)ps;
+            c->reduce_free[g] = sim_time_add(start, ps < 9.0e18 ? (sim_time_t)ps : SIM_TIME_MAX);
             t = c->reduce_free[g];
         }
         if (t > end) end = t;
     }
-    sim_schedule(eng, end + in->f_extra, in->done_kind, in->done_id, in->done_data);
+    sim_schedule_in(eng, end, in->f_extra, in->done_kind, in->done_id, in->done_data);
     inst_release(in);
     in->next_free = c->free_head;
     c->free_head = id;
@@ -482,7 +483,8 @@ static void start_fluid(coll_engine *c, int id)
         if (net_path_info(c->net, src[q], dst[q], &a, NULL, NULL) == DT_OK && a > amax) amax = a;
         if (bytes[q] > b) b = bytes[q];
     }
-    in->f_extra = (sim_time_t)(coll_ring_steps(&in->p) - 1) * amax;
+    double extra = (double)(coll_ring_steps(&in->p) - 1) * (double)amax;
+    in->f_extra = extra < 9.0e18 ? (sim_time_t)extra : SIM_TIME_MAX;
     /* One coupled flow per ECMP lane, each with 1/lanes of the data: the step model's
      * successive steps rotate over a pair's lanes (net_send), spreading each edge over the
      * equal-cost paths; a single coupled flow would pin every edge to one path, and a ring

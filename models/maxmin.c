@@ -94,20 +94,27 @@ static void heap_push(mm_solver *s, mm_entry e)
     s->heap[i] = e;
 }
 
-static mm_entry heap_pop(mm_solver *s)
+/* Move heap[i] down to its place. */
+static void sift_down(mm_solver *s, int i)
 {
-    mm_entry top = s->heap[0];
-    mm_entry last = s->heap[--s->n_heap];
-    int i = 0, n = s->n_heap;
+    mm_entry x = s->heap[i];
+    int n = s->n_heap;
     for (;;) {
         int c = 2 * i + 1;
         if (c >= n) break;
         if (c + 1 < n && entry_less(&s->heap[c + 1], &s->heap[c])) c++;
-        if (!entry_less(&s->heap[c], &last)) break;
+        if (!entry_less(&s->heap[c], &x)) break;
         s->heap[i] = s->heap[c];
         i = c;
     }
-    if (n > 0) s->heap[i] = last;
+    s->heap[i] = x;
+}
+
+static mm_entry heap_pop(mm_solver *s)
+{
+    mm_entry top = s->heap[0];
+    s->heap[0] = s->heap[--s->n_heap];
+    if (s->n_heap > 0) sift_down(s, 0);
     return top;
 }
 
@@ -133,7 +140,6 @@ void mm_solve_weighted(mm_solver *s, int n_links, const double *cap, int n_flows
     for (int f = 0; f < n_flows; f++)
         for (int k = fstart[f]; k < fstart[f + 1]; k++) s->lflows[s->fill[flinks[k]]++] = f;
 
-    s->n_heap = 0;
     for (int l = 0; l < n_links; l++) {
         DT_ASSERT(cap[l] > 0);
         s->rem[l] = cap[l];
@@ -148,13 +154,24 @@ void mm_solve_weighted(mm_solver *s, int n_links, const double *cap, int n_flows
             for (int k = fstart[f]; k < fstart[f + 1]; k++) s->wsum[flinks[k]] += weight[f];
         }
     }
+    /* Initial heap built bottom-up in O(L) rather than by L pushes. */
+    s->n_heap = 0;
+    if (n_links > s->cap_heap) {
+        s->cap_heap = 2 * n_links;
+        s->heap = dt_xrealloc(s->heap, (size_t)s->cap_heap * sizeof *s->heap);
+    }
     for (int l = 0; l < n_links; l++)
-        if (s->unfrozen[l] > 0) heap_push(s, (mm_entry){cap[l] / s->wsum[l], l, 0});
+        if (s->unfrozen[l] > 0) s->heap[s->n_heap++] = (mm_entry){cap[l] / s->wsum[l], l, 0};
+    for (int i = s->n_heap / 2 - 1; i >= 0; i--) sift_down(s, i);
+    int left = 0; /* flows not frozen yet: the loop stops when none is left, rather than
+                     popping every remaining (non-binding) link's entry */
     for (int f = 0; f < n_flows; f++)
         if (fstart[f + 1] == fstart[f]) {
             rate[f] = INFINITY;
             if (bneck) bneck[f] = -1;
             s->frozen[f] = 1;
+        } else {
+            left++;
         }
 
     /* Heap keys are lower bounds: a link's share only grows as flows freeze, so instead of
@@ -162,7 +179,7 @@ void mm_solve_weighted(mm_solver *s, int n_links, const double *cap, int n_flows
      * and pushed back. The first up-to-date entry popped is the true minimum. This keeps heap
      * traffic near one push per link per freezing round instead of one per incidence. */
     double level = 0;
-    while (s->n_heap > 0) {
+    while (s->n_heap > 0 && left > 0) {
         mm_entry e = heap_pop(s);
         int l = e.link;
         if (s->unfrozen[l] == 0) continue;
@@ -180,6 +197,7 @@ void mm_solve_weighted(mm_solver *s, int n_links, const double *cap, int n_flows
             int f = s->lflows[k];
             if (s->frozen[f]) continue;
             s->frozen[f] = 1;
+            left--;
             double w = weight ? weight[f] : 1.0, use = w * share;
             rate[f] = use;
             if (bneck) bneck[f] = l;

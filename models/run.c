@@ -432,8 +432,10 @@ int run_memory(const cJSON *scenario, const char *file, const char *base_dir, st
     return DT_OK;
 }
 
+/* Writes PATH.tmp and hands its name back in *tmp_out (caller-owned): run_scenario renames it
+ * into place only once the step has simulated, so a failed run leaves no trace file. */
 static int write_trace_file(const char *path, const wl_graph *g, const trace_env *env,
-                            dt_error *err)
+                            char **tmp_out, dt_error *err)
 {
     size_t n = strlen(path) + 32;
     char *tmp = dt_xmalloc(n);
@@ -445,10 +447,12 @@ static int write_trace_file(const char *path, const wl_graph *g, const trace_env
     }
     int rc = trace_write(f, g, env, err);
     if (fclose(f) != 0 && rc == DT_OK) rc = dt_error_set(err, DT_EIO, path, NULL, "write failed");
-    if (rc == DT_OK && rename(tmp, path) != 0)
-        rc = dt_error_set(err, DT_EIO, path, NULL, "cannot rename the trace into place");
-    if (rc != DT_OK) remove(tmp);
-    free(tmp);
+    if (rc != DT_OK) {
+        remove(tmp);
+        free(tmp);
+        return rc;
+    }
+    *tmp_out = tmp;
     return rc;
 }
 
@@ -501,6 +505,7 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
                           "(%d); use fewer microbatches (dtsim memory still works)",
                           est_ops, P->dp, P->pp, P->microbatches, P->virtual_stages, 1 << 26);
     wl_graph *g = rc == DT_OK ? wl_graph_build(&s) : NULL;
+    char *trace_tmp = NULL;
     if (rc == DT_OK && opt && opt->write_trace) {
         trace_env env = {.gpu = NULL, .stragglers = s.stragglers, .n_stragglers = s.n_stragglers,
                          .jitter = s.jitter, .jitter_sigma = s.jitter_sigma,
@@ -512,7 +517,7 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
                          .mem_peak = out->memory.peak};
         snprintf(env.name, sizeof env.name, "%s", s.name);
         env.gpu = s.gpu ? (cJSON *)s.gpu : NULL;
-        rc = write_trace_file(opt->write_trace, g, &env, err);
+        rc = write_trace_file(opt->write_trace, g, &env, &trace_tmp, err);
     }
     if (rc == DT_OK) {
         job J = {.g = g, .t = t, .jitter = s.jitter, .jitter_sigma = s.jitter_sigma,
@@ -522,6 +527,13 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
         rc = simulate(&J, opt, out, err);
         if (rc == DT_EINPUT && !err->file[0] && file)
             snprintf(err->file, sizeof err->file, "%s", file);
+    }
+    if (trace_tmp) { /* "syn.json --write-trace t.json" left t.json after a failed step */
+        if (rc == DT_OK && rename(trace_tmp, opt->write_trace) != 0)
+            rc = dt_error_set(err, DT_EIO, opt->write_trace, NULL,
+                              "cannot rename the trace into place");
+        if (rc != DT_OK) remove(trace_tmp);
+        free(trace_tmp);
     }
     wl_graph_destroy(g);
     topo_destroy(t);

@@ -133,8 +133,13 @@ static uint32_t layer_cost(gen *G, bool bwd, bool first, bool last, bool whole)
     wl_cost c = {0};
     double mult = bwd ? 2 : 1;
     if (m->kind == WL_SYNTHETIC) {
-        c.fixed = (sim_time_t)n * (bwd ? m->t_bwd : m->t_fwd);
-        if (bwd && p->checkpointing == WL_CKPT_FULL) c.fixed += (sim_time_t)n * m->t_fwd;
+        /* saturating (sim_time_add): "forward_time": "5000000 s" must not overflow here; the
+         * replay reports a step beyond the clock's range */
+        sim_time_t k = (sim_time_t)n, tf = bwd ? m->t_bwd : m->t_fwd;
+        c.fixed = tf > 0 && k > SIM_TIME_MAX / tf ? SIM_TIME_MAX : k * tf;
+        if (bwd && p->checkpointing == WL_CKPT_FULL)
+            c.fixed = sim_time_add(c.fixed, m->t_fwd > 0 && k > SIM_TIME_MAX / m->t_fwd
+                                                ? SIM_TIME_MAX : k * m->t_fwd);
     } else {
         c.flops[GPU_OP_MATMUL] = n * mult * G->lc.fwd_matmul_flops;
         c.flops[GPU_OP_ATTENTION] = n * mult * G->lc.fwd_attn_flops;

@@ -36,6 +36,28 @@ else
   echo "valgrind not installed (scripts/deps.sh --test): skipped" >&2
 fi
 
+echo "== valgrind memcheck on the CLI end to end"
+# The paths users take: a scenario run writing a trace and a timeline, the trace replayed, a
+# small collective size sweep, topo info. About 5 s in all.
+if command -v valgrind >/dev/null; then
+  vg=(valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect)
+  vt=$(mktemp -d)
+  echo '{"generator": "dgx", "nodes": 2, "gpus_per_node": 8, "gpu": "H100-SXM"}' > "$vt/topo.json"
+  for cmd in "run scenarios/quickstart.json --write-trace $vt/t.json --timeline $vt/tl.json" \
+             "run --trace $vt/t.json --topology $vt/topo.json --json" \
+             "collective --topology gen:dgx:nodes=2,gpus_per_node=4 --op allreduce --size 1KiB:4MiB:x16" \
+             "topo info topologies/dgx-4x8.json"; do
+    # shellcheck disable=SC2086 # word splitting of $cmd is intended
+    if ! "${vg[@]}" build/dtsim $cmd >"$vt/out" 2>"$vt/log"; then
+      echo "valgrind: dtsim $cmd failed" >&2
+      tail -30 "$vt/log" >&2
+      exit 1
+    fi
+    echo "valgrind: dtsim ${cmd%% *} clean"
+  done
+  rm -rf "$vt"
+fi
+
 if [[ -x tests/fuzz/run.sh ]]; then
   echo "== fuzz the loaders briefly"
   bash tests/fuzz/run.sh

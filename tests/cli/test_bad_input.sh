@@ -112,6 +112,8 @@ sweep("sw_zip.json", {"axes": [{"zip": [{"path": "parallel.tp", "values": [1, 2]
 sweep("sw_self.json", {"axes": [{"path": "sweep.axes", "values": [1]}]})
 sweep("sw_ok.json", {"axes": [{"path": "seed", "values": [1, 2]}]})
 w("report_obj.json", {"a": 1})
+w("empty.csv", "")
+w("ragged.csv", "gpus,tokens_per_s\n8,1\n16\n")
 PY
 mkdir -p adir
 
@@ -156,7 +158,7 @@ t 2 'degraded.json: degraded_links[0].link' - run degraded.json
 t 2 'params.json: model.kind' never.json run params.json --timeline never.json
 t 2 'nocal.json: options.calibration' - run nocal.json
 t 2 'topofile.json: topology: topology file "nope-topo.json": cannot open' - run topofile.json
-t 2 'longstep.json: the step would take longer than the simulated clock' - run longstep.json
+t 2 'longstep.json: the step would take longer than the simulated clock' never.json run longstep.json --write-trace never.json
 t 2 'empty.json:1:1: JSON syntax error' - run empty.json
 t 2 'trailing.json:1:' - memory trailing.json
 t 2 'dupkey.json' - run dupkey.json
@@ -180,6 +182,8 @@ t 2 'noformat.json: format: expected "dtsim-trace"' - run --trace noformat.json 
 t 2 'bigflops.json: the step would take longer' - run --trace bigflops.json --topology "$SRC/topologies/ring-8.json"
 t 2 'twoexact.json: ops[0].cost: a compute op needs exactly one' - run --trace twoexact.json --topology "$SRC/topologies/ring-8.json"
 t 2 'tb_neg.json: links[3].bandwidth' - run --trace cycle.json --topology tb_neg.json
+t 2 'empty.json:1:1: JSON syntax error' - run --trace empty.json --topology "$SRC/topologies/ring-8.json"
+t 1 'adir: cannot read: Is a directory' - run --trace cycle.json --topology adir
 # ---- topo
 t 2 'tb_neg.json: links[3].bandwidth: expected a positive bandwidth' - topo validate tb_neg.json
 t 2 'tb_unit.json: links[3].bandwidth: unknown bandwidth unit "GB"' - topo info tb_unit.json
@@ -240,8 +244,10 @@ t 2 'sw_self.json: sweep.axes[0].path' swf sweep sw_self.json --out swf
 t 2 'ok.json: sweep: this scenario has no "sweep"' swn sweep ok.json --out swn
 t 2 '--jobs expects a count' swj sweep sw_ok.json --out swj --jobs 0
 t 1 'notafile: not a directory' - sweep sw_ok.json --out notafile
+t 2 'empty.json:1:1: JSON syntax error' swy sweep empty.json --out swy
 # ---- plan
 t 2 'unknown.json: paralel: unknown key' - plan unknown.json --gpus 8
+t 2 'empty.json:1:1: JSON syntax error' - plan empty.json --gpus 8
 t 2 '--gpus expects an integer from 1 to' - plan ok.json --gpus 0
 t 2 '--gpus expects an integer from 1 to' - plan ok.json --gpus 1e300
 t 2 '--objective expects time, cost or tokens-per-dollar' - plan ok.json --gpus 8 --objective fast
@@ -251,9 +257,21 @@ t 2 '--max-gpus: must be at least --gpus (16), found 8' - plan ok.json --gpus 16
 t 1 'nodir/results.csv: cannot read' - report nodir
 t 2 'empty.json:1:1: JSON syntax error' rep report empty.json --out rep
 t 2 'report_obj.json: expected an array of objects' rep report report_obj.json --out rep
+t 2 'empty.csv: empty file: expected a CSV header' rep report empty.csv --out rep
+t 2 'ragged.csv: record 3 has 1 fields, the header 2' rep report ragged.csv --out rep
 # ---- usage
 t 2 'unknown' - bogus-command
 t 2 'unknown sub-command' - topo bogus
+
+# Text from the user's data goes into gnuplot scripts quoted: an algorithm name must not run a
+# shell command when the plot is drawn (it did: title '%s' written raw).
+printf '[{"size_bytes": 1, "busbw_GBps": 2, "algo": "a\x27; system(\x27touch %s\x27); print \x27"},
+  {"size_bytes": 2, "busbw_GBps": 3, "algo": "b\\n\\"; system(\\"touch %s\\")"}]\n' \
+    "$tmp/pwned" "$tmp/pwned" > inject.json
+if command -v gnuplot >/dev/null; then
+    "$DTSIM" report inject.json --out inj >/dev/null 2>&1
+    [[ ! -e $tmp/pwned ]] || { echo "FAIL: report ran a command from the data" >&2; fails=$((fails + 1)); }
+fi
 
 if ((fails)); then
     echo "FAIL: $fails bad-input case(s)" >&2
