@@ -2,23 +2,26 @@
  *
  * The analytic network mode costs a collective without running its step program through the
  * engine: coll_prepare builds the same program coll_start would (auto resolved, same
- * validation), and one of three evaluators walks it once, reading each transfer's route with
- * net_path_info (latency a, bottleneck bandwidth B):
+ * validation), and one of three evaluators walks it once. Every transfer puts its bytes on the
+ * links of its route, spread evenly over the pair's ECMP lanes (net_route_lane, the routes
+ * net_send rotates over); a link's load / bandwidth is the time it needs, so transfers that
+ * share a link inside the collective share its bandwidth as in the flow model:
  *
  *  - ring_time (ring all-reduce, reduce-scatter, all-gather): the ring's edges in the order
- *    coll_ring builds them (coll_ring_edges); steps x max a + edge bytes / min B + the
- *    receivers' reductions charged as the fluid ring charges them (coll.c on_fluid). O(n).
- *  - lockstep_time (hd, hier, direct, ps, sendrecv): these programs advance in lock step when
- *    their transfers are uniform, so the time is the sum over step indices of the slowest
- *    rank's step: a + max(bytes out / B out, bytes in / B in) + reduction. A rank's concurrent
- *    transfers share its link (direct: n-1 at once; ps: the server's n-1). O(steps x ranks).
- *  - pipe_time (tree, dbt, ring broadcast/reduce = chain): per tree, fill time along the
- *    slowest root-leaf path plus (chunks - 1) x the slowest stage (the pipeline's rate).
+ *    coll_ring builds them (coll_ring_edges); steps x max latency + the busiest link's load,
+ *    + the receivers' reductions charged as the fluid ring charges them (coll.c on_fluid).
+ *  - lockstep_time (hd, hier, direct, ps): these programs advance in lock step when their
+ *    transfers are uniform, so the time is the sum over step indices of the step's largest
+ *    latency + its busiest link + its slowest reduction. O(steps x ranks) route look-ups.
+ *  - pipe_time (tree, dbt, ring broadcast/reduce = chain): per tree, the first chunk's trip
+ *    plus (chunks - 1) x the slowest stage (the pipeline's rate).
+ *  - sendrecv: one route's latency + bytes / bottleneck, no program.
  *
- * All three reduce to the documented closed forms (coll_closed_form*) on uniform routes and
- * agree with the flow simulation of the spec alone (test_coll_analytic.c). Cost: one program
- * walk and one net_path_info per transfer per distinct (op, algo, bytes, group): results are
- * cached in an open-addressing table that is emptied when half full (bounded memory).
+ * All reduce to the documented closed forms (coll_closed_form*) on uniform routes and agree
+ * with the flow simulation of the spec alone (test_coll_analytic.c). Cost: one program walk per
+ * distinct spec, or per (group, algorithm, streams) for ring and lock-step programs, whose time
+ * is linear in the size; results live in an open-addressing table (grown up to 64 k slots,
+ * emptied when half full at that size).
  */
 #include <math.h>
 #include <stdlib.h>
