@@ -76,15 +76,19 @@ typedef struct coll_engine coll_engine;
  *   STEPS  the reference: 2(n-1) (all-reduce) or n-1 step transfers per ring edge, each
  *          waiting for the previous step (rendezvous), a reduction after each reduce-scatter
  *          step. 2(n-1)n flows per all-reduce.
- *   FLUID  the classic fluid treatment: the whole ring is one coupled flow over every edge's
- *          route (net_send_ring) carrying what each edge sends over the whole collective
+ *   FLUID  the classic fluid treatment: the ring is a coupled flow over every edge's route
+ *          (net_send_ring) carrying what each edge sends over the whole collective
  *          (2(n-1)/n S for an all-reduce) at one rate, the smallest max-min share along the
  *          ring (its edges move in lockstep, as the step model's steps wait for the slowest
- *          edge); then each receiver's reductions in one block on its reduction unit (with K
- *          chunks, one chunk's: the rest overlaps other chunks' transfers); then the latency
- *          of the remaining steps, (steps - 1) x the largest edge latency, added once. Equal
- *          to the closed form (and to STEPS with one chunk) when uncontended. One flow and
- *          two events per collective. n = 1, and ops other than these three, run as STEPS.
+ *          edge). It is sent as NET_ECMP_LANES such flows, one per ECMP lane, each with
+ *          1/lanes of the bytes and max-min weight 1/lanes: spread over the equal-cost paths
+ *          like the step model's lane rotation, competing with other traffic as one flow.
+ *          After the last lane: each receiver's reductions in one block on its reduction unit
+ *          (with K chunks, one chunk's: the rest overlaps other chunks' transfers); then the
+ *          latency of the remaining steps, (steps - 1) x the largest edge latency, added once.
+ *          Equal to the closed form (and to STEPS with one chunk) when uncontended. 4 flows
+ *          and about 10 events per collective. n = 1, and ops other than these three, run as
+ *          STEPS. Where it differs from STEPS: docs/collectives.md.
  *   AUTO   FLUID for groups of at least COLL_RING_FLUID_MIN ranks, STEPS below. */
 typedef enum coll_ring_model {
     COLL_RING_STEPS,
