@@ -6,17 +6,29 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh --test
 jobs=$(nproc)
+passed=0 skipped=0
+# ctest's closing lines, tallied over both builds for the summary at the end.
+tally() {
+  local log=$1 total failed skip
+  total=$(sed -n 's/.*tests passed, [0-9]* tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -1)
+  failed=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of.*/\1/p' "$log" | tail -1)
+  skip=$(grep -c '(Skipped)' "$log" || true)
+  passed=$((passed + ${total:-0} - ${failed:-0} - skip))
+  skipped=$((skipped + skip))
+}
 
 echo "== build (release) and test"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs" >/dev/null
-(cd build && ctest --output-on-failure -j"$jobs")
+(cd build && ctest --output-on-failure -j"$jobs") | tee build/ctest.log
+tally build/ctest.log
 
 echo "== build with ASan+UBSan and test"
 cmake -S . -B build-san -DCMAKE_BUILD_TYPE=Debug -DDTSIM_SANITIZE=ON >/dev/null
 cmake --build build-san -j"$jobs" >/dev/null
 (cd build-san && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --output-on-failure -j"$jobs" -LE no-sanitize)
+  ctest --output-on-failure -j"$jobs" -LE no-sanitize) | tee build-san/ctest.log
+tally build-san/ctest.log
 
 echo "== valgrind memcheck on core unit tests"
 # Catches what ASan cannot see (reads of uninitialised memory) in the release build. Check must
@@ -63,3 +75,4 @@ if [[ -x tests/fuzz/run.sh ]]; then
   bash tests/fuzz/run.sh
 fi
 echo "== all tests passed"
+echo "dtsim: $passed passed, 0 failed, $skipped skipped"
