@@ -24,7 +24,8 @@ static void help(FILE *out)
             "usage: dtsim collective --topology FILE|gen:FAMILY[:k=v,...] --op OP --size SIZE\n"
             "                        [--algo ALGO] [--group LIST] [--network flow|analytic]\n"
             "                        [--root I] [--servers N] [--chunk SIZE] [--reduce-bw BW]\n"
-            "                        [--elem-bytes N] [--calibration FILE] [--json]\n\n"
+            "                        [--elem-bytes N] [--ring-model steps|fluid|auto]\n"
+            "                        [--calibration FILE] [--json]\n\n"
             "Simulate one collective on a topology and print time and bandwidths like nccl-tests.\n\n"
             "  --topology   a topology file, or a generator spec such as\n"
             "               gen:dgx:nodes=4,gpus_per_node=8  gen:ring:gpus=8  gen:switch:gpus=16\n"
@@ -44,6 +45,8 @@ static void help(FILE *out)
             "  --chunk      pipelining chunk (default 4MiB)\n"
             "  --reduce-bw  reduction compute bandwidth (default: the GPU's; 0 = free)\n"
             "  --elem-bytes element size for splitting buffers (default 2)\n"
+            "  --ring-model steps (default: every ring step a transfer), fluid (one flow per\n"
+            "               ring edge, docs/collectives.md) or auto (fluid from 64 ranks)\n"
             "  --calibration FILE  apply a calibration file to the topology first\n"
             "  --json       one JSON document (an array of rows for a sweep): time_s,\n"
             "               algbw_GBps, busbw_GBps, events, wall_s, ...\n");
@@ -51,7 +54,7 @@ static void help(FILE *out)
 
 typedef struct opts {
     const char *topology, *op, *algo, *size, *group, *network, *calibration;
-    const char *root, *servers, *chunk, *reduce_bw, *elem;
+    const char *root, *servers, *chunk, *reduce_bw, *elem, *ring_model;
     int json;
 } opts;
 
@@ -297,6 +300,7 @@ static int run(int argc, char **argv)
         else if (!strcmp(a, "--chunk")) slot = &o.chunk;
         else if (!strcmp(a, "--reduce-bw")) slot = &o.reduce_bw;
         else if (!strcmp(a, "--elem-bytes")) slot = &o.elem;
+        else if (!strcmp(a, "--ring-model")) slot = &o.ring_model;
         else return usage_err("unknown option '%s'%s", a, "");
         if (i + 1 >= argc) return usage_err("%s needs a value%s", a, "");
         *slot = argv[++i];
@@ -356,6 +360,8 @@ static int run(int argc, char **argv)
         dt_error_set(&err, DT_EINPUT, NULL, "--chunk", "expected a positive size, found '%s'", o.chunk);
         return cli_report_error(&err);
     }
+    if (o.ring_model && coll_ring_model_parse(o.ring_model, &cc.ring_model) != DT_OK)
+        return usage_err("--ring-model expects steps, fluid or auto, found '%s'%s", o.ring_model, "");
     if (o.reduce_bw && unit_parse_bandwidth(o.reduce_bw, &cc.reduce_bw, why, sizeof why) != DT_OK) {
         dt_error_set(&err, DT_EINPUT, NULL, "--reduce-bw", "%s", why);
         return cli_report_error(&err);

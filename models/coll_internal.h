@@ -74,6 +74,14 @@ int coll_build_direct(coll_prog *p, dt_error *err);
 int coll_build_hier(coll_prog *p, dt_error *err);
 int coll_build_ps(coll_prog *p, dt_error *err);
 
+/* Fluid ring (COLL_RING_FLUID), valid after coll_build_ring for allreduce, reduce_scatter
+ * and allgather. For each ring position q (arrays of n, caller-allocated), the edge q -> q+1:
+ * sender and receiver ranks, the bytes sent over the whole collective, the bytes the receiver
+ * reduces. coll_ring_steps: steps per stream (2(n-1) or n-1), whose latencies the fluid model
+ * charges. */
+void coll_ring_edges(const coll_prog *p, int *src, int *dst, double *bytes, double *reduce_bytes);
+int coll_ring_steps(const coll_prog *p);
+
 /* Pipelined trees (coll_tree.c), shared by ring (chain) broadcast/reduce, tree and dbt:
  * shape COLL_SHAPE_CHAIN or COLL_SHAPE_HEAP (binary), `trees` = 1 or 2 (the second mirrors the
  * first so that inner ranks of one are leaves of the other); each tree carries 1/trees of the

@@ -261,6 +261,7 @@ typedef struct job {
     uint64_t seed;
     net_mode network;
     coll_algo dp_algorithm;
+    coll_ring_model ring_model;
 } job;
 
 static int simulate(const job *J, const run_options *opt, run_result *out, dt_error *err)
@@ -272,7 +273,7 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
     net *n = net_create(t, eng, &nc);
     /* One pipelining chunk per ring step: in the fluid model chunking leaves a ring's time
      * unchanged (coll_ring.c) and only multiplies flows and events. */
-    coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18};
+    coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18, .ring_model = J->ring_model};
     coll_engine *ce = coll_create(n, eng, t, &cc);
     comm_ctx ctx = {.n = n, .ce = ce, .elem_bytes = g->precision == GPU_FP32 ? 4 : 2,
                     .algo = J->dp_algorithm};
@@ -490,7 +491,8 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
         trace_env env = {.gpu = NULL, .stragglers = s.stragglers, .n_stragglers = s.n_stragglers,
                          .jitter = s.jitter, .jitter_sigma = s.jitter_sigma,
                          .degraded = s.degraded, .n_degraded = s.n_degraded, .seed = s.seed,
-                         .network = s.network, .dp_algorithm = s.dp_algorithm, .mem_params = out->memory.params,
+                         .network = s.network, .dp_algorithm = s.dp_algorithm,
+                         .ring_model = s.ring_model, .mem_params = out->memory.params,
                          .mem_grads = out->memory.grads, .mem_optimizer = out->memory.optimizer,
                          .mem_activations = out->memory.activations,
                          .mem_peak = out->memory.peak};
@@ -501,7 +503,8 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
     if (rc == DT_OK) {
         job J = {.g = g, .t = t, .jitter = s.jitter, .jitter_sigma = s.jitter_sigma,
                  .stragglers = s.stragglers, .n_stragglers = s.n_stragglers, .seed = s.seed,
-                 .network = s.network, .dp_algorithm = s.dp_algorithm};
+                 .network = s.network, .dp_algorithm = s.dp_algorithm,
+                 .ring_model = s.ring_model};
         rc = simulate(&J, opt, out, err);
         if (rc == DT_EINPUT && !err->file[0] && file)
             snprintf(err->file, sizeof err->file, "%s", file);
@@ -603,7 +606,8 @@ int run_trace_file(const char *trace_file, const char *topology_file, const run_
         out->fits = out->memory.peak <= out->memory.capacity;
         job J = {.g = g, .t = t, .jitter = env.jitter, .jitter_sigma = env.jitter_sigma,
                  .stragglers = env.stragglers, .n_stragglers = env.n_stragglers,
-                 .seed = env.seed, .network = env.network, .dp_algorithm = env.dp_algorithm};
+                 .seed = env.seed, .network = env.network, .dp_algorithm = env.dp_algorithm,
+                 .ring_model = env.ring_model};
         rc = simulate(&J, opt, out, err);
         if (rc == DT_EINPUT && !err->file[0]) /* replay errors (cycles, overflow) are the trace's */
             snprintf(err->file, sizeof err->file, "%s", trace_file);

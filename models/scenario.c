@@ -314,7 +314,8 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
     s->plan.optimizer = (wl_optimizer)op;
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "options");
     if (o) {
-        static const char *const okeys[] = {"network", "calibration", "dp_algorithm", NULL};
+        static const char *const okeys[] = {"network", "calibration", "dp_algorithm",
+                                            "ring_model", NULL};
         TRY(js_expect_object(c, o, "options"));
         TRY(js_check_keys(c, o, "options", okeys));
         int nm = NET_FLOW;
@@ -326,6 +327,11 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
             return js_fail(c, "options", "dp_algorithm",
                            "expected auto, ring, tree, dbt, hd, direct, hier or ps, found \"%s\"",
                            algo);
+        const char *rm = NULL;
+        TRY(js_get_string(c, o, "options", "ring_model", false, &rm));
+        if (rm && coll_ring_model_parse(rm, &s->ring_model) != DT_OK)
+            return js_fail(c, "options", "ring_model", "expected steps, fluid or auto, found \"%s\"",
+                           rm);
         const char *cal = NULL;
         TRY(js_get_string(c, o, "options", "calibration", false, &cal));
         if (cal) snprintf(s->calibration, sizeof s->calibration, "%s", cal);
@@ -340,6 +346,7 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
 int wl_scenario_parse(const js_ctx *ctx, const cJSON *j, wl_scenario *s)
 {
     memset(s, 0, sizeof *s);
+    s->ring_model = COLL_RING_AUTO;
     s->file = ctx->file;
     s->plan = (wl_plan){.dp = 0, .tp = 1, .pp = 1, .virtual_stages = 1, .micro_batch_size = 1,
                         .schedule = WL_GPIPE, .precision = WL_BF16, .bucket_bytes = 25e6,

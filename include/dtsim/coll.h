@@ -70,10 +70,40 @@ typedef struct coll_spec {
 
 typedef struct coll_engine coll_engine;
 
+/* How ring all-reduce / reduce-scatter / all-gather run over the network (docs/collectives.md,
+ * "Ring models"):
+ *   STEPS  the reference: 2(n-1) (all-reduce) or n-1 step transfers per ring edge, each
+ *          waiting for the previous step (rendezvous), a reduction after each reduce-scatter
+ *          step. 2(n-1)n flows per all-reduce.
+ *   FLUID  the classic fluid treatment: the ring is a coupled flow over every edge's route
+ *          (net_send_ring) carrying what each edge sends over the whole collective
+ *          (2(n-1)/n S for an all-reduce) at one rate, the smallest max-min share along the
+ *          ring (its edges move in lockstep, as the step model's steps wait for the slowest
+ *          edge). It is sent as NET_ECMP_LANES such flows, one per ECMP lane, each with
+ *          1/lanes of the bytes and max-min weight 1/lanes: spread over the equal-cost paths
+ *          like the step model's lane rotation, competing with other traffic as one flow.
+ *          After the last lane: each receiver's reductions in one block on its reduction unit
+ *          (with K chunks, one chunk's: the rest overlaps other chunks' transfers); then the
+ *          latency of the remaining steps, (steps - 1) x the largest edge latency, added once.
+ *          Equal to the closed form (and to STEPS with one chunk) when uncontended. 4 flows
+ *          and about 10 events per collective. n = 1, and ops other than these three, run as
+ *          STEPS. Where it differs from STEPS: docs/collectives.md.
+ *   AUTO   FLUID for groups of at least COLL_RING_FLUID_MIN ranks, STEPS below. */
+typedef enum coll_ring_model {
+    COLL_RING_STEPS,
+    COLL_RING_FLUID,
+    COLL_RING_AUTO,
+    COLL_RING_MODEL_COUNT
+} coll_ring_model;
+#define COLL_RING_FLUID_MIN 64
+const char *coll_ring_model_name(coll_ring_model m);
+int coll_ring_model_parse(const char *s, coll_ring_model *out); /* DT_OK / DT_EINPUT */
+
 typedef struct coll_config {
     double reduce_bw;       /* B/s of reduction compute; <0 = from GPU spec; 0 = free. One
                                reduction unit per GPU, first come first served */
     double chunk_bytes;     /* pipelining chunk for ring/tree/dbt/chain (0 = 4 MiB) */
+    coll_ring_model ring_model; /* ring algorithm's model; STEPS (0) unless set */
 } coll_config;
 
 coll_engine *coll_create(net *n, sim_engine *eng, topo *t, const coll_config *cfg);

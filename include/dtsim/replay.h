@@ -100,6 +100,7 @@ typedef struct trace_env {
     uint64_t seed;
     net_mode network;
     coll_algo dp_algorithm;
+    coll_ring_model ring_model; /* AUTO unless the trace says otherwise */
     /* memory figures of the run that wrote it (replay cannot recompute them) */
     double mem_params, mem_grads, mem_optimizer, mem_activations, mem_peak;
 } trace_env;

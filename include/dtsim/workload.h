@@ -92,6 +92,7 @@ typedef struct wl_scenario {
     double global_batch;         /* samples per step */
     net_mode network;
     coll_algo dp_algorithm;      /* algorithm of cross-lane collectives (flow mode), AUTO default */
+    coll_ring_model ring_model;  /* how their rings run (coll.h), options.ring_model, AUTO default */
     char calibration[512];       /* calibration file path ("" none), resolved by run.c */
     wl_straggler *stragglers;    /* owned */
     int n_stragglers;
