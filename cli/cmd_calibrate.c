@@ -82,10 +82,11 @@ static int usage_error(dt_error *err, const char *fmt, const char *a, const char
 
 static int parse_size(const char *flag, const char *text, double *out, dt_error *err)
 {
-    char why[600];
-    if (unit_parse_size(text, out, why, sizeof why) != DT_OK || !(*out >= 1))
-        return dt_error_set(err, DT_EINPUT, NULL, NULL, "calibrate: %s: %s", flag,
-                            *why ? why : "expected a positive size such as 64KiB");
+    char why[600] = ""; /* unit_parse_size fills it only on failure; "0" parses */
+    if (unit_parse_size(text, out, why, sizeof why) != DT_OK || !(*out >= 1)) {
+        if (!*why) snprintf(why, sizeof why, "expected a size of at least 1 B such as 64KiB, found \"%s\"", text);
+        return dt_error_set(err, DT_EINPUT, NULL, NULL, "calibrate: %s: %s", flag, why);
+    }
     return DT_OK;
 }
 

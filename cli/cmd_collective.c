@@ -24,7 +24,8 @@ static void help(FILE *out)
             "usage: dtsim collective --topology FILE|gen:FAMILY[:k=v,...] --op OP --size SIZE\n"
             "                        [--algo ALGO] [--group LIST] [--network flow|analytic]\n"
             "                        [--root I] [--servers N] [--chunk SIZE] [--reduce-bw BW]\n"
-            "                        [--elem-bytes N] [--calibration FILE] [--json]\n\n"
+            "                        [--elem-bytes N] [--ring-model steps|fluid|auto]\n"
+            "                        [--calibration FILE] [--json]\n\n"
             "Simulate one collective on a topology and print time and bandwidths like nccl-tests.\n\n"
             "  --topology   a topology file, or a generator spec such as\n"
             "               gen:dgx:nodes=4,gpus_per_node=8  gen:ring:gpus=8  gen:switch:gpus=16\n"
@@ -44,14 +45,17 @@ static void help(FILE *out)
             "  --chunk      pipelining chunk (default 4MiB)\n"
             "  --reduce-bw  reduction compute bandwidth (default: the GPU's; 0 = free)\n"
             "  --elem-bytes element size for splitting buffers (default 2)\n"
+            "  --ring-model steps (default: every ring step a transfer), fluid (one flow per\n"
+            "               ring edge, docs/collectives.md) or auto (fluid from 64 ranks)\n"
             "  --calibration FILE  apply a calibration file to the topology first\n"
             "  --json       one JSON document (an array of rows for a sweep): time_s,\n"
-            "               algbw_GBps, busbw_GBps, events, wall_s, ...\n");
+            "               algbw_GBps, busbw_GBps, events, wall_s, analytic_time_s (what\n"
+            "               `dtsim run --network analytic` charges for it), ...\n");
 }
 
 typedef struct opts {
     const char *topology, *op, *algo, *size, *group, *network, *calibration;
-    const char *root, *servers, *chunk, *reduce_bw, *elem;
+    const char *root, *servers, *chunk, *reduce_bw, *elem, *ring_model;
     int json;
 } opts;
 
@@ -297,6 +301,7 @@ static int run(int argc, char **argv)
         else if (!strcmp(a, "--chunk")) slot = &o.chunk;
         else if (!strcmp(a, "--reduce-bw")) slot = &o.reduce_bw;
         else if (!strcmp(a, "--elem-bytes")) slot = &o.elem;
+        else if (!strcmp(a, "--ring-model")) slot = &o.ring_model;
         else return usage_err("unknown option '%s'%s", a, "");
         if (i + 1 >= argc) return usage_err("%s needs a value%s", a, "");
         *slot = argv[++i];
@@ -351,12 +356,20 @@ static int run(int argc, char **argv)
         if (parse_int(o.elem, 1, 1024, &iv)) return usage_err("--elem-bytes expects 1..1024, found '%s'%s", o.elem, "");
         spec.elem_bytes = (double)iv;
     }
+    /* why is only filled when parsing fails: "--chunk 0" parses, and printed it uninitialised */
     if (o.chunk && (unit_parse_size(o.chunk, &cc.chunk_bytes, why, sizeof why) != DT_OK || !(cc.chunk_bytes > 0))) {
-        dt_error_set(&err, DT_EINPUT, NULL, "--chunk", "expected a positive size: %s", why);
+        dt_error_set(&err, DT_EINPUT, NULL, "--chunk", "expected a positive size, found '%s'", o.chunk);
         return cli_report_error(&err);
     }
+    if (o.ring_model && coll_ring_model_parse(o.ring_model, &cc.ring_model) != DT_OK)
+        return usage_err("--ring-model expects steps, fluid or auto, found '%s'%s", o.ring_model, "");
     if (o.reduce_bw && unit_parse_bandwidth(o.reduce_bw, &cc.reduce_bw, why, sizeof why) != DT_OK) {
         dt_error_set(&err, DT_EINPUT, NULL, "--reduce-bw", "%s", why);
+        return cli_report_error(&err);
+    }
+    if (o.reduce_bw && !(cc.reduce_bw >= 0)) { /* negative would silently mean "the GPU's" */
+        dt_error_set(&err, DT_EINPUT, NULL, "--reduce-bw",
+                     "expected a bandwidth >= 0 (0 = free), found '%s'", o.reduce_bw);
         return cli_report_error(&err);
     }
     double *sizes = NULL;
@@ -405,6 +418,20 @@ static int run(int argc, char **argv)
         rc = coll_simulate(t, &spec, &cc, &nc, &res, &err);
         double wall = now_s() - w0;
         if (rc != DT_OK) break;
+        /* What `dtsim run --network analytic` charges for this spec (coll_analytic_time):
+         * alpha-beta over the algorithm's routes. --network analytic here still runs the step
+         * program with every transfer at its route's full bandwidth (no sharing at all). */
+        sim_time_t at = 0;
+        if (o.json) {
+            sim_engine *ae = sim_engine_create();
+            net *an = net_create(t, ae, &nc);
+            coll_analytic *ca = coll_analytic_create(an, t, &cc);
+            rc = coll_analytic_time(ca, &spec, &at, NULL, &err);
+            coll_analytic_destroy(ca);
+            net_destroy(an);
+            sim_engine_destroy(ae);
+            if (rc != DT_OK) break;
+        }
         double ts = sim_time_to_s(res.time);
         double algbw = ts > 0 ? spec.bytes / ts / 1e9 : 0;
         double busbw = algbw * coll_busbw_factor(spec.op, spec.n);
@@ -416,6 +443,7 @@ static int run(int argc, char **argv)
             cJSON_AddNumberToObject(r, "gpus", spec.n);
             cJSON_AddNumberToObject(r, "size_bytes", spec.bytes);
             cJSON_AddNumberToObject(r, "time_s", ts);
+            cJSON_AddNumberToObject(r, "analytic_time_s", sim_time_to_s(at));
             cJSON_AddNumberToObject(r, "algbw_GBps", algbw);
             cJSON_AddNumberToObject(r, "busbw_GBps", busbw);
             cJSON_AddNumberToObject(r, "events", (double)res.events);

@@ -9,6 +9,7 @@
 #include "dtsim/json.h"
 #include "dtsim/plan.h"
 #include "dtsim/units.h"
+#include "dtsim/workload.h"
 
 static void help(FILE *out)
 {
@@ -69,6 +70,14 @@ static int parse_int(const char *flag, const char *s, int lo, int hi, int *out)
     return CLI_OK;
 }
 
+/* "simulating 123/869 plans" on stderr, redrawn in place (only when stderr is a terminal). */
+static void draw(void *ctx, size_t done, size_t total)
+{
+    fprintf(stderr, "\rsimulating %zu/%zu plans", done, total);
+    if (done == total) fputs("\r\033[K", stderr);
+    fflush(stderr);
+}
+
 static cJSON *candidate_json(const plan_candidate *c)
 {
     const run_result *r = &c->result;
@@ -127,6 +136,9 @@ static int run(int argc, char **argv)
             opt.exhaustive = true;
         } else if (!strcmp(a, "--json")) {
             json = true;
+        } else if (!strcmp(a, "--gpus") || !strcmp(a, "--max-gpus") || !strcmp(a, "--top") || !strcmp(a, "--jobs") || !strcmp(a, "--objective") || !strcmp(a, "--memory-limit")) {
+            fprintf(stderr, "dtsim plan: %s needs a value (see dtsim plan --help)\n", a);
+            return CLI_USAGE;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "dtsim plan: unknown option %s (see dtsim plan --help)\n", a);
             return CLI_USAGE;
@@ -143,10 +155,26 @@ static int run(int argc, char **argv)
         return CLI_USAGE;
     }
     if (opt.jobs < 1) opt.jobs = 1;
+    if (isatty(STDERR_FILENO)) opt.progress = draw;
     dt_error err;
     dt_error_clear(&err);
     cJSON *sc = NULL;
     if (js_parse_file(file, &sc, &err)) return cli_report_error(&err);
+    {
+        /* A typo or a bad value outside the fields the search sets fails every candidate
+         * alike ("no plan fits", exit 1): report it as the bad input it is, with its path. */
+        cJSON *copy = cJSON_Duplicate(sc, 1);
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, "sweep");
+        js_ctx ctx = {file, &err};
+        wl_scenario ws;
+        int prc = wl_scenario_parse(&ctx, copy, &ws);
+        if (prc == DT_OK) wl_scenario_free(&ws);
+        cJSON_Delete(copy);
+        if (prc != DT_OK) {
+            cJSON_Delete(sc);
+            return cli_report_error(&err);
+        }
+    }
     char *dir_copy = dt_xstrdup(file);
     plan_result res;
     int rc = plan_search(sc, file, dirname(dir_copy), &opt, &res, &err);

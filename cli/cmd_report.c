@@ -38,6 +38,9 @@ static int run(int argc, char **argv)
             json = true;
         } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
             out = argv[++i];
+        } else if (!strcmp(argv[i], "--out")) {
+            fprintf(stderr, "dtsim report: %s needs a value (see dtsim report --help)\n", argv[i]);
+            return CLI_USAGE;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "dtsim report: unknown option %s (see dtsim report --help)\n", argv[i]);
             return CLI_USAGE;

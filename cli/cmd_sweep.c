@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "dtsim/json.h"
 #include "dtsim/sweep.h"
+#include "dtsim/workload.h"
 
 static void help(FILE *out)
 {
@@ -121,6 +122,34 @@ static int list_points(const char *file, bool json)
     return CLI_OK;
 }
 
+/* An axis on a path the scenario format does not have ("parallel.dq"), or that cannot be set,
+ * fails every point alike: find it on point 0 before anything runs or is written, so it is
+ * bad input (exit 2) rather than N failed points. Checks needing the topology stay per point. */
+static int check_first_point(const cJSON *sc, const char *file, dt_error *err)
+{
+    sweep_spec *spec = NULL;
+    int rc = sweep_spec_parse(sc, file, &spec, err);
+    if (rc != DT_OK || sweep_n_points(spec) == 0) {
+        sweep_spec_destroy(spec);
+        return rc;
+    }
+    cJSON *p0 = sweep_point_scenario(spec, sc, 0, file, err);
+    if (!p0) rc = err->code ? err->code : DT_EINPUT;
+    if (p0) {
+        js_ctx ctx = {file, err};
+        wl_scenario ws;
+        rc = wl_scenario_parse(&ctx, p0, &ws);
+        if (rc == DT_OK) wl_scenario_free(&ws);
+    }
+    if (rc != DT_OK) {
+        size_t n = strlen(err->msg);
+        snprintf(err->msg + n, sizeof err->msg - n, " (at sweep point 0)");
+    }
+    cJSON_Delete(p0);
+    sweep_spec_destroy(spec);
+    return rc;
+}
+
 static int run(int argc, char **argv)
 {
     const char *file = NULL, *out = NULL;
@@ -146,6 +175,9 @@ static int run(int argc, char **argv)
             list = true;
         } else if (!strcmp(a, "--no-progress")) {
             progress = false;
+        } else if (!strcmp(a, "--out") || !strcmp(a, "--jobs")) {
+            fprintf(stderr, "dtsim sweep: %s needs a value (see dtsim sweep --help)\n", a);
+            return CLI_USAGE;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "dtsim sweep: unknown option %s (see dtsim sweep --help)\n", a);
             return CLI_USAGE;
@@ -182,7 +214,8 @@ static int run(int argc, char **argv)
                             .progress = draw, .progress_ctx = &b,
                             .mpi_rank = rank, .mpi_size = size};
         sweep_summary sum;
-        rc = sweep_run(&cfg, &sum, &err);
+        rc = check_first_point(sc, file, &err);
+        if (rc == DT_OK) rc = sweep_run(&cfg, &sum, &err);
         if (rc) {
             status = rank == 0 ? cli_report_error(&err) : cli_status(rc);
         } else if (rank == 0) {

@@ -37,6 +37,12 @@ typedef struct coll_inst {
     int *blocked;   /* per rank: streams waiting on a dependency */
     int *gpus;
     int remaining;  /* states not yet done */
+    /* Fluid ring (coll.h, COLL_RING_FLUID): no step states (st NULL); one coupled flow over
+     * all the ring's edges per ECMP lane. */
+    int fluid;          /* coupled flows (one per ECMP lane) in flight; 0 for a step program */
+    sim_time_t f_extra; /* latency of the steps after the first, added once at the end */
+    int *f_dst;         /* per edge: receiving GPU */
+    double *f_red;      /* per edge: bytes the receiver reduces */
     uint32_t done_kind, done_id;
     uint64_t done_data;
     int next_free;
@@ -48,7 +54,7 @@ struct coll_engine {
     sim_engine *eng;
     topo *t;
     coll_config cfg;
-    uint32_t k_arrive, k_reduce;
+    uint32_t k_arrive, k_reduce, k_fluid;
     coll_inst *inst;
     int n_inst, free_head;
     coll_send *sendbuf;
@@ -58,6 +64,23 @@ struct coll_engine {
 
 static const char *const op_names[COLL_OP_COUNT] = {
     "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall", "sendrecv"};
+static const char *const ring_model_names[COLL_RING_MODEL_COUNT] = {"steps", "fluid", "auto"};
+
+const char *coll_ring_model_name(coll_ring_model m)
+{
+    return (unsigned)m < COLL_RING_MODEL_COUNT ? ring_model_names[m] : "?";
+}
+
+int coll_ring_model_parse(const char *s, coll_ring_model *out)
+{
+    for (int i = 0; i < COLL_RING_MODEL_COUNT; i++)
+        if (!strcmp(s, ring_model_names[i])) {
+            *out = (coll_ring_model)i;
+            return DT_OK;
+        }
+    return DT_EINPUT;
+}
+
 static const char *const algo_names[COLL_ALGO_COUNT] = {"auto", "ring", "tree", "dbt",
                                                         "hd",   "direct", "hier", "ps"};
 
@@ -148,6 +171,7 @@ double coll_parts(double bytes, double elem, int n, int a, int b)
 
 static void on_arrive(void *model, sim_engine *eng, const sim_event *ev);
 static void on_reduce(void *model, sim_engine *eng, const sim_event *ev);
+static void on_fluid(void *model, sim_engine *eng, const sim_event *ev);
 
 coll_engine *coll_create(net *n, sim_engine *eng, topo *t, const coll_config *cfg)
 {
@@ -161,14 +185,20 @@ coll_engine *coll_create(net *n, sim_engine *eng, topo *t, const coll_config *cf
     c->reduce_free = dt_xcalloc((size_t)(t->n_gpus > 0 ? t->n_gpus : 1), sizeof *c->reduce_free);
     c->k_arrive = sim_kind_register(eng, "coll.arrive", on_arrive, c);
     c->k_reduce = sim_kind_register(eng, "coll.reduce", on_reduce, c);
+    c->k_fluid = sim_kind_register(eng, "coll.fluid", on_fluid, c);
     return c;
 }
 
 static void inst_release(coll_inst *in)
 {
-    int ns = in->p.n * in->p.n_streams;
+    int ns = in->st ? in->p.n * in->p.n_streams : 0;
     for (int i = 0; i < ns; i++) free(in->st[i].pend);
     free(in->st);
+    free(in->f_dst);
+    free(in->f_red);
+    in->f_dst = NULL;
+    in->f_red = NULL;
+    in->fluid = 0;
     free(in->blocked);
     free(in->gpus);
     free(in->p.data);
@@ -356,7 +386,7 @@ static void finish_step(coll_engine *c, int id, int s)
             double ps = ceil(st->reduce_bytes / bw * 1e12 * (1 - 1e-12));
             sim_time_t now = sim_now(c->eng);
             sim_time_t start = c->reduce_free[g] > now ? c->reduce_free[g] : now;
-            c->reduce_free[g] = start + (sim_time_t)ps;
+            c->reduce_free[g] = sim_time_add(start, ps < 9.0e18 ? (sim_time_t)ps : SIM_TIME_MAX);
             sim_schedule(c->eng, c->reduce_free[g], c->k_reduce, (uint32_t)id, (uint64_t)s);
             return;
         }
@@ -388,13 +418,93 @@ static void on_arrive(void *model, sim_engine *eng, const sim_event *ev)
     if (b_ready && in->st) finish_step(c, id, dst);
 }
 
+/* One of the fluid ring's lane flows has arrived; after the last one every receiver runs its reductions in one block on its
+ * reduction unit (first come first served, as in finish_step), then the latency of the
+ * remaining steps passes; the collective is done at the latest receiver's end. */
+static void on_fluid(void *model, sim_engine *eng, const sim_event *ev)
+{
+    coll_engine *c = model;
+    int id = (int)ev->id;
+    coll_inst *in = &c->inst[id];
+    DT_ASSERT(in->fluid > 0);
+    if (--in->fluid > 0) return; /* other lanes still in flight */
+    sim_time_t end = ev->time;
+    for (int q = 0; q < in->p.n; q++) {
+        sim_time_t t = ev->time;
+        int g = in->f_dst[q];
+        double bw = c->cfg.reduce_bw < 0 ? c->t->gpus[g].reduce_bw : c->cfg.reduce_bw;
+        /* With one stream every reduction is on the ring's critical path; with K > 1 the
+         * step model overlaps a stream's reduction with the other streams' transfers and
+         * exposes about one chunk's (reduction being far faster than a link), so charge that. */
+        double red = in->p.n_streams == 1 ? in->f_red[q]
+                                          : in->f_red[q] / ((in->p.n - 1) * (double)in->p.n_streams);
+        if (red > 0 && bw > 0) {
+            double ps = ceil(red / bw * 1e12 * (1 - 1e-12));
+            sim_time_t start = c->reduce_free[g] > t ? c->reduce_free[g] : t;
+            c->reduce_free[g] = sim_time_add(start, ps < 9.0e18 ? (sim_time_t)ps : SIM_TIME_MAX);
+            t = c->reduce_free[g];
+        }
+        if (t > end) end = t;
+    }
+    sim_schedule_in(eng, end, in->f_extra, in->done_kind, in->done_id, in->done_data);
+    inst_release(in);
+    in->next_free = c->free_head;
+    c->free_head = id;
+}
+
+static int use_fluid(const coll_engine *c, coll_algo algo, const coll_prog *p)
+{
+    if (algo != COLL_RING || p->n < 2) return 0;
+    if (p->op != COLL_ALLREDUCE && p->op != COLL_REDUCE_SCATTER && p->op != COLL_ALLGATHER)
+        return 0;
+    return c->cfg.ring_model == COLL_RING_FLUID ||
+           (c->cfg.ring_model == COLL_RING_AUTO && p->n >= COLL_RING_FLUID_MIN);
+}
+
+/* Start a fluid ring (coll.h): coupled flows over every edge (net_send_ring) carrying the
+ * largest edge's bytes (edges differ by a few elements at most). */
+static void start_fluid(coll_engine *c, int id)
+{
+    coll_inst *in = &c->inst[id];
+    int n = in->p.n;
+    int *src = dt_xmalloc((size_t)n * sizeof *src), *dst = dt_xmalloc((size_t)n * sizeof *dst);
+    double *bytes = dt_xmalloc((size_t)n * sizeof *bytes);
+    in->f_red = dt_xmalloc((size_t)n * sizeof *in->f_red);
+    in->f_dst = dst;
+    coll_ring_edges(&in->p, src, dst, bytes, in->f_red);
+    /* Every step pays one edge latency: the coupled flow's tail is the largest edge's, and so
+     * is each further step's (the step model's steps wait for the slowest edge too). */
+    sim_time_t amax = 0;
+    double b = 0;
+    for (int q = 0; q < n; q++) {
+        src[q] = in->gpus[src[q]];
+        dst[q] = in->gpus[dst[q]];
+        sim_time_t a = 0;
+        if (net_path_info(c->net, src[q], dst[q], &a, NULL, NULL) == DT_OK && a > amax) amax = a;
+        if (bytes[q] > b) b = bytes[q];
+    }
+    double extra = (double)(coll_ring_steps(&in->p) - 1) * (double)amax;
+    in->f_extra = extra < 9.0e18 ? (sim_time_t)extra : SIM_TIME_MAX;
+    /* One coupled flow per ECMP lane, each with 1/lanes of the data: the step model's
+     * successive steps rotate over a pair's lanes (net_send), spreading each edge over the
+     * equal-cost paths; a single coupled flow would pin every edge to one path, and a ring
+     * meeting one hash collision anywhere would run at half rate throughout. Weight 1/lanes:
+     * together the lanes compete with other traffic as one flow, as a step flow does. */
+    in->fluid = NET_ECMP_LANES;
+    for (int l = 0; l < NET_ECMP_LANES; l++)
+        net_send_ring(c->net, n, src, dst, b / NET_ECMP_LANES, l, 1.0 / NET_ECMP_LANES,
+                      c->k_fluid, (uint32_t)id, 0);
+    free(src);
+    free(bytes);
+}
+
 static const coll_builder builders[COLL_ALGO_COUNT] = {
     [COLL_RING] = coll_build_ring, [COLL_TREE] = coll_build_tree, [COLL_DBT] = coll_build_dbt,
     [COLL_HD] = coll_build_hd,     [COLL_DIRECT] = coll_build_direct,
     [COLL_HIER] = coll_build_hier, [COLL_PS] = coll_build_ps};
 
-int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32_t done_id,
-               uint64_t done_data, dt_error *err)
+int coll_prepare(topo *t, const coll_config *cfg, const coll_spec *spec, coll_prog *out,
+                 coll_algo *algo_out, dt_error *err)
 {
     int n = spec->n;
     if (n < 1 || !spec->group)
@@ -405,10 +515,10 @@ int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32
     if ((unsigned)spec->op >= COLL_OP_COUNT || (unsigned)spec->algo >= COLL_ALGO_COUNT)
         return dt_error_set(err, DT_EINPUT, NULL, NULL, "unknown collective op or algorithm");
     for (int i = 0; i < n; i++) {
-        if (spec->group[i] < 0 || spec->group[i] >= c->t->n_gpus)
+        if (spec->group[i] < 0 || spec->group[i] >= t->n_gpus)
             return dt_error_set(err, DT_EINPUT, NULL, "group",
                                 "GPU %d does not exist (the topology has %d GPUs)",
-                                spec->group[i], c->t->n_gpus);
+                                spec->group[i], t->n_gpus);
         for (int j = 0; j < i; j++)
             if (spec->group[j] == spec->group[i])
                 return dt_error_set(err, DT_EINPUT, NULL, "group", "GPU %d appears twice",
@@ -423,19 +533,32 @@ int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32
         return dt_error_set(err, DT_EINPUT, NULL, "group",
                             "sendrecv needs exactly 2 GPUs (sender, receiver), found %d", n);
 
-    coll_algo algo = spec->algo == COLL_AUTO ? coll_auto_choice(c->t, spec) : spec->algo;
+    coll_algo algo = spec->algo == COLL_AUTO ? coll_auto_choice(t, spec) : spec->algo;
     if (spec->op == COLL_SENDRECV) algo = COLL_DIRECT; /* one transfer: no algorithm to pick */
     coll_prog p = {.op = spec->op, .n = n, .bytes = spec->bytes,
                    .elem = spec->elem_bytes > 0 ? spec->elem_bytes : 2.0, .root = root,
                    .servers = spec->servers,
-                   .chunk = c->cfg.chunk_bytes > 0 ? c->cfg.chunk_bytes : COLL_DEFAULT_CHUNK,
-                   .gpus = spec->group, .t = c->t};
+                   .chunk = cfg->chunk_bytes > 0 ? cfg->chunk_bytes : COLL_DEFAULT_CHUNK,
+                   .gpus = spec->group, .t = t};
     int rc = builders[algo](&p, err);
     if (rc != DT_OK) {
         free(p.data);
         return rc;
     }
     DT_ASSERT(p.n_streams >= 1 && p.step && p.n_steps);
+    *out = p;
+    *algo_out = algo;
+    return DT_OK;
+}
+
+int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32_t done_id,
+               uint64_t done_data, dt_error *err)
+{
+    int n = spec->n;
+    coll_prog p;
+    coll_algo algo;
+    int rc = coll_prepare(c->t, &c->cfg, spec, &p, &algo, err);
+    if (rc != DT_OK) return rc;
 
     if (c->free_head < 0) {
         int old = c->n_inst, cap = old ? old * 2 : 8;
@@ -459,6 +582,13 @@ int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32
     in->gpus = dt_xmalloc((size_t)n * sizeof *in->gpus);
     memcpy(in->gpus, spec->group, (size_t)n * sizeof *in->gpus);
     in->p.gpus = in->gpus;
+    in->done_kind = done_kind;
+    in->done_id = done_id;
+    in->done_data = done_data;
+    if (use_fluid(c, algo, &in->p)) {
+        start_fluid(c, id);
+        return DT_OK;
+    }
     int K = p.n_streams, ns = n * K;
     in->st = dt_xcalloc((size_t)ns, sizeof *in->st);
     in->blocked = dt_xcalloc((size_t)n, sizeof *in->blocked);
@@ -509,6 +639,11 @@ int coll_simulate(topo *t, const coll_spec *spec, const coll_config *cc, const n
         sim_run(eng, SIM_TIME_MAX);
         DT_ASSERT(d.fired);
         out->time = d.at;
+        if (d.at >= SIM_TIME_MAX / 2)
+            rc = dt_error_set(err, DT_EINPUT, NULL, NULL,
+                              "%g bytes would take longer than the simulated clock's range "
+                              "(about 50 days): check the size and the topology's bandwidths",
+                              spec->bytes);
         out->events = sim_events_handled(eng);
         net_get_stats(n, &out->net);
     }

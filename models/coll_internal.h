@@ -64,6 +64,14 @@ struct coll_prog {
     double d[4];
 };
 
+/* Validate spec (DT_EINPUT with err filled, as coll_start documents), resolve `auto`
+ * (coll_auto_choice; sendrecv always runs as direct) and run the algorithm's builder with
+ * cfg's chunk. On DT_OK *p is ready (p->gpus borrows spec->group, p->data is the caller's to
+ * free()) and *algo names what runs; coll_start and coll_analytic_time share it, so both
+ * resolve and validate a spec the same way. */
+int coll_prepare(topo *t, const coll_config *cfg, const coll_spec *spec, coll_prog *p,
+                 coll_algo *algo, dt_error *err);
+
 /* Builders: DT_OK, or DT_EINPUT with a message when the algorithm cannot run this op/group. */
 typedef int (*coll_builder)(coll_prog *p, dt_error *err);
 int coll_build_ring(coll_prog *p, dt_error *err);
@@ -73,6 +81,14 @@ int coll_build_hd(coll_prog *p, dt_error *err);
 int coll_build_direct(coll_prog *p, dt_error *err);
 int coll_build_hier(coll_prog *p, dt_error *err);
 int coll_build_ps(coll_prog *p, dt_error *err);
+
+/* Fluid ring (COLL_RING_FLUID), valid after coll_build_ring for allreduce, reduce_scatter
+ * and allgather. For each ring position q (arrays of n, caller-allocated), the edge q -> q+1:
+ * sender and receiver ranks, the bytes sent over the whole collective, the bytes the receiver
+ * reduces. coll_ring_steps: steps per stream (2(n-1) or n-1), whose latencies the fluid model
+ * charges. */
+void coll_ring_edges(const coll_prog *p, int *src, int *dst, double *bytes, double *reduce_bytes);
+int coll_ring_steps(const coll_prog *p);
 
 /* Pipelined trees (coll_tree.c), shared by ring (chain) broadcast/reduce, tree and dbt:
  * shape COLL_SHAPE_CHAIN or COLL_SHAPE_HEAP (binary), `trees` = 1 or 2 (the second mirrors the

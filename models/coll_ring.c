@@ -167,3 +167,32 @@ int coll_build_ring(coll_prog *p, dt_error *err)
     p->step = step;
     return DT_OK;
 }
+
+/* Fluid ring (coll.h, COLL_RING_FLUID). Over the whole collective the sender at position q
+ * sends, per stream: in reduce-scatter every segment but (q+1); in the all-gather after it
+ * every segment but (q+2); in a plain all-gather every segment but (q+1). The receiver at
+ * position q+1 reduces every segment but its own position's. Summed over streams: O(nK). */
+void coll_ring_edges(const coll_prog *p, int *src, int *dst, double *bytes, double *reduce_bytes)
+{
+    int n = p->n, K = p->i[CHUNKS];
+    const int *at = ring_at(p);
+    for (int q = 0; q < n; q++) {
+        src[q] = at[q];
+        dst[q] = at[(q + 1) % n];
+        bytes[q] = reduce_bytes[q] = 0;
+    }
+    for (int k = 0; k < K; k++) {
+        double tot = 0;
+        for (int i = 0; i < n; i++) tot += seg_bytes(p, k, i);
+        for (int q = 0; q < n; q++) {
+            int q1 = (q + 1) % n;
+            if (p->i[RS]) {
+                bytes[q] += tot - seg_bytes(p, k, q1);
+                reduce_bytes[q] += tot - seg_bytes(p, k, q1);
+            }
+            if (p->i[AG]) bytes[q] += tot - seg_bytes(p, k, (q + 1 + p->i[RS]) % n);
+        }
+    }
+}
+
+int coll_ring_steps(const coll_prog *p) { return (p->i[RS] + p->i[AG]) * (p->n - 1); }

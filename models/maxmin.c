@@ -16,6 +16,7 @@ struct mm_solver {
     /* per link */
     double *rem;      /* remaining capacity */
     int *unfrozen;    /* flows not yet frozen */
+    double *wsum;     /* their total weight (== unfrozen when every weight is 1) */
     unsigned *ver;    /* bumped whenever the share changes; heap entries carry it */
     int *lstart;      /* link -> flows CSR */
     int *lflows;
@@ -37,6 +38,7 @@ void mm_destroy(mm_solver *s)
     if (!s) return;
     free(s->rem);
     free(s->unfrozen);
+    free(s->wsum);
     free(s->ver);
     free(s->lstart);
     free(s->lflows);
@@ -52,6 +54,7 @@ static void reserve(mm_solver *s, int n_links, int n_flows, int n_inc)
         int c = n_links * 2;
         s->rem = dt_xrealloc(s->rem, (size_t)c * sizeof *s->rem);
         s->unfrozen = dt_xrealloc(s->unfrozen, (size_t)c * sizeof *s->unfrozen);
+        s->wsum = dt_xrealloc(s->wsum, (size_t)c * sizeof *s->wsum);
         s->ver = dt_xrealloc(s->ver, (size_t)c * sizeof *s->ver);
         s->lstart = dt_xrealloc(s->lstart, (size_t)(c + 1) * sizeof *s->lstart);
         s->fill = dt_xrealloc(s->fill, (size_t)c * sizeof *s->fill);
@@ -91,25 +94,39 @@ static void heap_push(mm_solver *s, mm_entry e)
     s->heap[i] = e;
 }
 
-static mm_entry heap_pop(mm_solver *s)
+/* Move heap[i] down to its place. */
+static void sift_down(mm_solver *s, int i)
 {
-    mm_entry top = s->heap[0];
-    mm_entry last = s->heap[--s->n_heap];
-    int i = 0, n = s->n_heap;
+    mm_entry x = s->heap[i];
+    int n = s->n_heap;
     for (;;) {
         int c = 2 * i + 1;
         if (c >= n) break;
         if (c + 1 < n && entry_less(&s->heap[c + 1], &s->heap[c])) c++;
-        if (!entry_less(&s->heap[c], &last)) break;
+        if (!entry_less(&s->heap[c], &x)) break;
         s->heap[i] = s->heap[c];
         i = c;
     }
-    if (n > 0) s->heap[i] = last;
+    s->heap[i] = x;
+}
+
+static mm_entry heap_pop(mm_solver *s)
+{
+    mm_entry top = s->heap[0];
+    s->heap[0] = s->heap[--s->n_heap];
+    if (s->n_heap > 0) sift_down(s, 0);
     return top;
 }
 
 void mm_solve(mm_solver *s, int n_links, const double *cap, int n_flows, const int *fstart,
               const int *flinks, double *rate, int *bneck)
+{
+    mm_solve_weighted(s, n_links, cap, n_flows, fstart, flinks, NULL, rate, bneck);
+}
+
+void mm_solve_weighted(mm_solver *s, int n_links, const double *cap, int n_flows,
+                       const int *fstart, const int *flinks, const double *weight, double *rate,
+                       int *bneck)
 {
     int n_inc = fstart[n_flows] - fstart[0];
     reserve(s, n_links, n_flows, n_inc);
@@ -123,20 +140,38 @@ void mm_solve(mm_solver *s, int n_links, const double *cap, int n_flows, const i
     for (int f = 0; f < n_flows; f++)
         for (int k = fstart[f]; k < fstart[f + 1]; k++) s->lflows[s->fill[flinks[k]]++] = f;
 
-    s->n_heap = 0;
     for (int l = 0; l < n_links; l++) {
         DT_ASSERT(cap[l] > 0);
         s->rem[l] = cap[l];
         s->unfrozen[l] = s->lstart[l + 1] - s->lstart[l];
+        s->wsum[l] = s->unfrozen[l];
         s->ver[l] = 0;
-        if (s->unfrozen[l] > 0)
-            heap_push(s, (mm_entry){cap[l] / s->unfrozen[l], l, 0});
     }
+    if (weight) {
+        for (int l = 0; l < n_links; l++) s->wsum[l] = 0;
+        for (int f = 0; f < n_flows; f++) {
+            DT_ASSERT(weight[f] > 0);
+            for (int k = fstart[f]; k < fstart[f + 1]; k++) s->wsum[flinks[k]] += weight[f];
+        }
+    }
+    /* Initial heap built bottom-up in O(L) rather than by L pushes. */
+    s->n_heap = 0;
+    if (n_links > s->cap_heap) {
+        s->cap_heap = 2 * n_links;
+        s->heap = dt_xrealloc(s->heap, (size_t)s->cap_heap * sizeof *s->heap);
+    }
+    for (int l = 0; l < n_links; l++)
+        if (s->unfrozen[l] > 0) s->heap[s->n_heap++] = (mm_entry){cap[l] / s->wsum[l], l, 0};
+    for (int i = s->n_heap / 2 - 1; i >= 0; i--) sift_down(s, i);
+    int left = 0; /* flows not frozen yet: the loop stops when none is left, rather than
+                     popping every remaining (non-binding) link's entry */
     for (int f = 0; f < n_flows; f++)
         if (fstart[f + 1] == fstart[f]) {
             rate[f] = INFINITY;
             if (bneck) bneck[f] = -1;
             s->frozen[f] = 1;
+        } else {
+            left++;
         }
 
     /* Heap keys are lower bounds: a link's share only grows as flows freeze, so instead of
@@ -144,14 +179,14 @@ void mm_solve(mm_solver *s, int n_links, const double *cap, int n_flows, const i
      * and pushed back. The first up-to-date entry popped is the true minimum. This keeps heap
      * traffic near one push per link per freezing round instead of one per incidence. */
     double level = 0;
-    while (s->n_heap > 0) {
+    while (s->n_heap > 0 && left > 0) {
         mm_entry e = heap_pop(s);
         int l = e.link;
         if (s->unfrozen[l] == 0) continue;
         if (e.version != s->ver[l]) {
             /* Mathematically the share only grows; clamping keeps rounding from ever
              * handing a flow a rate below the level already reached (or zero). */
-            double ns = s->rem[l] / s->unfrozen[l];
+            double ns = s->rem[l] / s->wsum[l];
             heap_push(s, (mm_entry){ns > level ? ns : level, l, s->ver[l]});
             continue;
         }
@@ -162,13 +197,22 @@ void mm_solve(mm_solver *s, int n_links, const double *cap, int n_flows, const i
             int f = s->lflows[k];
             if (s->frozen[f]) continue;
             s->frozen[f] = 1;
-            rate[f] = share;
+            left--;
+            double w = weight ? weight[f] : 1.0, use = w * share;
+            rate[f] = use;
             if (bneck) bneck[f] = l;
             for (int j = fstart[f]; j < fstart[f + 1]; j++) {
                 int m = flinks[j];
-                s->unfrozen[m]--;
-                double r = s->rem[m] - share;
+                double r = s->rem[m] - use;
                 s->rem[m] = r > 0 ? r : 0;
+                if (--s->unfrozen[m] == 0) s->wsum[m] = 0;
+                else if (weight) {
+                    /* rounding must never leave a positive share's divisor at or below 0 */
+                    double ws = s->wsum[m] - w;
+                    s->wsum[m] = ws > 1e-300 ? ws : 1e-300;
+                } else {
+                    s->wsum[m] = s->unfrozen[m];
+                }
                 s->ver[m]++;
             }
         }

@@ -28,6 +28,13 @@ void mm_destroy(mm_solver *s);
  * remaining capacity at zero, so the excess is at most a few ulps of cap). */
 void mm_solve(mm_solver *s, int n_links, const double *cap, int n_flows, const int *fstart,
               const int *flinks, double *rate, int *bneck);
+/* Weighted max-min: flow f has weight w_f > 0 (weight NULL: all 1). Progressive filling raises
+ * a common level; flow f sends at w_f x level on every link it crosses, and freezes when one of
+ * them saturates; rate[f] is that send rate (B/s). A flow of weight 1/L thus competes like 1/L
+ * of a flow: L of them together take one flow's share. */
+void mm_solve_weighted(mm_solver *s, int n_links, const double *cap, int n_flows,
+                       const int *fstart, const int *flinks, const double *weight, double *rate,
+                       int *bneck);
 /* bneck (may be NULL) receives each flow's bottleneck: the link on which it froze (saturated,
  * and no flow on it is faster), -1 for a flow crossing no link. The network model uses it to
  * skip re-solving when a flow leaves links that bottleneck nobody else. */

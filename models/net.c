@@ -54,6 +54,10 @@ typedef struct net_flow {
     sim_time_t tail;    /* path latency: added after the data phase */
     const int *path;
     int n_hops;
+    int *xpath;         /* coupled flow (net_send_ring): owned path and slot arrays, else NULL */
+    int *xslot;
+    int pairs;          /* transfers it stands for: 1, or a coupled flow's pairs */
+    double w;           /* max-min weight: 1, or a coupled flow's (net_send_ring) */
     uint32_t version;   /* bumped on every reschedule and on free: stale events carry old ones */
     int bneck;          /* bottleneck link from the last solve, -1 before */
     int active;
@@ -65,8 +69,9 @@ typedef struct net_flow {
 /* Memo of routes by (src, dst): up to NET_LANES routes per pair (the route, its latency and
  * bottleneck). Direct-mapped; a miss asks topo_route (whose own cache is larger but slower: a
  * mutex and a probe per call). */
-#define NET_MEMO_BITS 13
-#define NET_LANES 4
+#define NET_MEMO_MIN_BITS 13
+#define NET_MEMO_MAX_BITS 17
+#define NET_LANES NET_ECMP_LANES
 typedef struct route_lane {
     const int *path; /* NULL until first used */
     int n_hops;
@@ -116,11 +121,12 @@ struct net {
     uint32_t epoch;
     /* component scratch */
     int *cf, *cl, *fstart, *flinks, *stack;
-    double *cap, *rate, *used;
+    double *cap, *rate, *used, *wt;
     int *bn;
     int cap_cf, cap_cl, cap_inc, cap_stack, cap_fs, cap_ls, cap_rate;
     mm_solver *mm;
     route_memo *memo;
+    unsigned memo_mask;
     net_stats st;
     net_link_observer obs;
     void *obs_ctx;
@@ -143,8 +149,14 @@ net *net_create(topo *t, sim_engine *eng, const net_config *cfg)
     }
     n->free_head = -1;
     n->mm = mm_create();
-    n->memo = dt_xmalloc(sizeof(route_memo) << NET_MEMO_BITS);
-    for (int i = 0; i < 1 << NET_MEMO_BITS; i++) n->memo[i].key = -1;
+    /* Memo size: 4 slots per GPU (a ring or pipeline neighbour or two each), 2^13 to 2^17
+     * entries (1.2 to 19 MB). An evicted pair restarts its lane rotation, so a memo too small
+     * for the working set changes which ECMP lanes transfers take, not only the speed. */
+    int bits = NET_MEMO_MIN_BITS;
+    while (bits < NET_MEMO_MAX_BITS && (1L << bits) < 4L * t->n_gpus) bits++;
+    n->memo_mask = (1u << bits) - 1;
+    n->memo = dt_xmalloc(sizeof(route_memo) << bits);
+    for (unsigned i = 0; i <= n->memo_mask; i++) n->memo[i].key = -1;
     n->k_done = sim_kind_register(eng, "net.done", on_done, n);
     n->k_recompute = sim_kind_register(eng, "net.recompute", on_recompute, n);
     return n;
@@ -155,6 +167,10 @@ void net_destroy(net *n)
     if (!n) return;
     for (int l = 0; l < n->n_links; l++) free(n->links[l].e);
     free(n->links);
+    for (int i = 0; i < n->n_flows_cap; i++) {
+        free(n->flows[i].xpath);
+        free(n->flows[i].xslot);
+    }
     free(n->flows);
     free(n->fmark);
     free(n->fslot);
@@ -167,6 +183,7 @@ void net_destroy(net *n)
     free(n->cap);
     free(n->rate);
     free(n->used);
+    free(n->wt);
     free(n->bn);
     free(n->memo);
     mm_destroy(n->mm);
@@ -189,7 +206,7 @@ net_mode net_get_mode(const net *n) { return n->cfg.mode; }
 static sim_time_t ps_ceil(double seconds)
 {
     double ps = seconds * 1e12;
-    DT_ASSERT(ps < 9.0e18);
+    if (!(ps < 9.0e18)) return SIM_TIME_MAX; /* "never": the caller reports the overflow */
     if (ps <= 0) return 0;
     double c = ceil(ps - ps * 1e-12);
     return (sim_time_t)c;
@@ -232,7 +249,25 @@ int net_path_info(net *n, int src_gpu, int dst_gpu, sim_time_t *latency, double 
     return DT_OK;
 }
 
-static int flow_alloc(net *n)
+int net_route_lane(net *n, int src_gpu, int dst_gpu, int lane, const int **links, int *hops,
+                   sim_time_t *latency)
+{
+    /* the hash next_route gives lane v of the pair, without touching the memo (whose lane
+     * rotation the flow model's transfers depend on) */
+    int64_t key = (int64_t)src_gpu * n->t->n_gpus + dst_gpu;
+    unsigned v = (unsigned)lane % NET_LANES;
+    uint64_t hash = mix64((uint64_t)key * NET_LANES + v + 0x9e3779b97f4a7c15ULL);
+    const int *pth = NULL;
+    int nh = 0;
+    int rc = topo_route(n->t, src_gpu, dst_gpu, hash, &pth, &nh);
+    if (rc != DT_OK) return rc;
+    if (links) *links = pth;
+    if (hops) *hops = nh;
+    if (latency) *latency = path_latency(n->t, pth, nh);
+    return DT_OK;
+}
+
+__attribute__((always_inline)) static inline int flow_alloc(net *n)
 {
     if (n->free_head < 0) {
         int old = n->n_flows_cap;
@@ -278,7 +313,7 @@ static void schedule_finish(net *n, int id, net_flow *f, sim_time_t now)
 {
     f->version++;
     sim_time_t dt = ps_ceil(f->remaining / f->rate);
-    sim_schedule(n->eng, now + dt, n->k_done, (uint32_t)id, f->version);
+    sim_schedule_in(n->eng, now, dt, n->k_done, (uint32_t)id, f->version);
 }
 
 static void note_util(net *n, double used, double bw)
@@ -291,29 +326,81 @@ static void note_util(net *n, double used, double bw)
 #endif
 }
 
-void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
-              uint32_t done_id, uint64_t done_data)
+/* Positions of flow id in its hop links' entry arrays: NET_MAX_HOPS slots per flow, or the
+ * coupled flow's own array. */
+static inline int *flow_slots(net *n, int id)
+{
+    int *x = n->flows[id].xslot;
+    return x ? x : &n->fslot[(size_t)id * NET_MAX_HOPS];
+}
+
+/* Put a new flow on its links and either schedule it (alone on every link) or mark its links
+ * for a recompute. xpath: NULL, or the path (owned by the flow from now on) of a coupled flow
+ * standing for `pairs` transfers. */
+/* Inlined into net_send (per-flow hot path: a call with twelve arguments cost ~5 % of the
+ * 1,024-GPU step's instructions). */
+__attribute__((always_inline)) static inline void
+flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
+                       sim_time_t lat, double bw, int bl, double bytes, uint32_t done_kind, uint32_t done_id,
+                       uint64_t done_data)
 {
     sim_time_t now = sim_now(n->eng);
-    DT_ASSERT(bytes >= 0);
-    n->st.flows_started++;
-    n->st.bytes_sent += bytes;
-    if (src_gpu == dst_gpu) {
-        n->st.flows_finished++;
-        n->st.bytes_delivered += bytes;
-        sim_schedule(n->eng, now, done_kind, done_id, done_data);
-        return;
+    int id = flow_alloc(n);
+    net_flow *f = &n->flows[id];
+    f->remaining = f->bytes = bytes;
+    f->rate = 0;
+    f->t_last = f->t_start = now;
+    f->tail = lat;
+    f->path = path;
+    f->n_hops = nh;
+    f->xpath = xpath;
+    f->xslot = xpath ? dt_xmalloc((size_t)nh * sizeof *f->xslot) : NULL;
+    f->pairs = pairs;
+    f->w = w;
+    f->done_kind = done_kind;
+    f->done_id = done_id;
+    f->done_data = done_data;
+    f->bneck = -1;
+    int *slot = flow_slots(n, id);
+    int alone = 1;
+    for (int h = 0; h < nh; h++) {
+        net_link *lk = &n->links[path[h]];
+        if (lk->n == lk->cap) {
+            lk->cap = lk->cap ? lk->cap * 2 : 4;
+            lk->e = dt_xrealloc(lk->e, (size_t)lk->cap * sizeof *lk->e);
+        }
+        slot[h] = lk->n;
+        lk->e[lk->n++] = (link_entry){id, h};
+        if (lk->n > 1) alone = 0;
     }
+    if (alone) {
+        /* Fast path: nobody to share with, nobody's rate changes. */
+        f->rate = bw;
+        f->bneck = bl;
+        n->links[bl].n_bneck++;
+        n->st.rate_updates++;
+        note_util(n, bw, bw);
+        schedule_finish(n, id, f, now);
+    } else {
+        for (int h = 0; h < nh; h++) mark_dirty(n, path[h], DIRTY_ARRIVE);
+    }
+}
+
+/* The memoised route from src to dst on ECMP lane `lane`, or (lane < 0) on the pair's next
+ * lane in rotation (see net.h). */
+__attribute__((always_inline)) static inline const route_lane *
+next_route(net *n, int src_gpu, int dst_gpu, int lane)
+{
     /* ECMP: successive transfers between one pair rotate over NET_LANES flow hashes of the
      * pair (as NCCL spreads a connection over several channels / queue pairs, each pinned
      * to a path by the 5-tuple hash). Deterministic, and routes are memoised per lane. */
     int64_t key = (int64_t)src_gpu * n->t->n_gpus + dst_gpu;
-    route_memo *m = &n->memo[mix64((uint64_t)key) & ((1u << NET_MEMO_BITS) - 1)];
+    route_memo *m = &n->memo[mix64((uint64_t)key) & n->memo_mask];
     if (m->key != key) {
         memset(m, 0, sizeof *m);
         m->key = key;
     }
-    unsigned v = m->next++ % NET_LANES;
+    unsigned v = lane >= 0 ? (unsigned)lane % NET_LANES : m->next++ % NET_LANES;
     route_lane *ln = &m->lane[v];
     if (!ln->path) {
         const int *pth = NULL;
@@ -333,6 +420,23 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
                 ln->bl = pth[h];
             }
     }
+    return ln;
+}
+
+void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
+              uint32_t done_id, uint64_t done_data)
+{
+    sim_time_t now = sim_now(n->eng);
+    DT_ASSERT(bytes >= 0);
+    n->st.flows_started++;
+    n->st.bytes_sent += bytes;
+    if (src_gpu == dst_gpu) {
+        n->st.flows_finished++;
+        n->st.bytes_delivered += bytes;
+        sim_schedule(n->eng, now, done_kind, done_id, done_data);
+        return;
+    }
+    const route_lane *ln = next_route(n, src_gpu, dst_gpu, -1);
     const int *path = ln->path;
     int nh = ln->n_hops;
     sim_time_t lat = ln->lat;
@@ -342,45 +446,55 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
         n->st.flows_finished++;
         n->st.bytes_delivered += bytes;
         if (n->obs && bytes > 0)
-            for (int h = 0; h < nh; h++) n->obs(n->obs_ctx, path[h], now, now + dt, bytes);
-        sim_schedule(n->eng, now + dt + lat, done_kind, done_id, done_data);
+            for (int h = 0; h < nh; h++) n->obs(n->obs_ctx, path[h], now, sim_time_add(now, dt), bytes);
+        sim_schedule_in(n->eng, now, sim_time_add(dt, lat), done_kind, done_id, done_data);
         return;
     }
 
-    int id = flow_alloc(n);
-    net_flow *f = &n->flows[id];
-    f->remaining = f->bytes = bytes;
-    f->rate = 0;
-    f->t_last = f->t_start = now;
-    f->tail = lat;
-    f->path = path;
-    f->n_hops = nh;
-    f->done_kind = done_kind;
-    f->done_id = done_id;
-    f->done_data = done_data;
-    f->bneck = -1;
-    int alone = 1;
-    for (int h = 0; h < nh; h++) {
-        net_link *lk = &n->links[path[h]];
-        if (lk->n == lk->cap) {
-            lk->cap = lk->cap ? lk->cap * 2 : 4;
-            lk->e = dt_xrealloc(lk->e, (size_t)lk->cap * sizeof *lk->e);
+    flow_start(n, path, nh, NULL, 1, 1.0, lat, ln->bw, ln->bl, bytes, done_kind, done_id, done_data);
+}
+
+void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, double bytes,
+                   int lane, double weight, uint32_t done_kind, uint32_t done_id,
+                   uint64_t done_data)
+{
+    sim_time_t now = sim_now(n->eng);
+    DT_ASSERT(bytes >= 0 && n_pairs >= 1 && weight > 0 && weight <= 1);
+    n->st.flows_started++;
+    n->st.bytes_sent += bytes * n_pairs;
+    /* The path is every pair's route end to end (a link two pairs cross appears twice: the
+     * flow's rate is spent on it twice, which progressive filling honours per incidence). */
+    int nh = 0, cap = 0, *path = NULL, bl = -1;
+    sim_time_t lat = 0;
+    double bw = INFINITY;
+    for (int i = 0; i < n_pairs; i++) {
+        if (src_gpu[i] == dst_gpu[i]) continue;
+        const route_lane *ln = next_route(n, src_gpu[i], dst_gpu[i], lane);
+        if (nh + ln->n_hops > cap) {
+            cap = 2 * (nh + ln->n_hops) + 16;
+            path = dt_xrealloc(path, (size_t)cap * sizeof *path);
         }
-        n->fslot[(size_t)id * NET_MAX_HOPS + h] = lk->n;
-        lk->e[lk->n++] = (link_entry){id, h};
-        if (lk->n > 1) alone = 0;
+        memcpy(path + nh, ln->path, (size_t)ln->n_hops * sizeof *path);
+        nh += ln->n_hops;
+        if (ln->lat > lat) lat = ln->lat;
+        if (ln->bw < bw) {
+            bw = ln->bw;
+            bl = ln->bl;
+        }
     }
-    if (alone) {
-        /* Fast path: nobody to share with, nobody's rate changes. */
-        f->rate = ln->bw;
-        f->bneck = ln->bl;
-        n->links[ln->bl].n_bneck++;
-        n->st.rate_updates++;
-        note_util(n, ln->bw, ln->bw);
-        schedule_finish(n, id, f, now);
-    } else {
-        for (int h = 0; h < nh; h++) mark_dirty(n, path[h], DIRTY_ARRIVE);
+    if (n->cfg.mode == NET_ANALYTIC || bytes == 0 || nh == 0) {
+        sim_time_t dt = (bytes > 0 && nh > 0) ? ps_ceil(bytes / bw) : 0;
+        n->st.flows_finished++;
+        n->st.bytes_delivered += bytes * n_pairs;
+        if (n->obs && bytes > 0)
+            for (int h = 0; h < nh; h++) n->obs(n->obs_ctx, path[h], now, sim_time_add(now, dt), bytes);
+        sim_schedule_in(n->eng, now, sim_time_add(dt, lat), done_kind, done_id, done_data);
+        free(path);
+        return;
     }
+    /* (A link the path crosses twice gets two entries, so flow_start never takes the
+     * single-flow fast path for it: the solver charges the rate twice there.) */
+    flow_start(n, path, nh, path, n_pairs, weight, lat, bw, bl, bytes, done_kind, done_id, done_data);
 }
 
 static void on_done(void *model, sim_engine *eng, const sim_event *ev)
@@ -390,14 +504,15 @@ static void on_done(void *model, sim_engine *eng, const sim_event *ev)
     if ((uint32_t)ev->data != f->version) return; /* stale: the rate changed since */
     sim_time_t now = ev->time;
     if (f->bneck >= 0) n->links[f->bneck].n_bneck--;
+    const int *slot = flow_slots(n, (int)ev->id);
     for (int h = 0; h < f->n_hops; h++) {
         int l = f->path[h];
         net_link *lk = &n->links[l];
-        int s = n->fslot[(size_t)ev->id * NET_MAX_HOPS + h];
+        int s = slot[h];
         link_entry last = lk->e[--lk->n];
         if (s != lk->n) {
             lk->e[s] = last;
-            n->fslot[(size_t)last.flow * NET_MAX_HOPS + last.hop] = s;
+            flow_slots(n, last.flow)[last.hop] = s;
         }
         /* If no remaining flow is bottlenecked on this link, every remaining flow keeps a
          * saturated link on which it is the fastest: the allocation is still max-min fair
@@ -406,8 +521,13 @@ static void on_done(void *model, sim_engine *eng, const sim_event *ev)
         if (n->obs) n->obs(n->obs_ctx, l, f->t_start, now, f->bytes);
     }
     n->st.flows_finished++;
-    n->st.bytes_delivered += f->bytes;
-    sim_schedule(eng, now + f->tail, f->done_kind, f->done_id, f->done_data);
+    n->st.bytes_delivered += f->bytes * f->pairs;
+    sim_schedule_in(eng, now, f->tail, f->done_kind, f->done_id, f->done_data);
+    if (f->xpath) {
+        free(f->xpath);
+        free(f->xslot);
+        f->xpath = f->xslot = NULL;
+    }
     f->version++;
     f->active = 0;
     f->next_free = n->free_head;
@@ -485,6 +605,7 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         n->cap_rate = n->cap_cf;
         n->rate = dt_xrealloc(n->rate, (size_t)n->cap_rate * sizeof *n->rate);
         n->bn = dt_xrealloc(n->bn, (size_t)n->cap_rate * sizeof *n->bn);
+        n->wt = dt_xrealloc(n->wt, (size_t)n->cap_rate * sizeof *n->wt);
     }
     if (nl > n->cap_ls) {
         n->cap_ls = n->cap_cl;
@@ -495,7 +616,13 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         n->cap[j] = n->links[n->cl[j]].bw;
         n->used[j] = 0;
     }
-    mm_solve(n->mm, nl, n->cap, nf, n->fstart, n->flinks, n->rate, n->bn);
+    int weighted = 0;
+    for (int i = 0; i < nf; i++) {
+        n->wt[i] = n->flows[n->cf[i]].w;
+        weighted |= n->wt[i] != 1.0;
+    }
+    mm_solve_weighted(n->mm, nl, n->cap, nf, n->fstart, n->flinks, weighted ? n->wt : NULL,
+                      n->rate, n->bn);
     n->st.solves++;
     n->st.solved_flows += (uint64_t)nf;
 
@@ -531,20 +658,25 @@ int net_check_fair(net *n, double rel_tol)
     int nf = 0, k = 0;
     int *fs = dt_xmalloc((size_t)(n->n_flows_cap + 1) * sizeof *fs);
     int *ids = dt_xmalloc((size_t)(n->n_flows_cap + 1) * sizeof *ids);
-    int *fl = dt_xmalloc((size_t)(n->n_flows_cap + 1) * NET_MAX_HOPS * sizeof *fl);
+    size_t inc = 1;
+    for (int i = 0; i < n->n_flows_cap; i++)
+        if (n->flows[i].active) inc += (size_t)n->flows[i].n_hops;
+    int *fl = dt_xmalloc(inc * sizeof *fl);
     double *rate = dt_xmalloc((size_t)(n->n_flows_cap + 1) * sizeof *rate);
+    double *w = dt_xmalloc((size_t)(n->n_flows_cap + 1) * sizeof *w);
     double *cap = dt_xmalloc((size_t)(n->n_links + 1) * sizeof *cap);
     for (int l = 0; l < n->n_links; l++) cap[l] = n->links[l].bw;
     for (int i = 0; i < n->n_flows_cap; i++) {
         const net_flow *f = &n->flows[i];
         if (!f->active) continue;
         fs[nf] = k;
+        w[nf] = f->w;
         ids[nf++] = i;
         for (int h = 0; h < f->n_hops; h++) fl[k++] = f->path[h];
     }
     fs[nf] = k;
     mm_solver *m = mm_create();
-    mm_solve(m, n->n_links, cap, nf, fs, fl, rate, NULL);
+    mm_solve_weighted(m, n->n_links, cap, nf, fs, fl, w, rate, NULL);
     mm_destroy(m);
     int bad = 0;
     for (int i = 0; i < nf; i++)
@@ -553,6 +685,7 @@ int net_check_fair(net *n, double rel_tol)
     free(ids);
     free(fl);
     free(rate);
+    free(w);
     free(cap);
     return bad;
 }

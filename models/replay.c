@@ -61,7 +61,8 @@ sim_time_t rep_coll_time(rep_path_fn path, void *ctx, coll_op op, const int *gpu
     default: steps = 1; frac = 1; break;
     }
     double t = bytes > 0 && isfinite(bw) ? frac * bytes / bw : 0;
-    return (sim_time_t)(steps * (double)lat) + sim_time_from_s(t);
+    double L = steps * (double)lat; /* saturating: see sim_time_add */
+    return sim_time_add(L < 9.2e18 ? (sim_time_t)L : SIM_TIME_MAX, sim_time_from_s(t));
 }
 
 typedef struct rep {
@@ -98,10 +99,17 @@ static sim_time_t base_time(rep *R, uint32_t cost, int gpu)
         rep_op_time_fn f = R->cfg->op_time ? R->cfg->op_time : rep_roofline;
         for (int k = 0; k < GPU_OP_CLASS_COUNT; k++)
             if (c->flops[k] > 0 || c->bytes[k] > 0)
-                t += f(sp, (gpu_op_class)k, R->g->precision, c->flops[k], c->bytes[k]);
+                t = sim_time_add(t, f(sp, (gpu_op_class)k, R->g->precision, c->flops[k], c->bytes[k]));
     }
     if (R->homogeneous) R->cost_base[cost] = t;
     return t;
+}
+
+static sim_time_t comm_time(const rep *R, coll_op op, const int *gpus, int n, double bytes,
+                            bool in_lane)
+{
+    if (R->cfg->coll_time) return n > 1 ? R->cfg->coll_time(R->cfg->coll_ctx, op, gpus, n, bytes, in_lane) : 0;
+    return rep_coll_time(R->cfg->path, R->cfg->path_ctx, op, gpus, n, bytes);
 }
 
 static sim_time_t inlane_time(rep *R, uint32_t cost, uint32_t lane)
@@ -112,9 +120,11 @@ static sim_time_t inlane_time(rep *R, uint32_t cost, uint32_t lane)
     if (*slot >= 0) return *slot;
     const int *gpus = &R->g->lane_gpus[(size_t)lane * R->ts];
     sim_time_t t = 0;
-    for (int i = 0; i < c->n_inlane; i++)
-        t += c->inlane[i].count * rep_coll_time(R->cfg->path, R->cfg->path_ctx, c->inlane[i].op,
-                                                gpus, R->ts, c->inlane[i].bytes);
+    for (int i = 0; i < c->n_inlane; i++) {
+        sim_time_t x = comm_time(R, c->inlane[i].op, gpus, R->ts, c->inlane[i].bytes, true);
+        int k = c->inlane[i].count;
+        t = sim_time_add(t, x > 0 && k > SIM_TIME_MAX / x ? SIM_TIME_MAX : k * x);
+    }
     *slot = t;
     return t;
 }
@@ -147,14 +157,16 @@ static void start_op(rep *R, uint32_t id)
                 int gpu = gpus[k];
                 double f = R->cfg->slowdown ? R->cfg->slowdown[gpu] : 1.0;
                 if (R->cfg->jitter != WL_JITTER_NONE) f *= jitter_draw(R, gpu);
-                sim_time_t t = (sim_time_t)llround((double)base_time(R, o->arg, gpu) * f);
+                double x = (double)base_time(R, o->arg, gpu) * f;
+                sim_time_t t = x < 9.2e18 ? (sim_time_t)llround(x) : SIM_TIME_MAX;
                 R->own[(size_t)id * R->ts + k] = t;
                 if (t > max) max = t;
             }
         } else {
             max = base_time(R, o->arg, gpus[0]);
         }
-        sim_schedule(R->eng, now + max + inlane_time(R, o->arg, o->lane), R->k_op_done, id, 0);
+        sim_schedule_in(R->eng, now, sim_time_add(max, inlane_time(R, o->arg, o->lane)),
+                        R->k_op_done, id, 0);
     } else if (o->kind == WL_OP_SEND) {
         const int *src = &R->g->lane_gpus[(size_t)o->lane * R->ts];
         const int *dst = &R->g->lane_gpus[(size_t)o->arg * R->ts];
@@ -166,11 +178,10 @@ static void start_op(rep *R, uint32_t id)
             sim_time_t t = 0;
             for (int k = 0; k < R->ts; k++) {
                 int pair[2] = {src[k], dst[k]};
-                sim_time_t x = rep_coll_time(R->cfg->path, R->cfg->path_ctx, COLL_SENDRECV, pair,
-                                             2, o->bytes);
+                sim_time_t x = comm_time(R, COLL_SENDRECV, pair, 2, o->bytes, false);
                 if (x > t) t = x;
             }
-            sim_schedule(R->eng, now + t, R->k_op_done, id, 0);
+            sim_schedule_in(R->eng, now, t, R->k_op_done, id, 0);
         }
     } else {
         /* Collective: wait for every participating lane. */
@@ -189,13 +200,12 @@ static void start_op(rep *R, uint32_t id)
                 R->cfg->comm->coll(R->cfg->comm->ctx, c->op, R->scratch, (int)n, c->bytes,
                                    R->k_coll_part, inst);
             } else {
-                sim_time_t t = rep_coll_time(R->cfg->path, R->cfg->path_ctx, c->op, R->scratch,
-                                             (int)n, c->bytes);
+                sim_time_t t = comm_time(R, c->op, R->scratch, (int)n, c->bytes, false);
                 if (t > worst) worst = t;
             }
         }
         for (uint32_t i = 0; i < n; i++) R->launch[R->part[R->part_start[inst] + i]] = now;
-        if (!R->cfg->comm) sim_schedule(R->eng, now + worst, R->k_coll_done, inst, 0);
+        if (!R->cfg->comm) sim_schedule_in(R->eng, now, worst, R->k_coll_done, inst, 0);
     }
 }
 
@@ -447,7 +457,9 @@ int rep_run(const wl_graph *g, const rep_config *cfg, rep_result *out, dt_error 
     uint32_t crit_lane = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (R.end[i] < 0) {
-            rc = dt_error_set(err, DT_EINPUT, NULL, NULL,
+            char op_path[32]; /* op ids are trace positions: ops[i] in a trace file */
+            snprintf(op_path, sizeof op_path, "ops[%u]", i);
+            rc = dt_error_set(err, DT_EINPUT, NULL, op_path,
                               "op %u (%s, lane %u) never ran: its dependencies form a cycle or "
                               "a collective lacks participants",
                               i, g->names[g->ops[i].name], g->ops[i].lane);
@@ -458,6 +470,10 @@ int rep_run(const wl_graph *g, const rep_config *cfg, rep_result *out, dt_error 
             crit_lane = g->ops[i].lane;
         }
     }
+    if (rc == DT_OK && T >= SIM_TIME_MAX / 2) /* sim_time_add saturated on the way */
+        rc = dt_error_set(err, DT_EINPUT, NULL, NULL,
+                          "the step would take longer than the simulated clock's range (about "
+                          "50 days): check durations, FLOPs, bytes and bandwidths");
     if (rc == DT_OK) {
         out->step_time = T;
         out->critical_gpu = g->lane_gpus[(size_t)crit_lane * R.ts];

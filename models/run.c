@@ -90,16 +90,33 @@ static int apply_degraded(const js_ctx *c, const wl_degraded_link *d, int n, top
 typedef struct comm_ctx {
     net *n;
     coll_engine *ce;
+    coll_analytic *an;
     double elem_bytes;
     coll_algo algo;
 } comm_ctx;
 
-static void path_fn(void *ctx, int a, int b, double *bw, sim_time_t *lat)
+/* Contention-free cost (analytic mode; TP in both modes): the algorithm coll_fn would start
+ * (options.dp_algorithm with the same fallback to auto; TP collectives auto), costed by
+ * coll_analytic_time on the same coll_config. */
+static sim_time_t coll_time_fn(void *ctx, coll_op op, const int *gpus, int n, double bytes,
+                               bool in_lane)
 {
     comm_ctx *cc = ctx;
-    *bw = INFINITY;
-    *lat = 0;
-    net_path_info(cc->n, a, b, lat, bw, NULL);
+    if (op == COLL_SENDRECV && (n != 2 || gpus[0] == gpus[1])) return 0;
+    coll_spec s = {.op = op, .algo = in_lane ? COLL_AUTO : cc->algo, .group = gpus, .n = n,
+                   .bytes = bytes, .root = op == COLL_SENDRECV ? 1 : 0,
+                   .elem_bytes = cc->elem_bytes};
+    sim_time_t t = 0;
+    dt_error e;
+    dt_error_clear(&e);
+    int rc = coll_analytic_time(cc->an, &s, &t, NULL, &e);
+    if (rc != DT_OK && s.algo != COLL_AUTO) {
+        s.algo = COLL_AUTO;
+        dt_error_clear(&e);
+        rc = coll_analytic_time(cc->an, &s, &t, NULL, &e);
+    }
+    DT_ASSERT(rc == DT_OK); /* groups come from the plan: always valid */
+    return t;
 }
 
 static void coll_fn(void *ctx, coll_op op, const int *gpus, int n, double bytes, uint32_t kind,
@@ -261,6 +278,7 @@ typedef struct job {
     uint64_t seed;
     net_mode network;
     coll_algo dp_algorithm;
+    coll_ring_model ring_model;
 } job;
 
 static int simulate(const job *J, const run_options *opt, run_result *out, dt_error *err)
@@ -272,9 +290,10 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
     net *n = net_create(t, eng, &nc);
     /* One pipelining chunk per ring step: in the fluid model chunking leaves a ring's time
      * unchanged (coll_ring.c) and only multiplies flows and events. */
-    coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18};
+    coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18, .ring_model = J->ring_model};
     coll_engine *ce = coll_create(n, eng, t, &cc);
-    comm_ctx ctx = {.n = n, .ce = ce, .elem_bytes = g->precision == GPU_FP32 ? 4 : 2,
+    coll_analytic *an = coll_analytic_create(n, t, &cc);
+    comm_ctx ctx = {.n = n, .ce = ce, .an = an, .elem_bytes = g->precision == GPU_FP32 ? 4 : 2,
                     .algo = J->dp_algorithm};
     rep_comm comm = {.coll = coll_fn, .send = send_fn, .ctx = &ctx};
     double *slow = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *slow);
@@ -286,10 +305,10 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
         tb.tl = dt_xcalloc(1, sizeof *tb.tl);
         net_set_link_observer(n, link_observer, &tb);
     }
-    /* Analytic mode needs no flows: closed forms over the route's bottleneck are exact for
-     * uncontended links and cost no events per chunk. */
+    /* Analytic mode needs no flows: coll_analytic_time charges the algorithm flow mode would
+     * run, alpha-beta over its routes (exact for uncontended links), with no events per step. */
     rep_config rc = {.gpus = t->gpus, .n_gpus = t->n_gpus, .op_time = gpu_op_time,
-                     .path = path_fn, .path_ctx = &ctx,
+                     .coll_time = coll_time_fn, .coll_ctx = &ctx,
                      .comm = J->network == NET_FLOW ? &comm : NULL, .eng = eng,
                      .slowdown = slow, .jitter = J->jitter, .jitter_sigma = J->jitter_sigma,
                      .seed = J->seed, .record = record};
@@ -333,6 +352,7 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
     if (tb.tl) run_timeline_free(tb.tl);
     rep_result_free(&r);
     free(slow);
+    coll_analytic_destroy(an);
     coll_destroy(ce);
     net_destroy(n);
     sim_engine_destroy(eng);
@@ -412,8 +432,10 @@ int run_memory(const cJSON *scenario, const char *file, const char *base_dir, st
     return DT_OK;
 }
 
+/* Writes PATH.tmp and hands its name back in *tmp_out (caller-owned): run_scenario renames it
+ * into place only once the step has simulated, so a failed run leaves no trace file. */
 static int write_trace_file(const char *path, const wl_graph *g, const trace_env *env,
-                            dt_error *err)
+                            char **tmp_out, dt_error *err)
 {
     size_t n = strlen(path) + 32;
     char *tmp = dt_xmalloc(n);
@@ -425,10 +447,12 @@ static int write_trace_file(const char *path, const wl_graph *g, const trace_env
     }
     int rc = trace_write(f, g, env, err);
     if (fclose(f) != 0 && rc == DT_OK) rc = dt_error_set(err, DT_EIO, path, NULL, "write failed");
-    if (rc == DT_OK && rename(tmp, path) != 0)
-        rc = dt_error_set(err, DT_EIO, path, NULL, "cannot rename the trace into place");
-    if (rc != DT_OK) remove(tmp);
-    free(tmp);
+    if (rc != DT_OK) {
+        remove(tmp);
+        free(tmp);
+        return rc;
+    }
+    *tmp_out = tmp;
     return rc;
 }
 
@@ -467,24 +491,49 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
                           "a \"params\" model only plans memory (dtsim memory); use "
                           "\"transformer\" or \"synthetic\" to simulate a step");
     }
+    /* A plan with 2^30 microbatches is valid but its graph would not fit in memory (dt_xmalloc
+     * aborts): refuse graphs far beyond the largest scenario shipped (gpt3-175b: 1.5e5 ops).
+     * The estimate over-counts (4 ops per lane, microbatch and model chunk, plus per-layer DP
+     * or ZeRO-3 ops); 2^26 ops is a few GB. */
+    const wl_plan *P = &s.plan;
+    double est_ops = 4.0 * P->dp * P->pp * P->microbatches * P->virtual_stages +
+                     4.0 * P->dp * s.model.layers * (P->zero == 3 ? P->microbatches : 1);
+    if (rc == DT_OK && est_ops > (double)(1 << 26))
+        rc = dt_error_set(err, DT_EINPUT, file, "parallel.microbatches",
+                          "the step's op graph would have about %.3g ops (dp %d x pp %d x "
+                          "%d microbatches x %d virtual stages x 4), more than dtsim simulates "
+                          "(%d); use fewer microbatches (dtsim memory still works)",
+                          est_ops, P->dp, P->pp, P->microbatches, P->virtual_stages, 1 << 26);
     wl_graph *g = rc == DT_OK ? wl_graph_build(&s) : NULL;
+    char *trace_tmp = NULL;
     if (rc == DT_OK && opt && opt->write_trace) {
         trace_env env = {.gpu = NULL, .stragglers = s.stragglers, .n_stragglers = s.n_stragglers,
                          .jitter = s.jitter, .jitter_sigma = s.jitter_sigma,
                          .degraded = s.degraded, .n_degraded = s.n_degraded, .seed = s.seed,
-                         .network = s.network, .dp_algorithm = s.dp_algorithm, .mem_params = out->memory.params,
+                         .network = s.network, .dp_algorithm = s.dp_algorithm,
+                         .ring_model = s.ring_model, .mem_params = out->memory.params,
                          .mem_grads = out->memory.grads, .mem_optimizer = out->memory.optimizer,
                          .mem_activations = out->memory.activations,
                          .mem_peak = out->memory.peak};
         snprintf(env.name, sizeof env.name, "%s", s.name);
         env.gpu = s.gpu ? (cJSON *)s.gpu : NULL;
-        rc = write_trace_file(opt->write_trace, g, &env, err);
+        rc = write_trace_file(opt->write_trace, g, &env, &trace_tmp, err);
     }
     if (rc == DT_OK) {
         job J = {.g = g, .t = t, .jitter = s.jitter, .jitter_sigma = s.jitter_sigma,
                  .stragglers = s.stragglers, .n_stragglers = s.n_stragglers, .seed = s.seed,
-                 .network = s.network, .dp_algorithm = s.dp_algorithm};
+                 .network = s.network, .dp_algorithm = s.dp_algorithm,
+                 .ring_model = s.ring_model};
         rc = simulate(&J, opt, out, err);
+        if (rc == DT_EINPUT && !err->file[0] && file)
+            snprintf(err->file, sizeof err->file, "%s", file);
+    }
+    if (trace_tmp) { /* "syn.json --write-trace t.json" left t.json after a failed step */
+        if (rc == DT_OK && rename(trace_tmp, opt->write_trace) != 0)
+            rc = dt_error_set(err, DT_EIO, opt->write_trace, NULL,
+                              "cannot rename the trace into place");
+        if (rc != DT_OK) remove(trace_tmp);
+        free(trace_tmp);
     }
     wl_graph_destroy(g);
     topo_destroy(t);
@@ -508,6 +557,7 @@ static char *dir_of(const char *path)
 int run_scenario_file(const char *filename, const run_options *opt, run_result *out,
                       dt_error *err)
 {
+    memset(out, 0, sizeof *out); /* callers free out->timeline even when the file is bad */
     cJSON *j;
     TRY(js_parse_file(filename, &j, err));
     char *dir = dir_of(filename);
@@ -575,8 +625,11 @@ int run_trace_file(const char *trace_file, const char *topology_file, const run_
         out->fits = out->memory.peak <= out->memory.capacity;
         job J = {.g = g, .t = t, .jitter = env.jitter, .jitter_sigma = env.jitter_sigma,
                  .stragglers = env.stragglers, .n_stragglers = env.n_stragglers,
-                 .seed = env.seed, .network = env.network, .dp_algorithm = env.dp_algorithm};
+                 .seed = env.seed, .network = env.network, .dp_algorithm = env.dp_algorithm,
+                 .ring_model = env.ring_model};
         rc = simulate(&J, opt, out, err);
+        if (rc == DT_EINPUT && !err->file[0]) /* replay errors (cycles, overflow) are the trace's */
+            snprintf(err->file, sizeof err->file, "%s", trace_file);
     }
     wl_graph_destroy(g);
     trace_env_free(&env);

@@ -286,7 +286,9 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
     static const char *const keys[] = {"name", "description", "topology", "gpu", "model",
                                        "parallel", "global_batch", "precision", "optimizer",
                                        "options", "stragglers", "jitter", "degraded_links",
-                                       "seed", NULL};
+                                       "seed", "sweep", NULL};
+    /* "sweep" belongs to `dtsim sweep` (reports/sweep_spec.c validates it); a single run is the
+     * scenario as written, so it is allowed here and not read. */
     TRY(js_expect_object(c, j, ""));
     TRY(js_check_keys(c, j, "", keys));
     const char *name = NULL, *desc = NULL;
@@ -312,7 +314,8 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
     s->plan.optimizer = (wl_optimizer)op;
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "options");
     if (o) {
-        static const char *const okeys[] = {"network", "calibration", "dp_algorithm", NULL};
+        static const char *const okeys[] = {"network", "calibration", "dp_algorithm",
+                                            "ring_model", NULL};
         TRY(js_expect_object(c, o, "options"));
         TRY(js_check_keys(c, o, "options", okeys));
         int nm = NET_FLOW;
@@ -324,6 +327,11 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
             return js_fail(c, "options", "dp_algorithm",
                            "expected auto, ring, tree, dbt, hd, direct, hier or ps, found \"%s\"",
                            algo);
+        const char *rm = NULL;
+        TRY(js_get_string(c, o, "options", "ring_model", false, &rm));
+        if (rm && coll_ring_model_parse(rm, &s->ring_model) != DT_OK)
+            return js_fail(c, "options", "ring_model", "expected steps, fluid or auto, found \"%s\"",
+                           rm);
         const char *cal = NULL;
         TRY(js_get_string(c, o, "options", "calibration", false, &cal));
         if (cal) snprintf(s->calibration, sizeof s->calibration, "%s", cal);
@@ -338,6 +346,7 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
 int wl_scenario_parse(const js_ctx *ctx, const cJSON *j, wl_scenario *s)
 {
     memset(s, 0, sizeof *s);
+    s->ring_model = COLL_RING_AUTO;
     s->file = ctx->file;
     s->plan = (wl_plan){.dp = 0, .tp = 1, .pp = 1, .virtual_stages = 1, .micro_batch_size = 1,
                         .schedule = WL_GPIPE, .precision = WL_BF16, .bucket_bytes = 25e6,
@@ -363,17 +372,19 @@ void wl_scenario_free(wl_scenario *s)
 int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
 {
     wl_plan *p = &s->plan;
+    /* tp, pp, dp are each <= 2^30: their products are taken in long long / double, an int
+     * (or a long long for all three) overflows on {"tp": 65536, "pp": 65536}. */
+    long long tpp = (long long)p->tp * p->pp;
     if (p->dp == 0) {
-        if (n_gpus % (p->tp * p->pp))
+        if (n_gpus % tpp)
             return js_fail(c, "parallel", NULL,
-                           "tp x pp = %d must divide the topology's %d GPUs", p->tp * p->pp,
-                           n_gpus);
-        p->dp = n_gpus / (p->tp * p->pp);
+                           "tp x pp = %lld must divide the topology's %d GPUs", tpp, n_gpus);
+        p->dp = (int)(n_gpus / tpp);
     }
-    if ((long long)p->dp * p->tp * p->pp != n_gpus)
+    if ((double)p->dp * (double)tpp != n_gpus)
         return js_fail(c, "parallel", NULL,
-                       "dp x tp x pp = %d x %d x %d = %lld must equal the topology's %d GPUs",
-                       p->dp, p->tp, p->pp, (long long)p->dp * p->tp * p->pp, n_gpus);
+                       "dp x tp x pp = %d x %d x %d = %.17g must equal the topology's %d GPUs",
+                       p->dp, p->tp, p->pp, (double)p->dp * (double)tpp, n_gpus);
     double per_step = (double)p->dp * p->micro_batch_size;
     if (p->microbatches == 0) {
         if (s->global_batch > 0) {
@@ -382,6 +393,10 @@ int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
                 return js_fail(c, "", "global_batch",
                                "must be a multiple of dp x micro_batch_size = %g, found %g",
                                per_step, s->global_batch);
+            if (m > 1 << 30)
+                return js_fail(c, "", "global_batch",
+                               "gives %g microbatches of dp x micro_batch_size = %g, at most "
+                               "2^30 per step, found %g", m, per_step, s->global_batch);
             p->microbatches = (int)m;
         } else {
             p->microbatches = p->pp;
@@ -392,10 +407,10 @@ int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
         return js_fail(c, "", "global_batch",
                        "must equal dp x micro_batch_size x microbatches = %g, found %g",
                        per_step * p->microbatches, s->global_batch);
-    int chunks = p->pp * p->virtual_stages;
+    long long chunks = (long long)p->pp * p->virtual_stages;
     if (s->model.kind != WL_PARAMS && s->model.layers % chunks)
         return js_fail(c, "model", "layers",
-                       "must be a multiple of pp x virtual_stages = %d, found %d", chunks,
+                       "must be a multiple of pp x virtual_stages = %lld, found %d", chunks,
                        s->model.layers);
     if (p->schedule == WL_INTERLEAVED && p->microbatches % p->pp)
         return js_fail(c, "parallel", "microbatches",

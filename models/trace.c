@@ -63,6 +63,8 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
             (unsigned long long)env->seed, network_names[env->network]);
     if (env->dp_algorithm != COLL_AUTO)
         fprintf(f, ", \"dp_algorithm\": \"%s\"", coll_algo_name(env->dp_algorithm));
+    if (env->ring_model != COLL_RING_AUTO)
+        fprintf(f, ", \"ring_model\": \"%s\"", coll_ring_model_name(env->ring_model));
     if (env->gpu) {
         char *q = cJSON_PrintUnformatted(env->gpu);
         fprintf(f, ", \"gpu\": %s", q);
@@ -163,8 +165,9 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
 
 static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
 {
-    static const char *const keys[] = {"seed", "network", "dp_algorithm", "gpu", "stragglers",
-                                       "jitter", "degraded_links", "memory", NULL};
+    static const char *const keys[] = {"seed",   "network",        "dp_algorithm", "ring_model",
+                                       "gpu",    "stragglers",     "jitter",
+                                       "degraded_links", "memory", NULL};
     const char *P = "environment";
     TRY(js_expect_object(c, e, P));
     TRY(js_check_keys(c, e, P, keys));
@@ -178,6 +181,11 @@ static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
     TRY(js_get_string(c, e, P, "dp_algorithm", false, &algo));
     if (algo && coll_algo_parse(algo, &env->dp_algorithm) != DT_OK)
         return js_fail(c, P, "dp_algorithm", "unknown collective algorithm \"%s\"", algo);
+    const char *rm = NULL;
+    env->ring_model = COLL_RING_AUTO;
+    TRY(js_get_string(c, e, P, "ring_model", false, &rm));
+    if (rm && coll_ring_model_parse(rm, &env->ring_model) != DT_OK)
+        return js_fail(c, P, "ring_model", "expected steps, fluid or auto, found \"%s\"", rm);
     const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(e, "gpu");
     if (gpu) env->gpu = cJSON_Duplicate(gpu, 1);
     /* stragglers, jitter, degraded links: the scenario parser's own format */
@@ -306,25 +314,43 @@ static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env 
     *gout = g;
     g->precision = (gpu_precision)prec;
     if (lanes) {
+        /* A GPU in two lanes (or twice in one) would be in two places of one collective:
+         * {"lanes": [[0], [0]]} aborted in the flow back end. owner[gpu] = lane index + 1. */
+        int *owner = dt_xcalloc((size_t)n_gpus, sizeof *owner);
         int l = 0;
         for (const cJSON *ln = lanes->child; ln; ln = ln->next, l++) {
             char lp[JS_PATH_MAX];
             js_path_index(lp, "lanes", l);
-            TRY(js_expect_array(c, ln, lp));
-            if (cJSON_GetArraySize(ln) != lane_size || lane_size < 1)
-                return js_fail(c, lp, NULL, "every lane must list %d GPUs, found %d",
-                               lane_size, cJSON_GetArraySize(ln));
+            int rc = js_expect_array(c, ln, lp);
+            if (rc == DT_OK && (cJSON_GetArraySize(ln) != lane_size || lane_size < 1))
+                rc = js_fail(c, lp, NULL, "every lane must list %d GPUs, found %d", lane_size,
+                             cJSON_GetArraySize(ln));
+            if (rc != DT_OK) {
+                free(owner);
+                return rc;
+            }
             int k = 0;
             for (const cJSON *x = ln->child; x; x = x->next, k++) {
+                char xp[JS_PATH_MAX];
                 if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble >= n_gpus ||
                     x->valuedouble != floor(x->valuedouble)) {
-                    char xp[JS_PATH_MAX];
+                    free(owner);
                     return js_fail(c, js_path_index(xp, lp, k), NULL,
                                    "expected a GPU index in 0..%lld", n_gpus - 1);
                 }
-                g->lane_gpus[(size_t)l * lane_size + k] = (int)x->valuedouble;
+                int gpu = (int)x->valuedouble;
+                if (owner[gpu]) {
+                    int first = owner[gpu] - 1;
+                    free(owner);
+                    return js_fail(c, js_path_index(xp, lp, k), NULL,
+                                   "GPU %d is already in lanes[%d]: a GPU belongs to one lane",
+                                   gpu, first);
+                }
+                owner[gpu] = l + 1;
+                g->lane_gpus[(size_t)l * lane_size + k] = gpu;
             }
         }
+        free(owner);
     } else {
         for (int i = 0; i < n_gpus; i++) g->lane_gpus[i] = i;
     }
@@ -474,6 +500,7 @@ static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env 
 int trace_read(const js_ctx *ctx, const cJSON *j, wl_graph **out, trace_env *env)
 {
     memset(env, 0, sizeof *env);
+    env->ring_model = COLL_RING_AUTO;
     *out = NULL;
     int rc = read_all(ctx, j, out, env);
     if (rc != DT_OK) {

@@ -36,6 +36,7 @@ void wl_graph_destroy(wl_graph *g)
     if (!g) return;
     for (uint32_t i = 0; i < g->n_names; i++) free(g->names[i]);
     free(g->names);
+    free(g->name_slots);
     free(g->lane_gpus);
     free(g->ops);
     free(g->deps);
@@ -52,12 +53,34 @@ void wl_graph_destroy(wl_graph *g)
         }                                                                                   \
     } while (0)
 
+static uint32_t name_hash(const char *s)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* Interning by a linear scan made a trace of k distinct names cost O(k^2) to load (65k names:
+ * 6 s); an open-addressing index kept at most half full makes it O(1) per name. */
 uint32_t wl_graph_name(wl_graph *g, const char *name)
 {
-    for (uint32_t i = 0; i < g->n_names; i++)
-        if (!strcmp(g->names[i], name)) return i;
+    if (2 * (g->n_names + 1) > g->cap_name_slots) {
+        uint32_t cap = g->cap_name_slots ? 2 * g->cap_name_slots : 64;
+        free(g->name_slots);
+        g->name_slots = dt_xcalloc(cap, sizeof *g->name_slots);
+        g->cap_name_slots = cap;
+        for (uint32_t i = 0; i < g->n_names; i++) {
+            uint32_t k = name_hash(g->names[i]) & (cap - 1);
+            while (g->name_slots[k]) k = (k + 1) & (cap - 1);
+            g->name_slots[k] = i + 1;
+        }
+    }
+    uint32_t mask = g->cap_name_slots - 1, k = name_hash(name) & mask;
+    for (; g->name_slots[k]; k = (k + 1) & mask)
+        if (!strcmp(g->names[g->name_slots[k] - 1], name)) return g->name_slots[k] - 1;
     GROW(g->names, g->n_names, g->cap_names);
     g->names[g->n_names] = dt_xstrdup(name);
+    g->name_slots[k] = g->n_names + 1;
     return g->n_names++;
 }
 
@@ -133,8 +156,13 @@ static uint32_t layer_cost(gen *G, bool bwd, bool first, bool last, bool whole)
     wl_cost c = {0};
     double mult = bwd ? 2 : 1;
     if (m->kind == WL_SYNTHETIC) {
-        c.fixed = (sim_time_t)n * (bwd ? m->t_bwd : m->t_fwd);
-        if (bwd && p->checkpointing == WL_CKPT_FULL) c.fixed += (sim_time_t)n * m->t_fwd;
+        /* saturating (sim_time_add): "forward_time": "5000000 s" must not overflow here; the
+         * replay reports a step beyond the clock's range */
+        sim_time_t k = (sim_time_t)n, tf = bwd ? m->t_bwd : m->t_fwd;
+        c.fixed = tf > 0 && k > SIM_TIME_MAX / tf ? SIM_TIME_MAX : k * tf;
+        if (bwd && p->checkpointing == WL_CKPT_FULL)
+            c.fixed = sim_time_add(c.fixed, m->t_fwd > 0 && k > SIM_TIME_MAX / m->t_fwd
+                                                ? SIM_TIME_MAX : k * m->t_fwd);
     } else {
         c.flops[GPU_OP_MATMUL] = n * mult * G->lc.fwd_matmul_flops;
         c.flops[GPU_OP_ATTENTION] = n * mult * G->lc.fwd_attn_flops;

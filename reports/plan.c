@@ -13,6 +13,7 @@
 
 #include "dtsim/json.h"
 #include "dtsim/plan.h"
+#include "dtsim/units.h"
 
 static const char *const ckpt_names[] = {"none", "selective", "full"};
 static const char *const objective_names[] = {"time", "cost", "tokens-per-dollar", NULL};
@@ -58,6 +59,17 @@ static void reject(rejects *r, const char *reason, const char *example)
     snprintf(x->reason, sizeof x->reason, "%s", reason);
     snprintf(x->example, sizeof x->example, "%s", example);
     x->count = 1;
+}
+
+/* "90.8 GiB" from a GiB up (one decimal lines up in the rejection list), "512 MiB" below. */
+static const char *gib(double bytes, char *buf, size_t n)
+{
+    const double GiB = 1024.0 * 1024 * 1024;
+    if (bytes >= GiB) {
+        snprintf(buf, n, "%.1f GiB", bytes / GiB);
+        return buf;
+    }
+    return unit_fmt_size(bytes, buf, n);
 }
 
 static void label(const plan_candidate *c, char *buf, size_t n)
@@ -175,8 +187,9 @@ static int default_run(void *ctx, const cJSON *s, const char *file, const char *
 
 typedef struct sim_pool {
     pthread_mutex_t mu;
+    pthread_cond_t cv;  /* signalled as simulations finish (progress) */
     cand **todo;
-    size_t n, next;
+    size_t n, next, done;
     const plan_options *opt;
     const char *file, *base_dir;
     dt_error *errs; /* per todo */
@@ -197,6 +210,10 @@ static void *sim_worker(void *arg)
         memset(&c->c.result, 0, sizeof c->c.result);
         p->rcs[k] = run(p->opt->ctx, c->scenario, p->file, p->base_dir, &c->c.result, &p->errs[k]);
         run_result_free(&c->c.result); /* no timeline was asked for; keep the numbers */
+        pthread_mutex_lock(&p->mu);
+        p->done++;
+        pthread_cond_signal(&p->cv);
+        pthread_mutex_unlock(&p->mu);
     }
 }
 
@@ -285,7 +302,6 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
     /* Structure, then memory. */
     plan_memory_fn memfn = opt->memory ? opt->memory : default_memory;
     char lb[200], ex[320], buf[DT_ERR_FILE_MAX + DT_ERR_PATH_MAX + DT_ERR_MSG_MAX + 64];
-    const double GiB = 1024.0 * 1024 * 1024;
     for (size_t i = 0; i < n; i++) {
         cand *c = &cs[i];
         if (!structural(&sp, &c->c, &rj)) {
@@ -309,7 +325,9 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
         double limit = opt->memory_limit > 0 ? opt->memory_limit : c->c.memory.capacity;
         if (opt->memory_limit > 0) fits = c->c.memory.peak <= limit;
         if (!fits) {
-            snprintf(ex, sizeof ex, "%s: %.1f GiB > %.1f GiB", lb, c->c.memory.peak / GiB, limit / GiB);
+            char g1[32], g2[32];
+            snprintf(ex, sizeof ex, "%s: %s > %s", lb, gib(c->c.memory.peak, g1, sizeof g1),
+                     gib(limit, g2, sizeof g2));
             reject(&rj, "does not fit in memory", ex);
             c->state = 2;
             continue;
@@ -343,6 +361,7 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
     /* Simulate the survivors. */
     sim_pool p = {.opt = opt, .file = file, .base_dir = base_dir};
     pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.cv, NULL);
     p.todo = dt_xcalloc(n + 1, sizeof *p.todo);
     for (size_t i = 0; i < n; i++)
         if (cs[i].state == 1) p.todo[p.n++] = &cs[i];
@@ -355,6 +374,23 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
     for (int i = 0; i < jobs; i++, started++)
         if (pthread_create(&th[i], NULL, sim_worker, &p) != 0) break;
     if (started == 0) sim_worker(&p);
+    if (opt->progress) {
+        /* The calling thread reports progress while the workers simulate. */
+        pthread_mutex_lock(&p.mu);
+        size_t shown = (size_t)-1;
+        while (p.done < p.n) {
+            if (p.done != shown) {
+                shown = p.done;
+                pthread_mutex_unlock(&p.mu);
+                opt->progress(opt->progress_ctx, shown, p.n);
+                pthread_mutex_lock(&p.mu);
+                continue;
+            }
+            pthread_cond_wait(&p.cv, &p.mu);
+        }
+        pthread_mutex_unlock(&p.mu);
+        opt->progress(opt->progress_ctx, p.n, p.n);
+    }
     for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
     free(th);
     out->simulated = (int)p.n;
@@ -373,14 +409,16 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
         const run_result *r = &c->c.result;
         double limit = opt->memory_limit > 0 ? opt->memory_limit : r->memory.capacity;
         if (!r->fits && opt->memory_limit <= 0) {
-            snprintf(ex, sizeof ex, "%s: %.1f GiB > %.1f GiB (simulated peak)", lb,
-                     r->memory.peak / GiB, r->memory.capacity / GiB);
+            char g1[32], g2[32];
+            snprintf(ex, sizeof ex, "%s: %s > %s (simulated peak)", lb,
+                     gib(r->memory.peak, g1, sizeof g1), gib(r->memory.capacity, g2, sizeof g2));
             reject(&rj, "does not fit in memory", ex);
             continue;
         }
         if (r->memory.peak > limit) {
-            snprintf(ex, sizeof ex, "%s: %.1f GiB > %.1f GiB (simulated peak)", lb,
-                     r->memory.peak / GiB, limit / GiB);
+            char g1[32], g2[32];
+            snprintf(ex, sizeof ex, "%s: %s > %s (simulated peak)", lb,
+                     gib(r->memory.peak, g1, sizeof g1), gib(limit, g2, sizeof g2));
             reject(&rj, "does not fit in memory", ex);
             continue;
         }
@@ -404,6 +442,7 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
     free(p.todo);
     free(p.errs);
     free(p.rcs);
+    pthread_cond_destroy(&p.cv);
     pthread_mutex_destroy(&p.mu);
     return DT_OK;
 }

@@ -224,6 +224,19 @@ static FILE *open_in(const char *dir, const char *name, const char *ext, dt_erro
     return f;
 }
 
+/* A string from the user's data (an algorithm name, a track name) as a gnuplot single-quoted
+ * literal: ' doubled, control characters (a newline would end the command) as spaces. Written
+ * raw, "algo": "a'; system('rm ...'); '" ran a shell command when the script was plotted. */
+static void gp_str(FILE *g, const char *s)
+{
+    fputc('\'', g);
+    for (; *s; s++) {
+        if (*s == '\'') fputc('\'', g);
+        fputc((unsigned char)*s < 0x20 || *s == 0x7f ? ' ' : *s, g);
+    }
+    fputc('\'', g);
+}
+
 /* Script preamble and trailer: draw PNG, then the same plot as SVG. */
 static void gp_begin(FILE *g, const char *name, const char *title)
 {
@@ -473,9 +486,11 @@ static int plot_busbw(const table *t, const char *dir, bool *made, dt_error *err
             "set key inside left top\n"
             "plot ",
             t->head[b]);
-    for (size_t k = 0; k < n_series; k++)
-        fprintf(gp, "%s'busbw.dat' index %zu using 1:2 with linespoints lw 2 pt 7 title '%s'",
-                k ? ", \\\n     " : "", k, series[k][0] ? series[k] : "bus bandwidth");
+    for (size_t k = 0; k < n_series; k++) {
+        fprintf(gp, "%s'busbw.dat' index %zu using 1:2 with linespoints lw 2 pt 7 title ",
+                k ? ", \\\n     " : "", k);
+        gp_str(gp, series[k][0] ? series[k] : "bus bandwidth");
+    }
     fputc('\n', gp);
     gp_end(gp, "busbw");
     free(series);
@@ -571,7 +586,11 @@ static int plot_trace(const cJSON *root, const char *dir, int *rows, bool *made,
             t_end, nt);
     if (nt <= 64) {
         fputs("set ytics (", gp);
-        for (size_t k = 0; k < nt; k++) fprintf(gp, "%s\"%s\" %zu", k ? ", " : "", tr[k].name, k);
+        for (size_t k = 0; k < nt; k++) {
+            fputs(k ? ", " : "", gp);
+            gp_str(gp, tr[k].name);
+            fprintf(gp, " %zu", k);
+        }
         fputs(") font ',8'\n", gp);
     } else {
         fputs("set ylabel 'GPU track'\n", gp);

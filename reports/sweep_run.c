@@ -11,6 +11,7 @@
  * progress and MPI. Under MPI, rank 0 owns the directory: it decides what is pending,
  * broadcasts it, and writes records arriving from other ranks as they come.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -311,11 +313,9 @@ static int run_pool(const sweep_config *cfg, const sweep_spec *spec, uint64_t ha
     for (int i = 0; i < jobs && n_todo > 0; i++, started++)
         if (pthread_create(&th[i], NULL, worker, &p) != 0) break;
     int rc = DT_OK;
-    if (n_todo > 0 && started == 0) {
-        rc = dt_error_set(err, DT_EINTERNAL, NULL, NULL, "cannot start worker threads");
-        /* Nothing runs; fall back to the calling thread. */
-        worker(&p);
-    }
+    /* No thread could start (resource limits): run everything on the calling thread, then
+     * store it below as usual. Slower, same results. */
+    if (n_todo > 0 && started == 0) worker(&p);
     bool root = cfg->mpi_rank == 0;
     size_t handled = 0, stored = 0;
     while (rc == DT_OK && (root ? stored < expect : handled < n_todo)) {
@@ -354,7 +354,7 @@ static int run_pool(const sweep_config *cfg, const sweep_spec *spec, uint64_t ha
         }
         if (cfg->mpi_size > 1 && root) {
             char *text = NULL;
-            int got;
+            int got = 0;
             while (rc == DT_OK && (got = sweep_mpi_poll_record(&text)) == 1) {
                 dt_error pe = {0};
                 cJSON *rec = NULL;
@@ -475,6 +475,53 @@ int sweep_assemble(const sweep_spec *s, const sweep_config *cfg, uint64_t hash, 
     return rc;
 }
 
+/* One sweep at a time per directory: an advisory lock on OUT/.lock, held for the run and
+ * released by the kernel however the process ends (kill -9 included), so a resume never finds
+ * a stale lock. Returns the locked descriptor, or -1 with err filled. */
+static int lock_dir(const char *out_dir, dt_error *err)
+{
+    char *path = path_join(out_dir, ".lock");
+    int fd = open(path, O_RDWR | O_CREAT, 0666);
+    if (fd < 0) {
+        dt_error_set(err, DT_EIO, path, NULL, "cannot open: %s", strerror(errno));
+        free(path);
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(fd);
+        if (e == EWOULDBLOCK)
+            dt_error_set(err, DT_EINPUT, out_dir, NULL,
+                         "another dtsim sweep is writing into this directory; wait for it or "
+                         "use another --out");
+        else
+            dt_error_set(err, DT_EIO, path, NULL, "cannot lock: %s", strerror(e));
+        free(path);
+        return -1;
+    }
+    free(path);
+    return fd;
+}
+
+/* Temporary record files a killed run left behind (NAME.tmp.PID): never complete, never read,
+ * removed so they do not pile up over many interruptions. Safe under the directory lock. */
+static void remove_stray_temporaries(const char *out_dir)
+{
+    char *pts = path_join(out_dir, "points");
+    DIR *d = opendir(pts);
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            if (!strstr(de->d_name, ".tmp.")) continue;
+            char *f = path_join(pts, de->d_name);
+            unlink(f);
+            free(f);
+        }
+        closedir(d);
+    }
+    free(pts);
+}
+
 /* ---- the whole run ------------------------------------------------------------------------ */
 
 int sweep_run(const sweep_config *cfg, sweep_summary *sum, dt_error *err)
@@ -495,11 +542,14 @@ int sweep_run(const sweep_config *cfg, sweep_summary *sum, dt_error *err)
     /* Rank 0 decides what is left to run. */
     size_t *pending = dt_xmalloc((n ? n : 1) * sizeof *pending);
     size_t n_pending = 0;
+    int lock = -1;
     if (root) {
         char *pts = path_join(cfg->out_dir, "points");
         rc = mkdir_p(cfg->out_dir, err);
         if (!rc) rc = mkdir_p(pts, err);
         free(pts);
+        if (!rc && (lock = lock_dir(cfg->out_dir, err)) < 0) rc = err->code;
+        if (!rc) remove_stray_temporaries(cfg->out_dir);
         if (!rc) rc = check_manifest(cfg, hash, n, err);
         for (size_t i = 0; i < n && !rc; i++) {
             cJSON *rec = cfg->fresh ? NULL : read_record(cfg->out_dir, hash, i);
@@ -529,6 +579,7 @@ int sweep_run(const sweep_config *cfg, sweep_summary *sum, dt_error *err)
     if (rc) {
         if (rc == DT_EINTERNAL && err->code == DT_OK)
             dt_error_set(err, rc, NULL, NULL, "MPI broadcast failed");
+        if (lock >= 0) close(lock);
         free(pending);
         sweep_spec_destroy(spec);
         return rc;
@@ -546,6 +597,7 @@ int sweep_run(const sweep_config *cfg, sweep_summary *sum, dt_error *err)
     sum->resumed = pg.resumed;
     sum->ran = pg.done - pg.resumed;
     sum->failed = pg.failed;
+    if (lock >= 0) close(lock);
     free(mine);
     free(pending);
     sweep_spec_destroy(spec);

@@ -5,7 +5,8 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libgsl-dev libcjson-dev check gnuplot-nox)
 if [[ "${1:-}" == "--test" ]]; then
-  pkgs+=(clang libopenmpi-dev openmpi-bin valgrind python3)
+  # libclang-rt-dev: libFuzzer and the sanitizer runtimes (only a Recommends of clang)
+  pkgs+=(clang libclang-rt-dev libopenmpi-dev openmpi-bin valgrind python3)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -45,6 +45,26 @@ void net_destroy(net *n);
 void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
               uint32_t done_id, uint64_t done_data);
 
+/* ECMP lanes per GPU pair: net_send rotates successive transfers of a pair over them. */
+#define NET_ECMP_LANES 4
+
+/* A coupled transfer: n_pairs transfers (src_gpu[i] -> dst_gpu[i]) that progress in lockstep
+ * at one common rate, each sending `bytes` - how a ring collective's edges move data (each
+ * step waits for the slowest edge). One flow whose path is every pair's route end to end: its
+ * max-min share is the smallest over all those links (a link crossed by two pairs counts
+ * twice), and it takes that rate on every one. Pairs with src == dst are skipped. The
+ * completion fires when the last byte has arrived: data phase, then the largest pair's path
+ * latency. Counts as one flow in net_stats (bytes: n_pairs x bytes). Routes: each pair's
+ * route on ECMP lane `lane` (0..NET_ECMP_LANES-1), or with lane = -1 the pair's next lane in
+ * rotation, as net_send. weight in (0, 1]: its max-min weight (a flow of weight 1/L competes
+ * like 1/L of a flow), so that a caller spreading one ring over L lanes, one coupled
+ * transfer of bytes/L and weight 1/L per lane, competes with other traffic like one flow.
+ * Rings alone on their links take the bottleneck bandwidth whatever the weight. The path
+ * array is allocated per call (O(total hops)). */
+void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, double bytes,
+                   int lane, double weight, uint32_t done_kind, uint32_t done_id,
+                   uint64_t done_data);
+
 typedef struct net_stats {
     uint64_t flows_started, flows_finished;
     double bytes_sent, bytes_delivered;
@@ -63,6 +83,14 @@ net_mode net_get_mode(const net *n);
  * Returns topo_route's status. For cost models (collective `auto`) and tests. */
 int net_path_info(net *n, int src_gpu, int dst_gpu, sim_time_t *latency, double *bottleneck,
                   int *hops);
+
+/* The route net_send takes from src to dst on ECMP lane `lane` (0..NET_ECMP_LANES-1): its
+ * directed links (borrowed from the topology's route cache, valid until topo_destroy), hop
+ * count and latency as net_send charges it. Any output may be NULL. Pure: the pair's lane
+ * rotation is left as it was. For cost models that spread a transfer over the lanes
+ * (coll_analytic_time). Returns topo_route's status. */
+int net_route_lane(net *n, int src_gpu, int dst_gpu, int lane, const int **links, int *hops,
+                   sim_time_t *latency);
 
 /* Test and debugging aid: re-solve max-min from scratch over every flow now in its bandwidth
  * phase and count flows whose incrementally maintained rate differs by more than rel_tol.

@@ -19,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "dtsim/error.h"
 #include "dtsim/run.h"
@@ -41,6 +42,9 @@ typedef struct plan_options {
     int top;                /* how many plans to keep (default 5) */
     int jobs;               /* threads for the simulations (default 1) */
     bool exhaustive;        /* simulate every candidate that fits (no dominance pruning) */
+    /* Called from the calling thread as simulations finish: (done, total). May be NULL. */
+    void (*progress)(void *ctx, size_t done, size_t total);
+    void *progress_ctx;
     plan_memory_fn memory;  /* NULL: run_memory */
     plan_run_fn run;        /* NULL: run_scenario */
     void *ctx;

@@ -17,6 +17,7 @@
  * this machine; CPU time excludes waiting for a core, best-of drops cache disturbances).
  *
  * Usage: bench_hold [--all]     the table (N = 1e3, 1e5, 1e6); --all adds every variant tried
+ *        --dist D picks the increments: exp (default), uniform, bimodal, ties (see dists[])
  *        bench_hold --queue Q [--n N] [--ops M] [--reps R]
  *            one row; Q is a row name (see rows[] below and hold_queues.h). Handy under
  *            callgrind, where the measured loop is the function hold_loop_Q, e.g.
@@ -57,11 +58,28 @@ static inline uint64_t mix(uint64_t h, const sim_event *e)
 
 static sim_time_t inc_table[INC_TABLE];
 
-static void fill_table(void)
+/* Increment distributions (all mean 1 us), for checking that the choice does not hinge on the
+ * exponential: "exp" (the classic), "uniform" on [0, 2 us], "bimodal" (90% at Exp(0.1 us), 10%
+ * at Exp(9.1 us): near-term chatter plus far timers), "ties" (Exp rounded to whole
+ * microseconds: many equal times, so FIFO tie-breaking is exercised at scale). */
+static const char *const dists[] = {"exp", "uniform", "bimodal", "ties", NULL};
+
+static void fill_table(const char *dist)
 {
     sim_rng *r = sim_rng_create(42, "bench.hold");
-    for (int i = 0; i < INC_TABLE; i++)
-        inc_table[i] = (sim_time_t)llround(sim_rng_exponential(r, MEAN_PS));
+    for (int i = 0; i < INC_TABLE; i++) {
+        double x;
+        if (!strcmp(dist, "uniform"))
+            x = 2.0 * MEAN_PS * sim_rng_uniform(r);
+        else if (!strcmp(dist, "bimodal"))
+            x = sim_rng_uniform(r) < 0.9 ? sim_rng_exponential(r, 0.1 * MEAN_PS)
+                                         : sim_rng_exponential(r, 9.1 * MEAN_PS);
+        else if (!strcmp(dist, "ties"))
+            x = MEAN_PS * round(sim_rng_exponential(r, 1.0));
+        else
+            x = sim_rng_exponential(r, MEAN_PS);
+        inc_table[i] = (sim_time_t)llround(x);
+    }
     sim_rng_destroy(r);
 }
 
@@ -266,6 +284,7 @@ int main(int argc, char **argv)
     size_t n_one = 0;
     uint64_t ops = 1000000;
     bool all = false;
+    const char *dist = "exp";
     int reps = 2;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--queue") && i + 1 < argc) only = argv[++i];
@@ -273,8 +292,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--ops") && i + 1 < argc) ops = (uint64_t)atof(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--all")) all = true;
+        else if (!strcmp(argv[i], "--dist") && i + 1 < argc) dist = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_hold [--all] [--queue Q] [--n N] [--ops M] [--reps R]\n");
+            fprintf(stderr, "usage: bench_hold [--all] [--queue Q] [--n N] [--ops M] [--reps R] [--dist D]\n");
             return 2;
         }
     }
@@ -286,16 +306,22 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    fill_table();
+    bool dist_ok = false;
+    for (int d = 0; dists[d]; d++) dist_ok |= !strcmp(dist, dists[d]);
+    if (!dist_ok) {
+        fprintf(stderr, "bench_hold: unknown --dist '%s' (exp uniform bimodal ties)\n", dist);
+        return 2;
+    }
+    fill_table(dist);
     size_t sizes[] = {1000, 100000, 1000000};
     size_t n_sizes = 3;
     if (n_one) {
         sizes[0] = n_one;
         n_sizes = 1;
     }
-    printf("hold model: pop + push at now + Exp(mean 1 us); %llu ops timed after N warm-up ops;\n"
-           "figures in million events/s of thread CPU time, best of %d\n",
-           (unsigned long long)ops, reps);
+    printf("hold model: pop + push at now + increment (%s, mean 1 us); %llu ops timed after N\n"
+           "warm-up ops; figures in million events/s of thread CPU time, best of %d\n",
+           dist, (unsigned long long)ops, reps);
     if (!only) printf("one sim_rng_exponential draw: %.1f ns\n", rng_draw_ns());
     printf("%-12s", "queue");
     for (size_t s = 0; s < n_sizes; s++) printf(" %10s%-3s", "N=", "");

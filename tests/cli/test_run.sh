@@ -64,8 +64,14 @@ set +e
 set -e
 [ "$rc" = 2 ] || fail "bad flag exit $rc"
 # calibration: a quick CPU calibration applied to the quickstart's links
-( cd "$tmp" && "$DTSIM" calibrate --out "$tmp/cal.json" --ranks 2 --sizes 4KiB,64KiB,256KiB \
-      --repeats 2 --warmup 1 >/dev/null 2>&1 ) || fail "calibrate"
+# (timings on a loaded machine may be too noisy for a fit: calibrate then refuses; try again)
+ok=0
+for attempt in 1 2 3; do
+  if "$DTSIM" calibrate --out "$tmp/cal.json" --ranks 2 --sizes 4KiB,64KiB,1MiB \
+      --repeats 3 --warmup 1 >/dev/null 2>"$tmp/calerr"; then ok=1; break; fi
+  grep -q "does not grow with size" "$tmp/calerr" || break
+done
+[ "$ok" = 1 ] || { cat "$tmp/calerr"; fail "calibrate"; }
 python3 - "$SRC/scenarios/quickstart.json" "$tmp/qcal.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -73,4 +79,14 @@ s["options"] = {"calibration": "cal.json"}
 json.dump(s, open(sys.argv[2], "w"))
 PY
 "$DTSIM" run "$tmp/qcal.json" --json | grep -q '"calibration":.*links set to' || fail "calibration note"
+# a scenario carrying a "sweep" runs as written (the base point), identical to it without one
+python3 - "$SRC/scenarios/quickstart.json" "$tmp/qsweep.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["sweep"] = {"axes": [{"path": "parallel.dp", "values": [2, 4]}]}
+json.dump(s, open(sys.argv[2], "w"))
+PY
+a=$("$DTSIM" run "$SRC/scenarios/quickstart.json" --json | grep -v wall_s)
+b=$("$DTSIM" run "$tmp/qsweep.json" --json | grep -v wall_s)
+[ "$a" = "$b" ] || fail "a scenario with a sweep should run its base point"
 echo ok

@@ -3,7 +3,9 @@
  * what was expected (unknown keys with a suggestion, wrong kinds, inconsistent batch sizes,
  * dp x tp x pp against the topology, stragglers naming missing GPUs); a trace written from a
  * run replays to the same step time and breakdown; a hand-written trace (one GPU per lane,
- * inline durations) runs with its closed-form time; bad traces name their paths.
+ * inline durations) runs with its closed-form time; bad traces name their paths;
+ * options.ring_model: steps and fluid agree on an uncontended data-parallel step, auto picks
+ * fluid for 64 ranks, a bad value names its path.
  * Leaves free: message wording beyond the key facts checked. */
 #include <stdio.h>
 #include <string.h>
@@ -280,6 +282,70 @@ START_TEST(flow_matches_analytic_without_contention)
 }
 END_TEST
 
+static run_result run_ok(const char *text)
+{
+    cJSON *j;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "s.json", &j, &e), DT_OK);
+    run_options opt = {0};
+    run_result r;
+    int rc = run_scenario(j, "s.json", ".", &opt, &r, &e);
+    ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
+    cJSON_Delete(j);
+    return r;
+}
+
+START_TEST(ring_model_option)
+{
+    /* Data parallelism over 64 boxes: the gradient all-reduces are rings of 64, which `auto`
+     * runs as fluid rings (a few events per collective) and `steps` as 2 x 63 x 64 transfers;
+     * with nothing else on the network both give the same step within 0.5%. */
+#define DP64(model)                                                                         \
+    "{\"topology\": {\"generator\": \"dgx\", \"nodes\": 64, \"gpus_per_node\": 1},"        \
+    " \"model\": {\"kind\": \"synthetic\", \"layers\": 4, \"forward_time\": \"1 ms\","      \
+    "  \"backward_time\": \"2 ms\", \"params\": 1e8},"                                       \
+    " \"parallel\": {\"dp\": 64, \"bucket_size\": \"100 MB\"}, \"global_batch\": 64"      \
+    model "}"
+    run_result st = run_ok(DP64(", \"options\": {\"ring_model\": \"steps\"}"));
+    run_result fl = run_ok(DP64(", \"options\": {\"ring_model\": \"fluid\"}"));
+    run_result au = run_ok(DP64(""));
+    ck_assert(st.breakdown_s.comm_exposed > 1e-3); /* the all-reduce is exposed: it matters */
+    ck_assert_rel(fl.step_time_s, st.step_time_s, 0.005);
+    ck_assert(au.step_time_s == fl.step_time_s);
+    ck_assert_int_eq(au.events, fl.events);
+    ck_assert_uint_gt(st.events, 10 * fl.events);
+    /* A trace keeps the ring model: replaying one written with "steps" runs steps again. */
+    char *trace = tmpname("rmtrace"), *topof = tmpname("rmtopo");
+    FILE *f = fopen(topof, "w");
+    fputs("{\"generator\": \"dgx\", \"nodes\": 64, \"gpus_per_node\": 1}", f);
+    fclose(f);
+    const char *text = DP64(", \"options\": {\"ring_model\": \"steps\"}");
+    cJSON *j;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "s.json", &j, &e), DT_OK);
+    run_options opt = {.write_trace = trace};
+    run_result a, b;
+    ck_assert_int_eq(run_scenario(j, "s.json", ".", &opt, &a, &e), DT_OK);
+    run_options ropt = {0};
+    int rc = run_trace_file(trace, topof, &ropt, &b, &e);
+    ck_assert_msg(rc == DT_OK, "%s: %s: %s", e.file, e.path, e.msg);
+    ck_assert_int_eq(b.events, st.events);
+    ck_assert(b.step_time_s == st.step_time_s);
+    run_result_free(&a);
+    run_result_free(&b);
+    cJSON_Delete(j);
+    remove(trace);
+    remove(topof);
+    run_result_free(&st);
+    run_result_free(&fl);
+    run_result_free(&au);
+    bad(DP64(", \"options\": {\"ring_model\": \"fluidd\"}"), "options.ring_model", "fluidd");
+#undef DP64
+}
+END_TEST
+
 Suite *suite(void)
 {
     Suite *s = suite_create("scenario_trace");
@@ -291,6 +357,7 @@ Suite *suite(void)
     tcase_add_test(t, timeline_spans);
     tcase_add_test(t, degraded_link_closed_form);
     tcase_add_test(t, flow_matches_analytic_without_contention);
+    tcase_add_test(t, ring_model_option);
     suite_add_tcase(s, t);
     return s;
 }

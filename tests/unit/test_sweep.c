@@ -4,12 +4,15 @@
  * field by path creates missing objects and refuses missing array elements; a point's scenario
  * has no "sweep"; results.csv has one row per point in point order with the documented columns,
  * identical bytes for 1 and 4 threads and after a resume; a record directory of another scenario
- * is refused; a failing point is recorded with its error, not fatal.
+ * is refused; a failing point is recorded with its error, not fatal; a directory locked by
+ * another sweep is refused; temporaries a killed run left are cleaned up.
  * Leaves free: the simulation itself (an injected evaluator computes closed-form numbers). */
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "dtsim/json.h"
@@ -287,6 +290,39 @@ START_TEST(run_resume_and_determinism)
 }
 END_TEST
 
+START_TEST(lock_and_strays)
+{
+    char tmpl[] = "/tmp/dtsim_sweep_XXXXXX";
+    ck_assert(mkdtemp(tmpl) != NULL);
+    char f[700];
+    cJSON *sc = parse(scenario_text);
+    sweep_summary sum;
+    /* A directory another sweep holds is refused, whatever the scenario. */
+    snprintf(f, sizeof f, "%s/.lock", tmpl);
+    int fd = open(f, O_RDWR | O_CREAT, 0666);
+    ck_assert(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0);
+    dt_error e = {0};
+    sweep_config cfg = {.scenario = sc, .file = "s.json", .base_dir = ".", .out_dir = tmpl,
+                        .jobs = 1, .eval = fake_eval, .mpi_size = 1};
+    ck_assert_int_eq(sweep_run(&cfg, &sum, &e), DT_EINPUT);
+    ck_assert_msg(strstr(e.msg, "another dtsim sweep"), "%s", e.msg);
+    close(fd);
+    /* A temporary left by a killed run is removed; the sweep then runs whole. */
+    snprintf(f, sizeof f, "%s/points/00000001.json.tmp.99999", tmpl);
+    FILE *t = fopen(f, "w");
+    ck_assert(t != NULL);
+    fputs("{\"scenario_hash\": \"trunc", t);
+    fclose(t);
+    run_into(sc, tmpl, 2, false, NULL, DT_OK, &sum);
+    ck_assert_uint_eq(sum.ran, 12);
+    ck_assert_int_eq(access(f, F_OK), -1);
+    cJSON_Delete(sc);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpl);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("sweep");
@@ -297,6 +333,7 @@ static Suite *suite(void)
     tcase_add_test(tc, set_by_path);
     tcase_add_test(tc, point_scenario_and_hash);
     tcase_add_test(tc, run_resume_and_determinism);
+    tcase_add_test(tc, lock_and_strays);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,415 @@
+/* test_ring_fluid.c - the fluid ring model (coll.h COLL_RING_FLUID, net_send_ring).
+ * Pins down: uncontended, the fluid ring matches the alpha-beta closed forms within 0.5% for
+ * all-reduce, reduce-scatter and all-gather (odd n, sizes not divisible by n, latency-bound
+ * sizes) and agrees with the step model within 0.5%, reductions included (one chunk, and
+ * several chunks); under contention, two rings sharing a bottleneck each take twice the
+ * bandwidth term, and a ring sharing one edge slows as a whole (its edges move in lockstep);
+ * a coupled transfer crossing one link twice gets half that link; a ring split over ECMP
+ * lanes competes with a send like one flow (weighted max-min, hand-computed); the incremental
+ * solver equals a global re-solve throughout fluid and step rings and sends; `auto` switches at
+ * COLL_RING_FLUID_MIN ranks (one flow instead of 2(n-1)n); names parse; runs repeat exactly.
+ * Leaves free: how the fluid model differs from the step model under partial contention
+ * (documented in docs/collectives.md, not a fixed number). */
+#include <math.h>
+#include <string.h>
+
+#include "dtsim/coll.h"
+#include "dtsim/net.h"
+#include "dtsim/topo.h"
+#include "maxmin.h"
+#include "testutil.h"
+
+#define TOL 0.005
+
+static topo *gen(topo_gen_params p)
+{
+    topo *t = NULL;
+    dt_error err;
+    dt_error_clear(&err);
+    int rc = topo_generate(&p, &t, &err);
+    ck_assert_msg(rc == DT_OK, "topo_generate: %s", err.msg);
+    return t;
+}
+
+static topo *ring_topo(int n) /* 100 GB/s, 1 us per link */
+{
+    return gen((topo_gen_params){.family = TOPO_FAMILY_RING, .gpus = n, .bandwidth = 100e9,
+                                 .latency = SIM_US});
+}
+
+static topo *switch_topo(int n) /* 50 GB/s, 1 us per link, 300 ns switch: alpha 2.3 us */
+{
+    return gen((topo_gen_params){.family = TOPO_FAMILY_SWITCH, .gpus = n, .bandwidth = 50e9,
+                                 .latency = SIM_US, .switch_latency = 300 * SIM_NS});
+}
+
+static void path(topo *t, int a, int b, double *alpha, double *bw)
+{
+    sim_engine *e = sim_engine_create();
+    net *n = net_create(t, e, NULL);
+    sim_time_t lat;
+    ck_assert_int_eq(net_path_info(n, a, b, &lat, bw, NULL), DT_OK);
+    *alpha = sim_time_to_s(lat);
+    net_destroy(n);
+    sim_engine_destroy(e);
+}
+
+static coll_result run(topo *t, coll_op op, const int *group, int n, double S, double reduce_bw,
+                       double chunk, coll_ring_model m)
+{
+    int all[256];
+    if (!group) {
+        for (int i = 0; i < n; i++) all[i] = i;
+        group = all;
+    }
+    coll_spec spec = {.op = op, .algo = COLL_RING, .group = group, .n = n, .bytes = S,
+                      .elem_bytes = 2};
+    coll_config cc = {.reduce_bw = reduce_bw, .chunk_bytes = chunk, .ring_model = m};
+    net_config nc = {.mode = NET_FLOW};
+    coll_result r;
+    dt_error err;
+    dt_error_clear(&err);
+    int rc = coll_simulate(t, &spec, &cc, &nc, &r, &err);
+    ck_assert_msg(rc == DT_OK, "coll_simulate: %s", err.msg);
+    ck_assert_double_le(r.net.max_link_utilisation, 1 + 1e-9);
+    ck_assert_double_eq_tol(r.net.bytes_sent, r.net.bytes_delivered, 1e-3);
+    ck_assert_uint_eq(r.net.flows_started, r.net.flows_finished);
+    return r;
+}
+
+static double secs(coll_result r) { return sim_time_to_s(r.time); }
+
+START_TEST(fluid_closed_forms)
+{
+    const int ns[] = {8, 7};
+    const double sizes[] = {64.0 * 1048576, 1e8 + 7, 4096};
+    const coll_op ops[] = {COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER};
+    for (int a = 0; a < 2; a++) {
+        int n = ns[a];
+        topo *t = ring_topo(n);
+        double al, bw;
+        path(t, 0, 1, &al, &bw);
+        for (int b = 0; b < 3; b++)
+            for (int o = 0; o < 3; o++) {
+                coll_result r = run(t, ops[o], NULL, n, sizes[b], 0, 0, COLL_RING_FLUID);
+                ck_assert_rel(secs(r), coll_closed_form(ops[o], COLL_RING, n, sizes[b], al, bw),
+                              TOL);
+                ck_assert_uint_eq(r.net.flows_started, NET_ECMP_LANES);
+                /* every edge carries 2(n-1)/n S (all-reduce) or (n-1)/n S, up to elements */
+                ck_assert_rel(r.net.bytes_delivered, n * coll_busbw_factor(ops[o], n) * sizes[b],
+                              1e-3);
+            }
+        topo_destroy(t);
+    }
+}
+END_TEST
+
+START_TEST(fluid_agrees_with_steps)
+{
+    /* 96 GPUs on one switch, the GPU's default reduction bandwidth, one chunk: every
+     * reduction is on the critical path in both models. */
+    int n = 96;
+    topo *t = switch_topo(n);
+    double al, bw;
+    path(t, 0, 1, &al, &bw);
+    const coll_op ops[] = {COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER};
+    double S = 1e9 + 13;
+    for (int o = 0; o < 3; o++) {
+        double st = secs(run(t, ops[o], NULL, n, S, -1, 1e18, COLL_RING_STEPS));
+        double f = secs(run(t, ops[o], NULL, n, S, -1, 1e18, COLL_RING_FLUID));
+        ck_assert_rel(f, st, TOL);
+        ck_assert_double_gt(f, coll_closed_form(ops[o], COLL_RING, n, S, al, bw));
+    }
+    /* 4 MiB chunks: the step model hides reductions (and part of the latency) behind other
+     * chunks' transfers; the fluid model exposes one chunk's reduction and the full latency,
+     * i.e. the closed form. */
+    for (int o = 0; o < 3; o++) {
+        double f = secs(run(t, ops[o], NULL, n, S, -1, 0, COLL_RING_FLUID));
+        ck_assert_rel(f, coll_closed_form(ops[o], COLL_RING, n, S, al, bw), TOL);
+    }
+    /* The reduction term itself: one chunk, R = 200 GB/s, (n-1) S/n / R on top. */
+    S = 256.0 * 1048576;
+    double R = 200e9;
+    double f = secs(run(t, COLL_ALLREDUCE, NULL, n, S, R, 1e18, COLL_RING_FLUID));
+    ck_assert_rel(f, coll_closed_form(COLL_ALLREDUCE, COLL_RING, n, S, al, bw) + (n - 1) * S / n / R,
+                  TOL);
+    topo_destroy(t);
+}
+END_TEST
+
+typedef struct two_done {
+    sim_time_t at[2];
+} two_done;
+
+static void on_two(void *model, sim_engine *eng, const sim_event *ev)
+{
+    two_done *d = model;
+    d->at[ev->id] = ev->time;
+    (void)eng;
+}
+
+/* Start rings a and b at once (fluid), return their completion times in seconds. */
+static void two_rings(topo *t, const int *ga, int na, const int *gb, int nb, double S,
+                      double out[2])
+{
+    sim_engine *e = sim_engine_create();
+    net *n = net_create(t, e, NULL);
+    coll_config cc = {.reduce_bw = 0, .ring_model = COLL_RING_FLUID};
+    coll_engine *c = coll_create(n, e, t, &cc);
+    two_done d = {{0, 0}};
+    uint32_t k = sim_kind_register(e, "test.two", on_two, &d);
+    coll_spec a = {.op = COLL_ALLREDUCE, .algo = COLL_RING, .group = ga, .n = na, .bytes = S};
+    coll_spec b = {.op = COLL_ALLREDUCE, .algo = COLL_RING, .group = gb, .n = nb, .bytes = S};
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_start(c, &a, k, 0, 0, &err), DT_OK);
+    ck_assert_int_eq(coll_start(c, &b, k, 1, 0, &err), DT_OK);
+    sim_run(e, SIM_TIME_MAX);
+    ck_assert_int_eq(net_check_fair(n, 1e-9), 0);
+    for (int i = 0; i < 2; i++) out[i] = sim_time_to_s(d.at[i]);
+    coll_destroy(c);
+    net_destroy(n);
+    sim_engine_destroy(e);
+}
+
+START_TEST(fluid_contention)
+{
+    double S = 256.0 * 1048576, got[2];
+    topo *t = switch_topo(7);
+    double al, bw;
+    path(t, 0, 1, &al, &bw);
+    /* Two 2-rank rings sharing GPU 0's links: each takes twice the bandwidth term. */
+    two_rings(t, (int[]){0, 1}, 2, (int[]){0, 2}, 2, S, got);
+    for (int i = 0; i < 2; i++)
+        ck_assert_rel(got[i] - 2 * al, 2 * (S / bw), TOL);
+    /* Two 4-rank rings sharing only GPU 0: its up- and downlink carry one edge of each, so
+     * each whole ring runs at half rate (its edges move in lockstep). */
+    two_rings(t, (int[]){0, 1, 2, 3}, 4, (int[]){0, 4, 5, 6}, 4, S, got);
+    double lat = 2 * 3 * al, bwt = 2.0 * 3 / 4 * S / bw;
+    for (int i = 0; i < 2; i++) ck_assert_rel(got[i] - lat, 2 * bwt, TOL);
+    topo_destroy(t);
+}
+END_TEST
+
+typedef struct one_done {
+    sim_time_t at;
+    int fired;
+} one_done;
+
+static void on_one(void *model, sim_engine *eng, const sim_event *ev)
+{
+    one_done *d = model;
+    d->at = ev->time;
+    d->fired++;
+    (void)eng;
+}
+
+START_TEST(coupled_transfer_crossing_a_link_twice)
+{
+    /* Pairs 0->1 and 0->2 on a switch both leave through GPU 0's uplink: the coupled flow
+     * spends its rate there twice, so it runs at B/2; completion = S/(B/2) + latency. */
+    topo *t = switch_topo(3);
+    double al, bw;
+    path(t, 0, 1, &al, &bw);
+    sim_engine *e = sim_engine_create();
+    net *n = net_create(t, e, NULL);
+    one_done d = {0, 0};
+    uint32_t k = sim_kind_register(e, "test.one", on_one, &d);
+    double S = 1e8;
+    net_send_ring(n, 2, (int[]){0, 0}, (int[]){1, 2}, S, -1, 1.0, k, 0, 0);
+    sim_run(e, SIM_TIME_MAX);
+    ck_assert_int_eq(d.fired, 1);
+    ck_assert_rel(sim_time_to_s(d.at), 2 * S / bw + al, 1e-9);
+    net_stats st;
+    net_get_stats(n, &st);
+    ck_assert_uint_eq(st.flows_started, 1);
+    ck_assert_double_eq_tol(st.bytes_delivered, 2 * S, 1e-3);
+    /* Disjoint pairs: full rate. */
+    d.fired = 0;
+    sim_time_t t0 = sim_now(e);
+    net_send_ring(n, 2, (int[]){0, 1}, (int[]){1, 2}, S, 2, 0.25, k, 0, 0);
+    sim_run(e, SIM_TIME_MAX);
+    ck_assert_rel(sim_time_to_s(d.at - t0), S / bw + al, 1e-9);
+    net_destroy(n);
+    sim_engine_destroy(e);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(weighted_maxmin)
+{
+    /* One link of 100: a flow of weight 1 and four of weight 1/4 (a ring over four lanes)
+     * split it 50 / 4 x 12.5; a second link of 10 under one quarter-flow caps it at 10 and
+     * the rest is shared again: level (100 - 10) / 1.75, the quarters at a quarter of it. */
+    double cap[2] = {100, 10}, w[5] = {1, 0.25, 0.25, 0.25, 0.25}, r[5];
+    int fs[6] = {0, 1, 2, 3, 4, 5}, fl[5] = {0, 0, 0, 0, 0};
+    mm_solver *m = mm_create();
+    mm_solve_weighted(m, 1, cap, 5, fs, fl, w, r, NULL);
+    ck_assert_rel(r[0], 50, 1e-12);
+    for (int i = 1; i < 5; i++) ck_assert_rel(r[i], 12.5, 1e-12);
+    int fs2[6] = {0, 1, 2, 3, 4, 6}, fl2[6] = {0, 0, 0, 0, 0, 1};
+    int bn[5];
+    mm_solve_weighted(m, 2, cap, 5, fs2, fl2, w, r, bn);
+    ck_assert_rel(r[4], 10, 1e-12);
+    ck_assert_int_eq(bn[4], 1);
+    double level = 90 / 1.75;
+    ck_assert_rel(r[0], level, 1e-12);
+    for (int i = 1; i < 4; i++) ck_assert_rel(r[i], level / 4, 1e-12);
+    mm_destroy(m);
+}
+END_TEST
+
+START_TEST(ring_competes_as_one_flow)
+{
+    /* A fluid 4-ring {0,1,2,3} and a send 0 -> 4 of the size of one ring edge's bytes, started
+     * together on a switch: GPU 0's uplink carries the ring (its lanes weigh one flow) and the
+     * send, so each gets B/2 and both take twice their bandwidth term; the whole ring slows
+     * (lockstep) while its other edges have the link to themselves. */
+    topo *t = switch_topo(5);
+    double al, bw;
+    path(t, 0, 1, &al, &bw);
+    double S = 64.0 * 1048576, b = 2.0 * 3 / 4 * S;
+    sim_engine *e = sim_engine_create();
+    net *n = net_create(t, e, NULL);
+    coll_config cc = {.reduce_bw = 0, .ring_model = COLL_RING_FLUID};
+    coll_engine *c = coll_create(n, e, t, &cc);
+    two_done d = {{0, 0}};
+    uint32_t k = sim_kind_register(e, "test.two", on_two, &d);
+    coll_spec a = {.op = COLL_ALLREDUCE, .algo = COLL_RING, .group = (int[]){0, 1, 2, 3}, .n = 4,
+                   .bytes = S};
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_start(c, &a, k, 0, 0, &err), DT_OK);
+    net_send(n, 0, 4, b, k, 1, 0);
+    sim_run(e, SIM_TIME_MAX);
+    ck_assert_rel(sim_time_to_s(d.at[0]), 2 * 3 * al + 2 * b / bw, TOL);
+    ck_assert_rel(sim_time_to_s(d.at[1]), al + 2 * b / bw, TOL);
+    coll_destroy(c);
+    net_destroy(n);
+    sim_engine_destroy(e);
+    topo_destroy(t);
+}
+END_TEST
+
+typedef struct fair_probe {
+    net *n;
+    coll_engine *later; /* starts a third ring at 1 us */
+    uint32_t kind, k_start, k_done;
+    int checks, bad, done;
+} fair_probe;
+
+static void on_fair(void *model, sim_engine *eng, const sim_event *ev)
+{
+    fair_probe *p = model;
+    (void)ev;
+    p->checks++;
+    p->bad += net_check_fair(p->n, 1e-9);
+    if (p->done < 5) sim_schedule(eng, sim_now(eng) + 50 * SIM_NS, p->kind, 0, 0);
+}
+
+static void on_fair_done(void *model, sim_engine *eng, const sim_event *ev)
+{
+    (void)eng;
+    (void)ev;
+    ((fair_probe *)model)->done++;
+}
+
+static void on_start_late(void *model, sim_engine *eng, const sim_event *ev)
+{
+    fair_probe *p = model;
+    (void)eng;
+    (void)ev;
+    int g[5] = {15, 11, 7, 2, 0};
+    coll_spec s = {.op = COLL_REDUCE_SCATTER, .algo = COLL_RING, .group = g, .n = 5, .bytes = 5e6};
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_start(p->later, &s, p->k_done, 9, 0, &err), DT_OK);
+}
+
+START_TEST(fluid_incremental_equals_global)
+{
+    /* Weighted coupled flows through the incremental solver (components, skipped re-solves)
+     * must agree with a from-scratch global solve at all times: two fluid rings (one started
+     * late, sharing GPU 0 with the other), a step-model ring and two sends, on a 2:1
+     * oversubscribed fat-tree with ECMP, reductions on. */
+    topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_FAT_TREE, .gpus = 16, .radix = 8,
+                                    .oversubscription = 2});
+    sim_engine *e = sim_engine_create();
+    net *n = net_create(t, e, NULL);
+    coll_config fl = {.reduce_bw = -1, .ring_model = COLL_RING_FLUID};
+    coll_config st = {.reduce_bw = -1, .ring_model = COLL_RING_STEPS};
+    coll_engine *cf = coll_create(n, e, t, &fl), *cs = coll_create(n, e, t, &st);
+    fair_probe p = {.n = n, .later = cf};
+    p.kind = sim_kind_register(e, "test.fair", on_fair, &p);
+    p.k_done = sim_kind_register(e, "test.fair_done", on_fair_done, &p);
+    p.k_start = sim_kind_register(e, "test.start_late", on_start_late, &p);
+    int ga[6] = {0, 3, 5, 8, 10, 13}, gb[4] = {1, 2, 6, 9};
+    coll_spec a = {.op = COLL_ALLREDUCE, .algo = COLL_RING, .group = ga, .n = 6, .bytes = 8e6};
+    coll_spec b = {.op = COLL_ALLREDUCE, .algo = COLL_RING, .group = gb, .n = 4, .bytes = 6e6};
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_start(cf, &a, p.k_done, 0, 0, &err), DT_OK);
+    ck_assert_int_eq(coll_start(cs, &b, p.k_done, 1, 0, &err), DT_OK);
+    net_send(n, 4, 12, 5e6, p.k_done, 2, 0);
+    net_send(n, 7, 14, 3e6, p.k_done, 3, 0);
+    sim_schedule(e, SIM_US, p.k_start, 0, 0);
+    /* Probe at 7 ps + k x 50 ns: a probe at the very picosecond of a departure would run before
+     * that departure's recompute (net_check_fair wants a quiet instant), and departures land on
+     * round times + 1 ps (rounding up), so the phase 1 ps of test_coll meets one here. */
+    sim_schedule(e, 7, p.kind, 0, 0);
+    sim_run(e, SIM_TIME_MAX);
+    ck_assert_int_eq(p.done, 5);
+    ck_assert_int_gt(p.checks, 1000);
+    ck_assert_int_eq(p.bad, 0);
+    net_stats ns;
+    net_get_stats(n, &ns);
+    ck_assert_uint_gt(ns.solves, 3); /* the rings did share links */
+    coll_destroy(cf);
+    coll_destroy(cs);
+    net_destroy(n);
+    sim_engine_destroy(e);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(auto_threshold_and_names)
+{
+    int n = COLL_RING_FLUID_MIN;
+    topo *t = switch_topo(n);
+    double S = 64.0 * 1048576;
+    coll_result below = run(t, COLL_ALLREDUCE, NULL, n - 1, S, 0, 1e18, COLL_RING_AUTO);
+    ck_assert_uint_eq(below.net.flows_started, (uint64_t)2 * (n - 2) * (n - 1));
+    coll_result at = run(t, COLL_ALLREDUCE, NULL, n, S, 0, 1e18, COLL_RING_AUTO);
+    ck_assert_uint_eq(at.net.flows_started, NET_ECMP_LANES);
+    coll_result again = run(t, COLL_ALLREDUCE, NULL, n, S, 0, 1e18, COLL_RING_AUTO);
+    ck_assert_int_eq(at.time, again.time);
+    ck_assert_uint_eq(at.events, again.events);
+    /* Not a ring op: broadcast on a ring stays a chain, whatever the model. */
+    coll_result bc = run(t, COLL_BROADCAST, NULL, n, S, 0, 0, COLL_RING_FLUID);
+    ck_assert_uint_gt(bc.net.flows_started, 1);
+    coll_ring_model m;
+    ck_assert_int_eq(coll_ring_model_parse("fluid", &m), DT_OK);
+    ck_assert_int_eq(m, COLL_RING_FLUID);
+    ck_assert_int_eq(coll_ring_model_parse("steps", &m), DT_OK);
+    ck_assert_int_eq(m, COLL_RING_STEPS);
+    ck_assert_int_eq(coll_ring_model_parse("fluidd", &m), DT_EINPUT);
+    ck_assert_str_eq(coll_ring_model_name(COLL_RING_AUTO), "auto");
+    topo_destroy(t);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("ring_fluid");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, fluid_closed_forms);
+    tcase_add_test(tc, fluid_agrees_with_steps);
+    tcase_add_test(tc, fluid_contention);
+    tcase_add_test(tc, coupled_transfer_crossing_a_link_twice);
+    tcase_add_test(tc, weighted_maxmin);
+    tcase_add_test(tc, ring_competes_as_one_flow);
+    tcase_add_test(tc, fluid_incremental_equals_global);
+    tcase_add_test(tc, auto_threshold_and_names);
+    suite_add_tcase(s, tc);
+    return dt_run_suite(s);
+}
