@@ -9,7 +9,7 @@ set xrange [0:264]
 set yrange [4-0.5:-0.5]
 set key outside right top
 unset grid
-set ytics ("GPU 0" 0, "GPU 1" 1, "GPU 2" 2, "GPU 3" 3) font ',8'
+set ytics ('GPU 0' 0, 'GPU 1' 1, 'GPU 2' 2, 'GPU 3' 3) font ',8'
 plot 'timeline.dat' using (($2+$3)/2):1:(($3-$2)/2):(0.4):4 with boxxyerror fs solid 1.0 noborder lc rgb variable notitle, \
      NaN with boxes fs solid 1.0 lc rgb '#4477aa' title 'compute', \
      NaN with boxes fs solid 1.0 lc rgb '#ee6677' title 'comm (exposed)', \
