@@ -15,7 +15,7 @@
 
 #define N_STREAMS 4
 
-sim_time_t rep_roofline(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec, double flops,
+sim_time_t replay_roofline(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec, double flops,
                         double bytes)
 {
     double t = 0;
@@ -35,7 +35,7 @@ sim_time_t rep_roofline(const gpu_spec *spec, gpu_op_class cls, gpu_precision pr
     return (sim_time_t)ceil(t * 1e12 - 1e-6);
 }
 
-sim_time_t rep_coll_time(rep_path_fn path, void *ctx, coll_op op, const int *gpus, int n,
+sim_time_t replay_coll_time(replay_path_fn path, void *ctx, coll_op op, const int *gpus, int n,
                          double bytes)
 {
     if (!path || n <= 1) return 0;
@@ -67,7 +67,7 @@ sim_time_t rep_coll_time(rep_path_fn path, void *ctx, coll_op op, const int *gpu
 
 typedef struct rep {
     const wl_graph *g;
-    const rep_config *cfg;
+    const replay_config *cfg;
     sim_engine *eng;
     uint32_t k_op_done, k_coll_done, k_coll_part, k_send_part;
     int ts;                        /* lane size */
@@ -96,7 +96,7 @@ static sim_time_t base_time(rep *R, uint32_t cost, int gpu)
     sim_time_t t = c->fixed;
     if (R->cfg->gpus) {
         const gpu_spec *sp = &R->cfg->gpus[gpu];
-        rep_op_time_fn f = R->cfg->op_time ? R->cfg->op_time : rep_roofline;
+        replay_op_time_fn f = R->cfg->op_time ? R->cfg->op_time : replay_roofline;
         for (int k = 0; k < GPU_OP_CLASS_COUNT; k++)
             if (c->flops[k] > 0 || c->bytes[k] > 0)
                 t = sim_time_add(t, f(sp, (gpu_op_class)k, R->g->precision, c->flops[k], c->bytes[k]));
@@ -109,7 +109,7 @@ static sim_time_t comm_time(const rep *R, coll_op op, const int *gpus, int n, do
                             bool in_lane)
 {
     if (R->cfg->coll_time) return n > 1 ? R->cfg->coll_time(R->cfg->coll_ctx, op, gpus, n, bytes, in_lane) : 0;
-    return rep_coll_time(R->cfg->path, R->cfg->path_ctx, op, gpus, n, bytes);
+    return replay_coll_time(R->cfg->path, R->cfg->path_ctx, op, gpus, n, bytes);
 }
 
 static sim_time_t inlane_time(rep *R, uint32_t cost, uint32_t lane)
@@ -131,7 +131,7 @@ static sim_time_t inlane_time(rep *R, uint32_t cost, uint32_t lane)
 
 static double jitter_draw(rep *R, int gpu)
 {
-    const rep_config *c = R->cfg;
+    const replay_config *c = R->cfg;
     double x = 1;
     if (c->jitter == WL_JITTER_LOGNORMAL)
         x = sim_rng_lognormal(R->rng[gpu], -0.5 * c->jitter_sigma * c->jitter_sigma,
@@ -295,7 +295,7 @@ static int mark_cmp(const void *a, const void *b)
     return 0;
 }
 
-static void breakdown(rep *R, uint32_t lane, int member, rep_result *out)
+static void breakdown(rep *R, uint32_t lane, int member, replay_result *out)
 {
     const wl_graph *g = R->g;
     size_t cap = 64, n = 0;
@@ -350,7 +350,7 @@ static void breakdown(rep *R, uint32_t lane, int member, rep_result *out)
     out->bubble = acc[N_CAT];
 }
 
-int rep_run(const wl_graph *g, const rep_config *cfg, rep_result *out, dt_error *err)
+int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, dt_error *err)
 {
     memset(out, 0, sizeof *out);
     if (cfg->n_gpus < g->n_gpus)
@@ -479,7 +479,7 @@ int rep_run(const wl_graph *g, const rep_config *cfg, rep_result *out, dt_error 
         out->critical_gpu = g->lane_gpus[(size_t)crit_lane * R.ts];
         breakdown(&R, crit_lane, 0, out);
         /* Every GPU's wait: one sweep per lane (per member when members differ). */
-        rep_result tmp = {.step_time = T};
+        replay_result tmp = {.step_time = T};
         out->max_straggler_wait = -1;
         for (uint32_t l = 0; l < (uint32_t)g->n_lanes; l++)
             for (int k = 0; k < (R.hetero_time ? R.ts : 1); k++) {
@@ -526,7 +526,7 @@ int rep_run(const wl_graph *g, const rep_config *cfg, rep_result *out, dt_error 
     return rc;
 }
 
-void rep_result_free(rep_result *r)
+void replay_result_free(replay_result *r)
 {
     if (!r) return;
     free(r->op_start);

@@ -197,7 +197,7 @@ static void add_span(tl_build *b, int gpu, run_stream st, sim_time_t s, sim_time
     tl->spans[tl->n_spans++] = (run_span){gpu, st, s, e, name, mb, layer};
 }
 
-static void build_timeline(tl_build *b, const wl_graph *g, const rep_result *r, const topo *t,
+static void build_timeline(tl_build *b, const wl_graph *g, const replay_result *r, const topo *t,
                            const unsigned char *mask)
 {
     run_timeline *tl = b->tl;
@@ -295,7 +295,7 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
     coll_analytic *an = coll_analytic_create(n, t, &cc);
     comm_ctx ctx = {.n = n, .ce = ce, .an = an, .elem_bytes = g->precision == GPU_FP32 ? 4 : 2,
                     .algo = J->dp_algorithm};
-    rep_comm comm = {.coll = coll_fn, .send = send_fn, .ctx = &ctx};
+    replay_comm comm = {.coll = coll_fn, .send = send_fn, .ctx = &ctx};
     double *slow = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *slow);
     for (int i = 0; i < t->n_gpus; i++) slow[i] = 1;
     for (int i = 0; i < J->n_stragglers; i++) slow[J->stragglers[i].gpu] *= J->stragglers[i].slowdown;
@@ -307,13 +307,13 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
     }
     /* Analytic mode needs no flows: coll_analytic_time charges the algorithm flow mode would
      * run, alpha-beta over its routes (exact for uncontended links), with no events per step. */
-    rep_config rc = {.gpus = t->gpus, .n_gpus = t->n_gpus, .op_time = gpu_op_time,
+    replay_config rc = {.gpus = t->gpus, .n_gpus = t->n_gpus, .op_time = gpu_op_time,
                      .coll_time = coll_time_fn, .coll_ctx = &ctx,
                      .comm = J->network == NET_FLOW ? &comm : NULL, .eng = eng,
                      .slowdown = slow, .jitter = J->jitter, .jitter_sigma = J->jitter_sigma,
                      .seed = J->seed, .record = record};
-    rep_result r;
-    int st = rep_run(g, &rc, &r, err);
+    replay_result r;
+    int st = replay_run(g, &rc, &r, err);
     if (st == DT_OK) {
         out->step_time_s = sim_time_to_s(r.step_time);
         out->breakdown_s.compute = sim_time_to_s(r.compute);
@@ -350,7 +350,7 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
         }
     }
     if (tb.tl) run_timeline_free(tb.tl);
-    rep_result_free(&r);
+    replay_result_free(&r);
     free(slow);
     coll_analytic_destroy(an);
     coll_destroy(ce);

@@ -10,8 +10,8 @@
  * trace_ (models/trace.c): the op graph and the run environment as a JSON file a user can read,
  * write by hand, or convert from a profiler (docs/formats.md, "Trace files").
  *
- * Ownership: rep_run borrows graph and config for the call; rep_result owns its arrays
- * (rep_result_free). trace_read returns a graph the caller destroys and fills a trace_env whose
+ * Ownership: replay_run borrows graph and config for the call; replay_result owns its arrays
+ * (replay_result_free). trace_read returns a graph the caller destroys and fills a trace_env whose
  * arrays the caller frees with trace_env_free.
  */
 #ifndef DTSIM_REPLAY_H
@@ -25,46 +25,46 @@
 /* Contention-free time of a collective (or, op COLL_SENDRECV with n = 2, of a send from
  * gpus[0] to gpus[1]); in_lane: a tensor-parallel collective inside a compute op. run.c wires
  * it to coll_analytic_time (coll.h), so analytic mode charges the algorithm flow mode runs. */
-typedef sim_time_t (*rep_coll_time_fn)(void *ctx, coll_op op, const int *gpus, int n,
+typedef sim_time_t (*replay_coll_time_fn)(void *ctx, coll_op op, const int *gpus, int n,
                                        double bytes, bool in_lane);
 
 /* Path between two GPUs, for the topology-less fallback: bottleneck bandwidth (B/s;
  * INFINITY = free) and latency. */
-typedef void (*rep_path_fn)(void *ctx, int src_gpu, int dst_gpu, double *bw, sim_time_t *lat);
+typedef void (*replay_path_fn)(void *ctx, int src_gpu, int dst_gpu, double *bw, sim_time_t *lat);
 
 /* Optional comm back end (flow mode). Each call must eventually fire (kind, id, 0) on the
  * engine exactly once. */
-typedef struct rep_comm {
+typedef struct replay_comm {
     void (*coll)(void *ctx, coll_op op, const int *gpus, int n, double bytes, uint32_t kind,
                  uint32_t id);
     void (*send)(void *ctx, int src_gpu, int dst_gpu, double bytes, uint32_t kind, uint32_t id);
     void *ctx;
-} rep_comm;
+} replay_comm;
 
 /* Compute time of one op class on a GPU: gpu_op_time, or a measured table. */
-typedef sim_time_t (*rep_op_time_fn)(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec,
+typedef sim_time_t (*replay_op_time_fn)(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec,
                                      double flops, double bytes);
 
-typedef struct rep_config {
+typedef struct replay_config {
     const gpu_spec *gpus;      /* n_gpus specs, borrowed */
     int n_gpus;
-    rep_op_time_fn op_time;    /* NULL: the built-in roofline (same formula as gpu_op_time) */
-    rep_coll_time_fn coll_time; /* contention-free collective costs (analytic mode; TP in
+    replay_op_time_fn op_time;    /* NULL: the built-in roofline (same formula as gpu_op_time) */
+    replay_coll_time_fn coll_time; /* contention-free collective costs (analytic mode; TP in
                                    both modes); NULL: the `path` fallback */
     void *coll_ctx;
-    rep_path_fn path;          /* fallback without a topology (tests): a ring over uniform paths,
-                                  see rep_coll_time; NULL with coll_time NULL: comm is free */
+    replay_path_fn path;          /* fallback without a topology (tests): a ring over uniform paths,
+                                  see replay_coll_time; NULL with coll_time NULL: comm is free */
     void *path_ctx;
-    const rep_comm *comm;      /* NULL: analytic (coll_time, else path) */
-    sim_engine *eng;           /* engine the comm back end uses; NULL: rep_run makes its own */
+    const replay_comm *comm;      /* NULL: analytic (coll_time, else path) */
+    sim_engine *eng;           /* engine the comm back end uses; NULL: replay_run makes its own */
     const double *slowdown;    /* per-GPU compute slowdown factor, NULL = none */
     wl_jitter_kind jitter;
     double jitter_sigma;
     uint64_t seed;
     bool record;               /* keep per-op times in the result (timelines) */
-} rep_config;
+} replay_config;
 
-typedef struct rep_result {
+typedef struct replay_result {
     sim_time_t step_time;
     /* Breakdown of [0, step_time] for the critical GPU (see docs/workloads.md): they sum to
      * step_time exactly. */
@@ -80,22 +80,22 @@ typedef struct rep_result {
      * compute ops the in-lane (TP) communication time at the op's end. */
     sim_time_t *op_start, *op_launch, *op_end;
     sim_time_t *op_inlane;     /* in-lane (TP) communication inside compute ops */
-} rep_result;
+} replay_result;
 
-int rep_run(const wl_graph *g, const rep_config *cfg, rep_result *out, dt_error *err);
-void rep_result_free(rep_result *r);
+int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, dt_error *err);
+void replay_result_free(replay_result *r);
 
-/* The topology-less fallback (rep_config.path without coll_time): every collective costed as
+/* The topology-less fallback (replay_config.path without coll_time): every collective costed as
  * a ring over gpus in the order given, a = max latency and bw = min bandwidth of the ring's
  * neighbour paths: all-reduce 2(n-1)(a + B/(n bw)), reduce-scatter/all-gather/all-to-all
  * (n-1)(a + B/(n bw)), broadcast/reduce (n-1) a + B/bw, send/recv a + B/bw; reductions free.
  * A training run on a topology uses coll_analytic_time instead (the algorithm the flow mode
  * runs, reductions charged). */
-sim_time_t rep_coll_time(rep_path_fn path, void *ctx, coll_op op, const int *gpus, int n,
+sim_time_t replay_coll_time(replay_path_fn path, void *ctx, coll_op op, const int *gpus, int n,
                          double bytes);
 
 /* The built-in roofline: max(flops / (peak x eff), bytes / (hbm_bw x memory_eff)). */
-sim_time_t rep_roofline(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec, double flops,
+sim_time_t replay_roofline(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec, double flops,
                         double bytes);
 
 /* ------------------------------------------------------------------ traces ---- */

@@ -22,7 +22,7 @@ static inline double sim_time_to_s(sim_time_t t) { return (double)t * 1e-12; }
 
 /* a + b for times >= 0, saturating at SIM_TIME_MAX ("never"): durations computed from absurd
  * input (1e40 FLOPs, a 1e-300 B/s link) must not overflow; a run that reaches SIM_TIME_MAX / 2
- * reports an input error instead (rep_run, coll_simulate). */
+ * reports an input error instead (replay_run, coll_simulate). */
 static inline sim_time_t sim_time_add(sim_time_t a, sim_time_t b)
 {
     return b > SIM_TIME_MAX - a ? SIM_TIME_MAX : a + b;

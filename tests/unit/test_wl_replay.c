@@ -42,14 +42,14 @@ static void uni_path(void *ctx, int a, int b, double *bw, sim_time_t *lat)
     *lat = u->lat;
 }
 
-static rep_result run(const wl_graph *g, const uni *u, const double *slow)
+static replay_result run(const wl_graph *g, const uni *u, const double *slow)
 {
-    rep_config cfg = {.n_gpus = g->n_gpus, .path = u ? uni_path : NULL, .path_ctx = (void *)u,
+    replay_config cfg = {.n_gpus = g->n_gpus, .path = u ? uni_path : NULL, .path_ctx = (void *)u,
                       .slowdown = slow};
-    rep_result r;
+    replay_result r;
     dt_error e;
     dt_error_clear(&e);
-    ck_assert_int_eq(rep_run(g, &cfg, &r, &e), DT_OK);
+    ck_assert_int_eq(replay_run(g, &cfg, &r, &e), DT_OK);
     ck_assert_int_eq(r.compute + r.comm_exposed + r.bubble + r.straggler_wait, r.step_time);
     return r;
 }
@@ -64,7 +64,7 @@ static void pipeline_case(const char *text, int p, int m, double tf, double tb)
 {
     load(text, p);
     wl_graph *g = wl_graph_build(&sc);
-    rep_result r = run(g, NULL, NULL);
+    replay_result r = run(g, NULL, NULL);
     ck_assert_int_eq(r.step_time, (sim_time_t)((m + p - 1) * (tf + tb) * SIM_MS));
     ck_assert_int_eq(r.bubble, (sim_time_t)((p - 1) * (tf + tb) * SIM_MS));
     ck_assert_int_eq(r.compute, (sim_time_t)(m * (tf + tb) * SIM_MS));
@@ -93,7 +93,7 @@ START_TEST(interleaved_bubble)
     int p = 4, m = 8, v = 2;
     load(SYN(4, 8, 8, "interleaved", ", \"virtual_stages\": 2"), p);
     wl_graph *g = wl_graph_build(&sc);
-    rep_result r = run(g, NULL, NULL);
+    replay_result r = run(g, NULL, NULL);
     sim_time_t ideal = (sim_time_t)m * v * 3 * SIM_MS;
     ck_assert_int_eq(r.compute, ideal);
     ck_assert_rel((double)r.bubble / ideal, (double)(p - 1) / (v * m), 1e-12);
@@ -123,7 +123,7 @@ START_TEST(dp_overlap_closed_form)
      * (each all-reduce, 1.5 ms + latency, hides under the next layer's 2 ms backward) */
     load(DP_SC("50 MB", "true"), n);
     wl_graph *g = wl_graph_build(&sc);
-    rep_result r = run(g, &u, NULL);
+    replay_result r = run(g, &u, NULL);
     ck_assert_int_eq(r.step_time, compute + ar_layer);
     ck_assert_int_eq(r.comm_exposed, ar_layer);
     wl_graph_destroy(g);
@@ -152,7 +152,7 @@ START_TEST(straggler_slows_dp)
     load(DP_SC("50 MB", "true"), 4);
     wl_graph *g = wl_graph_build(&sc);
     double slow[4] = {1, 1, 1.5, 1};
-    rep_result r = run(g, NULL, slow);
+    replay_result r = run(g, NULL, slow);
     /* free communication: the step is the slowest replica's compute */
     ck_assert_int_eq(r.step_time, 18 * SIM_MS);
     ck_assert_int_eq(r.critical_gpu, 0);
@@ -242,7 +242,7 @@ START_TEST(topk_compression_closed_form)
             found++;
         }
     ck_assert_int_eq(found, 1);
-    rep_result r = run(g, &u, NULL);
+    replay_result r = run(g, &u, NULL);
     sim_time_t ag = sim_time_from_s(3.0 / 4 * ag_bytes / u.bw);
     ck_assert_int_eq(r.step_time, 12 * SIM_MS + 5 * SIM_MS + ag);
     wl_graph_destroy(g);
@@ -263,7 +263,7 @@ START_TEST(zero_collectives)
     ck_assert_int_eq(count_named(g, 0, "zero_grad_reduce_scatter"), 2 * 4);
     ck_assert_int_eq(count_named(g, 0, "zero_param_allgather"), 0);
     ck_assert_int_eq(count_named(g, 1, "zero3_param_gather"), 2 * 2 * 4);
-    rep_result r = run(g, NULL, NULL);
+    replay_result r = run(g, NULL, NULL);
     ck_assert_int_eq(r.step_time, 2 * 12 * SIM_MS); /* free communication */
     wl_graph_destroy(g);
     unload();
