@@ -1,6 +1,6 @@
 /* replay.h - running an op graph (workload.h) on the engine, and trace files.
  *
- * rep_ (models/replay.c): every lane has four streams (compute, TP, PP, DP), each running its
+ * replay_ (models/replay.c): every lane has four streams (compute, TP, PP, DP), each running its
  * ops one at a time in graph order, an op starting when it is at its stream's head and its
  * deps are done. A collective starts when every participating lane has reached it; the time a
  * lane spends between reaching it and its start is waiting for late peers. Communication is
