@@ -68,8 +68,12 @@ void topo_leaf_ports(const topo_gen_params *p, int *down, int *up)
     *up = k - d;
 }
 
-static int leaf_ports(const topo_gen_params *p, int *down, int *up, dt_error *err)
+/* Radix (default filled in, range checked) and its leaf port split: fat-tree and dgx leaves. */
+static int leaf_ports(topo_gen_params *p, int *down, int *up, dt_error *err)
 {
+    if (p->radix == 0) p->radix = TOPO_DEFAULT_RADIX;
+    if (p->radix < 2 || p->radix > 4096)
+        return bad(err, "radix", "expected a radix from 2 to 4096, found %d", p->radix);
     topo_leaf_ports(p, down, up);
     if (*down < 1 || *up < 1)
         return bad(err, "radix", "radix %d leaves no down and up ports at this oversubscription",
@@ -77,15 +81,38 @@ static int leaf_ports(const topo_gen_params *p, int *down, int *up, dt_error *er
     return DT_OK;
 }
 
-static int gen_ring(const topo_gen_params *p, const gpu_spec *spec, topo_builder *b, dt_error *err)
+/* n GPUs named gpu0 .. gpu<n-1>, in order; returns the node index of gpu0. */
+static int add_gpus(topo_builder *b, int n, const gpu_spec *spec)
 {
-    int n = p->gpus;
-    if (n < 1) return bad(err, "gpus", "ring needs at least 1 GPU, found %d", n);
     char name[64];
+    int gpu0 = b->t->n_nodes;
     for (int i = 0; i < n; i++) {
         snprintf(name, sizeof name, "gpu%d", i);
         tb_node(b, name, TOPO_GPU, -1, spec);
     }
+    return gpu0;
+}
+
+/* A spine layer of u switches (spine0 ..) with a link from each of the `leaves` leaves from
+ * leaf0 on to every spine: the top of a 2-tier fat-tree and of the dgx rail network. */
+static void add_spines(topo_builder *b, int leaf0, int leaves, int u, double bandwidth,
+                       sim_time_t latency)
+{
+    char name[64];
+    int spine0 = b->t->n_nodes;
+    for (int s = 0; s < u; s++) {
+        snprintf(name, sizeof name, "spine%d", s);
+        tb_node(b, name, TOPO_SWITCH, -1, NULL);
+    }
+    for (int l = 0; l < leaves; l++)
+        for (int s = 0; s < u; s++) tb_link(b, leaf0 + l, spine0 + s, bandwidth, latency, true);
+}
+
+static int gen_ring(const topo_gen_params *p, const gpu_spec *spec, topo_builder *b, dt_error *err)
+{
+    int n = p->gpus;
+    if (n < 1) return bad(err, "gpus", "ring needs at least 1 GPU, found %d", n);
+    add_gpus(b, n, spec); /* the builder is empty: gpu i is node i */
     /* Two GPUs still form a ring: two parallel links, so both ring directions exist. */
     for (int i = 0; i < n && n > 1; i++) tb_link(b, i, (i + 1) % n, p->bandwidth, p->latency, true);
     b->t->gpu_forwarding = true;
@@ -115,19 +142,13 @@ static int gen_fat_tree(topo_gen_params *p, const gpu_spec *spec, topo_builder *
     if (p->tiers == 0) p->tiers = 2;
     if (p->tiers != 2 && p->tiers != 3)
         return bad(err, "tiers", "expected 2 or 3 tiers, found %d", p->tiers);
-    if (p->radix == 0) p->radix = TOPO_DEFAULT_RADIX;
-    if (p->radix < 2 || p->radix > 4096)
-        return bad(err, "radix", "expected a radix from 2 to 4096, found %d", p->radix);
-    int k = p->radix, d, u;
+    int d, u;
     int rc = leaf_ports(p, &d, &u, err);
     if (rc) return rc;
+    int k = p->radix;
     int leaves = (n + d - 1) / d;
     char name[64];
-    int gpu0 = b->t->n_nodes;
-    for (int i = 0; i < n; i++) {
-        snprintf(name, sizeof name, "gpu%d", i);
-        tb_node(b, name, TOPO_GPU, -1, spec);
-    }
+    int gpu0 = add_gpus(b, n, spec);
     int leaf0 = b->t->n_nodes;
     for (int l = 0; l < leaves; l++) {
         snprintf(name, sizeof name, "leaf%d", l);
@@ -140,16 +161,7 @@ static int gen_fat_tree(topo_gen_params *p, const gpu_spec *spec, topo_builder *
                                 "%d GPUs need %d leaves, more than a 2-tier fat-tree of radix %d "
                                 "holds (at most %d GPUs); use tiers 3 or a larger radix",
                                 n, leaves, k, k * d);
-        if (leaves > 1) {
-            int spine0 = b->t->n_nodes;
-            for (int s = 0; s < u; s++) {
-                snprintf(name, sizeof name, "spine%d", s);
-                tb_node(b, name, TOPO_SWITCH, -1, NULL);
-            }
-            for (int l = 0; l < leaves; l++)
-                for (int s = 0; s < u; s++)
-                    tb_link(b, leaf0 + l, spine0 + s, p->bandwidth, p->latency, true);
-        }
+        if (leaves > 1) add_spines(b, leaf0, leaves, u, p->bandwidth, p->latency);
     } else {
         int half = k / 2; /* leaves per pod = aggregation down ports; aggregation up ports */
         if (half < 1) return bad(err, "radix", "3-tier fat-tree needs radix >= 2, found %d", k);
@@ -201,11 +213,7 @@ static int gen_torus(topo_gen_params *p, const gpu_spec *spec, topo_builder *b, 
         return dt_error_set(err, DT_EINPUT, NULL, "gpus",
                             "gpus %d disagrees with dims (%lld GPUs)", p->gpus, n);
     p->gpus = (int)n;
-    char name[64];
-    for (int i = 0; i < n; i++) {
-        snprintf(name, sizeof name, "gpu%d", i);
-        tb_node(b, name, TOPO_GPU, -1, spec);
-    }
+    add_gpus(b, (int)n, spec); /* the builder is empty: gpu i is node i */
     /* GPU index = x0 + d0*(x1 + d1*(x2 ...)). One link to the +1 neighbour per dimension with
      * wraparound; an extent of 2 gets a single link (its +1 and -1 neighbours coincide). */
     long long stride = 1;
@@ -315,9 +323,6 @@ static int gen_dgx(topo_gen_params *p, const gpu_spec *spec, topo_builder *b, dt
     if (p->nic_bw == 0) p->nic_bw = p->bandwidth;
     if (p->nvlink_latency == TOPO_GEN_ZERO_LATENCY) p->nvlink_latency = 0;
     else if (p->nvlink_latency == 0) p->nvlink_latency = TOPO_DEFAULT_NVLINK_LATENCY;
-    if (p->radix == 0) p->radix = TOPO_DEFAULT_RADIX;
-    if (p->radix < 2 || p->radix > 4096)
-        return bad(err, "radix", "expected a radix from 2 to 4096, found %d", p->radix);
     int d, u;
     int rc = leaf_ports(p, &d, &u, err);
     if (rc) return rc;
@@ -356,16 +361,7 @@ static int gen_dgx(topo_gen_params *p, const gpu_spec *spec, topo_builder *b, dt
         for (int j = 0; j < gn; j++)
             tb_link(b, nic_of[i * gn + j], leaf0 + j * per_rail + i / d, p->nic_bw, p->latency, true);
     int leaves = gn * per_rail;
-    if (leaves > 1) {
-        int spine0 = b->t->n_nodes;
-        for (int s = 0; s < u; s++) {
-            snprintf(name, sizeof name, "spine%d", s);
-            tb_node(b, name, TOPO_SWITCH, -1, NULL);
-        }
-        for (int l = 0; l < leaves; l++)
-            for (int s = 0; s < u; s++)
-                tb_link(b, leaf0 + l, spine0 + s, p->nic_bw, p->latency, true);
-    }
+    if (leaves > 1) add_spines(b, leaf0, leaves, u, p->nic_bw, p->latency);
     free(gpu_of);
     free(nic_of);
     b->t->gpu_forwarding = false;
