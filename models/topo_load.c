@@ -179,27 +179,6 @@ static const char *const node_keys[] = {"name", "kind", "host", "gpu", NULL};
 static const char *const link_keys[] = {"src", "dst", "bandwidth", "latency", "count", "duplex",
                                         NULL};
 
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63) return 99;
-    size_t row[64];
-    for (size_t j = 0; j <= lb; j++) row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
 /* Trailing number of a name ("gpu17" -> 17), -1 if none. */
 static long trailing_number(const char *s)
 {
@@ -212,13 +191,13 @@ static long trailing_number(const char *s)
  * tie on edit distance; the tie goes to the nearest number: "gpu9" suggests "gpu8". */
 static const char *suggest_node(const char *s, const cJSON *nodes)
 {
-    size_t len = strlen(s), limit = len <= 4 ? 1 : len <= 8 ? 2 : 3, best_d = 99;
+    size_t limit = js_suggest_limit(s), best_d = 99;
     long want = trailing_number(s), best_gap = 0;
     const char *best = NULL;
     for (const cJSON *nd = nodes->child; nd; nd = nd->next) {
         const cJSON *nm = cJSON_GetObjectItemCaseSensitive(nd, "name");
         if (!cJSON_IsString(nm)) continue;
-        size_t d = edit_distance(s, nm->valuestring);
+        size_t d = js_edit_distance(s, nm->valuestring);
         if (d > limit || d > best_d) continue;
         long num = trailing_number(nm->valuestring);
         long gap = want >= 0 && num >= 0 ? labs(num - want) : 0;

@@ -201,7 +201,7 @@ int js_expect_array(const js_ctx *ctx, const cJSON *v, const char *path)
     return js_fail(ctx, path, NULL, "expected an array, found %s", js_describe(v, d, sizeof d));
 }
 
-static size_t edit_distance(const char *a, const char *b)
+size_t js_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 63 || lb > 63) return 99;
@@ -223,13 +223,19 @@ static size_t edit_distance(const char *a, const char *b)
     return row[lb];
 }
 
+size_t js_suggest_limit(const char *s)
+{
+    size_t len = strlen(s);
+    return len <= 4 ? 1 : len <= 8 ? 2 : 3;
+}
+
 const char *js_suggest(const char *s, const char *const *candidates)
 {
     const char *best = NULL;
     size_t best_d = 99;
-    size_t limit = strlen(s) <= 4 ? 1 : (strlen(s) <= 8 ? 2 : 3);
+    size_t limit = js_suggest_limit(s);
     for (const char *const *c = candidates; *c; c++) {
-        size_t d = edit_distance(s, *c);
+        size_t d = js_edit_distance(s, *c);
         if (d < best_d) {
             best_d = d;
             best = *c;

@@ -55,6 +55,12 @@ int js_check_keys(const js_ctx *ctx, const cJSON *obj, const char *path,
 /* Closest string in the NULL-terminated list to s within a small edit distance, or NULL. */
 const char *js_suggest(const char *s, const char *const *candidates);
 
+/* The pieces of js_suggest, for callers whose candidates are not a string list (topology node
+ * names): Levenshtein distance (99 when either string is longer than 63 characters), and the
+ * largest distance still worth suggesting for a mistyped s (1, 2 or 3 by its length). */
+size_t js_edit_distance(const char *a, const char *b);
+size_t js_suggest_limit(const char *s);
+
 /* Typed getters for obj[key]. required=true makes absence an error. */
 int js_get_string(const js_ctx *ctx, const cJSON *obj, const char *path, const char *key,
                   bool required, const char **out);
