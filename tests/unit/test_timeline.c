@@ -56,20 +56,6 @@ static run_timeline *make(void)
     return tl;
 }
 
-static void free_tl(run_timeline *tl)
-{
-    for (size_t i = 0; i < tl->n_names; i++) free(tl->names[i]);
-    for (size_t i = 0; i < tl->n_links; i++) free(tl->link_names[i]);
-    for (int i = 0; i < tl->n_hosts; i++) free(tl->host_names[i]);
-    free(tl->names);
-    free(tl->link_names);
-    free(tl->host_names);
-    free(tl->gpu_host);
-    free(tl->spans);
-    free(tl->link_spans);
-    free(tl);
-}
-
 static cJSON *write_parse(const run_timeline *tl, const rep_timeline_options *o)
 {
     char *buf = NULL;
@@ -112,7 +98,7 @@ START_TEST(state_tracks_sum_to_step)
     ck_assert_rel(state_sum(j, 1, "comm (exposed)"), 60.0, 1e-12);
     ck_assert_rel(state_sum(j, 2, "idle"), 450.0, 1e-12);
     cJSON_Delete(j);
-    free_tl(tl);
+    run_timeline_free(tl);
 }
 END_TEST
 
@@ -152,7 +138,7 @@ START_TEST(tracks_never_overlap)
     /* 3 GPUs' states (5 + 3 + 3 slices) + 8 ops + 3 transfers. */
     ck_assert_int_eq(slices, 11 + 8 + 3);
     cJSON_Delete(j);
-    free_tl(tl);
+    run_timeline_free(tl);
 }
 END_TEST
 
@@ -184,7 +170,7 @@ START_TEST(gpu_selection)
     ck_assert_int_eq(x, (5 + 3) + 6); /* states of GPUs 0 and 2, their 6 ops, no links */
     cJSON_Delete(j);
     free(m);
-    free_tl(tl);
+    run_timeline_free(tl);
 }
 END_TEST
 
