@@ -13,46 +13,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "dtsim/coll.h"
-#include "dtsim/net.h"
-#include "dtsim/topo.h"
-#include "testutil.h"
+#include "coll_testutil.h"
 
 #define TOL 0.005
-
-static topo *gen(topo_gen_params p)
-{
-    topo *t = NULL;
-    dt_error err;
-    dt_error_clear(&err);
-    int rc = topo_generate(&p, &t, &err);
-    ck_assert_msg(rc == DT_OK, "topo_generate: %s", err.msg);
-    return t;
-}
-
-static topo *ring_topo(int n) /* 100 GB/s, 1 us per link */
-{
-    return gen((topo_gen_params){.family = TOPO_FAMILY_RING, .gpus = n, .bandwidth = 100e9,
-                                 .latency = SIM_US});
-}
-
-static topo *switch_topo(int n) /* 50 GB/s, 1 us per link, 300 ns switch: alpha 2.3 us */
-{
-    return gen((topo_gen_params){.family = TOPO_FAMILY_SWITCH, .gpus = n, .bandwidth = 50e9,
-                                 .latency = SIM_US, .switch_latency = 300 * SIM_NS});
-}
-
-/* Path latency and bottleneck between two GPUs, as the network charges them. */
-static void path(topo *t, int a, int b, double *alpha, double *bw)
-{
-    sim_engine *e = sim_engine_create();
-    net *n = net_create(t, e, NULL);
-    sim_time_t lat;
-    ck_assert_int_eq(net_path_info(n, a, b, &lat, bw, NULL), DT_OK);
-    *alpha = sim_time_to_s(lat);
-    net_destroy(n);
-    sim_engine_destroy(e);
-}
 
 static coll_result run(topo *t, coll_op op, coll_algo algo, const int *group, int n, double S,
                        double reduce_bw)
@@ -64,19 +27,8 @@ static coll_result run(topo *t, coll_op op, coll_algo algo, const int *group, in
     }
     coll_spec spec = {.op = op, .algo = algo, .group = group, .n = n, .bytes = S, .elem_bytes = 2};
     coll_config cc = {.reduce_bw = reduce_bw};
-    net_config nc = {.mode = NET_FLOW};
-    coll_result r;
-    dt_error err;
-    dt_error_clear(&err);
-    int rc = coll_simulate(t, &spec, &cc, &nc, &r, &err);
-    ck_assert_msg(rc == DT_OK, "coll_simulate: %s", err.msg);
-    ck_assert_double_le(r.net.max_link_utilisation, 1 + 1e-9);
-    ck_assert_double_eq_tol(r.net.bytes_sent, r.net.bytes_delivered, 1e-3);
-    ck_assert_uint_eq(r.net.flows_started, r.net.flows_finished);
-    return r;
+    return simulate_checked(t, &spec, &cc);
 }
-
-static double secs(coll_result r) { return sim_time_to_s(r.time); }
 
 START_TEST(ring_closed_forms)
 {
@@ -220,17 +172,6 @@ START_TEST(ps_and_sendrecv)
     topo_destroy(t);
 }
 END_TEST
-
-/* Two collectives started together in one engine. */
-typedef struct two_done {
-    sim_time_t at[2];
-} two_done;
-
-static void on_two(void *model, sim_engine *eng, const sim_event *ev)
-{
-    (void)eng;
-    ((two_done *)model)->at[ev->id] = ev->time;
-}
 
 START_TEST(two_allreduces_share_a_bottleneck)
 {

@@ -13,34 +13,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "dtsim/coll.h"
-#include "dtsim/net.h"
-#include "dtsim/topo.h"
-#include "testutil.h"
+#include "coll_testutil.h"
 
 #define TOL 0.005
-
-static topo *gen(topo_gen_params p)
-{
-    topo *t = NULL;
-    dt_error err;
-    dt_error_clear(&err);
-    int rc = topo_generate(&p, &t, &err);
-    ck_assert_msg(rc == DT_OK, "topo_generate: %s", err.msg);
-    return t;
-}
-
-static topo *ring_topo(int n) /* 100 GB/s, 1 us per link */
-{
-    return gen((topo_gen_params){.family = TOPO_FAMILY_RING, .gpus = n, .bandwidth = 100e9,
-                                 .latency = SIM_US});
-}
-
-static topo *switch_topo(int n) /* 50 GB/s, 1 us per link, 300 ns switch: alpha 2.3 us */
-{
-    return gen((topo_gen_params){.family = TOPO_FAMILY_SWITCH, .gpus = n, .bandwidth = 50e9,
-                                 .latency = SIM_US, .switch_latency = 300 * SIM_NS});
-}
 
 static topo *dgx(int nodes) /* NVLink 450 GB/s inside, one 50 GB/s NIC per GPU */
 {
@@ -91,17 +66,6 @@ static pair_t both(topo *t, coll_op op, coll_algo algo, const int *group, int n,
         ck_assert_int_eq(p_.flow_algo, p_.analytic_algo);                                  \
         ck_assert_rel(p_.analytic, p_.flow, tol);                                          \
     } while (0)
-
-static void path(topo *t, int a, int b, double *alpha, double *bw)
-{
-    sim_engine *e = sim_engine_create();
-    net *n = net_create(t, e, NULL);
-    sim_time_t lat;
-    ck_assert_int_eq(net_path_info(n, a, b, &lat, bw, NULL), DT_OK);
-    *alpha = sim_time_to_s(lat);
-    net_destroy(n);
-    sim_engine_destroy(e);
-}
 
 START_TEST(ring_agrees)
 {
