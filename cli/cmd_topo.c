@@ -9,6 +9,7 @@
  * files share one parser and one set of error messages; the JSON key in an error path is
  * shown as the option it came from (radix -> --radix).
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,10 +70,14 @@ static void help(FILE *out)
             "  dtsim topo info ft.json --json\n");
 }
 
-static int usage_error(const char *fmt, const char *arg)
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "dtsim topo: ");
-    fprintf(stderr, fmt, arg);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
     fprintf(stderr, " (see dtsim topo --help)\n");
     return CLI_USAGE;
 }
@@ -132,19 +137,27 @@ static int load(const char *file, topo **t)
     return CLI_OK;
 }
 
+/* Arguments of `topo info` and `topo validate`: one FILE and an optional --json. */
+static int file_args(int argc, char **argv, const char *verb, const char **file, bool *json)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) *json = true;
+        else if (argv[i][0] == '-' && argv[i][1]) return usage_error("unknown option %s", argv[i]);
+        else if (*file) return usage_error("%s takes one FILE, found a second: %s", verb, argv[i]);
+        else *file = argv[i];
+    }
+    if (!*file) return usage_error("%s needs a FILE", verb);
+    return CLI_OK;
+}
+
 static int run_info(int argc, char **argv)
 {
     const char *file = NULL;
     bool json = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = true;
-        else if (argv[i][0] == '-' && argv[i][1]) return usage_error("unknown option %s", argv[i]);
-        else if (file) return usage_error("info takes one FILE, found a second: %s", argv[i]);
-        else file = argv[i];
-    }
-    if (!file) return usage_error("%s", "info needs a FILE");
+    int rc = file_args(argc, argv, "info", &file, &json);
+    if (rc) return rc;
     topo *t = NULL;
-    int rc = load(file, &t);
+    rc = load(file, &t);
     if (rc) return rc;
     topo_info in;
     dt_error err;
@@ -163,17 +176,12 @@ static int run_validate(int argc, char **argv)
 {
     const char *file = NULL;
     bool json = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = true;
-        else if (argv[i][0] == '-' && argv[i][1]) return usage_error("unknown option %s", argv[i]);
-        else if (file) return usage_error("validate takes one FILE, found a second: %s", argv[i]);
-        else file = argv[i];
-    }
-    if (!file) return usage_error("%s", "validate needs a FILE");
+    int rc = file_args(argc, argv, "validate", &file, &json);
+    if (rc) return rc;
     topo *t = NULL;
     dt_error err;
     dt_error_clear(&err);
-    int rc = topo_load_file(file, &t, &err);
+    rc = topo_load_file(file, &t, &err);
     if (rc) {
         if (json) {
             cJSON *o = cJSON_CreateObject();
