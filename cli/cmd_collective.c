@@ -67,6 +67,16 @@ static int usage_err(const char *fmt, const char *a, const char *b)
     return CLI_USAGE;
 }
 
+/* "unknown WHAT 'name' (did you mean 'x'?)" under option PATH, the suggestion from the
+ * NULL-terminated candidate list when one is close (js_suggest). Returns DT_EINPUT. */
+static int unknown_name(dt_error *err, const char *path, const char *what, const char *name,
+                        const char *const *candidates)
+{
+    const char *s = js_suggest(name, candidates);
+    return dt_error_set(err, DT_EINPUT, NULL, path, "unknown %s '%s'%s%s%s", what, name,
+                        s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
+}
+
 static int parse_int(const char *s, long lo, long hi, long *out)
 {
     char *end;
@@ -201,10 +211,7 @@ static int parse_gen(const char *spec, topo_gen_params *p, dt_error *err)
     }
     names[nn] = NULL;
     if (!found) {
-        const char *s = js_suggest(fam, names);
-        return dt_error_set(err, DT_EINPUT, NULL, "--topology",
-                            "unknown generator '%s'%s%s%s", fam, s ? " (did you mean '" : "",
-                            s ? s : "", s ? "'?)" : "");
+        return unknown_name(err, "--topology", "generator", fam, names);
     }
     char *save = NULL;
     for (char *tok = kv ? strtok_r(kv, ",", &save) : NULL; tok; tok = strtok_r(NULL, ",", &save)) {
@@ -259,10 +266,7 @@ static int parse_gen(const char *spec, topo_gen_params *p, dt_error *err)
                 "gpus", "nodes", "gpus_per_node", "tiers", "radix", "a", "p", "h", "groups", "bandwidth",
                 "nvlink_bw", "nic_bw", "latency", "nvlink_latency", "switch_latency",
                 "oversubscription", "gpu", "dims", NULL};
-            const char *s = js_suggest(k, keys);
-            return dt_error_set(err, DT_EINPUT, NULL, "--topology",
-                                "unknown generator key '%s'%s%s%s", k,
-                                s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
+            return unknown_name(err, "--topology", "generator key", k, keys);
         }
 #undef INTKEY
         if (rc != DT_OK)
@@ -317,18 +321,14 @@ static int run(int argc, char **argv)
         const char *names[COLL_OP_COUNT + 1];
         for (int i = 0; i < COLL_OP_COUNT; i++) names[i] = coll_op_name((coll_op)i);
         names[COLL_OP_COUNT] = NULL;
-        const char *s = js_suggest(o.op, names);
-        dt_error_set(&err, DT_EINPUT, NULL, "--op", "unknown collective '%s'%s%s%s", o.op,
-                     s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
+        unknown_name(&err, "--op", "collective", o.op, names);
         return cli_report_error(&err);
     }
     if (o.algo && coll_algo_parse(o.algo, &spec.algo) != DT_OK) {
         const char *names[COLL_ALGO_COUNT + 1];
         for (int i = 0; i < COLL_ALGO_COUNT; i++) names[i] = coll_algo_name((coll_algo)i);
         names[COLL_ALGO_COUNT] = NULL;
-        const char *s = js_suggest(o.algo, names);
-        dt_error_set(&err, DT_EINPUT, NULL, "--algo", "unknown algorithm '%s'%s%s%s", o.algo,
-                     s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
+        unknown_name(&err, "--algo", "algorithm", o.algo, names);
         return cli_report_error(&err);
     }
     net_config nc = {.mode = NET_FLOW};
