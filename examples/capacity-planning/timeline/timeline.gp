@@ -9,7 +9,7 @@ set xrange [0:132.88001]
 set yrange [16-0.5:-0.5]
 set key outside right top
 unset grid
-set ytics ("GPU 0" 0, "GPU 1" 1, "GPU 2" 2, "GPU 3" 3, "GPU 4" 4, "GPU 5" 5, "GPU 6" 6, "GPU 7" 7, "GPU 8" 8, "GPU 9" 9, "GPU 10" 10, "GPU 11" 11, "GPU 12" 12, "GPU 13" 13, "GPU 14" 14, "GPU 15" 15) font ',8'
+set ytics ('GPU 0' 0, 'GPU 1' 1, 'GPU 2' 2, 'GPU 3' 3, 'GPU 4' 4, 'GPU 5' 5, 'GPU 6' 6, 'GPU 7' 7, 'GPU 8' 8, 'GPU 9' 9, 'GPU 10' 10, 'GPU 11' 11, 'GPU 12' 12, 'GPU 13' 13, 'GPU 14' 14, 'GPU 15' 15) font ',8'
 plot 'timeline.dat' using (($2+$3)/2):1:(($3-$2)/2):(0.4):4 with boxxyerror fs solid 1.0 noborder lc rgb variable notitle, \
      NaN with boxes fs solid 1.0 lc rgb '#4477aa' title 'compute', \
      NaN with boxes fs solid 1.0 lc rgb '#ee6677' title 'comm (exposed)', \
