@@ -503,8 +503,8 @@ static const coll_builder builders[COLL_ALGO_COUNT] = {
     [COLL_HD] = coll_build_hd,     [COLL_DIRECT] = coll_build_direct,
     [COLL_HIER] = coll_build_hier, [COLL_PS] = coll_build_ps};
 
-int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32_t done_id,
-               uint64_t done_data, dt_error *err)
+int coll_prepare(topo *t, const coll_config *cfg, const coll_spec *spec, coll_prog *out,
+                 coll_algo *algo_out, dt_error *err)
 {
     int n = spec->n;
     if (n < 1 || !spec->group)
@@ -515,10 +515,10 @@ int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32
     if ((unsigned)spec->op >= COLL_OP_COUNT || (unsigned)spec->algo >= COLL_ALGO_COUNT)
         return dt_error_set(err, DT_EINPUT, NULL, NULL, "unknown collective op or algorithm");
     for (int i = 0; i < n; i++) {
-        if (spec->group[i] < 0 || spec->group[i] >= c->t->n_gpus)
+        if (spec->group[i] < 0 || spec->group[i] >= t->n_gpus)
             return dt_error_set(err, DT_EINPUT, NULL, "group",
                                 "GPU %d does not exist (the topology has %d GPUs)",
-                                spec->group[i], c->t->n_gpus);
+                                spec->group[i], t->n_gpus);
         for (int j = 0; j < i; j++)
             if (spec->group[j] == spec->group[i])
                 return dt_error_set(err, DT_EINPUT, NULL, "group", "GPU %d appears twice",
@@ -533,19 +533,32 @@ int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32
         return dt_error_set(err, DT_EINPUT, NULL, "group",
                             "sendrecv needs exactly 2 GPUs (sender, receiver), found %d", n);
 
-    coll_algo algo = spec->algo == COLL_AUTO ? coll_auto_choice(c->t, spec) : spec->algo;
+    coll_algo algo = spec->algo == COLL_AUTO ? coll_auto_choice(t, spec) : spec->algo;
     if (spec->op == COLL_SENDRECV) algo = COLL_DIRECT; /* one transfer: no algorithm to pick */
     coll_prog p = {.op = spec->op, .n = n, .bytes = spec->bytes,
                    .elem = spec->elem_bytes > 0 ? spec->elem_bytes : 2.0, .root = root,
                    .servers = spec->servers,
-                   .chunk = c->cfg.chunk_bytes > 0 ? c->cfg.chunk_bytes : COLL_DEFAULT_CHUNK,
-                   .gpus = spec->group, .t = c->t};
+                   .chunk = cfg->chunk_bytes > 0 ? cfg->chunk_bytes : COLL_DEFAULT_CHUNK,
+                   .gpus = spec->group, .t = t};
     int rc = builders[algo](&p, err);
     if (rc != DT_OK) {
         free(p.data);
         return rc;
     }
     DT_ASSERT(p.n_streams >= 1 && p.step && p.n_steps);
+    *out = p;
+    *algo_out = algo;
+    return DT_OK;
+}
+
+int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32_t done_id,
+               uint64_t done_data, dt_error *err)
+{
+    int n = spec->n;
+    coll_prog p;
+    coll_algo algo;
+    int rc = coll_prepare(c->t, &c->cfg, spec, &p, &algo, err);
+    if (rc != DT_OK) return rc;
 
     if (c->free_head < 0) {
         int old = c->n_inst, cap = old ? old * 2 : 8;

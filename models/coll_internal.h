@@ -64,6 +64,14 @@ struct coll_prog {
     double d[4];
 };
 
+/* Validate spec (DT_EINPUT with err filled, as coll_start documents), resolve `auto`
+ * (coll_auto_choice; sendrecv always runs as direct) and run the algorithm's builder with
+ * cfg's chunk. On DT_OK *p is ready (p->gpus borrows spec->group, p->data is the caller's to
+ * free()) and *algo names what runs; coll_start and coll_analytic_time share it, so both
+ * resolve and validate a spec the same way. */
+int coll_prepare(topo *t, const coll_config *cfg, const coll_spec *spec, coll_prog *p,
+                 coll_algo *algo, dt_error *err);
+
 /* Builders: DT_OK, or DT_EINPUT with a message when the algorithm cannot run this op/group. */
 typedef int (*coll_builder)(coll_prog *p, dt_error *err);
 int coll_build_ring(coll_prog *p, dt_error *err);

@@ -249,6 +249,24 @@ int net_path_info(net *n, int src_gpu, int dst_gpu, sim_time_t *latency, double 
     return DT_OK;
 }
 
+int net_route_lane(net *n, int src_gpu, int dst_gpu, int lane, const int **links, int *hops,
+                   sim_time_t *latency)
+{
+    /* the hash next_route gives lane v of the pair, without touching the memo (whose lane
+     * rotation the flow model's transfers depend on) */
+    int64_t key = (int64_t)src_gpu * n->t->n_gpus + dst_gpu;
+    unsigned v = (unsigned)lane % NET_LANES;
+    uint64_t hash = mix64((uint64_t)key * NET_LANES + v + 0x9e3779b97f4a7c15ULL);
+    const int *pth = NULL;
+    int nh = 0;
+    int rc = topo_route(n->t, src_gpu, dst_gpu, hash, &pth, &nh);
+    if (rc != DT_OK) return rc;
+    if (links) *links = pth;
+    if (hops) *hops = nh;
+    if (latency) *latency = path_latency(n->t, pth, nh);
+    return DT_OK;
+}
+
 __attribute__((always_inline)) static inline int flow_alloc(net *n)
 {
     if (n->free_head < 0) {

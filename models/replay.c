@@ -109,6 +109,13 @@ static sim_time_t base_time(rep *R, uint32_t cost, int gpu)
     return t;
 }
 
+static sim_time_t comm_time(const rep *R, coll_op op, const int *gpus, int n, double bytes,
+                            bool in_lane)
+{
+    if (R->cfg->coll_time) return n > 1 ? R->cfg->coll_time(R->cfg->coll_ctx, op, gpus, n, bytes, in_lane) : 0;
+    return rep_coll_time(R->cfg->path, R->cfg->path_ctx, op, gpus, n, bytes);
+}
+
 static sim_time_t inlane_time(rep *R, uint32_t cost, uint32_t lane)
 {
     const wl_cost *c = &R->g->costs[cost];
@@ -118,8 +125,7 @@ static sim_time_t inlane_time(rep *R, uint32_t cost, uint32_t lane)
     const int *gpus = &R->g->lane_gpus[(size_t)lane * R->ts];
     sim_time_t t = 0;
     for (int i = 0; i < c->n_inlane; i++) {
-        sim_time_t x = rep_coll_time(R->cfg->path, R->cfg->path_ctx, c->inlane[i].op, gpus, R->ts,
-                                     c->inlane[i].bytes);
+        sim_time_t x = comm_time(R, c->inlane[i].op, gpus, R->ts, c->inlane[i].bytes, true);
         int k = c->inlane[i].count;
         t = sim_time_add(t, x > 0 && k > SIM_TIME_MAX / x ? SIM_TIME_MAX : k * x);
     }
@@ -176,8 +182,7 @@ static void start_op(rep *R, uint32_t id)
             sim_time_t t = 0;
             for (int k = 0; k < R->ts; k++) {
                 int pair[2] = {src[k], dst[k]};
-                sim_time_t x = rep_coll_time(R->cfg->path, R->cfg->path_ctx, COLL_SENDRECV, pair,
-                                             2, o->bytes);
+                sim_time_t x = comm_time(R, COLL_SENDRECV, pair, 2, o->bytes, false);
                 if (x > t) t = x;
             }
             sim_schedule_in(R->eng, now, t, R->k_op_done, id, 0);
@@ -199,8 +204,7 @@ static void start_op(rep *R, uint32_t id)
                 R->cfg->comm->coll(R->cfg->comm->ctx, c->op, R->scratch, (int)n, c->bytes,
                                    R->k_coll_part, inst);
             } else {
-                sim_time_t t = rep_coll_time(R->cfg->path, R->cfg->path_ctx, c->op, R->scratch,
-                                             (int)n, c->bytes);
+                sim_time_t t = comm_time(R, c->op, R->scratch, (int)n, c->bytes, false);
                 if (t > worst) worst = t;
             }
         }

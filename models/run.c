@@ -90,16 +90,33 @@ static int apply_degraded(const js_ctx *c, const wl_degraded_link *d, int n, top
 typedef struct comm_ctx {
     net *n;
     coll_engine *ce;
+    coll_analytic *an;
     double elem_bytes;
     coll_algo algo;
 } comm_ctx;
 
-static void path_fn(void *ctx, int a, int b, double *bw, sim_time_t *lat)
+/* Contention-free cost (analytic mode; TP in both modes): the algorithm coll_fn would start
+ * (options.dp_algorithm with the same fallback to auto; TP collectives auto), costed by
+ * coll_analytic_time on the same coll_config. */
+static sim_time_t coll_time_fn(void *ctx, coll_op op, const int *gpus, int n, double bytes,
+                               bool in_lane)
 {
     comm_ctx *cc = ctx;
-    *bw = INFINITY;
-    *lat = 0;
-    net_path_info(cc->n, a, b, lat, bw, NULL);
+    if (op == COLL_SENDRECV && (n != 2 || gpus[0] == gpus[1])) return 0;
+    coll_spec s = {.op = op, .algo = in_lane ? COLL_AUTO : cc->algo, .group = gpus, .n = n,
+                   .bytes = bytes, .root = op == COLL_SENDRECV ? 1 : 0,
+                   .elem_bytes = cc->elem_bytes};
+    sim_time_t t = 0;
+    dt_error e;
+    dt_error_clear(&e);
+    int rc = coll_analytic_time(cc->an, &s, &t, NULL, &e);
+    if (rc != DT_OK && s.algo != COLL_AUTO) {
+        s.algo = COLL_AUTO;
+        dt_error_clear(&e);
+        rc = coll_analytic_time(cc->an, &s, &t, NULL, &e);
+    }
+    DT_ASSERT(rc == DT_OK); /* groups come from the plan: always valid */
+    return t;
 }
 
 static void coll_fn(void *ctx, coll_op op, const int *gpus, int n, double bytes, uint32_t kind,
@@ -275,7 +292,8 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
      * unchanged (coll_ring.c) and only multiplies flows and events. */
     coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18, .ring_model = J->ring_model};
     coll_engine *ce = coll_create(n, eng, t, &cc);
-    comm_ctx ctx = {.n = n, .ce = ce, .elem_bytes = g->precision == GPU_FP32 ? 4 : 2,
+    coll_analytic *an = coll_analytic_create(n, t, &cc);
+    comm_ctx ctx = {.n = n, .ce = ce, .an = an, .elem_bytes = g->precision == GPU_FP32 ? 4 : 2,
                     .algo = J->dp_algorithm};
     rep_comm comm = {.coll = coll_fn, .send = send_fn, .ctx = &ctx};
     double *slow = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *slow);
@@ -287,10 +305,10 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
         tb.tl = dt_xcalloc(1, sizeof *tb.tl);
         net_set_link_observer(n, link_observer, &tb);
     }
-    /* Analytic mode needs no flows: closed forms over the route's bottleneck are exact for
-     * uncontended links and cost no events per chunk. */
+    /* Analytic mode needs no flows: coll_analytic_time charges the algorithm flow mode would
+     * run, alpha-beta over its routes (exact for uncontended links), with no events per step. */
     rep_config rc = {.gpus = t->gpus, .n_gpus = t->n_gpus, .op_time = gpu_op_time,
-                     .path = path_fn, .path_ctx = &ctx,
+                     .coll_time = coll_time_fn, .coll_ctx = &ctx,
                      .comm = J->network == NET_FLOW ? &comm : NULL, .eng = eng,
                      .slowdown = slow, .jitter = J->jitter, .jitter_sigma = J->jitter_sigma,
                      .seed = J->seed, .record = record};
@@ -334,6 +352,7 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
     if (tb.tl) run_timeline_free(tb.tl);
     rep_result_free(&r);
     free(slow);
+    coll_analytic_destroy(an);
     coll_destroy(ce);
     net_destroy(n);
     sim_engine_destroy(eng);

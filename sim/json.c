@@ -111,6 +111,9 @@ int js_parse_file(const char *filename, cJSON **out, dt_error *err)
         size_t n = fread(buf + len, 1, cap - len, f);
         len += n;
         if (n == 0) break;
+        /* JSON holds no NUL byte: stop at the first (js_parse_text reports where) rather than
+         * reading 2 GiB of /dev/zero before refusing it */
+        if (memchr(buf + len - n, 0, n)) break;
         if (len == cap) {
             if (cap >= JS_MAX_FILE_BYTES) {
                 fclose(f);

@@ -3,8 +3,9 @@
  * Each algorithm turns (op, group, bytes) into per-rank step lists (send to peer, receive from
  * peer, reduce locally) with dependencies; the collective engine runs them over net_send(), so
  * contention between steps and with other traffic is real. Closed forms live in
- * coll_closed_form*() as test oracles; the analytic network mode (net_config.mode) runs the
- * same step programs with contention-free alpha-beta transfers.
+ * coll_closed_form*() as test oracles; coll_analytic_time gives the alpha-beta time of what
+ * coll_start would run (the training step's analytic mode), and the analytic network mode
+ * (net_config.mode) runs the same step programs with contention-free transfers.
  *
  * Ownership: coll_create borrows net, engine and topo (they must outlive it); coll_start
  * copies the group, so spec->group is only borrowed for the call. Several collectives may run
@@ -135,6 +136,36 @@ typedef struct coll_result {
  * down. DT_EINPUT (err filled) for impossible requests. t is only borrowed. */
 int coll_simulate(topo *t, const coll_spec *spec, const coll_config *cc, const net_config *nc,
                   coll_result *out, dt_error *err);
+
+/* ---- analytic time: alpha-beta cost of a spec on this topology (no contention) ----
+ *
+ * What `--network analytic` charges for a collective in a training step (dtsim run), and
+ * `analytic_time_s` of dtsim collective --json: the algorithm coll_start would run (same
+ * validation, auto resolved by coll_auto_choice, same chunk and reduce_bw), its step program
+ * walked once without the engine, every transfer's bytes put on the links of its route (spread
+ * evenly over the pair's NET_ECMP_LANES lanes, net_route_lane), a = route latency:
+ *   ring (allreduce, reduce_scatter, allgather): over the ring's edges in coll_ring's order,
+ *        steps x max a + edge bytes / bandwidth of the busiest link, plus the receivers'
+ *        reductions as the fluid ring charges them (all with one chunk, one chunk's with more);
+ *   hd, hier, direct, ps, sendrecv: lock step - per step index, max a + the busiest link's
+ *        load / bandwidth over all the step's transfers + the slowest rank's reduction;
+ *   tree, dbt, ring broadcast/reduce: per tree, the first chunk's trip (up then down) plus
+ *        (chunks - 1) x the slowest stage with every edge carrying a chunk at once.
+ * Equal to the flow simulation of the spec alone within rounding where the program's
+ * transfers are uniform (test_coll_analytic.c; deviations measured: docs/collectives.md,
+ * "Analytic time"). Leaves out contention with anything else on the network.
+ *
+ * Ownership: coll_analytic_create borrows net and topo (they must outlive it; net for routes
+ * only, its state untouched). Results are cached (per spec; for ring and lock-step programs
+ * also per group and algorithm as latency + per-byte cost), bounded in size. Not thread-safe:
+ * one per simulation. */
+typedef struct coll_analytic coll_analytic;
+coll_analytic *coll_analytic_create(net *n, topo *t, const coll_config *cfg);
+void coll_analytic_destroy(coll_analytic *a);
+/* DT_OK with *time (and *algo, what runs, when non-NULL); DT_EINPUT with err filled for what
+ * coll_start rejects. */
+int coll_analytic_time(coll_analytic *a, const coll_spec *spec, sim_time_t *time,
+                       coll_algo *algo, dt_error *err);
 
 /* ---- closed forms (alpha-beta; test oracles, docs/collectives.md) ----
  * alpha: per-transfer latency (s), bw: per-GPU link bandwidth (B/s), reduction free.

@@ -84,6 +84,14 @@ net_mode net_get_mode(const net *n);
 int net_path_info(net *n, int src_gpu, int dst_gpu, sim_time_t *latency, double *bottleneck,
                   int *hops);
 
+/* The route net_send takes from src to dst on ECMP lane `lane` (0..NET_ECMP_LANES-1): its
+ * directed links (borrowed from the topology's route cache, valid until topo_destroy), hop
+ * count and latency as net_send charges it. Any output may be NULL. Pure: the pair's lane
+ * rotation is left as it was. For cost models that spread a transfer over the lanes
+ * (coll_analytic_time). Returns topo_route's status. */
+int net_route_lane(net *n, int src_gpu, int dst_gpu, int lane, const int **links, int *hops,
+                   sim_time_t *latency);
+
 /* Test and debugging aid: re-solve max-min from scratch over every flow now in its bandwidth
  * phase and count flows whose incrementally maintained rate differs by more than rel_tol.
  * O(all flows); call it between events (a recompute may be pending at the current time). */

@@ -22,8 +22,14 @@
 #include "dtsim/sim.h"
 #include "dtsim/workload.h"
 
-/* Path between two GPUs, for closed-form costs: bottleneck bandwidth (B/s; INFINITY = free)
- * and latency. */
+/* Contention-free time of a collective (or, op COLL_SENDRECV with n = 2, of a send from
+ * gpus[0] to gpus[1]); in_lane: a tensor-parallel collective inside a compute op. run.c wires
+ * it to coll_analytic_time (coll.h), so analytic mode charges the algorithm flow mode runs. */
+typedef sim_time_t (*rep_coll_time_fn)(void *ctx, coll_op op, const int *gpus, int n,
+                                       double bytes, bool in_lane);
+
+/* Path between two GPUs, for the topology-less fallback: bottleneck bandwidth (B/s;
+ * INFINITY = free) and latency. */
 typedef void (*rep_path_fn)(void *ctx, int src_gpu, int dst_gpu, double *bw, sim_time_t *lat);
 
 /* Optional comm back end (flow mode). Each call must eventually fire (kind, id, 0) on the
@@ -43,9 +49,13 @@ typedef struct rep_config {
     const gpu_spec *gpus;      /* n_gpus specs, borrowed */
     int n_gpus;
     rep_op_time_fn op_time;    /* NULL: the built-in roofline (same formula as gpu_op_time) */
-    rep_path_fn path;          /* NULL: communication is free */
+    rep_coll_time_fn coll_time; /* contention-free collective costs (analytic mode; TP in
+                                   both modes); NULL: the `path` fallback */
+    void *coll_ctx;
+    rep_path_fn path;          /* fallback without a topology (tests): a ring over uniform paths,
+                                  see rep_coll_time; NULL with coll_time NULL: comm is free */
     void *path_ctx;
-    const rep_comm *comm;      /* NULL: analytic (closed forms over path) */
+    const rep_comm *comm;      /* NULL: analytic (coll_time, else path) */
     sim_engine *eng;           /* engine the comm back end uses; NULL: rep_run makes its own */
     const double *slowdown;    /* per-GPU compute slowdown factor, NULL = none */
     wl_jitter_kind jitter;
@@ -75,9 +85,12 @@ typedef struct rep_result {
 int rep_run(const wl_graph *g, const rep_config *cfg, rep_result *out, dt_error *err);
 void rep_result_free(rep_result *r);
 
-/* Closed-form cost of a collective over gpus (ring order as given) with the given path
- * function: ring all-reduce 2(n-1)(a + B/(n bw)), reduce-scatter/all-gather (n-1)(a + B/(n bw)),
- * send/recv a + B/bw. Used by the analytic mode and as a test oracle. */
+/* The topology-less fallback (rep_config.path without coll_time): every collective costed as
+ * a ring over gpus in the order given, a = max latency and bw = min bandwidth of the ring's
+ * neighbour paths: all-reduce 2(n-1)(a + B/(n bw)), reduce-scatter/all-gather/all-to-all
+ * (n-1)(a + B/(n bw)), broadcast/reduce (n-1) a + B/bw, send/recv a + B/bw; reductions free.
+ * A training run on a topology uses coll_analytic_time instead (the algorithm the flow mode
+ * runs, reductions charged). */
 sim_time_t rep_coll_time(rep_path_fn path, void *ctx, coll_op op, const int *gpus, int n,
                          double bytes);
 

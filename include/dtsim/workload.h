@@ -212,6 +212,8 @@ typedef struct wl_graph {
     uint32_t n_colls, cap_colls;
     char **names;
     uint32_t n_names, cap_names;
+    uint32_t *name_slots;       /* open-addressing index over names: 1 + name id, 0 = empty */
+    uint32_t cap_name_slots;    /* power of two, at least twice n_names */
     /* Step metadata carried into results and traces. */
     double samples_per_step, tokens_per_step, model_flops_per_step;
     gpu_precision precision;

@@ -164,6 +164,7 @@ t 2 'trailing.json:1:' - memory trailing.json
 t 2 'dupkey.json' - run dupkey.json
 t 2 'array.json: (top level): expected an object, found an array' - run array.json
 t 1 'adir: cannot read: Is a directory' - run adir
+t 2 '/dev/zero:1:1: unexpected NUL byte' - memory /dev/zero
 t 1 'nope.json: cannot open' - memory nope.json
 t 1 'notafile/t.json: cannot write the trace' - run ok.json --write-trace notafile/t.json
 t 2 '--timeline-gpus' never.json run ok.json --timeline never.json --timeline-gpus 5-2

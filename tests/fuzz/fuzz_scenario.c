@@ -8,6 +8,9 @@
  * Failures must be DT_EINPUT with a non-empty message; successes give finite, non-negative
  * figures.
  *
+ * A "sweep" object is expanded too (sweep_spec_parse; the first and last points built with
+ * sweep_point_scenario): errors must be DT_EINPUT, a parsed sweep has at least one point.
+ *
  * Kept out: file names (a string topology, options.calibration) - the fuzzer should not choose
  * files to open; generators with numbers > 16 (a valid 4-million-GPU request is only slow).
  */
@@ -20,6 +23,7 @@
 #include "dtsim/error.h"
 #include "dtsim/json.h"
 #include "dtsim/run.h"
+#include "dtsim/sweep.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -37,6 +41,29 @@ static bool all_numbers_below(const cJSON *v, double lim)
 static void expect_error(const dt_error *err, int rc)
 {
     if (rc != DT_EINPUT || err->msg[0] == '\0') abort();
+}
+
+static void sweep_points(const cJSON *root)
+{
+    dt_error err;
+    dt_error_clear(&err);
+    sweep_spec *spec = NULL;
+    int rc = sweep_spec_parse(root, "fuzz-scenario.json", &spec, &err);
+    if (rc != DT_OK) {
+        expect_error(&err, rc);
+        if (spec) abort();
+        return;
+    }
+    size_t n = sweep_n_points(spec);
+    if (n < 1) abort();
+    size_t pts[2] = {0, n - 1};
+    for (int k = 0; k < 2; k++) {
+        dt_error_clear(&err);
+        cJSON *p = sweep_point_scenario(spec, root, pts[k], "fuzz-scenario.json", &err);
+        if (p) cJSON_Delete(p);
+        else expect_error(&err, err.code);
+    }
+    sweep_spec_destroy(spec);
 }
 
 static bool small_run(const cJSON *root, const struct run_memory *m)
@@ -60,6 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     const cJSON *topo = cJSON_GetObjectItemCaseSensitive(root, "topology");
     const cJSON *opts = cJSON_GetObjectItemCaseSensitive(root, "options");
+    if (cJSON_GetObjectItemCaseSensitive(root, "sweep")) sweep_points(root);
     if (!cJSON_IsObject(root) || cJSON_IsString(topo) ||
         cJSON_GetObjectItemCaseSensitive(opts, "calibration") || !all_numbers_below(topo, 16)) {
         cJSON_Delete(root);

@@ -5,7 +5,7 @@ set title "Per-GPU state over one step"
 set key outside right top
 set grid ytics
 set xlabel 'time (ms)'
-set xrange [0:132.88001]
+set xrange [0:134.46696]
 set yrange [16-0.5:-0.5]
 set key outside right top
 unset grid

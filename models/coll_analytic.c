@@ -1,0 +1,553 @@
+/* coll_analytic.c - alpha-beta time of a collective on a topology (coll.h, "analytic time").
+ *
+ * The analytic network mode costs a collective without running its step program through the
+ * engine: coll_prepare builds the same program coll_start would (auto resolved, same
+ * validation), and one of three evaluators walks it once. Every transfer puts its bytes on the
+ * links of its route, spread evenly over the pair's ECMP lanes (net_route_lane, the routes
+ * net_send rotates over); a link's load / bandwidth is the time it needs, so transfers that
+ * share a link inside the collective share its bandwidth as in the flow model:
+ *
+ *  - ring_time (ring all-reduce, reduce-scatter, all-gather): the ring's edges in the order
+ *    coll_ring builds them (coll_ring_edges); steps x max latency + the busiest link's load,
+ *    + the receivers' reductions charged as the fluid ring charges them (coll.c on_fluid).
+ *  - lockstep_time (hd, hier, direct, ps): these programs advance in lock step when their
+ *    transfers are uniform, so the time is the sum over step indices of the step's largest
+ *    latency + its busiest link + its slowest reduction. O(steps x ranks) route look-ups.
+ *  - pipe_time (tree, dbt, ring broadcast/reduce = chain): per tree, the first chunk's trip
+ *    plus (chunks - 1) x the slowest stage (the pipeline's rate).
+ *  - sendrecv: one route's latency + bytes / bottleneck, no program.
+ *
+ * All reduce to the documented closed forms (coll_closed_form*) on uniform routes and agree
+ * with the flow simulation of the spec alone (test_coll_analytic.c). Cost: one program walk per
+ * distinct spec, or per (group, algorithm, streams) for ring and lock-step programs, whose time
+ * is linear in the size; results live in an open-addressing table (grown up to 64 k slots,
+ * emptied when half full at that size).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_internal.h"
+#include "dtsim/error.h"
+
+typedef struct ca_entry {
+    uint64_t hash;
+    int used;           /* 0 free, else CA_EXACT or CA_LINEAR (below) */
+    coll_op op;
+    coll_algo algo;     /* asked (EXACT) */
+    coll_algo ran;      /* what runs (both kinds; the LINEAR key) */
+    int streams;        /* LINEAR key: the program's streams (ring chunks) */
+    int n, root, servers;
+    double bytes, elem; /* bytes: EXACT key */
+    int *group;         /* owned copy */
+    sim_time_t time;    /* EXACT */
+    double lat, per_byte; /* LINEAR: ps = lat + per_byte x bytes */
+} ca_entry;
+
+struct coll_analytic {
+    net *net;
+    topo *t;
+    coll_config cfg;
+    double *load;          /* per directed link, bytes (see load_add) */
+    unsigned char *mark;   /* per link: in touched[] */
+    int *touched, n_touched;
+    ca_entry *tab;
+    int cap, used;
+};
+
+#define CA_INITIAL_CAP 256
+#define CA_MAX_CAP 65536
+
+coll_analytic *coll_analytic_create(net *n, topo *t, const coll_config *cfg)
+{
+    coll_analytic *a = dt_xcalloc(1, sizeof *a);
+    a->net = n;
+    a->t = t;
+    if (cfg) a->cfg = *cfg;
+    else a->cfg.reduce_bw = -1;
+    size_t nl = (size_t)(t->n_links > 0 ? t->n_links : 1);
+    a->load = dt_xcalloc(nl, sizeof *a->load);
+    a->mark = dt_xcalloc(nl, 1);
+    a->touched = dt_xmalloc(nl * sizeof *a->touched);
+    a->cap = CA_INITIAL_CAP;
+    a->tab = dt_xcalloc((size_t)a->cap, sizeof *a->tab);
+    return a;
+}
+
+static void cache_clear(coll_analytic *a)
+{
+    for (int i = 0; i < a->cap; i++) {
+        free(a->tab[i].group);
+        a->tab[i].group = NULL;
+        a->tab[i].used = 0;
+    }
+    a->used = 0;
+}
+
+void coll_analytic_destroy(coll_analytic *a)
+{
+    if (!a) return;
+    cache_clear(a);
+    free(a->tab);
+    free(a->load);
+    free(a->mark);
+    free(a->touched);
+    free(a);
+}
+
+/* ------------------------------------------------------------ helpers ---- */
+
+/* Link loads: the bytes a set of concurrent transfers puts on each directed link, every
+ * transfer spread evenly over the pair's ECMP lanes (net_route_lane: the routes net_send
+ * rotates over). Loads / bandwidth is the time the busiest link needs: the sharing the flow
+ * model would give transfers that start together and have the same bottleneck. */
+static double load_add(coll_analytic *A, int src_gpu, int dst_gpu, double bytes)
+{
+    double amax = 0;
+    if (src_gpu == dst_gpu) return 0;
+    for (int l = 0; l < NET_ECMP_LANES; l++) {
+        const int *path = NULL;
+        int nh = 0;
+        sim_time_t lat = 0;
+        if (net_route_lane(A->net, src_gpu, dst_gpu, l, &path, &nh, &lat) != DT_OK) continue;
+        if ((double)lat > amax) amax = (double)lat;
+        for (int h = 0; h < nh; h++) {
+            int k = path[h];
+            if (!A->mark[k]) {
+                A->mark[k] = 1;
+                A->touched[A->n_touched++] = k;
+            }
+            A->load[k] += bytes / NET_ECMP_LANES;
+        }
+    }
+    return amax;
+}
+
+/* ps the busiest of the given route's links needs (0 when free) */
+static double route_busy(coll_analytic *A, int src_gpu, int dst_gpu)
+{
+    double worst = 0;
+    if (src_gpu == dst_gpu) return 0;
+    for (int l = 0; l < NET_ECMP_LANES; l++) {
+        const int *path = NULL;
+        int nh = 0;
+        if (net_route_lane(A->net, src_gpu, dst_gpu, l, &path, &nh, NULL) != DT_OK) continue;
+        for (int h = 0; h < nh; h++) {
+            double bw = A->t->links[path[h]].bandwidth;
+            if (A->load[path[h]] > 0 && bw > 0) worst = fmax(worst, A->load[path[h]] / bw * 1e12);
+        }
+    }
+    return worst;
+}
+
+static double route_lat(coll_analytic *A, int src_gpu, int dst_gpu)
+{
+    sim_time_t lat = 0;
+    if (src_gpu == dst_gpu) return 0;
+    net_route_lane(A->net, src_gpu, dst_gpu, 0, NULL, NULL, &lat);
+    return (double)lat;
+}
+
+/* ps the busiest link needs; clears the loads */
+static double load_drain(coll_analytic *A)
+{
+    double worst = 0;
+    for (int i = 0; i < A->n_touched; i++) {
+        int k = A->touched[i];
+        double bw = A->t->links[k].bandwidth;
+        if (A->load[k] > 0 && bw > 0) worst = fmax(worst, A->load[k] / bw * 1e12);
+        A->load[k] = 0;
+        A->mark[k] = 0;
+    }
+    A->n_touched = 0;
+    return worst;
+}
+
+static double reduce_ps(const coll_analytic *A, int gpu, double bytes)
+{
+    double bw = A->cfg.reduce_bw < 0 ? A->t->gpus[gpu].reduce_bw : A->cfg.reduce_bw;
+    return bytes > 0 && bw > 0 ? bytes / bw * 1e12 : 0;
+}
+
+static void step_of(const coll_prog *p, coll_send *buf, int r, int k, int s, coll_step *st)
+{
+    *st = (coll_step){.sends = buf, .dep_stream = COLL_DEP_NONE, .dep_step = 0};
+    p->step(p, r, k, s, st);
+}
+
+/* --------------------------------------------------------------- ring ---- */
+
+/* As the fluid ring (coll.c start_fluid, on_fluid): every edge carries its bytes at the rate
+ * of the busiest link any edge crosses (a link two edges cross carries both), every step
+ * pays the largest edge latency, and the receivers' reductions follow. */
+static double ring_time(coll_analytic *A, const coll_prog *p, double *lat_part)
+{
+    int n = p->n;
+    int *src = dt_xmalloc((size_t)n * sizeof *src), *dst = dt_xmalloc((size_t)n * sizeof *dst);
+    double *bytes = dt_xmalloc((size_t)n * sizeof *bytes), *red = dt_xmalloc((size_t)n * sizeof *red);
+    coll_ring_edges(p, src, dst, bytes, red);
+    double amax = 0, b = 0, rmax = 0;
+    int K = p->n_streams;
+    for (int q = 0; q < n; q++)
+        if (bytes[q] > b) b = bytes[q];
+    for (int q = 0; q < n; q++) {
+        /* the coupled flow moves the largest edge's bytes on every edge */
+        amax = fmax(amax, load_add(A, p->gpus[src[q]], p->gpus[dst[q]], b));
+        /* one stream exposes every reduction, K > 1 about one chunk's (coll.c on_fluid) */
+        double rb = K == 1 ? red[q] : red[q] / ((n - 1) * (double)K);
+        rmax = fmax(rmax, reduce_ps(A, p->gpus[dst[q]], rb));
+    }
+    double busy = load_drain(A);
+    free(src);
+    free(dst);
+    free(bytes);
+    free(red);
+    *lat_part = coll_ring_steps(p) * amax;
+    return *lat_part + busy + rmax;
+}
+
+/* ----------------------------------------------------------- lockstep ---- */
+
+static double lockstep_time(coll_analytic *A, const coll_prog *p, double *lat_part)
+{
+    int n = p->n, K = p->n_streams;
+    int smax = 0;
+    for (int r = 0; r < n; r++)
+        for (int k = 0; k < K; k++) {
+            int s = p->n_steps(p, r, k);
+            if (s > smax) smax = s;
+        }
+    double *red = dt_xmalloc((size_t)n * sizeof *red);
+    coll_send *buf = dt_xmalloc((size_t)n * sizeof *buf);
+    double total = 0;
+    *lat_part = 0;
+    for (int s = 0; s < smax; s++) {
+        double amax = 0, rmax = 0;
+        for (int r = 0; r < n; r++) {
+            red[r] = 0;
+            for (int k = 0; k < K; k++) {
+                if (s >= p->n_steps(p, r, k)) continue;
+                coll_step st;
+                step_of(p, buf, r, k, s, &st);
+                for (int i = 0; i < st.n_sends; i++)
+                    amax = fmax(amax, load_add(A, p->gpus[r], p->gpus[st.sends[i].peer],
+                                               st.sends[i].bytes));
+                red[r] += reduce_ps(A, p->gpus[r], st.reduce_bytes);
+            }
+            rmax = fmax(rmax, red[r]);
+        }
+        total += amax + load_drain(A) + rmax;
+        *lat_part += amax;
+    }
+    free(red);
+    free(buf);
+    return total;
+}
+
+/* ----------------------------------------------------------- pipelines ---- */
+
+typedef struct pipe_shape {
+    int n, T;
+    int *parent, *nkid, *kid; /* per tree t: [t*n + r]; kid[(t*n + r)*4 + j] */
+    double *chunk;            /* per tree: bytes of its largest chunk */
+    int *chunks;              /* per tree: chunks */
+} pipe_shape;
+
+#define KID(S, t, u, j) (S)->kid[((size_t)(t) * (S)->n + (u)) * 4 + (j)]
+
+/* Put one chunk on every edge of the given phases (up: child -> parent) */
+static void pipe_load(coll_analytic *A, const coll_prog *p, const pipe_shape *S, int up, int down)
+{
+    for (int t = 0; t < S->T; t++)
+        for (int u = 0; u < S->n; u++)
+            for (int j = 0; j < S->nkid[t * S->n + u]; j++) {
+                int v = KID(S, t, u, j);
+                if (up) load_add(A, p->gpus[v], p->gpus[u], S->chunk[t]);
+                if (down) load_add(A, p->gpus[u], p->gpus[v], S->chunk[t]);
+            }
+}
+
+/* One tree under the current loads: the time for the first chunk to go through the phase
+ * (up: leaves to root, each node forwarding once its children arrived and it reduced; down:
+ * root to the deepest leaf), and the slowest stage (latency + busiest link [+ reduction]). */
+static void pipe_walk(coll_analytic *A, const coll_prog *p, const pipe_shape *S, int t, int up,
+                      const int *order, double *fill, double *first, double *stage)
+{
+    int n = S->n;
+    const int *NK = S->nkid + (size_t)t * n;
+    *first = *stage = 0;
+    for (int i = 0; i < n; i++) fill[i] = 0;
+    for (int i = 0; i < n; i++) {
+        int u = order[up ? n - 1 - i : i];
+        double arr = 0, smax = 0;
+        for (int j = 0; j < NK[u]; j++) {
+            int v = KID(S, t, u, j);
+            int a = up ? v : u, b = up ? u : v;
+            double x = route_lat(A, p->gpus[a], p->gpus[b]) + route_busy(A, p->gpus[a], p->gpus[b]);
+            smax = fmax(smax, x);
+            if (up) {
+                arr = fmax(arr, fill[v] + x);
+            } else {
+                fill[v] = fill[u] + x;
+                *first = fmax(*first, fill[v]);
+            }
+        }
+        if (up && NK[u] > 0) {
+            double red = reduce_ps(A, p->gpus[u], NK[u] * S->chunk[t]);
+            fill[u] = arr + red;
+            smax += red;
+        }
+        *stage = fmax(*stage, smax);
+    }
+    if (up) *first = fill[order[0]];
+}
+
+/* Trees of coll_tree.c: stream 4t+3 (down-send) step 0 names r's children in tree t whatever
+ * the op, so the shape is read from the program itself. Time per tree: the first chunk's
+ * trip (up then down), each phase under its own phase's loads (with one chunk the phases do
+ * not overlap), plus (chunks - 1) x the slowest stage under every edge of every phase
+ * carrying a chunk at once (the steady state: a parent feeding two children through one link
+ * carries 2 chunks, plus its own up-send in an all-reduce; dbt: both trees' edges). */
+static double pipe_time(coll_analytic *A, const coll_prog *p)
+{
+    int n = p->n, T = p->n_streams / 4;
+    int up = p->op != COLL_BROADCAST, down = p->op != COLL_REDUCE;
+    pipe_shape S = {.n = n, .T = T};
+    S.parent = dt_xmalloc((size_t)T * n * sizeof *S.parent);
+    S.nkid = dt_xcalloc((size_t)T * n, sizeof *S.nkid);
+    S.kid = dt_xmalloc((size_t)T * n * 4 * sizeof *S.kid);
+    S.chunk = dt_xcalloc((size_t)T, sizeof *S.chunk);
+    S.chunks = dt_xcalloc((size_t)T, sizeof *S.chunks);
+    int *order = dt_xmalloc((size_t)T * n * sizeof *order); /* per tree: BFS order */
+    double *fill = dt_xmalloc((size_t)n * sizeof *fill);
+    double *first = dt_xcalloc((size_t)T, sizeof *first), *steady = dt_xcalloc((size_t)T, sizeof *steady);
+    coll_send *buf = dt_xmalloc((size_t)n * sizeof *buf);
+    for (int i = 0; i < T * n; i++) S.parent[i] = -1;
+    for (int t = 0; t < T; t++)
+        for (int r = 0; r < n; r++) {
+            coll_step st;
+            step_of(p, buf, r, 4 * t + 3, 0, &st);
+            DT_ASSERT(st.n_sends <= 4);
+            for (int i = 0; i < st.n_sends; i++) {
+                int q = st.sends[i].peer;
+                KID(&S, t, r, S.nkid[t * n + r]++) = q;
+                S.parent[t * n + q] = r;
+                S.chunk[t] = fmax(S.chunk[t], st.sends[i].bytes);
+            }
+            for (int k = 4 * t; k < 4 * t + 4; k++)
+                S.chunks[t] = (int)fmax(S.chunks[t], p->n_steps(p, r, k));
+        }
+    for (int t = 0; t < T; t++) {
+        int *ord = order + (size_t)t * n, head = 0, tail = 0;
+        for (int r = 0; r < n && !tail; r++)
+            if (S.parent[t * n + r] < 0) ord[tail++] = r;
+        while (head < tail) {
+            int u = ord[head++];
+            for (int j = 0; j < S.nkid[t * n + u]; j++) ord[tail++] = KID(&S, t, u, j);
+        }
+        DT_ASSERT(tail == n);
+    }
+    double f, st;
+    for (int ph = 0; ph < 2; ph++) { /* the first chunk: each phase under its own loads */
+        if (!(ph == 0 ? up : down)) continue;
+        pipe_load(A, p, &S, ph == 0, ph == 1);
+        for (int t = 0; t < T; t++) {
+            pipe_walk(A, p, &S, t, ph == 0, order + (size_t)t * n, fill, &f, &st);
+            first[t] += f;
+        }
+        load_drain(A);
+    }
+    pipe_load(A, p, &S, up, down); /* steady state: every phase at once */
+    for (int t = 0; t < T; t++)
+        for (int ph = 0; ph < 2; ph++) {
+            if (!(ph == 0 ? up : down)) continue;
+            pipe_walk(A, p, &S, t, ph == 0, order + (size_t)t * n, fill, &f, &st);
+            steady[t] = fmax(steady[t], st);
+        }
+    load_drain(A);
+    double worst = 0;
+    for (int t = 0; t < T; t++) worst = fmax(worst, first[t] + (S.chunks[t] - 1) * steady[t]);
+    free(S.parent);
+    free(S.nkid);
+    free(S.kid);
+    free(S.chunk);
+    free(S.chunks);
+    free(order);
+    free(fill);
+    free(first);
+    free(steady);
+    free(buf);
+    return worst;
+}
+#undef KID
+
+/* ------------------------------------------------------------- entry ---- */
+
+/* Two kinds of cache entries. EXACT: (op, algo asked, bytes, root, servers, elem, group) ->
+ * time. LINEAR: (op, algo that runs, streams, root, servers, elem, group) -> lat + per_byte x
+ * bytes: the ring and lockstep times are sums of latencies plus link loads and reductions
+ * proportional to the size (up to element rounding: parts differ by one element), so one
+ * evaluation serves every size that runs the same algorithm with the same chunking - a
+ * training step's buckets of different sizes on one data-parallel group walk the program once.
+ * Pipelines are not linear (max of latency + load per stage): EXACT only. */
+enum { CA_EXACT = 1, CA_LINEAR = 2 };
+
+static uint64_t spec_hash(const coll_spec *s, int kind, coll_algo ran, int streams)
+{
+    uint64_t h = 1469598103934665603ull;
+#define MIX(x)                                                                                     \
+    do {                                                                                           \
+        h ^= (uint64_t)(x);                                                                        \
+        h *= 1099511628211ull;                                                                     \
+    } while (0)
+    MIX(kind);
+    MIX(s->op);
+    MIX(kind == CA_EXACT ? s->algo : ran);
+    MIX(streams);
+    MIX(s->n);
+    MIX(s->root);
+    MIX(s->servers);
+    uint64_t bb;
+    if (kind == CA_EXACT) {
+        memcpy(&bb, &s->bytes, sizeof bb);
+        MIX(bb);
+    }
+    memcpy(&bb, &s->elem_bytes, sizeof bb);
+    MIX(bb);
+    for (int i = 0; i < s->n; i++) MIX((uint32_t)s->group[i]);
+#undef MIX
+    return h;
+}
+
+static int same(const ca_entry *e, uint64_t h, const coll_spec *s, int kind, coll_algo ran,
+                int streams)
+{
+    return e->used == kind && e->hash == h && e->op == s->op && e->n == s->n &&
+           (kind == CA_EXACT ? e->algo == s->algo && e->bytes == s->bytes
+                             : e->ran == ran && e->streams == streams) &&
+           e->root == s->root && e->servers == s->servers && e->elem == s->elem_bytes &&
+           !memcmp(e->group, s->group, (size_t)s->n * sizeof(int));
+}
+
+static ca_entry *lookup(coll_analytic *A, uint64_t h, const coll_spec *s, int kind, coll_algo ran,
+                        int streams)
+{
+    int slot = (int)(h & (uint64_t)(A->cap - 1));
+    while (A->tab[slot].used) {
+        if (same(&A->tab[slot], h, s, kind, ran, streams)) return &A->tab[slot];
+        slot = (slot + 1) & (A->cap - 1);
+    }
+    return NULL;
+}
+
+static ca_entry *insert(coll_analytic *A, uint64_t h, const coll_spec *s, int kind)
+{
+    if (2 * (A->used + 1) > A->cap) {
+        if (A->cap < CA_MAX_CAP) { /* grow: rehash the live entries */
+            ca_entry *old = A->tab;
+            int oc = A->cap;
+            A->cap *= 2;
+            A->tab = dt_xcalloc((size_t)A->cap, sizeof *A->tab);
+            for (int i = 0; i < oc; i++) {
+                if (!old[i].used) continue;
+                int j = (int)(old[i].hash & (uint64_t)(A->cap - 1));
+                while (A->tab[j].used) j = (j + 1) & (A->cap - 1);
+                A->tab[j] = old[i];
+            }
+            free(old);
+        } else {
+            cache_clear(A);
+        }
+    }
+    int slot = (int)(h & (uint64_t)(A->cap - 1));
+    while (A->tab[slot].used) slot = (slot + 1) & (A->cap - 1);
+    ca_entry *e = &A->tab[slot];
+    *e = (ca_entry){.hash = h, .used = kind, .op = s->op, .algo = s->algo, .n = s->n,
+                    .root = s->root, .servers = s->servers, .bytes = s->bytes,
+                    .elem = s->elem_bytes};
+    e->group = dt_xmalloc((size_t)s->n * sizeof *e->group);
+    memcpy(e->group, s->group, (size_t)s->n * sizeof *e->group);
+    A->used++;
+    return e;
+}
+
+static sim_time_t to_time(double ps)
+{
+    return !(ps < 9.0e18) ? SIM_TIME_MAX : ps <= 0 ? 0 : (sim_time_t)ceil(ps - ps * 1e-12);
+}
+
+int coll_analytic_time(coll_analytic *A, const coll_spec *spec, sim_time_t *time,
+                       coll_algo *algo, dt_error *err)
+{
+    if (spec->op == COLL_SENDRECV && spec->n == 2 && spec->group && (spec->root == 0 || spec->root == 1) &&
+        spec->bytes >= 0 && isfinite(spec->bytes)) {
+        /* One transfer (as coll_start runs it: direct) takes one lane's route whole: latency
+         * + bytes / its bottleneck (lane 0: equal-cost lanes differ only where link
+         * bandwidths differ). No program, no cache: a pipeline's sends reach tens of
+         * thousands of distinct pairs, which would only churn the cache. */
+        int a = spec->group[0], b = spec->group[1];
+        const int *path = NULL;
+        int nh = 0;
+        sim_time_t lat = 0;
+        if (a >= 0 && b >= 0 && a < A->t->n_gpus && b < A->t->n_gpus && a != b &&
+            net_route_lane(A->net, a, b, 0, &path, &nh, &lat) == DT_OK) {
+            double bw = INFINITY;
+            for (int h = 0; h < nh; h++) bw = fmin(bw, A->t->links[path[h]].bandwidth);
+            double x = spec->bytes > 0 && bw > 0 && isfinite(bw) ? spec->bytes / bw * 1e12 : 0;
+            *time = to_time((double)lat + x);
+            if (algo) *algo = COLL_DIRECT;
+            return DT_OK;
+        }
+    }
+    int cacheable = spec->group && spec->n >= 1 && (unsigned)spec->op < COLL_OP_COUNT &&
+                    spec->bytes >= 0 && isfinite(spec->bytes);
+    uint64_t h = 0;
+    if (cacheable) {
+        h = spec_hash(spec, CA_EXACT, COLL_AUTO, 0);
+        ca_entry *e = lookup(A, h, spec, CA_EXACT, COLL_AUTO, 0);
+        if (e) {
+            *time = e->time;
+            if (algo) *algo = e->ran;
+            return DT_OK;
+        }
+    }
+    coll_prog p;
+    coll_algo ran;
+    int rc = coll_prepare(A->t, &A->cfg, spec, &p, &ran, err);
+    if (rc != DT_OK) return rc;
+    double ps = 0;
+    if (p.n > 1) {
+        int ringish = ran == COLL_RING && (p.op == COLL_ALLREDUCE || p.op == COLL_REDUCE_SCATTER ||
+                                           p.op == COLL_ALLGATHER);
+        int pipe = ran == COLL_TREE || ran == COLL_DBT ||
+                   (ran == COLL_RING && (p.op == COLL_BROADCAST || p.op == COLL_REDUCE));
+        if (pipe) {
+            ps = pipe_time(A, &p);
+        } else {
+            uint64_t hl = spec_hash(spec, CA_LINEAR, ran, p.n_streams);
+            ca_entry *l = cacheable && spec->bytes > 0 ? lookup(A, hl, spec, CA_LINEAR, ran, p.n_streams) : NULL;
+            if (l) {
+                ps = l->lat + l->per_byte * spec->bytes;
+            } else {
+                double lat = 0;
+                ps = ringish ? ring_time(A, &p, &lat) : lockstep_time(A, &p, &lat);
+                if (cacheable && spec->bytes > 0) {
+                    l = insert(A, hl, spec, CA_LINEAR);
+                    l->ran = ran;
+                    l->streams = p.n_streams;
+                    l->lat = lat;
+                    l->per_byte = (ps - lat) / spec->bytes;
+                }
+            }
+        }
+    }
+    free(p.data);
+    *time = to_time(ps);
+    if (algo) *algo = ran;
+    if (cacheable) {
+        ca_entry *e = insert(A, h, spec, CA_EXACT);
+        e->ran = ran;
+        e->time = *time;
+    }
+    return DT_OK;
+}

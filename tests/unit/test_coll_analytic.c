@@ -1,0 +1,319 @@
+/* test_coll_analytic.c - coll_analytic_time (the analytic network mode's collective cost)
+ * against the flow simulation of the same spec alone, and against the closed forms.
+ * Pins down, within 0.5% (the flow model rounds every transfer to a picosecond, the analytic
+ * time once): ring all-reduce / reduce-scatter / all-gather on a ring (odd n, sizes not
+ * divisible by n, latency-dominated sizes) and with reduction cost; halving-doubling on a
+ * switch (power of two and not); direct all-to-all / all-gather, send/recv, one-server ps;
+ * tree and chain broadcast, chain reduce; hier on dgx boxes (2 x 8 with free and H100
+ * reductions, 16 x 8 as in a 128-way data-parallel step) and the host-aware flat ring; `auto`
+ * resolved as coll_start resolves it; the cache returning the same time; coll_start's input
+ * errors. Tree/dbt all-reduce: only bounds (the closed form over one tree is not exact when
+ * up and down phases overlap; see docs/collectives.md). Leaves free: contention (analytic
+ * mode has none by design; test_coll.c pins the flow model's). */
+#include <math.h>
+#include <string.h>
+
+#include "dtsim/coll.h"
+#include "dtsim/net.h"
+#include "dtsim/topo.h"
+#include "testutil.h"
+
+#define TOL 0.005
+
+static topo *gen(topo_gen_params p)
+{
+    topo *t = NULL;
+    dt_error err;
+    dt_error_clear(&err);
+    int rc = topo_generate(&p, &t, &err);
+    ck_assert_msg(rc == DT_OK, "topo_generate: %s", err.msg);
+    return t;
+}
+
+static topo *ring_topo(int n) /* 100 GB/s, 1 us per link */
+{
+    return gen((topo_gen_params){.family = TOPO_FAMILY_RING, .gpus = n, .bandwidth = 100e9,
+                                 .latency = SIM_US});
+}
+
+static topo *switch_topo(int n) /* 50 GB/s, 1 us per link, 300 ns switch: alpha 2.3 us */
+{
+    return gen((topo_gen_params){.family = TOPO_FAMILY_SWITCH, .gpus = n, .bandwidth = 50e9,
+                                 .latency = SIM_US, .switch_latency = 300 * SIM_NS});
+}
+
+static topo *dgx(int nodes) /* NVLink 450 GB/s inside, one 50 GB/s NIC per GPU */
+{
+    return gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = nodes, .gpus_per_node = 8,
+                                 .nic_bw = 50e9, .nvlink_bw = 450e9});
+}
+
+typedef struct pair_t {
+    double flow, analytic; /* seconds */
+    coll_algo flow_algo, analytic_algo;
+} pair_t;
+
+/* The spec alone: flow simulation and analytic time with the same coll_config. */
+static pair_t both(topo *t, coll_op op, coll_algo algo, const int *group, int n, double S,
+                   double reduce_bw, double chunk)
+{
+    int all[1024];
+    if (!group) {
+        for (int i = 0; i < n; i++) all[i] = i;
+        group = all;
+    }
+    coll_spec spec = {.op = op, .algo = algo, .group = group, .n = n, .bytes = S, .elem_bytes = 2,
+                      .servers = algo == COLL_PS ? 1 : 0};
+    coll_config cc = {.reduce_bw = reduce_bw, .chunk_bytes = chunk};
+    net_config nc = {.mode = NET_FLOW};
+    coll_result r;
+    dt_error err;
+    dt_error_clear(&err);
+    int rc = coll_simulate(t, &spec, &cc, &nc, &r, &err);
+    ck_assert_msg(rc == DT_OK, "coll_simulate: %s", err.msg);
+    sim_engine *e = sim_engine_create();
+    net *nw = net_create(t, e, &nc);
+    coll_analytic *a = coll_analytic_create(nw, t, &cc);
+    sim_time_t at = 0, again = 0;
+    coll_algo ran = COLL_AUTO;
+    ck_assert_int_eq(coll_analytic_time(a, &spec, &at, &ran, &err), DT_OK);
+    ck_assert_int_eq(coll_analytic_time(a, &spec, &again, NULL, &err), DT_OK); /* cached */
+    ck_assert_int_eq(at, again);
+    coll_analytic_destroy(a);
+    net_destroy(nw);
+    sim_engine_destroy(e);
+    return (pair_t){sim_time_to_s(r.time), sim_time_to_s(at), r.algo, ran};
+}
+
+#define AGREE(p, tol)                                                                      \
+    do {                                                                                   \
+        pair_t p_ = (p);                                                                   \
+        ck_assert_int_eq(p_.flow_algo, p_.analytic_algo);                                  \
+        ck_assert_rel(p_.analytic, p_.flow, tol);                                          \
+    } while (0)
+
+static void path(topo *t, int a, int b, double *alpha, double *bw)
+{
+    sim_engine *e = sim_engine_create();
+    net *n = net_create(t, e, NULL);
+    sim_time_t lat;
+    ck_assert_int_eq(net_path_info(n, a, b, &lat, bw, NULL), DT_OK);
+    *alpha = sim_time_to_s(lat);
+    net_destroy(n);
+    sim_engine_destroy(e);
+}
+
+START_TEST(ring_agrees)
+{
+    const int ns[] = {8, 7};
+    const double sizes[] = {64.0 * 1048576, 1e8 + 7, 4096};
+    for (int a = 0; a < 2; a++) {
+        topo *t = ring_topo(ns[a]);
+        double al, bw;
+        path(t, 0, 1, &al, &bw);
+        for (int b = 0; b < 3; b++) {
+            double S = sizes[b];
+            for (coll_op op = COLL_ALLREDUCE; op <= COLL_ALLGATHER; op++) {
+                pair_t p = both(t, op, COLL_RING, NULL, ns[a], S, 0, 0);
+                AGREE(p, TOL);
+                ck_assert_rel(p.analytic, coll_closed_form(op, COLL_RING, ns[a], S, al, bw), TOL);
+            }
+        }
+        topo_destroy(t);
+    }
+}
+END_TEST
+
+START_TEST(ring_reduction_cost)
+{
+    /* One chunk: every reduce-scatter step's reduction is on the critical path, in both. */
+    int n = 8;
+    double S = 64.0 * 1048576, R = 200e9;
+    topo *t = ring_topo(n);
+    double al, bw;
+    path(t, 0, 1, &al, &bw);
+    pair_t p = both(t, COLL_ALLREDUCE, COLL_RING, NULL, n, S, R, 1e18);
+    AGREE(p, TOL);
+    ck_assert_rel(p.analytic,
+                  coll_closed_form(COLL_ALLREDUCE, COLL_RING, n, S, al, bw) + (n - 1) * S / n / R,
+                  TOL);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(hd_agrees)
+{
+    const int ns[] = {8, 16, 6, 12};
+    double S = 64.0 * 1048576;
+    for (int a = 0; a < 4; a++) {
+        int n = ns[a];
+        topo *t = switch_topo(n);
+        double al, bw;
+        path(t, 0, 1, &al, &bw);
+        pair_t p = both(t, COLL_ALLREDUCE, COLL_HD, NULL, n, S, 0, 0);
+        AGREE(p, TOL);
+        ck_assert_rel(p.analytic, coll_closed_form(COLL_ALLREDUCE, COLL_HD, n, S, al, bw), TOL);
+        if ((n & (n - 1)) == 0) {
+            AGREE(both(t, COLL_REDUCE_SCATTER, COLL_HD, NULL, n, S, 0, 0), TOL);
+            AGREE(both(t, COLL_ALLGATHER, COLL_HD, NULL, n, S, 0, 0), TOL);
+            AGREE(both(t, COLL_ALLREDUCE, COLL_HD, NULL, n, 1024, 0, 0), TOL);
+            /* with the GPU's reduction cost (one reduction per step, uncontended) */
+            AGREE(both(t, COLL_ALLREDUCE, COLL_HD, NULL, n, S, -1, 0), TOL);
+        }
+        topo_destroy(t);
+    }
+}
+END_TEST
+
+START_TEST(direct_ps_sendrecv_agree)
+{
+    int n = 16;
+    double S = 64.0 * 1048576;
+    topo *t = switch_topo(n);
+    double al, bw;
+    path(t, 0, 1, &al, &bw);
+    pair_t p = both(t, COLL_ALLTOALL, COLL_DIRECT, NULL, n, S, 0, 0);
+    AGREE(p, TOL);
+    ck_assert_rel(p.analytic, coll_closed_form(COLL_ALLTOALL, COLL_DIRECT, n, S, al, bw), TOL);
+    AGREE(both(t, COLL_ALLGATHER, COLL_DIRECT, NULL, n, S, 0, 0), TOL);
+    AGREE(both(t, COLL_REDUCE_SCATTER, COLL_DIRECT, NULL, n, S, 0, 0), TOL);
+    p = both(t, COLL_ALLREDUCE, COLL_PS, NULL, 8, 16.0 * 1048576, 0, 0);
+    AGREE(p, TOL);
+    ck_assert_rel(p.analytic, 2 * al + 2 * 7 * 16.0 * 1048576 / bw, TOL);
+    int pair[2] = {3, 5};
+    p = both(t, COLL_SENDRECV, COLL_AUTO, pair, 2, S, 0, 0);
+    AGREE(p, 1e-9);
+    ck_assert_rel(p.analytic, al + S / bw, 1e-9);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(pipelines_agree)
+{
+    /* Complete binary tree of 15 GPUs (depth 3), chain of 8; 16 chunks of 4 MiB. */
+    double S = 64.0 * 1048576;
+    topo *t = switch_topo(15);
+    double al, bw;
+    path(t, 0, 1, &al, &bw);
+    pair_t p = both(t, COLL_BROADCAST, COLL_TREE, NULL, 15, S, 0, 0);
+    AGREE(p, TOL);
+    ck_assert_rel(p.analytic, coll_closed_form_pipeline(3, 16, 2, S, al, bw), TOL);
+    p = both(t, COLL_BROADCAST, COLL_RING, NULL, 8, S, 0, 0);
+    AGREE(p, TOL);
+    ck_assert_rel(p.analytic, coll_closed_form_pipeline(7, 16, 1, S, al, bw), TOL);
+    AGREE(both(t, COLL_REDUCE, COLL_RING, NULL, 8, S, 0, 0), TOL);
+    /* Tree / dbt all-reduce: between the all-reduce lower bound and the two phases run one
+     * after the other. */
+    for (coll_algo a = COLL_TREE; a <= COLL_DBT; a++) {
+        p = both(t, COLL_ALLREDUCE, a, NULL, 15, S, 0, 0);
+        double lb = 2.0 * 14 / 15 * S / bw;
+        ck_assert_double_gt(p.analytic, lb);
+        ck_assert_double_lt(p.analytic, 2 * coll_closed_form_pipeline(3, 16, 2, S, al, bw));
+    }
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(hier_and_host_ring_on_dgx)
+{
+    double S = 1024.0 * 1048576;
+    topo *t = dgx(2);
+    double a_in, b_in, a_out, b_out;
+    path(t, 0, 1, &a_in, &b_in);
+    path(t, 0, 8, &a_out, &b_out);
+    pair_t p = both(t, COLL_ALLREDUCE, COLL_HIER, NULL, 16, S, 0, 0);
+    AGREE(p, TOL);
+    ck_assert_rel(p.analytic, coll_closed_form_hier(8, 2, S, a_in, b_in, a_out, b_out), TOL);
+    AGREE(both(t, COLL_ALLREDUCE, COLL_HIER, NULL, 16, S, -1, 1e18), TOL); /* H100 reductions */
+    AGREE(both(t, COLL_ALLREDUCE, COLL_RING, NULL, 16, S, 0, 0), TOL);    /* rail-aligned ring */
+    AGREE(both(t, COLL_ALLREDUCE, COLL_RING, NULL, 16, S, -1, 1e18), TOL);
+    /* auto: hier from 256 KiB on a multi-host group, hd below (16 is a power of two) */
+    AGREE(both(t, COLL_ALLREDUCE, COLL_AUTO, NULL, 16, 64.0 * 1048576, -1, 1e18), TOL);
+    pair_t small = both(t, COLL_ALLREDUCE, COLL_AUTO, NULL, 16, 64.0 * 1024, -1, 1e18);
+    AGREE(small, TOL);
+    ck_assert_int_eq(small.analytic_algo, COLL_HD);
+    topo_destroy(t);
+    /* 16 boxes: the 128-way data-parallel all-reduce of a training step (a 2.7B model's bf16
+     * gradients in one bucket), GPU reduction cost, one chunk as dtsim run configures it. */
+    t = dgx(16);
+    p = both(t, COLL_ALLREDUCE, COLL_AUTO, NULL, 128, 5.4e9, -1, 1e18);
+    AGREE(p, TOL);
+    ck_assert_int_eq(p.analytic_algo, COLL_HIER);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(errors_as_coll_start)
+{
+    topo *t = switch_topo(8);
+    sim_engine *e = sim_engine_create();
+    net *nw = net_create(t, e, NULL);
+    coll_analytic *a = coll_analytic_create(nw, t, NULL);
+    int twice[3] = {1, 2, 1}, six[6] = {0, 1, 2, 3, 4, 5};
+    sim_time_t at;
+    dt_error err;
+    dt_error_clear(&err);
+    coll_spec s = {.op = COLL_ALLREDUCE, .group = twice, .n = 3, .bytes = 1e6};
+    ck_assert_int_eq(coll_analytic_time(a, &s, &at, NULL, &err), DT_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "appears twice"));
+    dt_error_clear(&err);
+    s = (coll_spec){.op = COLL_REDUCE_SCATTER, .algo = COLL_HD, .group = six, .n = 6, .bytes = 1e6};
+    ck_assert_int_eq(coll_analytic_time(a, &s, &at, NULL, &err), DT_EINPUT);
+    s.algo = COLL_HIER;
+    ck_assert_int_eq(coll_analytic_time(a, &s, &at, NULL, &err), DT_EINPUT);
+    /* a single GPU costs nothing */
+    s = (coll_spec){.op = COLL_ALLREDUCE, .group = six, .n = 1, .bytes = 1e9};
+    ck_assert_int_eq(coll_analytic_time(a, &s, &at, NULL, &err), DT_OK);
+    ck_assert_int_eq(at, 0);
+    coll_analytic_destroy(a);
+    net_destroy(nw);
+    sim_engine_destroy(e);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(cache_many_groups)
+{
+    /* More distinct specs than the cache's first size: it grows and keeps answering the same. */
+    topo *t = switch_topo(16);
+    sim_engine *e = sim_engine_create();
+    net *nw = net_create(t, e, NULL);
+    coll_config cc = {.reduce_bw = 0};
+    coll_analytic *a = coll_analytic_create(nw, t, &cc);
+    int g[4] = {0, 1, 2, 3};
+    dt_error err;
+    dt_error_clear(&err);
+    sim_time_t first[600];
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < 600; i++) {
+            coll_spec s = {.op = COLL_ALLREDUCE, .algo = COLL_RING, .group = g, .n = 4,
+                           .bytes = 1e6 + 2 * i};
+            sim_time_t at;
+            ck_assert_int_eq(coll_analytic_time(a, &s, &at, NULL, &err), DT_OK);
+            if (pass == 0) first[i] = at;
+            else ck_assert_int_eq(at, first[i]);
+        }
+    ck_assert_int_lt(first[0], first[599]);
+    coll_analytic_destroy(a);
+    net_destroy(nw);
+    sim_engine_destroy(e);
+    topo_destroy(t);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("coll_analytic");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, ring_agrees);
+    tcase_add_test(tc, ring_reduction_cost);
+    tcase_add_test(tc, hd_agrees);
+    tcase_add_test(tc, direct_ps_sendrecv_agree);
+    tcase_add_test(tc, pipelines_agree);
+    tcase_add_test(tc, hier_and_host_ring_on_dgx);
+    tcase_add_test(tc, errors_as_coll_start);
+    tcase_add_test(tc, cache_many_groups);
+    suite_add_tcase(s, tc);
+    return dt_run_suite(s);
+}
