@@ -32,8 +32,9 @@ static void help(FILE *out)
             "               gen:fat_tree:gpus=64,radix=16,oversubscription=2\n"
             "               keys: gpus nodes gpus_per_node bandwidth latency switch_latency\n"
             "               nvlink_bw nic_bw nvlink_latency tiers radix oversubscription\n"
-            "               dims (4x4x4) a p h groups gpu (dragonfly: a routers/group,\n"
-            "               p GPUs/router, h global links/router)\n"
+            "               dims (4x4x4) groups routers terminals global_links gpu\n"
+            "               (dragonfly; short forms a p h); nvlink and nic also work\n"
+            "               for nvlink_bw and nic_bw (the names of docs/formats.md)\n"
             "  --op         allreduce reduce_scatter allgather broadcast reduce alltoall sendrecv\n"
             "  --algo       auto (default) ring tree dbt hd direct hier ps\n"
             "  --size       bytes with units (64MiB), or a sweep LO:HI:xF (1KiB:8GiB:x2) or\n"
@@ -236,13 +237,18 @@ static int parse_gen(const char *spec, topo_gen_params *p, dt_error *err)
         INTKEY("gpus_per_node", gpus_per_node)
         INTKEY("tiers", tiers)
         INTKEY("radix", radix)
+        /* Short names, and the long names of the topology format's generator object
+         * (docs/formats.md), so a spec copied from a scenario works here too. */
         INTKEY("a", df_a)
+        INTKEY("routers", df_a)
         INTKEY("p", df_p)
+        INTKEY("terminals", df_p)
         INTKEY("h", df_h)
+        INTKEY("global_links", df_h)
         INTKEY("groups", df_groups)
         else if (!strcmp(k, "bandwidth")) rc = unit_parse_bandwidth(v, &p->bandwidth, why, sizeof why);
-        else if (!strcmp(k, "nvlink_bw")) rc = unit_parse_bandwidth(v, &p->nvlink_bw, why, sizeof why);
-        else if (!strcmp(k, "nic_bw")) rc = unit_parse_bandwidth(v, &p->nic_bw, why, sizeof why);
+        else if (!strcmp(k, "nvlink_bw") || !strcmp(k, "nvlink")) rc = unit_parse_bandwidth(v, &p->nvlink_bw, why, sizeof why);
+        else if (!strcmp(k, "nic_bw") || !strcmp(k, "nic")) rc = unit_parse_bandwidth(v, &p->nic_bw, why, sizeof why);
         else if (!strcmp(k, "latency")) rc = unit_parse_time(v, &p->latency, why, sizeof why);
         else if (!strcmp(k, "nvlink_latency")) rc = unit_parse_time(v, &p->nvlink_latency, why, sizeof why);
         else if (!strcmp(k, "switch_latency")) rc = unit_parse_time(v, &p->switch_latency, why, sizeof why);
@@ -263,8 +269,9 @@ static int parse_gen(const char *spec, topo_gen_params *p, dt_error *err)
             }
         } else {
             static const char *const keys[] = {
-                "gpus", "nodes", "gpus_per_node", "tiers", "radix", "a", "p", "h", "groups", "bandwidth",
-                "nvlink_bw", "nic_bw", "latency", "nvlink_latency", "switch_latency",
+                "gpus", "nodes", "gpus_per_node", "tiers", "radix", "a", "p", "h", "routers",
+                "terminals", "global_links", "groups", "bandwidth", "nvlink_bw", "nic_bw",
+                "nvlink", "nic", "latency", "nvlink_latency", "switch_latency",
                 "oversubscription", "gpu", "dims", NULL};
             return unknown_name(err, "--topology", "generator key", k, keys);
         }

@@ -69,11 +69,17 @@ static int run(int argc, char **argv)
                         "to DIR/report\n");
         return CLI_USAGE;
     }
+    /* Where the plots went, for the summary. A trailing slash as typed ("results/", as in
+     * docs/reports.md) is dropped so the paths print as results/report/index.md, not with "//". */
     char where[1024];
-    snprintf(where, sizeof where, "%s/report", dir);
+    snprintf(where, sizeof where, "%s", is_file ? out : dir);
+    for (size_t n = strlen(where); n > 1 && where[n - 1] == '/';) where[--n] = 0;
+    if (!is_file) {
+        size_t n = strlen(where);
+        snprintf(where + n, sizeof where - n, "%s", strcmp(where, "/") ? "/report" : "report");
+    }
     int rc = is_file ? rep_report_file(dir, out, &sum, &err) : rep_report(dir, &sum, &err);
     if (rc) return cli_report_error(&err);
-    if (is_file) snprintf(where, sizeof where, "%s", out);
     if (json) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "input", dir);

@@ -79,7 +79,11 @@ typedef struct rep {
     uint32_t *part_start, *part;   /* collective instance -> participant ops */
     uint32_t *remaining;           /* deps not yet done, per op */
     uint32_t *arrived;             /* per instance */
-    uint32_t *pending;             /* per instance (flow) / per send op (flow) parts left */
+    /* Parts still in flight, flow mode. Two arrays: op ids and collective instance ids are
+     * separate index spaces, and one shared array let a send op and the collective instance
+     * with the same number overwrite each other's count (a ZeRO-2 pipeline step then hung). */
+    uint32_t *pending_send;        /* per send op */
+    uint32_t *pending_coll;        /* per collective instance */
     sim_time_t *start, *launch, *end;
     sim_time_t *own;               /* per op x lane member compute time (when heterogeneous) */
     sim_time_t *cost_base;         /* per cost, homogeneous GPUs: base compute time */
@@ -171,7 +175,7 @@ static void start_op(rep *R, uint32_t id)
         const int *src = &R->g->lane_gpus[(size_t)o->lane * R->ts];
         const int *dst = &R->g->lane_gpus[(size_t)o->arg * R->ts];
         if (R->cfg->comm) {
-            R->pending[id] = (uint32_t)R->ts;
+            R->pending_send[id] = (uint32_t)R->ts;
             for (int k = 0; k < R->ts; k++)
                 R->cfg->comm->send(R->cfg->comm->ctx, src[k], dst[k], o->bytes, R->k_send_part, id);
         } else {
@@ -190,7 +194,7 @@ static void start_op(rep *R, uint32_t id)
         if (++R->arrived[inst] < n) return;
         const wl_coll *c = &R->g->colls[inst];
         sim_time_t worst = 0;
-        if (R->cfg->comm) R->pending[inst] = (uint32_t)R->ts;
+        if (R->cfg->comm) R->pending_coll[inst] = (uint32_t)R->ts;
         for (int k = 0; k < R->ts; k++) {
             for (uint32_t i = 0; i < n; i++) {
                 uint32_t p = R->part[R->part_start[inst] + i];
@@ -257,14 +261,14 @@ static void on_coll_part(void *model, sim_engine *eng, const sim_event *ev)
 {
     (void)eng;
     rep *R = model;
-    if (--R->pending[ev->id] == 0) finish_coll(R, ev->id);
+    if (--R->pending_coll[ev->id] == 0) finish_coll(R, ev->id);
 }
 
 static void on_send_part(void *model, sim_engine *eng, const sim_event *ev)
 {
     (void)eng;
     rep *R = model;
-    if (--R->pending[ev->id] == 0) complete_op(R, ev->id);
+    if (--R->pending_send[ev->id] == 0) complete_op(R, ev->id);
 }
 
 /* Counting-sort CSR: items 0..n-1 with key[i] in [0, n_keys). */
@@ -413,7 +417,8 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     free(coll_ops);
     free(key);
     R.arrived = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.arrived);
-    R.pending = dt_xcalloc((size_t)(n > g->n_colls ? n : g->n_colls) + 1, sizeof *R.pending);
+    R.pending_send = dt_xcalloc((size_t)n + 1, sizeof *R.pending_send);
+    R.pending_coll = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.pending_coll);
     R.scratch = dt_xmalloc(max_part * sizeof *R.scratch);
     R.start = dt_xcalloc((size_t)n + 1, sizeof *R.start);
     R.launch = dt_xcalloc((size_t)n + 1, sizeof *R.launch);
@@ -511,7 +516,8 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     free(R.launch);
     free(R.end);
     free(R.scratch);
-    free(R.pending);
+    free(R.pending_send);
+    free(R.pending_coll);
     free(R.arrived);
     free(R.part);
     free(R.part_start);

@@ -109,4 +109,14 @@ s = s[0] if isinstance(s, list) else s
 assert abs(f["time_s"] - s["time_s"]) <= 0.005 * s["time_s"], (f["time_s"], s["time_s"])
 assert f["events"] * 20 < s["events"], (f["events"], s["events"])
 PY
+
+# gen: specs take the generator key names of the topology format as well as the short ones:
+# nvlink/nic (= nvlink_bw/nic_bw) and routers/terminals/global_links (= a/p/h) give the same run.
+"$DTSIM" collective --topology gen:dgx:nodes=2,nvlink=200GB/s,nic=100Gb/s --op allreduce \
+  --size 64MiB --json | grep -v wall_s >"$tmp/long.json" || fail "gen: long names rejected"
+"$DTSIM" collective --topology gen:dgx:nodes=2,nvlink_bw=200GB/s,nic_bw=100Gb/s --op allreduce \
+  --size 64MiB --json | grep -v wall_s >"$tmp/short.json"
+cmp -s "$tmp/long.json" "$tmp/short.json" || fail "nvlink/nic differ from nvlink_bw/nic_bw"
+"$DTSIM" collective --topology gen:dragonfly:routers=2,terminals=2,global_links=1 --op alltoall \
+  --size 1MiB --json | grep -q '"gpus":.*12' || fail "dragonfly long names: expected 12 GPUs"
 echo "ok"

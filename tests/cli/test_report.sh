@@ -25,6 +25,10 @@ EOF
 "$DTSIM" report "$T/r" --json > "$T/rep.json"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["plots"]==["scaling","breakdown","memory"] and d["rows"]==6, d' "$T/rep.json" \
   || fail "$(cat "$T/rep.json")"
+# A directory typed with a trailing slash (as in docs/reports.md) prints clean paths.
+"$DTSIM" report "$T/r/" > "$T/rep.txt"
+grep -qF "report  $T/r/report/index.md" "$T/rep.txt" || fail "summary path: $(cat "$T/rep.txt")"
+grep -q '//' "$T/rep.txt" && fail "doubled slash in: $(cat "$T/rep.txt")"
 for p in scaling breakdown memory; do
   for ext in png svg dat gp; do
     [[ -s "$T/r/report/$p.$ext" ]] || fail "$p.$ext missing or empty"
