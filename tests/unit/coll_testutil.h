@@ -75,4 +75,31 @@ static inline void on_two(void *model, sim_engine *eng, const sim_event *ev)
     ((two_done *)model)->at[ev->id] = ev->time;
 }
 
+/* Probe that re-solves the whole network from scratch every 50 ns of simulated time and counts
+ * disagreements with the incremental solver (net_check_fair), until `until` transfers have
+ * reported to on_fair_done. Register on_fair as p.kind and schedule its first run at an odd
+ * picosecond, between the transfers' own events. */
+typedef struct fair_probe {
+    net *n;
+    uint32_t kind;
+    int until;
+    int checks, bad, done;
+} fair_probe;
+
+static inline void on_fair(void *model, sim_engine *eng, const sim_event *ev)
+{
+    fair_probe *p = model;
+    (void)ev;
+    p->checks++;
+    p->bad += net_check_fair(p->n, 1e-9);
+    if (p->done < p->until) sim_schedule(eng, sim_now(eng) + 50 * SIM_NS, p->kind, 0, 0);
+}
+
+static inline void on_fair_done(void *model, sim_engine *eng, const sim_event *ev)
+{
+    (void)eng;
+    (void)ev;
+    ((fair_probe *)model)->done++;
+}
+
 #endif

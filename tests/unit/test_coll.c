@@ -285,30 +285,6 @@ START_TEST(dbt_and_tree_allreduce)
 }
 END_TEST
 
-/* Probe that re-solves the whole network from scratch every 50 ns of simulated time (at odd
- * picoseconds, between the collective's own events). */
-typedef struct fair_probe {
-    net *n;
-    uint32_t kind;
-    int checks, bad, done;
-} fair_probe;
-
-static void on_fair(void *model, sim_engine *eng, const sim_event *ev)
-{
-    fair_probe *p = model;
-    (void)ev;
-    p->checks++;
-    p->bad += net_check_fair(p->n, 1e-9);
-    if (!p->done) sim_schedule(eng, sim_now(eng) + 50 * SIM_NS, p->kind, 0, 0);
-}
-
-static void on_fair_done(void *model, sim_engine *eng, const sim_event *ev)
-{
-    (void)eng;
-    (void)ev;
-    ((fair_probe *)model)->done = 1;
-}
-
 START_TEST(incremental_equals_global)
 {
     /* The incremental solver (components, skipped re-solves when a departing flow bottlenecked
@@ -319,7 +295,7 @@ START_TEST(incremental_equals_global)
     net *n = net_create(t, e, NULL);
     coll_config cc = {.reduce_bw = -1};
     coll_engine *c = coll_create(n, e, t, &cc);
-    fair_probe p = {.n = n};
+    fair_probe p = {.n = n, .until = 1}; /* probes until the first collective is done */
     p.kind = sim_kind_register(e, "test.fair", on_fair, &p);
     uint32_t kd = sim_kind_register(e, "test.fair_done", on_fair_done, &p);
     int g[32], h[16];

@@ -233,32 +233,16 @@ START_TEST(ring_competes_as_one_flow)
 }
 END_TEST
 
-typedef struct fair_probe {
-    net *n;
+/* The fair probe (coll_testutil.h) plus a third ring started late. */
+typedef struct late_probe {
+    fair_probe fp;
     coll_engine *later; /* starts a third ring at 1 us */
-    uint32_t kind, k_start, k_done;
-    int checks, bad, done;
-} fair_probe;
-
-static void on_fair(void *model, sim_engine *eng, const sim_event *ev)
-{
-    fair_probe *p = model;
-    (void)ev;
-    p->checks++;
-    p->bad += net_check_fair(p->n, 1e-9);
-    if (p->done < 5) sim_schedule(eng, sim_now(eng) + 50 * SIM_NS, p->kind, 0, 0);
-}
-
-static void on_fair_done(void *model, sim_engine *eng, const sim_event *ev)
-{
-    (void)eng;
-    (void)ev;
-    ((fair_probe *)model)->done++;
-}
+    uint32_t k_start, k_done;
+} late_probe;
 
 static void on_start_late(void *model, sim_engine *eng, const sim_event *ev)
 {
-    fair_probe *p = model;
+    late_probe *p = model;
     (void)eng;
     (void)ev;
     int g[5] = {15, 11, 7, 2, 0};
@@ -281,9 +265,9 @@ START_TEST(fluid_incremental_equals_global)
     coll_config fl = {.reduce_bw = -1, .ring_model = COLL_RING_FLUID};
     coll_config st = {.reduce_bw = -1, .ring_model = COLL_RING_STEPS};
     coll_engine *cf = coll_create(n, e, t, &fl), *cs = coll_create(n, e, t, &st);
-    fair_probe p = {.n = n, .later = cf};
-    p.kind = sim_kind_register(e, "test.fair", on_fair, &p);
-    p.k_done = sim_kind_register(e, "test.fair_done", on_fair_done, &p);
+    late_probe p = {.fp = {.n = n, .until = 5}, .later = cf};
+    p.fp.kind = sim_kind_register(e, "test.fair", on_fair, &p.fp);
+    p.k_done = sim_kind_register(e, "test.fair_done", on_fair_done, &p.fp);
     p.k_start = sim_kind_register(e, "test.start_late", on_start_late, &p);
     int ga[6] = {0, 3, 5, 8, 10, 13}, gb[4] = {1, 2, 6, 9};
     coll_spec a = {.op = COLL_ALLREDUCE, .algo = COLL_RING, .group = ga, .n = 6, .bytes = 8e6};
@@ -298,11 +282,11 @@ START_TEST(fluid_incremental_equals_global)
     /* Probe at 7 ps + k x 50 ns: a probe at the very picosecond of a departure would run before
      * that departure's recompute (net_check_fair wants a quiet instant), and departures land on
      * round times + 1 ps (rounding up), so the phase 1 ps of test_coll meets one here. */
-    sim_schedule(e, 7, p.kind, 0, 0);
+    sim_schedule(e, 7, p.fp.kind, 0, 0);
     sim_run(e, SIM_TIME_MAX);
-    ck_assert_int_eq(p.done, 5);
-    ck_assert_int_gt(p.checks, 1000);
-    ck_assert_int_eq(p.bad, 0);
+    ck_assert_int_eq(p.fp.done, 5);
+    ck_assert_int_gt(p.fp.checks, 1000);
+    ck_assert_int_eq(p.fp.bad, 0);
     net_stats ns;
     net_get_stats(n, &ns);
     ck_assert_uint_gt(ns.solves, 3); /* the rings did share links */
