@@ -271,14 +271,7 @@ void run_result_free(run_result *r)
 typedef struct job {
     wl_graph *g;
     topo *t;
-    wl_jitter_kind jitter;
-    double jitter_sigma;
-    const wl_straggler *stragglers;
-    int n_stragglers;
-    uint64_t seed;
-    net_mode network;
-    coll_algo dp_algorithm;
-    coll_ring_model ring_model;
+    const wl_env *env; /* the scenario's or the trace's (seed and network overrides applied) */
 } job;
 
 static int simulate(const job *J, const run_options *opt, run_result *out, dt_error *err)
@@ -286,19 +279,20 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
     const wl_graph *g = J->g;
     topo *t = J->t;
     sim_engine *eng = sim_engine_create();
-    net_config nc = {.mode = J->network};
+    net_config nc = {.mode = J->env->network};
     net *n = net_create(t, eng, &nc);
     /* One pipelining chunk per ring step: in the fluid model chunking leaves a ring's time
      * unchanged (coll_ring.c) and only multiplies flows and events. */
-    coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18, .ring_model = J->ring_model};
+    coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18, .ring_model = J->env->ring_model};
     coll_engine *ce = coll_create(n, eng, t, &cc);
     coll_analytic *an = coll_analytic_create(n, t, &cc);
     comm_ctx ctx = {.n = n, .ce = ce, .an = an, .elem_bytes = g->precision == GPU_FP32 ? 4 : 2,
-                    .algo = J->dp_algorithm};
+                    .algo = J->env->dp_algorithm};
     replay_comm comm = {.coll = coll_fn, .send = send_fn, .ctx = &ctx};
     double *slow = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *slow);
     for (int i = 0; i < t->n_gpus; i++) slow[i] = 1;
-    for (int i = 0; i < J->n_stragglers; i++) slow[J->stragglers[i].gpu] *= J->stragglers[i].slowdown;
+    for (int i = 0; i < J->env->n_stragglers; i++)
+        slow[J->env->stragglers[i].gpu] *= J->env->stragglers[i].slowdown;
     bool record = opt && (opt->record_timeline || opt->timeline);
     tl_build tb = {0};
     if (record) {
@@ -309,9 +303,10 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
      * run, alpha-beta over its routes (exact for uncontended links), with no events per step. */
     replay_config rc = {.gpus = t->gpus, .n_gpus = t->n_gpus, .op_time = gpu_op_time,
                      .coll_time = coll_time_fn, .coll_ctx = &ctx,
-                     .comm = J->network == NET_FLOW ? &comm : NULL, .eng = eng,
-                     .slowdown = slow, .jitter = J->jitter, .jitter_sigma = J->jitter_sigma,
-                     .seed = J->seed, .record = record};
+                     .comm = J->env->network == NET_FLOW ? &comm : NULL, .eng = eng,
+                     .slowdown = slow, .jitter = J->env->jitter,
+                     .jitter_sigma = J->env->jitter_sigma,
+                     .seed = J->env->seed, .record = record};
     replay_result r;
     int st = replay_run(g, &rc, &r, err);
     if (st == DT_OK) {
@@ -334,7 +329,7 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
         }
         out->n_gpus = g->n_gpus;
         out->cost_per_step_usd = T / 3600.0 * g->n_gpus * t->gpus[0].cost_per_hour;
-        out->seed = J->seed;
+        out->seed = J->env->seed;
         if (record) {
             unsigned char *mask = dt_xmalloc((size_t)t->n_gpus + 1);
             if (!gpu_selection(opt->timeline_gpus, t->n_gpus, mask)) {
@@ -407,7 +402,7 @@ static int prepare(const cJSON *j, const char *file, const char *base_dir, wl_sc
     TRY(wl_scenario_parse(&c, j, s));
     int rc = load_topology(&c, s->topology, "topology", base_dir, t);
     if (rc == DT_OK) rc = apply_gpu(&c, s->gpu, "gpu", *t);
-    if (rc == DT_OK) rc = apply_degraded(&c, s->degraded, s->n_degraded, *t);
+    if (rc == DT_OK) rc = apply_degraded(&c, s->env.degraded, s->env.n_degraded, *t);
     if (rc == DT_OK && s->calibration[0]) rc = apply_calibration(&c, s, base_dir, *t, note, note_size);
     if (rc == DT_OK) rc = wl_scenario_resolve(&c, s, (*t)->n_gpus);
     if (rc != DT_OK) {
@@ -465,8 +460,8 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
     topo *t;
     TRY(prepare(scenario, file, base_dir, &s, &t, out->calibration_note,
                 sizeof out->calibration_note, err));
-    if (opt && opt->have_seed) s.seed = opt->seed;
-    if (opt && opt->have_network) s.network = opt->network;
+    if (opt && opt->have_seed) s.env.seed = opt->seed;
+    if (opt && opt->have_network) s.env.network = opt->network;
     mem_breakdown mb;
     mem_compute(&s.model, &s.plan, &mb);
     fill_memory(&mb, t, &out->memory, &out->fits);
@@ -483,7 +478,7 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
                  s.model.name, np, p->tp, p->pp, p->dp,
                  p->pp > 1 ? wl_schedule_name(p->schedule) : "no pipeline", v, p->microbatches,
                  p->microbatches == 1 ? "" : "es", p->micro_batch_size, prec[p->precision], p->zero,
-                 s.network == NET_ANALYTIC ? ", analytic network" : "");
+                 s.env.network == NET_ANALYTIC ? ", analytic network" : "");
     }
     int rc = DT_OK;
     if (s.model.kind == WL_PARAMS) {
@@ -507,11 +502,7 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
     wl_graph *g = rc == DT_OK ? wl_graph_build(&s) : NULL;
     char *trace_tmp = NULL;
     if (rc == DT_OK && opt && opt->write_trace) {
-        trace_env env = {.gpu = NULL, .stragglers = s.stragglers, .n_stragglers = s.n_stragglers,
-                         .jitter = s.jitter, .jitter_sigma = s.jitter_sigma,
-                         .degraded = s.degraded, .n_degraded = s.n_degraded, .seed = s.seed,
-                         .network = s.network, .dp_algorithm = s.dp_algorithm,
-                         .ring_model = s.ring_model, .mem_params = out->memory.params,
+        trace_env env = {.gpu = NULL, .env = s.env, .mem_params = out->memory.params,
                          .mem_grads = out->memory.grads, .mem_optimizer = out->memory.optimizer,
                          .mem_activations = out->memory.activations,
                          .mem_peak = out->memory.peak};
@@ -520,10 +511,7 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
         rc = write_trace_file(opt->write_trace, g, &env, &trace_tmp, err);
     }
     if (rc == DT_OK) {
-        job J = {.g = g, .t = t, .jitter = s.jitter, .jitter_sigma = s.jitter_sigma,
-                 .stragglers = s.stragglers, .n_stragglers = s.n_stragglers, .seed = s.seed,
-                 .network = s.network, .dp_algorithm = s.dp_algorithm,
-                 .ring_model = s.ring_model};
+        job J = {.g = g, .t = t, .env = &s.env};
         rc = simulate(&J, opt, out, err);
         if (rc == DT_EINPUT && !err->file[0] && file)
             snprintf(err->file, sizeof err->file, "%s", file);
@@ -586,53 +574,50 @@ int run_trace_file(const char *trace_file, const char *topology_file, const run_
     cJSON *tj = NULL;
     int rc = js_parse_file(trace_file, &tj, err);
     wl_graph *g = NULL;
-    trace_env env;
-    memset(&env, 0, sizeof env);
+    trace_env tr;
+    memset(&tr, 0, sizeof tr);
     topo *t = NULL;
     if (rc == DT_OK) {
         js_ctx c = {trace_file, err};
-        rc = trace_read(&c, tj, &g, &env);
+        rc = trace_read(&c, tj, &g, &tr);
     }
     if (rc == DT_OK) {
         rc = topo_load_file(topology_file, &t, err);
     }
     if (rc == DT_OK) {
         js_ctx c = {trace_file, err};
-        rc = apply_gpu(&c, env.gpu, "environment.gpu", t);
-        if (rc == DT_OK) rc = apply_degraded(&c, env.degraded, env.n_degraded, t);
+        rc = apply_gpu(&c, tr.gpu, "environment.gpu", t);
+        if (rc == DT_OK) rc = apply_degraded(&c, tr.env.degraded, tr.env.n_degraded, t);
         if (rc == DT_OK && t->n_gpus < g->n_gpus)
             rc = dt_error_set(err, DT_EINPUT, topology_file, NULL,
                               "the trace uses %d GPUs but the topology has %d", g->n_gpus,
                               t->n_gpus);
-        for (int i = 0; rc == DT_OK && i < env.n_stragglers; i++)
-            if (env.stragglers[i].gpu >= g->n_gpus) {
+        for (int i = 0; rc == DT_OK && i < tr.env.n_stragglers; i++)
+            if (tr.env.stragglers[i].gpu >= g->n_gpus) {
                 char p[JS_PATH_MAX];
                 js_path_index(p, "environment.stragglers", i);
                 rc = js_fail(&c, p, "gpu", "the trace has GPUs 0..%d, found %d", g->n_gpus - 1,
-                             env.stragglers[i].gpu);
+                             tr.env.stragglers[i].gpu);
             }
     }
     if (rc == DT_OK) {
-        if (opt && opt->have_seed) env.seed = opt->seed;
-        if (opt && opt->have_network) env.network = opt->network;
-        out->memory = (struct run_memory){.params = env.mem_params, .grads = env.mem_grads,
-                                   .optimizer = env.mem_optimizer,
-                                   .activations = env.mem_activations, .peak = env.mem_peak};
+        if (opt && opt->have_seed) tr.env.seed = opt->seed;
+        if (opt && opt->have_network) tr.env.network = opt->network;
+        out->memory = (struct run_memory){.params = tr.mem_params, .grads = tr.mem_grads,
+                                   .optimizer = tr.mem_optimizer,
+                                   .activations = tr.mem_activations, .peak = tr.mem_peak};
         out->memory.capacity = INFINITY;
         for (int i = 0; i < t->n_gpus; i++)
             if (t->gpus[i].hbm_bytes < out->memory.capacity)
                 out->memory.capacity = t->gpus[i].hbm_bytes;
         out->fits = out->memory.peak <= out->memory.capacity;
-        job J = {.g = g, .t = t, .jitter = env.jitter, .jitter_sigma = env.jitter_sigma,
-                 .stragglers = env.stragglers, .n_stragglers = env.n_stragglers,
-                 .seed = env.seed, .network = env.network, .dp_algorithm = env.dp_algorithm,
-                 .ring_model = env.ring_model};
+        job J = {.g = g, .t = t, .env = &tr.env};
         rc = simulate(&J, opt, out, err);
         if (rc == DT_EINPUT && !err->file[0]) /* replay errors (cycles, overflow) are the trace's */
             snprintf(err->file, sizeof err->file, "%s", trace_file);
     }
     wl_graph_destroy(g);
-    trace_env_free(&env);
+    trace_env_free(&tr);
     topo_destroy(t);
     cJSON_Delete(tj);
     out->wall_s = now_s() - t0;

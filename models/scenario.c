@@ -216,7 +216,7 @@ static int parse_faults(const js_ctx *c, const cJSON *j, wl_scenario *s)
     if (st) {
         TRY(js_expect_array(c, st, "stragglers"));
         int n = cJSON_GetArraySize(st);
-        s->stragglers = dt_xcalloc((size_t)n + 1, sizeof *s->stragglers);
+        s->env.stragglers = dt_xcalloc((size_t)n + 1, sizeof *s->env.stragglers);
         int i = 0;
         for (const cJSON *e = st->child; e; e = e->next, i++) {
             char p[JS_PATH_MAX];
@@ -226,9 +226,10 @@ static int parse_faults(const js_ctx *c, const cJSON *j, wl_scenario *s)
             TRY(js_check_keys(c, e, p, keys));
             long long g = 0;
             TRY(js_get_int(c, e, p, "gpu", true, 0, 1 << 30, &g));
-            s->stragglers[i].gpu = (int)g;
-            TRY(js_get_number(c, e, p, "slowdown", true, 1e-3, 1e6, &s->stragglers[i].slowdown));
-            s->n_stragglers = i + 1;
+            s->env.stragglers[i].gpu = (int)g;
+            TRY(js_get_number(c, e, p, "slowdown", true, 1e-3, 1e6,
+                              &s->env.stragglers[i].slowdown));
+            s->env.n_stragglers = i + 1;
         }
     }
     const cJSON *ji = cJSON_GetObjectItemCaseSensitive(j, "jitter");
@@ -238,14 +239,15 @@ static int parse_faults(const js_ctx *c, const cJSON *j, wl_scenario *s)
         TRY(js_check_keys(c, ji, "jitter", keys));
         int d = WL_JITTER_LOGNORMAL;
         TRY(js_get_enum(c, ji, "jitter", "distribution", false, jitter_names, &d));
-        s->jitter = (wl_jitter_kind)d;
-        TRY(js_get_number(c, ji, "jitter", "sigma", d != WL_JITTER_NONE, 0, 10, &s->jitter_sigma));
+        s->env.jitter = (wl_jitter_kind)d;
+        TRY(js_get_number(c, ji, "jitter", "sigma", d != WL_JITTER_NONE, 0, 10,
+                          &s->env.jitter_sigma));
     }
     const cJSON *dl = cJSON_GetObjectItemCaseSensitive(j, "degraded_links");
     if (dl) {
         TRY(js_expect_array(c, dl, "degraded_links"));
         int n = cJSON_GetArraySize(dl);
-        s->degraded = dt_xcalloc((size_t)n + 1, sizeof *s->degraded);
+        s->env.degraded = dt_xcalloc((size_t)n + 1, sizeof *s->env.degraded);
         int i = 0;
         for (const cJSON *e = dl->child; e; e = e->next, i++) {
             char p[JS_PATH_MAX], lp[JS_PATH_MAX];
@@ -253,7 +255,7 @@ static int parse_faults(const js_ctx *c, const cJSON *j, wl_scenario *s)
             static const char *const keys[] = {"link", "bandwidth_factor", NULL};
             TRY(js_expect_object(c, e, p));
             TRY(js_check_keys(c, e, p, keys));
-            wl_degraded_link *d = &s->degraded[i];
+            wl_degraded_link *d = &s->env.degraded[i];
             TRY(js_get_number(c, e, p, "bandwidth_factor", true, 1e-6, 1, &d->bandwidth_factor));
             const cJSON *l = cJSON_GetObjectItemCaseSensitive(e, "link");
             js_path_key(lp, p, "link");
@@ -275,7 +277,7 @@ static int parse_faults(const js_ctx *c, const cJSON *j, wl_scenario *s)
                 snprintf(d->src, sizeof d->src, "%s", a);
                 snprintf(d->dst, sizeof d->dst, "%s", b);
             }
-            s->n_degraded = i + 1;
+            s->env.n_degraded = i + 1;
         }
     }
     return DT_OK;
@@ -320,16 +322,16 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
         TRY(js_check_keys(c, o, "options", okeys));
         int nm = NET_FLOW;
         TRY(js_get_enum(c, o, "options", "network", false, network_names, &nm));
-        s->network = (net_mode)nm;
+        s->env.network = (net_mode)nm;
         const char *algo = NULL;
         TRY(js_get_string(c, o, "options", "dp_algorithm", false, &algo));
-        if (algo && coll_algo_parse(algo, &s->dp_algorithm) != DT_OK)
+        if (algo && coll_algo_parse(algo, &s->env.dp_algorithm) != DT_OK)
             return js_fail(c, "options", "dp_algorithm",
                            "expected auto, ring, tree, dbt, hd, direct, hier or ps, found \"%s\"",
                            algo);
         const char *rm = NULL;
         TRY(js_get_string(c, o, "options", "ring_model", false, &rm));
-        if (rm && coll_ring_model_parse(rm, &s->ring_model) != DT_OK)
+        if (rm && coll_ring_model_parse(rm, &s->env.ring_model) != DT_OK)
             return js_fail(c, "options", "ring_model", "expected steps, fluid or auto, found \"%s\"",
                            rm);
         const char *cal = NULL;
@@ -337,23 +339,23 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
         if (cal) snprintf(s->calibration, sizeof s->calibration, "%s", cal);
     }
     TRY(parse_faults(c, j, s));
-    long long seed = (long long)s->seed;
+    long long seed = (long long)s->env.seed;
     TRY(js_get_int(c, j, "", "seed", false, 0, (1LL << 53), &seed));
-    s->seed = (uint64_t)seed;
+    s->env.seed = (uint64_t)seed;
     return DT_OK;
 }
 
 int wl_scenario_parse(const js_ctx *ctx, const cJSON *j, wl_scenario *s)
 {
     memset(s, 0, sizeof *s);
-    s->ring_model = COLL_RING_AUTO;
+    s->env.ring_model = COLL_RING_AUTO;
     s->file = ctx->file;
     s->plan = (wl_plan){.dp = 0, .tp = 1, .pp = 1, .virtual_stages = 1, .micro_batch_size = 1,
                         .schedule = WL_GPIPE, .precision = WL_BF16, .bucket_bytes = 25e6,
                         .overlap_dp = true, .topk_throughput = 0,
                         .placement = {WL_AXIS_DP, WL_AXIS_PP, WL_AXIS_TP}};
-    s->network = NET_FLOW;
-    s->seed = 1;
+    s->env.network = NET_FLOW;
+    s->env.seed = 1;
     int rc = parse_all(ctx, j, s);
     if (rc != DT_OK) wl_scenario_free(s);
     return rc;
@@ -362,11 +364,11 @@ int wl_scenario_parse(const js_ctx *ctx, const cJSON *j, wl_scenario *s)
 void wl_scenario_free(wl_scenario *s)
 {
     if (!s) return;
-    free(s->stragglers);
-    free(s->degraded);
-    s->stragglers = NULL;
-    s->degraded = NULL;
-    s->n_stragglers = s->n_degraded = 0;
+    free(s->env.stragglers);
+    free(s->env.degraded);
+    s->env.stragglers = NULL;
+    s->env.degraded = NULL;
+    s->env.n_stragglers = s->env.n_degraded = 0;
 }
 
 int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
@@ -425,12 +427,12 @@ int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
     if (p->topk_throughput == 0) p->topk_throughput = 2e10; /* elements/s, docs/workloads.md */
     if (p->sequence_parallel && p->tp == 1)
         return js_fail(c, "parallel", "sequence_parallel", "needs tp > 1");
-    for (int i = 0; i < s->n_stragglers; i++)
-        if (s->stragglers[i].gpu >= n_gpus) {
+    for (int i = 0; i < s->env.n_stragglers; i++)
+        if (s->env.stragglers[i].gpu >= n_gpus) {
             char path[JS_PATH_MAX];
             js_path_index(path, "stragglers", i);
             return js_fail(c, path, "gpu", "the topology has GPUs 0..%d, found %d", n_gpus - 1,
-                           s->stragglers[i].gpu);
+                           s->env.stragglers[i].gpu);
         }
     return DT_OK;
 }

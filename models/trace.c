@@ -30,11 +30,11 @@ void trace_env_free(trace_env *e)
 {
     if (!e) return;
     cJSON_Delete(e->gpu);
-    free(e->stragglers);
-    free(e->degraded);
+    free(e->env.stragglers);
+    free(e->env.degraded);
     e->gpu = NULL;
-    e->stragglers = NULL;
-    e->degraded = NULL;
+    e->env.stragglers = NULL;
+    e->env.degraded = NULL;
 }
 
 static void put_str(FILE *f, const char *s)
@@ -60,30 +60,30 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
     fprintf(f, "\"step\": {\"samples\": %.17g, \"tokens\": %.17g, \"model_flops\": %.17g},\n",
             g->samples_per_step, g->tokens_per_step, g->model_flops_per_step);
     fprintf(f, "\"environment\": {\"seed\": %llu, \"network\": \"%s\"",
-            (unsigned long long)env->seed, network_names[env->network]);
-    if (env->dp_algorithm != COLL_AUTO)
-        fprintf(f, ", \"dp_algorithm\": \"%s\"", coll_algo_name(env->dp_algorithm));
-    if (env->ring_model != COLL_RING_AUTO)
-        fprintf(f, ", \"ring_model\": \"%s\"", coll_ring_model_name(env->ring_model));
+            (unsigned long long)env->env.seed, network_names[env->env.network]);
+    if (env->env.dp_algorithm != COLL_AUTO)
+        fprintf(f, ", \"dp_algorithm\": \"%s\"", coll_algo_name(env->env.dp_algorithm));
+    if (env->env.ring_model != COLL_RING_AUTO)
+        fprintf(f, ", \"ring_model\": \"%s\"", coll_ring_model_name(env->env.ring_model));
     if (env->gpu) {
         char *q = cJSON_PrintUnformatted(env->gpu);
         fprintf(f, ", \"gpu\": %s", q);
         free(q);
     }
-    if (env->n_stragglers) {
+    if (env->env.n_stragglers) {
         fprintf(f, ", \"stragglers\": [");
-        for (int i = 0; i < env->n_stragglers; i++)
+        for (int i = 0; i < env->env.n_stragglers; i++)
             fprintf(f, "%s{\"gpu\": %d, \"slowdown\": %.17g}", i ? ", " : "",
-                    env->stragglers[i].gpu, env->stragglers[i].slowdown);
+                    env->env.stragglers[i].gpu, env->env.stragglers[i].slowdown);
         fprintf(f, "]");
     }
-    if (env->jitter != WL_JITTER_NONE)
+    if (env->env.jitter != WL_JITTER_NONE)
         fprintf(f, ", \"jitter\": {\"distribution\": \"%s\", \"sigma\": %.17g}",
-                jitter_names[env->jitter], env->jitter_sigma);
-    if (env->n_degraded) {
+                jitter_names[env->env.jitter], env->env.jitter_sigma);
+    if (env->env.n_degraded) {
         fprintf(f, ", \"degraded_links\": [");
-        for (int i = 0; i < env->n_degraded; i++) {
-            const wl_degraded_link *d = &env->degraded[i];
+        for (int i = 0; i < env->env.n_degraded; i++) {
+            const wl_degraded_link *d = &env->env.degraded[i];
             fprintf(f, "%s{\"link\": ", i ? ", " : "");
             if (d->index >= 0) fprintf(f, "%d", d->index);
             else {
@@ -173,18 +173,18 @@ static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
     TRY(js_check_keys(c, e, P, keys));
     long long seed = 1;
     TRY(js_get_int(c, e, P, "seed", false, 0, 1LL << 53, &seed));
-    env->seed = (uint64_t)seed;
+    env->env.seed = (uint64_t)seed;
     int nm = NET_FLOW;
     TRY(js_get_enum(c, e, P, "network", false, network_names, &nm));
-    env->network = (net_mode)nm;
+    env->env.network = (net_mode)nm;
     const char *algo = NULL;
     TRY(js_get_string(c, e, P, "dp_algorithm", false, &algo));
-    if (algo && coll_algo_parse(algo, &env->dp_algorithm) != DT_OK)
+    if (algo && coll_algo_parse(algo, &env->env.dp_algorithm) != DT_OK)
         return js_fail(c, P, "dp_algorithm", "unknown collective algorithm \"%s\"", algo);
     const char *rm = NULL;
-    env->ring_model = COLL_RING_AUTO;
+    env->env.ring_model = COLL_RING_AUTO;
     TRY(js_get_string(c, e, P, "ring_model", false, &rm));
-    if (rm && coll_ring_model_parse(rm, &env->ring_model) != DT_OK)
+    if (rm && coll_ring_model_parse(rm, &env->env.ring_model) != DT_OK)
         return js_fail(c, P, "ring_model", "expected steps, fluid or auto, found \"%s\"", rm);
     const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(e, "gpu");
     if (gpu) env->gpu = cJSON_Duplicate(gpu, 1);
@@ -211,12 +211,12 @@ static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
         c->err->path[sizeof c->err->path - 1] = 0;
         return rc;
     }
-    env->stragglers = s.stragglers;
-    env->n_stragglers = s.n_stragglers;
-    env->degraded = s.degraded;
-    env->n_degraded = s.n_degraded;
-    env->jitter = s.jitter;
-    env->jitter_sigma = s.jitter_sigma;
+    env->env.stragglers = s.env.stragglers;
+    env->env.n_stragglers = s.env.n_stragglers;
+    env->env.degraded = s.env.degraded;
+    env->env.n_degraded = s.env.n_degraded;
+    env->env.jitter = s.env.jitter;
+    env->env.jitter_sigma = s.env.jitter_sigma;
     const cJSON *mem = cJSON_GetObjectItemCaseSensitive(e, "memory");
     if (mem) {
         static const char *const mk[] = {"params", "grads", "optimizer", "activations", "peak", NULL};
@@ -298,7 +298,7 @@ static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env 
     TRY(js_get_int(c, j, "", "gpus", true, 1, 1 << 24, &n_gpus));
     int prec = GPU_BF16;
     TRY(js_get_enum(c, j, "", "precision", false, prec_names, &prec));
-    env->seed = 1;
+    env->env.seed = 1;
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "environment");
     if (e) TRY(read_env(c, e, env));
     /* lanes: default one per GPU */
@@ -500,7 +500,7 @@ static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env 
 int trace_read(const js_ctx *ctx, const cJSON *j, wl_graph **out, trace_env *env)
 {
     memset(env, 0, sizeof *env);
-    env->ring_model = COLL_RING_AUTO;
+    env->env.ring_model = COLL_RING_AUTO;
     *out = NULL;
     int rc = read_all(ctx, j, out, env);
     if (rc != DT_OK) {

@@ -104,16 +104,7 @@ sim_time_t replay_roofline(const gpu_spec *spec, gpu_op_class cls, gpu_precision
 typedef struct trace_env {
     char name[128];
     cJSON *gpu;                  /* GPU override (owned copy) or NULL */
-    wl_straggler *stragglers;    /* owned */
-    int n_stragglers;
-    wl_jitter_kind jitter;
-    double jitter_sigma;
-    wl_degraded_link *degraded;  /* owned */
-    int n_degraded;
-    uint64_t seed;
-    net_mode network;
-    coll_algo dp_algorithm;
-    coll_ring_model ring_model; /* AUTO unless the trace says otherwise */
+    wl_env env;                  /* the scenario's; ring_model AUTO unless the trace says otherwise */
     /* memory figures of the run that wrote it (replay cannot recompute them) */
     double mem_params, mem_grads, mem_optimizer, mem_activations, mem_peak;
 } trace_env;

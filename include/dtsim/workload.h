@@ -82,6 +82,22 @@ typedef struct wl_degraded_link {
     double bandwidth_factor;
 } wl_degraded_link;
 
+/* What a step runs under besides its op graph: the network model and algorithm choices, the
+ * perturbations and the seed. A scenario parses it (wl_scenario.env), a trace carries it
+ * (trace_env.env, replay.h) so that a replay reproduces the run; run.c simulates with it. */
+typedef struct wl_env {
+    net_mode network;
+    coll_algo dp_algorithm;      /* algorithm of cross-lane collectives (flow mode), AUTO default */
+    coll_ring_model ring_model;  /* how their rings run (coll.h), options.ring_model, AUTO default */
+    wl_straggler *stragglers;    /* owned by the struct holding this wl_env */
+    int n_stragglers;
+    wl_jitter_kind jitter;
+    double jitter_sigma;
+    wl_degraded_link *degraded;  /* owned by the struct holding this wl_env */
+    int n_degraded;
+    uint64_t seed;
+} wl_env;
+
 typedef struct wl_scenario {
     const char *file;            /* borrowed, for errors */
     char name[128];
@@ -90,17 +106,8 @@ typedef struct wl_scenario {
     wl_model model;
     wl_plan plan;
     double global_batch;         /* samples per step */
-    net_mode network;
-    coll_algo dp_algorithm;      /* algorithm of cross-lane collectives (flow mode), AUTO default */
-    coll_ring_model ring_model;  /* how their rings run (coll.h), options.ring_model, AUTO default */
     char calibration[512];       /* calibration file path ("" none), resolved by run.c */
-    wl_straggler *stragglers;    /* owned */
-    int n_stragglers;
-    wl_jitter_kind jitter;
-    double jitter_sigma;
-    wl_degraded_link *degraded;  /* owned */
-    int n_degraded;
-    uint64_t seed;
+    wl_env env;                  /* options, stragglers, jitter, degraded links, seed */
 } wl_scenario;
 
 /* Parse and validate the scenario object j (every key, with path-named errors). Does not look
