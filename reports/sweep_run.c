@@ -168,8 +168,9 @@ static int check_manifest(const sweep_config *cfg, uint64_t hash, size_t n_point
             const cJSON *h = cJSON_GetObjectItemCaseSensitive(m, "scenario_hash");
             if (!cJSON_IsString(h) || strcmp(h->valuestring, hx) != 0)
                 rc = dt_error_set(err, DT_EINPUT, path, "scenario_hash",
-                                  "%s holds results of another scenario (hash %s, this one is "
-                                  "%s): use another --out, or --fresh to start over",
+                                  "%s holds results of another scenario, or of other contents of "
+                                  "the topology or calibration files it names (hash %s, this "
+                                  "one is %s): use another --out, or --fresh to start over",
                                   cfg->out_dir, cJSON_IsString(h) ? h->valuestring : "?", hx);
         }
         cJSON_Delete(m);
@@ -531,7 +532,7 @@ int sweep_run(const sweep_config *cfg, sweep_summary *sum, dt_error *err)
     sweep_spec *spec = NULL;
     int rc = sweep_spec_parse(cfg->scenario, cfg->file, &spec, err);
     if (rc) return rc;
-    uint64_t hash = sweep_hash(cfg->scenario);
+    uint64_t hash = sweep_hash_inputs(cfg->scenario, cfg->base_dir);
     size_t n = sweep_n_points(spec);
     bool root = cfg->mpi_rank == 0;
     bool mpi = cfg->mpi_size > 1;

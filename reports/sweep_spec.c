@@ -393,3 +393,77 @@ uint64_t sweep_hash(const cJSON *scenario)
     free(text);
     return h;
 }
+
+static uint64_t fnv_bytes(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* Folds one referenced file into h: its name as written, then its bytes (or a marker when it
+ * cannot be read: the points that use it fail on their own, and the marker makes a later run
+ * that finds the file differ from this one). Relative names resolve against base_dir, as
+ * topo_from_json and run.c's calibration loader resolve them. */
+static uint64_t fold_file(uint64_t h, const char *name, const char *base_dir)
+{
+    char path[4096];
+    if (name[0] != '/' && base_dir && base_dir[0])
+        snprintf(path, sizeof path, "%s/%s", base_dir, name);
+    else
+        snprintf(path, sizeof path, "%s", name);
+    h = fnv_bytes(h, name, strlen(name) + 1);
+    FILE *f = fopen(path, "rb");
+    if (!f) return fnv_bytes(h, "\0missing", 9);
+    unsigned char buf[65536];
+    size_t n;
+    uint64_t len = 0;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+        h = fnv_bytes(h, buf, n);
+        len += n;
+    }
+    fclose(f);
+    /* The length closes the file's bytes, so "ab"+"c" and "a"+"bc" over two files differ. */
+    return fnv_bytes(h, &len, sizeof len);
+}
+
+/* The scenario fields that name files, and the sweep axes that set them. */
+static bool names_file(const char *path)
+{
+    return !strcmp(path, "topology") || !strcmp(path, "options.calibration");
+}
+
+static uint64_t fold_axis(uint64_t h, const cJSON *ax, const char *base_dir)
+{
+    const cJSON *zip = cJSON_IsObject(ax) ? cJSON_GetObjectItemCaseSensitive(ax, "zip") : NULL;
+    if (cJSON_IsArray(zip)) {
+        const cJSON *a;
+        cJSON_ArrayForEach(a, zip) h = fold_axis(h, a, base_dir);
+        return h;
+    }
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(ax, "path");
+    const cJSON *vals = cJSON_GetObjectItemCaseSensitive(ax, "values");
+    if (!cJSON_IsString(p) || !names_file(p->valuestring) || !cJSON_IsArray(vals)) return h;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, vals)
+        if (cJSON_IsString(v)) h = fold_file(h, v->valuestring, base_dir);
+    return h;
+}
+
+uint64_t sweep_hash_inputs(const cJSON *scenario, const char *base_dir)
+{
+    uint64_t h = sweep_hash(scenario);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(scenario, "topology");
+    if (cJSON_IsString(t)) h = fold_file(h, t->valuestring, base_dir);
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(scenario, "options");
+    const cJSON *cal = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, "calibration") : NULL;
+    if (cJSON_IsString(cal)) h = fold_file(h, cal->valuestring, base_dir);
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(scenario, "sweep");
+    const cJSON *axes = cJSON_IsObject(sw) ? cJSON_GetObjectItemCaseSensitive(sw, "axes") : NULL;
+    const cJSON *ax;
+    if (cJSON_IsArray(axes)) cJSON_ArrayForEach(ax, axes) h = fold_axis(h, ax, base_dir);
+    return h;
+}

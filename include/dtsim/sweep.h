@@ -57,6 +57,12 @@ int sweep_json_set(cJSON *root, const char *path, const cJSON *value, const char
 
 /* 64-bit FNV-1a of the scenario's canonical (unformatted cJSON) text, sweep included. */
 uint64_t sweep_hash(const cJSON *scenario);
+/* sweep_hash folded with the contents of every file the scenario names by path: a "topology"
+ * string, options.calibration, and the string values of a sweep axis whose path is "topology"
+ * or "options.calibration" (zipped groups included). Relative names resolve against base_dir
+ * (NULL or "": as given), as the scenario loader resolves them. An unreadable file folds a
+ * marker instead. This is the hash sweep_run keeps in OUT/sweep.json and each record. */
+uint64_t sweep_hash_inputs(const cJSON *scenario, const char *base_dir);
 
 /* ---- records: one JSON object per point -------------------------------------------------- */
 

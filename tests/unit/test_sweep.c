@@ -5,7 +5,9 @@
  * has no "sweep"; results.csv has one row per point in point order with the documented columns,
  * identical bytes for 1 and 4 threads and after a resume; a record directory of another scenario
  * is refused; a failing point is recorded with its error, not fatal; a directory locked by
- * another sweep is refused; temporaries a killed run left are cleaned up.
+ * another sweep is refused; temporaries a killed run left are cleaned up; editing (or removing) a
+ * topology or calibration file the scenario or an axis names, resolved against the scenario's
+ * directory, makes a resume refuse like editing the scenario does.
  * Leaves free: the simulation itself (an injected evaluator computes closed-form numbers). */
 #include <dirent.h>
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dtsim/json.h"
@@ -290,6 +293,83 @@ START_TEST(run_resume_and_determinism)
 }
 END_TEST
 
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char f[700];
+    snprintf(f, sizeof f, "%s/%s", dir, name);
+    FILE *fp = fopen(f, "w");
+    ck_assert_msg(fp != NULL, "cannot write %s", f);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+/* Runs the sweep with base_dir = dir (the scenario's directory), from another working
+ * directory, and returns the status; the error message goes to msg. */
+static int run_in(const cJSON *sc, const char *dir, const char *out, bool fresh, int *calls,
+                  char *msg, size_t msg_size)
+{
+    dt_error e = {0};
+    sweep_summary sum;
+    sweep_config cfg = {.scenario = sc, .file = "s.json", .base_dir = dir, .out_dir = out,
+                        .jobs = 1, .fresh = fresh, .eval = fake_eval, .eval_ctx = calls,
+                        .mpi_size = 1};
+    int rc = sweep_run(&cfg, &sum, &e);
+    snprintf(msg, msg_size, "%s", e.msg);
+    return rc;
+}
+
+/* Editing a file the scenario names by path (topology, calibration, a topology an axis sweeps)
+ * makes a resume refuse, exactly as editing the scenario text does. */
+START_TEST(resume_sees_referenced_files)
+{
+    char tmpl[] = "/tmp/dtsim_sweep_XXXXXX";
+    ck_assert(mkdtemp(tmpl) != NULL);
+    char d[700], out[700], msg[DT_ERR_MSG_MAX];
+    snprintf(d, sizeof d, "%s/cal", tmpl);
+    ck_assert_int_eq(mkdir(d, 0777), 0);
+    snprintf(d, sizeof d, "%s/sub", tmpl);
+    ck_assert_int_eq(mkdir(d, 0777), 0);
+    snprintf(out, sizeof out, "%s/out", tmpl);
+    write_file(tmpl, "topo.json", "{\"v\": 1}");
+    write_file(tmpl, "sub/other.json", "{\"v\": 2}");
+    write_file(tmpl, "cal/fit.json", "{\"v\": 3}");
+    cJSON *sc = parse(
+        "{\"parallel\": {\"dp\": 1, \"tp\": 1}, \"cluster\": {\"gpus\": 8},"
+        " \"topology\": \"topo.json\", \"options\": {\"calibration\": \"cal/fit.json\"},"
+        " \"sweep\": {\"axes\": [{\"zip\": [{\"path\": \"parallel.tp\", \"values\": [1, 2]},"
+        "   {\"path\": \"topology\", \"values\": [\"topo.json\", \"sub/other.json\"]}]}]}}");
+    int calls = 0;
+    ck_assert_int_eq(run_in(sc, tmpl, out, false, &calls, msg, sizeof msg), DT_OK);
+    ck_assert_int_eq(calls, 2);
+    calls = 0;
+    ck_assert_int_eq(run_in(sc, tmpl, out, false, &calls, msg, sizeof msg), DT_OK);
+    ck_assert_int_eq(calls, 0); /* nothing changed: everything resumed */
+
+    static const char *const edited[] = {"topo.json", "cal/fit.json", "sub/other.json"};
+    for (int i = 0; i < 3; i++) {
+        write_file(tmpl, edited[i], "{\"v\": 9}");
+        calls = 0;
+        ck_assert_int_eq(run_in(sc, tmpl, out, false, &calls, msg, sizeof msg), DT_EINPUT);
+        ck_assert_int_eq(calls, 0);
+        ck_assert_msg(strstr(msg, "holds results of another scenario, or of other contents of "
+                                  "the topology or calibration files it names") &&
+                          strstr(msg, "--fresh to start over"),
+                      "%s: %s", edited[i], msg);
+        ck_assert_int_eq(run_in(sc, tmpl, out, true, &calls, msg, sizeof msg), DT_OK);
+        ck_assert_int_eq(calls, 2);
+    }
+    /* A named file that disappears is a change too. */
+    snprintf(d, sizeof d, "%s/cal/fit.json", tmpl);
+    ck_assert_int_eq(unlink(d), 0);
+    ck_assert_int_eq(run_in(sc, tmpl, out, false, &calls, msg, sizeof msg), DT_EINPUT);
+
+    cJSON_Delete(sc);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpl);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(lock_and_strays)
 {
     char tmpl[] = "/tmp/dtsim_sweep_XXXXXX";
@@ -333,6 +413,7 @@ static Suite *suite(void)
     tcase_add_test(tc, set_by_path);
     tcase_add_test(tc, point_scenario_and_hash);
     tcase_add_test(tc, run_resume_and_determinism);
+    tcase_add_test(tc, resume_sees_referenced_files);
     tcase_add_test(tc, lock_and_strays);
     suite_add_tcase(s, tc);
     return s;
