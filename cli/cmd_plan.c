@@ -192,6 +192,13 @@ static int run(int argc, char **argv)
         cJSON_AddNumberToObject(o, "considered", res.considered);
         cJSON_AddNumberToObject(o, "memory_checked", res.memory_checked);
         cJSON_AddNumberToObject(o, "simulated", res.simulated);
+        cJSON *hb = cJSON_AddObjectToObject(o, "batch_held_fixed");
+        if (res.global_batch > 0) {
+            cJSON_AddNumberToObject(hb, "global_batch", res.global_batch);
+        } else {
+            cJSON_AddNumberToObject(hb, "micro_batch_size", res.held_micro_batch_size);
+            cJSON_AddNumberToObject(hb, "microbatches_per_replica", res.held_microbatches);
+        }
         cJSON *b = cJSON_AddArrayToObject(o, "best");
         for (int i = 0; i < res.n_best; i++) cJSON_AddItemToArray(b, candidate_json(&res.best[i]));
         cJSON *rj = cJSON_AddArrayToObject(o, "rejected");
@@ -212,6 +219,17 @@ static int run(int argc, char **argv)
         if (opt.max_gpus > opt.gpus) printf(" (up to %d)", opt.max_gpus);
         printf(", objective %s", plan_objective_name(opt.objective));
         if (opt.memory_limit > 0) printf(", memory limit %.1f GiB", opt.memory_limit / GiB);
+        if (res.global_batch > 0)
+            printf("\nbatch      global batch %g held fixed; micro batch size 1, 2, 4, 8 searched, "
+                   "microbatches follow", res.global_batch);
+        else
+            printf("\nbatch      no global_batch in the scenario: micro batch size %d and %d "
+                   "microbatches per DP replica held fixed,\n           so the global batch is "
+                   "dp x %d and step times of plans with different dp do not compare:\n"
+                   "           rank by --objective tokens-per-dollar, or set global_batch to hold "
+                   "it and search micro batch sizes",
+                   res.held_micro_batch_size, res.held_microbatches,
+                   res.held_micro_batch_size * res.held_microbatches);
         printf("\nsearched   %d plans: %d checked for memory, %d simulated\n\n", res.considered,
                res.memory_checked, res.simulated);
         if (res.n_best == 0) {

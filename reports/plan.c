@@ -105,6 +105,7 @@ typedef struct space {
     double layers, heads, kv_heads, global_batch, virtual_stages;
     bool generated, has_compression, interleaved;
     int own_mbs;
+    int own_microbatches; /* held per DP replica when the scenario has no global_batch */
 } space;
 
 /* The scenario of one candidate: a copy with the plan's fields set. */
@@ -126,6 +127,14 @@ static cJSON *build(const space *sp, const plan_candidate *c)
         /* The global batch is the recipe; the microbatch count follows from it. */
         set_num(par, "micro_batch_size", c->micro_batch_size);
         cJSON_DeleteItemFromObjectCaseSensitive(par, "microbatches");
+        cJSON_DeleteItemFromObjectCaseSensitive(par, "gradient_accumulation");
+    } else {
+        /* No global batch: the scenario's micro batch size and microbatch count per DP replica
+         * are the recipe. The count is set explicitly so that it does not follow each plan's pp
+         * (the loader's default when unset): every plan then does the same work per replica,
+         * and the global batch is dp x micro batch size x microbatches. */
+        set_num(par, "micro_batch_size", sp->own_mbs);
+        set_num(par, "microbatches", sp->own_microbatches);
         cJSON_DeleteItemFromObjectCaseSensitive(par, "gradient_accumulation");
     }
     if (c->pp == 1) {
@@ -261,6 +270,16 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
     sp.has_compression = cJSON_IsObject(par) && cJSON_GetObjectItemCaseSensitive(par, "compression");
     sp.generated = cJSON_IsObject(topo_j) && cJSON_GetObjectItemCaseSensitive(topo_j, "generator");
     sp.own_mbs = (int)get_num(par, "micro_batch_size", 1);
+    /* As the scenario loader resolves it for the scenario's own plan: microbatches, else
+     * gradient_accumulation (the same count), else one per pipeline stage. */
+    sp.own_microbatches = (int)get_num(par, "microbatches",
+                                       get_num(par, "gradient_accumulation", get_num(par, "pp", 1)));
+    if (sp.global_batch > 0) {
+        out->global_batch = sp.global_batch;
+    } else {
+        out->held_micro_batch_size = sp.own_mbs;
+        out->held_microbatches = sp.own_microbatches;
+    }
     if (max_gpus > opt->gpus && !sp.generated)
         return dt_error_set(err, DT_EINPUT, file, "topology",
                             "--max-gpus needs a generated topology (an object with "

@@ -4,6 +4,10 @@
  * own needs a generated topology, whose "gpus" is set): tp and pp over the divisors of G,
  * dp = G / (tp pp), ZeRO stage 0-3, activation checkpointing none/selective/full, and micro
  * batch size 1, 2, 4, 8 (the global batch stays fixed, so the microbatch count follows).
+ * A scenario without "global_batch" has no batch to keep: then its own micro batch size and
+ * microbatch count per DP replica (parallel.microbatches, else gradient_accumulation, else its
+ * own pp) are held fixed for every plan, micro batch size is not searched, and the global batch
+ * is dp x micro batch size x microbatches (it grows with dp; the work per replica is the same).
  *
  * Pruning, cheapest first: structural checks (layers divisible by pp, heads and kv_heads by tp,
  * global batch by dp x micro batch size), then run_memory() (no simulation) against the GPU's
@@ -70,6 +74,10 @@ typedef struct plan_result {
     plan_reject *rejects;   /* n_rejects, most frequent first */
     int n_rejects;
     int considered, memory_checked, simulated, fitting;
+    /* What the search held fixed: global_batch > 0 (the scenario's), or else
+     * held_micro_batch_size and held_microbatches (per DP replica; 0 when global_batch > 0). */
+    double global_batch;
+    int held_micro_batch_size, held_microbatches;
 } plan_result;
 
 const char *plan_checkpointing_name(int level);

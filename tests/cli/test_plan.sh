@@ -3,7 +3,9 @@
 # plan fits (under the GPU's memory, and under --memory-limit when given), the best plan's
 # numbers equal a plain `dtsim run` of that plan, rejections are counted by reason with the
 # numbers named (heads 6 not divisible by tp 4, layers 6 by pp 4) and add up to the plans
-# considered, and an impossible limit exits 1 saying why.
+# considered, and an impossible limit exits 1 saying why. Without global_batch the header and
+# the JSON say the micro batch size and microbatches per replica are held, and the best plan
+# run by hand with those gives the same step time.
 set -euo pipefail
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -68,6 +70,38 @@ assert d["best"], d
 assert all(b["mem_peak_bytes"] <= limit for b in d["best"]), d["best"]
 r = {x["reason"]: x for x in d["rejected"]}
 assert "does not fit in memory" in r and " GiB > " in r["does not fit in memory"]["example"], r
+EOF
+
+# Without global_batch: the header says what is held fixed, every plan has the scenario's
+# micro batch size, and the best plan run by hand with microbatches 3 gives the same numbers.
+python3 - "$T" <<'EOF'
+import json, sys
+T = sys.argv[1]
+s = json.load(open(f"{T}/p.json"))
+del s["global_batch"], s["sweep"]
+s["parallel"] = {"tp": 1, "pp": 1, "micro_batch_size": 2, "microbatches": 3}
+json.dump(s, open(f"{T}/nogb.json", "w"))
+EOF
+"$DTSIM" plan "$T/nogb.json" --gpus 4 --top 1000 --json > "$T/nogb_all.json"
+"$DTSIM" plan "$T/nogb.json" --gpus 4 --top 3 > "$T/nogb.txt"
+grep -q "^batch      no global_batch in the scenario: micro batch size 2 and 3 microbatches per DP replica held fixed," "$T/nogb.txt" \
+  || fail "$(cat "$T/nogb.txt")"
+grep -q "^batch      global batch 32 held fixed" "$T/human.txt" || fail "$(cat "$T/human.txt")"
+python3 - "$T" <<'EOF'
+import json, os, subprocess, sys
+T = sys.argv[1]
+d = json.load(open(f"{T}/nogb_all.json"))
+assert d["batch_held_fixed"] == {"micro_batch_size": 2, "microbatches_per_replica": 3}, d
+assert d["considered"] == 6 * 1 * 3 * 4, d["considered"]
+assert d["best"] and all(b["micro_batch_size"] == 2 for b in d["best"]), d["best"]
+b = d["best"][0]
+s = json.load(open(f"{T}/nogb.json"))
+s["parallel"] = {"tp": b["tp"], "pp": b["pp"], "dp": b["dp"], "zero": b["zero"],
+                 "micro_batch_size": 2, "microbatches": 3,
+                 "activation_checkpointing": b["activation_checkpointing"]}
+json.dump(s, open(f"{T}/nogb_best.json", "w"))
+r = json.loads(subprocess.check_output([os.environ["DTSIM"], "run", f"{T}/nogb_best.json", "--json"]))
+assert r["step_time_s"] == b["step_time_s"], (r["step_time_s"], b)
 EOF
 
 set +e

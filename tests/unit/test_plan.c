@@ -4,7 +4,9 @@
  * without dominance pruning; no proposed plan exceeds the GPU's memory or --memory-limit;
  * rejections are counted by reason with an example naming the numbers (heads 4 not divisible by
  * tp 8; X GiB > Y GiB); the counts add up to the candidates considered; cost and tokens/$
- * objectives rank by their own numbers; --max-gpus doubles the cluster.
+ * objectives rank by their own numbers; --max-gpus doubles the cluster; without a global_batch
+ * every candidate gets the scenario's micro batch size and microbatch count per replica (its
+ * microbatches, gradient_accumulation or pp), and the result says what was held fixed.
  * Leaves free: the real memory and time models (tests of the workload module). */
 #include <math.h>
 #include <stdio.h>
@@ -131,6 +133,92 @@ static void assert_is(const plan_candidate *c, plan_in x)
                   x.pp, x.zero, x.ck, x.mbs);
 }
 
+/* Without a global_batch: what each candidate is given, checked by the memory hook. */
+typedef struct held_probe {
+    int mbs, microbatches; /* expected in every candidate */
+    int seen, wrong;
+} held_probe;
+
+static int held_memory(void *ctx, const cJSON *s, const char *file, const char *base_dir,
+                       struct run_memory *out, bool *fits, dt_error *err)
+{
+    held_probe *hp = ctx;
+    const cJSON *p = cJSON_GetObjectItem(s, "parallel");
+    const cJSON *m = cJSON_GetObjectItem(p, "micro_batch_size");
+    const cJSON *mb = cJSON_GetObjectItem(p, "microbatches");
+    hp->seen++;
+    if (!cJSON_IsNumber(m) || m->valuedouble != hp->mbs || !cJSON_IsNumber(mb) ||
+        mb->valuedouble != hp->microbatches || cJSON_GetObjectItem(p, "gradient_accumulation"))
+        hp->wrong++;
+    memset(out, 0, sizeof *out);
+    out->peak = 1 * GiB;
+    out->capacity = 40 * GiB;
+    *fits = true;
+    return DT_OK;
+}
+
+static int held_run(void *ctx, const cJSON *s, const char *file, const char *base_dir,
+                    run_result *out, dt_error *err)
+{
+    const cJSON *p = cJSON_GetObjectItem(s, "parallel");
+    memset(out, 0, sizeof *out);
+    out->step_time_s = 1.0 + cJSON_GetObjectItem(p, "tp")->valuedouble;
+    out->memory.peak = 1 * GiB;
+    out->memory.capacity = 40 * GiB;
+    out->fits = true;
+    return DT_OK;
+}
+
+/* No global_batch: the scenario's micro batch size and microbatches per DP replica (its own
+ * microbatches, else gradient_accumulation, else its own pp) go into every candidate, and micro
+ * batch size is not searched: (tp, pp) pairs of 8 GPUs (10) x 3 checkpointing x 4 ZeRO. */
+START_TEST(no_global_batch_holds_mbs_and_microbatches)
+{
+    static const struct {
+        const char *parallel;
+        int mbs, microbatches;
+    } cases[] = {
+        {"{\"tp\": 1, \"pp\": 2, \"micro_batch_size\": 2}", 2, 2},
+        {"{\"pp\": 3, \"gradient_accumulation\": 5}", 1, 5},
+        {"{\"pp\": 2, \"microbatches\": 6, \"micro_batch_size\": 4}", 4, 6},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "{\"topology\": {\"generator\": \"switch\", \"gpus\": 8},"
+                 " \"model\": {\"kind\": \"transformer\", \"layers\": 24, \"heads\": 8},"
+                 " \"parallel\": %s}", cases[k].parallel);
+        cJSON *j = NULL;
+        dt_error e = {0};
+        ck_assert_int_eq(js_parse_text(text, strlen(text), "p.json", &j, &e), DT_OK);
+        held_probe hp = {.mbs = cases[k].mbs, .microbatches = cases[k].microbatches};
+        plan_options o = {.gpus = 8, .top = 3, .jobs = 1, .memory = held_memory,
+                          .run = held_run, .ctx = &hp};
+        plan_result r;
+        ck_assert_msg(plan_search(j, "p.json", ".", &o, &r, &e) == DT_OK, "%s", e.msg);
+        ck_assert_int_eq(r.considered, 10 * 3 * 4);
+        ck_assert_int_eq(hp.seen, r.memory_checked);
+        ck_assert_int_gt(hp.seen, 0);
+        ck_assert_msg(hp.wrong == 0, "case %zu: %d of %d candidates lack mbs %d / microbatches %d",
+                      k, hp.wrong, hp.seen, hp.mbs, hp.microbatches);
+        ck_assert(r.global_batch == 0);
+        ck_assert_int_eq(r.held_micro_batch_size, cases[k].mbs);
+        ck_assert_int_eq(r.held_microbatches, cases[k].microbatches);
+        for (int i = 0; i < r.n_best; i++)
+            ck_assert_int_eq(r.best[i].micro_batch_size, cases[k].mbs);
+        plan_result_free(&r);
+        cJSON_Delete(j);
+    }
+    /* With a global_batch it is the batch that is held, and reported. */
+    plan_options o = {.gpus = 8, .top = 3, .jobs = 1};
+    plan_result r = search(o);
+    ck_assert(r.global_batch == 16);
+    ck_assert_int_eq(r.held_micro_batch_size, 0);
+    ck_assert_int_eq(r.held_microbatches, 0);
+    plan_result_free(&r);
+}
+END_TEST
+
 static const plan_reject *find(const plan_result *r, const char *reason)
 {
     for (int i = 0; i < r->n_rejects; i++)
@@ -228,6 +316,7 @@ static Suite *suite(void)
     tcase_add_test(tc, counts_add_up);
     tcase_add_test(tc, memory_limit_and_objectives);
     tcase_add_test(tc, fixed_topology_cannot_grow);
+    tcase_add_test(tc, no_global_batch_holds_mbs_and_microbatches);
     suite_add_tcase(s, tc);
     return s;
 }
