@@ -28,7 +28,8 @@ static void help(FILE *out)
             "  --topology FILE        topology for --trace\n"
             "  --timeline FILE        also write a Perfetto/Chrome trace of the step (open it in\n"
             "                         ui.perfetto.dev; docs/reports.md)\n"
-            "  --timeline-gpus SEL    keep only these GPUs in the timeline, e.g. 0-7,64\n"
+            "  --timeline-gpus SEL    keep only these GPUs in the timeline, e.g. 0-7,64, and the\n"
+            "                         links of their hosts (docs/reports.md)\n"
             "  -h, --help             this help\n");
 }
 

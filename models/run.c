@@ -232,6 +232,15 @@ static void build_timeline(tl_build *b, const wl_graph *g, const replay_result *
                  t->nodes[t->links[l].dst].name);
         tl->link_names[l] = dt_xstrdup(buf);
     }
+    tl->link_gpu = dt_xmalloc(2 * (tl->n_links + 1) * sizeof *tl->link_gpu);
+    tl->link_host = dt_xmalloc(2 * (tl->n_links + 1) * sizeof *tl->link_host);
+    for (int l = 0; l < t->n_links; l++) {
+        const topo_node *a = &t->nodes[t->links[l].src], *z = &t->nodes[t->links[l].dst];
+        tl->link_gpu[2 * l] = a->kind == TOPO_GPU ? a->gpu : -1;
+        tl->link_gpu[2 * l + 1] = z->kind == TOPO_GPU ? z->gpu : -1;
+        tl->link_host[2 * l] = a->host;
+        tl->link_host[2 * l + 1] = z->host;
+    }
     tl->n_gpus = t->n_gpus;
     tl->gpu_host = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *tl->gpu_host);
     for (int i = 0; i < t->n_gpus; i++) tl->gpu_host[i] = t->nodes[t->gpu_node[i]].host;
@@ -252,6 +261,8 @@ void run_timeline_free(run_timeline *tl)
     for (int i = 0; i < tl->n_hosts; i++) free(tl->host_names[i]);
     free(tl->names);
     free(tl->link_names);
+    free(tl->link_gpu);
+    free(tl->link_host);
     free(tl->host_names);
     free(tl->spans);
     free(tl->link_spans);

@@ -313,14 +313,37 @@ int rep_timeline_write(const run_timeline *tl, const rep_timeline_options *opt, 
     free(v);
 
     if (opt->links && tl->n_link_spans > 0) {
-        meta(&e, "process", pid_net, 0, "Network links", pid_net);
+        /* With a GPU selection, a link is kept when one of its endpoints is a selected GPU or
+         * a node (GPU, NVSwitch, NIC, ...) of a host that holds a selected GPU: the selected
+         * GPUs' own links, their hosts' internal links and those hosts' uplinks. Links between
+         * host-less switches (leaf, spine) and other hosts' links are left out. */
+        bool *host_on = NULL;
+        bool filter = opt->gpus && tl->link_gpu && tl->link_host;
+        if (filter) {
+            host_on = dt_xcalloc((size_t)tl->n_hosts + 1, sizeof *host_on);
+            for (int g = 0; g < tl->n_gpus; g++)
+                if (opt->gpus[g] && tl->gpu_host && tl->gpu_host[g] >= 0 &&
+                    tl->gpu_host[g] < tl->n_hosts)
+                    host_on[tl->gpu_host[g]] = true;
+        }
         v = dt_xmalloc(tl->n_link_spans * sizeof *v);
-        for (size_t i = 0; i < tl->n_link_spans; i++)
-            v[i] = (ivl){tl->link_spans[i].start, tl->link_spans[i].end, i,
-                         tl->link_spans[i].link};
-        qsort(v, tl->n_link_spans, sizeof *v, ivl_cmp);
-        lane = dt_xmalloc(tl->n_link_spans * sizeof *lane);
-        n = tl->n_link_spans;
+        n = 0;
+        for (size_t i = 0; i < tl->n_link_spans; i++) {
+            int l = tl->link_spans[i].link;
+            if (filter && l >= 0 && (size_t)l < tl->n_links) {
+                bool keep = false;
+                for (int k = 0; k < 2 && !keep; k++) {
+                    int g = tl->link_gpu[2 * l + k], h = tl->link_host[2 * l + k];
+                    keep = GPU_ON(g) || (h >= 0 && h < tl->n_hosts && host_on[h]);
+                }
+                if (!keep) continue;
+            }
+            v[n++] = (ivl){tl->link_spans[i].start, tl->link_spans[i].end, i, l};
+        }
+        free(host_on);
+        if (n > 0) meta(&e, "process", pid_net, 0, "Network links", pid_net);
+        qsort(v, n, sizeof *v, ivl_cmp);
+        lane = dt_xmalloc((n ? n : 1) * sizeof *lane);
         for (size_t a = 0, b; a < n; a = b) {
             for (b = a; b < n && v[b].key == v[a].key; b++) {}
             assign_lanes(v + a, b - a, lane + a);

@@ -21,7 +21,7 @@ int rep_gpu_select_parse(const char *spec, int n_gpus, const char *flag, bool **
                          dt_error *err);
 
 typedef struct rep_timeline_options {
-    const bool *gpus;      /* n_gpus entries; NULL = all */
+    const bool *gpus;      /* n_gpus entries; NULL = all. Also filters links: see below */
     bool links;            /* include the per-link tracks */
     sim_time_t step_end;   /* the step's end; 0 = the last span's end */
 } rep_timeline_options;
@@ -33,7 +33,10 @@ typedef struct rep_timeline_options {
  *    that priority (so its slices sum to the step time), then one track per stream (compute,
  *    TP, PP, DP) holding the ops; spans overlapping on one stream get extra tracks ("TP #2")
  *    because the JSON importer needs slices on one track to nest;
- *  - per busy link a track of transfers, likewise split into lanes when they overlap.
+ *  - per busy link a track of transfers, likewise split into lanes when they overlap. With a
+ *    GPU selection, only links with an endpoint that is a selected GPU, or that is a node of a
+ *    host holding a selected GPU (run_timeline.link_gpu/link_host; all links when those are
+ *    NULL); the "Network" process only when a link track remains.
  * Times are microseconds with picosecond decimals. Returns DT_EIO if the write fails. */
 int rep_timeline_write(const run_timeline *tl, const rep_timeline_options *opt, FILE *f,
                        dt_error *err);

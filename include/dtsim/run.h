@@ -47,6 +47,11 @@ typedef struct run_timeline {
     size_t n_link_spans;
     char **link_names;       /* "src->dst" per directed link, owned */
     size_t n_links;
+    /* Per link, its two endpoints (src at 2l, dst at 2l+1): the GPU index of the node (-1 if
+     * the node is not a GPU) and the host the node belongs to (-1 none). Owned; NULL (both)
+     * when the producer does not know them: a GPU selection then keeps every link. */
+    int *link_gpu;
+    int *link_host;
     int n_gpus;
     int *gpu_host;           /* host index per GPU (-1 none) */
     char **host_names;       /* owned */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # dtsim run --timeline: the trace-event JSON parses; one process per host plus the network;
 # every GPU's state track sums to the run's step time; the pipeline run shows idle time
-# (bubble); --timeline-gpus keeps only the GPUs asked for; the text output carries the
+# (bubble); --timeline-gpus keeps only the GPUs asked for, and only the links with an endpoint
+# on a host that holds one of them; the text output carries the
 # breakdown bar; a bad selection is exit 2 with no file written.
 set -euo pipefail
 T=$(mktemp -d)
@@ -21,6 +22,7 @@ cat > "$T/s.json" <<'EOF'
 EOF
 "$DTSIM" run "$T/s.json" --json --timeline "$T/tl.json" > "$T/run.json"
 "$DTSIM" run "$T/s.json" --timeline "$T/tl2.json" --timeline-gpus 0-1,6 > "$T/run.txt"
+"$DTSIM" run "$T/s.json" --timeline "$T/tl3.json" --timeline-gpus 0-1 > /dev/null
 grep -Eq '^  \[[#=. !]{40}\] # compute [0-9.]+%' "$T/run.txt" || fail "no breakdown bar in: $(cat "$T/run.txt")"
 python3 - "$T" <<'EOF'
 import json, sys
@@ -58,6 +60,19 @@ for k, v in tracks.items():
 sel = json.load(open(f"{T}/tl2.json"))["traceEvents"]
 gpus = {n.split()[1] for n in (e["args"]["name"] for e in sel if e["ph"] == "M" and e["name"] == "thread_name") if n.startswith("GPU ")}
 assert gpus == {"0", "1", "6"}, gpus
+# Links: GPUs 0-1 are on host node0, so exactly the links with an endpoint on node0 remain
+# (its NVSwitch, NICs, and the NIC <-> rail leaf links), none of node1's.
+def links(path):
+    e = json.load(open(path))["traceEvents"]
+    net = {x["pid"] for x in e if x["ph"] == "M" and x["name"] == "process_name"
+           and x["args"]["name"] == "Network links"}
+    return {x["args"]["name"] for x in e
+            if x["ph"] == "M" and x["name"] == "thread_name" and x["pid"] in net}
+every = links(f"{T}/tl.json")
+host0 = {n for n in every if any(end.startswith("node0.") for end in n.split(" #")[0].split("->"))}
+assert 0 < len(host0) < len(every), (host0, every)
+assert links(f"{T}/tl3.json") == host0, links(f"{T}/tl3.json") ^ host0
+assert links(f"{T}/tl2.json") == every  # GPU 6 is on node1: both hosts' links
 EOF
 # The same file drawn by dtsim report: one chart row per GPU.
 "$DTSIM" report "$T/tl.json" --out "$T/chart" > /dev/null

@@ -3,7 +3,9 @@
  * so its slices sum to the step time, with compute = the union of compute ops and exposed comm
  * = communication not under compute (hand-computed on a constructed timeline); slices on any one
  * track never overlap (overlapping DP ops and link transfers get a second lane); a GPU
- * selection drops the other GPUs' tracks; GPU selections parse ranges and reject junk; the bar
+ * selection drops the other GPUs' tracks and keeps only links with an endpoint that is a
+ * selected GPU or a node of a host holding one (the Network process only when a link is left);
+ * GPU selections parse ranges and reject junk; the bar
  * has exactly `width` cells in the right proportions.
  * Leaves free: colours, track order beyond sort indices, metadata wording. */
 #include <stdio.h>
@@ -174,6 +176,83 @@ START_TEST(gpu_selection)
 }
 END_TEST
 
+/* Hosts 0 (GPUs 0, 1, switch sw0) and 1 (GPU 3, nic1); GPUs 2 and 4 on no host; a host-less
+ * leaf and spine. One transfer per link. */
+static const char *const link_case_names[] = {"gpu0->sw0", "gpu1->sw0", "sw0->leaf",
+                                              "leaf->nic1", "nic1->gpu3", "gpu4->leaf",
+                                              "leaf->spine", "gpu2->gpu4"};
+static const int link_case_gpu[] = {0, -1, 1, -1, -1, -1, -1, -1, -1, 3, 4, -1, -1, -1, 2, 4};
+static const int link_case_host[] = {0, 0, 0, 0, 0, -1, -1, 1, 1, 1, -1, -1, -1, -1, -1, -1};
+
+/* Kept link tracks of a selection, as a bit set over link_case_names; -1 if a kept slice is
+ * not on a kept link track. */
+static int kept_links(const char *sel)
+{
+    run_timeline *tl = calloc(1, sizeof *tl);
+    tl->n_gpus = 5;
+    tl->gpu_host = malloc(5 * sizeof(int));
+    int gh[] = {0, 0, -1, 1, -1};
+    memcpy(tl->gpu_host, gh, sizeof gh);
+    tl->n_hosts = 2;
+    tl->host_names = calloc(2, sizeof(char *));
+    tl->host_names[0] = dup("host0");
+    tl->host_names[1] = dup("host1");
+    tl->n_links = 8;
+    tl->link_names = calloc(8, sizeof(char *));
+    tl->link_gpu = malloc(sizeof link_case_gpu);
+    memcpy(tl->link_gpu, link_case_gpu, sizeof link_case_gpu);
+    tl->link_host = malloc(sizeof link_case_host);
+    memcpy(tl->link_host, link_case_host, sizeof link_case_host);
+    tl->link_spans = calloc(8, sizeof *tl->link_spans);
+    tl->n_link_spans = 8;
+    for (int l = 0; l < 8; l++) {
+        tl->link_names[l] = dup(link_case_names[l]);
+        tl->link_spans[l] = (run_link_span){l, l * US, (l + 1) * US, 1e3};
+    }
+    bool *m = NULL;
+    dt_error e = {0};
+    if (sel) ck_assert_int_eq(rep_gpu_select_parse(sel, 5, "--timeline-gpus", &m, &e), DT_OK);
+    rep_timeline_options o = {.gpus = m, .links = true, .step_end = 10 * US};
+    cJSON *j = write_parse(tl, &o);
+    int named = 0, sliced = 0, net_process = 0;
+    const cJSON *ev;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(j, "traceEvents"))
+    {
+        const char *ph = cJSON_GetObjectItem(ev, "ph")->valuestring;
+        const char *nm = cJSON_GetObjectItem(ev, "name")->valuestring;
+        const cJSON *args = cJSON_GetObjectItem(ev, "args");
+        const cJSON *an = args ? cJSON_GetObjectItem(args, "name") : NULL;
+        if (!strcmp(ph, "M") && !strcmp(nm, "process_name") && an &&
+            !strcmp(an->valuestring, "Network links"))
+            net_process = 1;
+        if (!strcmp(ph, "M") && !strcmp(nm, "thread_name") && an)
+            for (int l = 0; l < 8; l++)
+                if (!strcmp(an->valuestring, link_case_names[l])) named |= 1 << l;
+        const cJSON *cat = cJSON_GetObjectItem(ev, "cat");
+        if (!strcmp(ph, "X") && cat && !strcmp(cat->valuestring, "link"))
+            sliced |= 1 << (int)(cJSON_GetObjectItem(ev, "tid")->valuedouble / 256);
+    }
+    cJSON_Delete(j);
+    free(m);
+    run_timeline_free(tl);
+    ck_assert_int_eq(net_process, named != 0);
+    return named == sliced ? named : -1;
+}
+
+START_TEST(gpu_selection_filters_links)
+{
+    ck_assert_int_eq(kept_links(NULL), 0xff);
+    /* GPU 1 (host 0): its own link, GPU 0's link to sw0 (a node of host 0), sw0's uplink. */
+    ck_assert_int_eq(kept_links("1"), 1 << 0 | 1 << 1 | 1 << 2);
+    /* GPU 3 (host 1): nic1's links, including leaf->nic1; not the leaf's other links. */
+    ck_assert_int_eq(kept_links("3"), 1 << 3 | 1 << 4);
+    /* GPU 4 (no host): only the links it is an endpoint of. */
+    ck_assert_int_eq(kept_links("4"), 1 << 5 | 1 << 7);
+    /* GPU 2 (no host) and GPU 0: the union; leaf->spine never. */
+    ck_assert_int_eq(kept_links("0,2"), 1 << 0 | 1 << 1 | 1 << 2 | 1 << 7);
+}
+END_TEST
+
 START_TEST(waiting_is_not_traffic)
 {
     /* One GPU: compute 0-10, a DP collective waits for peers 10-30 then moves data 30-40. */
@@ -226,6 +305,7 @@ static Suite *suite(void)
     tcase_add_test(tc, state_tracks_sum_to_step);
     tcase_add_test(tc, tracks_never_overlap);
     tcase_add_test(tc, gpu_selection);
+    tcase_add_test(tc, gpu_selection_filters_links);
     tcase_add_test(tc, waiting_is_not_traffic);
     tcase_add_test(tc, breakdown_bar);
     suite_add_tcase(s, tc);
