@@ -135,6 +135,8 @@ cJSON *cal_result_to_json(const cal_result *c)
             cJSON_AddItemToObject(o, "samples", cJSON_CreateDoubleArray(p->samples, p->n_samples));
         }
     }
+    cJSON *co = gpu_tables_to_json(c->compute);
+    if (co) cJSON_AddItemToObject(root, "compute", co);
     return root;
 }
 
@@ -289,7 +291,7 @@ static int load_fit(const js_ctx *ctx, const cJSON *f, const char *path, const c
 int cal_from_json(const js_ctx *ctx, const cJSON *root, cal_result **out)
 {
     static const char *const keys[] = {"format", "version", "date", "machine", "backend", "ranks", "dtype", "chunk",
-                                       "repeats", "warmup", "fit_method", "fits", NULL};
+                                       "repeats", "warmup", "fit_method", "fits", "compute", NULL};
     static const char *const mkeys[] = {"hostname", "cpu_model", "cores", "gpu", NULL};
     *out = NULL;
     int rc;
@@ -359,6 +361,8 @@ int cal_from_json(const js_ctx *ctx, const cJSON *root, cal_result **out)
                 goto fail;
             }
     }
+    const cJSON *co = cJSON_GetObjectItemCaseSensitive(root, "compute");
+    if (co && (rc = gpu_tables_from_json(ctx, co, "compute", c->compute))) goto fail;
     *out = c;
     return DT_OK;
 fail:
@@ -478,5 +482,24 @@ int cal_apply_topology(const cal_result *c, topo *t, char *note, size_t note_siz
              "%s; reduction folded into link bandwidth on %d GPUs",
              src, c->backend, a->name, c->ranks, c->dtype, n_cov, unit_fmt_seconds(la, b1, sizeof b1),
              unit_fmt_bandwidth(lb, b2, sizeof b2), n_gpu);
+    /* Measured compute tables describe the GPU model, not links: every GPU gets them. */
+    size_t len = strlen(note);
+    bool any = false;
+    for (int k = 0; k < GPU_OP_CLASS_COUNT; k++) {
+        const gpu_table *tab = &c->compute[k];
+        if (tab->n <= 0) continue;
+        for (int g = 0; g < t->n_gpus; g++) t->gpus[g].table[k] = *tab;
+        if (len < note_size) {
+            char pr[24] = "";
+            if (tab->precision >= 0)
+                snprintf(pr, sizeof pr, " %s", gpu_precision_name((gpu_precision)tab->precision));
+            snprintf(note + len, note_size - len, "%s %s%s (%d points by %s)",
+                     any ? "," : "; measured compute table", gpu_op_class_name((gpu_op_class)k), pr,
+                     tab->n, tab->by_bytes ? "bytes" : "FLOPs");
+            len = strlen(note);
+        }
+        any = true;
+    }
+    if (any && len < note_size) snprintf(note + len, note_size - len, " on %d GPUs", t->n_gpus);
     return DT_OK;
 }

@@ -54,6 +54,11 @@ static const char *const preset_name_list[N_PRESETS + 1] = {"A100-SXM", "H100-SX
 
 const char *const *gpu_preset_names(void) { return preset_name_list; }
 
+const char *gpu_op_class_name(gpu_op_class c)
+{
+    return (c >= 0 && c < GPU_OP_CLASS_COUNT) ? class_names[c] : "?";
+}
+
 const char *gpu_precision_name(gpu_precision p)
 {
     return (p >= 0 && p < GPU_PRECISION_COUNT) ? precision_names[p] : "?";
@@ -114,7 +119,128 @@ static int preset_at(const js_ctx *ctx, const char *name, const char *path, gpu_
 
 static const char *const spec_keys[] = {"preset",     "name",      "flops",  "hbm",
                                         "hbm_bw",     "nvlink_bw", "efficiency",
-                                        "memory_eff", "reduce_bw", "cost_per_hour", NULL};
+                                        "memory_eff", "reduce_bw", "cost_per_hour",
+                                        "compute",    NULL};
+
+/* One class's table: an array of points, or {"precision": "bf16", "points": [...]}. Every point
+ * is {"flops": q, "time": q} or {"bytes": q, "time": q}, one key for the whole table. */
+static int table_from_json(const js_ctx *ctx, const cJSON *v, const char *path, gpu_table *out)
+{
+    static const char *const tkeys[] = {"precision", "points", NULL};
+    static const char *const fkeys[] = {"flops", "time", NULL};
+    static const char *const bkeys[] = {"bytes", "time", NULL};
+    char sub[JS_PATH_MAX], pp[JS_PATH_MAX], d[96];
+    gpu_table t;
+    memset(&t, 0, sizeof t);
+    t.precision = -1;
+    const cJSON *pts = v;
+    const char *ppath = path;
+    int rc;
+    if (cJSON_IsObject(v)) {
+        if ((rc = js_check_keys(ctx, v, path, tkeys))) return rc;
+        int prec = -1;
+        if (cJSON_GetObjectItemCaseSensitive(v, "precision") &&
+            (rc = js_get_enum(ctx, v, path, "precision", false, precision_names, &prec)))
+            return rc;
+        t.precision = prec;
+        pts = cJSON_GetObjectItemCaseSensitive(v, "points");
+        if (!pts) return js_fail(ctx, path, "points", "is required (an array of measured points)");
+        ppath = js_path_key(sub, path, "points");
+    } else if (!cJSON_IsArray(v)) {
+        return js_fail(ctx, path, NULL,
+                       "expected an array of measured points or {\"precision\", \"points\"}, found %s",
+                       js_describe(v, d, sizeof d));
+    }
+    if ((rc = js_expect_array(ctx, pts, ppath))) return rc;
+    int n = cJSON_GetArraySize(pts);
+    if (n < 1 || n > GPU_TABLE_MAX)
+        return js_fail(ctx, ppath, NULL, "expected 1 to %d measured points, found %d", GPU_TABLE_MAX, n);
+    int i = 0;
+    for (const cJSON *p = pts->child; p; p = p->next, i++) {
+        js_path_index(pp, ppath, i);
+        if ((rc = js_expect_object(ctx, p, pp))) return rc;
+        bool by_bytes = cJSON_GetObjectItemCaseSensitive(p, "bytes") != NULL;
+        if (i == 0) t.by_bytes = by_bytes;
+        else if (by_bytes != t.by_bytes)
+            return js_fail(ctx, pp, NULL, "every point of a table needs the same key: %s[0] has \"%s\"",
+                           ppath, t.by_bytes ? "bytes" : "flops");
+        if ((rc = js_check_keys(ctx, p, pp, by_bytes ? bkeys : fkeys))) return rc;
+        if ((rc = js_get_quantity(ctx, p, pp, by_bytes ? "bytes" : "flops",
+                                  by_bytes ? UNIT_SIZE : UNIT_WORK, true, true, &t.work[i])) ||
+            (rc = js_get_quantity(ctx, p, pp, "time", UNIT_TIME, true, true, &t.time[i])))
+            return rc;
+        if (i > 0 && !(t.work[i] > t.work[i - 1]))
+            return js_fail(ctx, pp, by_bytes ? "bytes" : "flops",
+                           "must increase from one point to the next (%s[%d] has %g, this %g)", ppath,
+                           i - 1, t.work[i - 1], t.work[i]);
+    }
+    t.n = n;
+    *out = t;
+    return DT_OK;
+}
+
+int gpu_tables_from_json(const js_ctx *ctx, const cJSON *v, const char *path,
+                         gpu_table tables[GPU_OP_CLASS_COUNT])
+{
+    char sub[JS_PATH_MAX];
+    int rc;
+    if ((rc = js_expect_object(ctx, v, path)) || (rc = js_check_keys(ctx, v, path, class_names)))
+        return rc;
+    gpu_table t[GPU_OP_CLASS_COUNT];
+    memcpy(t, tables, sizeof t);
+    for (int c = 0; c < GPU_OP_CLASS_COUNT; c++) {
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(v, class_names[c]);
+        if (e && (rc = table_from_json(ctx, e, js_path_key(sub, path, class_names[c]), &t[c])))
+            return rc;
+    }
+    memcpy(tables, t, sizeof t); /* all or nothing */
+    return DT_OK;
+}
+
+cJSON *gpu_tables_to_json(const gpu_table tables[GPU_OP_CLASS_COUNT])
+{
+    cJSON *o = NULL;
+    for (int c = 0; c < GPU_OP_CLASS_COUNT; c++) {
+        const gpu_table *t = &tables[c];
+        if (t->n <= 0) continue;
+        if (!o) o = cJSON_CreateObject();
+        /* plain numbers in SI base units: cJSON prints them so they read back bit-identical */
+        cJSON *pts = cJSON_CreateArray();
+        for (int i = 0; i < t->n; i++) {
+            cJSON *p = cJSON_CreateObject();
+            cJSON_AddNumberToObject(p, t->by_bytes ? "bytes" : "flops", t->work[i]);
+            cJSON_AddNumberToObject(p, "time", t->time[i]);
+            cJSON_AddItemToArray(pts, p);
+        }
+        if (t->precision >= 0) {
+            cJSON *e = cJSON_AddObjectToObject(o, class_names[c]);
+            cJSON_AddStringToObject(e, "precision", precision_names[t->precision]);
+            cJSON_AddItemToObject(e, "points", pts);
+        } else {
+            cJSON_AddItemToObject(o, class_names[c], pts);
+        }
+    }
+    return o;
+}
+
+double gpu_table_time(const gpu_table *tab, double work)
+{
+    DT_ASSERT(tab->n > 0 && tab->n <= GPU_TABLE_MAX);
+    if (!(work > 0)) return 0;
+    const double *w = tab->work, *tm = tab->time;
+    int n = tab->n;
+    /* Achieved rate w/t, not time, is what is interpolated: it is flat for large ops and falls
+     * off for small ones, so between points it bends the right way and outside the range it
+     * extrapolates time proportionally to work at the nearest measured rate. */
+    if (work <= w[0]) return work * (tm[0] / w[0]);
+    if (work >= w[n - 1]) return work * (tm[n - 1] / w[n - 1]);
+    int i = 0;
+    while (work > w[i + 1]) i++; /* w[i] < work <= w[i+1] */
+    if (work == w[i + 1]) return tm[i + 1];
+    double r0 = w[i] / tm[i], r1 = w[i + 1] / tm[i + 1];
+    double f = log(work / w[i]) / log(w[i + 1] / w[i]);
+    return work / (r0 + f * (r1 - r0));
+}
 
 int gpu_spec_from_json(const js_ctx *ctx, const cJSON *v, const char *path, gpu_spec *out)
 {
@@ -196,6 +322,9 @@ int gpu_spec_from_json(const js_ctx *ctx, const cJSON *v, const char *path, gpu_
         return rc;
     if ((rc = js_get_number(ctx, v, path, "cost_per_hour", false, 0, 1e6, &s.cost_per_hour)))
         return rc;
+    const cJSON *co = cJSON_GetObjectItemCaseSensitive(v, "compute");
+    if (co && (rc = gpu_tables_from_json(ctx, co, js_path_key(sub, path, "compute"), s.table)))
+        return rc;
     *out = s;
     return DT_OK;
 }
@@ -233,6 +362,8 @@ cJSON *gpu_spec_to_json(const gpu_spec *s)
     cJSON_AddNumberToObject(o, "memory_eff", s->memory_eff);
     cJSON_AddItemToObject(o, "reduce_bw", quantity(s->reduce_bw, 1e9, "GB/s"));
     cJSON_AddNumberToObject(o, "cost_per_hour", s->cost_per_hour);
+    cJSON *co = gpu_tables_to_json(s->table);
+    if (co) cJSON_AddItemToObject(o, "compute", co);
     return o;
 }
 
@@ -246,12 +377,19 @@ sim_time_t gpu_op_time(const gpu_spec *spec, gpu_op_class cls, gpu_precision pre
     int p = (int)prec;
     while (p > 0 && !(spec->peak_flops[p] > 0)) p--;
     double t = 0;
-    if (flops > 0) {
+    const gpu_table *tab = &spec->table[cls];
+    /* An op with none of the table's quantity (a FLOP-free copy under a FLOPs table) has nothing
+     * to look up: it keeps the roofline rather than taking no time. */
+    bool measured = tab->n > 0 && (tab->precision < 0 || tab->precision == (int)prec) &&
+                    (tab->by_bytes ? bytes : flops) > 0;
+    if (measured) { /* the measured time already holds the op's memory traffic */
+        t = gpu_table_time(tab, tab->by_bytes ? bytes : flops);
+    } else if (flops > 0) {
         double rate = spec->peak_flops[p] * spec->compute_eff[cls];
         DT_ASSERT(rate > 0);
         t = flops / rate;
     }
-    if (bytes > 0) {
+    if (!measured && bytes > 0) {
         double rate = spec->hbm_bw * spec->memory_eff;
         DT_ASSERT(rate > 0);
         double tm = bytes / rate;

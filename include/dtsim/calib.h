@@ -80,6 +80,9 @@ typedef struct cal_result {
     int repeats, warmup;
     cal_algo *algos;             /* owned */
     int n_algos;
+    /* Optional "compute" section: measured compute tables (gpu.h), n 0 for a class without one;
+     * cal_apply_topology copies them into every GPU's spec. */
+    gpu_table compute[GPU_OP_CLASS_COUNT];
 } cal_result;
 
 /* Fill machine fields (hostname, /proc/cpuinfo model, online cores) and the current date. */
@@ -112,7 +115,8 @@ void cal_ring_link(double alpha, double beta, int n, double *link_alpha, double 
  * links that join two GPUs of the same host (directly or through switches inside the host; in
  * a topology without hosts, every link on a GPU-to-GPU path of GPU-GPU or GPU-switch links),
  * split evenly over the hops of that path, and reduction bandwidth of those GPUs (folded into
- * the link bandwidth: the measurement includes the reduction). Writes a one-line description of
+ * the link bandwidth: the measurement includes the reduction), and the measured compute tables
+ * of the "compute" section, if any, to every GPU's spec. Writes a one-line description of
  * what was applied into note. DT_EINPUT if the calibration has no all-reduce fit or nothing in
  * the topology is covered. */
 int cal_apply_topology(const cal_result *c, topo *t, char *note, size_t note_size, dt_error *err);

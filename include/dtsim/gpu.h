@@ -33,6 +33,18 @@ typedef enum gpu_op_class {
 } gpu_op_class;
 
 #define GPU_NAME_MAX 32
+#define GPU_TABLE_MAX 32 /* measured points per op class */
+
+/* A measured compute table for one op class (docs/formats.md "GPU specs and presets", key
+ * "compute"): points of work (FLOPs, or bytes when by_bytes) and the time an op of that size
+ * took. Fixed arrays so gpu_spec stays plain data. n == 0: no table, the roofline applies. */
+typedef struct gpu_table {
+    int n;                        /* 0..GPU_TABLE_MAX */
+    bool by_bytes;                /* points keyed by bytes moved instead of FLOPs */
+    int precision;                /* gpu_precision the table holds for, -1 = every precision */
+    double work[GPU_TABLE_MAX];   /* FLOPs or bytes, strictly increasing, > 0 */
+    double time[GPU_TABLE_MAX];   /* s, > 0 */
+} gpu_table;
 
 typedef struct gpu_spec {
     char name[GPU_NAME_MAX];
@@ -44,6 +56,7 @@ typedef struct gpu_spec {
     double memory_eff;                      /* achieved fraction of hbm_bw, (0,1] */
     double reduce_bw;                       /* B/s a reduction kernel consumes input at */
     double cost_per_hour;                   /* USD per GPU-hour, 0 if unknown */
+    gpu_table table[GPU_OP_CLASS_COUNT];    /* measured compute tables (n 0: roofline) */
 } gpu_spec;
 
 /* NULL-terminated list of preset names. */
@@ -56,11 +69,26 @@ int gpu_spec_from_json(const js_ctx *ctx, const cJSON *v, const char *path, gpu_
 /* Write spec as a JSON object (units as strings). Caller owns the result. */
 cJSON *gpu_spec_to_json(const gpu_spec *spec);
 
+/* The "compute" object at path ({"matmul": [points] or {"precision": .., "points": [..]}, ..})
+ * into tables[] (one per op class; classes not named are left as they are). */
+int gpu_tables_from_json(const js_ctx *ctx, const cJSON *v, const char *path,
+                         gpu_table tables[GPU_OP_CLASS_COUNT]);
+/* The tables with n > 0 as a "compute" object, NULL if none. Caller owns the result. */
+cJSON *gpu_tables_to_json(const gpu_table tables[GPU_OP_CLASS_COUNT]);
+/* Time of one op of `work` FLOPs (or bytes) by a table with n > 0: the achieved rate
+ * work/time is interpolated linearly in log(work) between the points (exact at them) and held
+ * at the end points' rates outside their range. Seconds. */
+double gpu_table_time(const gpu_table *tab, double work);
+const char *gpu_op_class_name(gpu_op_class c);
+
 const char *gpu_precision_name(gpu_precision p);
 int gpu_precision_parse(const char *s, gpu_precision *out);
 
 /* Roofline: max(flops / (peak[prec] * eff[cls]), bytes / (hbm_bw * memory_eff)), rounded up to
- * whole picoseconds. A precision the GPU lacks (peak 0) falls back to the next wider one. */
+ * whole picoseconds. A precision the GPU lacks (peak 0) falls back to the next wider one.
+ * A class with a measured table (table[cls].n > 0, for this precision or every one) takes its
+ * time from gpu_table_time() of the op's FLOPs (bytes for a by_bytes table) instead; an op
+ * with none of that quantity keeps the roofline. */
 sim_time_t gpu_op_time(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec,
                        double flops, double bytes);
 

@@ -3,8 +3,12 @@
  * efficiencies; preset names with did-you-mean; objects with a preset plus overrides, fully
  * inline specs, every key validated with its JSON path; reduce_bw following hbm_bw; the
  * roofline (compute bound, memory bound, fp8 falling back to bf16 on A100) to the picosecond;
- * gpu_spec_to_json reading back bit-identical.
+ * gpu_spec_to_json reading back bit-identical; measured compute tables ("compute"): exact at
+ * the points, log-linear interpolation of the achieved rate between them (hand-computed),
+ * clamping to the end rates outside, precision-specific and by-bytes tables, every validation
+ * error with its path, and round-tripping through gpu_spec_to_json.
  * Leaves free: the cost figures' values (assumptions), formatting of the unit strings. */
+#include <stdio.h>
 #include <string.h>
 
 #include "dtsim/gpu.h"
@@ -180,6 +184,128 @@ START_TEST(to_json_round_trip)
 }
 END_TEST
 
+/* A spec with the given "compute" object on an H100 preset. */
+static gpu_spec table_spec(const char *compute)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "{\"preset\": \"H100-SXM\", \"compute\": %s}", compute);
+    cJSON *j = parse(buf);
+    dt_error e;
+    dt_error_clear(&e);
+    js_ctx ctx = {.file = "g.json", .err = &e};
+    gpu_spec s;
+    int rc = gpu_spec_from_json(&ctx, j, "gpu", &s);
+    ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
+    cJSON_Delete(j);
+    return s;
+}
+
+START_TEST(table_interpolation)
+{
+    /* 1 TFLOP in 4 ms (250 TFLOP/s), 100 TFLOP in 200 ms (500 TFLOP/s). */
+    gpu_spec s = table_spec("{\"matmul\": [{\"flops\": \"1 TFLOP\", \"time\": \"4 ms\"},"
+                            " {\"flops\": \"100 TFLOP\", \"time\": \"200 ms\"}]}");
+    ck_assert_int_eq(s.table[GPU_OP_MATMUL].n, 2);
+    ck_assert_int_eq(s.table[GPU_OP_ATTENTION].n, 0);
+    /* exact at the points, whatever the bytes (the measurement holds the memory traffic) */
+    ck_assert_int_eq(gpu_op_time(&s, GPU_OP_MATMUL, GPU_BF16, 1e12, 1e13), 4 * SIM_MS);
+    ck_assert_int_eq(gpu_op_time(&s, GPU_OP_MATMUL, GPU_BF16, 1e14, 0), 200 * SIM_MS);
+    /* 10 TFLOP is halfway in log: rate 375 TFLOP/s, 26.666... ms, rounded up to the ps */
+    ck_assert_int_eq(gpu_op_time(&s, GPU_OP_MATMUL, GPU_BF16, 1e13, 0), 26666666667LL);
+    /* a quarter of the way (10^0.5 TFLOP): rate 312.5 TFLOP/s */
+    double w = 1e12 * sqrt(10.0);
+    ck_assert_rel(gpu_table_time(&s.table[GPU_OP_MATMUL], w), w / 312.5e12, 1e-12);
+    /* clamped to the end points' rates outside */
+    ck_assert_int_eq(gpu_op_time(&s, GPU_OP_MATMUL, GPU_BF16, 1e11, 0), 400 * SIM_US);
+    ck_assert_int_eq(gpu_op_time(&s, GPU_OP_MATMUL, GPU_BF16, 1e15, 0), 2 * SIM_S);
+    /* no FLOPs to look up: the roofline's memory term, 5e9 B at 2.68e12 B/s, rounded up */
+    ck_assert_int_eq(gpu_op_time(&s, GPU_OP_MATMUL, GPU_BF16, 0, 5e9), 1865671642LL);
+    ck_assert(gpu_table_time(&s.table[GPU_OP_MATMUL], 0) == 0);
+    /* every precision (no "precision" given); other classes keep the roofline */
+    ck_assert_int_eq(gpu_op_time(&s, GPU_OP_MATMUL, GPU_FP8, 1e12, 0), 4 * SIM_MS);
+    ck_assert_int_eq(gpu_op_time(&s, GPU_OP_ATTENTION, GPU_BF16, 0.5 * 989.5e12, 0), SIM_S);
+
+    /* a bf16-only table: fp8 stays on the roofline (0.7 * 1979 TFLOP/s) */
+    s = table_spec("{\"matmul\": {\"precision\": \"bf16\", \"points\":"
+                   " [{\"flops\": 1e12, \"time\": 0.001}]}}");
+    ck_assert_int_eq(s.table[GPU_OP_MATMUL].precision, GPU_BF16);
+    ck_assert_int_eq(gpu_op_time(&s, GPU_OP_MATMUL, GPU_BF16, 3e12, 0), 3 * SIM_MS);
+    ck_assert_int_eq(gpu_op_time(&s, GPU_OP_MATMUL, GPU_FP8, 0.7 * 1979e12, 0), SIM_S);
+
+    /* by bytes: an elementwise table at 1 TB/s ignores the op's FLOPs */
+    s = table_spec("{\"elementwise\": [{\"bytes\": \"1 GB\", \"time\": \"1 ms\"}]}");
+    ck_assert(s.table[GPU_OP_ELEMENTWISE].by_bytes);
+    ck_assert_int_eq(gpu_op_time(&s, GPU_OP_ELEMENTWISE, GPU_BF16, 1e15, 2e9), 2 * SIM_MS);
+}
+END_TEST
+
+START_TEST(table_errors)
+{
+    const char *pre = "{\"gpu\": {\"preset\": \"H100-SXM\", \"compute\": ";
+    char buf[8192];
+#define TERR(body, path, msg)                                                  \
+    do {                                                                       \
+        snprintf(buf, sizeof buf, "%s%s}}", pre, body);                        \
+        expect_error(buf, path, msg);                                          \
+    } while (0)
+    TERR("{\"matmull\": []}", "gpu.compute.matmull", "did you mean");
+    TERR("[]", "gpu.compute", "object");
+    TERR("{\"matmul\": []}", "gpu.compute.matmul", "1 to 32 measured points, found 0");
+    TERR("{\"matmul\": 3}", "gpu.compute.matmul", "expected an array of measured points");
+    TERR("{\"matmul\": [{\"flops\": 2e12, \"time\": 1}, {\"flops\": 1e12, \"time\": 1}]}",
+         "gpu.compute.matmul[1].flops", "must increase");
+    TERR("{\"matmul\": [{\"flops\": 1e12, \"time\": 1}, {\"flops\": 1e12, \"time\": 2}]}",
+         "gpu.compute.matmul[1].flops", "must increase");
+    TERR("{\"matmul\": [{\"flops\": 1e12, \"time\": \"0 ms\"}]}", "gpu.compute.matmul[0].time",
+         "positive");
+    TERR("{\"matmul\": [{\"flops\": 0, \"time\": 1}]}", "gpu.compute.matmul[0].flops", "positive");
+    TERR("{\"matmul\": [{\"flops\": \"1 GB\", \"time\": 1}]}", "gpu.compute.matmul[0].flops",
+         "unit");
+    TERR("{\"matmul\": [{\"flops\": 1e12}]}", "gpu.compute.matmul[0].time", "missing required key");
+    TERR("{\"matmul\": [{\"flops\": 1e12, \"time\": 1, \"bytes\": 1}]}",
+         "gpu.compute.matmul[0].flops", "unknown key");
+    TERR("{\"optimizer\": [{\"bytes\": 1e9, \"time\": 1}, {\"flops\": 1e12, \"time\": 2}]}",
+         "gpu.compute.optimizer[1]", "same key");
+    TERR("{\"attention\": {\"precision\": \"bf16\"}}", "gpu.compute.attention.points", "required");
+    TERR("{\"attention\": {\"precision\": \"fp4\", \"points\": []}}",
+         "gpu.compute.attention.precision", "fp4");
+    TERR("{\"attention\": {\"precison\": \"bf16\", \"points\": []}}",
+         "gpu.compute.attention.precison", "did you mean");
+    /* 33 points: one too many */
+    char pts[4096] = "{\"matmul\": [";
+    for (int i = 0; i < 33; i++) {
+        size_t n = strlen(pts);
+        snprintf(pts + n, sizeof pts - n, "%s{\"flops\": %d, \"time\": 1}", i ? ", " : "", i + 1);
+    }
+    strcat(pts, "]}");
+    TERR(pts, "gpu.compute.matmul", "1 to 32 measured points, found 33");
+#undef TERR
+}
+END_TEST
+
+START_TEST(table_round_trip)
+{
+    gpu_spec s = table_spec(
+        "{\"matmul\": [{\"flops\": \"1 TFLOP\", \"time\": \"4.1 ms\"},"
+        "  {\"flops\": \"3.3 TFLOP\", \"time\": \"7.77 ms\"}],"
+        " \"attention\": {\"precision\": \"fp8\", \"points\": [{\"flops\": 1e9, \"time\": 1e-5}]},"
+        " \"optimizer\": [{\"bytes\": \"1 GiB\", \"time\": \"0.9 ms\"}]}");
+    cJSON *j = gpu_spec_to_json(&s);
+    dt_error e;
+    dt_error_clear(&e);
+    js_ctx ctx = {.file = "rt", .err = &e};
+    gpu_spec back;
+    ck_assert_int_eq(gpu_spec_from_json(&ctx, j, "gpu", &back), DT_OK);
+    ck_assert(memcmp(&s, &back, sizeof s) == 0);
+    cJSON_Delete(j);
+    /* no tables: no "compute" key written */
+    ck_assert_int_eq(gpu_preset("B200", &s, &e), DT_OK);
+    j = gpu_spec_to_json(&s);
+    ck_assert_ptr_null(cJSON_GetObjectItem(j, "compute"));
+    cJSON_Delete(j);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("gpu");
@@ -189,6 +315,9 @@ int main(void)
     tcase_add_test(tc, spec_errors);
     tcase_add_test(tc, roofline);
     tcase_add_test(tc, to_json_round_trip);
+    tcase_add_test(tc, table_interpolation);
+    tcase_add_test(tc, table_errors);
+    tcase_add_test(tc, table_round_trip);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);
 }
