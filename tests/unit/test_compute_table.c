@@ -1,7 +1,8 @@
 /* test_compute_table.c - measured compute tables reaching a training step.
- * Pins down: a transformer step on a GPU whose roofline is pure compute (HBM bandwidth made
- * effectively infinite) takes exactly twice the compute time when every op class gets a table at
- * half the roofline rate (to within a picosecond of rounding per op); a calibration file's
+ * Pins down: a transformer step takes exactly twice the compute time when every op class gets a
+ * table at half the roofline rate (FLOP tables for matmul/attention, byte tables for
+ * elementwise/optimizer; to within a picosecond of rounding per op), and a matmul-only table
+ * changes less than that; a calibration file's
  * "compute" section round-trips through cal_result_to_json / cal_load_file, is applied by
  * options.calibration to every GPU (same step compute as the table inline in the GPU spec, and
  * said in the calibration note), and its validation errors carry the file's JSON path.
@@ -15,17 +16,20 @@
 #include "dtsim/run.h"
 #include "testutil.h"
 
-/* 100 TFLOP/s at efficiency 1 for every class; 1e24 B/s HBM so memory never bounds an op
- * (an op without FLOPs takes 0-1 ps). */
+/* 100 TFLOP/s at efficiency 1 for every class, 1 TB/s HBM at memory_eff 1. dtsim's transformer
+ * ops carry FLOPs only (matmul, attention) or bytes only (elementwise, optimizer), so each op's
+ * roofline is one term of the max: F / 1e14 or M / 1e12 seconds. */
 #define FLAT_GPU(extra)                                                                         \
     "{\"name\": \"flat\", \"flops\": {\"fp32\": \"100 TFLOP/s\", \"bf16\": \"100 TFLOP/s\"},"    \
-    " \"hbm\": \"80 GB\", \"hbm_bw\": 1e24, \"efficiency\": {\"matmul\": 1, \"attention\": 1," \
-    " \"elementwise\": 1, \"optimizer\": 1}" extra "}"
-/* 1 TFLOP in 20 ms: 50 TFLOP/s, half the roofline rate, for every class */
+    " \"hbm\": \"80 GB\", \"hbm_bw\": \"1 TB/s\", \"memory_eff\": 1, \"efficiency\": {\"matmul\": 1," \
+    " \"attention\": 1, \"elementwise\": 1, \"optimizer\": 1}" extra "}"
+/* Half the roofline rate for every class: 1 TFLOP in 20 ms (50 TFLOP/s) for the FLOP-bound
+ * classes, 1 GB in 2 ms (500 GB/s) for the memory-bound ones. */
 #define HALF_PTS "[{\"flops\": \"1 TFLOP\", \"time\": \"20 ms\"}]"
+#define HALF_BYTES "[{\"bytes\": \"1 GB\", \"time\": \"2 ms\"}]"
 #define HALF_TABLES                                                                             \
-    "{\"matmul\": " HALF_PTS ", \"attention\": " HALF_PTS ", \"elementwise\": " HALF_PTS      \
-    ", \"optimizer\": " HALF_PTS "}"
+    "{\"matmul\": " HALF_PTS ", \"attention\": " HALF_PTS ", \"elementwise\": " HALF_BYTES    \
+    ", \"optimizer\": " HALF_BYTES "}"
 #define SCENARIO(gpu, options)                                                                  \
     "{\"topology\": {\"generator\": \"dgx\", \"nodes\": 1, \"gpus_per_node\": 2, \"gpu\": " gpu \
     "}, \"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 512, \"heads\": 8,"  \
@@ -80,9 +84,11 @@ static cal_result *make_cal(void)
     cal_point_set(&a->points[a->n_points++], 1024, s1, 2);
     cal_point_set(&a->points[a->n_points++], 1048576, s2, 2);
     a->fit = (cal_fit){.alpha = 10e-6, .beta = 1.0 / 100e9, .r2 = 1, .n_samples = 4, .dof = 2};
-    for (int k = 0; k < GPU_OP_CLASS_COUNT; k++) {
-        c->compute[k] = (gpu_table){.n = 1, .precision = -1, .work = {1e12}, .time = {0.02}};
-    }
+    c->compute[GPU_OP_MATMUL] = (gpu_table){.n = 1, .precision = -1, .work = {1e12}, .time = {0.02}};
+    c->compute[GPU_OP_ATTENTION] = c->compute[GPU_OP_MATMUL];
+    c->compute[GPU_OP_ELEMENTWISE] =
+        (gpu_table){.n = 1, .by_bytes = true, .precision = -1, .work = {1e9}, .time = {2e-3}};
+    c->compute[GPU_OP_OPTIMIZER] = c->compute[GPU_OP_ELEMENTWISE];
     return c;
 }
 
