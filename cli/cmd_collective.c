@@ -401,7 +401,7 @@ static int run(int argc, char **argv)
         /* measured link figures replace the topology's before anything is routed */
         cal_result *cal = NULL;
         rc = cal_load_file(o.calibration, &cal, &err);
-        if (rc == DT_OK) rc = cal_apply_topology(cal, t, cal_note, sizeof cal_note, &err);
+        if (rc == DT_OK) rc = topo_apply_calibration(t, cal, cal_note, sizeof cal_note, &err);
         cal_result_destroy(cal);
     }
     int *group = NULL;

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dtsim/calib.h"
+#include "dtsim/kern.h"
 
 typedef struct xt {
     double x, t;

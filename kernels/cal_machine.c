@@ -5,7 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dtsim/calib.h"
+#include "dtsim/kern.h"
 
 static void cpu_model(char *out, size_t size)
 {

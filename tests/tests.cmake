@@ -1,19 +1,26 @@
-# Unit tests: every tests/unit/test_*.c is one Check program and one ctest.
+# Unit tests: tests/unit mirrors the library's rooms (DTSIM_ROOMS in CMakeLists.txt): every
+# tests/unit/<room>/test_*.c is one Check program and one ctest. A room's tests see its private
+# headers (the room's source folder) and the test helpers of their own folder and of tests/unit
+# (a lower room's helper by relative path, "../gpu/cal_testutil.h"); which headers they may
+# include is checked like the library's (scripts/check_layers.sh).
 # CLI tests: every tests/cli/test_*.sh runs against the built dtsim.
 # Benchmarks: every tests/bench/bench_*.c builds (not run by ctest); `cmake --build build --target bench` runs them.
 
 if(CHECK_FOUND)
-  file(GLOB DTSIM_UNIT_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/unit/test_*.c)
-  foreach(src ${DTSIM_UNIT_TESTS})
-    get_filename_component(name ${src} NAME_WE)
-    add_executable(${name} ${src})
-    target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests/unit
-      ${CMAKE_SOURCE_DIR}/sim ${CMAKE_SOURCE_DIR}/models ${CMAKE_SOURCE_DIR}/reports ${CMAKE_SOURCE_DIR}/kernels)
-    target_compile_options(${name} PRIVATE ${DTSIM_WARNINGS})
-    target_compile_definitions(${name} PRIVATE DTSIM_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
-    target_link_libraries(${name} PRIVATE libdtsim PkgConfig::CHECK)
-    add_test(NAME ${name} COMMAND ${name})
-    set_tests_properties(${name} PROPERTIES ENVIRONMENT "CK_DEFAULT_TIMEOUT=60")
+  foreach(room ${DTSIM_ROOMS})
+    get_filename_component(room_name ${room} NAME) # models/net -> net
+    file(GLOB room_tests CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/unit/${room_name}/test_*.c)
+    foreach(src ${room_tests})
+      get_filename_component(name ${src} NAME_WE)
+      add_executable(${name} ${src})
+      target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests/unit
+        ${CMAKE_SOURCE_DIR}/tests/unit/${room_name} ${CMAKE_SOURCE_DIR}/${room})
+      target_compile_options(${name} PRIVATE ${DTSIM_WARNINGS})
+      target_compile_definitions(${name} PRIVATE DTSIM_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+      target_link_libraries(${name} PRIVATE libdtsim PkgConfig::CHECK)
+      add_test(NAME ${name} COMMAND ${name})
+      set_tests_properties(${name} PROPERTIES ENVIRONMENT "CK_DEFAULT_TIMEOUT=60" LABELS ${room_name})
+    endforeach()
   endforeach()
 else()
   message(WARNING "Check not found: unit tests are not built (apt-get install check)")
@@ -37,7 +44,8 @@ set(DTSIM_BENCH_TARGETS)
 foreach(src ${DTSIM_BENCHES})
   get_filename_component(name ${src} NAME_WE)
   add_executable(${name} ${src})
-  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/sim ${CMAKE_SOURCE_DIR}/models)
+  # bench_topo times routing through the topology's private header
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/models/topo)
   target_compile_options(${name} PRIVATE ${DTSIM_WARNINGS})
   target_compile_definitions(${name} PRIVATE DTSIM_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   target_link_libraries(${name} PRIVATE libdtsim)

@@ -1,9 +1,11 @@
 /* calib.h - calibration results: fitted latency/bandwidth models from real kernel runs, and how
  * they are applied to a simulated cluster.
  *
- * Produced by `dtsim calibrate` (kernels/ time, cal_fit_alpha_beta fits), stored as a calibration
- * JSON file (docs/formats.md, "Calibration files"), consumed by `dtsim collective --calibration
- * FILE` and scenarios with "options": {"calibration": FILE} (models/calib.c loads and applies).
+ * Produced by `dtsim calibrate` (kernels/ time, cal_fit_alpha_beta in kern.h fits), stored as a
+ * calibration JSON file (docs/formats.md, "Calibration files"), consumed by `dtsim collective
+ * --calibration FILE` and scenarios with "options": {"calibration": FILE}. models/gpu/calib.c
+ * builds, writes and loads it; applying it to a cluster is the topology's own operation
+ * (topo_apply_calibration in topo.h), so this header knows nothing of topologies.
  *
  * A cal_result is plain data: every array in it is owned by the result and freed by
  * cal_result_destroy. Strings are fixed-size arrays (no borrowed pointers).
@@ -15,7 +17,8 @@
 #include <stddef.h>
 
 #include "dtsim/error.h"
-#include "dtsim/topo.h"
+#include "dtsim/gpu.h"
+#include "dtsim/json.h"
 
 #define CAL_FORMAT "dtsim-calibration"
 #define CAL_VERSION 1
@@ -36,10 +39,6 @@ typedef struct cal_fit {
  * relative residuals, i.e. each sample is divided by the median time at its size so that a
  * microsecond-scale point counts as much as a second-scale one. */
 #define CAL_FIT_METHOD "gsl_multifit_robust bisquare, relative residuals"
-
-/* Fit samples (x[i], t[i]), i < n. Needs at least 3 samples at 2 or more distinct x; DT_EINPUT
- * with a message otherwise, DT_EINTERNAL if GSL fails. */
-int cal_fit_alpha_beta(const double *x, const double *t, size_t n, cal_fit *out, dt_error *err);
 
 /* Samples at one size. */
 typedef struct cal_point {
@@ -81,12 +80,10 @@ typedef struct cal_result {
     cal_algo *algos;             /* owned */
     int n_algos;
     /* Optional "compute" section: measured compute tables (gpu.h), n 0 for a class without one;
-     * cal_apply_topology copies them into every GPU's spec. */
+     * topo_apply_calibration copies them into every GPU's spec. */
     gpu_table compute[GPU_OP_CLASS_COUNT];
 } cal_result;
 
-/* Fill machine fields (hostname, /proc/cpuinfo model, online cores) and the current date. */
-void cal_result_set_machine(cal_result *c);
 /* Append an algorithm (zeroed) and return it; the pointer lives until the next append. */
 cal_algo *cal_result_add_algo(cal_result *c, const char *name, cal_kind kind);
 
@@ -110,16 +107,6 @@ const cal_algo *cal_link_fit(const cal_result *c);
  *   T(S) = 2(n-1) a_link + 2(n-1)/n * S / B_link
  *   => a_link = alpha / (2(n-1)),  B_link = 2(n-1) / (n * beta). */
 void cal_ring_link(double alpha, double beta, int n, double *link_alpha, double *link_bw);
-
-/* Apply the fitted figures the calibration covers to topology t: latency and bandwidth of the
- * links that join two GPUs of the same host (directly or through switches inside the host; in
- * a topology without hosts, every link on a GPU-to-GPU path of GPU-GPU or GPU-switch links),
- * split evenly over the hops of that path, and reduction bandwidth of those GPUs (folded into
- * the link bandwidth: the measurement includes the reduction), and the measured compute tables
- * of the "compute" section, if any, to every GPU's spec. Writes a one-line description of
- * what was applied into note. DT_EINPUT if the calibration has no all-reduce fit or nothing in
- * the topology is covered. */
-int cal_apply_topology(const cal_result *c, topo *t, char *note, size_t note_size, dt_error *err);
 
 /* Fitted top-k compression throughput in elements/s (1/beta), 0 if the calibration has none. */
 double cal_topk_throughput(const cal_result *c);

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dtsim/calib.h"
 #include "dtsim/error.h"
 
 typedef enum kern_dtype {
@@ -136,5 +137,16 @@ void kern_cuda_destroy(kern_cuda_ctx *c);
 int kern_cuda_verify(kern_cuda_ctx *c, size_t count, dt_error *err);
 /* Time one run at count elements (seconds, CUDA events around the whole collective). */
 int kern_cuda_run(kern_cuda_ctx *c, size_t count, double *seconds, dt_error *err);
+
+/* ---- Fitting and describing measurements (kernels/cal_fit.c, kernels/cal_machine.c) ----
+ * The calibration's data types live in calib.h; producing them from timings is the kernels'. */
+
+/* Fit samples (x[i], t[i]), i < n, to T = alpha + x beta (CAL_FIT_METHOD). Needs at least 3
+ * samples at 2 or more distinct x; DT_EINPUT with a message otherwise, DT_EINTERNAL if GSL
+ * fails. */
+int cal_fit_alpha_beta(const double *x, const double *t, size_t n, cal_fit *out, dt_error *err);
+
+/* Fill machine fields (hostname, /proc/cpuinfo model, online cores) and the current date. */
+void cal_result_set_machine(cal_result *c);
 
 #endif

@@ -150,4 +150,16 @@ int topo_get_info(topo *t, topo_info *out, dt_error *err);
 
 const char *topo_family_name(topo_family f);
 
+/* Apply the fitted figures calibration c covers (calib.h) to topology t: latency and bandwidth
+ * of the links that join two GPUs of the same host (directly or through switches inside the
+ * host; in a topology without hosts, every link on a GPU-to-GPU path of GPU-GPU or GPU-switch
+ * links), split evenly over the hops of that path, and reduction bandwidth of those GPUs (folded
+ * into the link bandwidth: the measurement includes the reduction), and the measured compute
+ * tables of the "compute" section, if any, to every GPU's spec. Writes a one-line description
+ * of what was applied into note. DT_EINPUT if the calibration has no all-reduce fit or nothing
+ * in the topology is covered. Flushes the route cache (routes are shortest by latency). */
+struct cal_result;
+int topo_apply_calibration(topo *t, const struct cal_result *c, char *note, size_t note_size,
+                           dt_error *err);
+
 #endif

@@ -5,7 +5,7 @@
  * non-empty message and no result. A calibration loaded successfully is serialised
  * (cal_result_to_json) and loaded again, which must succeed with the same algorithms and
  * points (what `dtsim calibrate` writes must read back), and is applied to a small 2x4 DGX
- * topology (cal_apply_topology: DT_OK or DT_EINPUT, finite positive link figures after).
+ * topology (topo_apply_calibration: DT_OK or DT_EINPUT, finite positive link figures after).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -62,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cJSON_Delete(gen);
     char note[256];
     dt_error_clear(&err);
-    rc = cal_apply_topology(c, t, note, sizeof note, &err);
+    rc = topo_apply_calibration(t, c, note, sizeof note, &err);
     if (rc != DT_OK) {
         expect_error(&err, rc);
     } else {

@@ -452,11 +452,9 @@ static void on_fluid(void *model, sim_engine *eng, const sim_event *ev)
     c->free_head = id;
 }
 
-static int use_fluid(const coll_engine *c, coll_algo algo, const coll_prog *p)
+static int use_fluid(const coll_engine *c, const coll_prog *p)
 {
-    if (algo != COLL_RING || p->n < 2) return 0;
-    if (p->op != COLL_ALLREDUCE && p->op != COLL_REDUCE_SCATTER && p->op != COLL_ALLGATHER)
-        return 0;
+    if (p->form != COLL_FORM_RING || p->n < 2) return 0;
     return c->cfg.ring_model == COLL_RING_FLUID ||
            (c->cfg.ring_model == COLL_RING_AUTO && p->n >= COLL_RING_FLUID_MIN);
 }
@@ -471,7 +469,7 @@ static void start_fluid(coll_engine *c, int id)
     double *bytes = dt_xmalloc((size_t)n * sizeof *bytes);
     in->f_red = dt_xmalloc((size_t)n * sizeof *in->f_red);
     in->f_dst = dst;
-    coll_ring_edges(&in->p, src, dst, bytes, in->f_red);
+    in->p.ring_edges(&in->p, src, dst, bytes, in->f_red);
     /* Every step pays one edge latency: the coupled flow's tail is the largest edge's, and so
      * is each further step's (the step model's steps wait for the slowest edge too). */
     sim_time_t amax = 0;
@@ -483,7 +481,7 @@ static void start_fluid(coll_engine *c, int id)
         if (net_path_info(c->net, src[q], dst[q], &a, NULL, NULL) == DT_OK && a > amax) amax = a;
         if (bytes[q] > b) b = bytes[q];
     }
-    double extra = (double)(coll_ring_steps(&in->p) - 1) * (double)amax;
+    double extra = (double)(in->p.ring_steps(&in->p) - 1) * (double)amax;
     in->f_extra = extra < 9.0e18 ? (sim_time_t)extra : SIM_TIME_MAX;
     /* One coupled flow per ECMP lane, each with 1/lanes of the data: the step model's
      * successive steps rotate over a pair's lanes (net_send), spreading each edge over the
@@ -585,7 +583,7 @@ int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32
     in->done_kind = done_kind;
     in->done_id = done_id;
     in->done_data = done_data;
-    if (use_fluid(c, algo, &in->p)) {
+    if (use_fluid(c, &in->p)) {
         start_fluid(c, id);
         return DT_OK;
     }

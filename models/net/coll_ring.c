@@ -137,6 +137,9 @@ static int cmp_gpu(const void *a, const void *b, void *ctx)
     return (ga > gb) - (ga < gb);
 }
 
+static void ring_edges(const coll_prog *p, int *src, int *dst, double *bytes, double *reduce_bytes);
+static int ring_steps(const coll_prog *p);
+
 int coll_build_ring(coll_prog *p, dt_error *err)
 {
     switch (p->op) {
@@ -165,14 +168,17 @@ int coll_build_ring(coll_prog *p, dt_error *err)
     p->n_streams = (int)K;
     p->n_steps = n_steps;
     p->step = step;
+    p->form = COLL_FORM_RING;
+    p->ring_edges = ring_edges;
+    p->ring_steps = ring_steps;
     return DT_OK;
 }
 
-/* Fluid ring (coll.h, COLL_RING_FLUID). Over the whole collective the sender at position q
+/* The program as a ring of edges (coll_internal.h, COLL_FORM_RING). Over the whole collective the sender at position q
  * sends, per stream: in reduce-scatter every segment but (q+1); in the all-gather after it
  * every segment but (q+2); in a plain all-gather every segment but (q+1). The receiver at
  * position q+1 reduces every segment but its own position's. Summed over streams: O(nK). */
-void coll_ring_edges(const coll_prog *p, int *src, int *dst, double *bytes, double *reduce_bytes)
+static void ring_edges(const coll_prog *p, int *src, int *dst, double *bytes, double *reduce_bytes)
 {
     int n = p->n, K = p->i[CHUNKS];
     const int *at = ring_at(p);
@@ -195,4 +201,4 @@ void coll_ring_edges(const coll_prog *p, int *src, int *dst, double *bytes, doub
     }
 }
 
-int coll_ring_steps(const coll_prog *p) { return (p->i[RS] + p->i[AG]) * (p->n - 1); }
+static int ring_steps(const coll_prog *p) { return (p->i[RS] + p->i[AG]) * (p->n - 1); }

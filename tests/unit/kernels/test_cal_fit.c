@@ -9,7 +9,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
-#include "dtsim/calib.h"
+#include "dtsim/kern.h"
 #include <string.h>
 
 #include "testutil.h"

@@ -398,7 +398,7 @@ static int apply_calibration(const js_ctx *c, wl_scenario *s, const char *base_d
     }
     if (rc != DT_OK) return rc;
     char local[256] = "";
-    rc = cal_apply_topology(cal, t, note ? note : local, note ? note_size : sizeof local, c->err);
+    rc = topo_apply_calibration(t, cal, note ? note : local, note ? note_size : sizeof local, c->err);
     double topk = cal_topk_throughput(cal);
     if (rc == DT_OK && topk > 0 && s->plan.topk_throughput == 0) s->plan.topk_throughput = topk;
     cal_result_destroy(cal);

@@ -28,19 +28,6 @@ static const char *const jitter_names[] = {"none", "lognormal", "normal", NULL};
 
 const char *wl_schedule_name(wl_schedule_kind k) { return schedule_names[k]; }
 
-double wl_precision_bytes(wl_precision p) { return p == WL_FP32 ? 4.0 : 2.0; }
-
-gpu_precision wl_gpu_precision(wl_precision p)
-{
-    switch (p) {
-    case WL_FP32: return GPU_FP32;
-    case WL_FP16: return GPU_FP16;
-    case WL_BF16: return GPU_BF16;
-    case WL_FP8: return GPU_FP8;
-    }
-    return GPU_BF16;
-}
-
 static int get_pos_int(const js_ctx *c, const cJSON *o, const char *path, const char *key,
                        bool req, int *out)
 {

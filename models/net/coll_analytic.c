@@ -8,7 +8,7 @@
  * share a link inside the collective share its bandwidth as in the flow model:
  *
  *  - ring_time (ring all-reduce, reduce-scatter, all-gather): the ring's edges in the order
- *    coll_ring builds them (coll_ring_edges); steps x max latency + the busiest link's load,
+ *    coll_ring builds them (coll_prog.ring_edges); steps x max latency + the busiest link's load,
  *    + the receivers' reductions charged as the fluid ring charges them (coll.c on_fluid).
  *  - lockstep_time (hd, hier, direct, ps): these programs advance in lock step when their
  *    transfers are uniform, so the time is the sum over step indices of the step's largest
@@ -185,7 +185,7 @@ static double ring_time(coll_analytic *A, const coll_prog *p, double *lat_part)
     int n = p->n;
     int *src = dt_xmalloc((size_t)n * sizeof *src), *dst = dt_xmalloc((size_t)n * sizeof *dst);
     double *bytes = dt_xmalloc((size_t)n * sizeof *bytes), *red = dt_xmalloc((size_t)n * sizeof *red);
-    coll_ring_edges(p, src, dst, bytes, red);
+    p->ring_edges(p, src, dst, bytes, red);
     double amax = 0, b = 0, rmax = 0;
     int K = p->n_streams;
     for (int q = 0; q < n; q++)
@@ -202,7 +202,7 @@ static double ring_time(coll_analytic *A, const coll_prog *p, double *lat_part)
     free(dst);
     free(bytes);
     free(red);
-    *lat_part = coll_ring_steps(p) * amax;
+    *lat_part = p->ring_steps(p) * amax;
     return *lat_part + busy + rmax;
 }
 
@@ -517,10 +517,7 @@ int coll_analytic_time(coll_analytic *A, const coll_spec *spec, sim_time_t *time
     if (rc != DT_OK) return rc;
     double ps = 0;
     if (p.n > 1) {
-        int ringish = ran == COLL_RING && (p.op == COLL_ALLREDUCE || p.op == COLL_REDUCE_SCATTER ||
-                                           p.op == COLL_ALLGATHER);
-        int pipe = ran == COLL_TREE || ran == COLL_DBT ||
-                   (ran == COLL_RING && (p.op == COLL_BROADCAST || p.op == COLL_REDUCE));
+        int ringish = p.form == COLL_FORM_RING, pipe = p.form == COLL_FORM_PIPE;
         if (pipe) {
             ps = pipe_time(A, &p);
         } else {

@@ -42,6 +42,15 @@ typedef struct coll_step {
     int dep_step;
 } coll_step;
 
+/* What else a program is, beyond its steps, for the two consumers that run it without the step
+ * engine: the fluid ring model (coll.c) and the analytic mode (coll_analytic.c). The builder
+ * says so; neither consumer knows which algorithm built the program. */
+typedef enum coll_form {
+    COLL_FORM_STEPS, /* only a step program (costed lock-step by the analytic mode) */
+    COLL_FORM_RING,  /* a ring of edges in lock-step: ring_edges and ring_steps are set */
+    COLL_FORM_PIPE   /* pipelined trees, 4 streams per tree (coll_build_pipe) */
+} coll_form;
+
 typedef struct coll_prog coll_prog;
 struct coll_prog {
     /* filled by coll.c before the builder runs */
@@ -59,6 +68,12 @@ struct coll_prog {
     int (*n_steps)(const coll_prog *p, int rank, int stream);
     /* Fill *out (sends buffer and defaults preset: no sends, no recvs, no dep). */
     void (*step)(const coll_prog *p, int rank, int stream, int step, coll_step *out);
+    coll_form form; /* COLL_FORM_STEPS unless the builder says otherwise */
+    /* COLL_FORM_RING only. For each ring position q (arrays of n, caller-allocated), the edge
+     * q -> q+1: sender and receiver ranks, the bytes sent over the whole collective, the bytes
+     * the receiver reduces; and the steps per stream, whose latencies the fluid model charges. */
+    void (*ring_edges)(const coll_prog *p, int *src, int *dst, double *bytes, double *reduce_bytes);
+    int (*ring_steps)(const coll_prog *p);
     void *data; /* builder-owned, freed with free() by the engine */
     int i[8];   /* small integer parameters for the builder's own use */
     double d[4];
@@ -72,7 +87,8 @@ struct coll_prog {
 int coll_prepare(topo *t, const coll_config *cfg, const coll_spec *spec, coll_prog *p,
                  coll_algo *algo, dt_error *err);
 
-/* Builders: DT_OK, or DT_EINPUT with a message when the algorithm cannot run this op/group. */
+/* Builders: DT_OK, or DT_EINPUT with a message when the algorithm cannot run this op/group.
+ * The engine reaches them only through its table (coll.c), indexed by coll_algo. */
 typedef int (*coll_builder)(coll_prog *p, dt_error *err);
 int coll_build_ring(coll_prog *p, dt_error *err);
 int coll_build_tree(coll_prog *p, dt_error *err);
@@ -82,18 +98,11 @@ int coll_build_direct(coll_prog *p, dt_error *err);
 int coll_build_hier(coll_prog *p, dt_error *err);
 int coll_build_ps(coll_prog *p, dt_error *err);
 
-/* Fluid ring (COLL_RING_FLUID), valid after coll_build_ring for allreduce, reduce_scatter
- * and allgather. For each ring position q (arrays of n, caller-allocated), the edge q -> q+1:
- * sender and receiver ranks, the bytes sent over the whole collective, the bytes the receiver
- * reduces. coll_ring_steps: steps per stream (2(n-1) or n-1), whose latencies the fluid model
- * charges. */
-void coll_ring_edges(const coll_prog *p, int *src, int *dst, double *bytes, double *reduce_bytes);
-int coll_ring_steps(const coll_prog *p);
-
 /* Pipelined trees (coll_tree.c), shared by ring (chain) broadcast/reduce, tree and dbt:
  * shape COLL_SHAPE_CHAIN or COLL_SHAPE_HEAP (binary), `trees` = 1 or 2 (the second mirrors the
  * first so that inner ranks of one are leaves of the other); each tree carries 1/trees of the
- * data cut into chunks of p->chunk. Supports broadcast, reduce and allreduce. */
+ * data cut into chunks of p->chunk. Supports broadcast, reduce and allreduce. Sets form
+ * COLL_FORM_PIPE. */
 enum { COLL_SHAPE_CHAIN, COLL_SHAPE_HEAP };
 int coll_build_pipe(coll_prog *p, int shape, int trees, dt_error *err);
 

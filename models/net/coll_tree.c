@@ -236,6 +236,7 @@ int coll_build_pipe(coll_prog *p, int shape, int trees, dt_error *err)
     p->n_streams = 4 * trees;
     p->n_steps = n_steps;
     p->step = step;
+    p->form = COLL_FORM_PIPE;
     return DT_OK;
 }
 
