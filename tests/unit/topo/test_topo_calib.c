@@ -81,7 +81,7 @@ START_TEST(apply_to_topology)
     k->algos[0].kind = CAL_KIND_TOPK;
     t = hand_topo();
     ck_assert_int_eq(topo_apply_calibration(t, k, note, sizeof note, &err), DT_EINPUT);
-    ck_assert_ptr_nonnull(strstr(err.msg, "no all-reduce fit"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "no collective fit"));
     free(t->links); free(t->out_start); free(t->out_links); free(t->gpus); free(t);
     cal_result_destroy(k);
     cal_result_destroy(c);
