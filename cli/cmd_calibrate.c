@@ -489,10 +489,11 @@ static int measure(bench *b, cal_result *c, const char *name, cal_kind kind, con
 
 static void print_tables(const cal_result *c, const opts *o, FILE *f)
 {
-    char b1[32], b2[32], b3[32], b4[32], b5[32];
+    char b1[32], b2[32], b3[32], b4[32], b5[32], rb[64];
     if (c->origin[0])
-        fprintf(f, "calibration from %s: %s, %s, %d ranks, %s, each time the mean of %d iterations\n", c->origin,
-                c->backend, c->gpu[0] ? c->gpu : "GPUs not listed", c->ranks, c->dtype, c->repeats);
+        fprintf(f, "calibration from %s: %s, %s, %d ranks, %s%s\n", c->origin, c->backend,
+                c->gpu[0] ? c->gpu : "GPUs not listed", c->ranks, c->dtype,
+                c->repeats > 1 ? (snprintf(rb, sizeof rb, ", each time the mean of %d runs", c->repeats), rb) : "");
     else
         fprintf(f, "calibration on %s (%s, %d cores): backend %s, %d ranks, %s, %d repeats + %d warm-up per size\n"
                    "verified against the naive reference at every size before timing\n",

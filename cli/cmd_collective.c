@@ -396,7 +396,7 @@ static int run(int argc, char **argv)
         free(sizes);
         return cli_report_error(&err);
     }
-    char cal_note[512] = "";
+    char cal_note[768] = "";
     if (o.calibration) {
         /* measured link figures replace the topology's before anything is routed */
         cal_result *cal = NULL;

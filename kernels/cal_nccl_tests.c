@@ -394,18 +394,26 @@ static int finish_run(run_build *b, cal_nccl_log *L, const char *file, const cha
         r->hosts = 1;
         r->groups = 1;
         r->gpus_per_host = r->ranks;
-        log_warn(L, "%s:%d: no device list: %d ranks inferred from busbw/algbw, assumed to be in one host", file,
-                 b->layout.line, r->ranks);
+        if (r->kind == CAL_KIND_SENDRECV)
+            log_warn(L, "%s:%d: no device list: sendrecv figures taken for one pair of ranks in one host", file,
+                     b->layout.line);
+        else
+            log_warn(L, "%s:%d: no device list: %d ranks inferred from busbw/algbw, assumed to be in one host", file,
+                     b->layout.line, r->ranks);
     } else if (op == CAL_KIND_SENDRECV && r->ranks != 2) {
         /* sendrecv_perf: every rank sends to its neighbour at once; one pair's figures */
     }
+    if (r->ranks < 2)
+        return dt_error_set(err, DT_EINPUT, file, NULL,
+                            "line %d: one rank per communicator: the run moved nothing between GPUs", b->layout.line);
     /* every row: busbw = algbw x factor (printed with two decimals) */
     double f = cal_busbw_factor(r->kind, r->ranks);
     for (int i = 0; i < r->n_rows; i++)
         for (int g = 0; g < 2; g++) {
             if (!(r->time[g][i] > 0)) continue;
             double want = r->algbw[g][i] * f;
-            if (fabs(r->busbw[g][i] - want) > 0.011 + 0.01 * want)
+            /* both printed to two decimals: algbw's rounding is multiplied by the factor */
+            if (fabs(r->busbw[g][i] - want) > 0.0051 * (1 + f) + 0.005 * want)
                 return dt_error_set(err, DT_EINPUT, file, NULL,
                                     "line %d: busbw %.2f is not algbw %.2f x %.4g (%s over %d ranks): the row is "
                                     "garbled, or the log is not %s_perf over %d ranks",
@@ -501,6 +509,7 @@ int cal_nccl_parse(const char *text, size_t len, const char *file, int op_hint, 
             }
             if (b.complete) { /* next run in the same file */
                 rc = finish_run(&b, out, file, text_op_name[0] ? text_op_name : NULL, op_hint, line, err);
+                run_free(&b.run); /* a failed finish leaves the rows with the run */
                 free(b.ranks);
                 memset(&b, 0, sizeof b);
                 b.op_named = -1;
@@ -518,6 +527,7 @@ int cal_nccl_parse(const char *text, size_t len, const char *file, int op_hint, 
                 !strncmp(c, "nccl-tests version", 18)) {
                 if (b.complete) {
                     rc = finish_run(&b, out, file, text_op_name[0] ? text_op_name : NULL, op_hint, line, err);
+                    run_free(&b.run);
                     free(b.ranks);
                     memset(&b, 0, sizeof b);
                     b.op_named = -1;
@@ -836,6 +846,7 @@ int cal_from_nccl_runs(const cal_nccl_run *runs, int n_runs, const cal_nccl_opti
             if (!strstr(sources, bn) && strlen(sources) + strlen(bn) + 3 < sizeof sources)
                 snprintf(sources + strlen(sources), sizeof sources - strlen(sources), "%s%s", sources[0] ? ", " : "", bn);
             for (int i = 0; i < Q->n_rows; i++) {
+                if (!(Q->size[i] > 0)) continue; /* -b 0: no bytes moved, no point on the line */
                 size_samples *p = NULL;
                 for (int j = 0; j < n_pts; j++)
                     if (pts[j].size == Q->size[i]) p = &pts[j];
@@ -855,6 +866,10 @@ int cal_from_nccl_runs(const cal_nccl_run *runs, int n_runs, const cal_nccl_opti
         if (rc) {
             for (int j = 0; j < n_pts; j++) free(pts[j].t);
             free(pts);
+            break;
+        }
+        if (n_pts == 0) {
+            rc = dt_error_set(err, DT_EINPUT, R->file, NULL, "line %d: every row has size 0: nothing to fit", R->line);
             break;
         }
         qsort(pts, (size_t)n_pts, sizeof *pts, by_size);

@@ -16,7 +16,7 @@
  * them, so a rank is always willing to receive while it sends (two ranks writing large segments
  * at each other with blocking sockets would deadlock once both kernel buffers filled).
  *
- * Control: a pipe pair per child. The parent sends PREP (copy the shared input into the private
+ * Control: a socket pair per child. The parent sends PREP (copy the shared input into the private
  * work buffer, outside the timed region), then GO to every child; each child answers with the
  * CLOCK_MONOTONIC time it finished (the clock is system-wide, so children's stamps compare with
  * the parent's), and the run's time is the last finish minus the parent's release time, like the
@@ -82,11 +82,13 @@ static double mono_s(void)
 static size_t seg_begin(size_t count, int n, int k) { return (count * (size_t)k) / (size_t)n; }
 static int mod(int a, int n) { return ((a % n) + n) % n; }
 
+/* Control messages go over AF_UNIX socket pairs rather than pipes so that writing to a rank
+ * that died is an error (EPIPE, MSG_NOSIGNAL) instead of a SIGPIPE that kills the caller. */
 static int write_full(int fd, const void *buf, size_t len)
 {
     const unsigned char *p = buf;
     while (len) {
-        ssize_t w = write(fd, p, len);
+        ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) return -1;
         p += w;
@@ -280,6 +282,11 @@ static void stop_children(kern_tcp_ring *r)
     }
 }
 
+int kern_tcp_ring_pid(const kern_tcp_ring *r, int rank)
+{
+    return rank >= 0 && rank < r->n ? (int)r->pid[rank] : -1;
+}
+
 void kern_tcp_ring_destroy(kern_tcp_ring *r)
 {
     if (!r) return;
@@ -334,15 +341,17 @@ int kern_tcp_ring_create(int ranks, size_t chunk_bytes, kern_dtype t, size_t max
             port[i] = ntohs(a.sin_port);
     }
     for (int i = 0; i < ranks && rc == DT_OK; i++) {
+        /* down: parent -> child commands, up: child -> parent replies ([1] is the writing end
+         * of each, as with pipes) */
         int down[2], up[2];
-        if (pipe(down) != 0) {
-            rc = sys_fail(err, "pipe");
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, down) != 0) {
+            rc = sys_fail(err, "socketpair");
             break;
         }
-        if (pipe(up) != 0) {
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, up) != 0) {
             close(down[0]);
             close(down[1]);
-            rc = sys_fail(err, "pipe");
+            rc = sys_fail(err, "socketpair");
             break;
         }
         fflush(NULL); /* nothing buffered gets written twice */

@@ -92,6 +92,8 @@ int kern_tcp_ring_create(int ranks, size_t chunk_bytes, kern_dtype t, size_t max
                          kern_tcp_ring **out, dt_error *err);
 /* Stops and reaps the processes; NULL is fine. */
 void kern_tcp_ring_destroy(kern_tcp_ring *r);
+/* Process id of a rank (diagnostics and tests), -1 out of range. */
+int kern_tcp_ring_pid(const kern_tcp_ring *r, int rank);
 /* One in-place sum all-reduce of the first count elements of every rank's input (restored before
  * each run, outside the timing): reduce-scatter then all-gather around the ring, the summation
  * order of kern_allreduce_reference. *seconds: from the release of the ranks to the last one's

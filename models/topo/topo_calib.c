@@ -207,6 +207,32 @@ int topo_apply_calibration(topo *t, const cal_result *c, char *note, size_t note
     }
     if (len < note_size)
         snprintf(note + len, note_size - len, "; reduction folded into link bandwidth on %d GPUs", n_gpu);
+    len = strlen(note);
+    /* Routes are shortest by latency: an intra-host path made slower than the way out through
+     * the NICs and back loses the traffic of its own host to the fabric. Say so (the model has
+     * no per-message overhead apart from link latency to put a large fitted alpha on). */
+    if (ai && n_cov[0] && len < note_size) {
+        int a = -1, b = -1;
+        for (int g = 0; g + 1 < t->n_gpus && a < 0; g++)
+            if (t->nodes[t->gpu_node[g]].host == t->nodes[t->gpu_node[g + 1]].host) {
+                a = g;
+                b = g + 1;
+            }
+        const int *path;
+        int np = 0;
+        int *h2 = a >= 0 ? covered_links(t) : NULL;
+        if (a >= 0 && topo_route(t, a, b, 0, &path, &np) == DT_OK) {
+            bool leaves = false;
+            for (int i = 0; i < np; i++)
+                if (!h2[path[i]]) leaves = true;
+            if (leaves)
+                snprintf(note + len, note_size - len,
+                         "; warning: the %s per GPU-GPU path exceeds the route out of the host and back, so "
+                         "traffic inside a host now takes the fabric (routes are shortest by latency)",
+                         unit_fmt_seconds(la[0], b1, sizeof b1));
+        }
+        free(h2);
+    }
     /* Measured compute tables describe the GPU model, not links: every GPU gets them. */
     len = strlen(note);
     bool any = false;
