@@ -944,7 +944,7 @@ int cal_from_nccl_runs(const cal_nccl_run *runs, int n_runs, const cal_nccl_opti
                 c->ranks = R->ranks;
                 snprintf(c->dtype, sizeof c->dtype, "%s", R->dtype[0] ? R->dtype : "fp32");
                 snprintf(c->hostname, sizeof c->hostname, "%s", R->hostnames);
-                if (R->gpu[0]) snprintf(c->gpu, sizeof c->gpu, "%d x %s", R->ranks * R->groups, R->gpu);
+                if (R->gpu[0]) snprintf(c->gpu, sizeof c->gpu, "%d x %.100s", R->ranks * R->groups, R->gpu);
                 c->repeats = iters > 0 ? iters : 1;
                 c->warmup = warmup;
                 snprintf(c->origin, sizeof c->origin, "%s", sources);
