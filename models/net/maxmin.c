@@ -37,12 +37,20 @@ struct mm_solver {
     int cap_tab;
     int *fs2, *fl2;
     int cap_fs2, cap_fl2;
+    int dedup_min_inc; /* MM_DEDUP_MIN_INC, or what a test sets */
     /* heap */
     mm_entry *heap;
     int n_heap, cap_heap;
 };
 
-mm_solver *mm_create(void) { return dt_xcalloc(1, sizeof(mm_solver)); }
+mm_solver *mm_create(void)
+{
+    mm_solver *s = dt_xcalloc(1, sizeof(mm_solver));
+    s->dedup_min_inc = MM_DEDUP_MIN_INC;
+    return s;
+}
+
+void mm_set_dedup_threshold(mm_solver *s, int min_incidences) { s->dedup_min_inc = min_incidences; }
 
 void mm_destroy(mm_solver *s)
 {
@@ -230,7 +238,7 @@ void mm_solve_weighted(mm_solver *s, int n_links, const double *cap, int n_flows
         for (int k = fstart[f]; k < fstart[f + 1]; k++) s->lflows[s->fill[flinks[k]]++] = f;
     /* Small problems gain nothing from removing duplicate links; large ones (coupled rings)
      * lose most of their heap. Same rates either way (dedup_links). */
-    int dedup = n_inc >= MM_DEDUP_MIN_INC;
+    int dedup = n_inc >= s->dedup_min_inc;
     if (dedup) {
         dedup_links(s, n_links, cap, n_flows, fstart, flinks);
         fstart = s->fs2;
