@@ -236,9 +236,11 @@ void mm_solve_weighted(mm_solver *s, int n_links, const double *cap, int n_flows
     memcpy(s->fill, s->lstart, (size_t)n_links * sizeof *s->fill);
     for (int f = 0; f < n_flows; f++)
         for (int k = fstart[f]; k < fstart[f + 1]; k++) s->lflows[s->fill[flinks[k]]++] = f;
-    /* Small problems gain nothing from removing duplicate links; large ones (coupled rings)
-     * lose most of their heap. Same rates either way (dedup_links). */
-    int dedup = n_inc >= s->dedup_min_inc;
+    /* Small problems gain nothing from removing duplicate links, nor do dense ones (a direct
+     * all-to-all: a thousand flows per link, no two links alike); long coupled rings (a few
+     * flows per link) lose most of their heap. Same rates either way (dedup_links). */
+    int dedup = s->dedup_min_inc == 0 ||
+                (n_inc >= s->dedup_min_inc && (long)n_inc <= 32L * n_links);
     if (dedup) {
         dedup_links(s, n_links, cap, n_flows, fstart, flinks);
         fstart = s->fs2;

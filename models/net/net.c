@@ -44,6 +44,10 @@
 
 /* Longest path a flow may take. Fat-trees and dragonflies with NIC hops stay under 12. */
 #define NET_MAX_HOPS 32
+/* Hop slots kept inline per flow (a DGX rail route has 6 hops); longer paths get their own
+ * array, as coupled flows do. 32 inline slots cost 128 B per flow: 128 MB for the million
+ * flows of a direct all-reduce on 1,024 GPUs, mostly page faults. */
+#define NET_INLINE_HOPS 8
 
 typedef struct net_flow {
     double remaining;   /* bytes still to send as of t_last */
@@ -79,6 +83,27 @@ typedef struct route_lane {
     sim_time_t lat;
     double bw;
 } route_lane;
+/* Behind the memo: every (pair, lane) route looked up so far, with its latency and bottleneck,
+ * in one small open-addressing table per source GPU (NET_STORE_MAX entries in all, then it
+ * stops growing). The memo's direct-mapped slots decide the lane rotation and must keep their
+ * size; this store only saves the route look-up (topo_route: a lock and a probe of a table
+ * shared by threads) and the latency sum when a pair comes back after its memo slot was
+ * taken: the second phase of a direct all-reduce, a repeated all-to-all. Per source, because
+ * collectives post a rank's sends together: its table stays in cache (one table of a million
+ * pairs cost a cache miss per transfer, a quarter of a direct all-reduce's time). */
+typedef struct stored_lane {
+    int dst_lane; /* dst * NET_LANES + lane; -1 empty */
+    int n_hops, bl;
+    const int *path;
+    sim_time_t lat;
+    double bw;
+} stored_lane;
+typedef struct src_store {
+    stored_lane *e;
+    int cap, n;
+} src_store;
+#define NET_STORE_MAX ((size_t)1 << 22)
+
 typedef struct route_memo {
     int64_t key; /* src * n_gpus + dst, -1 empty */
     unsigned next; /* lane of the next transfer */
@@ -103,6 +128,9 @@ typedef struct ring_route {
 /* Beyond this the ring cache is emptied (it is a cache: routes are recomputed). */
 #define NET_RING_CACHE_BYTES ((size_t)256 << 20)
 
+/* A link's entry for a flow crossing it: the flow, and which hop of its path this is, with
+ * LE_OWN_SLOTS set when the flow keeps its slots in its own array (coupled or long paths). */
+#define LE_OWN_SLOTS (1 << 30)
 typedef struct link_entry {
     int flow;
     int hop;
@@ -130,7 +158,7 @@ struct net {
     /* Kept apart from the flows so that component walks touch 4 bytes per visit, and the
      * flow records stay small (a recompute visits each flow of a component twice). */
     uint32_t *fmark;   /* per flow: component walk epoch */
-    int *fslot;        /* per flow, NET_MAX_HOPS: position in each hop link's entry array */
+    int *fslot;        /* per flow, NET_INLINE_HOPS: position in each hop link's entry array */
     int n_flows_cap, free_head, active;
     /* dirty links awaiting a recompute */
     int *dirty;
@@ -145,6 +173,8 @@ struct net {
     mm_solver *mm;
     route_memo *memo;
     unsigned memo_mask;
+    src_store *store; /* per source GPU */
+    size_t store_n;
     /* routes of ring pair lists, by lane (ring_lookup) */
     struct ring_route *rings;
     int n_rings, cap_rings;
@@ -179,6 +209,7 @@ net *net_create(topo *t, sim_engine *eng, const net_config *cfg)
     n->memo_mask = (1u << bits) - 1;
     n->memo = dt_xmalloc(sizeof(route_memo) << bits);
     for (unsigned i = 0; i <= n->memo_mask; i++) n->memo[i].key = -1;
+    n->store = dt_xcalloc((size_t)(t->n_gpus ? t->n_gpus : 1), sizeof *n->store);
     n->k_done = sim_kind_register(eng, "net.done", on_done, n);
     n->k_recompute = sim_kind_register(eng, "net.recompute", on_recompute, n);
     return n;
@@ -208,6 +239,8 @@ void net_destroy(net *n)
     free(n->wt);
     free(n->bn);
     free(n->memo);
+    for (int g = 0; g < n->t->n_gpus; g++) free(n->store[g].e);
+    free(n->store);
     for (int i = 0; i < n->n_rings; i++) {
         free(n->rings[i].src);
         for (int l = 0; l < NET_LANES; l++) free(n->rings[i].path[l]);
@@ -300,11 +333,13 @@ __attribute__((always_inline)) static inline int flow_alloc(net *n)
         int old = n->n_flows_cap;
         int c = old ? old * 2 : 256;
         n->flows = dt_xrealloc(n->flows, (size_t)c * sizeof *n->flows);
-        memset(n->flows + old, 0, (size_t)(c - old) * sizeof *n->flows);
         n->fmark = dt_xrealloc(n->fmark, (size_t)c * sizeof *n->fmark);
         memset(n->fmark + old, 0, (size_t)(c - old) * sizeof *n->fmark);
-        n->fslot = dt_xrealloc(n->fslot, (size_t)c * NET_MAX_HOPS * sizeof *n->fslot);
-        for (int i = c - 1; i >= old; i--) {
+        n->fslot = dt_xrealloc(n->fslot, (size_t)c * NET_INLINE_HOPS * sizeof *n->fslot);
+        for (int i = c - 1; i >= old; i--) { /* every field is set when the flow starts */
+            n->flows[i].xpath = n->flows[i].xslot = NULL;
+            n->flows[i].active = 0;
+            n->flows[i].version = 0;
             n->flows[i].next_free = n->free_head;
             n->free_head = i;
         }
@@ -353,12 +388,12 @@ static void note_util(net *n, double used, double bw)
 #endif
 }
 
-/* Positions of flow id in its hop links' entry arrays: NET_MAX_HOPS slots per flow, or the
+/* Positions of flow id in its hop links' entry arrays: NET_INLINE_HOPS slots per flow, or the
  * coupled flow's own array. */
 static inline int *flow_slots(net *n, int id)
 {
     int *x = n->flows[id].xslot;
-    return x ? x : &n->fslot[(size_t)id * NET_MAX_HOPS];
+    return x ? x : &n->fslot[(size_t)id * NET_INLINE_HOPS];
 }
 
 /* Put a new flow on its links and either schedule it (alone on every link) or mark its links
@@ -381,7 +416,7 @@ flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
     f->path = path;
     f->n_hops = nh;
     f->xpath = xpath;
-    f->xslot = xpath ? dt_xmalloc((size_t)nh * sizeof *f->xslot) : NULL;
+    f->xslot = xpath || nh > NET_INLINE_HOPS ? dt_xmalloc((size_t)nh * sizeof *f->xslot) : NULL;
     f->pairs = pairs;
     f->w = w;
     f->done_kind = done_kind;
@@ -397,7 +432,7 @@ flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
             lk->e = dt_xrealloc(lk->e, (size_t)lk->cap * sizeof *lk->e);
         }
         slot[h] = lk->n;
-        lk->e[lk->n++] = (link_entry){id, h};
+        lk->e[lk->n++] = (link_entry){id, f->xslot ? h | LE_OWN_SLOTS : h};
         if (lk->n > 1) alone = 0;
     }
     if (alone) {
@@ -413,6 +448,67 @@ flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
     }
 }
 
+static void store_grow(src_store *ss)
+{
+    int old_cap = ss->cap;
+    stored_lane *old = ss->e;
+    ss->cap = old_cap ? 2 * old_cap : 16;
+    ss->e = dt_xmalloc((size_t)ss->cap * sizeof *ss->e);
+    for (int i = 0; i < ss->cap; i++) ss->e[i].dst_lane = -1;
+    for (int i = 0; i < old_cap; i++) {
+        if (old[i].dst_lane < 0) continue;
+        int k = old[i].dst_lane & (ss->cap - 1);
+        while (ss->e[k].dst_lane >= 0) k = (k + 1) & (ss->cap - 1);
+        ss->e[k] = old[i];
+    }
+    free(old);
+}
+
+/* Fill memo lane v of pair (src, dst) from the store, or route it (and store it). Slots are
+ * the key itself modulo the table size: a rank's sends to consecutive peers use consecutive
+ * slots. */
+static void lane_fill(net *n, int64_t key, unsigned v, int src_gpu, int dst_gpu, route_lane *ln)
+{
+    src_store *ss = &n->store[src_gpu];
+    int dl = dst_gpu * NET_LANES + (int)v;
+    if (ss->cap)
+        for (int k = dl & (ss->cap - 1); ss->e[k].dst_lane >= 0; k = (k + 1) & (ss->cap - 1))
+            if (ss->e[k].dst_lane == dl) {
+                const stored_lane *sl = &ss->e[k];
+                *ln = (route_lane){.path = sl->path, .n_hops = sl->n_hops, .bl = sl->bl,
+                                   .lat = sl->lat, .bw = sl->bw};
+                return;
+            }
+    const int *pth = NULL;
+    int hops = 0;
+    uint64_t hash = mix64((uint64_t)key * NET_LANES + v + 0x9e3779b97f4a7c15ULL);
+    /* While the store has room it keeps the route, and topo's table need not (a full store
+     * stops growing: later routes go through topo's table, so no path is stored twice). */
+    bool keep = n->store_n < NET_STORE_MAX;
+    int rc = keep ? topo_route_unlisted(n->t, src_gpu, dst_gpu, hash, &pth, &hops)
+                  : topo_route(n->t, src_gpu, dst_gpu, hash, &pth, &hops);
+    DT_ASSERT(rc == DT_OK);
+    DT_ASSERT(hops <= NET_MAX_HOPS);
+    ln->path = pth;
+    ln->n_hops = hops;
+    ln->lat = path_latency(n->t, pth, hops);
+    ln->bw = INFINITY;
+    ln->bl = -1;
+    for (int h = 0; h < hops; h++)
+        if (n->links[pth[h]].bw < ln->bw) {
+            ln->bw = n->links[pth[h]].bw;
+            ln->bl = pth[h];
+        }
+    if (!keep) return;
+    if (2 * (ss->n + 1) > ss->cap) store_grow(ss);
+    int k = dl & (ss->cap - 1);
+    while (ss->e[k].dst_lane >= 0) k = (k + 1) & (ss->cap - 1);
+    ss->e[k] = (stored_lane){.dst_lane = dl, .n_hops = ln->n_hops, .bl = ln->bl,
+                             .path = ln->path, .lat = ln->lat, .bw = ln->bw};
+    ss->n++;
+    n->store_n++;
+}
+
 /* The memoised route from src to dst on ECMP lane `lane`, or (lane < 0) on the pair's next
  * lane in rotation (see net.h). */
 __attribute__((always_inline)) static inline const route_lane *
@@ -423,30 +519,14 @@ next_route(net *n, int src_gpu, int dst_gpu, int lane)
      * to a path by the 5-tuple hash). Deterministic, and routes are memoised per lane. */
     int64_t key = (int64_t)src_gpu * n->t->n_gpus + dst_gpu;
     route_memo *m = &n->memo[mix64((uint64_t)key) & n->memo_mask];
-    if (m->key != key) {
-        memset(m, 0, sizeof *m);
+    if (m->key != key) { /* what a memset would do, for the fields that are read */
         m->key = key;
+        m->next = 0;
+        for (int l = 0; l < NET_LANES; l++) m->lane[l].path = NULL;
     }
     unsigned v = lane >= 0 ? (unsigned)lane % NET_LANES : m->next++ % NET_LANES;
     route_lane *ln = &m->lane[v];
-    if (!ln->path) {
-        const int *pth = NULL;
-        int hops = 0;
-        uint64_t hash = mix64((uint64_t)key * NET_LANES + v + 0x9e3779b97f4a7c15ULL);
-        int rc = topo_route(n->t, src_gpu, dst_gpu, hash, &pth, &hops);
-        DT_ASSERT(rc == DT_OK);
-        DT_ASSERT(hops <= NET_MAX_HOPS);
-        ln->path = pth;
-        ln->n_hops = hops;
-        ln->lat = path_latency(n->t, pth, hops);
-        ln->bw = INFINITY;
-        ln->bl = -1;
-        for (int h = 0; h < hops; h++)
-            if (n->links[pth[h]].bw < ln->bw) {
-                ln->bw = n->links[pth[h]].bw;
-                ln->bl = pth[h];
-            }
-    }
+    if (!ln->path) lane_fill(n, key, v, src_gpu, dst_gpu, ln);
     return ln;
 }
 
@@ -630,7 +710,12 @@ static void on_done(void *model, sim_engine *eng, const sim_event *ev)
         link_entry last = lk->e[--lk->n];
         if (s != lk->n) {
             lk->e[s] = last;
-            flow_slots(n, last.flow)[last.hop] = s;
+            /* the moved flow's slot, without reading its record unless it owns its slots
+             * (a cache miss per hop saved: a quarter of a direct all-reduce's time) */
+            if (last.hop & LE_OWN_SLOTS)
+                n->flows[last.flow].xslot[last.hop & ~LE_OWN_SLOTS] = s;
+            else
+                n->fslot[(size_t)last.flow * NET_INLINE_HOPS + last.hop] = s;
         }
         /* If no remaining flow is bottlenecked on this link, every remaining flow keeps a
          * saturated link on which it is the fastest: the allocation is still max-min fair
@@ -641,11 +726,9 @@ static void on_done(void *model, sim_engine *eng, const sim_event *ev)
     n->st.flows_finished++;
     n->st.bytes_delivered += f->bytes * f->pairs;
     sim_schedule_in(eng, now, f->tail, f->done_kind, f->done_id, f->done_data);
-    if (f->xpath) {
-        free(f->xpath);
-        free(f->xslot);
-        f->xpath = f->xslot = NULL;
-    }
+    free(f->xpath); /* NULL unless coupled */
+    free(f->xslot); /* NULL unless coupled or long */
+    f->xpath = f->xslot = NULL;
     f->version++;
     f->active = 0;
     f->next_free = n->free_head;
@@ -670,9 +753,9 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     uint32_t ep = ++n->epoch;
     int nf = 0, nl = 0, ninc = 0;
 
-    /* Walk the components touching dirty links, collecting each flow's links (global ids
-     * first, made local once every link has its index). Scratch arrays grow to the largest
-     * component seen and are reused. */
+    /* Walk the components touching dirty links, collecting each flow's links as local indices
+     * (a link gets its index when first met). Scratch arrays grow to the largest component
+     * seen and are reused. */
     for (int d = 0; d < n->n_dirty; d++) {
         int l0 = n->dirty[d];
         int why = n->links[l0].dirty;
@@ -702,14 +785,16 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
                 n->fstart[nf++] = ninc;
                 for (int h = 0; h < f->n_hops; h++) {
                     int m = f->path[h];
-                    n->flinks[ninc++] = m;
-                    if (n->links[m].mark == ep) continue;
-                    n->links[m].mark = ep;
-                    n->links[m].local = nl;
-                    grow_int(&n->cl, &n->cap_cl, nl + 1);
-                    grow_int(&n->stack, &n->cap_stack, nl + 1);
-                    n->cl[nl++] = m;
-                    n->stack[sp++] = m;
+                    net_link *lm = &n->links[m];
+                    if (lm->mark != ep) {
+                        lm->mark = ep;
+                        lm->local = nl;
+                        grow_int(&n->cl, &n->cap_cl, nl + 1);
+                        grow_int(&n->stack, &n->cap_stack, nl + 1);
+                        n->cl[nl++] = m;
+                        n->stack[sp++] = m;
+                    }
+                    n->flinks[ninc++] = lm->local; /* local link index */
                 }
             }
         }
@@ -717,7 +802,6 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     n->n_dirty = 0;
     if (nf == 0) return;
     n->fstart[nf] = ninc;
-    for (int j = 0; j < ninc; j++) n->flinks[j] = n->links[n->flinks[j]].local;
 
     if (nf > n->cap_rate) {
         n->cap_rate = n->cap_cf;
