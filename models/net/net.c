@@ -136,12 +136,17 @@ typedef struct link_entry {
     int hop;
 } link_entry;
 
+/* Component-walk marks, apart from the link records: a walk over a coupled ring's thousands
+ * of links touches 8 bytes per link instead of a 40-byte record. */
+typedef struct link_mark {
+    uint32_t mark; /* walk epoch */
+    int local;     /* index in the component being solved */
+} link_mark;
+
 typedef struct net_link {
     double bw;
     link_entry *e;
     int n, cap;
-    uint32_t mark;
-    int local;
     int dirty;
     int n_bneck; /* flows whose bottleneck this link is */
 } net_link;
@@ -152,6 +157,7 @@ struct net {
     net_config cfg;
     uint32_t k_done, k_recompute;
     net_link *links;
+    link_mark *lmark;
     int n_links;
     /* flow pool */
     net_flow *flows;
@@ -199,6 +205,7 @@ net *net_create(topo *t, sim_engine *eng, const net_config *cfg)
         DT_ASSERT(t->links[l].bandwidth > 0);
         n->links[l].bw = t->links[l].bandwidth;
     }
+    n->lmark = dt_xcalloc((size_t)(t->n_links ? t->n_links : 1), sizeof *n->lmark);
     n->free_head = -1;
     n->mm = mm_create();
     /* Memo size: 4 slots per GPU (a ring or pipeline neighbour or two each), 2^13 to 2^17
@@ -220,6 +227,7 @@ void net_destroy(net *n)
     if (!n) return;
     for (int l = 0; l < n->n_links; l++) free(n->links[l].e);
     free(n->links);
+    free(n->lmark);
     for (int i = 0; i < n->n_flows_cap; i++) {
         free(n->flows[i].xpath);
         free(n->flows[i].xslot);
@@ -760,15 +768,14 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         int l0 = n->dirty[d];
         int why = n->links[l0].dirty;
         n->links[l0].dirty = 0;
-        if (n->links[l0].mark == ep || n->links[l0].n == 0) continue;
+        if (n->lmark[l0].mark == ep || n->links[l0].n == 0) continue;
         /* Departures only, and (now that the whole batch of simultaneous departures is in)
          * nobody left is bottlenecked here: the skip rule of on_done holds for the batch. */
         if (why == DIRTY_DEPART && n->links[l0].n_bneck == 0 && !DTSIM_NET_NOSKIP) continue;
         int sp = 0;
         grow_int(&n->cl, &n->cap_cl, nl + 1);
         grow_int(&n->stack, &n->cap_stack, nl + 1);
-        n->links[l0].mark = ep;
-        n->links[l0].local = nl;
+        n->lmark[l0] = (link_mark){ep, nl};
         n->cl[nl++] = l0;
         n->stack[sp++] = l0;
         while (sp > 0) {
@@ -785,10 +792,9 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
                 n->fstart[nf++] = ninc;
                 for (int h = 0; h < f->n_hops; h++) {
                     int m = f->path[h];
-                    net_link *lm = &n->links[m];
+                    link_mark *lm = &n->lmark[m];
                     if (lm->mark != ep) {
-                        lm->mark = ep;
-                        lm->local = nl;
+                        *lm = (link_mark){ep, nl};
                         grow_int(&n->cl, &n->cap_cl, nl + 1);
                         grow_int(&n->stack, &n->cap_stack, nl + 1);
                         n->cl[nl++] = m;
