@@ -65,7 +65,6 @@ typedef struct net_flow {
     uint32_t version;   /* bumped on every reschedule and on free: stale events carry old ones */
     int bneck;          /* bottleneck link from the last solve, -1 before */
     int active;
-    int next_free;
     uint32_t done_kind, done_id;
     uint64_t done_data;
 } net_flow;
@@ -165,7 +164,8 @@ struct net {
      * flow records stay small (a recompute visits each flow of a component twice). */
     uint32_t *fmark;   /* per flow: component walk epoch */
     int *fslot;        /* per flow, NET_INLINE_HOPS: position in each hop link's entry array */
-    int n_flows_cap, free_head, active;
+    int *free_stack;   /* ids of free flow records, the next to reuse on top */
+    int n_flows_cap, n_free, active;
     /* dirty links awaiting a recompute */
     int *dirty;
     int n_dirty, cap_dirty;
@@ -206,7 +206,6 @@ net *net_create(topo *t, sim_engine *eng, const net_config *cfg)
         n->links[l].bw = t->links[l].bandwidth;
     }
     n->lmark = dt_xcalloc((size_t)(t->n_links ? t->n_links : 1), sizeof *n->lmark);
-    n->free_head = -1;
     n->mm = mm_create();
     /* Memo size: 4 slots per GPU (a ring or pipeline neighbour or two each), 2^13 to 2^17
      * entries (1.2 to 19 MB). An evicted pair restarts its lane rotation, so a memo too small
@@ -234,6 +233,7 @@ void net_destroy(net *n)
     }
     free(n->flows);
     free(n->fmark);
+    free(n->free_stack);
     free(n->fslot);
     free(n->dirty);
     free(n->cf);
@@ -335,26 +335,28 @@ int net_route_lane(net *n, int src_gpu, int dst_gpu, int lane, const int **links
     return DT_OK;
 }
 
+/* Free flow records are a stack of ids apart from the records (last freed, first reused): taking
+ * one reads the stack's top, not the record's next-free field (a cache miss per transfer when a
+ * million flows come and go). */
 __attribute__((always_inline)) static inline int flow_alloc(net *n)
 {
-    if (n->free_head < 0) {
+    if (n->n_free == 0) {
         int old = n->n_flows_cap;
         int c = old ? old * 2 : 256;
         n->flows = dt_xrealloc(n->flows, (size_t)c * sizeof *n->flows);
         n->fmark = dt_xrealloc(n->fmark, (size_t)c * sizeof *n->fmark);
         memset(n->fmark + old, 0, (size_t)(c - old) * sizeof *n->fmark);
         n->fslot = dt_xrealloc(n->fslot, (size_t)c * NET_INLINE_HOPS * sizeof *n->fslot);
-        for (int i = c - 1; i >= old; i--) { /* every field is set when the flow starts */
+        n->free_stack = dt_xrealloc(n->free_stack, (size_t)c * sizeof *n->free_stack);
+        for (int i = c - 1; i >= old; i--) { /* every other field is set when the flow starts */
             n->flows[i].xpath = n->flows[i].xslot = NULL;
             n->flows[i].active = 0;
             n->flows[i].version = 0;
-            n->flows[i].next_free = n->free_head;
-            n->free_head = i;
+            n->free_stack[n->n_free++] = i;
         }
         n->n_flows_cap = c;
     }
-    int id = n->free_head;
-    n->free_head = n->flows[id].next_free;
+    int id = n->free_stack[--n->n_free];
     n->flows[id].active = 1;
     n->active++;
     return id;
@@ -739,8 +741,7 @@ static void on_done(void *model, sim_engine *eng, const sim_event *ev)
     f->xpath = f->xslot = NULL;
     f->version++;
     f->active = 0;
-    f->next_free = n->free_head;
-    n->free_head = (int)ev->id;
+    n->free_stack[n->n_free++] = (int)ev->id;
     n->active--;
 }
 
