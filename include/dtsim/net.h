@@ -60,10 +60,19 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
  * like 1/L of a flow), so that a caller spreading one ring over L lanes, one coupled
  * transfer of bytes/L and weight 1/L per lane, competes with other traffic like one flow.
  * Rings alone on their links take the bottleneck bandwidth whatever the weight. The path
- * array is allocated per call (O(total hops)). */
+ * array is allocated per call (O(total hops)); with lane >= 0 the concatenated routes are
+ * cached per pair list (a later ring on the same pairs copies them), and the memo's lane
+ * rotation is left exactly as looking them up would have left it. */
 void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, double bytes,
                    int lane, double weight, uint32_t done_kind, uint32_t done_id,
                    uint64_t done_data);
+
+/* The largest of the pairs' path latencies (net_path_info's, flow hash 0). Cached with the
+ * pair list's lane routes for net_send_ring: a ring started again with the same pairs (every
+ * gradient bucket of a data-parallel group) routes nothing the second time. Returns the first
+ * failing topo_route status. */
+int net_ring_latency_max(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu,
+                         sim_time_t *amax);
 
 typedef struct net_stats {
     uint64_t flows_started, flows_finished;

@@ -135,6 +135,13 @@ int topo_write_json(const topo *t, FILE *f, dt_error *err);
  * few hops (docs/architecture.md, "Topology and routing"). */
 int topo_route(topo *t, int src_gpu, int dst_gpu, uint64_t flow_hash, const int **links,
                int *n_links);
+/* As topo_route, for a caller that keeps the routes it asks for (the network model's route
+ * store): the path is stored (valid until topo_destroy) but not entered in the route table,
+ * which saves the table's memory and upkeep (64 MB and a rehash of a million entries for the
+ * pairs of a direct all-reduce on 1,024 GPUs). A path already in the table comes from there;
+ * asking again for an unlisted one stores it again. */
+int topo_route_unlisted(topo *t, int src_gpu, int dst_gpu, uint64_t flow_hash,
+                        const int **links, int *n_links);
 
 /* Counts, diameter (largest hop count of a GPU-to-GPU route) and bisection bandwidth: closed
  * forms for generated topologies where exact, else one Dijkstra per GPU and a max-flow between

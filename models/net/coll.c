@@ -514,10 +514,10 @@ static void start_fluid(coll_engine *c, int id)
     for (int q = 0; q < n; q++) {
         src[q] = in->gpus[src[q]];
         dst[q] = in->gpus[dst[q]];
-        sim_time_t a = 0;
-        if (net_path_info(c->net, src[q], dst[q], &a, NULL, NULL) == DT_OK && a > amax) amax = a;
         if (bytes[q] > b) b = bytes[q];
     }
+    int rc = net_ring_latency_max(c->net, n, src, dst, &amax);
+    DT_ASSERT(rc == DT_OK); /* the group's routes were checked when it was built */
     double extra = (double)(in->p.ring_steps(&in->p) - 1) * (double)amax;
     in->f_extra = extra < 9.0e18 ? (sim_time_t)extra : SIM_TIME_MAX;
     /* One coupled flow per ECMP lane, each with 1/lanes of the data: the step model's
