@@ -49,6 +49,7 @@ static void print_json(const run_result *r)
     cJSON_AddNumberToObject(b, "comm_exposed", r->breakdown_s.comm_exposed);
     cJSON_AddNumberToObject(b, "bubble", r->breakdown_s.bubble);
     cJSON_AddNumberToObject(b, "straggler_wait", r->breakdown_s.straggler_wait);
+    cJSON_AddNumberToObject(b, "data_stall", r->breakdown_s.data_stall);
     cJSON_AddNumberToObject(j, "critical_gpu", r->critical_gpu);
     cJSON *w = cJSON_AddObjectToObject(j, "max_straggler_wait");
     cJSON_AddNumberToObject(w, "gpu", r->max_straggler_wait_gpu);
@@ -70,6 +71,11 @@ static void print_json(const run_result *r)
     cJSON_AddNumberToObject(j, "cost_per_step_usd", r->cost_per_step_usd);
     cJSON_AddNumberToObject(j, "events", (double)r->events);
     cJSON_AddNumberToObject(j, "seed", (double)r->seed);
+    if (r->has_input) {
+        cJSON *in = cJSON_AddObjectToObject(j, "input");
+        cJSON_AddNumberToObject(in, "read_s", r->input_read_s);
+        cJSON_AddNumberToObject(in, "prefetch", r->input_prefetch);
+    }
     if (r->calibration_note[0]) cJSON_AddStringToObject(j, "calibration", r->calibration_note);
     cJSON_AddNumberToObject(j, "wall_s", r->wall_s);
     char *s = cJSON_Print(j);
@@ -118,12 +124,17 @@ static void print_human(const char *what, const run_result *r)
     row_time("comm exposed", r->breakdown_s.comm_exposed, T);
     row_time("pipeline bubble", r->breakdown_s.bubble, T);
     row_time("straggler wait", r->breakdown_s.straggler_wait, T);
+    if (r->has_input) row_time("data stall", r->breakdown_s.data_stall, T);
     if (r->max_straggler_wait_s > r->breakdown_s.straggler_wait)
         printf("  %-16s %12s  (GPU %d: longest wait for late peers)\n", "worst wait",
                unit_fmt_seconds(r->max_straggler_wait_s, buf, sizeof buf),
                r->max_straggler_wait_gpu);
     printf("  ");
     rep_breakdown_bar(r, 40, stdout);
+    if (r->has_input)
+        printf("  input: a step's samples take %s to read, prefetch %d batch%s\n",
+               unit_fmt_seconds(r->input_read_s, buf, sizeof buf), r->input_prefetch,
+               r->input_prefetch == 1 ? "" : "es");
     printf("\nthroughput\n");
     printf("  %-16s %12s samples/s\n", "samples", fmt_si(r->throughput.samples_per_s, buf, 32));
     if (r->throughput.tokens_per_s > 0)

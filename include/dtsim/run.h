@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "dtsim/error.h"
+#include "dtsim/goodput.h"
 #include "dtsim/net.h"
 
 /* Per-op and per-link activity of a run, kept only when run_options.record_timeline is set;
@@ -81,6 +82,7 @@ typedef struct run_result {
     double step_time_s;
     struct {
         double compute, comm_exposed, bubble, straggler_wait;
+        double data_stall;        /* waiting for the input pipeline (scenario `input`) */
     } breakdown_s;
     double max_straggler_wait_s;  /* longest wait for late peers over all GPUs */
     int max_straggler_wait_gpu;   /* the GPU that waited it */
@@ -95,6 +97,9 @@ typedef struct run_result {
     uint64_t events;
     double wall_s;
     uint64_t seed;
+    bool has_input;             /* the scenario has an `input` section: */
+    double input_read_s;        /* reading one step's samples from storage */
+    int input_prefetch;         /* batches the loader reads ahead */
     char calibration_note[256]; /* what calibration was applied, "" if none */
     char summary[256];          /* one line: model and plan, for people ("" for traces) */
     run_timeline *timeline;     /* owned; NULL unless record_timeline; free with run_result_free */
@@ -116,6 +121,16 @@ int run_memory(const cJSON *scenario, const char *file, const char *base_dir, st
 int run_scenario_file(const char *filename, const run_options *opt, run_result *out,
                       dt_error *err);
 int run_memory_file(const char *filename, struct run_memory *out, bool *fits, dt_error *err);
+
+/* What a goodput simulation needs from a scenario with `failures` and `checkpoint` sections
+ * (goodput.h): one simulated step (written to *step, as run_scenario), the parts that can fail
+ * counted on the topology, the checkpoint's size (the memory model's weights and optimizer
+ * states of every parameter unless given) and its write, snapshot and read-back times through
+ * the storage model, the checkpoint interval in steps (0: auto). */
+int run_goodput_job(const cJSON *scenario, const char *file, const char *base_dir,
+                    const run_options *opt, gp_job *job, run_result *step, dt_error *err);
+int run_goodput_job_file(const char *filename, const run_options *opt, gp_job *job,
+                         run_result *step, dt_error *err);
 
 /* Replay a trace file (docs/formats.md, "Trace files") on the topology in topology_file.
  * The trace carries the GPU override, faults, seed and network mode of the run that wrote it,

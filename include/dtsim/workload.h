@@ -27,6 +27,7 @@
 
 #include "dtsim/coll.h"
 #include "dtsim/error.h"
+#include "dtsim/goodput.h"
 #include "dtsim/gpu.h"
 #include "dtsim/json.h"
 #include "dtsim/net.h"
@@ -108,6 +109,12 @@ typedef struct wl_scenario {
     double global_batch;         /* samples per step */
     char calibration[512];       /* calibration file path ("" none), resolved by run.c */
     wl_env env;                  /* options, stragglers, jitter, degraded links, seed */
+    /* a long job: what fails, checkpoints, the storage they and the input data go through
+     * (goodput.h; present = false when the section is absent) */
+    gp_failures failures;
+    gp_checkpoint checkpoint;
+    stor_spec storage;
+    stor_input input;
 } wl_scenario;
 
 /* Parse and validate the scenario object j (every key, with path-named errors). Does not look

@@ -438,6 +438,81 @@ int run_memory(const cJSON *scenario, const char *file, const char *base_dir, st
     return DT_OK;
 }
 
+/* ----------------------------------------------------- storage and input ---- */
+
+/* Hosts among a set of GPUs (a GPU without a host is its own). */
+static int count_hosts(const topo *t, const int *gpus, int n)
+{
+    unsigned char *seen = dt_xcalloc((size_t)t->n_hosts + 1, 1);
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        int h = t->nodes[t->gpu_node[gpus[i]]].host;
+        if (h < 0) k++;
+        else if (!seen[h]) {
+            seen[h] = 1;
+            k++;
+        }
+    }
+    free(seen);
+    return k;
+}
+
+/* What the links allow between the scenario's storage node and these GPUs (to_storage: from
+ * the GPUs), a max-flow; INFINITY when the storage is given by figures only. */
+static int storage_path(const js_ctx *c, const stor_spec *st, const topo *t, const int *gpus,
+                        int n, bool to_storage, double *bw)
+{
+    *bw = INFINITY;
+    if (!st->node[0]) return DT_OK;
+    int v = find_node(t, st->node);
+    if (v < 0) return js_fail(c, "storage", "node", "no node named \"%s\" in the topology", st->node);
+    int *nodes = dt_xmalloc(((size_t)n + 1) * sizeof *nodes);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (t->gpu_node[gpus[i]] != v) nodes[k++] = t->gpu_node[gpus[i]];
+    *bw = to_storage ? topo_maxflow(t, nodes, k, &v, 1) : topo_maxflow(t, &v, 1, nodes, k);
+    free(nodes);
+    if (k > 0 && !(*bw > 0))
+        return js_fail(c, "storage", "node", "node \"%s\" cannot be reached from the GPUs over the "
+                       "topology's links", st->node);
+    if (k == 0) *bw = INFINITY;
+    return DT_OK;
+}
+
+/* The input pipeline (scenario `input`): each DP replica's data loader, on the host of its
+ * first-stage GPU, reads its share of the step's samples; every step's samples cross the
+ * storage model once. Steady state: the read of step k + 1 overlaps step k (prefetch >= 1),
+ * so a step waits max(0, read - step) for its batch; without prefetch it waits the whole read.
+ * The wait is put at the start of the step (every GPU waits for the first stage's data). */
+static int apply_input(const js_ctx *c, const wl_scenario *s, const topo *t, run_result *out)
+{
+    int dp = s->plan.dp;
+    int *g = dt_xmalloc(((size_t)dp + 1) * sizeof *g);
+    for (int d = 0; d < dp; d++) g[d] = wl_gpu_of(&s->plan, d, 0, 0);
+    double bw;
+    int rc = storage_path(c, &s->storage, t, g, dp, false, &bw);
+    int hosts = count_hosts(t, g, dp);
+    free(g);
+    if (rc != DT_OK) return rc;
+    double r = stor_transfer_s(&s->storage, hosts, bw, s->global_batch * s->input.bytes_per_sample);
+    double T0 = out->step_time_s;
+    double stall = stor_input_stall_s(&s->input, r, T0);
+    out->has_input = true;
+    out->input_read_s = r;
+    out->input_prefetch = s->input.prefetch;
+    if (stall > 0 && T0 > 0) {
+        double T = T0 + stall, k = T0 / T;
+        out->step_time_s = T;
+        out->breakdown_s.data_stall = stall;
+        out->throughput.samples_per_s *= k;
+        out->throughput.tokens_per_s *= k;
+        out->throughput.tflops_per_gpu *= k;
+        out->throughput.mfu *= k;
+        out->cost_per_step_usd /= k;
+    }
+    return DT_OK;
+}
+
 /* Writes PATH.tmp and hands its name back in *tmp_out (caller-owned): run_scenario renames it
  * into place only once the step has simulated, so a failed run leaves no trace file. */
 static int write_trace_file(const char *path, const wl_graph *g, const trace_env *env,
@@ -527,6 +602,10 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
         if (rc == DT_EINPUT && !err->file[0] && file)
             snprintf(err->file, sizeof err->file, "%s", file);
     }
+    if (rc == DT_OK && s.input.present) {
+        js_ctx c = {file ? file : "<scenario>", err};
+        rc = apply_input(&c, &s, t, out);
+    }
     if (trace_tmp) { /* "syn.json --write-trace t.json" left t.json after a failed step */
         if (rc == DT_OK && rename(trace_tmp, opt->write_trace) != 0)
             rc = dt_error_set(err, DT_EIO, opt->write_trace, NULL,
@@ -572,6 +651,90 @@ int run_memory_file(const char *filename, struct run_memory *out, bool *fits, dt
     TRY(js_parse_file(filename, &j, err));
     char *dir = dir_of(filename);
     int rc = run_memory(j, filename, dir, out, fits, err);
+    free(dir);
+    cJSON_Delete(j);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- goodput ---- */
+
+int run_goodput_job(const cJSON *scenario, const char *file, const char *base_dir,
+                    const run_options *opt, gp_job *gj, run_result *step, dt_error *err)
+{
+    memset(gj, 0, sizeof *gj);
+    TRY(run_scenario(scenario, file, base_dir, opt, step, err));
+    wl_scenario s;
+    topo *t;
+    TRY(prepare(scenario, file, base_dir, &s, &t, NULL, 0, err));
+    js_ctx c = {file ? file : "<scenario>", err};
+    int rc = DT_OK;
+    if (!s.failures.present)
+        rc = js_fail(&c, "", "failures", "required by dtsim goodput: what fails and how often, "
+                     "e.g. \"failures\": {\"gpu\": {\"mtbf\": \"50000 h\"}, "
+                     "\"restart\": \"10 min\"}");
+    else if (!s.checkpoint.present)
+        rc = js_fail(&c, "", "checkpoint", "required by dtsim goodput: how the job checkpoints, "
+                     "e.g. \"checkpoint\": {\"interval\": \"auto\"} (with a \"storage\" "
+                     "section)");
+    int n = t->n_gpus;
+    int *all = dt_xmalloc(((size_t)n + 1) * sizeof *all);
+    for (int i = 0; i < n; i++) all[i] = i;
+    double bw_w = INFINITY, bw_r = INFINITY;
+    if (rc == DT_OK) rc = storage_path(&c, &s.storage, t, all, n, true, &bw_w);
+    if (rc == DT_OK) rc = storage_path(&c, &s.storage, t, all, n, false, &bw_r);
+    if (rc == DT_OK) {
+        gj->step_s = step->step_time_s;
+        gj->tokens_per_step = step->throughput.tokens_per_s * step->step_time_s;
+        gj->samples_per_step = step->throughput.samples_per_s * step->step_time_s;
+        gj->count[GP_GPU] = n;
+        gj->count[GP_HOST] = count_hosts(t, all, n);
+        long links = 0;
+        for (int l = 0; l < t->n_links; l++)
+            if (t->links[l].reverse < 0 || l < t->links[l].reverse) links++;
+        gj->count[GP_LINK] = links;
+        memcpy(gj->cls, s.failures.cls, sizeof gj->cls);
+        gj->start = s.failures.start;
+        gj->restart_s = s.failures.restart_s;
+        double size = s.checkpoint.size_bytes;
+        if (size <= 0) {
+            /* what a restart needs: the weights and the optimizer states of every parameter
+             * (not the gradients), ZeRO paper accounting with dp = 1 */
+            double psi = s.model.kind == WL_TRANSFORMER ? wl_total_params(&s.model) : s.model.params;
+            double p, g, o;
+            mem_model_states(psi, 1, 0, s.plan.precision, s.plan.optimizer, &p, &g, &o);
+            size = p + o;
+        }
+        gj->ckpt_bytes = size;
+        int hosts = (int)gj->count[GP_HOST];
+        double write_s = stor_transfer_s(&s.storage, hosts, bw_w, size);
+        gj->read_s = stor_transfer_s(&s.storage, hosts, bw_r, size);
+        gj->write_bw = write_s > s.storage.latency_s ? size / (write_s - s.storage.latency_s) : INFINITY;
+        gj->mode = s.checkpoint.mode;
+        if (s.checkpoint.mode == GP_CKPT_SYNC) {
+            gj->block_s = write_s;
+            gj->durable_s = 0;
+        } else {
+            gj->block_s = size / n / s.checkpoint.snapshot_bw; /* every GPU copies its share */
+            gj->durable_s = write_s;
+        }
+        if (s.checkpoint.interval_steps > 0) gj->interval_steps = s.checkpoint.interval_steps;
+        else if (s.checkpoint.interval_s > 0 && gj->step_s > 0)
+            gj->interval_steps = (long)fmax(1, llround(s.checkpoint.interval_s / gj->step_s));
+    }
+    free(all);
+    topo_destroy(t);
+    wl_scenario_free(&s);
+    return rc;
+}
+
+int run_goodput_job_file(const char *filename, const run_options *opt, gp_job *gj,
+                         run_result *step, dt_error *err)
+{
+    memset(step, 0, sizeof *step);
+    cJSON *j;
+    TRY(js_parse_file(filename, &j, err));
+    char *dir = dir_of(filename);
+    int rc = run_goodput_job(j, filename, dir, opt, gj, step, err);
     free(dir);
     cJSON_Delete(j);
     return rc;

@@ -275,7 +275,8 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
     static const char *const keys[] = {"name", "description", "topology", "gpu", "model",
                                        "parallel", "global_batch", "precision", "optimizer",
                                        "options", "stragglers", "jitter", "degraded_links",
-                                       "seed", "sweep", NULL};
+                                       "seed", "sweep", "failures", "checkpoint", "storage",
+                                       "input", NULL};
     /* "sweep" belongs to `dtsim sweep` (reports/sweep_spec.c validates it); a single run is the
      * scenario as written, so it is allowed here and not read. */
     TRY(js_expect_object(c, j, ""));
@@ -326,6 +327,7 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
         if (cal) snprintf(s->calibration, sizeof s->calibration, "%s", cal);
     }
     TRY(parse_faults(c, j, s));
+    TRY(gp_parse(c, j, &s->failures, &s->checkpoint, &s->storage, &s->input));
     long long seed = (long long)s->env.seed;
     TRY(js_get_int(c, j, "", "seed", false, 0, (1LL << 53), &seed));
     s->env.seed = (uint64_t)seed;
