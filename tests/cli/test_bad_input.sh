@@ -60,6 +60,8 @@ scen("gp_nostor.json", failures=FAIL, checkpoint={"interval": "1 h"})
 scen("gp_iv.json", failures=FAIL, checkpoint={"interval": "-1 h"}, storage=STOR)
 scen("gp_node.json", failures=FAIL, checkpoint={}, storage={"node": "nas"})
 scen("in_nostor.json", input={"bytes_per_sample": "1 MB"})
+scen("backup.json", parallel={"backup_workers": 8})
+scen("stale.json", parallel={"staleness": 2, "zero": 1})
 scen("in_size.json", input={"bytes_per_sample": "1 MBq"}, storage=STOR)
 w("empty.json", "")
 w("trailing.json", '{"topology": "x"} x')
@@ -185,6 +187,11 @@ t 2 '--seed' - run ok.json --seed -1
 t 2 '--network' - run ok.json --network fast
 t 2 'unknown option' - run ok.json --bogus
 t 2 'needs --topology' - run --trace cycle.json
+t 2 '--steps expects 1 to 1000000' - run ok.json --steps 0
+t 2 '--jobs expects 1 to 1024' - run ok.json --steps 4 --jobs x
+t 2 '--steps needs a scenario' - run --trace cycle.json --topology "$SRC/topologies/ring-8.json" --steps 4
+t 2 'backup.json: parallel.backup_workers: must be below dp' - run backup.json --steps 4
+t 2 'stale.json: parallel.staleness: needs zero 0' - run stale.json
 # ---- failures, checkpoints, storage, input; dtsim goodput
 t 2 'gp_nofail.json: failures: required by dtsim goodput' gpp goodput gp_nofail.json --plot gpp
 t 2 'gp_nockpt.json: checkpoint: required by dtsim goodput' - goodput gp_nockpt.json
