@@ -520,13 +520,18 @@ static void fill_summary(const wl_scenario *s, run_result *out)
     if (p->backup_workers > 0) snprintf(dp, sizeof dp, ", %d backup workers", p->backup_workers);
     else if (p->staleness >= 0) snprintf(dp, sizeof dp, ", asynchronous (staleness %d)", p->staleness);
     else if (p->local_sgd > 1) snprintf(dp, sizeof dp, ", local SGD (averaging every %d steps)", p->local_sgd);
-    snprintf(out->summary, sizeof out->summary,
+    char line[512];
+    snprintf(line, sizeof line,
              "%s (%s params), tp %d x pp %d x dp %d, %s%s, %d microbatch%s of %d, %s, "
              "ZeRO-%d%s%s",
              s->model.name, np, p->tp, p->pp, p->dp,
              p->pp > 1 ? wl_schedule_name(p->schedule) : "no pipeline", v, p->microbatches,
              p->microbatches == 1 ? "" : "es", p->micro_batch_size, prec[p->precision], p->zero,
              dp, s->env.network == NET_ANALYTIC ? ", analytic network" : "");
+    size_t len = strlen(line);
+    if (len >= sizeof out->summary) len = sizeof out->summary - 1; /* a long model name */
+    memcpy(out->summary, line, len);
+    out->summary[len] = '\0';
 }
 
 void run_prep_free(run_prep *p)
