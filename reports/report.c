@@ -352,6 +352,71 @@ static int plot_scaling(const table *t, const char *dir, bool *made, dt_error *e
     return close_pair(d, gp, dir, err);
 }
 
+/* goodput: a `dtsim goodput --plot` table (interval_s, goodput, goodput_ci95, renewal,
+ * young_s, daly_s): simulated goodput with its 95 % band against the checkpoint interval, the
+ * renewal closed form where it applies, Young's and Daly's intervals as marks. */
+static int plot_goodput(const table *t, const char *dir, bool *made, dt_error *err)
+{
+    int ci = col(t, "interval_s"), cg = col(t, "goodput"), ce = col(t, "goodput_ci95");
+    int cr = col(t, "renewal"), cy = col(t, "young_s"), cd = col(t, "daly_s"), cb = col(t, "best");
+    *made = false;
+    if (ci < 0 || cg < 0) return DT_OK;
+    double xmax = 0;
+    size_t n = 0;
+    bool renewal = false;
+    for (size_t r = 0; r < t->n_rows; r++) {
+        double x = num(t, r, ci), g = num(t, r, cg);
+        if (!(x > 0) || !isfinite(g)) continue;
+        if (x > xmax) xmax = x;
+        renewal |= isfinite(num(t, r, cr));
+        n++;
+    }
+    if (n < 2) return DT_OK;
+    /* minutes unless the intervals are hours long (or seconds short) */
+    double unit = xmax >= 3 * 3600 ? 3600 : xmax >= 180 ? 60 : 1;
+    const char *uname = unit == 3600 ? "h" : unit == 60 ? "min" : "s";
+    FILE *d = open_in(dir, "goodput", "dat", err), *gp = d ? open_in(dir, "goodput", "gp", err) : NULL;
+    if (!d || !gp) {
+        if (d) fclose(d);
+        return DT_EIO;
+    }
+    fprintf(d, "# interval(%s)  goodput(%%)  low(%%)  high(%%)  renewal(%%)\n", uname);
+    double young = NAN, daly = NAN, best = NAN;
+    for (size_t r = 0; r < t->n_rows; r++) {
+        double x = num(t, r, ci), g = num(t, r, cg), e = num(t, r, ce), rn = num(t, r, cr);
+        if (!(x > 0) || !isfinite(g)) continue;
+        if (!isfinite(e)) e = 0;
+        fprintf(d, "%.10g %.8g %.8g %.8g %.8g\n", x / unit, 100 * g, 100 * (g - e), 100 * (g + e),
+                isfinite(rn) ? 100 * rn : NAN);
+        if (isfinite(num(t, r, cy))) young = num(t, r, cy);
+        if (isfinite(num(t, r, cd))) daly = num(t, r, cd);
+        if (cb >= 0 && num(t, r, cb) == 1) best = x;
+    }
+    gp_begin(gp, "goodput", "Goodput vs checkpoint interval");
+    fprintf(gp,
+            "set logscale x\n"
+            "set key inside right bottom\n"
+            "set xlabel 'checkpoint interval (training time between checkpoints, %s, log scale)'\n"
+            "set ylabel 'goodput (%% of wall-clock time training kept work)'\n",
+            uname);
+    const double marks[3] = {young, daly, best};
+    const char *const mark_names[3] = {"Young", "Daly", "best"};
+    for (int i = 0; i < 3; i++)
+        if (isfinite(marks[i]) && marks[i] > 0)
+            fprintf(gp,
+                    "set arrow from %.10g, graph 0 to %.10g, graph 1 nohead dt %d lc rgb '%s'\n"
+                    "set label '%s' at %.10g, graph %.2f offset 0.5,0\n",
+                    marks[i] / unit, marks[i] / unit, i == 2 ? 1 : 3,
+                    i == 2 ? "#cc0000" : "#555555", mark_names[i], marks[i] / unit, 0.06 + 0.06 * i);
+    fprintf(gp,
+            "plot 'goodput.dat' using 1:3:4 with filledcurves lc rgb '#cfe2f3' title '95%% confidence', \\\n"
+            "     '' using 1:2 with linespoints lw 2 pt 7 ps 0.6 lc rgb '#1f4e79' title 'simulated (mean of runs)'%s\n",
+            renewal ? ", \\\n     '' using 1:5 with lines dt 2 lw 1.5 lc rgb '#000000' title 'renewal formula (exponential)'" : "");
+    gp_end(gp, "goodput");
+    *made = true;
+    return close_pair(d, gp, dir, err);
+}
+
 /* breakdown: stacked compute / exposed comm / bubble / straggler wait per point. */
 static int plot_breakdown(const table *t, const char *dir, bool *made, dt_error *err)
 {
@@ -648,6 +713,11 @@ static const char *describe(const char *name)
     if (!strcmp(name, "memory"))
         return "Peak memory of the most loaded GPU against the GPU's capacity; red bars do not "
                "fit.";
+    if (!strcmp(name, "goodput"))
+        return "Goodput (share of wall-clock time whose training is kept) against the checkpoint "
+               "interval, mean of the simulated runs with its 95 % confidence band; the renewal "
+               "formula where failures are exponential; Young's and Daly's intervals and the "
+               "best one simulated.";
     if (!strcmp(name, "timeline"))
         return "Each GPU's state over the step (from the timeline's state tracks): compute, "
                "communication not hidden by compute, waiting for peers, idle.";
@@ -724,10 +794,10 @@ int rep_report_file(const char *input, const char *out, rep_report_summary *sum,
         table_free(&t);
         return dt_error_set(err, DT_EIO, out, NULL, "cannot create directory: %s", strerror(errno));
     }
-    static const char *const names[] = {"scaling", "breakdown", "memory", "busbw"};
+    static const char *const names[] = {"scaling", "breakdown", "memory", "busbw", "goodput"};
     int (*const makers[])(const table *, const char *, bool *, dt_error *) = {
-        plot_scaling, plot_breakdown, plot_memory, plot_busbw};
-    for (int i = 0; i < 4 && !rc; i++) {
+        plot_scaling, plot_breakdown, plot_memory, plot_busbw, plot_goodput};
+    for (int i = 0; i < 5 && !rc; i++) {
         bool made = false;
         rc = makers[i](&t, out, &made, err);
         if (!rc && made) snprintf(sum->plots[sum->n_plots++], sizeof sum->plots[0], "%s", names[i]);

@@ -378,42 +378,45 @@ int rep_timeline_write(const run_timeline *tl, const rep_timeline_options *opt, 
 
 void rep_breakdown_bar(const run_result *r, int width, FILE *f)
 {
-    static const char cell[] = {'#', '=', '.', '!', ' '};
-    static const char *const label[] = {"compute", "comm", "bubble", "straggler"};
-    double part[5] = {r->breakdown_s.compute, r->breakdown_s.comm_exposed, r->breakdown_s.bubble,
-                      r->breakdown_s.straggler_wait, 0};
+    enum { N = 6 }; /* compute, comm, bubble, straggler, data stall, the rest */
+    static const char cell[N] = {'#', '=', '.', '!', '~', ' '};
+    static const char *const label[N - 1] = {"compute", "comm", "bubble", "straggler", "data"};
+    double part[N] = {r->breakdown_s.compute, r->breakdown_s.comm_exposed, r->breakdown_s.bubble,
+                      r->breakdown_s.straggler_wait, r->breakdown_s.data_stall, 0};
     double sum = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < N - 1; i++) {
         if (!(part[i] > 0)) part[i] = 0;
         sum += part[i];
     }
     /* Shares of the step; if the parts overshoot it (they should not), of their sum. */
     double whole = r->step_time_s > sum ? r->step_time_s : sum;
-    part[4] = whole - sum;
+    part[N - 1] = whole - sum;
     if (width < 4) width = 4;
     /* Largest remainder: the cells add up to width exactly. */
-    int cells[5], given = 0;
-    double rem[5];
-    for (int i = 0; i < 5; i++) {
-        double x = whole > 0 ? part[i] / whole * width : (i == 4 ? width : 0);
+    int cells[N], given = 0;
+    double rem[N];
+    for (int i = 0; i < N; i++) {
+        double x = whole > 0 ? part[i] / whole * width : (i == N - 1 ? width : 0);
         cells[i] = (int)x;
         rem[i] = x - cells[i];
         given += cells[i];
     }
     while (given < width) {
         int best = 0;
-        for (int i = 1; i < 5; i++)
+        for (int i = 1; i < N; i++)
             if (rem[i] > rem[best]) best = i;
         cells[best]++;
         rem[best] = -1;
         given++;
     }
     fputc('[', f);
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < N; i++)
         for (int c = 0; c < cells[i]; c++) fputc(cell[i], f);
     fputc(']', f);
-    for (int i = 0; i < 4; i++)
-        fprintf(f, "%s%c %s %.1f%%", i ? "  " : " ", cell[i], label[i],
-                whole > 0 ? 100 * part[i] / whole : 0.0);
+    /* the data stall only when there is one (an input pipeline slower than the step) */
+    for (int i = 0; i < N - 1; i++)
+        if (i < 4 || part[i] > 0)
+            fprintf(f, "%s%c %s %.1f%%", i ? "  " : " ", cell[i], label[i],
+                    whole > 0 ? 100 * part[i] / whole : 0.0);
     fputc('\n', f);
 }

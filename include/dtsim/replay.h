@@ -62,6 +62,13 @@ typedef struct replay_config {
     double jitter_sigma;
     uint64_t seed;
     bool record;               /* keep per-op times in the result (timelines) */
+    /* Backup workers (Chen et al. 2016): a collective instance starts when all but
+     * `backup_drop` of its lanes have reached it. The first instance to start decides the step's
+     * quorum; the lanes left out are dropped for the whole step: their gradients are
+     * discarded (their collective ops finish at once, without communication), the step ends
+     * with the quorum's last op and their remaining compute is cancelled (it counts for
+     * nothing). 0: synchronous, every lane waits for every other. */
+    int backup_drop;
 } replay_config;
 
 typedef struct replay_result {
@@ -80,6 +87,11 @@ typedef struct replay_result {
      * compute ops the in-lane (TP) communication time at the op's end. */
     sim_time_t *op_start, *op_launch, *op_end;
     sim_time_t *op_inlane;     /* in-lane (TP) communication inside compute ops */
+    /* Per lane (owned, n_lanes): when its last op ended, and whether the step dropped it
+     * (backup workers); dropped lanes are left out of step_time and the breakdown. */
+    sim_time_t *lane_end;
+    unsigned char *lane_dropped;
+    int n_dropped;
 } replay_result;
 
 int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, dt_error *err);

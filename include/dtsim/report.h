@@ -44,8 +44,9 @@ int rep_timeline_write(const run_timeline *tl, const rep_timeline_options *opt, 
 /* ---- terminal breakdown bar --------------------------------------------------------------- */
 
 /* One line: "[####====..!] compute 62.0%  comm 20.0%  bubble 15.0%  straggler 3.0%" with
- * width cells ('#' compute, '=' exposed comm, '.' bubble, '!' straggler wait, ' ' the rest of
- * the step). Shares are of the step time. */
+ * width cells ('#' compute, '=' exposed comm, '.' bubble, '!' straggler wait, '~' waiting for
+ * input data (named only when there is some), ' ' the rest of the step). Shares are of the
+ * step time. */
 void rep_breakdown_bar(const run_result *r, int width, FILE *f);
 
 /* ---- gnuplot reports of a sweep ----------------------------------------------------------- */

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "dtsim/error.h"
+#include "dtsim/goodput.h"
 #include "dtsim/net.h"
 
 /* Per-op and per-link activity of a run, kept only when run_options.record_timeline is set;
@@ -81,6 +82,7 @@ typedef struct run_result {
     double step_time_s;
     struct {
         double compute, comm_exposed, bubble, straggler_wait;
+        double data_stall;        /* waiting for the input pipeline (scenario `input`) */
     } breakdown_s;
     double max_straggler_wait_s;  /* longest wait for late peers over all GPUs */
     int max_straggler_wait_gpu;   /* the GPU that waited it */
@@ -95,10 +97,53 @@ typedef struct run_result {
     uint64_t events;
     double wall_s;
     uint64_t seed;
+    /* Data parallelism beyond one synchronous step (plan options; docs/workloads.md, "Many
+     * steps"): */
+    int backup_workers;         /* k > 0: the slowest k replicas' gradients are dropped: */
+    int dropped_replicas;       /* replicas dropped this step */
+    double samples_used;        /* samples whose gradients the update used (throughput counts
+                                   only those) */
+    int local_sgd;              /* H > 1: step_time_s is the mean over H steps, of which */
+    double local_step_s, sync_step_s; /* H - 1 local steps and one averaging step */
+    int staleness;              /* >= 0: bounded-staleness asynchronous DP; step_time_s is the
+                                   mean period over `async_steps` steps, and the reads were */
+    int async_steps;
+    double staleness_mean, staleness_max; /* steps behind, on average and at worst */
+    bool has_input;             /* the scenario has an `input` section: */
+    double input_read_s;        /* reading one step's samples from storage */
+    int input_prefetch;         /* batches the loader reads ahead */
     char calibration_note[768]; /* what calibration was applied, "" if none */
     char summary[256];          /* one line: model and plan, for people ("" for traces) */
     run_timeline *timeline;     /* owned; NULL unless record_timeline; free with run_result_free */
 } run_result;
+
+/* Many steps (dtsim run --steps N): each step replayed with its own jitter draws (step 0 with
+ * the scenario's seed, so it is the single run), the input pipeline's loader simulated across
+ * steps, local SGD's averaging steps every H, bounded-staleness asynchronous replicas. */
+typedef struct run_steps_result {
+    int n;
+    double *step_s;             /* owned: each step's duration (from the end of the previous) */
+    double *stall_s;            /* owned: of which waiting for input data */
+    double mean_s, stddev_s, min_s, p50_s, p99_s, max_s;
+    double stall_mean_s;
+    double dropped_mean;        /* backup workers: replicas dropped per step */
+    int sync_steps;             /* local SGD: averaging steps among the n */
+    double staleness_mean, staleness_max; /* asynchronous DP, else -1 */
+} run_steps_result;
+
+void run_steps_result_free(run_steps_result *r);
+
+/* n steps of the scenario on `jobs` threads (results do not depend on it). `first` gets step
+ * 0's full result (what run_scenario gives, timeline included when asked); progress, when not
+ * NULL, is called from the calling thread as steps finish. */
+int run_scenario_steps(const cJSON *scenario, const char *file, const char *base_dir,
+                       const run_options *opt, int n, int jobs,
+                       void (*progress)(void *ctx, long done, long total), void *progress_ctx,
+                       run_result *first, run_steps_result *out, dt_error *err);
+int run_scenario_steps_file(const char *filename, const run_options *opt, int n, int jobs,
+                            void (*progress)(void *ctx, long done, long total),
+                            void *progress_ctx, run_result *first, run_steps_result *out,
+                            dt_error *err);
 
 /* Frees what run_result owns (the timeline); the struct itself is the caller's. */
 void run_result_free(run_result *r);
@@ -116,6 +161,16 @@ int run_memory(const cJSON *scenario, const char *file, const char *base_dir, st
 int run_scenario_file(const char *filename, const run_options *opt, run_result *out,
                       dt_error *err);
 int run_memory_file(const char *filename, struct run_memory *out, bool *fits, dt_error *err);
+
+/* What a goodput simulation needs from a scenario with `failures` and `checkpoint` sections
+ * (goodput.h): one simulated step (written to *step, as run_scenario), the parts that can fail
+ * counted on the topology, the checkpoint's size (the memory model's weights and optimizer
+ * states of every parameter unless given) and its write, snapshot and read-back times through
+ * the storage model, the checkpoint interval in steps (0: auto). */
+int run_goodput_job(const cJSON *scenario, const char *file, const char *base_dir,
+                    const run_options *opt, gp_job *job, run_result *step, dt_error *err);
+int run_goodput_job_file(const char *filename, const run_options *opt, gp_job *job,
+                         run_result *step, dt_error *err);
 
 /* Replay a trace file (docs/formats.md, "Trace files") on the topology in topology_file.
  * The trace carries the GPU override, faults, seed and network mode of the run that wrote it,

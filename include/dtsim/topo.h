@@ -157,6 +157,12 @@ int topo_get_info(topo *t, topo_info *out, dt_error *err);
 
 const char *topo_family_name(topo_family f);
 
+/* Maximum flow (B/s) from the nodes src[0..n_src) to the nodes dst[0..n_dst) over the links'
+ * bandwidths; a GPU that does not relay (gpu_forwarding false) carries flow only as one of the
+ * sources or sinks. Dinic's algorithm, O(V^2 E) worst case; for storage and checkpoint rates
+ * (goodput.h), computed once per run. */
+double topo_maxflow(const topo *t, const int *src, int n_src, const int *dst, int n_dst);
+
 /* Apply the fitted figures calibration c covers (calib.h) to topology t, per scope:
  *  - an intra-host fit (every machine-local calibration): latency and bandwidth of the links that
  *    join two GPUs of the same host (directly or through a switch inside the host; in a topology

@@ -27,6 +27,7 @@
 
 #include "dtsim/coll.h"
 #include "dtsim/error.h"
+#include "dtsim/goodput.h"
 #include "dtsim/gpu.h"
 #include "dtsim/json.h"
 #include "dtsim/net.h"
@@ -70,6 +71,13 @@ typedef struct wl_plan {
     double compression_ratio;    /* top-k fraction kept, 0 = no compression */
     double topk_throughput;      /* elements/s of the top-k selection kernel */
     wl_axis placement[3];        /* outermost first; default dp, pp, tp (TP innermost) */
+    /* Beyond one synchronous step (docs/workloads.md, "Many steps"): */
+    int backup_workers;          /* drop the slowest k DP replicas' gradients each step (pp 1) */
+    int staleness;               /* bounded-staleness asynchronous DP: a replica may run s steps
+                                    ahead of the slowest; -1 = synchronous */
+    int local_sgd;               /* average the replicas every H steps (local SGD); 0/1 = every step */
+    bool local_step;             /* build a step without DP gradient reduction (internal: the
+                                    local steps of local SGD and of asynchronous DP) */
 } wl_plan;
 
 typedef enum wl_jitter_kind { WL_JITTER_NONE, WL_JITTER_LOGNORMAL, WL_JITTER_NORMAL } wl_jitter_kind;
@@ -108,6 +116,12 @@ typedef struct wl_scenario {
     double global_batch;         /* samples per step */
     char calibration[512];       /* calibration file path ("" none), resolved by run.c */
     wl_env env;                  /* options, stragglers, jitter, degraded links, seed */
+    /* a long job: what fails, checkpoints, the storage they and the input data go through
+     * (goodput.h; present = false when the section is absent) */
+    gp_failures failures;
+    gp_checkpoint checkpoint;
+    stor_spec storage;
+    stor_input input;
 } wl_scenario;
 
 /* Parse and validate the scenario object j (every key, with path-named errors). Does not look

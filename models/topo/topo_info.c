@@ -202,6 +202,49 @@ double topo_bisection_maxflow(const topo *t)
     return flow;
 }
 
+/* Max-flow from a set of nodes to another over the links' bandwidths, under the relay rule:
+ * a GPU that does not relay carries flow only as a source or a sink of this question. */
+double topo_maxflow(const topo *t, const int *src, int n_src, const int *dst, int n_dst)
+{
+    if (n_src <= 0 || n_dst <= 0) return 0;
+    flownet f;
+    memset(&f, 0, sizeof f);
+    f.n = t->n_nodes + 2;
+    int S = t->n_nodes, T = t->n_nodes + 1;
+    f.head = dt_xmalloc((size_t)f.n * sizeof *f.head);
+    for (int v = 0; v < f.n; v++) f.head[v] = -1;
+    unsigned char *role = dt_xcalloc((size_t)t->n_nodes + 1, 1); /* 1 source, 2 sink */
+    for (int i = 0; i < n_src; i++) role[src[i]] |= 1;
+    for (int i = 0; i < n_dst; i++) role[dst[i]] |= 2;
+    double inf = 1;
+    for (int e = 0; e < t->n_links; e++) {
+        const topo_link *l = &t->links[e];
+        inf += 2 * l->bandwidth;
+        if (!topo_relays(t, l->src) && !(role[l->src] & 1)) continue;
+        if (!topo_relays(t, l->dst) && !(role[l->dst] & 2)) continue;
+        add_arc(&f, l->src, l->dst, l->bandwidth);
+    }
+    for (int i = 0; i < n_src; i++) add_arc(&f, S, src[i], inf);
+    for (int i = 0; i < n_dst; i++) add_arc(&f, dst[i], T, inf);
+    f.level = dt_xmalloc((size_t)f.n * sizeof *f.level);
+    f.it = dt_xmalloc((size_t)f.n * sizeof *f.it);
+    f.queue = dt_xmalloc((size_t)f.n * sizeof *f.queue);
+    int *stack_e = dt_xmalloc((size_t)f.n * sizeof *stack_e);
+    double flow = 0;
+    while (bfs_levels(&f, S, T)) {
+        memcpy(f.it, f.head, (size_t)f.n * sizeof *f.it);
+        flow += augment(&f, S, T, stack_e);
+    }
+    free(stack_e);
+    free(role);
+    free(f.a);
+    free(f.head);
+    free(f.level);
+    free(f.it);
+    free(f.queue);
+    return flow;
+}
+
 /* ---- closed forms ---- */
 
 /* Diameter in hops; -1 when no closed form applies. */

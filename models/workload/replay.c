@@ -91,6 +91,11 @@ typedef struct rep {
     bool homogeneous, hetero_time;
     sim_rng **rng;                 /* per GPU jitter streams */
     int *scratch;                  /* group building */
+    /* backup workers (replay_config.backup_drop) */
+    unsigned char *dropped;        /* per lane */
+    unsigned char *waiting;        /* per op: a collective op that has arrived, not finished */
+    bool quorum;                   /* the step's quorum is decided */
+    int n_dropped;
 } rep;
 
 static sim_time_t base_time(rep *R, uint32_t cost, int gpu)
@@ -188,27 +193,59 @@ static void start_op(rep *R, uint32_t id)
             sim_schedule_in(R->eng, now, t, R->k_op_done, id, 0);
         }
     } else {
-        /* Collective: wait for every participating lane. */
+        /* Collective: wait for every participating lane (backup workers: for the quorum). */
         uint32_t inst = o->arg;
         uint32_t n = R->part_start[inst + 1] - R->part_start[inst];
-        if (++R->arrived[inst] < n) return;
+        if (R->dropped && R->dropped[o->lane]) {
+            /* a dropped lane's gradients are discarded: nothing to send, nothing to wait for */
+            sim_schedule_in(R->eng, now, 0, R->k_op_done, id, 0);
+            return;
+        }
+        if (R->waiting) R->waiting[id] = 1;
+        uint32_t need = n;
+        if (R->dropped) {
+            if (!R->quorum) {
+                need = n > (uint32_t)R->cfg->backup_drop ? n - (uint32_t)R->cfg->backup_drop : 1;
+            } else {
+                need = 0;
+                for (uint32_t i = R->part_start[inst]; i < R->part_start[inst + 1]; i++)
+                    need += !R->dropped[R->g->ops[R->part[i]].lane];
+            }
+        }
+        if (++R->arrived[inst] < need) return;
+        if (R->dropped && !R->quorum) {
+            /* the first instance to reach its quorum decides who is dropped this step */
+            R->quorum = true;
+            for (uint32_t i = R->part_start[inst]; i < R->part_start[inst + 1]; i++) {
+                uint32_t p = R->part[i];
+                if (!R->waiting[p] && !R->dropped[R->g->ops[p].lane]) {
+                    R->dropped[R->g->ops[p].lane] = 1;
+                    R->n_dropped++;
+                }
+            }
+        }
         const wl_coll *c = &R->g->colls[inst];
         sim_time_t worst = 0;
         if (R->cfg->comm) R->pending_coll[inst] = (uint32_t)R->ts;
         for (int k = 0; k < R->ts; k++) {
+            uint32_t m = 0; /* the participants that take part: all, or the quorum */
             for (uint32_t i = 0; i < n; i++) {
                 uint32_t p = R->part[R->part_start[inst] + i];
-                R->scratch[i] = R->g->lane_gpus[(size_t)R->g->ops[p].lane * R->ts + k];
+                if (R->dropped && R->dropped[R->g->ops[p].lane]) continue;
+                R->scratch[m++] = R->g->lane_gpus[(size_t)R->g->ops[p].lane * R->ts + k];
             }
             if (R->cfg->comm) {
-                R->cfg->comm->coll(R->cfg->comm->ctx, c->op, R->scratch, (int)n, c->bytes,
+                R->cfg->comm->coll(R->cfg->comm->ctx, c->op, R->scratch, (int)m, c->bytes,
                                    R->k_coll_part, inst);
             } else {
-                sim_time_t t = comm_time(R, c->op, R->scratch, (int)n, c->bytes, false);
+                sim_time_t t = comm_time(R, c->op, R->scratch, (int)m, c->bytes, false);
                 if (t > worst) worst = t;
             }
         }
-        for (uint32_t i = 0; i < n; i++) R->launch[R->part[R->part_start[inst] + i]] = now;
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t p = R->part[R->part_start[inst] + i];
+            if (!R->dropped || !R->dropped[R->g->ops[p].lane]) R->launch[p] = now;
+        }
         if (!R->cfg->comm) sim_schedule_in(R->eng, now, worst, R->k_coll_done, inst, 0);
     }
 }
@@ -247,8 +284,16 @@ static void on_op_done(void *model, sim_engine *eng, const sim_event *ev)
 
 static void finish_coll(rep *R, uint32_t inst)
 {
-    for (uint32_t i = R->part_start[inst]; i < R->part_start[inst + 1]; i++)
-        complete_op(R, R->part[i]);
+    for (uint32_t i = R->part_start[inst]; i < R->part_start[inst + 1]; i++) {
+        uint32_t p = R->part[i];
+        if (R->waiting) {
+            /* with backup workers, only those that took part (the others are dropped and
+             * finished on their own) */
+            if (!R->waiting[p]) continue;
+            R->waiting[p] = 0;
+        }
+        complete_op(R, p);
+    }
 }
 
 static void on_coll_done(void *model, sim_engine *eng, const sim_event *ev)
@@ -475,6 +520,10 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
         for (int i = 0; i < g->n_gpus; i++)
             if (cfg->slowdown[i] != 1.0) slow = true;
     R.hetero_time = slow || cfg->jitter != WL_JITTER_NONE;
+    if (cfg->backup_drop > 0) {
+        R.dropped = dt_xcalloc((size_t)g->n_lanes + 1, 1);
+        R.waiting = dt_xcalloc((size_t)n + 1, 1);
+    }
     if (R.hetero_time) R.own = dt_xcalloc((size_t)n * R.ts + 1, sizeof *R.own);
     if (cfg->jitter != WL_JITTER_NONE) {
         R.rng = dt_xcalloc((size_t)g->n_gpus, sizeof *R.rng);
@@ -503,6 +552,7 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
                               i, g->names[g->ops[i].name], g->ops[i].lane);
             break;
         }
+        if (R.dropped && R.dropped[g->ops[i].lane]) continue; /* cancelled: counts for nothing */
         if (R.end[i] > T || (R.end[i] == T && g->ops[i].lane < crit_lane)) {
             T = R.end[i];
             crit_lane = g->ops[i].lane;
@@ -520,13 +570,21 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
         replay_result tmp = {.step_time = T};
         out->max_straggler_wait = -1;
         for (uint32_t l = 0; l < (uint32_t)g->n_lanes; l++)
-            for (int k = 0; k < (R.hetero_time ? R.ts : 1); k++) {
+            for (int k = 0; k < (R.hetero_time ? R.ts : 1) && !(R.dropped && R.dropped[l]); k++) {
                 breakdown(&R, l, k, &tmp);
                 if (tmp.straggler_wait > out->max_straggler_wait) {
                     out->max_straggler_wait = tmp.straggler_wait;
                     out->max_straggler_wait_gpu = g->lane_gpus[(size_t)l * R.ts + k];
                 }
             }
+        out->lane_end = dt_xcalloc((size_t)g->n_lanes + 1, sizeof *out->lane_end);
+        for (uint32_t i = 0; i < n; i++)
+            if (R.end[i] > out->lane_end[g->ops[i].lane]) out->lane_end[g->ops[i].lane] = R.end[i];
+        if (R.dropped) {
+            out->lane_dropped = R.dropped;
+            out->n_dropped = R.n_dropped;
+            R.dropped = NULL;
+        }
         if (cfg->record) {
             out->op_start = R.start;
             out->op_launch = R.launch;
@@ -542,6 +600,8 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     if (R.rng)
         for (int i = 0; i < g->n_gpus; i++) sim_rng_destroy(R.rng[i]);
     free(R.rng);
+    free(R.dropped);
+    free(R.waiting);
     free(R.own);
     free(R.cost_base);
     free(R.inlane_cache);
@@ -572,5 +632,9 @@ void replay_result_free(replay_result *r)
     free(r->op_launch);
     free(r->op_end);
     free(r->op_inlane);
+    free(r->lane_end);
+    free(r->lane_dropped);
     r->op_start = r->op_launch = r->op_end = r->op_inlane = NULL;
+    r->lane_end = NULL;
+    r->lane_dropped = NULL;
 }

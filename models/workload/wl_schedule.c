@@ -338,7 +338,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
     int st = G->stage, pp = G->pp, v = G->v, m = G->m;
     uint32_t lane = lane_of(G, G->dp_rank, st);
     int n_vs = pp * v;
-    bool dp = p->dp > 1;
+    bool dp = p->dp > 1 && !p->local_step; /* a local step keeps its gradients to itself */
     bool zero3 = p->zero >= 3 && dp;
     uint32_t pending_gather = NONE; /* ZeRO-3: the next compute op's gather, issued ahead */
     L->last_compute = L->prev_compute = L->last_dp = NONE;
