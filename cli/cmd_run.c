@@ -49,6 +49,12 @@ static void print_json(const run_result *r)
     cJSON_AddNumberToObject(b, "comm_exposed", r->breakdown_s.comm_exposed);
     cJSON_AddNumberToObject(b, "bubble", r->breakdown_s.bubble);
     cJSON_AddNumberToObject(b, "straggler_wait", r->breakdown_s.straggler_wait);
+    cJSON *ek = cJSON_AddObjectToObject(j, "comm_exposed_by_kind_s");
+    cJSON *fk = cJSON_AddObjectToObject(j, "comm_in_flight_by_kind_s");
+    for (int k = 0; k < WL_COMM_KIND_COUNT; k++) {
+        cJSON_AddNumberToObject(ek, wl_comm_kind_name((wl_comm_kind)k), r->comm_exposed_by_kind_s[k]);
+        cJSON_AddNumberToObject(fk, wl_comm_kind_name((wl_comm_kind)k), r->comm_inflight_by_kind_s[k]);
+    }
     cJSON_AddNumberToObject(j, "critical_gpu", r->critical_gpu);
     cJSON *w = cJSON_AddObjectToObject(j, "max_straggler_wait");
     cJSON_AddNumberToObject(w, "gpu", r->max_straggler_wait_gpu);
@@ -116,6 +122,16 @@ static void print_human(const char *what, const run_result *r)
     printf("\nbreakdown (critical GPU %d: the one that finishes last)\n", r->critical_gpu);
     row_time("compute", r->breakdown_s.compute, T);
     row_time("comm exposed", r->breakdown_s.comm_exposed, T);
+    for (int k = 0; k < WL_COMM_KIND_COUNT; k++) {
+        double x = r->comm_exposed_by_kind_s[k], f = r->comm_inflight_by_kind_s[k];
+        if (x == 0 && f == 0) continue;
+        char lb[40], fb[32];
+        snprintf(lb, sizeof lb, "  %s", wl_comm_kind_abbrev((wl_comm_kind)k));
+        printf("  %-16s %12s  %5.1f%%  %s, in flight %s\n", lb,
+               x == 0 ? "0 s" : unit_fmt_seconds(x, buf, sizeof buf), T > 0 ? 100 * x / T : 0.0,
+               wl_comm_kind_label((wl_comm_kind)k),
+               f == 0 ? "0 s" : unit_fmt_seconds(f, fb, sizeof fb));
+    }
     row_time("pipeline bubble", r->breakdown_s.bubble, T);
     row_time("straggler wait", r->breakdown_s.straggler_wait, T);
     if (r->max_straggler_wait_s > r->breakdown_s.straggler_wait)
@@ -221,7 +237,8 @@ static int run(int argc, char **argv)
         rc = rep_gpu_select_parse(opt.timeline_gpus, r.timeline->n_gpus, "--timeline-gpus", &mask,
                                   &err);
         rep_timeline_options to = {.gpus = mask, .links = true,
-                                   .step_end = (sim_time_t)llround(r.step_time_s * 1e12)};
+                                   .step_end = (sim_time_t)llround(r.step_time_s * 1e12),
+                                   .scenario = r.name[0] ? r.name : trace ? trace : scenario};
         if (!rc) rc = cli_outfile_open(&of, opt.timeline, &err);
         if (!rc) rc = rep_timeline_write(r.timeline, &to, of.f, &err);
         if (!rc) rc = cli_outfile_commit(&of, &err);

@@ -69,6 +69,14 @@ typedef struct replay_result {
     /* Breakdown of [0, step_time] for the critical GPU (see docs/workloads.md): they sum to
      * step_time exactly. */
     sim_time_t compute, comm_exposed, bubble, straggler_wait;
+    /* comm_exposed split by what the communication is for (wl_comm_kind): an instant of
+     * exposed communication counts for every kind in flight then, in equal shares (the
+     * picosecond left over by an uneven division goes to the lowest kind), so the parts sum to
+     * comm_exposed exactly. comm_inflight: per kind, how long the critical GPU had
+     * communication of that kind in flight at all, exposed or hidden under compute (TP: the
+     * in-layer collectives; waiting for late peers is not in flight). */
+    sim_time_t comm_by_kind[WL_COMM_KIND_COUNT];
+    sim_time_t comm_inflight[WL_COMM_KIND_COUNT];
     int critical_gpu;
     /* The GPU that spent longest waiting for late peers, and how long (the breakdown of the
      * critical GPU can hide it: a straggler that finishes last never waits itself). */

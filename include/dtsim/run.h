@@ -12,6 +12,7 @@
 
 #include "dtsim/error.h"
 #include "dtsim/net.h"
+#include "dtsim/workload.h"
 
 /* Per-op and per-link activity of a run, kept only when run_options.record_timeline is set;
  * writers in reports/ turn it into Perfetto/Chrome trace-event files. */
@@ -30,6 +31,7 @@ typedef struct run_span {
     int name;          /* index into run_timeline.names */
     int microbatch;    /* -1 if not applicable */
     int layer;         /* -1 if not applicable */
+    int comm;          /* wl_comm_kind of a communication span, -1 for compute */
 } run_span;
 
 typedef struct run_link_span {
@@ -82,6 +84,11 @@ typedef struct run_result {
     struct {
         double compute, comm_exposed, bubble, straggler_wait;
     } breakdown_s;
+    /* breakdown_s.comm_exposed by what the communication is for (wl_comm_kind: TP, PP, DP,
+     * ZeRO gathers); they sum to it (replay.h says how overlapping kinds share an instant). */
+    double comm_exposed_by_kind_s[WL_COMM_KIND_COUNT];
+    /* per kind, how long the critical GPU had that communication in flight, hidden or not */
+    double comm_inflight_by_kind_s[WL_COMM_KIND_COUNT];
     double max_straggler_wait_s;  /* longest wait for late peers over all GPUs */
     int max_straggler_wait_gpu;   /* the GPU that waited it */
     int critical_gpu;             /* whose breakdown breakdown_s is */
@@ -97,6 +104,7 @@ typedef struct run_result {
     uint64_t seed;
     char calibration_note[256]; /* what calibration was applied, "" if none */
     char summary[256];          /* one line: model and plan, for people ("" for traces) */
+    char name[128];             /* the scenario's (or trace's) "name", "" when it has none */
     run_timeline *timeline;     /* owned; NULL unless record_timeline; free with run_result_free */
 } run_result;
 

@@ -186,7 +186,7 @@ static bool gpu_selection(const char *sel, int n, unsigned char *mask)
 }
 
 static void add_span(tl_build *b, int gpu, run_stream st, sim_time_t s, sim_time_t e, int name,
-                     int mb, int layer)
+                     int mb, int layer, int comm)
 {
     run_timeline *tl = b->tl;
     if (e <= s) return;
@@ -194,7 +194,7 @@ static void add_span(tl_build *b, int gpu, run_stream st, sim_time_t s, sim_time
         b->cap_spans = b->cap_spans ? 2 * b->cap_spans : 4096;
         tl->spans = dt_xrealloc(tl->spans, b->cap_spans * sizeof *tl->spans);
     }
-    tl->spans[tl->n_spans++] = (run_span){gpu, st, s, e, name, mb, layer};
+    tl->spans[tl->n_spans++] = (run_span){gpu, st, s, e, name, mb, layer, comm};
 }
 
 static void build_timeline(tl_build *b, const wl_graph *g, const replay_result *r, const topo *t,
@@ -215,12 +215,14 @@ static void build_timeline(tl_build *b, const wl_graph *g, const replay_result *
             sim_time_t s = r->op_start[i], l = r->op_launch[i], e = r->op_end[i];
             if (o->kind == WL_OP_COMPUTE) {
                 add_span(b, gpu, RUN_STREAM_COMPUTE, s, e - r->op_inlane[i], o->name, o->mb,
-                         o->layer);
-                add_span(b, gpu, RUN_STREAM_TP, e - r->op_inlane[i], e, n_tp, o->mb, o->layer);
+                         o->layer, -1);
+                add_span(b, gpu, RUN_STREAM_TP, e - r->op_inlane[i], e, n_tp, o->mb, o->layer,
+                         WL_COMM_TP);
             } else {
                 run_stream st = o->kind == WL_OP_SEND ? RUN_STREAM_PP : RUN_STREAM_DP;
-                add_span(b, gpu, st, s, l, n_wait, o->mb, o->layer);
-                add_span(b, gpu, st, l, e, o->name, o->mb, o->layer);
+                int kind = o->kind == WL_OP_SEND ? WL_COMM_PP : g->colls[o->arg].kind;
+                add_span(b, gpu, st, s, l, n_wait, o->mb, o->layer, kind);
+                add_span(b, gpu, st, l, e, o->name, o->mb, o->layer, kind);
             }
         }
     }
@@ -326,6 +328,10 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
         out->breakdown_s.comm_exposed = sim_time_to_s(r.comm_exposed);
         out->breakdown_s.bubble = sim_time_to_s(r.bubble);
         out->breakdown_s.straggler_wait = sim_time_to_s(r.straggler_wait);
+        for (int k = 0; k < WL_COMM_KIND_COUNT; k++) {
+            out->comm_exposed_by_kind_s[k] = sim_time_to_s(r.comm_by_kind[k]);
+            out->comm_inflight_by_kind_s[k] = sim_time_to_s(r.comm_inflight[k]);
+        }
         out->max_straggler_wait_s = sim_time_to_s(r.max_straggler_wait);
         out->max_straggler_wait_gpu = r.max_straggler_wait_gpu;
         out->critical_gpu = r.critical_gpu;
@@ -473,6 +479,7 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
                 sizeof out->calibration_note, err));
     if (opt && opt->have_seed) s.env.seed = opt->seed;
     if (opt && opt->have_network) s.env.network = opt->network;
+    snprintf(out->name, sizeof out->name, "%s", s.name);
     mem_breakdown mb;
     mem_compute(&s.model, &s.plan, &mb);
     fill_memory(&mb, t, &out->memory, &out->fits);
@@ -614,6 +621,7 @@ int run_trace_file(const char *trace_file, const char *topology_file, const run_
     if (rc == DT_OK) {
         if (opt && opt->have_seed) tr.env.seed = opt->seed;
         if (opt && opt->have_network) tr.env.network = opt->network;
+        snprintf(out->name, sizeof out->name, "%s", tr.name);
         out->memory = (struct run_memory){.params = tr.mem_params, .grads = tr.mem_grads,
                                    .optimizer = tr.mem_optimizer,
                                    .activations = tr.mem_activations, .peak = tr.mem_peak};
