@@ -30,6 +30,8 @@ static void help(FILE *out)
             "                         ui.perfetto.dev; docs/reports.md)\n"
             "  --timeline-gpus SEL    keep only these GPUs in the timeline, e.g. 0-7,64, and the\n"
             "                         links of their hosts (docs/reports.md)\n"
+            "  --links N              list the N most loaded links with what used them (default\n"
+            "                         5, 0 for none; docs/workloads.md, \"Diagnostics\")\n"
             "  -h, --help             this help\n");
 }
 
@@ -74,6 +76,35 @@ static void print_json(const run_result *r)
     cJSON_AddBoolToObject(j, "fits", r->fits);
     cJSON_AddNumberToObject(j, "gpus", r->n_gpus);
     cJSON_AddNumberToObject(j, "cost_per_step_usd", r->cost_per_step_usd);
+    cJSON *bs = cJSON_AddObjectToObject(j, "bytes_sent_per_gpu");
+    cJSON_AddNumberToObject(bs, "total", r->bytes_sent_per_gpu_total);
+    for (int k = 0; k < WL_COMM_KIND_COUNT; k++)
+        cJSON_AddNumberToObject(bs, wl_comm_kind_name((wl_comm_kind)k), r->bytes_sent_per_gpu[k]);
+    if (r->links) {
+        cJSON_AddNumberToObject(j, "links_loaded", r->links_loaded);
+        cJSON *ls = cJSON_AddArrayToObject(j, "links");
+        for (int i = 0; i < r->n_links; i++) {
+            const run_link_load *x = &r->links[i];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "link", x->name);
+            cJSON_AddNumberToObject(o, "index", x->link);
+            cJSON_AddStringToObject(o, "where", x->intra_host ? "host" : "fabric");
+            cJSON_AddNumberToObject(o, "bandwidth", x->bandwidth);
+            cJSON_AddNumberToObject(o, "bytes", x->bytes);
+            cJSON_AddNumberToObject(o, "utilisation", x->utilisation);
+            cJSON_AddNumberToObject(o, "busy_s", x->busy_s);
+            cJSON_AddNumberToObject(o, "alike", x->alike);
+            cJSON *us = cJSON_AddArrayToObject(o, "used_by");
+            for (int u = 0; u < x->n_users; u++) {
+                cJSON *y = cJSON_CreateObject();
+                cJSON_AddStringToObject(y, "op", x->users[u].op);
+                cJSON_AddStringToObject(y, "comm", wl_comm_kind_name((wl_comm_kind)x->users[u].kind));
+                cJSON_AddNumberToObject(y, "bytes", x->users[u].bytes);
+                cJSON_AddItemToArray(us, y);
+            }
+            cJSON_AddItemToArray(ls, o);
+        }
+    }
     cJSON_AddNumberToObject(j, "events", (double)r->events);
     cJSON_AddNumberToObject(j, "seed", (double)r->seed);
     if (r->calibration_note[0]) cJSON_AddStringToObject(j, "calibration", r->calibration_note);
@@ -109,6 +140,39 @@ static void row_size(const char *label, double b)
 {
     char buf[32];
     printf("  %-16s %12s\n", label, unit_fmt_size(b, buf, sizeof buf));
+}
+
+/* The most loaded links as a table; links loaded alike are one row ("(+N alike)"). */
+static void print_links(const run_result *r)
+{
+    if (r->n_links <= 0) return;
+    printf("\nmost loaded links (of %d that carried traffic; util = bytes / bandwidth / step)\n",
+           r->links_loaded);
+    char(*nm)[128] = calloc((size_t)r->n_links, sizeof *nm);
+    if (!nm) return;
+    int w = 4;
+    for (int i = 0; i < r->n_links; i++) {
+        const run_link_load *x = &r->links[i];
+        if (x->alike) snprintf(nm[i], sizeof nm[i], "%s (+%d alike)", x->name, x->alike);
+        else snprintf(nm[i], sizeof nm[i], "%s", x->name);
+        if ((int)strlen(nm[i]) > w) w = (int)strlen(nm[i]);
+    }
+    printf("  %-*s %11s %11s %6s %10s  %-6s %s\n", w, "link", "bandwidth", "bytes", "util", "busy",
+           "where", "used by");
+    for (int i = 0; i < r->n_links; i++) {
+        const run_link_load *x = &r->links[i];
+        char b1[32], b2[32], b3[32];
+        printf("  %-*s %11s %11s %5.1f%% %10s  %-6s ", w, nm[i],
+               unit_fmt_bandwidth(x->bandwidth, b1, sizeof b1), unit_fmt_size(x->bytes, b2, sizeof b2),
+               100 * x->utilisation, x->busy_s > 0 ? unit_fmt_seconds(x->busy_s, b3, sizeof b3) : "-",
+               x->intra_host ? "host" : "fabric");
+        for (int u = 0; u < x->n_users; u++)
+            printf("%s%s %s (%s)", u ? ", " : "", x->users[u].op,
+                   unit_fmt_size(x->users[u].bytes, b1, sizeof b1),
+                   wl_comm_kind_abbrev((wl_comm_kind)x->users[u].kind));
+        printf("\n");
+    }
+    free(nm);
 }
 
 static void print_human(const char *what, const run_result *r)
@@ -160,6 +224,15 @@ static void print_human(const char *what, const run_result *r)
                unit_fmt_size(r->memory.peak, buf, 32),
                unit_fmt_size(r->memory.capacity, buf + 32, 32));
     if (r->cost_per_step_usd > 0) printf("\n  %-16s %12.4f USD\n", "cost per step", r->cost_per_step_usd);
+    printf("\ntraffic (bytes each GPU sends per step, mean over GPUs)\n");
+    row_size("total", r->bytes_sent_per_gpu_total);
+    for (int k = 0; k < WL_COMM_KIND_COUNT; k++)
+        if (r->bytes_sent_per_gpu[k] > 0) {
+            char lb[40];
+            snprintf(lb, sizeof lb, "  %s", wl_comm_kind_abbrev((wl_comm_kind)k));
+            row_size(lb, r->bytes_sent_per_gpu[k]);
+        }
+    print_links(r);
     if (r->calibration_note[0]) printf("  %s\n", r->calibration_note);
     printf("\n  %llu events, %.3f s wall, seed %llu\n", (unsigned long long)r->events, r->wall_s,
            (unsigned long long)r->seed);
@@ -171,7 +244,7 @@ static int run(int argc, char **argv)
         help(stdout);
         return CLI_OK;
     }
-    run_options opt = {0};
+    run_options opt = {.links = 5};
     const char *scenario = NULL, *trace = NULL, *topology = NULL;
     bool json = false;
     for (int i = 1; i < argc; i++) {
@@ -205,6 +278,13 @@ static int run(int argc, char **argv)
         } else if (!strcmp(a, "--timeline-gpus")) {
             if (!has_val) return usage("--timeline-gpus needs GPU ids such as 0-7,64", NULL);
             opt.timeline_gpus = argv[++i];
+        } else if (!strcmp(a, "--links")) {
+            if (!has_val) return usage("--links needs a count", NULL);
+            char *e;
+            long v = strtol(argv[++i], &e, 10);
+            if (*e || !argv[i][0] || v < 0 || v > 100000)
+                return usage("--links expects a count from 0 to 100000", argv[i]);
+            opt.links = (int)v;
         } else if (!strcmp(a, "--topology")) {
             if (!has_val) return usage("--topology needs a file name", NULL);
             topology = argv[++i];

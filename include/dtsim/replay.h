@@ -33,13 +33,21 @@ typedef sim_time_t (*replay_coll_time_fn)(void *ctx, coll_op op, const int *gpus
 typedef void (*replay_path_fn)(void *ctx, int src_gpu, int dst_gpu, double *bw, sim_time_t *lat);
 
 /* Optional comm back end (flow mode). Each call must eventually fire (kind, id, 0) on the
- * engine exactly once. */
+ * engine exactly once. tag says what the traffic is: REPLAY_TAG(comm kind, op name index). */
 typedef struct replay_comm {
-    void (*coll)(void *ctx, coll_op op, const int *gpus, int n, double bytes, uint32_t kind,
+    void (*coll)(void *ctx, coll_op op, const int *gpus, int n, double bytes, uint32_t tag,
+                 uint32_t kind, uint32_t id);
+    void (*send)(void *ctx, int src_gpu, int dst_gpu, double bytes, uint32_t tag, uint32_t kind,
                  uint32_t id);
-    void (*send)(void *ctx, int src_gpu, int dst_gpu, double bytes, uint32_t kind, uint32_t id);
     void *ctx;
 } replay_comm;
+
+/* A transfer's label: its wl_comm_kind and the name (index into wl_graph.names) of the op that
+ * issued it; REPLAY_TAG_INLANE as the name for collectives inside compute ops (TP). */
+#define REPLAY_TAG(kind, name) ((uint32_t)(kind) << 16 | ((uint32_t)(name) & 0xffffu))
+#define REPLAY_TAG_KIND(tag) ((int)((tag) >> 16))
+#define REPLAY_TAG_NAME(tag) ((uint32_t)(tag) & 0xffffu)
+#define REPLAY_TAG_INLANE 0xffffu
 
 /* Compute time of one op class on a GPU: gpu_op_time, or a measured table. */
 typedef sim_time_t (*replay_op_time_fn)(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec,

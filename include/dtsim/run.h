@@ -71,7 +71,33 @@ typedef struct run_options {
     const char *timeline;     /* path for a Perfetto trace-event file, or NULL */
     const char *timeline_gpus;/* GPU selection for the timeline ("0-7,64"), NULL = all */
     bool record_timeline;     /* fill run_result.timeline */
+    int links;                /* report this many of the most loaded links (run_result.links) */
 } run_options;
+
+/* One of the most loaded links of a run (run_options.links). Load = bytes / bandwidth, the
+ * time the link needs at line rate; utilisation = that / the step time. Traffic the flow network
+ * carries (pipeline sends, cross-lane collectives in flow mode) is counted as it flowed, over
+ * the ECMP paths its flows hashed to; traffic costed in closed form (TP collectives inside
+ * layers; everything in analytic mode) over the routes coll_analytic_time uses, spread over a
+ * pair's ECMP lanes. */
+#define RUN_LINK_USERS 6
+typedef struct run_link_load {
+    int link;                  /* index of the directed link in the topology */
+    char name[96];             /* "src->dst" */
+    double bandwidth;          /* B/s */
+    double bytes;              /* carried during the step */
+    double utilisation;        /* bytes / (bandwidth x step time) */
+    double busy_s;             /* time it carried at least one flow (flow traffic only) */
+    bool intra_host;           /* both ends in one host (NVLink, PCIe), else fabric */
+    int alike;                 /* further links with the same bandwidth, bytes and users (the
+                                  other GPUs' NVLinks, say), listed once */
+    int n_users;
+    struct {
+        char op[40];           /* op name: "dp_allreduce", "send_activation", "tp_collectives" */
+        int kind;              /* wl_comm_kind */
+        double bytes;
+    } users[RUN_LINK_USERS];   /* largest first; n_users of them; what is left is in `bytes` */
+} run_link_load;
 
 /* A struct tag only: run_memory is also the name of the function below. */
 struct run_memory {
@@ -99,6 +125,13 @@ typedef struct run_result {
     bool fits;
     int n_gpus;
     double cost_per_step_usd;   /* step time x GPUs x $/GPU-hour, 0 if price unknown */
+    /* bytes one GPU sends per step, averaged over the GPUs, by kind (TP, PP, DP, ZeRO) and in
+     * all: what each collective's program sends (every rank, every step of its algorithm) */
+    double bytes_sent_per_gpu[WL_COMM_KIND_COUNT];
+    double bytes_sent_per_gpu_total;
+    run_link_load *links;       /* owned: the run_options.links most loaded, busiest first */
+    int n_links;
+    int links_loaded;           /* links that carried anything */
     uint64_t events;
     double wall_s;
     uint64_t seed;
@@ -108,7 +141,7 @@ typedef struct run_result {
     run_timeline *timeline;     /* owned; NULL unless record_timeline; free with run_result_free */
 } run_result;
 
-/* Frees what run_result owns (the timeline); the struct itself is the caller's. */
+/* Frees what run_result owns (the timeline, the links); the struct itself is the caller's. */
 void run_result_free(run_result *r);
 
 /* Run one step of the scenario in `scenario` (read from file `file`, relative paths resolved

@@ -177,7 +177,8 @@ static void start_op(rep *R, uint32_t id)
         if (R->cfg->comm) {
             R->pending_send[id] = (uint32_t)R->ts;
             for (int k = 0; k < R->ts; k++)
-                R->cfg->comm->send(R->cfg->comm->ctx, src[k], dst[k], o->bytes, R->k_send_part, id);
+                R->cfg->comm->send(R->cfg->comm->ctx, src[k], dst[k], o->bytes,
+                                   REPLAY_TAG(WL_COMM_PP, o->name), R->k_send_part, id);
         } else {
             sim_time_t t = 0;
             for (int k = 0; k < R->ts; k++) {
@@ -202,7 +203,7 @@ static void start_op(rep *R, uint32_t id)
             }
             if (R->cfg->comm) {
                 R->cfg->comm->coll(R->cfg->comm->ctx, c->op, R->scratch, (int)n, c->bytes,
-                                   R->k_coll_part, inst);
+                                   REPLAY_TAG(c->kind, o->name), R->k_coll_part, inst);
             } else {
                 sim_time_t t = comm_time(R, c->op, R->scratch, (int)n, c->bytes, false);
                 if (t > worst) worst = t;

@@ -17,6 +17,7 @@
 #include "dtsim/replay.h"
 #include "dtsim/run.h"
 #include "dtsim/topo.h"
+#include "traffic.h"
 
 #define TRY(x)                                                                              \
     do {                                                                                    \
@@ -119,12 +120,12 @@ static sim_time_t coll_time_fn(void *ctx, coll_op op, const int *gpus, int n, do
     return t;
 }
 
-static void coll_fn(void *ctx, coll_op op, const int *gpus, int n, double bytes, uint32_t kind,
-                    uint32_t id)
+static void coll_fn(void *ctx, coll_op op, const int *gpus, int n, double bytes, uint32_t tag,
+                    uint32_t kind, uint32_t id)
 {
     comm_ctx *cc = ctx;
     coll_spec s = {.op = op, .algo = cc->algo, .group = gpus, .n = n, .bytes = bytes,
-                   .elem_bytes = cc->elem_bytes};
+                   .elem_bytes = cc->elem_bytes, .tag = tag};
     dt_error e;
     dt_error_clear(&e);
     int rc = coll_start(cc->ce, &s, kind, id, 0, &e);
@@ -137,9 +138,11 @@ static void coll_fn(void *ctx, coll_op op, const int *gpus, int n, double bytes,
     DT_ASSERT(rc == DT_OK); /* groups come from the plan: always valid */
 }
 
-static void send_fn(void *ctx, int src, int dst, double bytes, uint32_t kind, uint32_t id)
+static void send_fn(void *ctx, int src, int dst, double bytes, uint32_t tag, uint32_t kind,
+                    uint32_t id)
 {
     comm_ctx *cc = ctx;
+    net_set_tag(cc->n, tag);
     net_send(cc->n, src, dst, bytes, kind, id, 0);
 }
 
@@ -150,9 +153,130 @@ typedef struct tl_build {
     size_t cap_spans, cap_links;
 } tl_build;
 
-static void link_observer(void *ctx, int link, sim_time_t start, sim_time_t end, double bytes)
+/* ---------------------------------------------------------- link loads ---- */
+
+/* Per directed link: bytes, and the largest users by tag (REPLAY_TAG). A link rarely sees more
+ * than a few kinds of traffic; beyond LINK_TAGS distinct tags the rest is counted in bytes only. */
+#define LINK_TAGS 8
+typedef struct link_acc {
+    double bytes;
+    uint32_t tag[LINK_TAGS];
+    double tag_bytes[LINK_TAGS];
+    int n_tags;
+} link_acc;
+
+static void acc_add(link_acc *a, uint32_t tag, double bytes)
 {
-    tl_build *b = ctx;
+    a->bytes += bytes;
+    for (int i = 0; i < a->n_tags; i++)
+        if (a->tag[i] == tag) {
+            a->tag_bytes[i] += bytes;
+            return;
+        }
+    if (a->n_tags < LINK_TAGS) {
+        a->tag[a->n_tags] = tag;
+        a->tag_bytes[a->n_tags++] = bytes;
+    }
+}
+
+static void static_load(void *ctx, int link, double bytes, uint32_t tag)
+{
+    acc_add(&((link_acc *)ctx)[link], tag, bytes);
+}
+
+typedef struct observer {
+    tl_build *tb;     /* timeline link spans, or NULL */
+    link_acc *acc;    /* link loads, or NULL */
+} observer;
+
+static void tl_link_span(tl_build *b, int link, sim_time_t start, sim_time_t end, double bytes);
+
+static void link_observer(void *ctx, int link, sim_time_t start, sim_time_t end, double bytes,
+                          uint32_t tag)
+{
+    observer *o = ctx;
+    if (o->acc) acc_add(&o->acc[link], tag, bytes);
+    if (o->tb) tl_link_span(o->tb, link, start, end, bytes);
+}
+
+static int load_cmp(const void *pa, const void *pb)
+{
+    const run_link_load *a = pa, *b = pb;
+    if (a->utilisation != b->utilisation) return a->utilisation > b->utilisation ? -1 : 1;
+    return a->link - b->link;
+}
+
+static bool same_load(const run_link_load *a, const run_link_load *b)
+{
+    if (a->bandwidth != b->bandwidth || a->n_users != b->n_users || a->intra_host != b->intra_host ||
+        fabs(a->bytes - b->bytes) > 1e-9 * a->bytes)
+        return false;
+    /* by kind and bytes, not op name: a GPU's uplink sends activations where its downlink
+     * receives gradients, and both are the same pipeline traffic */
+    for (int u = 0; u < a->n_users; u++)
+        if (a->users[u].kind != b->users[u].kind ||
+            fabs(a->users[u].bytes - b->users[u].bytes) > 1e-9 * a->users[u].bytes)
+            return false;
+    return true;
+}
+
+/* The `top` most loaded links (bytes / bandwidth), their users largest first; links loaded
+ * alike (the same bandwidth, bytes and kinds of users: every GPU's NVLink in a TP group) are
+ * listed once with a count, so that the list reaches the fabric. */
+static void fill_links(run_result *out, const link_acc *acc, const topo *t, const net *n,
+                       const wl_graph *g, double T, int top)
+{
+    run_link_load *all = dt_xcalloc((size_t)t->n_links + 1, sizeof *all);
+    int m = 0;
+    for (int l = 0; l < t->n_links; l++) {
+        if (!(acc[l].bytes > 0)) continue;
+        run_link_load *x = &all[m++];
+        const topo_link *lk = &t->links[l];
+        const link_acc *a = &acc[l];
+        x->link = l;
+        x->bandwidth = lk->bandwidth;
+        x->bytes = a->bytes;
+        x->utilisation = T > 0 ? a->bytes / lk->bandwidth / T : 0;
+        x->busy_s = sim_time_to_s(net_link_busy(n, l));
+        int ha = t->nodes[lk->src].host, hb = t->nodes[lk->dst].host;
+        x->intra_host = ha >= 0 && ha == hb;
+        bool used[LINK_TAGS] = {false};
+        for (int u = 0; u < RUN_LINK_USERS && u < a->n_tags; u++) {
+            int best = -1;
+            for (int k = 0; k < a->n_tags; k++)
+                if (!used[k] && (best < 0 || a->tag_bytes[k] > a->tag_bytes[best])) best = k;
+            used[best] = true;
+            uint32_t nm = REPLAY_TAG_NAME(a->tag[best]);
+            snprintf(x->users[u].op, sizeof x->users[u].op, "%s",
+                     nm == REPLAY_TAG_INLANE ? "tp_collectives"
+                     : nm < g->n_names       ? g->names[nm]
+                                             : "?");
+            x->users[u].kind = REPLAY_TAG_KIND(a->tag[best]);
+            x->users[u].bytes = a->tag_bytes[best];
+            x->n_users = u + 1;
+        }
+    }
+    out->links_loaded = m;
+    qsort(all, (size_t)m, sizeof *all, load_cmp);
+    int kept = 0;
+    for (int i = 0; i < m && kept < top; i++) {
+        if (kept > 0 && same_load(&all[kept - 1], &all[i])) {
+            all[kept - 1].alike++;
+            continue;
+        }
+        all[kept++] = all[i];
+    }
+    for (int i = 0; i < kept; i++) {
+        const topo_link *lk = &t->links[all[i].link];
+        snprintf(all[i].name, sizeof all[i].name, "%s->%s", t->nodes[lk->src].name,
+                 t->nodes[lk->dst].name);
+    }
+    out->links = dt_xrealloc(all, ((size_t)kept + 1) * sizeof *all);
+    out->n_links = kept;
+}
+
+static void tl_link_span(tl_build *b, int link, sim_time_t start, sim_time_t end, double bytes)
+{
     run_timeline *tl = b->tl;
     if (tl->n_link_spans >= b->cap_links) {
         b->cap_links = b->cap_links ? 2 * b->cap_links : 1024;
@@ -277,6 +401,9 @@ void run_result_free(run_result *r)
     if (!r) return;
     run_timeline_free(r->timeline);
     r->timeline = NULL;
+    free(r->links);
+    r->links = NULL;
+    r->n_links = 0;
 }
 
 /* ----------------------------------------------------------- the run ---- */
@@ -307,11 +434,15 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
     for (int i = 0; i < J->env->n_stragglers; i++)
         slow[J->env->stragglers[i].gpu] *= J->env->stragglers[i].slowdown;
     bool record = opt && (opt->record_timeline || opt->timeline);
+    int top_links = opt && opt->links > 0 ? opt->links : 0;
     tl_build tb = {0};
+    observer ob = {0};
     if (record) {
         tb.tl = dt_xcalloc(1, sizeof *tb.tl);
-        net_set_link_observer(n, link_observer, &tb);
+        ob.tb = &tb;
     }
+    if (top_links) ob.acc = dt_xcalloc((size_t)t->n_links + 1, sizeof *ob.acc);
+    if (ob.tb || ob.acc) net_set_link_observer(n, link_observer, &ob);
     /* Analytic mode needs no flows: coll_analytic_time charges the algorithm flow mode would
      * run, alpha-beta over its routes (exact for uncontended links), with no events per step. */
     replay_config rc = {.gpus = t->gpus, .n_gpus = t->n_gpus, .op_time = gpu_op_time,
@@ -346,6 +477,19 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
         }
         out->n_gpus = g->n_gpus;
         out->cost_per_step_usd = T / 3600.0 * g->n_gpus * t->gpus[0].cost_per_hour;
+        traffic_env te = {.t = t, .an = an, .algo = J->env->dp_algorithm,
+                          .elem_bytes = ctx.elem_bytes};
+        double sent[WL_COMM_KIND_COUNT];
+        traffic_bytes(g, &te, sent);
+        out->bytes_sent_per_gpu_total = 0;
+        for (int k = 0; k < WL_COMM_KIND_COUNT; k++) {
+            out->bytes_sent_per_gpu[k] = g->n_gpus > 0 ? sent[k] / g->n_gpus : 0;
+            out->bytes_sent_per_gpu_total += out->bytes_sent_per_gpu[k];
+        }
+        if (top_links) {
+            traffic_loads(g, &te, J->env->network == NET_ANALYTIC, static_load, ob.acc);
+            fill_links(out, ob.acc, t, n, g, T, top_links);
+        }
         out->seed = J->env->seed;
         if (record) {
             unsigned char *mask = dt_xmalloc((size_t)t->n_gpus + 1);
@@ -362,6 +506,7 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
         }
     }
     if (tb.tl) run_timeline_free(tb.tl);
+    free(ob.acc);
     replay_result_free(&r);
     free(slow);
     coll_analytic_destroy(an);
