@@ -89,8 +89,9 @@ typedef struct run_link_load {
     double utilisation;        /* bytes / (bandwidth x step time) */
     double busy_s;             /* time it carried at least one flow (flow traffic only) */
     bool intra_host;           /* both ends in one host (NVLink, PCIe), else fabric */
-    int alike;                 /* further links with the same bandwidth, bytes and users (the
-                                  other GPUs' NVLinks, say), listed once */
+    int alike;                 /* further links in the same role (endpoint names equal but for
+                                  their digits) with the same bandwidth, bytes and kinds of
+                                  users (the other GPUs' NVLinks, say), listed once */
     int n_users;
     struct {
         char op[40];           /* op name: "dp_allreduce", "send_activation", "tp_collectives" */

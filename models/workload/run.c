@@ -206,10 +206,27 @@ static int load_cmp(const void *pa, const void *pb)
     return a->link - b->link;
 }
 
-static bool same_load(const run_link_load *a, const run_link_load *b)
+/* Two node names alike but for their digits ("node3.gpu5" and "node0.gpu1"). */
+static bool same_role(const char *a, const char *b)
+{
+    for (;;) {
+        while (*a >= '0' && *a <= '9') a++;
+        while (*b >= '0' && *b <= '9') b++;
+        if (*a != *b) return false;
+        if (!*a) return true;
+        a++;
+        b++;
+    }
+}
+
+static bool same_load(const topo *t, const run_link_load *a, const run_link_load *b)
 {
     if (a->bandwidth != b->bandwidth || a->n_users != b->n_users || a->intra_host != b->intra_host ||
         fabs(a->bytes - b->bytes) > 1e-9 * a->bytes)
+        return false;
+    const topo_link *la = &t->links[a->link], *lb = &t->links[b->link];
+    if (!same_role(t->nodes[la->src].name, t->nodes[lb->src].name) ||
+        !same_role(t->nodes[la->dst].name, t->nodes[lb->dst].name))
         return false;
     /* by kind and bytes, not op name: a GPU's uplink sends activations where its downlink
      * receives gradients, and both are the same pipeline traffic */
@@ -221,8 +238,9 @@ static bool same_load(const run_link_load *a, const run_link_load *b)
 }
 
 /* The `top` most loaded links (bytes / bandwidth), their users largest first; links loaded
- * alike (the same bandwidth, bytes and kinds of users: every GPU's NVLink in a TP group) are
- * listed once with a count, so that the list reaches the fabric. */
+ * alike (the same role - endpoint names equal but for digits -, bandwidth, bytes and kinds of
+ * users: every GPU's NVLink in a TP group) are listed once with a count, so that the list
+ * reaches the fabric. */
 static void fill_links(run_result *out, const link_acc *acc, const topo *t, const net *n,
                        const wl_graph *g, double T, int top)
 {
@@ -260,7 +278,7 @@ static void fill_links(run_result *out, const link_acc *acc, const topo *t, cons
     qsort(all, (size_t)m, sizeof *all, load_cmp);
     int kept = 0;
     for (int i = 0; i < m && kept < top; i++) {
-        if (kept > 0 && same_load(&all[kept - 1], &all[i])) {
+        if (kept > 0 && same_load(t, &all[kept - 1], &all[i])) {
             all[kept - 1].alike++;
             continue;
         }
