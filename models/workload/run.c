@@ -276,12 +276,18 @@ static void fill_links(run_result *out, const link_acc *acc, const topo *t, cons
     }
     out->links_loaded = m;
     qsort(all, (size_t)m, sizeof *all, load_cmp);
+    /* Links loaded alike sort next to each other, but roles interleave (a GPU's uplink, its
+     * downlink, the next GPU's uplink): look back over the last few groups, not just one. */
     int kept = 0;
-    for (int i = 0; i < m && kept < top; i++) {
-        if (kept > 0 && same_load(t, &all[kept - 1], &all[i])) {
-            all[kept - 1].alike++;
+    for (int i = 0; i < m; i++) {
+        int grp = -1;
+        for (int k = kept - 1; k >= 0 && k >= kept - 8 && grp < 0; k--)
+            if (same_load(t, &all[k], &all[i])) grp = k;
+        if (grp >= 0) {
+            all[grp].alike++;
             continue;
         }
+        if (kept == top) break;
         all[kept++] = all[i];
     }
     for (int i = 0; i < kept; i++) {
