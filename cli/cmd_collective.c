@@ -24,8 +24,8 @@ static void help(FILE *out)
             "usage: dtsim collective --topology FILE|gen:FAMILY[:k=v,...] --op OP --size SIZE\n"
             "                        [--algo ALGO] [--group LIST] [--network flow|analytic]\n"
             "                        [--root I] [--servers N] [--chunk SIZE] [--reduce-bw BW]\n"
-            "                        [--elem-bytes N] [--ring-model steps|fluid|auto]\n"
-            "                        [--calibration FILE] [--json]\n\n"
+            "                        [--elem-bytes N] [--ring-model exact|steps|fluid|auto]\n"
+            "                        [--calibration FILE] [--analytic-time] [--json]\n\n"
             "Simulate one collective on a topology and print time and bandwidths like nccl-tests.\n\n"
             "  --topology   a topology file, or a generator spec such as\n"
             "               gen:dgx:nodes=4,gpus_per_node=8  gen:ring:gpus=8  gen:switch:gpus=16\n"
@@ -46,18 +46,26 @@ static void help(FILE *out)
             "  --chunk      pipelining chunk (default 4MiB)\n"
             "  --reduce-bw  reduction compute bandwidth (default: the GPU's; 0 = free)\n"
             "  --elem-bytes element size for splitting buffers (default 2)\n"
-            "  --ring-model steps (default: every ring step a transfer), fluid (one flow per\n"
-            "               ring edge, docs/collectives.md) or auto (fluid from 64 ranks)\n"
+            "  --ring-model exact (default: fluid where it gives the step model's answer,\n"
+            "               from 64 ranks whose ring edges share no link and send one\n"
+            "               transfer per step; steps elsewhere), steps (every ring step a\n"
+            "               transfer), fluid (one flow per ring edge, docs/collectives.md)\n"
+            "               or auto (fluid from 64 ranks, as scenarios do)\n"
             "  --calibration FILE  apply a calibration file to the topology first\n"
+            "  --analytic-time  also compute analytic_time_s: what `dtsim run --network\n"
+            "               analytic` charges for this collective (routes every transfer\n"
+            "               on every ECMP lane: as long as the simulation for direct\n"
+            "               algorithms, so only on request)\n"
             "  --json       one JSON document (an array of rows for a sweep): time_s,\n"
-            "               algbw_GBps, busbw_GBps, events, wall_s, analytic_time_s (what\n"
-            "               `dtsim run --network analytic` charges for it), ...\n");
+            "               algbw_GBps, busbw_GBps, events, wall_s, ring_model (for ring\n"
+            "               all-reduce/reduce-scatter/all-gather: steps or fluid), and\n"
+            "               analytic_time_s with --analytic-time\n");
 }
 
 typedef struct opts {
     const char *topology, *op, *algo, *size, *group, *network, *calibration;
     const char *root, *servers, *chunk, *reduce_bw, *elem, *ring_model;
-    int json;
+    int json, analytic_time;
 } opts;
 
 static int usage_err(const char *fmt, const char *a, const char *b)
@@ -300,6 +308,10 @@ static int run(int argc, char **argv)
             o.json = 1;
             continue;
         }
+        if (!strcmp(a, "--analytic-time")) {
+            o.analytic_time = 1;
+            continue;
+        }
         if (!strcmp(a, "--topology")) slot = &o.topology;
         else if (!strcmp(a, "--op")) slot = &o.op;
         else if (!strcmp(a, "--algo")) slot = &o.algo;
@@ -348,7 +360,7 @@ static int run(int argc, char **argv)
             return cli_report_error(&err);
         }
     }
-    coll_config cc = {.reduce_bw = -1, .chunk_bytes = 0};
+    coll_config cc = {.reduce_bw = -1, .chunk_bytes = 0, .ring_model = COLL_RING_EXACT};
     char why[256];
     long iv;
     if (o.root) {
@@ -369,7 +381,7 @@ static int run(int argc, char **argv)
         return cli_report_error(&err);
     }
     if (o.ring_model && coll_ring_model_parse(o.ring_model, &cc.ring_model) != DT_OK)
-        return usage_err("--ring-model expects steps, fluid or auto, found '%s'%s", o.ring_model, "");
+        return usage_err("--ring-model expects exact, steps, fluid or auto, found '%s'%s", o.ring_model, "");
     if (o.reduce_bw && unit_parse_bandwidth(o.reduce_bw, &cc.reduce_bw, why, sizeof why) != DT_OK) {
         dt_error_set(&err, DT_EINPUT, NULL, "--reduce-bw", "%s", why);
         return cli_report_error(&err);
@@ -429,7 +441,7 @@ static int run(int argc, char **argv)
          * alpha-beta over the algorithm's routes. --network analytic here still runs the step
          * program with every transfer at its route's full bandwidth (no sharing at all). */
         sim_time_t at = 0;
-        if (o.json) {
+        if (o.analytic_time) {
             sim_engine *ae = sim_engine_create();
             net *an = net_create(t, ae, &nc);
             coll_analytic *ca = coll_analytic_create(an, t, &cc);
@@ -450,7 +462,9 @@ static int run(int argc, char **argv)
             cJSON_AddNumberToObject(r, "gpus", spec.n);
             cJSON_AddNumberToObject(r, "size_bytes", spec.bytes);
             cJSON_AddNumberToObject(r, "time_s", ts);
-            cJSON_AddNumberToObject(r, "analytic_time_s", sim_time_to_s(at));
+            if (o.analytic_time) cJSON_AddNumberToObject(r, "analytic_time_s", sim_time_to_s(at));
+            if (res.ring_model >= 0)
+                cJSON_AddStringToObject(r, "ring_model", coll_ring_model_name((coll_ring_model)res.ring_model));
             cJSON_AddNumberToObject(r, "algbw_GBps", algbw);
             cJSON_AddNumberToObject(r, "busbw_GBps", busbw);
             cJSON_AddNumberToObject(r, "events", (double)res.events);

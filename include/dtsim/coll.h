@@ -90,11 +90,19 @@ typedef struct coll_engine coll_engine;
  *          Equal to the closed form (and to STEPS with one chunk) when uncontended. 4 flows
  *          and about 10 events per collective. n = 1, and ops other than these three, run as
  *          STEPS. Where it differs from STEPS: docs/collectives.md.
- *   AUTO   FLUID for groups of at least COLL_RING_FLUID_MIN ranks, STEPS below. */
+ *   AUTO   FLUID for groups of at least COLL_RING_FLUID_MIN ranks, STEPS below.
+ *   EXACT  FLUID where it gives STEPS' answer, STEPS elsewhere: groups of at least
+ *          COLL_RING_FLUID_MIN ranks whose ring edges are link-disjoint on every ECMP lane
+ *          (so every step transfer runs alone at its route's bottleneck) and that send one
+ *          transfer per step (one chunk, or an all-gather: nothing to pipeline a reduction
+ *          with). The two then differ only by rounding: STEPS rounds each step to a whole
+ *          picosecond, FLUID the whole collective. `dtsim collective`'s default: it is what
+ *          makes an 8,192-GPU ring take seconds. Costs 4 routes per edge to decide. */
 typedef enum coll_ring_model {
     COLL_RING_STEPS,
     COLL_RING_FLUID,
     COLL_RING_AUTO,
+    COLL_RING_EXACT,
     COLL_RING_MODEL_COUNT
 } coll_ring_model;
 #define COLL_RING_FLUID_MIN 64
@@ -131,6 +139,8 @@ typedef struct coll_result {
     coll_algo algo;     /* the algorithm that ran (auto resolved) */
     uint64_t events;    /* events the engine handled */
     net_stats net;
+    int ring_model;     /* COLL_RING_STEPS or COLL_RING_FLUID for a ring collective that ran as
+                           such, -1 for other programs */
 } coll_result;
 
 /* Build an engine, network and collective engine on t, run spec alone from time 0, tear

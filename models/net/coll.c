@@ -61,11 +61,12 @@ struct coll_engine {
     coll_send *sendbuf;
     int cap_send;
     sim_time_t *reduce_free; /* per GPU: when its reduction unit is next idle */
+    uint64_t n_fluid, n_ring_steps; /* ring collectives started fluid / as step programs */
 };
 
 static const char *const op_names[COLL_OP_COUNT] = {
     "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall", "sendrecv"};
-static const char *const ring_model_names[COLL_RING_MODEL_COUNT] = {"steps", "fluid", "auto"};
+static const char *const ring_model_names[COLL_RING_MODEL_COUNT] = {"steps", "fluid", "auto", "exact"};
 
 const char *coll_ring_model_name(coll_ring_model m)
 {
@@ -454,11 +455,47 @@ static void on_fluid(void *model, sim_engine *eng, const sim_event *ev)
     c->free_head = id;
 }
 
-static int use_fluid(const coll_engine *c, const coll_prog *p)
+/* COLL_RING_EXACT's test (coll.h): one transfer per step, and no link carries two ring edges
+ * on any ECMP lane. Then every step flow of the step model runs alone at its route's bottleneck,
+ * which is what the fluid model charges. O(n x lanes x hops) plus a mark per link. */
+static int ring_exact(coll_engine *c, const coll_prog *p)
+{
+    if (p->n_streams != 1 && p->op != COLL_ALLGATHER) return 0;
+    int n = p->n, ok = 1;
+    int *src = dt_xmalloc((size_t)n * 2 * sizeof *src), *dst = src + n;
+    double *b = dt_xmalloc((size_t)n * 2 * sizeof *b);
+    p->ring_edges(p, src, dst, b, b + n);
+    const topo *t = p->t;
+    int *owner = dt_xmalloc((size_t)(t->n_links ? t->n_links : 1) * sizeof *owner);
+    for (int l = 0; l < t->n_links; l++) owner[l] = -1;
+    for (int q = 0; q < n && ok; q++)
+        for (int lane = 0; lane < NET_ECMP_LANES && ok; lane++) {
+            const int *path = NULL;
+            int nh = 0;
+            if (net_route_lane(c->net, p->gpus[src[q]], p->gpus[dst[q]], lane, &path, &nh, NULL) != DT_OK) {
+                ok = 0;
+                break;
+            }
+            for (int h = 0; h < nh; h++) {
+                if (owner[path[h]] >= 0 && owner[path[h]] != q) ok = 0;
+                owner[path[h]] = q;
+            }
+        }
+    free(owner);
+    free(b);
+    free(src);
+    return ok;
+}
+
+static int use_fluid(coll_engine *c, const coll_prog *p)
 {
     if (p->form != COLL_FORM_RING || p->n < 2) return 0;
-    return c->cfg.ring_model == COLL_RING_FLUID ||
-           (c->cfg.ring_model == COLL_RING_AUTO && p->n >= COLL_RING_FLUID_MIN);
+    switch (c->cfg.ring_model) {
+    case COLL_RING_FLUID: return 1;
+    case COLL_RING_AUTO: return p->n >= COLL_RING_FLUID_MIN;
+    case COLL_RING_EXACT: return p->n >= COLL_RING_FLUID_MIN && ring_exact(c, p);
+    default: return 0;
+    }
 }
 
 /* Start a fluid ring (coll.h): coupled flows over every edge (net_send_ring) carrying the
@@ -588,9 +625,11 @@ int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32
     in->done_data = done_data;
     in->tag = spec->tag;
     if (use_fluid(c, &in->p)) {
+        c->n_fluid++;
         start_fluid(c, id);
         return DT_OK;
     }
+    if (in->p.form == COLL_FORM_RING) c->n_ring_steps++;
     int K = p.n_streams, ns = n * K;
     in->st = dt_xcalloc((size_t)ns, sizeof *in->st);
     in->blocked = dt_xcalloc((size_t)n, sizeof *in->blocked);
@@ -648,6 +687,7 @@ int coll_simulate(topo *t, const coll_spec *spec, const coll_config *cc, const n
                               spec->bytes);
         out->events = sim_events_handled(eng);
         net_get_stats(n, &out->net);
+        out->ring_model = c->n_fluid ? COLL_RING_FLUID : c->n_ring_steps ? COLL_RING_STEPS : -1;
     }
     coll_destroy(c);
     net_destroy(n);

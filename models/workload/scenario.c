@@ -319,7 +319,7 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
         const char *rm = NULL;
         TRY(js_get_string(c, o, "options", "ring_model", false, &rm));
         if (rm && coll_ring_model_parse(rm, &s->env.ring_model) != DT_OK)
-            return js_fail(c, "options", "ring_model", "expected steps, fluid or auto, found \"%s\"",
+            return js_fail(c, "options", "ring_model", "expected steps, fluid, auto or exact, found \"%s\"",
                            rm);
         const char *cal = NULL;
         TRY(js_get_string(c, o, "options", "calibration", false, &cal));

@@ -192,7 +192,7 @@ static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
     env->env.ring_model = COLL_RING_AUTO;
     TRY(js_get_string(c, e, P, "ring_model", false, &rm));
     if (rm && coll_ring_model_parse(rm, &env->env.ring_model) != DT_OK)
-        return js_fail(c, P, "ring_model", "expected steps, fluid or auto, found \"%s\"", rm);
+        return js_fail(c, P, "ring_model", "expected steps, fluid, auto or exact, found \"%s\"", rm);
     const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(e, "gpu");
     if (gpu) env->gpu = cJSON_Duplicate(gpu, 1);
     /* stragglers, jitter, degraded links: the scenario parser's own format */

@@ -7,7 +7,9 @@
  * a coupled transfer crossing one link twice gets half that link; a ring split over ECMP
  * lanes competes with a send like one flow (weighted max-min, hand-computed); the incremental
  * solver equals a global re-solve throughout fluid and step rings and sends; `auto` switches at
- * COLL_RING_FLUID_MIN ranks (one flow instead of 2(n-1)n); names parse; runs repeat exactly.
+ * COLL_RING_FLUID_MIN ranks (one flow instead of 2(n-1)n); `exact` runs fluid only where the step
+ * model's steps run alone (then within a picosecond per step) and is the step model elsewhere;
+ * names parse; runs repeat exactly.
  * Leaves free: how the fluid model differs from the step model under partial contention
  * (documented in docs/collectives.md, not a fixed number). */
 #include <math.h>
@@ -324,6 +326,54 @@ START_TEST(auto_threshold_and_names)
 }
 END_TEST
 
+
+/* EXACT picks the fluid model only where the step model's answer is alpha + S/B per step: every
+ * edge alone on its links on every lane, one transfer per step. There the two agree to one
+ * picosecond per step; elsewhere EXACT is STEPS, event for event. */
+START_TEST(exact_where_steps_agree)
+{
+    int n = COLL_RING_FLUID_MIN;
+    topo *t = switch_topo(n);
+    double S = 64.0 * 1048576; /* 1 MiB per rank: one 4 MiB chunk per step */
+    const coll_op ops[] = {COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER};
+    for (int o = 0; o < 3; o++) {
+        coll_result ex = run(t, ops[o], NULL, n, S, -1, 0, COLL_RING_EXACT);
+        coll_result st = run(t, ops[o], NULL, n, S, -1, 0, COLL_RING_STEPS);
+        ck_assert_int_eq(ex.ring_model, COLL_RING_FLUID);
+        ck_assert_int_eq(st.ring_model, COLL_RING_STEPS);
+        ck_assert_uint_eq(ex.net.flows_started, NET_ECMP_LANES);
+        int steps = ops[o] == COLL_ALLREDUCE ? 2 * (n - 1) : n - 1;
+        ck_assert_msg(llabs((long long)(ex.time - st.time)) <= steps, "%s: %lld vs %lld ps",
+                      coll_op_name(ops[o]), (long long)ex.time, (long long)st.time);
+    }
+    /* several chunks per step: the step model pipelines reductions, fluid does not: steps */
+    coll_result ch = run(t, COLL_ALLREDUCE, NULL, n, 16 * S, -1, 0, COLL_RING_EXACT);
+    coll_result chs = run(t, COLL_ALLREDUCE, NULL, n, 16 * S, -1, 0, COLL_RING_STEPS);
+    ck_assert_int_eq(ch.ring_model, COLL_RING_STEPS);
+    ck_assert_int_eq(ch.time, chs.time);
+    ck_assert_uint_eq(ch.events, chs.events);
+    /* ...but an all-gather has no reductions to pipeline: still fluid */
+    coll_result ag = run(t, COLL_ALLGATHER, NULL, n, 16 * S, -1, 0, COLL_RING_EXACT);
+    ck_assert_int_eq(ag.ring_model, COLL_RING_FLUID);
+    /* below the threshold: steps */
+    coll_result sm = run(t, COLL_ALLREDUCE, NULL, n - 1, S, -1, 0, COLL_RING_EXACT);
+    ck_assert_int_eq(sm.ring_model, COLL_RING_STEPS);
+    topo_destroy(t);
+    /* a ring whose edges share links (a 2D torus routes ring-order neighbours across rows
+     * through shared links): steps, identical to STEPS */
+    topo_gen_params p = {.family = TOPO_FAMILY_TORUS, .n_dims = 2, .dims = {8, 8}};
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(topo_generate(&p, &t, &e), DT_OK);
+    coll_result tx = run(t, COLL_ALLREDUCE, NULL, n, S, -1, 0, COLL_RING_EXACT);
+    coll_result ts = run(t, COLL_ALLREDUCE, NULL, n, S, -1, 0, COLL_RING_STEPS);
+    ck_assert_int_eq(tx.ring_model, COLL_RING_STEPS);
+    ck_assert_int_eq(tx.time, ts.time);
+    ck_assert_str_eq(coll_ring_model_name(COLL_RING_EXACT), "exact");
+    topo_destroy(t);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ring_fluid");
@@ -336,6 +386,7 @@ int main(void)
     tcase_add_test(tc, ring_competes_as_one_flow);
     tcase_add_test(tc, fluid_incremental_equals_global);
     tcase_add_test(tc, auto_threshold_and_names);
+    tcase_add_test(tc, exact_where_steps_agree);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);
 }

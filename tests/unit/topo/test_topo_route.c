@@ -341,6 +341,147 @@ static void *route_many(void *p)
     return NULL;
 }
 
+
+/* ---- reference router: one whole-graph backward Dijkstra per destination, no cache ----
+ * The same route definition as topo_route (shortest by (latency, hops) keys, relay rule, and
+ * per hop the out-links on a shortest path in CSR order, one picked by the variant hash), but
+ * none of its decomposition (local maps, switch core, twin classes, next-hop lists). Any
+ * difference in any path is a bug in the decomposition. */
+static uint64_t ref_mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static uint64_t ref_cost(const topo *t, int e)
+{
+    sim_time_t lat = t->links[e].latency;
+    if (t->nodes[t->links[e].dst].kind == TOPO_SWITCH) lat += t->switch_latency;
+    return ((uint64_t)lat << 16) + 1;
+}
+
+/* dist[v] = cost of v -> dst (UINT64_MAX unreachable), by Bellman-Ford-style relaxation to a
+ * fixed point: slow and obviously right. */
+static void ref_dist(const topo *t, int dst, uint64_t *dist)
+{
+    for (int v = 0; v < t->n_nodes; v++) dist[v] = UINT64_MAX;
+    dist[dst] = 0;
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int e = 0; e < t->n_links; e++) {
+            int u = t->links[e].src, w = t->links[e].dst;
+            if (dist[w] == UINT64_MAX || (w != dst && !topo_relays(t, w))) continue;
+            uint64_t k = dist[w] + ref_cost(t, e);
+            if (k < dist[u]) {
+                dist[u] = k;
+                changed = 1;
+            }
+        }
+    }
+}
+
+/* Compare topo_route with the reference for every (src, dst) pair with src, dst multiples of
+ * step, three flow hashes each. */
+static void check_against_reference(topo *t, int step)
+{
+    uint64_t *dist = malloc((size_t)t->n_nodes * sizeof *dist);
+    int *cand = malloc((size_t)t->n_links * sizeof *cand);
+    for (int d = 0; d < t->n_gpus; d += step) {
+        int dn = t->gpu_node[d];
+        ref_dist(t, dn, dist);
+        for (int s = 0; s < t->n_gpus; s += step)
+            for (uint64_t fh = 0; fh < 3; fh++) {
+                uint64_t hash = fh * 0x51ed27 + (uint64_t)s * 131 + (uint64_t)d;
+                const int *l;
+                int n;
+                ck_assert_int_eq(topo_route(t, s, d, hash, &l, &n), DT_OK);
+                int variant = (int)(ref_mix(hash) % 64), cur = t->gpu_node[s], k = 0;
+                while (cur != dn) {
+                    int nc = 0;
+                    for (int i = t->out_start[cur]; i < t->out_start[cur + 1]; i++) {
+                        int e = t->out_links[i], w = t->links[e].dst;
+                        if (w != dn && !topo_relays(t, w)) continue;
+                        if (dist[w] != UINT64_MAX && dist[w] + ref_cost(t, e) == dist[cur])
+                            cand[nc++] = e;
+                    }
+                    ck_assert_int_gt(nc, 0);
+                    uint64_t h = ref_mix(((uint64_t)variant << 32) ^ (uint64_t)(cur + 1));
+                    int e = cand[h % (uint64_t)nc];
+                    ck_assert_msg(k < n && l[k] == e, "%s: route %d -> %d (hash %llu) differs at hop %d",
+                                  t->name, s, d, (unsigned long long)hash, k);
+                    k++;
+                    cur = t->links[e].dst;
+                }
+                ck_assert_int_eq(k, n);
+            }
+    }
+    free(dist);
+    free(cand);
+}
+
+/* Latencies made uneven (every k-th link slower), so twin classes split where they must. */
+static void perturb(topo *t, int k, sim_time_t by)
+{
+    for (int e = 0; e < t->n_links; e += k) t->links[e].latency += (e % 5) * by;
+    topo_route_cache_flush(t);
+}
+
+START_TEST(routes_equal_reference)
+{
+    topo_gen_params ps[] = {
+        {.family = TOPO_FAMILY_SWITCH, .gpus = 24},
+        {.family = TOPO_FAMILY_RING, .gpus = 12},
+        {.family = TOPO_FAMILY_TORUS, .n_dims = 3, .dims = {4, 3, 3}},
+        {.family = TOPO_FAMILY_FAT_TREE, .gpus = 128, .radix = 16},
+        {.family = TOPO_FAMILY_FAT_TREE, .gpus = 300, .radix = 12, .tiers = 3, .oversubscription = 2},
+        {.family = TOPO_FAMILY_DRAGONFLY, .df_a = 4, .df_p = 2, .df_h = 2, .df_groups = 5},
+        {.family = TOPO_FAMILY_DGX, .nodes = 24, .gpus_per_node = 4, .radix = 8},
+        {.family = TOPO_FAMILY_DGX, .nodes = 40, .gpus_per_node = 8, .radix = 16, .oversubscription = 3},
+    };
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+        topo *t = gen(ps[i]);
+        int step = t->n_gpus > 200 ? 7 : 1;
+        check_against_reference(t, step);
+        perturb(t, 3, 7 * SIM_NS); /* uneven latencies: fewer twins, other ties */
+        check_against_reference(t, step);
+        topo_destroy(t);
+    }
+    /* files: a hand-written two-box cluster and a loaded (non-generated) fat-tree */
+    const char *files[] = {DT_DATA("topo/example.json"),
+                           DTSIM_SOURCE_DIR "/topologies/fat-tree-128.json",
+                           DTSIM_SOURCE_DIR "/topologies/dgx-4x8.json"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        topo *t = NULL;
+        dt_error e;
+        dt_error_clear(&e);
+        ck_assert_msg(topo_load_file(files[i], &t, &e) == DT_OK, "%s: %s", files[i], e.msg);
+        check_against_reference(t, t->n_gpus > 64 ? 3 : 1);
+        perturb(t, 2, 11 * SIM_NS);
+        check_against_reference(t, t->n_gpus > 64 ? 3 : 1);
+        topo_destroy(t);
+    }
+}
+END_TEST
+
+/* Route memory stays linear on a large rail fabric: every ring neighbour of 16,384 GPUs routed,
+ * the cache (core, twin maps, local maps, next-hop lists, paths) stays within a few hundred
+ * bytes per GPU. Before twin classes it held one dense whole-graph map per leaf (~300 MB). */
+START_TEST(route_memory_linear)
+{
+    topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 2048, .gpus_per_node = 8});
+    for (int g = 0; g < t->n_gpus; g++) {
+        const int *l;
+        int n;
+        ck_assert_int_eq(topo_route(t, g, (g + 8) % t->n_gpus, (uint64_t)g, &l, &n), DT_OK);
+    }
+    size_t b = topo_route_cache_bytes(t);
+    ck_assert_msg(b < (size_t)t->n_nodes * 1024, "route cache %zu bytes for %d nodes", b, t->n_nodes);
+    topo_destroy(t);
+}
+END_TEST
+
 START_TEST(concurrent_routes)
 {
     /* Four threads share one topology; each result equals the single-threaded one. */
@@ -380,6 +521,8 @@ int main(void)
     tcase_add_test(tc, generator_errors);
     tcase_add_test(tc, ecmp_determinism_across_copies);
     tcase_add_test(tc, concurrent_routes);
+    tcase_add_test(tc, routes_equal_reference);
+    tcase_add_test(tc, route_memory_linear);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);
 }
