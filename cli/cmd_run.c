@@ -37,6 +37,8 @@ static void help(FILE *out)
             "                         the breakdown, timeline and trace are step 0's\n"
             "  --jobs J               threads for --steps (default: the online cores)\n"
             "  --no-progress          no progress bar for --steps (drawn on stderr, terminals only)\n"
+            "  --links N              list the N most loaded links with what used them (default\n"
+            "                         5, 0 for none; docs/workloads.md, \"Diagnostics\")\n"
             "  -h, --help             this help\n");
 }
 
@@ -123,6 +125,12 @@ static void print_json(const run_result *r, const run_steps_result *steps)
     cJSON_AddNumberToObject(b, "bubble", r->breakdown_s.bubble);
     cJSON_AddNumberToObject(b, "straggler_wait", r->breakdown_s.straggler_wait);
     cJSON_AddNumberToObject(b, "data_stall", r->breakdown_s.data_stall);
+    cJSON *ek = cJSON_AddObjectToObject(j, "comm_exposed_by_kind_s");
+    cJSON *fk = cJSON_AddObjectToObject(j, "comm_in_flight_by_kind_s");
+    for (int k = 0; k < WL_COMM_KIND_COUNT; k++) {
+        cJSON_AddNumberToObject(ek, wl_comm_kind_name((wl_comm_kind)k), r->comm_exposed_by_kind_s[k]);
+        cJSON_AddNumberToObject(fk, wl_comm_kind_name((wl_comm_kind)k), r->comm_inflight_by_kind_s[k]);
+    }
     cJSON_AddNumberToObject(j, "critical_gpu", r->critical_gpu);
     cJSON *w = cJSON_AddObjectToObject(j, "max_straggler_wait");
     cJSON_AddNumberToObject(w, "gpu", r->max_straggler_wait_gpu);
@@ -142,6 +150,35 @@ static void print_json(const run_result *r, const run_steps_result *steps)
     cJSON_AddBoolToObject(j, "fits", r->fits);
     cJSON_AddNumberToObject(j, "gpus", r->n_gpus);
     cJSON_AddNumberToObject(j, "cost_per_step_usd", r->cost_per_step_usd);
+    cJSON *bs = cJSON_AddObjectToObject(j, "bytes_sent_per_gpu");
+    cJSON_AddNumberToObject(bs, "total", r->bytes_sent_per_gpu_total);
+    for (int k = 0; k < WL_COMM_KIND_COUNT; k++)
+        cJSON_AddNumberToObject(bs, wl_comm_kind_name((wl_comm_kind)k), r->bytes_sent_per_gpu[k]);
+    if (r->links) {
+        cJSON_AddNumberToObject(j, "links_loaded", r->links_loaded);
+        cJSON *ls = cJSON_AddArrayToObject(j, "links");
+        for (int i = 0; i < r->n_links; i++) {
+            const run_link_load *x = &r->links[i];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "link", x->name);
+            cJSON_AddNumberToObject(o, "index", x->link);
+            cJSON_AddStringToObject(o, "where", x->intra_host ? "host" : "fabric");
+            cJSON_AddNumberToObject(o, "bandwidth", x->bandwidth);
+            cJSON_AddNumberToObject(o, "bytes", x->bytes);
+            cJSON_AddNumberToObject(o, "utilisation", x->utilisation);
+            cJSON_AddNumberToObject(o, "busy_s", x->busy_s);
+            cJSON_AddNumberToObject(o, "alike", x->alike);
+            cJSON *us = cJSON_AddArrayToObject(o, "used_by");
+            for (int u = 0; u < x->n_users; u++) {
+                cJSON *y = cJSON_CreateObject();
+                cJSON_AddStringToObject(y, "op", x->users[u].op);
+                cJSON_AddStringToObject(y, "comm", wl_comm_kind_name((wl_comm_kind)x->users[u].kind));
+                cJSON_AddNumberToObject(y, "bytes", x->users[u].bytes);
+                cJSON_AddItemToArray(us, y);
+            }
+            cJSON_AddItemToArray(ls, o);
+        }
+    }
     cJSON_AddNumberToObject(j, "events", (double)r->events);
     cJSON_AddNumberToObject(j, "seed", (double)r->seed);
     add_dp_json(j, r);
@@ -184,6 +221,39 @@ static void row_size(const char *label, double b)
 {
     char buf[32];
     printf("  %-16s %12s\n", label, unit_fmt_size(b, buf, sizeof buf));
+}
+
+/* The most loaded links as a table; links loaded alike are one row ("(+N alike)"). */
+static void print_links(const run_result *r)
+{
+    if (r->n_links <= 0) return;
+    printf("\nmost loaded links (of %d that carried traffic; util = bytes / bandwidth / step)\n",
+           r->links_loaded);
+    char(*nm)[128] = calloc((size_t)r->n_links, sizeof *nm);
+    if (!nm) return;
+    int w = 4;
+    for (int i = 0; i < r->n_links; i++) {
+        const run_link_load *x = &r->links[i];
+        if (x->alike) snprintf(nm[i], sizeof nm[i], "%s (+%d alike)", x->name, x->alike);
+        else snprintf(nm[i], sizeof nm[i], "%s", x->name);
+        if ((int)strlen(nm[i]) > w) w = (int)strlen(nm[i]);
+    }
+    printf("  %-*s %11s %11s %6s %10s  %-6s %s\n", w, "link", "bandwidth", "bytes", "util", "busy",
+           "where", "used by");
+    for (int i = 0; i < r->n_links; i++) {
+        const run_link_load *x = &r->links[i];
+        char b1[32], b2[32], b3[32];
+        printf("  %-*s %11s %11s %5.1f%% %10s  %-6s ", w, nm[i],
+               unit_fmt_bandwidth(x->bandwidth, b1, sizeof b1), unit_fmt_size(x->bytes, b2, sizeof b2),
+               100 * x->utilisation, x->busy_s > 0 ? unit_fmt_seconds(x->busy_s, b3, sizeof b3) : "-",
+               x->intra_host ? "host" : "fabric");
+        for (int u = 0; u < x->n_users; u++)
+            printf("%s%s %s (%s)", u ? ", " : "", x->users[u].op,
+                   unit_fmt_size(x->users[u].bytes, b1, sizeof b1),
+                   wl_comm_kind_abbrev((wl_comm_kind)x->users[u].kind));
+        printf("\n");
+    }
+    free(nm);
 }
 
 static void print_steps(const run_result *r, const run_steps_result *s)
@@ -235,6 +305,16 @@ static void print_human(const char *what, const run_result *r, const run_steps_r
     printf("\nbreakdown (critical GPU %d: the one that finishes last)\n", r->critical_gpu);
     row_time("compute", r->breakdown_s.compute, T);
     row_time("comm exposed", r->breakdown_s.comm_exposed, T);
+    for (int k = 0; k < WL_COMM_KIND_COUNT; k++) {
+        double x = r->comm_exposed_by_kind_s[k], f = r->comm_inflight_by_kind_s[k];
+        if (x == 0 && f == 0) continue;
+        char lb[40], fb[32];
+        snprintf(lb, sizeof lb, "  %s", wl_comm_kind_abbrev((wl_comm_kind)k));
+        printf("  %-16s %12s  %5.1f%%  %s, in flight %s\n", lb,
+               x == 0 ? "0 s" : unit_fmt_seconds(x, buf, sizeof buf), T > 0 ? 100 * x / T : 0.0,
+               wl_comm_kind_label((wl_comm_kind)k),
+               f == 0 ? "0 s" : unit_fmt_seconds(f, fb, sizeof fb));
+    }
     row_time("pipeline bubble", r->breakdown_s.bubble, T);
     row_time("straggler wait", r->breakdown_s.straggler_wait, T);
     if (r->has_input) row_time("data stall", r->breakdown_s.data_stall, T);
@@ -268,6 +348,15 @@ static void print_human(const char *what, const run_result *r, const run_steps_r
                unit_fmt_size(r->memory.peak, buf, 32),
                unit_fmt_size(r->memory.capacity, buf + 32, 32));
     if (r->cost_per_step_usd > 0) printf("\n  %-16s %12.4f USD\n", "cost per step", r->cost_per_step_usd);
+    printf("\ntraffic (bytes each GPU sends per step, mean over GPUs)\n");
+    row_size("total", r->bytes_sent_per_gpu_total);
+    for (int k = 0; k < WL_COMM_KIND_COUNT; k++)
+        if (r->bytes_sent_per_gpu[k] > 0) {
+            char lb[40];
+            snprintf(lb, sizeof lb, "  %s", wl_comm_kind_abbrev((wl_comm_kind)k));
+            row_size(lb, r->bytes_sent_per_gpu[k]);
+        }
+    print_links(r);
     if (r->calibration_note[0]) printf("  %s\n", r->calibration_note);
     print_dp(r);
     if (steps) print_steps(r, steps);
@@ -281,7 +370,7 @@ static int run(int argc, char **argv)
         help(stdout);
         return CLI_OK;
     }
-    run_options opt = {0};
+    run_options opt = {.links = 5};
     const char *scenario = NULL, *trace = NULL, *topology = NULL;
     bool json = false, progress = true;
     long n_steps = 0, jobs = sysconf(_SC_NPROCESSORS_ONLN);
@@ -328,6 +417,13 @@ static int run(int argc, char **argv)
             else jobs = v;
         } else if (!strcmp(a, "--no-progress")) {
             progress = false;
+        } else if (!strcmp(a, "--links")) {
+            if (!has_val) return usage("--links needs a count", NULL);
+            char *e;
+            long v = strtol(argv[++i], &e, 10);
+            if (*e || !argv[i][0] || v < 0 || v > 100000)
+                return usage("--links expects a count from 0 to 100000", argv[i]);
+            opt.links = (int)v;
         } else if (!strcmp(a, "--topology")) {
             if (!has_val) return usage("--topology needs a file name", NULL);
             topology = argv[++i];
@@ -365,7 +461,8 @@ static int run(int argc, char **argv)
         rc = rep_gpu_select_parse(opt.timeline_gpus, r.timeline->n_gpus, "--timeline-gpus", &mask,
                                   &err);
         rep_timeline_options to = {.gpus = mask, .links = true,
-                                   .step_end = (sim_time_t)llround(r.step_time_s * 1e12)};
+                                   .step_end = (sim_time_t)llround(r.step_time_s * 1e12),
+                                   .scenario = r.name[0] ? r.name : trace ? trace : scenario};
         if (!rc) rc = cli_outfile_open(&of, opt.timeline, &err);
         if (!rc) rc = rep_timeline_write(r.timeline, &to, of.f, &err);
         if (!rc) rc = cli_outfile_commit(&of, &err);

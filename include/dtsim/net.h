@@ -106,12 +106,23 @@ int net_route_lane(net *n, int src_gpu, int dst_gpu, int lane, const int **links
  * O(all flows); call it between events (a recompute may be pending at the current time). */
 int net_check_fair(net *n, double rel_tol);
 
-/* Per-link busy intervals, for timelines (optional: enabled before the run). Called once per
- * link of a flow's path when its last byte has left: [start, end] is the flow's bandwidth
- * phase (its send time to its data-done time, latency tail excluded), bytes its size. Flows
- * sharing a link overlap in time; a flow of 0 bytes or to itself reports nothing. */
+/* Per-link busy intervals, for timelines and link loads (optional: enabled before the run).
+ * Called once per link of a flow's path when its last byte has left: [start, end] is the flow's
+ * bandwidth phase (its send time to its data-done time, latency tail excluded), bytes its size,
+ * tag the caller's label of the flow (net_set_tag). Flows sharing a link overlap in time; a flow
+ * of 0 bytes or to itself reports nothing. */
 typedef void (*net_link_observer)(void *ctx, int link, sim_time_t start, sim_time_t end,
-                                  double bytes);
+                                  double bytes, uint32_t tag);
 void net_set_link_observer(net *n, net_link_observer fn, void *ctx);
+
+/* Label transfers started from now on (net_send, net_send_ring) with tag, until the next call;
+ * 0 at creation. The net only hands it back to the link observer: callers use it to say which
+ * collective or what kind of traffic a flow belongs to (the collective engine sets each
+ * collective's coll_spec.tag before its transfers). */
+void net_set_tag(net *n, uint32_t tag);
+
+/* Time during which link `link` carried at least one flow in its bandwidth phase, up to now
+ * (flow mode; 0 in analytic mode, where transfers are not flows). */
+sim_time_t net_link_busy(const net *n, int link);
 
 #endif

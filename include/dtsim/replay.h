@@ -33,13 +33,21 @@ typedef sim_time_t (*replay_coll_time_fn)(void *ctx, coll_op op, const int *gpus
 typedef void (*replay_path_fn)(void *ctx, int src_gpu, int dst_gpu, double *bw, sim_time_t *lat);
 
 /* Optional comm back end (flow mode). Each call must eventually fire (kind, id, 0) on the
- * engine exactly once. */
+ * engine exactly once. tag says what the traffic is: REPLAY_TAG(comm kind, op name index). */
 typedef struct replay_comm {
-    void (*coll)(void *ctx, coll_op op, const int *gpus, int n, double bytes, uint32_t kind,
+    void (*coll)(void *ctx, coll_op op, const int *gpus, int n, double bytes, uint32_t tag,
+                 uint32_t kind, uint32_t id);
+    void (*send)(void *ctx, int src_gpu, int dst_gpu, double bytes, uint32_t tag, uint32_t kind,
                  uint32_t id);
-    void (*send)(void *ctx, int src_gpu, int dst_gpu, double bytes, uint32_t kind, uint32_t id);
     void *ctx;
 } replay_comm;
+
+/* A transfer's label: its wl_comm_kind and the name (index into wl_graph.names) of the op that
+ * issued it; REPLAY_TAG_INLANE as the name for collectives inside compute ops (TP). */
+#define REPLAY_TAG(kind, name) ((uint32_t)(kind) << 16 | ((uint32_t)(name) & 0xffffu))
+#define REPLAY_TAG_KIND(tag) ((int)((tag) >> 16))
+#define REPLAY_TAG_NAME(tag) ((uint32_t)(tag) & 0xffffu)
+#define REPLAY_TAG_INLANE 0xffffu
 
 /* Compute time of one op class on a GPU: gpu_op_time, or a measured table. */
 typedef sim_time_t (*replay_op_time_fn)(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec,
@@ -76,6 +84,14 @@ typedef struct replay_result {
     /* Breakdown of [0, step_time] for the critical GPU (see docs/workloads.md): they sum to
      * step_time exactly. */
     sim_time_t compute, comm_exposed, bubble, straggler_wait;
+    /* comm_exposed split by what the communication is for (wl_comm_kind): an instant of
+     * exposed communication counts for every kind in flight then, in equal shares (the
+     * picosecond left over by an uneven division goes to the lowest kind), so the parts sum to
+     * comm_exposed exactly. comm_inflight: per kind, how long the critical GPU had
+     * communication of that kind in flight at all, exposed or hidden under compute (TP: the
+     * in-layer collectives; waiting for late peers is not in flight). */
+    sim_time_t comm_by_kind[WL_COMM_KIND_COUNT];
+    sim_time_t comm_inflight[WL_COMM_KIND_COUNT];
     int critical_gpu;
     /* The GPU that spent longest waiting for late peers, and how long (the breakdown of the
      * critical GPU can hide it: a straggler that finishes last never waits itself). */

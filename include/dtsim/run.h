@@ -13,6 +13,7 @@
 #include "dtsim/error.h"
 #include "dtsim/goodput.h"
 #include "dtsim/net.h"
+#include "dtsim/workload.h"
 
 /* Per-op and per-link activity of a run, kept only when run_options.record_timeline is set;
  * writers in reports/ turn it into Perfetto/Chrome trace-event files. */
@@ -31,6 +32,7 @@ typedef struct run_span {
     int name;          /* index into run_timeline.names */
     int microbatch;    /* -1 if not applicable */
     int layer;         /* -1 if not applicable */
+    int comm;          /* wl_comm_kind of a communication span, -1 for compute */
 } run_span;
 
 typedef struct run_link_span {
@@ -70,7 +72,34 @@ typedef struct run_options {
     const char *timeline;     /* path for a Perfetto trace-event file, or NULL */
     const char *timeline_gpus;/* GPU selection for the timeline ("0-7,64"), NULL = all */
     bool record_timeline;     /* fill run_result.timeline */
+    int links;                /* report this many of the most loaded links (run_result.links) */
 } run_options;
+
+/* One of the most loaded links of a run (run_options.links). Load = bytes / bandwidth, the
+ * time the link needs at line rate; utilisation = that / the step time. Traffic the flow network
+ * carries (pipeline sends, cross-lane collectives in flow mode) is counted as it flowed, over
+ * the ECMP paths its flows hashed to; traffic costed in closed form (TP collectives inside
+ * layers; everything in analytic mode) over the routes coll_analytic_time uses, spread over a
+ * pair's ECMP lanes. */
+#define RUN_LINK_USERS 6
+typedef struct run_link_load {
+    int link;                  /* index of the directed link in the topology */
+    char name[96];             /* "src->dst" */
+    double bandwidth;          /* B/s */
+    double bytes;              /* carried during the step */
+    double utilisation;        /* bytes / (bandwidth x step time) */
+    double busy_s;             /* time it carried at least one flow (flow traffic only) */
+    bool intra_host;           /* both ends in one host (NVLink, PCIe), else fabric */
+    int alike;                 /* further links in the same role (endpoint names equal but for
+                                  their digits) with the same bandwidth, bytes and kinds of
+                                  users (the other GPUs' NVLinks, say), listed once */
+    int n_users;
+    struct {
+        char op[40];           /* op name: "dp_allreduce", "send_activation", "tp_collectives" */
+        int kind;              /* wl_comm_kind */
+        double bytes;
+    } users[RUN_LINK_USERS];   /* largest first; n_users of them; what is left is in `bytes` */
+} run_link_load;
 
 /* A struct tag only: run_memory is also the name of the function below. */
 struct run_memory {
@@ -84,6 +113,11 @@ typedef struct run_result {
         double compute, comm_exposed, bubble, straggler_wait;
         double data_stall;        /* waiting for the input pipeline (scenario `input`) */
     } breakdown_s;
+    /* breakdown_s.comm_exposed by what the communication is for (wl_comm_kind: TP, PP, DP,
+     * ZeRO gathers); they sum to it (replay.h says how overlapping kinds share an instant). */
+    double comm_exposed_by_kind_s[WL_COMM_KIND_COUNT];
+    /* per kind, how long the critical GPU had that communication in flight, hidden or not */
+    double comm_inflight_by_kind_s[WL_COMM_KIND_COUNT];
     double max_straggler_wait_s;  /* longest wait for late peers over all GPUs */
     int max_straggler_wait_gpu;   /* the GPU that waited it */
     int critical_gpu;             /* whose breakdown breakdown_s is */
@@ -94,6 +128,13 @@ typedef struct run_result {
     bool fits;
     int n_gpus;
     double cost_per_step_usd;   /* step time x GPUs x $/GPU-hour, 0 if price unknown */
+    /* bytes one GPU sends per step, averaged over the GPUs, by kind (TP, PP, DP, ZeRO) and in
+     * all: what each collective's program sends (every rank, every step of its algorithm) */
+    double bytes_sent_per_gpu[WL_COMM_KIND_COUNT];
+    double bytes_sent_per_gpu_total;
+    run_link_load *links;       /* owned: the run_options.links most loaded, busiest first */
+    int n_links;
+    int links_loaded;           /* links that carried anything */
     uint64_t events;
     double wall_s;
     uint64_t seed;
@@ -114,6 +155,7 @@ typedef struct run_result {
     int input_prefetch;         /* batches the loader reads ahead */
     char calibration_note[768]; /* what calibration was applied, "" if none */
     char summary[256];          /* one line: model and plan, for people ("" for traces) */
+    char name[128];             /* the scenario's (or trace's) "name", "" when it has none */
     run_timeline *timeline;     /* owned; NULL unless record_timeline; free with run_result_free */
 } run_result;
 
@@ -145,7 +187,7 @@ int run_scenario_steps_file(const char *filename, const run_options *opt, int n,
                             void *progress_ctx, run_result *first, run_steps_result *out,
                             dt_error *err);
 
-/* Frees what run_result owns (the timeline); the struct itself is the caller's. */
+/* Frees what run_result owns (the timeline, the links); the struct itself is the caller's. */
 void run_result_free(run_result *r);
 
 /* Run one step of the scenario in `scenario` (read from file `file`, relative paths resolved

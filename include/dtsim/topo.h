@@ -146,11 +146,34 @@ int topo_route_unlisted(topo *t, int src_gpu, int dst_gpu, uint64_t flow_hash,
 /* Counts, diameter (largest hop count of a GPU-to-GPU route) and bisection bandwidth: closed
  * forms for generated topologies where exact, else one Dijkstra per GPU and a max-flow between
  * the GPU halves in index order (docs/formats.md). */
+/* One tier of a layered fabric: the links from the nodes `level` hops from the nearest GPU up to
+ * those level + 1 hops away, counting only nodes that lead on to the top of the fabric (an
+ * NVSwitch only GPUs reach is not a tier). Found by breadth-first search from every GPU at
+ * once, not through GPUs; a switchless ring or torus has none. */
+#define TOPO_MAX_TIERS 8
+typedef struct topo_tier {
+    int level;               /* 0: GPUs' own links up */
+    char from[24], to[24];   /* node names of the two levels without digits: "nic", "leaf" */
+    int n_links;             /* directed links up */
+    double up_bw;            /* B/s, summed over them */
+    double bisection;        /* up_bw / 2: what crosses this tier between two halves whose
+                                split follows its subtrees (balanced, one direction) */
+    double oversubscription; /* bandwidth into this tier's lower nodes from below / up_bw (the
+                                down:up ratio; 0 for level 0, which has nothing below) */
+    double worst;            /* the same ratio of its most oversubscribed node (a full leaf
+                                where the last one is partly filled) */
+} topo_tier;
+
 typedef struct topo_info {
     int n_gpus, n_switches, n_nics, n_hosts, n_links; /* n_links counts directed links */
     int diameter_hops;                                /* max over GPU pairs of route hops */
     double bisection_bw;                              /* B/s, one direction */
     bool bisection_exact;                             /* closed form (generated) vs method */
+    int n_tiers;
+    topo_tier tiers[TOPO_MAX_TIERS];
+    double tier_bisection;        /* min over tiers of their bisection: the bound they set */
+    double asked_oversubscription;/* the generator's oversubscription (fat-tree, dgx), else 0 */
+    int radix, leaf_down, leaf_up;/* with it: switch radix and how a leaf's ports were split */
 } topo_info;
 
 int topo_get_info(topo *t, topo_info *out, dt_error *err);

@@ -67,6 +67,7 @@ typedef struct net_flow {
     int active;
     uint32_t done_kind, done_id;
     uint64_t done_data;
+    uint32_t tag;       /* the caller's label (net_set_tag) */
 } net_flow;
 
 /* Memo of routes by (src, dst): up to NET_LANES routes per pair (the route, its latency and
@@ -148,6 +149,7 @@ typedef struct net_link {
     int n, cap;
     int dirty;
     int n_bneck; /* flows whose bottleneck this link is */
+    sim_time_t busy, busy_since; /* time with at least one flow on it; since when, if now */
 } net_link;
 
 struct net {
@@ -188,6 +190,7 @@ struct net {
     net_stats st;
     net_link_observer obs;
     void *obs_ctx;
+    uint32_t tag; /* label of transfers started now (net_set_tag) */
 };
 
 static void on_done(void *model, sim_engine *eng, const sim_event *ev);
@@ -265,6 +268,14 @@ void net_set_link_observer(net *n, net_link_observer fn, void *ctx)
 }
 
 void net_get_stats(const net *n, net_stats *out) { *out = n->st; }
+
+void net_set_tag(net *n, uint32_t tag) { n->tag = tag; }
+
+sim_time_t net_link_busy(const net *n, int link)
+{
+    const net_link *lk = &n->links[link];
+    return lk->busy + (lk->n > 0 ? sim_now(n->eng) - lk->busy_since : 0);
+}
 
 net_mode net_get_mode(const net *n) { return n->cfg.mode; }
 
@@ -432,11 +443,13 @@ flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
     f->done_kind = done_kind;
     f->done_id = done_id;
     f->done_data = done_data;
+    f->tag = n->tag;
     f->bneck = -1;
     int *slot = flow_slots(n, id);
     int alone = 1;
     for (int h = 0; h < nh; h++) {
         net_link *lk = &n->links[path[h]];
+        if (lk->n == 0) lk->busy_since = now;
         if (lk->n == lk->cap) {
             lk->cap = lk->cap ? lk->cap * 2 : 4;
             lk->e = dt_xrealloc(lk->e, (size_t)lk->cap * sizeof *lk->e);
@@ -563,7 +576,8 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
         n->st.flows_finished++;
         n->st.bytes_delivered += bytes;
         if (n->obs && bytes > 0)
-            for (int h = 0; h < nh; h++) n->obs(n->obs_ctx, path[h], now, sim_time_add(now, dt), bytes);
+            for (int h = 0; h < nh; h++)
+                n->obs(n->obs_ctx, path[h], now, sim_time_add(now, dt), bytes, n->tag);
         sim_schedule_in(n->eng, now, sim_time_add(dt, lat), done_kind, done_id, done_data);
         return;
     }
@@ -695,7 +709,8 @@ void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, 
         n->st.flows_finished++;
         n->st.bytes_delivered += bytes * n_pairs;
         if (n->obs && bytes > 0)
-            for (int h = 0; h < nh; h++) n->obs(n->obs_ctx, path[h], now, sim_time_add(now, dt), bytes);
+            for (int h = 0; h < nh; h++)
+                n->obs(n->obs_ctx, path[h], now, sim_time_add(now, dt), bytes, n->tag);
         sim_schedule_in(n->eng, now, sim_time_add(dt, lat), done_kind, done_id, done_data);
         free(path);
         return;
@@ -731,7 +746,8 @@ static void on_done(void *model, sim_engine *eng, const sim_event *ev)
          * saturated link on which it is the fastest: the allocation is still max-min fair
          * and nothing needs re-solving. */
         if (lk->n > 0 && (DTSIM_NET_NOSKIP || lk->n_bneck > 0)) mark_dirty(n, l, DIRTY_DEPART);
-        if (n->obs) n->obs(n->obs_ctx, l, f->t_start, now, f->bytes);
+        if (lk->n == 0) lk->busy += now - lk->busy_since;
+        if (n->obs) n->obs(n->obs_ctx, l, f->t_start, now, f->bytes, f->tag);
     }
     n->st.flows_finished++;
     n->st.bytes_delivered += f->bytes * f->pairs;

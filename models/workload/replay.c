@@ -182,7 +182,8 @@ static void start_op(rep *R, uint32_t id)
         if (R->cfg->comm) {
             R->pending_send[id] = (uint32_t)R->ts;
             for (int k = 0; k < R->ts; k++)
-                R->cfg->comm->send(R->cfg->comm->ctx, src[k], dst[k], o->bytes, R->k_send_part, id);
+                R->cfg->comm->send(R->cfg->comm->ctx, src[k], dst[k], o->bytes,
+                                   REPLAY_TAG(WL_COMM_PP, o->name), R->k_send_part, id);
         } else {
             sim_time_t t = 0;
             for (int k = 0; k < R->ts; k++) {
@@ -236,7 +237,7 @@ static void start_op(rep *R, uint32_t id)
             }
             if (R->cfg->comm) {
                 R->cfg->comm->coll(R->cfg->comm->ctx, c->op, R->scratch, (int)m, c->bytes,
-                                   R->k_coll_part, inst);
+                                   REPLAY_TAG(c->kind, o->name), R->k_coll_part, inst);
             } else {
                 sim_time_t t = comm_time(R, c->op, R->scratch, (int)m, c->bytes, false);
                 if (t > worst) worst = t;
@@ -334,7 +335,9 @@ static void csr(uint32_t n_keys, uint32_t n, const uint32_t *key, uint32_t **sta
 
 /* ---- breakdown of the critical GPU ---- */
 
-typedef struct mark { sim_time_t t; int cat; int delta; } mark;
+/* One edge of an interval: cat CAT_WAIT, CAT_COMM or CAT_COMPUTE; kind the wl_comm_kind of a
+ * communication interval. */
+typedef struct mark { sim_time_t t; int cat; int kind; int delta; } mark;
 enum { CAT_WAIT, CAT_COMM, CAT_COMPUTE, N_CAT };
 
 static int mark_cmp(const void *a, const void *b)
@@ -373,17 +376,26 @@ static void order_marks(mark *m, size_t n, const size_t *run_end)
     free(out);
 }
 
+/* The kind of communication an op is (compute ops: their in-lane collectives). */
+static int op_comm_kind(const wl_graph *g, const wl_op *o)
+{
+    if (o->kind == WL_OP_COMPUTE) return WL_COMM_TP;
+    if (o->kind == WL_OP_SEND) return WL_COMM_PP;
+    int k = g->colls[o->arg].kind;
+    return k < WL_COMM_KIND_COUNT ? k : WL_COMM_DP;
+}
+
 static void breakdown(rep *R, uint32_t lane, int member, replay_result *out)
 {
     const wl_graph *g = R->g;
     size_t cap = 64, n = 0;
     mark *m = dt_xmalloc(cap * sizeof *m);
-#define ADD(a, b, c)                                                                        \
+#define ADD(a, b, c, k)                                                                     \
     do {                                                                                    \
         if ((b) > (a)) {                                                                    \
             if (n + 2 > cap) m = dt_xrealloc(m, (cap *= 2) * sizeof *m);                    \
-            m[n++] = (mark){(a), (c), +1};                                                  \
-            m[n++] = (mark){(b), (c), -1};                                                  \
+            m[n++] = (mark){(a), (c), (k), +1};                                             \
+            m[n++] = (mark){(b), (c), (k), -1};                                             \
         }                                                                                   \
     } while (0)
     size_t run_end[N_STREAMS]; /* marks of stream k end at run_end[k] */
@@ -393,43 +405,66 @@ static void breakdown(rep *R, uint32_t lane, int member, replay_result *out)
             uint32_t id = R->q[i];
             const wl_op *o = &g->ops[id];
             sim_time_t s = R->start[id], l = R->launch[id], e = R->end[id];
+            int kind = op_comm_kind(g, o);
             if (o->kind == WL_OP_COMPUTE) {
                 sim_time_t in = inlane_time(R, o->arg, o->lane);
                 sim_time_t own = R->hetero_time ? R->own[(size_t)id * R->ts + member] : e - s - in;
-                ADD(s, s + own, CAT_COMPUTE);
-                ADD(s + own, e - in, CAT_WAIT);
-                ADD(e - in, e, CAT_COMM);
+                ADD(s, s + own, CAT_COMPUTE, 0);
+                ADD(s + own, e - in, CAT_WAIT, 0);
+                ADD(e - in, e, CAT_COMM, kind);
             } else {
-                ADD(s, l, CAT_WAIT);
-                ADD(l, e, CAT_COMM);
+                ADD(s, l, CAT_WAIT, 0);
+                ADD(l, e, CAT_COMM, kind);
             }
         }
         run_end[k] = n;
     }
 #undef ADD
     order_marks(m, n, run_end);
-    int active[N_CAT] = {0};
+    int active[N_CAT] = {0}, kinds[WL_COMM_KIND_COUNT] = {0};
     sim_time_t acc[N_CAT + 1] = {0}, prev = 0;
+    sim_time_t by_kind[WL_COMM_KIND_COUNT] = {0}, inflight[WL_COMM_KIND_COUNT] = {0};
     for (size_t i = 0; i <= n; i++) {
         sim_time_t t = i < n ? m[i].t : out->step_time;
         if (t > out->step_time) t = out->step_time;
         if (t > prev) {
+            sim_time_t dt = t - prev;
             int cat = N_CAT; /* idle */
             for (int c = N_CAT - 1; c >= 0; c--)
                 if (active[c] > 0) {
                     cat = c;
                     break;
                 }
-            acc[cat] += t - prev;
+            acc[cat] += dt;
+            int n_kinds = 0;
+            for (int k = 0; k < WL_COMM_KIND_COUNT; k++)
+                if (kinds[k] > 0) {
+                    inflight[k] += dt;
+                    n_kinds++;
+                }
+            if (cat == CAT_COMM) {
+                /* equal shares; the remainder of the division to the lowest kind in flight */
+                sim_time_t share = dt / n_kinds, rest = dt - share * n_kinds;
+                for (int k = 0; k < WL_COMM_KIND_COUNT; k++)
+                    if (kinds[k] > 0) {
+                        by_kind[k] += share + rest;
+                        rest = 0;
+                    }
+            }
             prev = t;
         }
-        if (i < n) active[m[i].cat] += m[i].delta;
+        if (i < n) {
+            active[m[i].cat] += m[i].delta;
+            if (m[i].cat == CAT_COMM) kinds[m[i].kind] += m[i].delta;
+        }
     }
     free(m);
     out->compute = acc[CAT_COMPUTE];
     out->comm_exposed = acc[CAT_COMM];
     out->straggler_wait = acc[CAT_WAIT];
     out->bubble = acc[N_CAT];
+    memcpy(out->comm_by_kind, by_kind, sizeof by_kind);
+    memcpy(out->comm_inflight, inflight, sizeof inflight);
 }
 
 int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, dt_error *err)

@@ -18,6 +18,7 @@
 #include "dtsim/run.h"
 #include "dtsim/topo.h"
 #include "run_internal.h"
+#include "traffic.h"
 
 #define TRY(x)                                                                              \
     do {                                                                                    \
@@ -120,12 +121,12 @@ static sim_time_t coll_time_fn(void *ctx, coll_op op, const int *gpus, int n, do
     return t;
 }
 
-static void coll_fn(void *ctx, coll_op op, const int *gpus, int n, double bytes, uint32_t kind,
-                    uint32_t id)
+static void coll_fn(void *ctx, coll_op op, const int *gpus, int n, double bytes, uint32_t tag,
+                    uint32_t kind, uint32_t id)
 {
     comm_ctx *cc = ctx;
     coll_spec s = {.op = op, .algo = cc->algo, .group = gpus, .n = n, .bytes = bytes,
-                   .elem_bytes = cc->elem_bytes};
+                   .elem_bytes = cc->elem_bytes, .tag = tag};
     dt_error e;
     dt_error_clear(&e);
     int rc = coll_start(cc->ce, &s, kind, id, 0, &e);
@@ -138,9 +139,11 @@ static void coll_fn(void *ctx, coll_op op, const int *gpus, int n, double bytes,
     DT_ASSERT(rc == DT_OK); /* groups come from the plan: always valid */
 }
 
-static void send_fn(void *ctx, int src, int dst, double bytes, uint32_t kind, uint32_t id)
+static void send_fn(void *ctx, int src, int dst, double bytes, uint32_t tag, uint32_t kind,
+                    uint32_t id)
 {
     comm_ctx *cc = ctx;
+    net_set_tag(cc->n, tag);
     net_send(cc->n, src, dst, bytes, kind, id, 0);
 }
 
@@ -151,9 +154,154 @@ typedef struct tl_build {
     size_t cap_spans, cap_links;
 } tl_build;
 
-static void link_observer(void *ctx, int link, sim_time_t start, sim_time_t end, double bytes)
+/* ---------------------------------------------------------- link loads ---- */
+
+/* Per directed link: bytes, and the largest users by tag (REPLAY_TAG). A link rarely sees more
+ * than a few kinds of traffic; beyond LINK_TAGS distinct tags the rest is counted in bytes only. */
+#define LINK_TAGS 8
+typedef struct link_acc {
+    double bytes;
+    uint32_t tag[LINK_TAGS];
+    double tag_bytes[LINK_TAGS];
+    int n_tags;
+} link_acc;
+
+static void acc_add(link_acc *a, uint32_t tag, double bytes)
 {
-    tl_build *b = ctx;
+    a->bytes += bytes;
+    for (int i = 0; i < a->n_tags; i++)
+        if (a->tag[i] == tag) {
+            a->tag_bytes[i] += bytes;
+            return;
+        }
+    if (a->n_tags < LINK_TAGS) {
+        a->tag[a->n_tags] = tag;
+        a->tag_bytes[a->n_tags++] = bytes;
+    }
+}
+
+static void static_load(void *ctx, int link, double bytes, uint32_t tag)
+{
+    acc_add(&((link_acc *)ctx)[link], tag, bytes);
+}
+
+typedef struct observer {
+    tl_build *tb;     /* timeline link spans, or NULL */
+    link_acc *acc;    /* link loads, or NULL */
+} observer;
+
+static void tl_link_span(tl_build *b, int link, sim_time_t start, sim_time_t end, double bytes);
+
+static void link_observer(void *ctx, int link, sim_time_t start, sim_time_t end, double bytes,
+                          uint32_t tag)
+{
+    observer *o = ctx;
+    if (o->acc) acc_add(&o->acc[link], tag, bytes);
+    if (o->tb) tl_link_span(o->tb, link, start, end, bytes);
+}
+
+static int load_cmp(const void *pa, const void *pb)
+{
+    const run_link_load *a = pa, *b = pb;
+    if (a->utilisation != b->utilisation) return a->utilisation > b->utilisation ? -1 : 1;
+    return a->link - b->link;
+}
+
+/* Two node names alike but for their digits ("node3.gpu5" and "node0.gpu1"). */
+static bool same_role(const char *a, const char *b)
+{
+    for (;;) {
+        while (*a >= '0' && *a <= '9') a++;
+        while (*b >= '0' && *b <= '9') b++;
+        if (*a != *b) return false;
+        if (!*a) return true;
+        a++;
+        b++;
+    }
+}
+
+static bool same_load(const topo *t, const run_link_load *a, const run_link_load *b)
+{
+    if (a->bandwidth != b->bandwidth || a->n_users != b->n_users || a->intra_host != b->intra_host ||
+        fabs(a->bytes - b->bytes) > 1e-9 * a->bytes)
+        return false;
+    const topo_link *la = &t->links[a->link], *lb = &t->links[b->link];
+    if (!same_role(t->nodes[la->src].name, t->nodes[lb->src].name) ||
+        !same_role(t->nodes[la->dst].name, t->nodes[lb->dst].name))
+        return false;
+    /* by kind and bytes, not op name: a GPU's uplink sends activations where its downlink
+     * receives gradients, and both are the same pipeline traffic */
+    for (int u = 0; u < a->n_users; u++)
+        if (a->users[u].kind != b->users[u].kind ||
+            fabs(a->users[u].bytes - b->users[u].bytes) > 1e-9 * a->users[u].bytes)
+            return false;
+    return true;
+}
+
+/* The `top` most loaded links (bytes / bandwidth), their users largest first; links loaded
+ * alike (the same role - endpoint names equal but for digits -, bandwidth, bytes and kinds of
+ * users: every GPU's NVLink in a TP group) are listed once with a count, so that the list
+ * reaches the fabric. */
+static void fill_links(run_result *out, const link_acc *acc, const topo *t, const net *n,
+                       const wl_graph *g, double T, int top)
+{
+    run_link_load *all = dt_xcalloc((size_t)t->n_links + 1, sizeof *all);
+    int m = 0;
+    for (int l = 0; l < t->n_links; l++) {
+        if (!(acc[l].bytes > 0)) continue;
+        run_link_load *x = &all[m++];
+        const topo_link *lk = &t->links[l];
+        const link_acc *a = &acc[l];
+        x->link = l;
+        x->bandwidth = lk->bandwidth;
+        x->bytes = a->bytes;
+        x->utilisation = T > 0 ? a->bytes / lk->bandwidth / T : 0;
+        x->busy_s = sim_time_to_s(net_link_busy(n, l));
+        int ha = t->nodes[lk->src].host, hb = t->nodes[lk->dst].host;
+        x->intra_host = ha >= 0 && ha == hb;
+        bool used[LINK_TAGS] = {false};
+        for (int u = 0; u < RUN_LINK_USERS && u < a->n_tags; u++) {
+            int best = -1;
+            for (int k = 0; k < a->n_tags; k++)
+                if (!used[k] && (best < 0 || a->tag_bytes[k] > a->tag_bytes[best])) best = k;
+            used[best] = true;
+            uint32_t nm = REPLAY_TAG_NAME(a->tag[best]);
+            snprintf(x->users[u].op, sizeof x->users[u].op, "%s",
+                     nm == REPLAY_TAG_INLANE ? "tp_collectives"
+                     : nm < g->n_names       ? g->names[nm]
+                                             : "?");
+            x->users[u].kind = REPLAY_TAG_KIND(a->tag[best]);
+            x->users[u].bytes = a->tag_bytes[best];
+            x->n_users = u + 1;
+        }
+    }
+    out->links_loaded = m;
+    qsort(all, (size_t)m, sizeof *all, load_cmp);
+    /* Links loaded alike sort next to each other, but roles interleave (a GPU's uplink, its
+     * downlink, the next GPU's uplink): look back over the last few groups, not just one. */
+    int kept = 0;
+    for (int i = 0; i < m; i++) {
+        int grp = -1;
+        for (int k = kept - 1; k >= 0 && k >= kept - 8 && grp < 0; k--)
+            if (same_load(t, &all[k], &all[i])) grp = k;
+        if (grp >= 0) {
+            all[grp].alike++;
+            continue;
+        }
+        if (kept == top) break;
+        all[kept++] = all[i];
+    }
+    for (int i = 0; i < kept; i++) {
+        const topo_link *lk = &t->links[all[i].link];
+        snprintf(all[i].name, sizeof all[i].name, "%s->%s", t->nodes[lk->src].name,
+                 t->nodes[lk->dst].name);
+    }
+    out->links = dt_xrealloc(all, ((size_t)kept + 1) * sizeof *all);
+    out->n_links = kept;
+}
+
+static void tl_link_span(tl_build *b, int link, sim_time_t start, sim_time_t end, double bytes)
+{
     run_timeline *tl = b->tl;
     if (tl->n_link_spans >= b->cap_links) {
         b->cap_links = b->cap_links ? 2 * b->cap_links : 1024;
@@ -187,7 +335,7 @@ static bool gpu_selection(const char *sel, int n, unsigned char *mask)
 }
 
 static void add_span(tl_build *b, int gpu, run_stream st, sim_time_t s, sim_time_t e, int name,
-                     int mb, int layer)
+                     int mb, int layer, int comm)
 {
     run_timeline *tl = b->tl;
     if (e <= s) return;
@@ -195,7 +343,7 @@ static void add_span(tl_build *b, int gpu, run_stream st, sim_time_t s, sim_time
         b->cap_spans = b->cap_spans ? 2 * b->cap_spans : 4096;
         tl->spans = dt_xrealloc(tl->spans, b->cap_spans * sizeof *tl->spans);
     }
-    tl->spans[tl->n_spans++] = (run_span){gpu, st, s, e, name, mb, layer};
+    tl->spans[tl->n_spans++] = (run_span){gpu, st, s, e, name, mb, layer, comm};
 }
 
 static void build_timeline(tl_build *b, const wl_graph *g, const replay_result *r, const topo *t,
@@ -216,12 +364,14 @@ static void build_timeline(tl_build *b, const wl_graph *g, const replay_result *
             sim_time_t s = r->op_start[i], l = r->op_launch[i], e = r->op_end[i];
             if (o->kind == WL_OP_COMPUTE) {
                 add_span(b, gpu, RUN_STREAM_COMPUTE, s, e - r->op_inlane[i], o->name, o->mb,
-                         o->layer);
-                add_span(b, gpu, RUN_STREAM_TP, e - r->op_inlane[i], e, n_tp, o->mb, o->layer);
+                         o->layer, -1);
+                add_span(b, gpu, RUN_STREAM_TP, e - r->op_inlane[i], e, n_tp, o->mb, o->layer,
+                         WL_COMM_TP);
             } else {
                 run_stream st = o->kind == WL_OP_SEND ? RUN_STREAM_PP : RUN_STREAM_DP;
-                add_span(b, gpu, st, s, l, n_wait, o->mb, o->layer);
-                add_span(b, gpu, st, l, e, o->name, o->mb, o->layer);
+                int kind = o->kind == WL_OP_SEND ? WL_COMM_PP : g->colls[o->arg].kind;
+                add_span(b, gpu, st, s, l, n_wait, o->mb, o->layer, kind);
+                add_span(b, gpu, st, l, e, o->name, o->mb, o->layer, kind);
             }
         }
     }
@@ -276,6 +426,9 @@ void run_result_free(run_result *r)
     if (!r) return;
     run_timeline_free(r->timeline);
     r->timeline = NULL;
+    free(r->links);
+    r->links = NULL;
+    r->n_links = 0;
 }
 
 /* ----------------------------------------------------------- the run ---- */
@@ -300,11 +453,15 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
     for (int i = 0; i < J->env->n_stragglers; i++)
         slow[J->env->stragglers[i].gpu] *= J->env->stragglers[i].slowdown;
     bool record = opt && (opt->record_timeline || opt->timeline);
+    int top_links = opt && opt->links > 0 ? opt->links : 0;
     tl_build tb = {0};
+    observer ob = {0};
     if (record) {
         tb.tl = dt_xcalloc(1, sizeof *tb.tl);
-        net_set_link_observer(n, link_observer, &tb);
+        ob.tb = &tb;
     }
+    if (top_links) ob.acc = dt_xcalloc((size_t)t->n_links + 1, sizeof *ob.acc);
+    if (ob.tb || ob.acc) net_set_link_observer(n, link_observer, &ob);
     /* Analytic mode needs no flows: coll_analytic_time charges the algorithm flow mode would
      * run, alpha-beta over its routes (exact for uncontended links), with no events per step. */
     replay_config rc = {.gpus = t->gpus, .n_gpus = t->n_gpus, .op_time = gpu_op_time,
@@ -321,6 +478,10 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
         out->breakdown_s.comm_exposed = sim_time_to_s(r.comm_exposed);
         out->breakdown_s.bubble = sim_time_to_s(r.bubble);
         out->breakdown_s.straggler_wait = sim_time_to_s(r.straggler_wait);
+        for (int k = 0; k < WL_COMM_KIND_COUNT; k++) {
+            out->comm_exposed_by_kind_s[k] = sim_time_to_s(r.comm_by_kind[k]);
+            out->comm_inflight_by_kind_s[k] = sim_time_to_s(r.comm_inflight[k]);
+        }
         out->max_straggler_wait_s = sim_time_to_s(r.max_straggler_wait);
         out->max_straggler_wait_gpu = r.max_straggler_wait_gpu;
         out->critical_gpu = r.critical_gpu;
@@ -335,6 +496,19 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
         }
         out->n_gpus = g->n_gpus;
         out->cost_per_step_usd = T / 3600.0 * g->n_gpus * t->gpus[0].cost_per_hour;
+        traffic_env te = {.t = t, .an = an, .algo = J->env->dp_algorithm,
+                          .elem_bytes = ctx.elem_bytes};
+        double sent[WL_COMM_KIND_COUNT];
+        traffic_bytes(g, &te, sent);
+        out->bytes_sent_per_gpu_total = 0;
+        for (int k = 0; k < WL_COMM_KIND_COUNT; k++) {
+            out->bytes_sent_per_gpu[k] = g->n_gpus > 0 ? sent[k] / g->n_gpus : 0;
+            out->bytes_sent_per_gpu_total += out->bytes_sent_per_gpu[k];
+        }
+        if (top_links) {
+            traffic_loads(g, &te, J->env->network == NET_ANALYTIC, static_load, ob.acc);
+            fill_links(out, ob.acc, t, n, g, T, top_links);
+        }
         out->seed = J->env->seed;
         J->n_dropped = r.n_dropped;
         if (J->lane_end)
@@ -354,6 +528,7 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
         }
     }
     if (tb.tl) run_timeline_free(tb.tl);
+    free(ob.acc);
     replay_result_free(&r);
     free(slow);
     coll_analytic_destroy(an);
@@ -554,6 +729,7 @@ int run_prep_scenario(const cJSON *scenario, const char *file, const char *base_
     wl_scenario *s = &p->s;
     if (opt && opt->have_seed) s->env.seed = opt->seed;
     if (opt && opt->have_network) s->env.network = opt->network;
+    snprintf(out->name, sizeof out->name, "%s", s->name);
     mem_breakdown mb;
     mem_compute(&s->model, &s->plan, &mb);
     fill_memory(&mb, p->t, &out->memory, &out->fits);
@@ -873,6 +1049,7 @@ int run_trace_file(const char *trace_file, const char *topology_file, const run_
     if (rc == DT_OK) {
         if (opt && opt->have_seed) tr.env.seed = opt->seed;
         if (opt && opt->have_network) tr.env.network = opt->network;
+        snprintf(out->name, sizeof out->name, "%s", tr.name);
         out->memory = (struct run_memory){.params = tr.mem_params, .grads = tr.mem_grads,
                                    .optimizer = tr.mem_optimizer,
                                    .activations = tr.mem_activations, .peak = tr.mem_peak};
