@@ -547,7 +547,9 @@ int gp_simulate(const gp_job *job, const gp_options *opt, gp_result *out, dt_err
                 if (x1 <= a) x1 = a + 1;
                 if (x2 >= b) x2 = b - 1;
                 if (x2 <= x1) x2 = x1 + 1;
-                double f1 = S.pts[eval_point(&S, x1)].goodput, f2 = S.pts[eval_point(&S, x2)].goodput;
+                /* eval_point may grow S.pts: index only after both calls */
+                int p1 = eval_point(&S, x1), p2 = eval_point(&S, x2);
+                double f1 = S.pts[p1].goodput, f2 = S.pts[p2].goodput;
                 if (f1 < f2) a = x1;
                 else b = x2;
             }
