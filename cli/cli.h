@@ -48,5 +48,6 @@ CLI_COMMAND(cmd_calibrate);
 CLI_COMMAND(cmd_sweep);
 CLI_COMMAND(cmd_plan);
 CLI_COMMAND(cmd_report);
+CLI_COMMAND(cmd_validate);
 
 #endif

@@ -6,7 +6,7 @@
 
 static const cli_command *const commands[] = {
     &cmd_run, &cmd_memory, &cmd_collective, &cmd_topo, &cmd_calibrate,
-    &cmd_sweep, &cmd_plan, &cmd_report, NULL};
+    &cmd_sweep, &cmd_plan, &cmd_report, &cmd_validate, NULL};
 
 static void usage(FILE *out)
 {
