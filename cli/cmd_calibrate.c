@@ -28,6 +28,7 @@ static void help(FILE *out)
 {
     fprintf(out,
             "usage: dtsim calibrate --out FILE [options]\n"
+            "       dtsim calibrate --from-nccl-tests LOG... --out FILE [options]\n"
             "       mpirun -np N dtsim calibrate --backend mpi --out FILE [options]\n\n"
             "Time real all-reduce and top-k compression kernels on this machine, check them\n"
             "against naive references, and fit T(S) = alpha + S*beta (latency alpha, inverse\n"
@@ -35,26 +36,36 @@ static void help(FILE *out)
             "`dtsim collective --calibration FILE` and scenarios (options.calibration).\n\n"
             "options:\n"
             "  --backend B        cpu (threads, default), mpi (Open MPI ranks, under mpirun),\n"
+            "                     tcp (processes in a ring over loopback TCP, like Gloo),\n"
             "                     cuda (own ring kernel + top-k kernel), nccl (ncclAllReduce)\n"
-            "  --ranks N          ring ranks: threads (cpu) or logical GPUs (cuda/nccl);\n"
+            "  --ranks N          ring ranks: threads (cpu), processes (tcp) or logical GPUs\n"
+            "                     (cuda/nccl);\n"
             "                     default: online cores, at least 2, at most 8. mpi: mpirun's -np\n"
             "  --sizes A:B:xF     per-rank buffer sizes from A to B, multiplying by F\n"
             "                     (default 4KiB:4MiB:x4); or a list: 64KiB,1MiB,4MiB\n"
             "  --repeats R        timed runs per size (default 10)\n"
             "  --warmup W         untimed runs per size first (default 2)\n"
             "  --dtype T          fp32 (default), bf16, fp16 (all-reduce element type)\n"
-            "  --chunk SIZE       ring pipelining chunk (cpu, default 64KiB)\n"
+            "  --chunk SIZE       ring pipelining chunk (cpu, tcp; default 64KiB)\n"
             "  --topk-fraction F  top-k keeps F of the elements (default 0.01); 0 skips top-k\n"
             "  --seed N           seed of the gradient-like data (default 1)\n"
             "  --out FILE         calibration JSON to write (required)\n"
             "  --plot FILE.png    gnuplot plot of measured samples and fitted lines\n"
             "  --json             print the calibration JSON on stdout instead of a table\n\n"
+            "From nccl-tests logs instead (no kernels run; docs/calibration.md):\n"
+            "  --from-nccl-tests LOG...  all_reduce_perf, all_gather_perf, reduce_scatter_perf,\n"
+            "                     alltoall_perf, sendrecv_perf (also broadcast, reduce) output,\n"
+            "                     one or more logs; runs spanning hosts describe inter-host links\n"
+            "  --nccl-op OP       the collective, when a log does not say\n"
+            "  --fit-range A:B    fit these sizes (default: the widest range ending at the\n"
+            "                     largest size that one line reproduces within the tolerance)\n"
+            "  --fit-tolerance F  relative miss allowed when choosing the range (default 5%%)\n\n"
             "A progress bar is drawn on stderr when it is a terminal (not with --json).\n"
             "Memory (cpu): about (2 x ranks + 1) x the largest size, plus 5 x that for top-k.\n");
 }
 
-typedef enum backend { BK_CPU, BK_MPI, BK_CUDA, BK_NCCL } backend;
-static const char *const backend_names[] = {"cpu", "mpi", "cuda", "nccl", NULL};
+typedef enum backend { BK_CPU, BK_MPI, BK_CUDA, BK_NCCL, BK_TCP } backend;
+static const char *const backend_names[] = {"cpu", "mpi", "cuda", "nccl", "tcp", NULL};
 
 typedef struct opts {
     backend bk;
@@ -69,6 +80,12 @@ typedef struct opts {
     uint64_t seed;
     const char *out, *plot;
     bool json;
+    /* --from-nccl-tests: logs instead of kernels */
+    char **logs;                 /* consecutive argv entries, borrowed */
+    int n_logs;
+    int nccl_op;                 /* -1: from the logs */
+    double fit_from, fit_to, fit_tolerance;
+    bool kernel_option;          /* an option that only means something when kernels run */
 } opts;
 
 /* ---------------------------------------------------------------- argument parsing */
@@ -152,6 +169,7 @@ static int parse_args(int argc, char **argv, opts *o, dt_error *err)
     o->chunk = 64 * 1024;
     o->topk_fraction = 0.01;
     o->seed = 1;
+    o->nccl_op = -1;
     int rc = parse_sizes("4KiB:4MiB:x4", o, err);
     DT_ASSERT(rc == DT_OK);
     for (int i = 1; i < argc; i++) {
@@ -160,15 +178,57 @@ static int parse_args(int argc, char **argv, opts *o, dt_error *err)
             o->json = true;
             continue;
         }
+        if (!strcmp(a, "--from-nccl-tests")) {
+            /* one or more logs, up to the next option */
+            if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2))
+                return usage_error(err, "--from-nccl-tests needs one or more nccl-tests log files%s%s", "", "");
+            if (o->n_logs) return usage_error(err, "--from-nccl-tests given twice%s%s", "", "");
+            o->logs = &argv[i + 1];
+            while (i + 1 < argc && strncmp(argv[i + 1], "--", 2)) {
+                o->n_logs++;
+                i++;
+            }
+            continue;
+        }
         if (strncmp(a, "--", 2) != 0) return usage_error(err, "unexpected argument \"%s\" (see dtsim calibrate --help)%s", a, "");
         if (i + 1 >= argc) return usage_error(err, "%s needs a value%s", a, "");
         const char *v = argv[++i];
         long x;
-        if (!strcmp(a, "--backend")) {
+        if (strcmp(a, "--out") && strcmp(a, "--plot") && strcmp(a, "--nccl-op") && strcmp(a, "--fit-range") &&
+            strcmp(a, "--fit-tolerance"))
+            o->kernel_option = true;
+        if (!strcmp(a, "--nccl-op")) {
+            cal_kind op;
+            if (cal_kind_parse(v, &op) != DT_OK || op == CAL_KIND_TOPK)
+                return usage_error(err, "--nccl-op: expected all_reduce, all_gather, reduce_scatter, alltoall, sendrecv, "
+                                        "broadcast or reduce, found \"%s\"%s", v, "");
+            o->nccl_op = (int)op;
+        } else if (!strcmp(a, "--fit-range")) {
+            char buf[128];
+            snprintf(buf, sizeof buf, "%s", v);
+            char *colon = strchr(buf, ':');
+            if (!colon) return usage_error(err, "--fit-range: expected FROM:TO such as 64MiB:8GiB, found \"%s\"%s", v, "");
+            *colon = 0;
+            if ((rc = parse_size("--fit-range", buf, &o->fit_from, err)) ||
+                (rc = parse_size("--fit-range", colon + 1, &o->fit_to, err)))
+                return rc;
+            if (o->fit_to < o->fit_from) return usage_error(err, "--fit-range: FROM must not exceed TO in \"%s\"%s", v, "");
+        } else if (!strcmp(a, "--fit-tolerance")) {
+            char *end;
+            errno = 0;
+            double t = strtod(v, &end);
+            if (*end == '%') {
+                t /= 100;
+                end++;
+            }
+            if (*end || errno || !(t > 0 && t < 1))
+                return usage_error(err, "--fit-tolerance: expected a fraction such as 0.05 or 5%%, found \"%s\"%s", v, "");
+            o->fit_tolerance = t;
+        } else if (!strcmp(a, "--backend")) {
             int k = -1;
             for (int j = 0; backend_names[j]; j++)
                 if (!strcmp(v, backend_names[j])) k = j;
-            if (k < 0) return usage_error(err, "--backend: expected cpu, mpi, cuda or nccl, found \"%s\"%s", v, "");
+            if (k < 0) return usage_error(err, "--backend: expected cpu, mpi, tcp, cuda or nccl, found \"%s\"%s", v, "");
             o->bk = (backend)k;
         } else if (!strcmp(a, "--ranks")) {
             if ((rc = parse_int(a, v, 2, 1024, &x, err))) return rc;
@@ -205,6 +265,11 @@ static int parse_args(int argc, char **argv, opts *o, dt_error *err)
         }
     }
     if (!o->out) return usage_error(err, "--out FILE is required (where to write the calibration)%s%s", "", "");
+    if (o->n_logs && o->kernel_option)
+        return usage_error(err, "--from-nccl-tests reads measurements: kernel options (--backend, --ranks, --sizes, "
+                                "--repeats, --warmup, --dtype, --chunk, --topk-fraction, --seed) do not apply%s%s", "", "");
+    if (!o->n_logs && (o->nccl_op >= 0 || o->fit_from > 0 || o->fit_tolerance > 0))
+        return usage_error(err, "--nccl-op, --fit-range and --fit-tolerance go with --from-nccl-tests%s%s", "", "");
     if (!o->ranks_set) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         o->ranks = n < 2 ? 2 : n > 8 ? 8 : (int)n;
@@ -260,6 +325,8 @@ typedef struct bench {
     int mpi_size;
     /* cuda */
     kern_cuda_ctx *cuda;
+    /* tcp */
+    kern_tcp_ring *tcp;
 } bench;
 
 typedef int (*verify_fn)(bench *b, double size, dt_error *err);
@@ -347,6 +414,9 @@ static int mpi_time(bench *b, kern_mpi_algo a, double size, double *s, dt_error 
 static int mpi_time_ar(bench *b, double size, double *s, dt_error *err) { return mpi_time(b, KERN_MPI_ALLREDUCE, size, s, err); }
 static int mpi_time_rs(bench *b, double size, double *s, dt_error *err) { return mpi_time(b, KERN_MPI_RS_AG, size, s, err); }
 
+static int tcp_verify(bench *b, double size, dt_error *err) { return kern_tcp_ring_verify(b->tcp, elems(b, size), err); }
+static int tcp_time(bench *b, double size, double *s, dt_error *err) { return kern_tcp_ring_allreduce(b->tcp, elems(b, size), s, err); }
+
 static int cuda_verify(bench *b, double size, dt_error *err) { return kern_cuda_verify(b->cuda, elems(b, size), err); }
 static int cuda_time(bench *b, double size, double *s, dt_error *err) { return kern_cuda_run(b->cuda, elems(b, size), s, err); }
 static int cuda_topk_verify(bench *b, double n, dt_error *err) { return kern_cuda_verify(b->cuda, (size_t)n, err); }
@@ -419,32 +489,54 @@ static int measure(bench *b, cal_result *c, const char *name, cal_kind kind, con
 
 static void print_tables(const cal_result *c, const opts *o, FILE *f)
 {
-    char b1[32], b2[32], b3[32], b4[32], b5[32];
-    fprintf(f, "calibration on %s (%s, %d cores): backend %s, %d ranks, %s, %d repeats + %d warm-up per size\n",
-            c->hostname, c->cpu_model, c->cores, c->backend, c->ranks, c->dtype, c->repeats, c->warmup);
-    fprintf(f, "verified against the naive reference at every size before timing\n");
+    char b1[32], b2[32], b3[32], b4[32], b5[32], rb[64];
+    if (c->origin[0])
+        fprintf(f, "calibration from %s: %s, %s, %d ranks, %s%s\n", c->origin, c->backend,
+                c->gpu[0] ? c->gpu : "GPUs not listed", c->ranks, c->dtype,
+                c->repeats > 1 ? (snprintf(rb, sizeof rb, ", each time the mean of %d runs", c->repeats), rb) : "");
+    else
+        fprintf(f, "calibration on %s (%s, %d cores): backend %s, %d ranks, %s, %d repeats + %d warm-up per size\n"
+                   "verified against the naive reference at every size before timing\n",
+                c->hostname, c->cpu_model, c->cores, c->backend, c->ranks, c->dtype, c->repeats, c->warmup);
     for (int i = 0; i < c->n_algos; i++) {
         const cal_algo *a = &c->algos[i];
         fprintf(f, "\n");
-        if (a->kind == CAL_KIND_ALLREDUCE) {
-            double bf = 2.0 * (c->ranks - 1) / c->ranks;
-            fprintf(f, "%-14s %12s %12s %12s %12s %12s\n", a->name, "size", "median", "min", "algbw", "busbw");
+        if (a->kind != CAL_KIND_TOPK) {
+            int n = a->ranks > 0 ? a->ranks : c->ranks;
+            double bf = cal_busbw_factor(a->kind, n);
+            bool ranged = a->fit_from > 0 || a->fit_to > 0;
+            fprintf(f, "%-14s %12s %12s %12s %12s %12s%s\n", a->name, "size", "median", "min", "algbw", "busbw",
+                    ranged ? "   fit vs median" : "");
             for (int j = 0; j < a->n_points; j++) {
                 const cal_point *p = &a->points[j];
-                fprintf(f, "%-14s %12s %12s %12s %12s %12s\n", "", unit_fmt_size(p->size, b1, sizeof b1),
+                fprintf(f, "%-14s %12s %12s %12s %12s %12s", "", unit_fmt_size(p->size, b1, sizeof b1),
                         unit_fmt_seconds(p->median, b2, sizeof b2), unit_fmt_seconds(p->min, b3, sizeof b3),
                         unit_fmt_bandwidth(p->size / p->median, b4, sizeof b4),
                         unit_fmt_bandwidth(bf * p->size / p->median, b5, sizeof b5));
+                if (ranged) {
+                    bool in = !(p->size < a->fit_from * (1 - 1e-12) || p->size > a->fit_to * (1 + 1e-12));
+                    double line = a->fit.alpha + a->fit.beta * p->size;
+                    fprintf(f, "   %+7.1f%%%s", 100 * (line / p->median - 1), in ? "" : "  (not fitted)");
+                }
+                fprintf(f, "\n");
             }
+            if (ranged)
+                fprintf(f, "  fitted %s .. %s (%s), worst miss %.1f%%\n", unit_fmt_size(a->fit_from, b1, sizeof b1),
+                        unit_fmt_size(a->fit_to, b2, sizeof b2),
+                        o->fit_from > 0 || o->fit_to > 0 ? "--fit-range"
+                                                         : "the widest range ending at the largest size within the tolerance",
+                        100 * a->fit_worst);
             fprintf(f, "  fit  T(S) = alpha + S*beta: alpha = %s ± %s, ", unit_fmt_seconds(a->fit.alpha, b1, sizeof b1),
                     unit_fmt_seconds(a->fit.alpha_ci, b2, sizeof b2));
             double lo = 1.0 / (a->fit.beta + a->fit.beta_ci), hi = a->fit.beta > a->fit.beta_ci ? 1.0 / (a->fit.beta - a->fit.beta_ci) : INFINITY;
             fprintf(f, "1/beta = %s (95%% CI %s .. %s), R² = %.4f\n", unit_fmt_bandwidth(1.0 / a->fit.beta, b3, sizeof b3),
                     unit_fmt_bandwidth(lo, b4, sizeof b4), isfinite(hi) ? unit_fmt_bandwidth(hi, b5, sizeof b5) : "inf", a->fit.r2);
             double la, lb;
-            cal_ring_link(a->fit.alpha, a->fit.beta, c->ranks, &la, &lb);
-            fprintf(f, "  per link (ring of %d): latency %s, bandwidth %s\n", c->ranks, unit_fmt_seconds(la, b1, sizeof b1),
-                    unit_fmt_bandwidth(lb, b2, sizeof b2));
+            cal_link_figures(a->kind, a->fit.alpha, a->fit.beta, n, &la, &lb);
+            fprintf(f, "  per link (%s of %d%s): latency %s, bandwidth %s%s\n", a->kind == CAL_KIND_SENDRECV ? "pairs" : "ring",
+                    n, a->hosts > 1 ? (a->hosts == 2 ? " over 2 hosts" : " over hosts") : "",
+                    unit_fmt_seconds(la, b1, sizeof b1), unit_fmt_bandwidth(lb, b2, sizeof b2),
+                    a->scope == CAL_SCOPE_INTER ? " (inter-host links)" : "");
         } else {
             fprintf(f, "%-14s %12s %12s %12s %16s\n", a->name, "elements", "median", "min", "elements/s");
             for (int j = 0; j < a->n_points; j++) {
@@ -493,25 +585,25 @@ static int write_plot(const cal_result *c, const char *path, dt_error *err)
     fprintf(g, "set logscale x 2\nset logscale y\nset grid\nset key top left\nset format y '%%.0s%%cs'\n");
     static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd"};
     for (int pass = 0; pass < 2; pass++) {
-        cal_kind kind = pass ? CAL_KIND_TOPK : CAL_KIND_ALLREDUCE;
-        if ((kind == CAL_KIND_TOPK ? n_tk : n_ar) == 0) continue;
-        if (kind == CAL_KIND_ALLREDUCE)
-            fprintf(g, "set title '%s all-reduce, %d ranks, %s (%s)'\nset xlabel 'buffer per rank'\n",
-                    c->backend, c->ranks, c->dtype, c->hostname);
+        bool topk = pass == 1;
+        if ((topk ? n_tk : n_ar) == 0) continue;
+        if (!topk)
+            fprintf(g, "set title '%s %s, %d ranks, %s (%s)'\nset xlabel 'buffer per rank'\n", c->backend,
+                    n_ar == 1 ? cal_kind_name(c->algos[0].kind) : "collectives", c->ranks, c->dtype, c->hostname);
         else
             fprintf(g, "set title 'top-k compression with error feedback (k = %g n)'\nset xlabel 'elements (fp32)'\n",
                     c->algos[0].kind == CAL_KIND_TOPK ? c->algos[0].k_fraction : c->algos[c->n_algos - 1].k_fraction);
         /* tics at the measured sizes (every other one when crowded), in our own units */
         const cal_algo *first_a = NULL;
         for (int i = 0; i < c->n_algos && !first_a; i++)
-            if (c->algos[i].kind == kind) first_a = &c->algos[i];
+            if ((c->algos[i].kind == CAL_KIND_TOPK) == topk) first_a = &c->algos[i];
         int step = first_a->n_points > 8 ? 2 : 1;
         fprintf(g, "set xrange [%.9g:%.9g]\nset xtics (", first_a->points[0].size / 1.4,
                 first_a->points[first_a->n_points - 1].size * 1.4);
         for (int j = 0; j < first_a->n_points; j += step) {
             double v = first_a->points[j].size;
             char lab[32];
-            if (kind == CAL_KIND_ALLREDUCE)
+            if (!topk)
                 unit_fmt_size(v, lab, sizeof lab);
             else if (fmod(v, 1048576.0) == 0)
                 snprintf(lab, sizeof lab, "%.0f Mi", v / 1048576.0);
@@ -525,14 +617,14 @@ static int write_plot(const cal_result *c, const char *path, dt_error *err)
         int first = 1, ci = 0;
         for (int i = 0; i < c->n_algos; i++) {
             const cal_algo *a = &c->algos[i];
-            if (a->kind != kind) continue;
+            if ((a->kind == CAL_KIND_TOPK) != topk) continue;
             const char *col = colors[ci++ % 4];
             char b1[32], b2[32];
             fprintf(g, "%s$d%d u 1:2 w p pt 7 ps 0.4 lc rgb '%s' t '%s samples', $d%d u 1:3 w p pt 6 ps 1.2 lc rgb '%s' t '%s median', "
                        "%.9g + x*%.9g w l lw 2 lc rgb '%s' t 'fit: {/Symbol a} = %s, 1/{/Symbol b} = %s'",
                     first ? "" : ", ", i, col, a->name, i, col, a->name, a->fit.alpha, a->fit.beta, col,
                     unit_fmt_seconds(a->fit.alpha, b1, sizeof b1),
-                    kind == CAL_KIND_TOPK ? (snprintf(b2, sizeof b2, "%.3g el/s", 1.0 / a->fit.beta), b2)
+                    topk ? (snprintf(b2, sizeof b2, "%.3g el/s", 1.0 / a->fit.beta), b2)
                                           : unit_fmt_bandwidth(1.0 / a->fit.beta, b2, sizeof b2));
             first = 0;
         }
@@ -588,6 +680,7 @@ static void bench_free(bench *b)
     free(b->val); free(b->rval); free(b->idx); free(b->ridx);
     free(b->mbuf); free(b->mtmp);
     kern_cuda_destroy(b->cuda);
+    kern_tcp_ring_destroy(b->tcp);
 }
 
 static int run_topk_cpu(bench *b, cal_result *c, progress *pg, dt_error *err)
@@ -630,6 +723,17 @@ static int run_cpu(bench *b, cal_result *c, progress *pg, dt_error *err)
     return rc;
 }
 
+/* Gloo-style ring over loopback TCP between forked processes; top-k is the CPU kernel's business
+ * (--backend cpu), not the transport's. */
+static int run_tcp(bench *b, cal_result *c, progress *pg, dt_error *err)
+{
+    const opts *o = b->o;
+    int rc = kern_tcp_ring_create(o->ranks, (size_t)o->chunk, o->dtype, elems(b, o->sizes[o->n_sizes - 1]), o->seed,
+                                  &b->tcp, err);
+    if (rc) return rc;
+    return measure(b, c, "tcp_ring", CAL_KIND_ALLREDUCE, o->sizes, o->n_sizes, tcp_verify, tcp_time, pg, err);
+}
+
 static int run_cuda(bench *b, cal_result *c, progress *pg, dt_error *err)
 {
     const opts *o = b->o;
@@ -660,6 +764,38 @@ static int run_mpi(bench *b, cal_result *c, progress *pg, dt_error *err)
     return rc;
 }
 
+/* --from-nccl-tests: parse every log (all of them, so that every bad one is reported with its
+ * line before anything is written), fit, write like a measured calibration. */
+static int run_nccl_tests(const opts *o)
+{
+    dt_error err;
+    dt_error_clear(&err);
+    cal_nccl_log *logs = dt_xcalloc((size_t)o->n_logs, sizeof *logs);
+    cal_nccl_run *runs = NULL;
+    int n_runs = 0, rc = DT_OK;
+    for (int i = 0; i < o->n_logs && rc == DT_OK; i++) {
+        rc = cal_nccl_parse_file(o->logs[i], o->nccl_op, &logs[i], &err);
+        if (rc) break;
+        for (int w = 0; w < logs[i].n_warnings; w++) fprintf(stderr, "dtsim: warning: %s\n", logs[i].warnings[w]);
+        runs = dt_xrealloc(runs, (size_t)(n_runs + logs[i].n_runs) * sizeof *runs);
+        memcpy(runs + n_runs, logs[i].runs, (size_t)logs[i].n_runs * sizeof *runs);
+        n_runs += logs[i].n_runs;
+    }
+    cal_result *c = NULL;
+    if (rc == DT_OK) {
+        cal_nccl_options no = {.size_from = o->fit_from, .size_to = o->fit_to, .tolerance = o->fit_tolerance};
+        rc = cal_from_nccl_runs(runs, n_runs, &no, &c, &err);
+    }
+    if (rc == DT_OK && o->plot && !have_gnuplot())
+        rc = dt_error_set(&err, DT_EUNSUPPORTED, NULL, NULL, "calibrate: --plot needs gnuplot (apt-get install gnuplot-nox)");
+    if (rc == DT_OK) rc = write_outputs(c, o, &err);
+    cal_result_destroy(c);
+    free(runs); /* the arrays belong to the logs */
+    for (int i = 0; i < o->n_logs; i++) cal_nccl_log_free(&logs[i]);
+    free(logs);
+    return rc ? cli_report_error(&err) : CLI_OK;
+}
+
 static int run(int argc, char **argv)
 {
     opts o;
@@ -674,6 +810,7 @@ static int run(int argc, char **argv)
         dt_error_set(&err, DT_EUNSUPPORTED, NULL, NULL, "calibrate: --plot needs gnuplot (apt-get install gnuplot-nox)");
         return quiet ? cli_status(err.code) : cli_report_error(&err);
     }
+    if (o.n_logs) return run_nccl_tests(&o);
     cal_result *c = dt_xcalloc(1, sizeof *c);
     cal_result_set_machine(c);
     snprintf(c->backend, sizeof c->backend, "%s", backend_names[o.bk]);
@@ -695,13 +832,14 @@ static int run(int argc, char **argv)
         quiet = mpi_rank != 0;
     }
     c->ranks = o.ranks;
-    c->chunk_bytes = o.bk == BK_CPU ? o.chunk : 0;
+    c->chunk_bytes = o.bk == BK_CPU || o.bk == BK_TCP ? o.chunk : 0;
     progress pg = {.on = !o.json && !quiet && isatty(STDERR_FILENO), .last_pct = -1};
-    int n_algos = o.bk == BK_MPI ? 2 : (o.bk == BK_NCCL || o.topk_fraction <= 0) ? 1 : 2;
+    int n_algos = o.bk == BK_MPI ? 2 : (o.bk == BK_NCCL || o.bk == BK_TCP || o.topk_fraction <= 0) ? 1 : 2;
     pg.total = (long)n_algos * o.n_sizes * (o.repeats + o.warmup);
     switch (o.bk) {
     case BK_CPU: rc = run_cpu(&b, c, &pg, &err); break;
     case BK_MPI: rc = run_mpi(&b, c, &pg, &err); break;
+    case BK_TCP: rc = run_tcp(&b, c, &pg, &err); break;
     case BK_CUDA:
     case BK_NCCL: rc = run_cuda(&b, c, &pg, &err); break;
     }

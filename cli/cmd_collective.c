@@ -421,8 +421,8 @@ static int run(int argc, char **argv)
         return cli_report_error(&err);
     }
     /* protocol efficiency first: a calibration then replaces the links it measured */
-    if (rc == DT_OK) topo_apply_link_efficiency(t, eff_nv, eff_net);
-    char cal_note[512] = "";
+    topo_apply_link_efficiency(t, eff_nv, eff_net);
+    char cal_note[768] = "";
     if (o.calibration) {
         /* measured link figures replace the topology's before anything is routed */
         cal_result *cal = NULL;

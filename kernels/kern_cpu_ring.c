@@ -115,7 +115,7 @@ static void fifo_post(ring_fifo *f, _Atomic uint64_t *v, uint64_t value)
 }
 
 /* a[i] = a[i] + b[i], rounded in the storage type. */
-static void reduce_into(kern_dtype t, void *a, const void *b, size_t n)
+void kern_reduce_into(kern_dtype t, void *a, const void *b, size_t n)
 {
     switch (t) {
     case KERN_FP32: {
@@ -175,7 +175,7 @@ static void ring_step(ring_rank *me, int send_seg, int recv_seg, bool reduce)
             fifo_wait(in, &in->posted, me->received + 1);
             const unsigned char *slot = in->slots + (me->received % KERN_RING_SLOTS) * r->chunk_bytes;
             if (reduce)
-                reduce_into(r->dtype, buf + e0 * es, slot, e1 - e0);
+                kern_reduce_into(r->dtype, buf + e0 * es, slot, e1 - e0);
             else
                 memcpy(buf + e0 * es, slot, (e1 - e0) * es);
             me->received++;

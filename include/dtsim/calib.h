@@ -53,20 +53,49 @@ void cal_point_set(cal_point *p, double size, const double *samples, int n);
 
 typedef enum cal_kind {
     CAL_KIND_ALLREDUCE, /* x = bytes per rank (the full buffer) */
-    CAL_KIND_TOPK       /* x = elements compressed */
+    CAL_KIND_TOPK,      /* x = elements compressed */
+    /* other collectives (nccl-tests logs), x = the nccl-tests size (coll.h's bytes) */
+    CAL_KIND_REDUCE_SCATTER,
+    CAL_KIND_ALLGATHER,
+    CAL_KIND_BROADCAST,
+    CAL_KIND_REDUCE,
+    CAL_KIND_ALLTOALL,
+    CAL_KIND_SENDRECV,
+    CAL_KIND_COUNT
 } cal_kind;
 
+/* Kind names are the collectives' names in dtsim (coll.h): allreduce, topk, reduce_scatter,
+ * allgather, broadcast, reduce, alltoall, sendrecv. cal_kind_parse also takes nccl-tests'
+ * spellings (all_reduce, all-gather, AllToAll: case, '_' and '-' do not matter). */
+const char *cal_kind_name(cal_kind k);
+int cal_kind_parse(const char *s, cal_kind *out); /* DT_OK / DT_EINPUT */
+
+/* Which links a collective fit describes: those of GPU-to-GPU paths inside one host (every
+ * kernel run on one machine), or those of paths between hosts (a measurement across hosts,
+ * e.g. a multi-node nccl-tests log: its time is set by the inter-host hops). */
+typedef enum cal_scope { CAL_SCOPE_INTRA, CAL_SCOPE_INTER } cal_scope;
+
 typedef struct cal_algo {
-    char name[32];      /* "ring", "nccl", "mpi_allreduce", "mpi_rs_ag", "topk" */
+    char name[32];      /* "ring", "nccl", "mpi_allreduce", "mpi_rs_ag", "tcp_ring", "topk",
+                           "nccltests_<op>[_inter]" */
     cal_kind kind;
     double k_fraction;  /* top-k: k / elements */
     cal_point *points;  /* owned */
     int n_points;
     cal_fit fit;
+    /* Optional in files (defaults in brackets): the ranks the collective ran over [the file's
+     * ranks], the hosts they spanned [1] and hence the links described [intra-host], and the
+     * sizes the fit covers [every point]; points outside [fit_from, fit_to] are kept as
+     * measured but not fitted. fit_worst: largest relative miss of a fitted median (informative). */
+    int ranks, hosts;
+    cal_scope scope;
+    double fit_from, fit_to, fit_worst;
 } cal_algo;
 
 typedef struct cal_result {
     char source[256];            /* file it was loaded from (base name), "" if built in memory */
+    char origin[256];            /* what the measurements came from when not run here (the
+                                    nccl-tests logs' names), "" otherwise; "source" in files */
     char date[40];               /* ISO-8601 UTC */
     char hostname[CAL_NAME_MAX];
     char cpu_model[CAL_NAME_MAX];
@@ -98,15 +127,29 @@ int cal_from_json(const js_ctx *ctx, const cJSON *root, cal_result **out);
 /* Frees c and everything it owns; NULL is fine. */
 void cal_result_destroy(cal_result *c);
 
-/* The all-reduce fit that describes links, or NULL if the calibration has none: the first of
- * ring, nccl, mpi_rs_ag, mpi_allreduce present (ring-shaped algorithms first, since the link
- * mapping below assumes a ring). */
+/* The collective fit that describes the links of a scope, or NULL: all-reduce fits first, in
+ * the order ring, nccl, tcp_ring, mpi_rs_ag, mpi_allreduce, others (ring-shaped algorithms first,
+ * since the link mapping assumes a ring), then reduce-scatter, all-gather, sendrecv, all-to-all,
+ * broadcast, reduce. cal_link_fit is the intra-host one (what every machine-local kernel
+ * measures). */
 const cal_algo *cal_link_fit(const cal_result *c);
+const cal_algo *cal_link_fit_scope(const cal_result *c, cal_scope scope);
+/* The ranks a fit ran over: its own (nccl-tests fits), else the file's. */
+int cal_fit_ranks(const cal_result *c, const cal_algo *a);
 
 /* Per-link figures from a ring all-reduce fit over n ranks:
  *   T(S) = 2(n-1) a_link + 2(n-1)/n * S / B_link
  *   => a_link = alpha / (2(n-1)),  B_link = 2(n-1) / (n * beta). */
 void cal_ring_link(double alpha, double beta, int n, double *link_alpha, double *link_bw);
+/* The same for any collective kind, from its ring-shaped cost
+ *   T(S) = steps(op, n) a_link + frac(op, n) S / B_link
+ * with frac the nccl-tests busbw factor (all-reduce 2(n-1)/n; reduce-scatter, all-gather,
+ * all-to-all (n-1)/n; broadcast, reduce, sendrecv 1) and steps the transfers in sequence
+ * (all-reduce 2(n-1); reduce-scatter, all-gather, broadcast, reduce n-1; all-to-all and
+ * sendrecv 1: their transfers run at once). */
+void cal_link_figures(cal_kind kind, double alpha, double beta, int n, double *link_alpha, double *link_bw);
+/* nccl-tests' busbw / algbw for a collective over n ranks (top-k: 1). */
+double cal_busbw_factor(cal_kind k, int n);
 
 /* Fitted top-k compression throughput in elements/s (1/beta), 0 if the calibration has none. */
 double cal_topk_throughput(const cal_result *c);

@@ -77,6 +77,32 @@ double kern_cpu_ring_allreduce(kern_cpu_ring *r, kern_dtype t, void *const *bufs
 void kern_allreduce_reference(kern_dtype t, const void *const *in, int ranks, size_t count,
                               void *out);
 
+/* a[i] = b[i] + a[i] for n elements, rounded in the storage type after the addition (the
+ * ring kernels' reduction step). */
+void kern_reduce_into(kern_dtype t, void *a, const void *b, size_t n);
+
+/* ---- TCP ring all-reduce between processes (Gloo's ring over sockets) ---- */
+
+/* `ranks` forked processes joined in a ring of TCP connections over 127.0.0.1; each holds
+ * max_count elements of gradient-like data (kern_fill_gradient(seed, rank)) in shared memory
+ * as its input. chunk_bytes (0 = 64 KiB) is the pipelining unit. The caller must be single
+ * threaded when creating it (fork). DT_EUNSUPPORTED when sockets or fork fail. */
+typedef struct kern_tcp_ring kern_tcp_ring;
+int kern_tcp_ring_create(int ranks, size_t chunk_bytes, kern_dtype t, size_t max_count, uint64_t seed,
+                         kern_tcp_ring **out, dt_error *err);
+/* Stops and reaps the processes; NULL is fine. */
+void kern_tcp_ring_destroy(kern_tcp_ring *r);
+/* Process id of a rank (diagnostics and tests), -1 out of range. */
+int kern_tcp_ring_pid(const kern_tcp_ring *r, int rank);
+/* One in-place sum all-reduce of the first count elements of every rank's input (restored before
+ * each run, outside the timing): reduce-scatter then all-gather around the ring, the summation
+ * order of kern_allreduce_reference. *seconds: from the release of the ranks to the last one's
+ * finish. */
+int kern_tcp_ring_allreduce(kern_tcp_ring *r, size_t count, double *seconds, dt_error *err);
+/* Run once at count elements and compare every rank's result with kern_allreduce_reference
+ * bit for bit (DT_EINTERNAL naming the first wrong element). */
+int kern_tcp_ring_verify(kern_tcp_ring *r, size_t count, dt_error *err);
+
 /* ---- top-k compression with error feedback (fp32 gradients) ---- */
 
 /* acc = grad + residual; keep the k largest |acc| (ties: lower index first) as (idx, val)
@@ -148,5 +174,60 @@ int cal_fit_alpha_beta(const double *x, const double *t, size_t n, cal_fit *out,
 
 /* Fill machine fields (hostname, /proc/cpuinfo model, online cores) and the current date. */
 void cal_result_set_machine(cal_result *c);
+
+/* ---- nccl-tests logs (kernels/cal_nccl_tests.c, docs/calibration.md) ---- */
+
+#define CAL_NCCL_MAX_BYTES (64 << 20) /* larger logs are refused */
+#define CAL_NCCL_MAX_WARNINGS 8
+
+/* One run of an nccl-tests binary: the table between its column header and its
+ * "# Avg bus bandwidth" line, with what the header says about it. Arrays owned by the log. */
+typedef struct cal_nccl_run {
+    char file[256];
+    int line;                    /* the table's column header */
+    cal_kind kind;               /* the collective */
+    int ranks;                   /* ranks per communicator */
+    int groups;                  /* communicators (NCCL_TESTS_SPLIT_MASK), usually 1 */
+    int hosts, gpus_per_host;    /* distinct host names of the device list; most ranks on one */
+    char hostnames[CAL_NAME_MAX];/* comma-separated, truncated */
+    char gpu[CAL_NAME_MAX];      /* device name of rank 0 */
+    char dtype[8];               /* fp32, fp16, bf16, fp64, int8 ... */
+    int iters, warmup;           /* from the header (0 when absent) */
+    int n_rows;
+    double *size;                /* bytes (nccl-tests' size column) */
+    double *time[2];             /* seconds, out-of-place [0] and in-place [1]; 0 = not reported */
+    double *algbw[2], *busbw[2]; /* GB/s as printed */
+    int *row_line;
+} cal_nccl_run;
+
+typedef struct cal_nccl_log {
+    cal_nccl_run *runs;
+    int n_runs;
+    int noise_lines;             /* lines skipped: neither header, comment nor row */
+    char warnings[CAL_NCCL_MAX_WARNINGS][256];
+    int n_warnings;
+} cal_nccl_log;
+
+/* Parse one log (text of len bytes, named file in messages). op_hint: the collective when the
+ * caller knows it (-1: from the log's "Collective test starting" line, a *_perf name in it or
+ * in the file name, else inferred from busbw/algbw). Errors are DT_EINPUT with the line:
+ * truncated tables, garbled rows, failed runs, unknown tests. *out freed by cal_nccl_log_free. */
+int cal_nccl_parse(const char *text, size_t len, const char *file, int op_hint, cal_nccl_log *out, dt_error *err);
+void cal_nccl_log_free(cal_nccl_log *l);
+/* The same from a file (a regular file of at most CAL_NCCL_MAX_BYTES). */
+int cal_nccl_parse_file(const char *path, int op_hint, cal_nccl_log *out, dt_error *err);
+
+typedef struct cal_nccl_options {
+    double size_from, size_to; /* fit exactly these sizes (0: choose, see below) */
+    double tolerance;          /* relative miss allowed when choosing the range (0: 0.05) */
+} cal_nccl_options;
+
+/* One fit per (collective, scope, ranks) over the runs given (runs of the same shape merge:
+ * out-of-place and in-place times are two samples per size, several runs add more). The range
+ * fitted is the widest run of consecutive sizes ending at the largest within which the line
+ * reproduces every size's median time within the tolerance, unless the options name one.
+ * Scope: inter-host when the run spans more than one host. *out caller-owned. */
+int cal_from_nccl_runs(const cal_nccl_run *runs, int n_runs, const cal_nccl_options *opt, cal_result **out,
+                       dt_error *err);
 
 #endif

@@ -95,7 +95,7 @@ typedef struct run_result {
     uint64_t events;
     double wall_s;
     uint64_t seed;
-    char calibration_note[256]; /* what calibration was applied, "" if none */
+    char calibration_note[768]; /* what calibration was applied, "" if none */
     char summary[256];          /* one line: model and plan, for people ("" for traces) */
     run_timeline *timeline;     /* owned; NULL unless record_timeline; free with run_result_free */
 } run_result;

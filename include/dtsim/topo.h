@@ -150,14 +150,20 @@ int topo_get_info(topo *t, topo_info *out, dt_error *err);
 
 const char *topo_family_name(topo_family f);
 
-/* Apply the fitted figures calibration c covers (calib.h) to topology t: latency and bandwidth
- * of the links that join two GPUs of the same host (directly or through switches inside the
- * host; in a topology without hosts, every link on a GPU-to-GPU path of GPU-GPU or GPU-switch
- * links), split evenly over the hops of that path, and reduction bandwidth of those GPUs (folded
- * into the link bandwidth: the measurement includes the reduction), and the measured compute
- * tables of the "compute" section, if any, to every GPU's spec. Writes a one-line description
- * of what was applied into note. DT_EINPUT if the calibration has no all-reduce fit or nothing
- * in the topology is covered. Flushes the route cache (routes are shortest by latency). */
+/* Apply the fitted figures calibration c covers (calib.h) to topology t, per scope:
+ *  - an intra-host fit (every machine-local calibration): latency and bandwidth of the links that
+ *    join two GPUs of the same host (directly or through a switch inside the host; in a topology
+ *    without hosts, every link on a GPU-to-GPU path of GPU-GPU or GPU-switch links), the
+ *    latency split evenly over the hops of that path;
+ *  - an inter-host fit (a measurement that spanned hosts): bandwidth of every fabric link (links
+ *    to NICs, to switches outside the hosts, between hosts) and a latency per fabric hop such
+ *    that the route where a ring in GPU order first crosses between hosts costs the fit's
+ *    per-hop latency (needs 2 or more hosts);
+ * both through cal_link_figures. The GPUs on covered paths get reduction bandwidth 0 (folded into
+ * the link bandwidth: the measurement includes the reductions). The measured compute tables of
+ * the "compute" section, if any, go to every GPU's spec. Writes a one-line description of what
+ * was applied into note. DT_EINPUT if the calibration has no collective fit or nothing in the
+ * topology is covered. Flushes the route cache (routes are shortest by latency). */
 struct cal_result;
 int topo_apply_calibration(topo *t, const struct cal_result *c, char *note, size_t note_size,
                            dt_error *err);

@@ -71,9 +71,69 @@ void cal_ring_link(double alpha, double beta, int n, double *link_alpha, double 
     *link_bw = 2.0 * (n - 1) / ((double)n * beta);
 }
 
-static const char *const kind_names[] = {"allreduce", "topk", NULL};
-static const char *const backend_names[] = {"cpu", "mpi", "cuda", "nccl", NULL};
-static const char *const dtype_names[] = {"fp32", "bf16", "fp16", NULL};
+/* kind names are coll.h's op names, so a kind reads like the collective it measured */
+static const char *const kind_names[] = {"allreduce", "topk",   "reduce_scatter", "allgather",
+                                         "broadcast", "reduce", "alltoall",       "sendrecv", NULL};
+static const char *const backend_names[] = {"cpu", "mpi", "cuda", "nccl", "tcp", "nccl-tests", NULL};
+static const char *const dtype_names[] = {"fp32", "bf16", "fp16", "fp64", "fp8",   "int8",
+                                          "uint8", "int32", "uint32", "int64", "uint64", NULL};
+static const char *const scope_names[] = {"intra-host", "inter-host", NULL};
+
+const char *cal_kind_name(cal_kind k) { return (unsigned)k < CAL_KIND_COUNT ? kind_names[k] : "?"; }
+
+/* all_reduce, All-Reduce and allreduce name one collective */
+static bool same_name(const char *a, const char *b)
+{
+    for (;;) {
+        while (*a == '_' || *a == '-') a++;
+        while (*b == '_' || *b == '-') b++;
+        char x = *a >= 'A' && *a <= 'Z' ? (char)(*a + 32) : *a;
+        char y = *b >= 'A' && *b <= 'Z' ? (char)(*b + 32) : *b;
+        if (x != y) return false;
+        if (!x) return true;
+        a++;
+        b++;
+    }
+}
+
+int cal_kind_parse(const char *s, cal_kind *out)
+{
+    for (int k = 0; k < CAL_KIND_COUNT; k++)
+        if (same_name(s, kind_names[k])) {
+            *out = (cal_kind)k;
+            return DT_OK;
+        }
+    return DT_EINPUT;
+}
+
+double cal_busbw_factor(cal_kind k, int n)
+{
+    if (n < 1) n = 1;
+    switch (k) {
+    case CAL_KIND_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case CAL_KIND_REDUCE_SCATTER:
+    case CAL_KIND_ALLGATHER:
+    case CAL_KIND_ALLTOALL: return (double)(n - 1) / n;
+    default: return 1.0;
+    }
+}
+
+void cal_link_figures(cal_kind kind, double alpha, double beta, int n, double *link_alpha, double *link_bw)
+{
+    DT_ASSERT(n >= 2 && beta > 0);
+    double steps = kind == CAL_KIND_ALLREDUCE                              ? 2.0 * (n - 1)
+                 : (kind == CAL_KIND_ALLTOALL || kind == CAL_KIND_SENDRECV) ? 1.0
+                                                                            : (double)(n - 1);
+    *link_alpha = alpha / steps;
+    *link_bw = cal_busbw_factor(kind, n) / beta;
+}
+
+int cal_fit_ranks(const cal_result *c, const cal_algo *a) { return a->ranks > 0 ? a->ranks : c->ranks; }
+
+static bool in_fit_range(const cal_algo *a, double size)
+{
+    return !(a->fit_from > 0 && size < a->fit_from * (1 - 1e-12)) && !(a->fit_to > 0 && size > a->fit_to * (1 + 1e-12));
+}
 
 /* ---------------------------------------------------------------- writing */
 
@@ -109,11 +169,20 @@ cJSON *cal_result_to_json(const cal_result *c)
         cJSON_AddNumberToObject(f, "beta_ci95", a->fit.beta_ci);
         cJSON_AddNumberToObject(f, "r2", a->fit.r2);
         cJSON_AddNumberToObject(f, "samples", a->fit.n_samples);
-        if (a->kind == CAL_KIND_ALLREDUCE) {
+        if (a->ranks > 0 && a->ranks != c->ranks) cJSON_AddNumberToObject(f, "ranks", a->ranks);
+        if (a->hosts > 1) cJSON_AddNumberToObject(f, "hosts", a->hosts);
+        if (a->scope != CAL_SCOPE_INTRA) cJSON_AddStringToObject(f, "scope", scope_names[a->scope]);
+        if (a->fit_from > 0 || a->fit_to > 0) {
+            cJSON *fr = cJSON_AddObjectToObject(f, "fit_range");
+            cJSON_AddNumberToObject(fr, "from", a->fit_from);
+            cJSON_AddNumberToObject(fr, "to", a->fit_to);
+            cJSON_AddNumberToObject(fr, "worst_miss", a->fit_worst);
+        }
+        if (a->kind != CAL_KIND_TOPK) {
             cJSON_AddNumberToObject(f, "bandwidth", 1.0 / a->fit.beta);
-            if (c->ranks >= 2) {
+            if (cal_fit_ranks(c, a) >= 2) {
                 double la, lb;
-                cal_ring_link(a->fit.alpha, a->fit.beta, c->ranks, &la, &lb);
+                cal_link_figures(a->kind, a->fit.alpha, a->fit.beta, cal_fit_ranks(c, a), &la, &lb);
                 cJSON *l = cJSON_AddObjectToObject(f, "link");
                 cJSON_AddNumberToObject(l, "latency", la);
                 cJSON_AddNumberToObject(l, "bandwidth", lb);
@@ -136,6 +205,7 @@ cJSON *cal_result_to_json(const cal_result *c)
     }
     cJSON *co = gpu_tables_to_json(c->compute);
     if (co) cJSON_AddItemToObject(root, "compute", co);
+    if (c->origin[0]) cJSON_AddStringToObject(root, "source", c->origin);
     return root;
 }
 
@@ -202,8 +272,9 @@ static int load_point(const js_ctx *ctx, const cJSON *o, const char *path, cal_k
 
 static int load_fit(const js_ctx *ctx, const cJSON *f, const char *path, const cal_result *c, cal_algo *a)
 {
-    static const char *const keys[] = {"name", "kind", "k_fraction", "alpha", "alpha_ci95", "beta", "beta_ci95",
-                                       "r2", "samples", "bandwidth", "link", "throughput", "points", NULL};
+    static const char *const keys[] = {"name",    "kind",      "k_fraction", "alpha",  "alpha_ci95", "beta",
+                                       "beta_ci95", "r2",      "samples",    "bandwidth", "link",     "throughput",
+                                       "points",  "ranks",     "hosts",      "scope",  "fit_range",  NULL};
     int rc, kind = 0;
     const char *name = NULL;
     if ((rc = js_expect_object(ctx, f, path)) || (rc = js_check_keys(ctx, f, path, keys)) ||
@@ -232,8 +303,35 @@ static int load_fit(const js_ctx *ctx, const cJSON *f, const char *path, const c
     a->fit.n_samples = (int)ns;
     a->fit.dof = (int)ns - 2;
     (void)dummy;
-    if (a->kind == CAL_KIND_ALLREDUCE) {
-        if (c->ranks < 2) return js_fail(ctx, path, "kind", "an all-reduce fit needs ranks >= 2, the file says %d", c->ranks);
+    long long rk = 0, hs = 1;
+    int sc = CAL_SCOPE_INTRA;
+    if ((rc = js_get_int(ctx, f, path, "ranks", false, 2, 1 << 24, &rk)) ||
+        (rc = js_get_int(ctx, f, path, "hosts", false, 1, 1 << 24, &hs)) ||
+        (rc = js_get_enum(ctx, f, path, "scope", false, scope_names, &sc)))
+        return rc;
+    a->ranks = (int)rk;
+    a->hosts = (int)hs;
+    a->scope = (cal_scope)sc;
+    if (a->kind == CAL_KIND_TOPK && (cJSON_GetObjectItemCaseSensitive(f, "ranks") || cJSON_GetObjectItemCaseSensitive(f, "scope") ||
+                                     cJSON_GetObjectItemCaseSensitive(f, "hosts")))
+        return js_fail(ctx, path, "kind", "ranks, hosts and scope describe collectives, not top-k");
+    if (a->scope == CAL_SCOPE_INTER && a->hosts < 2)
+        return js_fail(ctx, path, "hosts", "an inter-host fit spans 2 or more hosts, found %d", a->hosts);
+    const cJSON *fr = cJSON_GetObjectItemCaseSensitive(f, "fit_range");
+    if (fr) {
+        static const char *const rkeys[] = {"from", "to", "worst_miss", NULL};
+        char rp[JS_PATH_MAX];
+        js_path_key(rp, path, "fit_range");
+        if ((rc = js_expect_object(ctx, fr, rp)) || (rc = js_check_keys(ctx, fr, rp, rkeys)) ||
+            (rc = js_get_quantity(ctx, fr, rp, "from", UNIT_SIZE, true, true, &a->fit_from)) ||
+            (rc = js_get_quantity(ctx, fr, rp, "to", UNIT_SIZE, true, true, &a->fit_to)) ||
+            (rc = js_get_number(ctx, fr, rp, "worst_miss", false, 0, 1e9, &a->fit_worst)))
+            return rc;
+        if (a->fit_to < a->fit_from) return js_fail(ctx, rp, "to", "is below \"from\"");
+    }
+    if (a->kind != CAL_KIND_TOPK) {
+        int nr = cal_fit_ranks(c, a);
+        if (nr < 2) return js_fail(ctx, path, "kind", "a collective fit needs ranks >= 2, the file says %d", nr);
         if (cJSON_GetObjectItemCaseSensitive(f, "throughput"))
             return js_fail(ctx, path, "throughput", "only applies to kind \"topk\"");
         if ((rc = derived(ctx, f, path, "bandwidth", UNIT_BANDWIDTH, 1.0 / a->fit.beta))) return rc;
@@ -243,7 +341,7 @@ static int load_fit(const js_ctx *ctx, const cJSON *f, const char *path, const c
         static const char *const lkeys[] = {"latency", "bandwidth", NULL};
         if (!l) return js_fail(ctx, path, "link", "is required for kind \"allreduce\"");
         double la, lb;
-        cal_ring_link(a->fit.alpha, a->fit.beta, c->ranks, &la, &lb);
+        cal_link_figures(a->kind, a->fit.alpha, a->fit.beta, nr, &la, &lb);
         if ((rc = js_expect_object(ctx, l, lp)) || (rc = js_check_keys(ctx, l, lp, lkeys)) ||
             (rc = derived(ctx, l, lp, "bandwidth", UNIT_BANDWIDTH, lb)))
             return rc;
@@ -254,12 +352,16 @@ static int load_fit(const js_ctx *ctx, const cJSON *f, const char *path, const c
             char lpp[JS_PATH_MAX];
             if (cJSON_IsNumber(lv)) lat = lv->valuedouble;
             return js_fail(ctx, js_path_key(lpp, lp, "latency"), NULL,
-                           "expected the number alpha/(2(ranks-1)) = %.6g s, found %.6g", la, lat);
+                           "expected the number %s = %.6g s, found %.6g",
+                           a->kind == CAL_KIND_ALLREDUCE ? "alpha/(2(ranks-1))"
+                           : (a->kind == CAL_KIND_ALLTOALL || a->kind == CAL_KIND_SENDRECV) ? "alpha"
+                                                                                            : "alpha/(ranks-1)",
+                           la, lat);
         }
     } else {
         if (cJSON_GetObjectItemCaseSensitive(f, "bandwidth") || cJSON_GetObjectItemCaseSensitive(f, "link"))
             return js_fail(ctx, path, cJSON_GetObjectItemCaseSensitive(f, "link") ? "link" : "bandwidth",
-                           "only applies to kind \"allreduce\"");
+                           "only applies to collective kinds");
         double thr = 0;
         if ((rc = js_get_number(ctx, f, path, "throughput", true, 1e-300, 1e300, &thr))) return rc;
         if (!agree(thr, 1.0 / a->fit.beta))
@@ -280,17 +382,18 @@ static int load_fit(const js_ctx *ctx, const cJSON *f, const char *path, const c
         if (a->n_points > 1 && !(cp->size > a->points[a->n_points - 2].size))
             return js_fail(ctx, ip, a->kind == CAL_KIND_TOPK ? "elements" : "size",
                            "sizes must increase from one point to the next");
-        total += cp->n_samples;
+        if (in_fit_range(a, cp->size)) total += cp->n_samples;
     }
     if (total != a->fit.n_samples)
-        return js_fail(ctx, path, "samples", "is %d but the points hold %d samples", a->fit.n_samples, total);
+        return js_fail(ctx, path, "samples", "is %d but the points%s hold %d samples", a->fit.n_samples,
+                       fr ? " inside fit_range" : "", total);
     return DT_OK;
 }
 
 int cal_from_json(const js_ctx *ctx, const cJSON *root, cal_result **out)
 {
     static const char *const keys[] = {"format", "version", "date", "machine", "backend", "ranks", "dtype", "chunk",
-                                       "repeats", "warmup", "fit_method", "fits", "compute", NULL};
+                                       "repeats", "warmup", "fit_method", "fits", "compute", "source", NULL};
     static const char *const mkeys[] = {"hostname", "cpu_model", "cores", "gpu", NULL};
     *out = NULL;
     int rc;
@@ -311,7 +414,7 @@ int cal_from_json(const js_ctx *ctx, const cJSON *root, cal_result **out)
         (rc = js_check_keys(ctx, m, "machine", mkeys)) ||
         (rc = js_get_string(ctx, m, "machine", "hostname", true, &hn)) ||
         (rc = js_get_string(ctx, m, "machine", "cpu_model", true, &cpu)) ||
-        (rc = js_get_int(ctx, m, "machine", "cores", true, 1, 1 << 20, &ll)) ||
+        (rc = js_get_int(ctx, m, "machine", "cores", true, 0, 1 << 20, &ll)) ||
         (rc = js_get_string(ctx, m, "machine", "gpu", false, &gpu)))
         goto fail;
     /* ISO-8601 UTC as written: YYYY-MM-DDTHH:MM:SSZ */
@@ -362,6 +465,9 @@ int cal_from_json(const js_ctx *ctx, const cJSON *root, cal_result **out)
     }
     const cJSON *co = cJSON_GetObjectItemCaseSensitive(root, "compute");
     if (co && (rc = gpu_tables_from_json(ctx, co, "compute", c->compute))) goto fail;
+    const char *origin = NULL;
+    if ((rc = js_get_string(ctx, root, "", "source", false, &origin))) goto fail;
+    if (origin) snprintf(c->origin, sizeof c->origin, "%s", origin);
     *out = c;
     return DT_OK;
 fail:
@@ -387,16 +493,23 @@ int cal_load_file(const char *filename, cal_result **out, dt_error *err)
 
 /* ---------------------------------------------------------------- applying */
 
-const cal_algo *cal_link_fit(const cal_result *c)
+const cal_algo *cal_link_fit_scope(const cal_result *c, cal_scope scope)
 {
-    static const char *const order[] = {"ring", "nccl", "mpi_rs_ag", "mpi_allreduce", NULL};
+    static const char *const order[] = {"ring", "nccl", "tcp_ring", "mpi_rs_ag", "mpi_allreduce", NULL};
+    static const cal_kind kinds[] = {CAL_KIND_ALLREDUCE, CAL_KIND_REDUCE_SCATTER, CAL_KIND_ALLGATHER,
+                                     CAL_KIND_SENDRECV,  CAL_KIND_ALLTOALL,       CAL_KIND_BROADCAST,
+                                     CAL_KIND_REDUCE};
     for (const char *const *o = order; *o; o++)
         for (int i = 0; i < c->n_algos; i++)
-            if (c->algos[i].kind == CAL_KIND_ALLREDUCE && !strcmp(c->algos[i].name, *o)) return &c->algos[i];
-    for (int i = 0; i < c->n_algos; i++)
-        if (c->algos[i].kind == CAL_KIND_ALLREDUCE) return &c->algos[i];
+            if (c->algos[i].kind == CAL_KIND_ALLREDUCE && c->algos[i].scope == scope && !strcmp(c->algos[i].name, *o))
+                return &c->algos[i];
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+        for (int i = 0; i < c->n_algos; i++)
+            if (c->algos[i].kind == kinds[k] && c->algos[i].scope == scope) return &c->algos[i];
     return NULL;
 }
+
+const cal_algo *cal_link_fit(const cal_result *c) { return cal_link_fit_scope(c, CAL_SCOPE_INTRA); }
 
 double cal_topk_throughput(const cal_result *c)
 {

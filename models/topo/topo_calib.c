@@ -1,9 +1,18 @@
 /* topo_calib.c - applying a calibration to a topology: the topology's own operation.
  *
- * A calibration (models/gpu/calib.c) is plain data about devices: fitted all-reduce latency and
+ * A calibration (models/gpu/calib.c) is plain data about devices: fitted collective latency and
  * bandwidth, measured compute tables. Turning it into link figures needs to know which links lie
- * on an intra-host GPU-to-GPU path, which only the topology knows; hence this file lives here and
- * the calibration module knows nothing of topologies.
+ * on an intra-host GPU-to-GPU path and which form the fabric between hosts, which only the
+ * topology knows; hence this file lives here and the calibration module knows nothing of
+ * topologies.
+ *
+ * Two scopes (calib.h): a fit measured inside one host sets the links of intra-host GPU paths; a
+ * fit measured across hosts (a multi-node nccl-tests log) sets the inter-host fabric. Both map a
+ * collective's alpha-beta line to per-link figures through its ring-shaped cost
+ * (cal_link_figures), so that dtsim's ring over the same ranks reproduces the line: inside a host
+ * every ring hop is one covered path; across hosts the hops that cross between hosts are the
+ * slow ones and set the ring's pace, so the fabric gets figures that make exactly those hops cost
+ * what the measurement says (a faster intra-host hop waits for them each step).
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -42,22 +51,31 @@ static int *covered_links(const topo *t)
     return hops;
 }
 
-int topo_apply_calibration(topo *t, const cal_result *c, char *note, size_t note_size, dt_error *err)
+/* Links of the inter-host fabric: not on an intra-host GPU path (hops[l] == 0) and touching a
+ * NIC or a switch outside every host, or joining two hosts. */
+static bool fabric_link(const topo *t, const int *hops, int l)
 {
-    const cal_algo *a = cal_link_fit(c);
-    const char *src = c->source[0] ? c->source : "calibration";
-    if (!a)
-        return dt_error_set(err, DT_EINPUT, c->source[0] ? c->source : NULL, "fits",
-                            "no all-reduce fit to take link figures from");
-    if (c->ranks < 2)
-        return dt_error_set(err, DT_EINPUT, c->source[0] ? c->source : NULL, "ranks",
-                            "link figures need a ring of 2 or more ranks, found %d", c->ranks);
-    double la, lb;
-    cal_ring_link(a->fit.alpha, a->fit.beta, c->ranks, &la, &lb);
-    if (la < 0) la = 0; /* a latency below the noise floor fits slightly negative */
-    int *hops = covered_links(t);
+    if (hops[l]) return false;
+    const topo_node *a = &t->nodes[t->links[l].src], *b = &t->nodes[t->links[l].dst];
+    if (a->kind == TOPO_NIC || b->kind == TOPO_NIC) return true;
+    if ((a->kind == TOPO_SWITCH && a->host < 0) || (b->kind == TOPO_SWITCH && b->host < 0)) return true;
+    return a->host != b->host;
+}
+
+static const char *fit_label(const cal_result *c, const cal_algo *a, char *buf, size_t n)
+{
+    if (a->hosts > 1)
+        snprintf(buf, n, "%s %s, %d ranks on %d hosts", c->backend, a->name, cal_fit_ranks(c, a), a->hosts);
+    else
+        snprintf(buf, n, "%s %s, %d ranks", c->backend, a->name, cal_fit_ranks(c, a));
+    return buf;
+}
+
+/* Intra-host GPU paths: latency split over the path's hops (minus its switches), bandwidth on
+ * every hop. Returns the links set; marks their GPUs in gpu_cov. */
+static int apply_intra(topo *t, const int *hops, double la, double lb, bool *gpu_cov)
+{
     int n_cov = 0;
-    bool *gpu_cov = dt_xcalloc((size_t)(t->n_gpus ? t->n_gpus : 1), sizeof *gpu_cov);
     double sw = sim_time_to_s(t->switch_latency);
     for (int l = 0; l < t->n_links; l++) {
         if (!hops[l]) continue;
@@ -69,6 +87,76 @@ int topo_apply_calibration(topo *t, const cal_result *c, char *note, size_t note
         const topo_node *s = &t->nodes[t->links[l].src];
         if (s->kind == TOPO_GPU && s->gpu >= 0) gpu_cov[s->gpu] = true;
     }
+    return n_cov;
+}
+
+/* Inter-host fabric links: bandwidth lb on every one; latency such that the route between the
+ * first two GPUs adjacent in index order that sit in different hosts (where a ring crosses
+ * between hosts) costs la: its fabric hops share what its switches and other hops leave.
+ * Returns the links set (0 when the topology has fewer than two hosts); *was_bw: the largest
+ * bandwidth those links had. */
+static int apply_inter(topo *t, const int *hops, double la, double lb, bool *gpu_cov, double *was_bw, dt_error *err)
+{
+    *was_bw = 0;
+    int a = -1, b = -1;
+    for (int g = 0; g + 1 < t->n_gpus && a < 0; g++)
+        if (t->nodes[t->gpu_node[g]].host != t->nodes[t->gpu_node[g + 1]].host) {
+            a = g;
+            b = g + 1;
+        }
+    if (a < 0 || t->n_hosts < 2) return 0;
+    const int *path;
+    int np = 0;
+    if (topo_route(t, a, b, 0, &path, &np) != DT_OK) {
+        dt_error_set(err, DT_EINTERNAL, NULL, NULL, "no route between GPUs %d and %d", a, b);
+        return -1;
+    }
+    int nf = 0, nsw = 0;
+    double other = 0;
+    for (int i = 0; i < np; i++) {
+        int l = path[i];
+        if (fabric_link(t, hops, l)) nf++;
+        else other += sim_time_to_s(t->links[l].latency);
+        if (t->nodes[t->links[l].dst].kind == TOPO_SWITCH) nsw++;
+    }
+    double per = nf ? (la - nsw * sim_time_to_s(t->switch_latency) - other) / nf : 0;
+    int n_cov = 0;
+    for (int l = 0; l < t->n_links; l++) {
+        if (!fabric_link(t, hops, l)) continue;
+        if (t->links[l].bandwidth > *was_bw) *was_bw = t->links[l].bandwidth;
+        t->links[l].latency = sim_time_from_s(per > 0 ? per : 0);
+        t->links[l].bandwidth = lb;
+        n_cov++;
+    }
+    for (int g = 0; g < t->n_gpus; g++)
+        if (t->nodes[t->gpu_node[g]].host >= 0) gpu_cov[g] = true;
+    return n_cov;
+}
+
+int topo_apply_calibration(topo *t, const cal_result *c, char *note, size_t note_size, dt_error *err)
+{
+    const cal_algo *ai = cal_link_fit_scope(c, CAL_SCOPE_INTRA), *ae = cal_link_fit_scope(c, CAL_SCOPE_INTER);
+    const char *src = c->source[0] ? c->source : "calibration";
+    const char *efile = c->source[0] ? c->source : NULL;
+    if (!ai && !ae) return dt_error_set(err, DT_EINPUT, efile, "fits", "no collective fit to take link figures from");
+    const cal_algo *fits[2] = {ai, ae};
+    for (int k = 0; k < 2; k++)
+        if (fits[k] && cal_fit_ranks(c, fits[k]) < 2)
+            return dt_error_set(err, DT_EINPUT, efile, "ranks", "link figures need a ring of 2 or more ranks, found %d",
+                                cal_fit_ranks(c, fits[k]));
+    int *hops = covered_links(t);
+    bool *gpu_cov = dt_xcalloc((size_t)(t->n_gpus ? t->n_gpus : 1), sizeof *gpu_cov);
+    double la[2] = {0, 0}, lb[2] = {0, 0}, was = 0;
+    int n_cov[2] = {0, 0}, rc = DT_OK;
+    for (int k = 0; k < 2; k++) {
+        if (!fits[k]) continue;
+        cal_link_figures(fits[k]->kind, fits[k]->fit.alpha, fits[k]->fit.beta, cal_fit_ranks(c, fits[k]), &la[k], &lb[k]);
+        if (la[k] < 0) la[k] = 0; /* a latency below the noise floor fits slightly negative */
+    }
+    /* intra first: the inter-host route's intra-host hops then already carry their figures */
+    if (ai) n_cov[0] = apply_intra(t, hops, la[0], lb[0], gpu_cov);
+    if (ae) n_cov[1] = apply_inter(t, hops, la[1], lb[1], gpu_cov, &was, err);
+    if (n_cov[1] < 0) rc = err->code;
     /* The measured time includes the reductions: they are folded into beta, hence into the link
      * bandwidth, so the covered GPUs reduce for free (reduce_bw 0) rather than twice. */
     int n_gpu = 0;
@@ -80,18 +168,73 @@ int topo_apply_calibration(topo *t, const cal_result *c, char *note, size_t note
     topo_route_cache_flush(t); /* routes are shortest by latency: the latencies just changed */
     free(hops);
     free(gpu_cov);
-    if (n_cov == 0)
-        return dt_error_set(err, DT_EINPUT, c->source[0] ? c->source : NULL, NULL,
+    if (rc) return rc;
+    if (n_cov[0] == 0 && n_cov[1] <= 0) {
+        if (ae && !ai)
+            return dt_error_set(err, DT_EINPUT, efile, NULL,
+                                "the calibration describes inter-host links and topology \"%s\" has %d host%s: "
+                                "nothing to apply it to",
+                                t->name ? t->name : "", t->n_hosts, t->n_hosts == 1 ? "" : "s");
+        return dt_error_set(err, DT_EINPUT, efile, NULL,
                             "topology \"%s\" has no GPU-to-GPU links inside a host for the calibration to describe",
                             t->name ? t->name : "");
-    char b1[32], b2[32];
-    snprintf(note, note_size,
-             "%s (%s %s, %d ranks, %s): %d intra-host GPU links set to %s latency per GPU-GPU path, "
-             "%s; reduction folded into link bandwidth on %d GPUs",
-             src, c->backend, a->name, c->ranks, c->dtype, n_cov, unit_fmt_seconds(la, b1, sizeof b1),
-             unit_fmt_bandwidth(lb, b2, sizeof b2), n_gpu);
-    /* Measured compute tables describe the GPU model, not links: every GPU gets them. */
+    }
+    char b1[32], b2[32], b3[32], lab[96];
+    const cal_algo *first = ai ? ai : ae;
+    snprintf(note, note_size, "%s (%s, %s):", src, fit_label(c, first, lab, sizeof lab), c->dtype);
     size_t len = strlen(note);
+    if (ai && len < note_size) {
+        if (n_cov[0])
+            snprintf(note + len, note_size - len, " %d intra-host GPU links set to %s latency per GPU-GPU path, %s",
+                     n_cov[0], unit_fmt_seconds(la[0], b1, sizeof b1), unit_fmt_bandwidth(lb[0], b2, sizeof b2));
+        else
+            snprintf(note + len, note_size - len, " no intra-host GPU path to set");
+        len = strlen(note);
+    }
+    if (ae && len < note_size) {
+        bool above = was > 0 && lb[1] > was * 1.000001;
+        char tail[160] = "";
+        if (ai) snprintf(tail, sizeof tail, " (%s)", fit_label(c, ae, lab, sizeof lab));
+        if (n_cov[1] > 0)
+            snprintf(note + len, note_size - len,
+                     "%s %d inter-host links set to %s latency per host-to-host GPU path, %s ring-equivalent%s%s%s%s",
+                     ai ? ";" : "", n_cov[1], unit_fmt_seconds(la[1], b1, sizeof b1),
+                     unit_fmt_bandwidth(lb[1], b2, sizeof b2), above ? " (above the " : "",
+                     above ? unit_fmt_bandwidth(was, b3, sizeof b3) : "", above ? " they had)" : "", tail);
+        else
+            snprintf(note + len, note_size - len, "%s inter-host figures not applied (one host)%s", ai ? ";" : "", tail);
+        len = strlen(note);
+    }
+    if (len < note_size)
+        snprintf(note + len, note_size - len, "; reduction folded into link bandwidth on %d GPUs", n_gpu);
+    len = strlen(note);
+    /* Routes are shortest by latency: an intra-host path made slower than the way out through
+     * the NICs and back loses the traffic of its own host to the fabric. Say so (the model has
+     * no per-message overhead apart from link latency to put a large fitted alpha on). */
+    if (ai && n_cov[0] && len < note_size) {
+        int a = -1, b = -1;
+        for (int g = 0; g + 1 < t->n_gpus && a < 0; g++)
+            if (t->nodes[t->gpu_node[g]].host == t->nodes[t->gpu_node[g + 1]].host) {
+                a = g;
+                b = g + 1;
+            }
+        const int *path;
+        int np = 0;
+        int *h2 = a >= 0 ? covered_links(t) : NULL;
+        if (a >= 0 && topo_route(t, a, b, 0, &path, &np) == DT_OK) {
+            bool leaves = false;
+            for (int i = 0; i < np; i++)
+                if (!h2[path[i]]) leaves = true;
+            if (leaves)
+                snprintf(note + len, note_size - len,
+                         "; warning: the %s per GPU-GPU path exceeds the route out of the host and back, so "
+                         "traffic inside a host now takes the fabric (routes are shortest by latency)",
+                         unit_fmt_seconds(la[0], b1, sizeof b1));
+        }
+        free(h2);
+    }
+    /* Measured compute tables describe the GPU model, not links: every GPU gets them. */
+    len = strlen(note);
     bool any = false;
     for (int k = 0; k < GPU_OP_CLASS_COUNT; k++) {
         const gpu_table *tab = &c->compute[k];

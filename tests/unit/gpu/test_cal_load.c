@@ -2,7 +2,10 @@
  * Pins down: a written calibration loads back to the same figures; each kind of bad field is an
  * input error naming the file and the JSON path (unknown key with suggestion, wrong version,
  * bad date, derived bandwidth or link figure or summary that disagrees with what it derives
- * from, decreasing sizes, sample count mismatch, top-k keys on an all-reduce fit). Applying a
+ * from, decreasing sizes, sample count mismatch, top-k keys on an all-reduce fit). The keys an
+ * nccl-tests import adds (collective kinds, per-fit ranks, hosts, scope, fit_range, source) load
+ * back; an inter-host fit on one host, a range that ends before it starts, samples counted
+ * outside the range, a sendrecv link latency other than alpha, ranks on top-k are refused. Applying a
  * calibration to a topology is tests/unit/topo/test_topo_calib.c.
  * Leaves free: the wording of messages beyond the path and the key facts. */
 #include <stdio.h>
@@ -151,10 +154,94 @@ START_TEST(load_missing_file)
 }
 END_TEST
 
+/* what `calibrate --from-nccl-tests` writes: a sendrecv fit over 8 ranks inside a host, fitted on
+ * its last two sizes, and an all-reduce fit across 2 hosts */
+static cal_result *nccl_make(void)
+{
+    cal_result *c = cal_test_make();
+    snprintf(c->backend, sizeof c->backend, "nccl-tests");
+    snprintf(c->origin, sizeof c->origin, "a.log, b.log");
+    c->cores = 0;
+    cal_algo *a = &c->algos[0];
+    snprintf(a->name, sizeof a->name, "nccltests_sendrecv");
+    a->kind = CAL_KIND_SENDRECV;
+    a->ranks = 8;
+    a->fit_from = 65536;
+    a->fit_to = 1048576;
+    a->fit_worst = 0.01;
+    a->fit.n_samples = 6;
+    cal_algo *e = &c->algos[1]; /* the top-k fit becomes an inter-host all-reduce */
+    snprintf(e->name, sizeof e->name, "nccltests_allreduce_inter");
+    e->kind = CAL_KIND_ALLREDUCE;
+    e->k_fraction = 0;
+    e->ranks = 16;
+    e->hosts = 2;
+    e->scope = CAL_SCOPE_INTER;
+    return c;
+}
+
+START_TEST(nccl_tests_fields)
+{
+    cal_result *c = nccl_make();
+    cJSON *j = cal_result_to_json(c);
+    dt_error err;
+    dt_error_clear(&err);
+    js_ctx ctx = {.file = "n.json", .err = &err};
+    cal_result *d = NULL;
+    ck_assert_msg(cal_from_json(&ctx, j, &d) == DT_OK, "%s: %s", err.path, err.msg);
+    ck_assert_str_eq(d->origin, "a.log, b.log");
+    ck_assert_int_eq(d->cores, 0);
+    ck_assert_int_eq(d->algos[0].kind, CAL_KIND_SENDRECV);
+    ck_assert_int_eq(d->algos[0].ranks, 8);
+    ck_assert(d->algos[0].fit_from == 65536 && d->algos[0].fit_to == 1048576);
+    ck_assert_int_eq(d->algos[1].scope, CAL_SCOPE_INTER);
+    ck_assert_int_eq(d->algos[1].hosts, 2);
+    ck_assert_int_eq(cal_fit_ranks(d, &d->algos[1]), 16);
+    ck_assert_ptr_eq(cal_link_fit(d), &d->algos[0]);
+    ck_assert_ptr_eq(cal_link_fit_scope(d, CAL_SCOPE_INTER), &d->algos[1]);
+    cal_result_destroy(d);
+    cJSON_Delete(j);
+
+    cJSON *x;
+#define NJ() (x = cal_result_to_json(c))
+    NJ();
+    cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(x, "fits"), 1), "hosts", cJSON_CreateNumber(1));
+    expect_error(x, "fits[1].hosts", "2 or more hosts");
+    NJ();
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(fit0(x), "fit_range"), "to", cJSON_CreateNumber(1024));
+    expect_error(x, "fits[0].fit_range.to", "below");
+    NJ();
+    cJSON_ReplaceItemInObject(fit0(x), "samples", cJSON_CreateNumber(9));
+    expect_error(x, "fits[0].samples", "inside fit_range hold 6");
+    NJ();
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(fit0(x), "link"), "latency", cJSON_CreateNumber(1e-5));
+    expect_error(x, "fits[0].link.latency", "the number alpha = ");
+    NJ();
+    cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(x, "fits"), 1), "scope", cJSON_CreateString("rack"));
+    expect_error(x, "fits[1].scope", "");
+    NJ();
+    cJSON_ReplaceItemInObject(fit0(x), "kind", cJSON_CreateString("gather"));
+    expect_error(x, "fits[0].kind", "");
+    cal_result_destroy(c);
+
+    j = fresh();
+    cJSON_AddNumberToObject(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "fits"), 1), "ranks", 4);
+    expect_error(j, "fits[1].kind", "not top-k");
+
+    cal_kind k;
+    ck_assert_int_eq(cal_kind_parse("All-Reduce", &k), DT_OK);
+    ck_assert_int_eq(k, CAL_KIND_ALLREDUCE);
+    ck_assert_int_eq(cal_kind_parse("all_gather", &k), DT_OK);
+    ck_assert_int_eq(k, CAL_KIND_ALLGATHER);
+    ck_assert_int_eq(cal_kind_parse("scatter", &k), DT_EINPUT);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("cal_load");
     TCase *tc = tcase_create("core");
+    tcase_add_test(tc, nccl_tests_fields);
     tcase_add_test(tc, round_trip);
     tcase_add_test(tc, validation_errors);
     tcase_add_test(tc, load_missing_file);
