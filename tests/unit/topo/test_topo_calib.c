@@ -112,7 +112,7 @@ START_TEST(link_efficiency)
     for (int l = 0; l <= 5; l++) ck_assert_rel(t->links[l].bandwidth, 0.8e9, 1e-15);
     for (int l = 6; l <= 8; l++) ck_assert_rel(t->links[l].bandwidth, 0.96e9, 1e-15);
     for (int l = 0; l <= 8; l++) ck_assert_int_eq(t->links[l].latency, 1000 * SIM_NS);
-    free(t->links); free(t->out_start); free(t->out_links); free(t->gpus); free(t);
+    free_hand(t);
     double nv = 0, nw = 0;
     char why[128];
     ck_assert_int_eq(topo_link_efficiency_parse("nccl", &nv, &nw, why, sizeof why), DT_OK);
