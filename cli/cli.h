@@ -49,5 +49,6 @@ CLI_COMMAND(cmd_sweep);
 CLI_COMMAND(cmd_plan);
 CLI_COMMAND(cmd_report);
 CLI_COMMAND(cmd_goodput);
+CLI_COMMAND(cmd_validate);
 
 #endif

@@ -122,26 +122,14 @@ static int table_read(const char *path, table *t, dt_error *err)
     return DT_OK;
 }
 
-/* A JSON array of flat objects (`dtsim collective --json` over a size sweep): columns are
- * the keys in first-seen order; numbers print as %.17g, strings as they are, other values
- * leave the cell empty. */
-static int table_read_json(const char *path, table *t, dt_error *err)
+/* Rows of a JSON array of flat objects (below), nested values left empty. */
+static int table_from_array(const cJSON *j, const char *path, table *t, dt_error *err)
 {
     memset(t, 0, sizeof *t);
-    cJSON *j = NULL;
-    int rc = js_parse_file(path, &j, err);
-    if (rc) return rc;
-    if (!cJSON_IsArray(j)) {
-        cJSON_Delete(j);
-        return dt_error_set(err, DT_EINPUT, path, NULL,
-                            "expected an array of objects (one per row), e.g. from "
-                            "`dtsim collective --size 1KiB:1GiB:x2 --json`");
-    }
     size_t cap = 0;
     int i = 0;
     for (const cJSON *row = j->child; row; row = row->next, i++) {
         if (!cJSON_IsObject(row)) {
-            cJSON_Delete(j);
             table_free(t);
             memset(t, 0, sizeof *t);
             return dt_error_set(err, DT_EINPUT, path, NULL, "element [%d] is not an object", i);
@@ -167,9 +155,29 @@ static int table_read_json(const char *path, table *t, dt_error *err)
         if (t->n_rows == cap) t->rows = dt_xrealloc(t->rows, (cap = cap ? 2 * cap : 64) * sizeof *t->rows);
         t->rows[t->n_rows++] = cells;
     }
-    cJSON_Delete(j);
     if (t->n_cols == 0) return dt_error_set(err, DT_EINPUT, path, NULL, "no rows");
     return DT_OK;
+}
+
+/* A JSON array of flat objects (`dtsim collective --json` over a size sweep): columns are
+ * the keys in first-seen order; numbers print as %.17g, strings as they are, other values
+ * leave the cell empty. */
+static int table_read_json(const char *path, table *t, dt_error *err)
+{
+    memset(t, 0, sizeof *t);
+    cJSON *j = NULL;
+    int rc = js_parse_file(path, &j, err);
+    if (rc) return rc;
+    if (!cJSON_IsArray(j)) {
+        cJSON_Delete(j);
+        return dt_error_set(err, DT_EINPUT, path, NULL,
+                            "expected an array of objects (one per row), e.g. from "
+                            "`dtsim collective --size 1KiB:1GiB:x2 --json`, a trace-event file "
+                            "or `dtsim validate --json` output");
+    }
+    rc = table_from_array(j, path, t, err);
+    cJSON_Delete(j);
+    return rc;
 }
 
 static int col(const table *t, const char *name)
@@ -828,6 +836,82 @@ static int plot_trace(const cJSON *root, const char *dir, const char *scen, int 
     return close_pair(d, gp, dir, err);
 }
 
+/* parity: predicted against measured for `dtsim validate --json` rows, one panel per metric
+ * (step time in s on log axes: the cases span two decades; model TFLOP/s per GPU and bus
+ * bandwidth in GB/s on linear ones), each with the y = x line and the +-5 % and +-10 % bands.
+ * A step time below the line is optimistic, a throughput above it. */
+static int plot_parity(const table *t, const char *dir, bool *made, dt_error *err)
+{
+    int me = col(t, "measured"), pr = col(t, "predicted"), mt = col(t, "metric"), id = col(t, "id");
+    *made = false;
+    if (me < 0 || pr < 0 || mt < 0) return DT_OK;
+    static const char *const metrics[] = {"step_time", "tflops_per_gpu", "busbw"};
+    static const char *const titles[] = {"step time (s)", "model TFLOP/s per GPU",
+                                         "bus bandwidth (GB/s)"};
+    double lo[3], hi[3];
+    int cnt[3] = {0, 0, 0}, panels = 0;
+    for (int k = 0; k < 3; k++) {
+        lo[k] = INFINITY, hi[k] = 0;
+        for (size_t r = 0; r < t->n_rows; r++) {
+            double x = num(t, r, me), y = num(t, r, pr);
+            if (!row_ok(t, r) || !(x > 0) || !(y > 0) || strcmp(t->rows[r][mt], metrics[k])) continue;
+            lo[k] = fmin(lo[k], fmin(x, y));
+            hi[k] = fmax(hi[k], fmax(x, y));
+            cnt[k]++;
+        }
+        panels += cnt[k] > 0;
+    }
+    if (panels == 0) return DT_OK;
+    FILE *d = open_in(dir, "parity", "dat", err), *gp = d ? open_in(dir, "parity", "gp", err) : NULL;
+    if (!d || !gp) {
+        if (d) fclose(d);
+        return DT_EIO;
+    }
+    fprintf(d, "# measured  predicted  case; one block per metric (gnuplot index 0, 1, 2)\n");
+    for (int k = 0; k < 3; k++) {
+        if (k) fputs("\n\n", d);
+        fprintf(d, "# %s\n", titles[k]);
+        for (size_t r = 0; r < t->n_rows; r++) {
+            double x = num(t, r, me), y = num(t, r, pr);
+            if (!row_ok(t, r) || !(x > 0) || !(y > 0) || strcmp(t->rows[r][mt], metrics[k])) continue;
+            fprintf(d, "%.10g %.10g \"%s\"\n", x, y, id >= 0 ? t->rows[r][id] : "");
+        }
+        if (!cnt[k]) fprintf(d, "NaN NaN \"\"\n"); /* keeps the block for gnuplot's index */
+    }
+    fprintf(gp,
+            "# parity.gp - written by `dtsim report`; edit and run `gnuplot parity.gp` to restyle.\n"
+            "# One panel per metric: predicted against measured, y = x and the +-5 %% / +-10 %% bands.\n"
+            "do for [out = 1:2] {\n"
+            "  if (out == 1) { set terminal pngcairo size %d,520 noenhanced font 'Sans,10'; set output 'parity.png' }\n"
+            "  if (out == 2) { set terminal svg size %d,520 dynamic noenhanced font 'Sans,10'; set output 'parity.svg' }\n"
+            "  set multiplot layout 1,%d title 'dtsim validate: predicted vs measured'\n"
+            "  set grid\n  set size ratio -1\n  set key inside left top font ',8'\n",
+            470 * panels + 60, 470 * panels + 60, panels);
+    for (int k = 0; k < 3; k++) {
+        if (!cnt[k]) continue;
+        double a = lo[k], b = hi[k];
+        bool logs = k == 0;
+        if (logs) a /= 1.4, b *= 1.4;
+        else {
+            double pad = 0.12 * b;
+            a = fmax(0, a - pad), b += pad;
+        }
+        fprintf(gp,
+                "  %s\n"
+                "  set xrange [%.6g:%.6g]; set yrange [%.6g:%.6g]\n"
+                "  set title '%s'; set xlabel 'measured'; set ylabel 'predicted'\n"
+                "  plot x with lines lw 1.5 lc rgb 'black' title 'y = x', \\\n"
+                "       1.05*x with lines dt 2 lc rgb '#228833' title '+-5 %%', 0.95*x with lines dt 2 lc rgb '#228833' notitle, \\\n"
+                "       1.10*x with lines dt 3 lc rgb '#ccbb44' title '+-10 %%', 0.90*x with lines dt 3 lc rgb '#ccbb44' notitle, \\\n"
+                "       'parity.dat' index %d using 1:2 with points pt 7 ps 1.1 lc rgb '#4477aa' notitle, \\\n"
+                "       '' index %d using 1:2:3 with labels font ',7' offset 0.8,0.5 left notitle\n",
+                logs ? "set logscale xy 10" : "unset logscale", a, b, a, b, titles[k], k, k);
+    }
+    fprintf(gp, "  unset multiplot\n  unset output\n}\n");
+    *made = true;
+    return close_pair(d, gp, dir, err);
+}
+
 static int run_gnuplot(const char *dir, const char *name, dt_error *err)
 {
     const char *gnuplot = getenv("DTSIM_GNUPLOT");
@@ -873,6 +957,10 @@ static const char *describe(const char *name)
                "interval, mean of the simulated runs with its 95 % confidence band; the renewal "
                "formula where failures are exponential; Young's and Daly's intervals and the "
                "best one simulated.";
+    if (!strcmp(name, "parity"))
+        return "Predicted against measured for every case of the validation suite (log-log: each "
+               "metric on its own scale); the dashed lines are +-5 % and the dotted +-10 % from "
+               "exact. A step time below the line, or a throughput above it, is optimistic.";
     if (!strcmp(name, "timeline"))
         return "Each GPU's state over the step (from the timeline's state tracks): compute, "
                "communication not hidden by compute, waiting for peers, idle.";
@@ -977,6 +1065,25 @@ int rep_report_file(const char *input, const char *out, rep_report_summary *sum,
             const char *base = strrchr(input, '/');
             if (!rc) rc = write_index(out, sum, base ? base + 1 : input, err);
             if (!rc && made) rc = run_gnuplot(out, "timeline", err);
+            return rc;
+        }
+        if (cJSON_IsObject(root) && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "cases"))) {
+            /* `dtsim validate --json`: the parity plot of its cases */
+            rc = table_from_array(cJSON_GetObjectItemCaseSensitive(root, "cases"), input, &t, err);
+            cJSON_Delete(root);
+            if (rc) return rc;
+            sum->rows = (int)t.n_rows;
+            if (mkdir(out, 0777) != 0 && errno != EEXIST) {
+                table_free(&t);
+                return dt_error_set(err, DT_EIO, out, NULL, "cannot create directory: %s", strerror(errno));
+            }
+            bool made = false;
+            rc = plot_parity(&t, out, &made, err);
+            table_free(&t);
+            if (!rc && made) snprintf(sum->plots[sum->n_plots++], sizeof sum->plots[0], "parity");
+            const char *base = strrchr(input, '/');
+            if (!rc) rc = write_index(out, sum, base ? base + 1 : input, err);
+            if (!rc && made) rc = run_gnuplot(out, "parity", err);
             return rc;
         }
         cJSON_Delete(root);

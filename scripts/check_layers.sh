@@ -33,7 +33,7 @@ declare -A public=(
   [topo.h]=topo
   [net.h]=net [coll.h]=net
   [workload.h]=workload [replay.h]=workload [run.h]=workload [goodput.h]=workload
-  [report.h]=reports [sweep.h]=reports [plan.h]=reports
+  [report.h]=reports [sweep.h]=reports [plan.h]=reports [validate.h]=reports
 )
 
 # The room a file belongs to. Unit tests belong to the room they test; tests/unit/*.h (shared

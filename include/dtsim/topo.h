@@ -204,4 +204,22 @@ struct cal_result;
 int topo_apply_calibration(topo *t, const struct cal_result *c, char *note, size_t note_size,
                            dt_error *err);
 
+/* Collective traffic does not reach a link's line rate: NCCL's protocols spend part of it on
+ * flags and chunk headers. Achieved fraction per link class as NCCL's maintainer states it
+ * (docs/collectives.md, "Link efficiency"): NVLink about 20 % protocol overhead (H100: ~370 of
+ * 450 GB/s bus bandwidth, NVIDIA/nccl-tests#212; A800: 160 of 200 GB/s, NVIDIA/nccl#412), a
+ * network NIC 24 GB/s per 200 Gb/s (NVIDIA/nccl#412; 12.2 GB/s per 100 Gb/s, nccl-tests#29). */
+#define TOPO_NCCL_NVLINK_EFFICIENCY 0.80
+#define TOPO_NCCL_NETWORK_EFFICIENCY 0.96
+
+/* Scale link bandwidths by class: links on an intra-host GPU-to-GPU path (a GPU-GPU link, or
+ * GPU-switch-GPU inside one host: NVLink/NVSwitch, the links a calibration covers) by nvlink,
+ * every other link (NICs, the network) by network. Fractions in (0, 1]; 1 and 1 change nothing.
+ * Latencies and routes are unchanged. */
+void topo_apply_link_efficiency(topo *t, double nvlink, double network);
+/* "nccl" (the two constants above), "line" (1, 1) or "NV,NET" (two fractions in (0, 1]):
+ * DT_OK, or DT_EINPUT with the reason in why. */
+int topo_link_efficiency_parse(const char *s, double *nvlink, double *network, char *why,
+                               size_t why_size);
+
 #endif
