@@ -198,6 +198,7 @@ static uint32_t layer_cost(gen *G, bool bwd, bool first, bool last, bool whole)
             c.inlane[0].count = (int)n * per_layer;
             c.n_inlane = 1;
         }
+        c.inlane_overlap = p->fw.tp_comm_overlap;
     }
     *slot = wl_graph_cost(G->g, &c);
     return *slot;
@@ -341,6 +342,12 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
     bool dp = p->dp > 1;
     bool zero3 = p->zero >= 3 && dp;
     uint32_t pending_gather = NONE; /* ZeRO-3: the next compute op's gather, issued ahead */
+    uint32_t blocking_send = NONE;  /* pp_blocking_sends: the send the next compute waits for */
+    /* ZeRO-1/2 with overlap_param_gather: the updated parameters are gathered chunk by chunk
+     * as the next step's first forward reaches them (Megatron --overlap-param-gather). In the
+     * steady state that is this step's first microbatch: gathered before it, not after the
+     * optimizer. */
+    bool gather_ahead = dp && (p->zero == 1 || p->zero == 2) && p->fw.overlap_param_gather;
     L->last_compute = L->prev_compute = L->last_dp = NONE;
     L->n_held = 0;
     double stage_psi = 0;
@@ -354,7 +361,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
          * with ZeRO-2/3, whose gradients are partitioned): that backward is split per layer
          * so buckets fire as their layers finish. */
         bool reduce = I.bwd && dp && (p->zero >= 2 || I.mb == m - 1);
-        bool per_layer = I.bwd ? reduce : zero3;
+        bool per_layer = I.bwd ? reduce : zero3 || (gather_ahead && I.mb == 0);
         if (!I.bwd && I.mb == 0)
             /* parameter bytes held by this stage: its layers, the embedding on the first
              * chunk, the output layer on the last (one shared copy when tied and unsplit) */
@@ -391,8 +398,20 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                     L->last_dp = pending_gather;
                 }
             }
-            uint32_t deps[2] = {gather, NONE};
-            uint32_t nd = 1;
+            if (gather_ahead && !I.bwd && I.mb == 0) {
+                /* this layer's parameters (+ the embedding / output layer it holds), gathered
+                 * on the DP stream in layer order: layer k's gather overlaps layer k-1's
+                 * forward */
+                double bytes = G->layer_param_bytes * (per_layer ? 1 : G->lpc) +
+                               (f ? G->emb_grad_bytes : 0) +
+                               (l && (!first || !G->s->model.tied_embeddings) ? G->emb_grad_bytes : 0);
+                uint32_t inst = stage_coll(G, COLL_ALLGATHER, bytes);
+                gather = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_PARAM_AG, -1, layer, inst, 0, NULL, 0);
+                L->last_dp = gather;
+            }
+            uint32_t deps[3] = {gather, blocking_send, NONE};
+            uint32_t nd = 2;
+            blocking_send = NONE;
             int src_vs = I.bwd ? vs + 1 : vs - 1;
             bool needs = k == 0 && (I.bwd ? !last : !first);
             uint32_t src_lane = needs ? lane_of(G, G->dp_rank, src_vs % pp) : lane;
@@ -443,6 +462,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                                       dst_lane, bytes, d, 1);
                 uint32_t *tab = I.bwd ? G->bsend : G->fsend;
                 tab[(size_t)lane * v * m + (size_t)I.chunk * m + I.mb] = sid;
+                if (p->fw.pp_blocking_sends) blocking_send = sid;
             }
         }
     }
@@ -455,16 +475,15 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
         if (G->s->model.kind != WL_TRANSFORMER)
             psi = G->s->model.params / p->tp / pp;
         double shard = psi / (p->zero >= 1 && dp ? p->dp : 1);
-        /* bytes moved per parameter: Adam reads/writes master, m, v (24) + grad and weight
-         * (4); SGD with momentum: master, momentum (16) + grad and weight (4). */
-        double per = p->optimizer == WL_ADAM ? 28 : 20;
+        /* bytes moved per parameter (wl_optimizer_bytes, docs/workloads.md) */
+        double per = wl_optimizer_bytes(p);
         wl_cost c = {0};
         c.bytes[GPU_OP_OPTIMIZER] = shard * per;
         uint32_t cost = wl_graph_cost(G->g, &c);
-        uint32_t deps[2] = {L->last_compute, L->last_dp};
-        uint32_t opt = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_OPT, -1, -1, cost, 0, deps, 2);
+        uint32_t deps[3] = {L->last_compute, L->last_dp, blocking_send};
+        uint32_t opt = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_OPT, -1, -1, cost, 0, deps, 3);
         L->last_compute = opt;
-        if (dp && (p->zero == 1 || p->zero == 2)) {
+        if (dp && (p->zero == 1 || p->zero == 2) && !gather_ahead) {
             uint32_t inst = stage_coll(G, COLL_ALLGATHER, psi * wl_precision_bytes(p->precision));
             uint32_t d[1] = {opt};
             L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_PARAM_AG, -1, -1, inst, 0, d, 1);
