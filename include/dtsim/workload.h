@@ -92,6 +92,13 @@ typedef struct wl_plan {
     double topk_throughput;      /* elements/s of the top-k selection kernel */
     wl_axis placement[3];        /* outermost first; default dp, pp, tp (TP innermost) */
     wl_framework fw;             /* framework behaviour (generic when zero) */
+    /* Layers of each virtual stage, pp x virtual_stages entries in model order (virtual stage
+     * c*pp + i is model chunk c of pipeline stage i), summing to the model's layers:
+     * "parallel.stage_layers", or the default split wl_scenario_resolve fills in (equal when
+     * the layers divide, else the ends lighter: docs/workloads.md). Owned by the wl_scenario;
+     * copies of a plan borrow it. */
+    int *stage_layers;
+    int n_stage_layers;
 } wl_plan;
 
 typedef enum wl_jitter_kind { WL_JITTER_NONE, WL_JITTER_LOGNORMAL, WL_JITTER_NORMAL } wl_jitter_kind;
@@ -143,6 +150,13 @@ void wl_scenario_free(wl_scenario *s);
  * global_batch are derived from each other; then dp*tp*pp must equal n_gpus, layers split over
  * pp*virtual_stages, stragglers name existing GPUs. Error paths name the keys involved. */
 int wl_scenario_resolve(const js_ctx *ctx, wl_scenario *s, int n_gpus);
+
+/* Default layers per virtual stage for `layers` over n virtual stages (layers >= n): every
+ * one gets ceil(layers/n), then the surplus is taken one layer each from the ends inward - the
+ * last (logits), the first (embedding), the second-to-last, the second, ... out[0..n). */
+void wl_default_stage_layers(int layers, int n, int *out);
+/* Layers held by pipeline stage `stage` (all its model chunks). */
+int wl_stage_layer_count(const wl_plan *p, int layers, int stage);
 
 /* Bytes per element of weights/activations/gradients in the compute precision. */
 double wl_precision_bytes(wl_precision p);

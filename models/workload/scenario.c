@@ -147,7 +147,8 @@ static int parse_plan(const js_ctx *c, const cJSON *p, const char *path, wl_plan
     static const char *const keys[] = {
         "dp", "tp", "pp", "zero", "schedule", "virtual_stages", "microbatches",
         "micro_batch_size", "gradient_accumulation", "activation_checkpointing",
-        "sequence_parallel", "bucket_size", "overlap_dp", "compression", "placement", NULL};
+        "sequence_parallel", "bucket_size", "overlap_dp", "compression", "placement",
+        "stage_layers", NULL};
     TRY(js_expect_object(c, p, path));
     TRY(js_check_keys(c, p, path, keys));
     TRY(get_pos_int(c, p, path, "dp", false, &out->dp));
@@ -194,6 +195,26 @@ static int parse_plan(const js_ctx *c, const cJSON *p, const char *path, wl_plan
                            out->zero);
     }
     TRY(parse_placement(c, p, path, out));
+    const cJSON *sl = cJSON_GetObjectItemCaseSensitive(p, "stage_layers");
+    if (sl) {
+        char sp[JS_PATH_MAX], ep[JS_PATH_MAX];
+        js_path_key(sp, path, "stage_layers");
+        TRY(js_expect_array(c, sl, sp));
+        int n = cJSON_GetArraySize(sl);
+        if (n < 1 || n > 1 << 20)
+            return js_fail(c, sp, NULL, "expected 1 to 2^20 entries (one per virtual stage), found %d", n);
+        out->stage_layers = dt_xmalloc((size_t)n * sizeof *out->stage_layers);
+        out->n_stage_layers = n;
+        int i = 0;
+        for (const cJSON *e = sl->child; e; e = e->next, i++) {
+            js_path_index(ep, sp, i);
+            if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || e->valuedouble < 1 ||
+                e->valuedouble > 1 << 30)
+                return js_fail(c, ep, NULL, "expected a layer count >= 1, found %s",
+                               cJSON_IsNumber(e) ? "a non-integer or < 1" : "a non-number");
+            out->stage_layers[i] = (int)e->valuedouble;
+        }
+    }
     (void)global_batch;
     return DT_OK;
 }
@@ -454,6 +475,9 @@ void wl_scenario_free(wl_scenario *s)
     if (!s) return;
     free(s->env.stragglers);
     free(s->env.degraded);
+    free(s->plan.stage_layers);
+    s->plan.stage_layers = NULL;
+    s->plan.n_stage_layers = 0;
     s->env.stragglers = NULL;
     s->env.degraded = NULL;
     s->env.n_stragglers = s->env.n_degraded = 0;
@@ -498,10 +522,25 @@ int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
                        "must equal dp x micro_batch_size x microbatches = %g, found %g",
                        per_step * p->microbatches, s->global_batch);
     long long chunks = (long long)p->pp * p->virtual_stages;
-    if (s->model.kind != WL_PARAMS && s->model.layers % chunks)
-        return js_fail(c, "model", "layers",
-                       "must be a multiple of pp x virtual_stages = %lld, found %d", chunks,
-                       s->model.layers);
+    if (p->stage_layers) {
+        if (p->n_stage_layers != chunks)
+            return js_fail(c, "parallel", "stage_layers",
+                           "needs one entry per virtual stage: pp x virtual_stages = %lld, "
+                           "found %d", chunks, p->n_stage_layers);
+        long long sum = 0;
+        for (int i = 0; i < p->n_stage_layers; i++) sum += p->stage_layers[i];
+        if (s->model.kind != WL_PARAMS && sum != s->model.layers)
+            return js_fail(c, "parallel", "stage_layers",
+                           "must sum to the model's layers (%d), found %lld", s->model.layers, sum);
+    } else if (s->model.kind != WL_PARAMS) {
+        if (s->model.layers < chunks)
+            return js_fail(c, "model", "layers",
+                           "must be at least pp x virtual_stages = %lld (a layer per virtual "
+                           "stage), found %d", chunks, s->model.layers);
+        p->stage_layers = dt_xmalloc((size_t)chunks * sizeof *p->stage_layers);
+        p->n_stage_layers = (int)chunks;
+        wl_default_stage_layers(s->model.layers, (int)chunks, p->stage_layers);
+    }
     if (p->schedule == WL_INTERLEAVED && p->microbatches % p->pp)
         return js_fail(c, "parallel", "microbatches",
                        "the interleaved schedule needs a multiple of pp (%d), found %d", p->pp,
@@ -523,6 +562,22 @@ int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
                            s->env.stragglers[i].gpu);
         }
     return DT_OK;
+}
+
+void wl_default_stage_layers(int layers, int n, int *out)
+{
+    int each = (layers + n - 1) / n, surplus = each * n - layers; /* 0 <= surplus < n */
+    for (int i = 0; i < n; i++) out[i] = each;
+    /* ends inward: last, first, second-to-last, second, ... */
+    for (int k = 0; k < surplus; k++) out[k % 2 ? k / 2 : n - 1 - k / 2]--;
+}
+
+int wl_stage_layer_count(const wl_plan *p, int layers, int stage)
+{
+    if (p->n_stage_layers != p->pp * p->virtual_stages) return layers / p->pp;
+    int n = 0;
+    for (int c = 0; c < p->virtual_stages; c++) n += p->stage_layers[c * p->pp + stage];
+    return n;
 }
 
 int wl_gpu_of(const wl_plan *p, int dp_rank, int pp_rank, int tp_rank)

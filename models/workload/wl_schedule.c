@@ -118,16 +118,22 @@ uint32_t wl_graph_op(wl_graph *g, const wl_op *op, const uint32_t *deps, uint32_
 
 #define NONE UINT32_MAX
 
+typedef struct cost_slot { int key, n; uint32_t id; } cost_slot;
+
 typedef struct gen {
     const wl_scenario *s;
     const wl_plan *p;
     wl_graph *g;
-    int pp, v, m, dp, tp, lpc;         /* lpc: layers per model chunk */
+    int pp, v, m, dp, tp;
+    const int *vs_layers;              /* layers of each virtual stage (plan.stage_layers) */
+    int *vs_first;                     /* its first layer */
     wl_layer_cost lc;
     double layer_grad_bytes;           /* gradient bytes of one layer on one GPU */
     double layer_param_bytes;
     double emb_grad_bytes;
-    uint32_t cost_cache[2][2][2][2];   /* [bwd][first vs][last vs][whole chunk] */
+    /* layer costs by (bwd, first vs, last vs, layers in the op): few distinct ones */
+    cost_slot cost_cache[64];
+    int n_cost_cache;
     uint32_t *fsend, *bsend;           /* [lane][chunk*m + mb]: send op into the next/prev vs */
     uint32_t *patch_slot;                /* deps slot to patch, with what it needs */
     int *patch_kind, *patch_lane, *patch_idx;
@@ -146,13 +152,12 @@ static const char *const op_names[N_COUNT] = {
     "dp_reduce_scatter", "dp_allgather", "zero3_param_gather", "zero_grad_reduce_scatter",
     "topk_compress", "topk_allgather", "optimizer_step", "zero_param_allgather"};
 
-static uint32_t layer_cost(gen *G, bool bwd, bool first, bool last, bool whole)
+/* The cost of one forward or backward op over `layers` layers of a virtual stage. */
+static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int layers)
 {
-    uint32_t *slot = &G->cost_cache[bwd][first][last][whole];
-    if (*slot != NONE) return *slot;
     const wl_model *m = &G->s->model;
     const wl_plan *p = G->p;
-    double n = whole ? G->lpc : 1;
+    double n = layers;
     wl_cost c = {0};
     double mult = bwd ? 2 : 1;
     if (m->kind == WL_SYNTHETIC) {
@@ -200,8 +205,18 @@ static uint32_t layer_cost(gen *G, bool bwd, bool first, bool last, bool whole)
         }
         c.inlane_overlap = p->fw.tp_comm_overlap;
     }
-    *slot = wl_graph_cost(G->g, &c);
-    return *slot;
+    return wl_graph_cost(G->g, &c);
+}
+
+static uint32_t layer_cost(gen *G, bool bwd, bool first, bool last, int layers)
+{
+    int key = bwd * 4 + first * 2 + last;
+    for (int i = 0; i < G->n_cost_cache; i++)
+        if (G->cost_cache[i].key == key && G->cost_cache[i].n == layers) return G->cost_cache[i].id;
+    uint32_t id = layer_cost_new(G, bwd, first, last, layers);
+    if (G->n_cost_cache < (int)(sizeof G->cost_cache / sizeof G->cost_cache[0]))
+        G->cost_cache[G->n_cost_cache++] = (cost_slot){key, layers, id};
+    return id;
 }
 
 static uint32_t lane_of(const gen *G, int dp_rank, int stage) { return (uint32_t)(dp_rank * G->pp + stage); }
@@ -356,7 +371,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
         item I = items[it];
         int vs = I.chunk * pp + st;
         bool first = vs == 0, last = vs == n_vs - 1;
-        int layer0 = vs * G->lpc;
+        int layer0 = G->vs_first[vs], nl = G->vs_layers[vs];
         /* Gradients are reduced during the last microbatch's backward (every microbatch's
          * with ZeRO-2/3, whose gradients are partitioned): that backward is split per layer
          * so buckets fire as their layers finish. */
@@ -365,9 +380,9 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
         if (!I.bwd && I.mb == 0)
             /* parameter bytes held by this stage: its layers, the embedding on the first
              * chunk, the output layer on the last (one shared copy when tied and unsplit) */
-            stage_psi += G->layer_param_bytes * G->lpc + (first ? G->emb_grad_bytes : 0) +
+            stage_psi += G->layer_param_bytes * nl + (first ? G->emb_grad_bytes : 0) +
                          (last && (!first || !G->s->model.tied_embeddings) ? G->emb_grad_bytes : 0);
-        int n_ops = per_layer ? G->lpc : 1;
+        int n_ops = per_layer ? nl : 1;
         double bucket = 0;
         for (int k = 0; k < n_ops; k++) {
             /* backward runs from the chunk's last layer down */
@@ -375,7 +390,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
             int layer = per_layer ? layer0 + li : layer0;
             bool f = first && (!per_layer || li == 0);
             bool l = last && (!per_layer || li == n_ops - 1);
-            uint32_t cost = layer_cost(G, I.bwd, f, l, !per_layer);
+            uint32_t cost = layer_cost(G, I.bwd, f, l, per_layer ? 1 : nl);
             uint32_t gather = NONE;
             if (zero3) {
                 if (pending_gather != NONE) {
@@ -402,7 +417,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                 /* this layer's parameters (+ the embedding / output layer it holds), gathered
                  * on the DP stream in layer order: layer k's gather overlaps layer k-1's
                  * forward */
-                double bytes = G->layer_param_bytes * (per_layer ? 1 : G->lpc) +
+                double bytes = G->layer_param_bytes * (per_layer ? 1 : nl) +
                                (f ? G->emb_grad_bytes : 0) +
                                (l && (!first || !G->s->model.tied_embeddings) ? G->emb_grad_bytes : 0);
                 uint32_t inst = stage_coll(G, COLL_ALLGATHER, bytes);
@@ -426,7 +441,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
             L->prev_compute = L->last_compute;
             L->last_compute = id;
             if (reduce) {
-                double gb = G->layer_grad_bytes * (per_layer ? 1 : G->lpc);
+                double gb = G->layer_grad_bytes * (per_layer ? 1 : nl);
                 if (l) gb += G->emb_grad_bytes;
                 if (f && (pp > 1 || !G->s->model.tied_embeddings)) gb += G->emb_grad_bytes;
                 bucket += gb;
@@ -496,8 +511,23 @@ wl_graph *wl_graph_build(const wl_scenario *s)
     const wl_plan *p = &s->plan;
     gen G = {.s = s, .p = p, .pp = p->pp, .v = p->virtual_stages, .m = p->microbatches,
              .dp = p->dp, .tp = p->tp};
-    G.lpc = s->model.layers / (p->pp * p->virtual_stages);
-    if (G.lpc < 1) G.lpc = 1;
+    /* layers per virtual stage: the resolved plan's stage_layers (wl_scenario_resolve fills
+     * them); one layer each for a plan built without (params models, hand-made plans) */
+    int n_vs = p->pp * p->virtual_stages;
+    int *ones = NULL;
+    if (p->n_stage_layers == n_vs) {
+        G.vs_layers = p->stage_layers;
+    } else {
+        ones = dt_xmalloc((size_t)n_vs * sizeof *ones);
+        int each = s->model.layers / n_vs;
+        for (int i = 0; i < n_vs; i++) ones[i] = each < 1 ? 1 : each;
+        G.vs_layers = ones;
+    }
+    G.vs_first = dt_xmalloc((size_t)n_vs * sizeof *G.vs_first);
+    for (int i = 0, acc = 0; i < n_vs; i++) {
+        G.vs_first[i] = acc;
+        acc += G.vs_layers[i];
+    }
     int n_gpus = p->dp * p->tp * p->pp;
     int n_lanes = p->dp * p->pp;
     wl_graph *g = wl_graph_create(n_gpus, n_lanes, p->tp);
@@ -507,7 +537,6 @@ wl_graph *wl_graph_build(const wl_scenario *s)
             for (int k = 0; k < p->tp; k++)
                 g->lane_gpus[(size_t)lane_of(&G, d, st) * p->tp + k] = wl_gpu_of(p, d, st, k);
     for (int i = 0; i < N_COUNT; i++) G.names[i] = wl_graph_name(g, op_names[i]);
-    memset(G.cost_cache, 0xff, sizeof G.cost_cache);
     wl_layer_cost_get(&s->model, p, &G.lc);
     double pb = wl_precision_bytes(p->precision);
     double layer_psi = wl_layer_params(&s->model) / p->tp;
@@ -550,6 +579,8 @@ wl_graph *wl_graph_build(const wl_scenario *s)
                                   : wl_model_flops_per_step(&s->model, s->global_batch);
     g->precision = wl_gpu_precision(p->precision);
     free(items);
+    free(ones);
+    free(G.vs_first);
     free(G.fsend);
     free(G.bsend);
     for (int st = 0; st < p->pp; st++) free(G.stage_colls[st]);
