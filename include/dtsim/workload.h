@@ -58,6 +58,27 @@ typedef enum wl_precision { WL_FP32, WL_FP16, WL_BF16, WL_FP8 } wl_precision;
 typedef enum wl_optimizer { WL_ADAM, WL_SGD } wl_optimizer;
 typedef enum wl_axis { WL_AXIS_TP, WL_AXIS_PP, WL_AXIS_DP } wl_axis;
 
+/* How the training framework runs the plan (scenario "framework": a preset name or
+ * {"preset": NAME, option: value, ...}; docs/workloads.md "Framework behaviour" gives every
+ * option's default per preset and where it comes from). Zero-initialised = the "generic"
+ * preset except for overlap of the gradient reduction, which lives in wl_plan.overlap_dp. */
+typedef enum wl_framework_preset { WL_FW_GENERIC, WL_FW_MEGATRON, WL_FW_FSDP } wl_framework_preset;
+
+typedef struct wl_framework {
+    wl_framework_preset preset;
+    bool overlap_param_gather;   /* ZeRO-1/2 parameter all-gather hidden in the next forward */
+    bool tp_comm_overlap;        /* TP collectives overlap the layer's GEMMs (exposed: excess) */
+    bool pp_blocking_sends;      /* a stage's compute waits for its pipeline send to finish */
+    double optimizer_bytes;      /* bytes moved per updated parameter; 0 = by optimizer kind */
+} wl_framework;
+
+const char *wl_framework_name(wl_framework_preset p);
+/* Bytes the optimizer step moves per parameter it updates: fw.optimizer_bytes when set, else
+ * the framework's optimizer as derived in docs/workloads.md (Megatron's mixed-precision
+ * optimizer: 54 with fp16, 42 with bf16/fp8; otherwise Adam 28, SGD with momentum 20). */
+struct wl_plan;
+double wl_optimizer_bytes(const struct wl_plan *p);
+
 typedef struct wl_plan {
     int dp, tp, pp, zero, virtual_stages, microbatches, micro_batch_size;
     wl_schedule_kind schedule;
@@ -70,6 +91,14 @@ typedef struct wl_plan {
     double compression_ratio;    /* top-k fraction kept, 0 = no compression */
     double topk_throughput;      /* elements/s of the top-k selection kernel */
     wl_axis placement[3];        /* outermost first; default dp, pp, tp (TP innermost) */
+    wl_framework fw;             /* framework behaviour (generic when zero) */
+    /* Layers of each virtual stage, pp x virtual_stages entries in model order (virtual stage
+     * c*pp + i is model chunk c of pipeline stage i), summing to the model's layers:
+     * "parallel.stage_layers", or the default split wl_scenario_resolve fills in (equal when
+     * the layers divide, else the ends lighter: docs/workloads.md). Owned by the wl_scenario;
+     * copies of a plan borrow it. */
+    int *stage_layers;
+    int n_stage_layers;
 } wl_plan;
 
 typedef enum wl_jitter_kind { WL_JITTER_NONE, WL_JITTER_LOGNORMAL, WL_JITTER_NORMAL } wl_jitter_kind;
@@ -96,6 +125,9 @@ typedef struct wl_env {
     wl_degraded_link *degraded;  /* owned by the struct holding this wl_env */
     int n_degraded;
     uint64_t seed;
+    /* Fraction of line rate collectives and sends achieve per link class
+     * (topo_apply_link_efficiency): 0 is read as 1 (line rate). */
+    double link_nvlink, link_network;
 } wl_env;
 
 typedef struct wl_scenario {
@@ -118,6 +150,13 @@ void wl_scenario_free(wl_scenario *s);
  * global_batch are derived from each other; then dp*tp*pp must equal n_gpus, layers split over
  * pp*virtual_stages, stragglers name existing GPUs. Error paths name the keys involved. */
 int wl_scenario_resolve(const js_ctx *ctx, wl_scenario *s, int n_gpus);
+
+/* Default layers per virtual stage for `layers` over n virtual stages (layers >= n): every
+ * one gets ceil(layers/n), then the surplus is taken one layer each from the ends inward - the
+ * last (logits), the first (embedding), the second-to-last, the second, ... out[0..n). */
+void wl_default_stage_layers(int layers, int n, int *out);
+/* Layers held by pipeline stage `stage` (all its model chunks). */
+int wl_stage_layer_count(const wl_plan *p, int layers, int stage);
 
 /* Bytes per element of weights/activations/gradients in the compute precision. */
 double wl_precision_bytes(wl_precision p);
@@ -182,6 +221,9 @@ typedef struct wl_cost {
     /* collectives among the lane's GPUs executed serially inside the op (tensor parallel) */
     struct { coll_op op; double bytes; int count; } inlane[WL_MAX_INLANE];
     int n_inlane;
+    /* the in-lane collectives run under the op's compute (Megatron-Core --tp-comm-overlap):
+     * the op lasts max(compute, comm) instead of compute + comm */
+    bool inlane_overlap;
 } wl_cost;
 
 /* A collective instance: every op naming it (one per participating lane) must be reached

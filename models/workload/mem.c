@@ -63,11 +63,13 @@ void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out)
     *out = (mem_breakdown){0};
     out->peak = -1;
     int pp = p->pp;
-    double layers_per_stage = (double)m->layers / pp;
     double layer_psi = wl_layer_params(m) / p->tp;
     double emb = wl_embedding_params(m) / p->tp;
     double act_layer = mem_activation_per_layer(m, p);
     for (int st = 0; st < pp; st++) {
+        /* the stage's own layers (uneven stages: plan.stage_layers) */
+        double layers_per_stage = m->kind == WL_PARAMS ? (double)m->layers / pp
+                                                        : wl_stage_layer_count(p, m->layers, st);
         double psi = layers_per_stage * layer_psi;
         if (m->kind == WL_PARAMS) psi = m->params / p->tp / pp;
         if (st == 0) psi += emb;

@@ -49,6 +49,13 @@ static int apply_gpu(const js_ctx *c, const cJSON *gpu, const char *path, topo *
     return DT_OK;
 }
 
+/* framework.link_efficiency (wl_env; 0 reads as line rate) */
+static void apply_link_efficiency(const wl_env *e, topo *t)
+{
+    topo_apply_link_efficiency(t, e->link_nvlink > 0 ? e->link_nvlink : 1,
+                               e->link_network > 0 ? e->link_network : 1);
+}
+
 static int find_node(const topo *t, const char *name)
 {
     for (int i = 0; i < t->n_nodes; i++)
@@ -414,6 +421,8 @@ static int prepare(const cJSON *j, const char *file, const char *base_dir, wl_sc
     int rc = load_topology(&c, s->topology, "topology", base_dir, t);
     if (rc == DT_OK) rc = apply_gpu(&c, s->gpu, "gpu", *t);
     if (rc == DT_OK) rc = apply_degraded(&c, s->env.degraded, s->env.n_degraded, *t);
+    /* the framework's protocol efficiency first: a calibration replaces the links it measured */
+    if (rc == DT_OK) apply_link_efficiency(&s->env, *t);
     if (rc == DT_OK && s->calibration[0]) rc = apply_calibration(&c, s, base_dir, *t, note, note_size);
     if (rc == DT_OK) rc = wl_scenario_resolve(&c, s, (*t)->n_gpus);
     if (rc != DT_OK) {
@@ -485,11 +494,13 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
         if (p->schedule == WL_INTERLEAVED) snprintf(v, sizeof v, " v %d", p->virtual_stages);
         snprintf(out->summary, sizeof out->summary,
                  "%s (%s params), tp %d x pp %d x dp %d, %s%s, %d microbatch%s of %d, %s, "
-                 "ZeRO-%d%s",
+                 "ZeRO-%d%s%s%s",
                  s.model.name, np, p->tp, p->pp, p->dp,
                  p->pp > 1 ? wl_schedule_name(p->schedule) : "no pipeline", v, p->microbatches,
                  p->microbatches == 1 ? "" : "es", p->micro_batch_size, prec[p->precision], p->zero,
-                 s.env.network == NET_ANALYTIC ? ", analytic network" : "");
+                 s.env.network == NET_ANALYTIC ? ", analytic network" : "",
+                 p->fw.preset != WL_FW_GENERIC ? ", framework " : "",
+                 p->fw.preset != WL_FW_GENERIC ? wl_framework_name(p->fw.preset) : "");
     }
     int rc = DT_OK;
     if (s.model.kind == WL_PARAMS) {
@@ -599,6 +610,7 @@ int run_trace_file(const char *trace_file, const char *topology_file, const run_
         js_ctx c = {trace_file, err};
         rc = apply_gpu(&c, tr.gpu, "environment.gpu", t);
         if (rc == DT_OK) rc = apply_degraded(&c, tr.env.degraded, tr.env.n_degraded, t);
+        if (rc == DT_OK) apply_link_efficiency(&tr.env, t);
         if (rc == DT_OK && t->n_gpus < g->n_gpus)
             rc = dt_error_set(err, DT_EINPUT, topology_file, NULL,
                               "the trace uses %d GPUs but the topology has %d", g->n_gpus,
