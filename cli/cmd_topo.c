@@ -10,6 +10,7 @@
  * shown as the option it came from (radix -> --radix).
  */
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,27 @@ static void print_summary_json(const topo *t, const topo_info *in, const char *f
         cJSON_AddStringToObject(o, "bisection_method",
                                 in->bisection_exact ? "closed form" : "max-flow between GPU halves");
     }
+    if (in->n_tiers > 0) {
+        cJSON *ts = cJSON_AddArrayToObject(o, "tiers");
+        for (int k = 0; k < in->n_tiers; k++) {
+            const topo_tier *T = &in->tiers[k];
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddNumberToObject(x, "level", T->level);
+            cJSON_AddStringToObject(x, "from", T->from);
+            cJSON_AddStringToObject(x, "to", T->to);
+            cJSON_AddNumberToObject(x, "links", T->n_links);
+            cJSON_AddNumberToObject(x, "up_bandwidth", T->up_bw);
+            cJSON_AddNumberToObject(x, "bisection_bandwidth", T->bisection);
+            if (k > 0) {
+                cJSON_AddNumberToObject(x, "oversubscription", T->oversubscription);
+                cJSON_AddNumberToObject(x, "worst_oversubscription", T->worst);
+            }
+            cJSON_AddItemToArray(ts, x);
+        }
+        cJSON_AddNumberToObject(o, "tier_bisection_bandwidth", in->tier_bisection);
+    }
+    if (in->asked_oversubscription > 0)
+        cJSON_AddNumberToObject(o, "asked_oversubscription", in->asked_oversubscription);
     if (t->n_gpus) cJSON_AddStringToObject(o, "gpu", t->gpus[0].name);
     char *s = cJSON_Print(o);
     printf("%s\n", s);
@@ -125,6 +147,28 @@ static void print_info_text(const topo *t, const topo_info *in, const char *file
         printf("%-14s %s per direction (%s)\n", "bisection",
                unit_fmt_bandwidth(in->bisection_bw, b1, sizeof b1),
                in->bisection_exact ? "closed form" : "max-flow between GPU halves");
+    }
+    if (in->n_tiers > 0) {
+        printf("tiers          links up from each level (oversubscription: bandwidth in from below"
+               " / up)\n");
+        for (int k = 0; k < in->n_tiers; k++) {
+            const topo_tier *T = &in->tiers[k];
+            char b2[64], nm[64];
+            snprintf(nm, sizeof nm, "%s -> %s", T->from, T->to);
+            printf("  %-16s %6d links %12s up, bisection %12s", nm, T->n_links,
+                   unit_fmt_bandwidth(T->up_bw, b1, sizeof b1),
+                   unit_fmt_bandwidth(T->bisection, b2, sizeof b2));
+            if (k > 0) printf(", oversubscription %.3g:1", T->oversubscription);
+            if (k > 0 && fabs(T->worst - T->oversubscription) > 1e-3 * T->oversubscription)
+                printf(" (%.3g:1 at the worst %s)", T->worst, T->from);
+            if (k > 0 && in->asked_oversubscription > 0 && !strcmp(T->from, "leaf")) {
+                printf(" (asked %g:1; radix %d: %d ports down, %d up per leaf)",
+                       in->asked_oversubscription, in->radix, in->leaf_down, in->leaf_up);
+            }
+            printf("\n");
+        }
+        printf("%-14s %s per direction: the least tier bisection (halves split along a tier)\n",
+               "tier bound", unit_fmt_bandwidth(in->tier_bisection, b1, sizeof b1));
     }
 }
 
