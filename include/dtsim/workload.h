@@ -37,6 +37,11 @@
 
 typedef enum wl_model_kind { WL_TRANSFORMER, WL_SYNTHETIC, WL_PARAMS } wl_model_kind;
 typedef enum wl_mlp_kind { WL_MLP_GELU, WL_MLP_SWIGLU } wl_mlp_kind;
+/* How the attention core runs (docs/workloads.md, "Attention"): unfused (Megatron before
+ * FlashAttention: the score matrix materialised, softmax and dropout kernels over it) or a
+ * fused flash kernel (no score matrix in memory, recomputed inside its backward). 0 = unfused
+ * so that struct literals keep Korthikanti's closed forms; scenarios default to flash. */
+typedef enum wl_attention { WL_ATTN_UNFUSED, WL_ATTN_FLASH } wl_attention;
 
 typedef struct wl_model {
     wl_model_kind kind;
@@ -46,6 +51,10 @@ typedef struct wl_model {
     double hidden, heads, seq_len, vocab, ffn, kv_heads, experts, top_k;
     wl_mlp_kind mlp;
     bool tied_embeddings;     /* output layer shares the input embedding (GPT) */
+    wl_attention attention;
+    /* (negated so that zero is the GPT default: causal mask, dropout on the probabilities) */
+    bool non_causal;          /* no causal mask: flash computes every score block */
+    bool no_attention_dropout; /* unfused: no dropout kernel, mask or output over the scores */
     /* synthetic: per layer and microbatch; params is the whole model (all kinds) */
     sim_time_t t_fwd, t_bwd;
     double act_bytes_per_layer;
@@ -205,7 +214,9 @@ int wl_gpu_of(const wl_plan *p, int dp_rank, int pp_rank, int tp_rank);
 /* Work of one transformer layer for one microbatch, per GPU (already divided by tp). */
 typedef struct wl_layer_cost {
     double fwd_matmul_flops, fwd_attn_flops; /* forward */
+    double bwd_attn_flops;                   /* backward of the attention core */
     double fwd_elem_bytes;                   /* memory-bound traffic of norms/activations */
+    double fwd_score_bytes, bwd_score_bytes; /* unfused: traffic over the score matrix */
     double tp_bytes;                         /* bytes of each TP collective (activation size) */
 } wl_layer_cost;
 

@@ -36,7 +36,12 @@ double mem_activation_per_layer(const wl_model *m, const wl_plan *p)
     double mlp = (m->mlp == WL_MLP_SWIGLU ? 3 * s * b * h + 6 * s * b * f
                                           : 3 * s * b * h + 4 * s * b * f) * m->top_k;
     double linear = 11 * s * b * h + mlp + 4 * s * b * h; /* attention, MLP, two norms */
-    double scores = p->checkpointing == WL_CKPT_SELECTIVE ? 0 : 5 * a * s * s * b;
+    /* the score matrix kept for the backward: softmax output (2 B), dropout mask (1 B) and
+     * output (2 B) per element, 5as^2b; without dropout the softmax output alone, 2as^2b; a
+     * flash kernel keeps none (only per-row statistics, O(as b)), nor does selective recompute */
+    double scores = p->checkpointing == WL_CKPT_SELECTIVE || m->attention == WL_ATTN_FLASH
+                        ? 0
+                        : (m->no_attention_dropout ? 2 : 5) * a * s * s * b;
     double replicated = (t > 1 && !p->sequence_parallel) ? 10 * s * b * h : 0;
     return scale * (replicated + (linear - replicated) / t + scores / t);
 }

@@ -24,6 +24,7 @@ static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved", NUL
 static const char *const ckpt_names[] = {"none", "full", "selective", NULL};
 static const char *const kind_names[] = {"transformer", "synthetic", "params", NULL};
 static const char *const mlp_names[] = {"gelu", "swiglu", NULL};
+static const char *const attention_names[] = {"unfused", "flash", NULL};
 static const char *const network_names[] = {"flow", "analytic", NULL};
 static const char *const jitter_names[] = {"none", "lognormal", "normal", NULL};
 
@@ -43,7 +44,7 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
     static const char *const keys[] = {
         "kind", "name", "layers", "hidden", "heads", "seq_len", "vocab", "ffn", "kv_heads",
         "experts", "top_k", "mlp", "tied_embeddings", "forward_time", "backward_time", "params",
-        "activation_bytes", "flops_per_layer", NULL};
+        "activation_bytes", "flops_per_layer", "attention", "causal", "attention_dropout", NULL};
     TRY(js_expect_object(c, m, path));
     TRY(js_check_keys(c, m, path, keys));
     int kind = WL_TRANSFORMER;
@@ -55,7 +56,8 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
     /* Keys that belong to another kind are errors rather than silently ignored. */
     static const char *const tf_only[] = {"hidden", "heads", "seq_len", "vocab", "ffn",
                                           "kv_heads", "experts", "top_k", "mlp",
-                                          "tied_embeddings", NULL};
+                                          "tied_embeddings", "attention", "causal",
+                                          "attention_dropout", NULL};
     static const char *const syn_only[] = {"forward_time", "backward_time", "activation_bytes",
                                            "flops_per_layer", NULL};
     const char *const *foreign[3][2] = {{syn_only, NULL}, {tf_only, NULL}, {tf_only, syn_only}};
@@ -86,6 +88,14 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
         TRY(js_get_enum(c, m, path, "mlp", false, mlp_names, &mlp));
         out->mlp = (wl_mlp_kind)mlp;
         TRY(js_get_bool(c, m, path, "tied_embeddings", false, &out->tied_embeddings));
+        int attn = WL_ATTN_FLASH;
+        TRY(js_get_enum(c, m, path, "attention", false, attention_names, &attn));
+        out->attention = (wl_attention)attn;
+        bool causal = true, dropout = true;
+        TRY(js_get_bool(c, m, path, "causal", false, &causal));
+        TRY(js_get_bool(c, m, path, "attention_dropout", false, &dropout));
+        out->non_causal = !causal;
+        out->no_attention_dropout = !dropout;
         if (floor(out->hidden / out->heads) * out->heads != out->hidden)
             return js_fail(c, path, "heads", "must divide hidden (%g), found %g", out->hidden,
                            out->heads);

@@ -204,16 +204,21 @@ static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int laye
             c.fixed = sim_time_add(c.fixed, m->t_fwd > 0 && k > SIM_TIME_MAX / m->t_fwd
                                                 ? SIM_TIME_MAX : k * m->t_fwd);
     } else {
-        c.flops[GPU_OP_MATMUL] = n * mult * G->lc.fwd_matmul_flops;
-        c.flops[GPU_OP_ATTENTION] = n * mult * G->lc.fwd_attn_flops;
-        c.bytes[GPU_OP_ELEMENTWISE] = n * mult * G->lc.fwd_elem_bytes;
-        if (bwd && p->checkpointing == WL_CKPT_FULL) {
-            c.flops[GPU_OP_MATMUL] += n * G->lc.fwd_matmul_flops;
-            c.flops[GPU_OP_ATTENTION] += n * G->lc.fwd_attn_flops;
-            c.bytes[GPU_OP_ELEMENTWISE] += n * G->lc.fwd_elem_bytes;
+        const wl_layer_cost *lc = &G->lc;
+        c.flops[GPU_OP_MATMUL] = n * mult * lc->fwd_matmul_flops;
+        c.flops[GPU_OP_ATTENTION] = n * (bwd ? lc->bwd_attn_flops : lc->fwd_attn_flops);
+        c.bytes[GPU_OP_ELEMENTWISE] = n * (mult * lc->fwd_elem_bytes +
+                                           (bwd ? lc->bwd_score_bytes : lc->fwd_score_bytes));
+        /* recomputation re-runs the forward (full: whole layers; selective: the attention
+         * core, Korthikanti et al. 2022) before the backward */
+        if (bwd && p->checkpointing != WL_CKPT_NONE) {
+            c.flops[GPU_OP_ATTENTION] += n * lc->fwd_attn_flops;
+            c.bytes[GPU_OP_ELEMENTWISE] += n * lc->fwd_score_bytes;
         }
-        if (bwd && p->checkpointing == WL_CKPT_SELECTIVE)
-            c.flops[GPU_OP_ATTENTION] += n * G->lc.fwd_attn_flops;
+        if (bwd && p->checkpointing == WL_CKPT_FULL) {
+            c.flops[GPU_OP_MATMUL] += n * lc->fwd_matmul_flops;
+            c.bytes[GPU_OP_ELEMENTWISE] += n * lc->fwd_elem_bytes;
+        }
         double b = p->micro_batch_size, sq = m->seq_len, h = m->hidden;
         double pb = wl_precision_bytes(p->precision);
         if (first) c.bytes[GPU_OP_ELEMENTWISE] += mult * 2 * b * sq * h * pb; /* embedding */
