@@ -64,7 +64,8 @@ typedef struct wl_model {
 
 typedef enum wl_schedule_kind { WL_GPIPE, WL_1F1B, WL_INTERLEAVED } wl_schedule_kind;
 typedef enum wl_ckpt { WL_CKPT_NONE, WL_CKPT_FULL, WL_CKPT_SELECTIVE } wl_ckpt;
-typedef enum wl_precision { WL_FP32, WL_FP16, WL_BF16, WL_FP8 } wl_precision;
+/* tf32: fp32 storage, GEMMs on the tensor cores' TF32 rate (Ampere and later) */
+typedef enum wl_precision { WL_FP32, WL_FP16, WL_BF16, WL_FP8, WL_TF32 } wl_precision;
 typedef enum wl_optimizer { WL_ADAM, WL_SGD } wl_optimizer;
 typedef enum wl_axis { WL_AXIS_TP, WL_AXIS_PP, WL_AXIS_DP } wl_axis;
 

@@ -11,7 +11,7 @@ void mem_model_states(double psi, int dp, int zero, wl_precision prec, wl_optimi
                       double *params, double *grads, double *optimizer)
 {
     double kp, kg, ko;
-    if (prec == WL_FP32) {
+    if (wl_precision_bytes(prec) == 4) { /* fp32, tf32: no separate master copy */
         kp = 4, kg = 4;
         ko = opt == WL_ADAM ? 8 : 4;    /* Adam m, v / SGD momentum, fp32 */
     } else {
@@ -30,7 +30,7 @@ double mem_activation_per_layer(const wl_model *m, const wl_plan *p)
     if (m->kind != WL_TRANSFORMER) return 0;
     double s = m->seq_len, b = p->micro_batch_size, h = m->hidden, f = m->ffn, a = m->heads;
     double t = p->tp;
-    double scale = p->precision == WL_FP32 ? 2.0 : 1.0; /* formulas count 16-bit activations */
+    double scale = wl_precision_bytes(p->precision) / 2; /* formulas count 16-bit activations */
     if (p->checkpointing == WL_CKPT_FULL)
         return scale * 2 * s * b * h / (p->sequence_parallel ? t : 1);
     double mlp = (m->mlp == WL_MLP_SWIGLU ? 3 * s * b * h + 6 * s * b * f

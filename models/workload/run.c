@@ -695,7 +695,7 @@ static int write_trace_file(const char *path, const wl_graph *g, const trace_env
 /* The plan summary line people read above the results. */
 static void fill_summary(const wl_scenario *s, run_result *out)
 {
-    static const char *const prec[] = {"fp32", "fp16", "bf16", "fp8"};
+    static const char *const prec[] = {"fp32", "fp16", "bf16", "fp8", "tf32"};
     const wl_plan *p = &s->plan;
     char v[32] = "", np[32], dp[64] = "";
     double P = wl_total_params(&s->model);

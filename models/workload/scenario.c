@@ -18,7 +18,7 @@
         if (rc_ != DT_OK) return rc_;                                                       \
     } while (0)
 
-static const char *const precision_names[] = {"fp32", "fp16", "bf16", "fp8", NULL};
+static const char *const precision_names[] = {"fp32", "fp16", "bf16", "fp8", "tf32", NULL};
 static const char *const optimizer_names[] = {"adam", "sgd", NULL};
 static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved", NULL};
 static const char *const ckpt_names[] = {"none", "full", "selective", NULL};
@@ -253,7 +253,7 @@ const char *wl_framework_name(wl_framework_preset p)
 double wl_optimizer_bytes(const wl_plan *p)
 {
     if (p->fw.optimizer_bytes > 0) return p->fw.optimizer_bytes;
-    if (p->fw.preset == WL_FW_MEGATRON && p->optimizer == WL_ADAM && p->precision != WL_FP32)
+    if (p->fw.preset == WL_FW_MEGATRON && p->optimizer == WL_ADAM && wl_precision_bytes(p->precision) < 4)
         return p->precision == WL_FP16 ? 54 : 42;
     /* Adam reads/writes master, m, v (24) + grad and weight (4); SGD with momentum: master,
      * momentum (16) + grad and weight (4) */

@@ -79,8 +79,11 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
         out->bwd_score_bytes = scores * (dr ? 9 * e + 1 : 7 * e);
     }
     /* Norms, activation function, dropout, residual adds: each stored activation element is
-     * written once and read once (the 34·s·b·h bytes term of Korthikanti et al.). */
-    out->fwd_elem_bytes = 2 * 34 * s * b * h / t * wl_precision_bytes(p->precision) / 2;
+     * written once and read once (the 34·s·b·h bytes term of Korthikanti et al.). Without
+     * sequence parallelism 10·s·b·h of them (the two layernorms and dropouts outside the TP
+     * regions) run whole on every TP rank; with it, every term is split over t. */
+    double elems = t > 1 && !p->sequence_parallel ? 10 + 24 / t : 34 / t;
+    out->fwd_elem_bytes = 2 * elems * s * b * h * wl_precision_bytes(p->precision) / 2;
     out->tp_bytes = b * s * h * wl_precision_bytes(p->precision);
 }
 
