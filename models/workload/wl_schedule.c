@@ -166,6 +166,7 @@ typedef struct gen {
     double layer_grad_bytes;           /* gradient bytes of one layer on one GPU */
     double layer_param_bytes;
     double emb_grad_bytes;
+    uint32_t *emb_inst;                /* [dp rank]: the tied-embedding all-reduce instance */
     /* layer costs by (bwd, first vs, last vs, layers in the op): few distinct ones */
     cost_slot cost_cache[64];
     int n_cost_cache;
@@ -181,11 +182,12 @@ typedef struct gen {
 } gen;
 
 enum { N_FWD, N_BWD, N_SEND_ACT, N_SEND_GRAD, N_DP_AR, N_DP_RS, N_DP_AG, N_ZERO_GATHER,
-       N_ZERO_RS, N_TOPK, N_TOPK_AG, N_OPT, N_PARAM_AG, N_COUNT };
+       N_ZERO_RS, N_TOPK, N_TOPK_AG, N_OPT, N_PARAM_AG, N_EMB_AR, N_COUNT };
 static const char *const op_names[N_COUNT] = {
     "forward", "backward", "send_activation", "send_gradient", "dp_allreduce",
     "dp_reduce_scatter", "dp_allgather", "zero3_param_gather", "zero_grad_reduce_scatter",
-    "topk_compress", "topk_allgather", "optimizer_step", "zero_param_allgather"};
+    "topk_compress", "topk_allgather", "optimizer_step", "zero_param_allgather",
+    "embedding_allreduce"};
 
 /* The cost of one forward or backward op over `layers` layers of a virtual stage. */
 static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int layers)
@@ -222,7 +224,15 @@ static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int laye
         double b = p->micro_batch_size, sq = m->seq_len, h = m->hidden;
         double pb = wl_precision_bytes(p->precision);
         if (first) c.bytes[GPU_OP_ELEMENTWISE] += mult * 2 * b * sq * h * pb; /* embedding */
-        if (last) c.flops[GPU_OP_MATMUL] += mult * 2 * b * sq * h * m->vocab / p->tp; /* logits */
+        if (last) {
+            double logits = b * sq * m->vocab / p->tp; /* elements on this TP rank */
+            c.flops[GPU_OP_MATMUL] += mult * 2 * logits * h;
+            /* the cross-entropy over the logits, in fp32 (Megatron casts them, autocast does
+             * the same): forward cast (read e, write 4), max (read 4), subtract (4 + 4), exp
+             * (4 + 4), sum (4), softmax kept for the backward (4 + 4) = e + 32 bytes; backward
+             * scale by the loss gradient (4 + 4) and cast back (read 4, write e) = 12 + e */
+            c.bytes[GPU_OP_ELEMENTWISE] += logits * (bwd ? 12 + pb : 32 + pb);
+        }
     }
     if (p->tp > 1) {
         /* Megatron TP: 2 all-reduces per layer forward (attention, MLP) and 2 in backward;
@@ -524,6 +534,17 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
     /* Without overlap, every bucket waits for the end of the backward pass. */
     for (size_t i = 0; i < L->n_held; i++)
         grad_collective(G, L, L->held[i], L->last_compute, m - 1, -1);
+    /* Tied input and output embeddings on different stages hold two copies of one matrix:
+     * the first and the last stage all-reduce its gradient after the data-parallel reduction
+     * (Megatron's _allreduce_word_embedding_grads; DeepSpeed's tied layers likewise). One
+     * instance per DP replica, joined by the k-th GPU of both stages' lanes. */
+    if (G->emb_inst && (st == 0 || st == pp - 1)) {
+        uint32_t *slot = &G->emb_inst[G->dp_rank];
+        if (*slot == NONE)
+            *slot = wl_graph_coll_kind(G->g, COLL_ALLREDUCE, G->emb_grad_bytes, WL_COMM_PP);
+        uint32_t d[2] = {L->last_compute, L->last_dp};
+        L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_EMB_AR, -1, -1, *slot, 0, d, 2);
+    }
     /* Optimizer step on this GPU's shard, then ZeRO-1/2 gather the updated parameters. */
     if (stage_psi > 0 || G->s->model.params > 0) {
         double psi = stage_psi / wl_precision_bytes(p->precision);
@@ -586,6 +607,10 @@ wl_graph *wl_graph_build(const wl_scenario *s)
     G.emb_grad_bytes = wl_embedding_params(&s->model) / p->tp * pb;
 
     size_t slots = (size_t)n_lanes * G.v * G.m;
+    if (p->pp > 1 && s->model.kind == WL_TRANSFORMER && s->model.tied_embeddings) {
+        G.emb_inst = dt_xmalloc((size_t)p->dp * sizeof *G.emb_inst);
+        memset(G.emb_inst, 0xff, (size_t)p->dp * sizeof *G.emb_inst);
+    }
     G.fsend = dt_xmalloc(slots * sizeof *G.fsend);
     G.bsend = dt_xmalloc(slots * sizeof *G.bsend);
     memset(G.fsend, 0xff, slots * sizeof *G.fsend);
@@ -622,6 +647,7 @@ wl_graph *wl_graph_build(const wl_scenario *s)
     free(items);
     free(ones);
     free(G.vs_first);
+    free(G.emb_inst);
     free(G.fsend);
     free(G.bsend);
     for (int st = 0; st < p->pp; st++) free(G.stage_colls[st]);

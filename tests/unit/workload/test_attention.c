@@ -95,12 +95,13 @@ START_TEST(scenario_defaults_and_recompute)
         const wl_op *o = &g->ops[i];
         if (o->kind != WL_OP_COMPUTE || strcmp(g->names[o->name], "backward")) continue;
         const wl_cost *cost = &g->costs[o->arg];
-        /* 2 layers: backward core (2x) + the recomputed forward core (1x); the embedding's
-         * backward on the one stage adds 2 x 2bshe bytes */
+        /* 2 layers: backward core (2x) + the recomputed forward core (1x); the one stage
+         * also runs the embedding's backward (2 x 2bshe bytes) and the cross-entropy's
+         * (12 + e bytes per fp32 logit, b s V of them) */
         ck_assert_rel(cost->flops[GPU_OP_ATTENTION], 2 * (lc.bwd_attn_flops + lc.fwd_attn_flops), 1e-15);
         ck_assert_rel(cost->bytes[GPU_OP_ELEMENTWISE],
                       2 * (2 * lc.fwd_elem_bytes + lc.bwd_score_bytes + lc.fwd_score_bytes) +
-                          2 * 2 * 512 * 1024 * 2.0, 1e-15);
+                          2 * 2 * 512 * 1024 * 2.0 + 512 * 32000 * 14.0, 1e-15);
         seen++;
     }
     ck_assert_int_eq(seen, 1);
