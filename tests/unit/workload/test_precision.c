@@ -32,6 +32,7 @@ static sim_time_t one_op(gpu_precision prec, double mm, double attn)
     replay_config cfg = {.n_gpus = 1, .gpus = &h100};
     replay_result r;
     ck_assert_int_eq(replay_run(g, &cfg, &r, &e), DT_OK);
+    replay_result_free(&r);
     wl_graph_destroy(g);
     return r.step_time;
 }

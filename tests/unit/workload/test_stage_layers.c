@@ -121,6 +121,7 @@ START_TEST(uneven_step_closed_form)
     dt_error e;
     dt_error_clear(&e);
     ck_assert_int_eq(replay_run(g, &cfg, &r, &e), DT_OK);
+    replay_result_free(&r);
     ck_assert_int_eq(r.step_time, 21 * SIM_MS);
     /* the second stage's forwards start at layer 1 */
     for (uint32_t i = 0; i < g->n_ops; i++)

@@ -65,6 +65,7 @@ static replay_result run(const wl_graph *g, const uni *u)
     dt_error_clear(&e);
     ck_assert_int_eq(replay_run(g, &cfg, &r, &e), DT_OK);
     ck_assert_int_eq(r.compute + r.comm_exposed + r.bubble + r.straggler_wait, r.step_time);
+    replay_result_free(&r); /* the per-lane arrays; the figures stay */
     return r;
 }
 
