@@ -150,6 +150,19 @@ static void print_json(const run_result *r, const run_steps_result *steps)
     cJSON_AddBoolToObject(j, "fits", r->fits);
     cJSON_AddNumberToObject(j, "gpus", r->n_gpus);
     cJSON_AddNumberToObject(j, "cost_per_step_usd", r->cost_per_step_usd);
+    cJSON_AddNumberToObject(j, "cost_per_hour_usd", r->cost_per_hour_total);
+    cJSON_AddNumberToObject(j, "peak_flops_total", r->peak_flops_total);
+    cJSON *gt = cJSON_AddArrayToObject(j, "gpu_types");
+    for (int k = 0; k < r->n_gpu_types; k++) {
+        const struct run_gpu_type *ty = &r->gpu_types[k];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", ty->name);
+        cJSON_AddNumberToObject(o, "count", ty->count);
+        cJSON_AddNumberToObject(o, "peak_flops", ty->peak_flops);
+        cJSON_AddNumberToObject(o, "cost_per_hour_usd", ty->cost_per_hour);
+        cJSON_AddNumberToObject(o, "hbm_bytes", ty->hbm_bytes);
+        cJSON_AddItemToArray(gt, o);
+    }
     cJSON *bs = cJSON_AddObjectToObject(j, "bytes_sent_per_gpu");
     cJSON_AddNumberToObject(bs, "total", r->bytes_sent_per_gpu_total);
     for (int k = 0; k < WL_COMM_KIND_COUNT; k++)
@@ -334,7 +347,21 @@ static void print_human(const char *what, const run_result *r, const run_steps_r
         printf("  %-16s %12s tokens/s\n", "tokens", fmt_si(r->throughput.tokens_per_s, buf, 32));
     if (r->throughput.tflops_per_gpu > 0) {
         printf("  %-16s %12.1f TFLOP/s\n", "per GPU", r->throughput.tflops_per_gpu);
-        printf("  %-16s %11.1f %%\n", "MFU", 100 * r->throughput.mfu);
+        printf("  %-16s %11.1f %%%s\n", "MFU", 100 * r->throughput.mfu,
+               r->n_gpu_types > 1 ? "  (model FLOP/s over the summed peaks of every GPU)" : "");
+    }
+    if (r->n_gpu_types > 1) {
+        /* a mixed cluster: each type's own figures, and what the even share of work one GPU
+         * does is of its own peak */
+        printf("\nGPUs by type       count   peak/GPU      USD/h/GPU   its MFU\n");
+        for (int k = 0; k < r->n_gpu_types; k++) {
+            const struct run_gpu_type *ty = &r->gpu_types[k];
+            printf("  %-16s %5d %8.1f TFLOP/s %10.2f %8.1f %%\n", ty->name, ty->count,
+                   ty->peak_flops / 1e12, ty->cost_per_hour,
+                   ty->peak_flops > 0 ? 100 * r->throughput.tflops_per_gpu * 1e12 / ty->peak_flops : 0.0);
+        }
+        printf("  %-16s %5d %8.1f TFLOP/s %10.2f\n", "all", r->n_gpus, r->peak_flops_total / 1e12,
+               r->cost_per_hour_total);
     }
     printf("\nmemory per GPU (most loaded)\n");
     row_size("parameters", r->memory.params);

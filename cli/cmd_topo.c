@@ -123,6 +123,20 @@ static void print_summary_json(const topo *t, const topo_info *in, const char *f
     if (in->asked_oversubscription > 0)
         cJSON_AddNumberToObject(o, "asked_oversubscription", in->asked_oversubscription);
     if (t->n_gpus) cJSON_AddStringToObject(o, "gpu", t->gpus[0].name);
+    cJSON *ty = cJSON_AddArrayToObject(o, "gpu_types");
+    for (int k = 0; k < in->n_gpu_types; k++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", in->gpu_types[k].name);
+        cJSON_AddNumberToObject(e, "count", in->gpu_types[k].count);
+        cJSON_AddNumberToObject(e, "peak_bf16_flops", in->gpu_types[k].peak_bf16);
+        cJSON_AddNumberToObject(e, "hbm_bytes", in->gpu_types[k].hbm_bytes);
+        cJSON_AddNumberToObject(e, "cost_per_hour_usd", in->gpu_types[k].cost_per_hour);
+        cJSON_AddItemToArray(ty, e);
+    }
+    cJSON *sum = cJSON_AddObjectToObject(o, "gpu_totals");
+    cJSON_AddNumberToObject(sum, "peak_bf16_flops", in->sum_peak_bf16);
+    cJSON_AddNumberToObject(sum, "hbm_bytes", in->sum_hbm_bytes);
+    cJSON_AddNumberToObject(sum, "cost_per_hour_usd", in->sum_cost_per_hour);
     char *s = cJSON_Print(o);
     printf("%s\n", s);
     cJSON_free(s);
@@ -136,8 +150,17 @@ static void print_info_text(const topo *t, const topo_info *in, const char *file
     if (file) printf("%-14s %s\n", "file", file);
     printf("%-14s %s\n", "family", topo_family_name(t->gen.family));
     printf("%-14s %d", "GPUs", in->n_gpus);
-    if (t->n_gpus) printf(" (%s%s)", t->gpus[0].name, t->n_hosts ? "" : "");
+    /* every type with its count: a mixed cluster is not its first GPU */
+    for (int k = 0; k < in->n_gpu_types; k++)
+        printf("%s%d x %s", k ? ", " : " (", in->gpu_types[k].count, in->gpu_types[k].name);
+    if (in->n_gpu_types) printf(")");
     printf("\n");
+    if (in->n_gpus) {
+        char b2[64];
+        printf("%-14s %.1f PFLOP/s bf16 peak, %s memory, %.2f USD/hour (sums over every GPU)\n",
+               "GPU totals", in->sum_peak_bf16 / 1e15, unit_fmt_size(in->sum_hbm_bytes, b2, sizeof b2),
+               in->sum_cost_per_hour);
+    }
     printf("%-14s %d\n", "switches", in->n_switches);
     printf("%-14s %d\n", "NICs", in->n_nics);
     printf("%-14s %d\n", "hosts", in->n_hosts);

@@ -107,6 +107,8 @@ struct run_memory {
     double capacity;                                     /* GPU memory, bytes */
 };
 
+#define RUN_GPU_TYPES 8
+
 typedef struct run_result {
     double step_time_s;
     struct {
@@ -127,7 +129,22 @@ typedef struct run_result {
     struct run_memory memory;
     bool fits;
     int n_gpus;
-    double cost_per_step_usd;   /* step time x GPUs x $/GPU-hour, 0 if price unknown */
+    double cost_per_step_usd;   /* step time x the sum of every used GPU's $/GPU-hour (0 when
+                                   no price is known): a mixed cluster pays each GPU its own */
+    /* The GPUs the step ran on, by type (GPU name), in order of first appearance in GPU index
+     * order; throughput.mfu is the model FLOP rate over the sum of their peaks at the run's
+     * precision (a precision a GPU lacks: its next wider one, as the compute model runs it).
+     * More than RUN_GPU_TYPES names: the rest count in the totals only. */
+    int n_gpu_types;
+    struct run_gpu_type {
+        char name[GPU_NAME_MAX];
+        int count;
+        double peak_flops;      /* one GPU's, FLOP/s at the run's precision */
+        double cost_per_hour;   /* one GPU's, USD */
+        double hbm_bytes;       /* one GPU's memory */
+    } gpu_types[RUN_GPU_TYPES];
+    double peak_flops_total;    /* sum over the used GPUs, FLOP/s */
+    double cost_per_hour_total; /* sum over the used GPUs, USD per hour */
     /* bytes one GPU sends per step, averaged over the GPUs, by kind (TP, PP, DP, ZeRO) and in
      * all: what each collective's program sends (every rank, every step of its algorithm) */
     double bytes_sent_per_gpu[WL_COMM_KIND_COUNT];

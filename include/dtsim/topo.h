@@ -164,6 +164,7 @@ typedef struct topo_tier {
                                 where the last one is partly filled) */
 } topo_tier;
 
+#define TOPO_INFO_GPU_TYPES 8
 typedef struct topo_info {
     int n_gpus, n_switches, n_nics, n_hosts, n_links; /* n_links counts directed links */
     int diameter_hops;                                /* max over GPU pairs of route hops */
@@ -174,6 +175,16 @@ typedef struct topo_info {
     double tier_bisection;        /* min over tiers of their bisection: the bound they set */
     double asked_oversubscription;/* the generator's oversubscription (fat-tree, dgx), else 0 */
     int radix, leaf_down, leaf_up;/* with it: switch radix and how a leaf's ports were split */
+    /* GPUs by type (spec name), in order of first appearance; more than TOPO_INFO_GPU_TYPES
+     * names: the rest count in the sums only. Peaks at bf16 (fp16, then tf32 where it lacks
+     * it); sums over every GPU, each with its own spec. */
+    int n_gpu_types;
+    struct topo_gpu_type {
+        char name[GPU_NAME_MAX];
+        int count;
+        double peak_bf16, hbm_bytes, cost_per_hour; /* one GPU's */
+    } gpu_types[TOPO_INFO_GPU_TYPES];
+    double sum_peak_bf16, sum_hbm_bytes, sum_cost_per_hour;
 } topo_info;
 
 int topo_get_info(topo *t, topo_info *out, dt_error *err);

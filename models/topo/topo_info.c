@@ -445,6 +445,26 @@ int topo_get_info(topo *t, topo_info *out, dt_error *err)
     out->bisection_exact = b >= 0;
     out->bisection_bw = b >= 0 ? b : topo_bisection_maxflow(t);
     find_tiers(t, out);
+    for (int i = 0; i < t->n_gpus; i++) {
+        const gpu_spec *g = &t->gpus[i];
+        int p = GPU_BF16;
+        while (p > 0 && g->peak_flops[p] <= 0) p--;
+        out->sum_peak_bf16 += g->peak_flops[p];
+        out->sum_hbm_bytes += g->hbm_bytes;
+        out->sum_cost_per_hour += g->cost_per_hour;
+        int k = 0;
+        while (k < out->n_gpu_types && strcmp(out->gpu_types[k].name, g->name)) k++;
+        if (k == out->n_gpu_types) {
+            if (k == TOPO_INFO_GPU_TYPES) continue;
+            struct topo_gpu_type *ty = &out->gpu_types[k];
+            snprintf(ty->name, sizeof ty->name, "%s", g->name);
+            ty->peak_bf16 = g->peak_flops[p];
+            ty->hbm_bytes = g->hbm_bytes;
+            ty->cost_per_hour = g->cost_per_hour;
+            out->n_gpu_types++;
+        }
+        out->gpu_types[k].count++;
+    }
     if (t->gen.family == TOPO_FAMILY_FAT_TREE || t->gen.family == TOPO_FAMILY_DGX) {
         out->asked_oversubscription = t->gen.oversubscription;
         out->radix = t->gen.radix;

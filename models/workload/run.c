@@ -42,6 +42,8 @@ static int load_topology(const js_ctx *c, const cJSON *v, const char *path, cons
     return topo_from_json(c, v, path, base_dir, out);
 }
 
+/* A trace's recorded GPU onto the topology file it is replayed on: the specs only (the file's
+ * links are what the replay is asked to run on). */
 static int apply_gpu(const js_ctx *c, const cJSON *gpu, const char *path, topo *t)
 {
     if (!gpu) return DT_OK;
@@ -56,6 +58,61 @@ static void apply_link_efficiency(const wl_env *e, topo *t)
 {
     topo_apply_link_efficiency(t, e->link_nvlink > 0 ? e->link_nvlink : 1,
                                e->link_network > 0 ? e->link_network : 1);
+}
+
+/* The topology with the scenario's "gpu" override. A generator object is generated with that
+ * GPU (its "gpu" replaced), so the links the generator derives from the GPU (a dgx box's NVLink,
+ * unless the generator names "nvlink") are the new GPU's: a B200 gets 900 GB/s, not the 450 of
+ * the H100 the generator defaults to. A file's links were written for its own GPUs: where the
+ * override changes the NVLink figure of a GPU wired to a switch or GPU inside its host, the file
+ * is refused (silently keeping the old NVLink made B200 steps 23 % slow); elsewhere (no
+ * intra-host fabric, or the same NVLink figure) the override only replaces the specs. */
+static int load_with_gpu(const js_ctx *c, const cJSON *tv, const cJSON *gpu, const char *base_dir,
+                         topo **out)
+{
+    if (!gpu) return load_topology(c, tv, "topology", base_dir, out);
+    gpu_spec spec;
+    TRY(gpu_spec_from_json(c, gpu, "gpu", &spec));
+    if (cJSON_IsObject(tv) && cJSON_GetObjectItemCaseSensitive(tv, "generator")) {
+        cJSON *copy = cJSON_Duplicate(tv, 1);
+        DT_ASSERT(copy != NULL);
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, "gpu");
+        cJSON_AddItemToObject(copy, "gpu", cJSON_Duplicate(gpu, 1));
+        int rc = load_topology(c, copy, "topology", base_dir, out);
+        cJSON_Delete(copy);
+        if (rc == DT_OK)
+            for (int i = 0; i < (*out)->n_gpus; i++) (*out)->gpus[i] = spec;
+        return rc;
+    }
+    TRY(load_topology(c, tv, "topology", base_dir, out));
+    topo *t = *out;
+    for (int i = 0; i < t->n_gpus; i++) {
+        double old = t->gpus[i].nvlink_bw;
+        if (fabs(old - spec.nvlink_bw) <= 1e-9 * fabs(old)) continue;
+        int v = t->gpu_node[i], host = t->nodes[v].host;
+        if (host < 0) continue;
+        for (int k = t->out_start[v]; k < t->out_start[v + 1]; k++) {
+            const topo_node *z = &t->nodes[t->links[t->out_links[k]].dst];
+            if (z->host != host || z->kind == TOPO_NIC) continue;
+            char a[32], b[32];
+            int rc = js_fail(c, "gpu", NULL,
+                             "the topology %s%s%s is a file whose links were written for its own "
+                             "GPUs: %s (%s, NVLink %s per direction) is wired to %s inside its "
+                             "host, and %s has NVLink %s; generate the topology with that GPU (a "
+                             "generator object with \"gpu\") or give the file's GPUs and links "
+                             "the new figures",
+                             cJSON_IsString(tv) ? "\"" : "",
+                             cJSON_IsString(tv) ? tv->valuestring : "(inline)",
+                             cJSON_IsString(tv) ? "\"" : "", t->nodes[v].name, t->gpus[i].name,
+                             unit_fmt_bandwidth(old, a, sizeof a), z->name, spec.name,
+                             unit_fmt_bandwidth(spec.nvlink_bw, b, sizeof b));
+            topo_destroy(t);
+            *out = NULL;
+            return rc;
+        }
+    }
+    for (int i = 0; i < t->n_gpus; i++) t->gpus[i] = spec;
+    return DT_OK;
 }
 
 static int find_node(const topo *t, const char *name)
@@ -440,6 +497,53 @@ void run_result_free(run_result *r)
 
 /* ----------------------------------------------------------- the run ---- */
 
+/* The peak a GPU computes at for precision p: a precision it lacks falls back to the next
+ * wider one, as replay_roofline runs it. */
+static double peak_at(const gpu_spec *s, gpu_precision prec)
+{
+    int p = (int)prec;
+    while (p > 0 && s->peak_flops[p] <= 0) p--;
+    return s->peak_flops[p];
+}
+
+/* Price, peak and MFU of a step over the GPUs the op graph really uses (its lanes' GPUs), each
+ * with its own figures: the same mixed cluster costs the same whatever order its GPUs are
+ * listed in. O(GPUs x types listed). */
+void run_account_gpus(const wl_graph *g, const topo *t, run_result *out)
+{
+    out->n_gpu_types = 0;
+    out->peak_flops_total = 0;
+    out->cost_per_hour_total = 0;
+    size_t n = (size_t)g->n_lanes * (size_t)g->lane_size;
+    unsigned char *seen = dt_xcalloc((size_t)t->n_gpus + 1, 1);
+    for (size_t i = 0; i < n; i++) {
+        int gi = g->lane_gpus[i];
+        if (gi < 0 || gi >= t->n_gpus || seen[gi]) continue;
+        seen[gi] = 1;
+        const gpu_spec *s = &t->gpus[gi];
+        double peak = peak_at(s, g->precision);
+        out->peak_flops_total += peak;
+        out->cost_per_hour_total += s->cost_per_hour;
+        int k = 0;
+        while (k < out->n_gpu_types && strcmp(out->gpu_types[k].name, s->name)) k++;
+        if (k == out->n_gpu_types) {
+            if (k == RUN_GPU_TYPES) continue;
+            struct run_gpu_type *ty = &out->gpu_types[k];
+            snprintf(ty->name, sizeof ty->name, "%s", s->name);
+            ty->peak_flops = peak;
+            ty->cost_per_hour = s->cost_per_hour;
+            ty->hbm_bytes = s->hbm_bytes;
+            out->n_gpu_types++;
+        }
+        out->gpu_types[k].count++;
+    }
+    free(seen);
+    double T = out->step_time_s;
+    out->throughput.mfu = T > 0 && out->peak_flops_total > 0
+                              ? g->model_flops_per_step / T / out->peak_flops_total : 0;
+    out->cost_per_step_usd = T / 3600.0 * out->cost_per_hour_total;
+}
+
 int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_error *err)
 {
     const wl_graph *g = J->g;
@@ -498,11 +602,9 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
             out->throughput.samples_per_s = g->samples_per_step / T;
             out->throughput.tokens_per_s = g->tokens_per_step / T;
             out->throughput.tflops_per_gpu = g->model_flops_per_step / T / g->n_gpus / 1e12;
-            double peak = t->gpus[0].peak_flops[g->precision];
-            out->throughput.mfu = peak > 0 ? out->throughput.tflops_per_gpu * 1e12 / peak : 0;
         }
         out->n_gpus = g->n_gpus;
-        out->cost_per_step_usd = T / 3600.0 * g->n_gpus * t->gpus[0].cost_per_hour;
+        run_account_gpus(g, t, out);
         traffic_env te = {.t = t, .an = an, .algo = J->env->dp_algorithm,
                           .elem_bytes = ctx.elem_bytes};
         double sent[WL_COMM_KIND_COUNT];
@@ -591,8 +693,7 @@ static int prepare(const cJSON *j, const char *file, const char *base_dir, wl_sc
     js_ctx c = {file ? file : "<scenario>", err};
     *t = NULL;
     TRY(wl_scenario_parse(&c, j, s));
-    int rc = load_topology(&c, s->topology, "topology", base_dir, t);
-    if (rc == DT_OK) rc = apply_gpu(&c, s->gpu, "gpu", *t);
+    int rc = load_with_gpu(&c, s->topology, s->gpu, base_dir, t);
     if (rc == DT_OK) rc = apply_degraded(&c, s->env.degraded, s->env.n_degraded, *t);
     /* the framework's protocol efficiency first: a calibration replaces the links it measured */
     if (rc == DT_OK) apply_link_efficiency(&s->env, *t);

@@ -44,6 +44,9 @@ void run_prep_free(run_prep *p);
 /* The time to read one step's samples (scenario `input`) through the storage model. */
 int run_input_read_s(const run_prep *p, double *read_s, dt_error *err);
 
+/* Peak, price and MFU over the GPUs g runs on, each with its own spec (run_result.gpu_types);
+ * out->step_time_s must be set. */
+void run_account_gpus(const wl_graph *g, const topo *t, run_result *out);
 /* Stretch a step to T (waiting for something that is not its own work): throughput and cost
  * follow. */
 void run_stretch(run_result *out, double T);
