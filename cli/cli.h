@@ -51,5 +51,7 @@ CLI_COMMAND(cmd_calibrate);
 CLI_COMMAND(cmd_sweep);
 CLI_COMMAND(cmd_plan);
 CLI_COMMAND(cmd_report);
+CLI_COMMAND(cmd_goodput);
+CLI_COMMAND(cmd_validate);
 
 #endif

@@ -25,7 +25,8 @@ static void help(FILE *out)
             "                        [--algo ALGO] [--group LIST] [--network flow|analytic]\n"
             "                        [--root I] [--servers N] [--chunk SIZE] [--reduce-bw BW]\n"
             "                        [--elem-bytes N] [--ring-model exact|steps|fluid|auto]\n"
-            "                        [--calibration FILE] [--analytic-time] [--json]\n\n"
+            "                        [--calibration FILE] [--link-efficiency nccl|line|NV,NET]\n"
+            "                        [--analytic-time] [--json]\n\n"
             "Simulate one collective on a topology and print time and bandwidths like nccl-tests.\n\n"
             "  --topology   a topology file, or a generator spec such as\n"
             "               gen:dgx:nodes=4,gpus_per_node=8  gen:ring:gpus=8  gen:switch:gpus=16\n"
@@ -52,6 +53,10 @@ static void help(FILE *out)
             "               transfer), fluid (one flow per ring edge, docs/collectives.md)\n"
             "               or auto (fluid from 64 ranks, as scenarios do)\n"
             "  --calibration FILE  apply a calibration file to the topology first\n"
+            "  --link-efficiency  fraction of line rate collectives achieve per link class:\n"
+            "               nccl (NVLink 0.80, network 0.96: NCCL's protocol overhead as its\n"
+            "               maintainer states it, docs/collectives.md), line (default: 1, 1)\n"
+            "               or two fractions NVLINK,NETWORK such as 0.8,0.96\n"
             "  --analytic-time  also compute analytic_time_s: what `dtsim run --network\n"
             "               analytic` charges for this collective (routes every transfer\n"
             "               on every ECMP lane: as long as the simulation for direct\n"
@@ -64,7 +69,7 @@ static void help(FILE *out)
 
 typedef struct opts {
     const char *topology, *op, *algo, *size, *group, *network, *calibration;
-    const char *root, *servers, *chunk, *reduce_bw, *elem, *ring_model;
+    const char *root, *servers, *chunk, *reduce_bw, *elem, *ring_model, *link_eff;
     int json, analytic_time;
 } opts;
 
@@ -325,6 +330,7 @@ static int run(int argc, char **argv)
         else if (!strcmp(a, "--reduce-bw")) slot = &o.reduce_bw;
         else if (!strcmp(a, "--elem-bytes")) slot = &o.elem;
         else if (!strcmp(a, "--ring-model")) slot = &o.ring_model;
+        else if (!strcmp(a, "--link-efficiency")) slot = &o.link_eff;
         else return usage_err("unknown option '%s'%s", a, "");
         if (i + 1 >= argc) return usage_err("%s needs a value%s", a, "");
         *slot = argv[++i];
@@ -391,6 +397,12 @@ static int run(int argc, char **argv)
                      "expected a bandwidth >= 0 (0 = free), found '%s'", o.reduce_bw);
         return cli_report_error(&err);
     }
+    double eff_nv = 1, eff_net = 1;
+    if (o.link_eff &&
+        topo_link_efficiency_parse(o.link_eff, &eff_nv, &eff_net, why, sizeof why) != DT_OK) {
+        dt_error_set(&err, DT_EINPUT, NULL, "--link-efficiency", "%s", why);
+        return cli_report_error(&err);
+    }
     double *sizes = NULL;
     int n_sizes = 0;
     if (parse_sizes(o.size, &sizes, &n_sizes, &err) != DT_OK) return cli_report_error(&err);
@@ -408,6 +420,8 @@ static int run(int argc, char **argv)
         free(sizes);
         return cli_report_error(&err);
     }
+    /* protocol efficiency first: a calibration then replaces the links it measured */
+    topo_apply_link_efficiency(t, eff_nv, eff_net);
     char cal_note[768] = "";
     if (o.calibration) {
         /* measured link figures replace the topology's before anything is routed */

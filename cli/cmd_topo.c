@@ -10,6 +10,7 @@
  * shown as the option it came from (radix -> --radix).
  */
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,7 +101,42 @@ static void print_summary_json(const topo *t, const topo_info *in, const char *f
         cJSON_AddStringToObject(o, "bisection_method",
                                 in->bisection_exact ? "closed form" : "max-flow between GPU halves");
     }
+    if (in->n_tiers > 0) {
+        cJSON *ts = cJSON_AddArrayToObject(o, "tiers");
+        for (int k = 0; k < in->n_tiers; k++) {
+            const topo_tier *T = &in->tiers[k];
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddNumberToObject(x, "level", T->level);
+            cJSON_AddStringToObject(x, "from", T->from);
+            cJSON_AddStringToObject(x, "to", T->to);
+            cJSON_AddNumberToObject(x, "links", T->n_links);
+            cJSON_AddNumberToObject(x, "up_bandwidth", T->up_bw);
+            cJSON_AddNumberToObject(x, "bisection_bandwidth", T->bisection);
+            if (k > 0) {
+                cJSON_AddNumberToObject(x, "oversubscription", T->oversubscription);
+                cJSON_AddNumberToObject(x, "worst_oversubscription", T->worst);
+            }
+            cJSON_AddItemToArray(ts, x);
+        }
+        cJSON_AddNumberToObject(o, "tier_bisection_bandwidth", in->tier_bisection);
+    }
+    if (in->asked_oversubscription > 0)
+        cJSON_AddNumberToObject(o, "asked_oversubscription", in->asked_oversubscription);
     if (t->n_gpus) cJSON_AddStringToObject(o, "gpu", t->gpus[0].name);
+    cJSON *ty = cJSON_AddArrayToObject(o, "gpu_types");
+    for (int k = 0; k < in->n_gpu_types; k++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", in->gpu_types[k].name);
+        cJSON_AddNumberToObject(e, "count", in->gpu_types[k].count);
+        cJSON_AddNumberToObject(e, "peak_bf16_flops", in->gpu_types[k].peak_bf16);
+        cJSON_AddNumberToObject(e, "hbm_bytes", in->gpu_types[k].hbm_bytes);
+        cJSON_AddNumberToObject(e, "cost_per_hour_usd", in->gpu_types[k].cost_per_hour);
+        cJSON_AddItemToArray(ty, e);
+    }
+    cJSON *sum = cJSON_AddObjectToObject(o, "gpu_totals");
+    cJSON_AddNumberToObject(sum, "peak_bf16_flops", in->sum_peak_bf16);
+    cJSON_AddNumberToObject(sum, "hbm_bytes", in->sum_hbm_bytes);
+    cJSON_AddNumberToObject(sum, "cost_per_hour_usd", in->sum_cost_per_hour);
     char *s = cJSON_Print(o);
     printf("%s\n", s);
     cJSON_free(s);
@@ -114,8 +150,17 @@ static void print_info_text(const topo *t, const topo_info *in, const char *file
     if (file) printf("%-14s %s\n", "file", file);
     printf("%-14s %s\n", "family", topo_family_name(t->gen.family));
     printf("%-14s %d", "GPUs", in->n_gpus);
-    if (t->n_gpus) printf(" (%s%s)", t->gpus[0].name, t->n_hosts ? "" : "");
+    /* every type with its count: a mixed cluster is not its first GPU */
+    for (int k = 0; k < in->n_gpu_types; k++)
+        printf("%s%d x %s", k ? ", " : " (", in->gpu_types[k].count, in->gpu_types[k].name);
+    if (in->n_gpu_types) printf(")");
     printf("\n");
+    if (in->n_gpus) {
+        char b2[64];
+        printf("%-14s %.1f PFLOP/s bf16 peak, %s memory, %.2f USD/hour (sums over every GPU)\n",
+               "GPU totals", in->sum_peak_bf16 / 1e15, unit_fmt_size(in->sum_hbm_bytes, b2, sizeof b2),
+               in->sum_cost_per_hour);
+    }
     printf("%-14s %d\n", "switches", in->n_switches);
     printf("%-14s %d\n", "NICs", in->n_nics);
     printf("%-14s %d\n", "hosts", in->n_hosts);
@@ -125,6 +170,28 @@ static void print_info_text(const topo *t, const topo_info *in, const char *file
         printf("%-14s %s per direction (%s)\n", "bisection",
                unit_fmt_bandwidth(in->bisection_bw, b1, sizeof b1),
                in->bisection_exact ? "closed form" : "max-flow between GPU halves");
+    }
+    if (in->n_tiers > 0) {
+        printf("tiers          links up from each level (oversubscription: bandwidth in from below"
+               " / up)\n");
+        for (int k = 0; k < in->n_tiers; k++) {
+            const topo_tier *T = &in->tiers[k];
+            char b2[64], nm[64];
+            snprintf(nm, sizeof nm, "%s -> %s", T->from, T->to);
+            printf("  %-16s %6d links %12s up, bisection %12s", nm, T->n_links,
+                   unit_fmt_bandwidth(T->up_bw, b1, sizeof b1),
+                   unit_fmt_bandwidth(T->bisection, b2, sizeof b2));
+            if (k > 0) printf(", oversubscription %.3g:1", T->oversubscription);
+            if (k > 0 && fabs(T->worst - T->oversubscription) > 1e-3 * T->oversubscription)
+                printf(" (%.3g:1 at the worst %s)", T->worst, T->from);
+            if (k > 0 && in->asked_oversubscription > 0 && !strcmp(T->from, "leaf")) {
+                printf(" (asked %g:1; radix %d: %d ports down, %d up per leaf)",
+                       in->asked_oversubscription, in->radix, in->leaf_down, in->leaf_up);
+            }
+            printf("\n");
+        }
+        printf("%-14s %s per direction: the least tier bisection (halves split along a tier)\n",
+               "tier bound", unit_fmt_bandwidth(in->tier_bisection, b1, sizeof b1));
     }
 }
 

@@ -1,12 +1,22 @@
-/* main.c - `dtsim`: dispatch to sub-commands. */
+/* main.c - `dtsim`: dispatch to sub-commands.
+ *
+ * Built twice (CMakeLists.txt): `dtsim` (DTSIM_LEAN) links the core library without MPI, CUDA
+ * or NCCL and hands the commands that need them to `dtsim-full`, the same program linked with
+ * everything, by exec: same process, arguments and environment (an mpirun rank stays the rank
+ * it was). So `dtsim run` starts in a millisecond and runs where those libraries are absent.
+ */
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "dtsim/sweep.h"
 
 static const cli_command *const commands[] = {
     &cmd_run, &cmd_memory, &cmd_collective, &cmd_topo, &cmd_calibrate,
-    &cmd_sweep, &cmd_plan, &cmd_report, NULL};
+    &cmd_sweep, &cmd_plan, &cmd_report, &cmd_goodput, &cmd_validate, NULL};
 
 static void usage(FILE *out)
 {
@@ -29,6 +39,45 @@ static const cli_command *find(const char *name)
         if (strcmp((*c)->name, name) == 0) return *c;
     return NULL;
 }
+
+#ifdef DTSIM_LEAN
+/* calibrate --backend mpi|cuda|nccl, and a sweep that mpirun started. */
+static const char *needs_full(int argc, char **argv)
+{
+    if (!strcmp(argv[1], "calibrate"))
+        for (int i = 2; i + 1 < argc; i++)
+            if (!strcmp(argv[i], "--backend") &&
+                (!strcmp(argv[i + 1], "mpi") || !strcmp(argv[i + 1], "cuda") ||
+                 !strcmp(argv[i + 1], "nccl")))
+                return argv[i + 1];
+    if (!strcmp(argv[1], "sweep") && sweep_mpi_launched()) return "mpi";
+    return NULL;
+}
+
+/* Replace this process by dtsim-full: $DTSIM_FULL, else dtsim-full beside this executable.
+ * Returns only on failure. */
+static int exec_full(char **argv, const char *what)
+{
+    char path[PATH_MAX];
+    const char *env = getenv("DTSIM_FULL");
+    if (env && *env) {
+        snprintf(path, sizeof path, "%s", env);
+    } else {
+        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+        if (n < 0) n = 0;
+        path[n] = '\0';
+        char *slash = strrchr(path, '/');
+        size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
+        snprintf(path + dir, sizeof path - dir, "dtsim-full");
+    }
+    execv(path, argv);
+    fprintf(stderr,
+            "dtsim: %s needs %s, which this dtsim leaves to dtsim-full (dtsim linked with MPI, "
+            "CUDA and NCCL); could not start %s: install it beside dtsim or set DTSIM_FULL\n",
+            argv[1], what, path);
+    return CLI_FAIL;
+}
+#endif
 
 int main(int argc, char **argv)
 {
@@ -63,6 +112,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "dtsim: unknown command '%s' (see dtsim --help)\n", name);
         return CLI_USAGE;
     }
+#ifdef DTSIM_LEAN
+    const char *what = needs_full(argc, argv);
+    if (what && !cli_wants_help(argc - 1, argv + 1)) return exec_full(argv, what);
+#endif
     if (cli_wants_help(argc - 1, argv + 1)) {
         c->help(stdout);
         return CLI_OK;

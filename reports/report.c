@@ -122,26 +122,14 @@ static int table_read(const char *path, table *t, dt_error *err)
     return DT_OK;
 }
 
-/* A JSON array of flat objects (`dtsim collective --json` over a size sweep): columns are
- * the keys in first-seen order; numbers print as %.17g, strings as they are, other values
- * leave the cell empty. */
-static int table_read_json(const char *path, table *t, dt_error *err)
+/* Rows of a JSON array of flat objects (below), nested values left empty. */
+static int table_from_array(const cJSON *j, const char *path, table *t, dt_error *err)
 {
     memset(t, 0, sizeof *t);
-    cJSON *j = NULL;
-    int rc = js_parse_file(path, &j, err);
-    if (rc) return rc;
-    if (!cJSON_IsArray(j)) {
-        cJSON_Delete(j);
-        return dt_error_set(err, DT_EINPUT, path, NULL,
-                            "expected an array of objects (one per row), e.g. from "
-                            "`dtsim collective --size 1KiB:1GiB:x2 --json`");
-    }
     size_t cap = 0;
     int i = 0;
     for (const cJSON *row = j->child; row; row = row->next, i++) {
         if (!cJSON_IsObject(row)) {
-            cJSON_Delete(j);
             table_free(t);
             memset(t, 0, sizeof *t);
             return dt_error_set(err, DT_EINPUT, path, NULL, "element [%d] is not an object", i);
@@ -167,9 +155,29 @@ static int table_read_json(const char *path, table *t, dt_error *err)
         if (t->n_rows == cap) t->rows = dt_xrealloc(t->rows, (cap = cap ? 2 * cap : 64) * sizeof *t->rows);
         t->rows[t->n_rows++] = cells;
     }
-    cJSON_Delete(j);
     if (t->n_cols == 0) return dt_error_set(err, DT_EINPUT, path, NULL, "no rows");
     return DT_OK;
+}
+
+/* A JSON array of flat objects (`dtsim collective --json` over a size sweep): columns are
+ * the keys in first-seen order; numbers print as %.17g, strings as they are, other values
+ * leave the cell empty. */
+static int table_read_json(const char *path, table *t, dt_error *err)
+{
+    memset(t, 0, sizeof *t);
+    cJSON *j = NULL;
+    int rc = js_parse_file(path, &j, err);
+    if (rc) return rc;
+    if (!cJSON_IsArray(j)) {
+        cJSON_Delete(j);
+        return dt_error_set(err, DT_EINPUT, path, NULL,
+                            "expected an array of objects (one per row), e.g. from "
+                            "`dtsim collective --size 1KiB:1GiB:x2 --json`, a trace-event file "
+                            "or `dtsim validate --json` output");
+    }
+    rc = table_from_array(j, path, t, err);
+    cJSON_Delete(j);
+    return rc;
 }
 
 static int col(const table *t, const char *name)
@@ -193,26 +201,74 @@ static double num(const table *t, size_t r, int c)
     return end == t->rows[r][c] ? NAN : v;
 }
 
-/* Label of a point: its axis values ("parallel.tp=2 cluster.gpus=16"), last path part only. */
-static void point_label(const table *t, size_t r, char *buf, size_t n)
+/* Axis columns: those between "point" and "status" (a sweep's results.csv); [a, b). */
+static bool axis_range(const table *t, int *a, int *b)
 {
     int p = col(t, "point"), s = col(t, "status");
-    buf[0] = '\0';
-    if (p < 0 || s < 0 || s <= p + 1) {
-        snprintf(buf, n, "%zu", r);
-        return;
+    if (p < 0 || s < 0 || s <= p + 1) return false;
+    *a = p + 1;
+    *b = s;
+    return true;
+}
+
+/* An axis is worth a label when it takes more than one value over the rows that are drawn. */
+static bool axis_varies(const table *t, int c)
+{
+    const char *first = NULL;
+    for (size_t r = 0; r < t->n_rows; r++) {
+        if (!row_ok(t, r)) continue;
+        if (!first) first = t->rows[r][c];
+        else if (strcmp(first, t->rows[r][c])) return true;
     }
+    return false;
+}
+
+static const char *axis_short(const char *name)
+{
+    const char *s = strrchr(name, '.');
+    return s ? s + 1 : name;
+}
+
+/* Label of a point on a category axis: the values of the axes that vary ("2 16": the x label
+ * names them, see points_xlabel), values cut to 12 characters; the point number when no axis
+ * varies or there is none. Short, so that 20 or 30 labels fit under the bars. */
+static void point_label(const table *t, size_t r, char *buf, size_t n)
+{
+    int a, b;
+    buf[0] = '\0';
     size_t len = 0;
-    for (int c = p + 1; c < s && len + 1 < n; c++) {
-        const char *name = strrchr(t->head[c], '.');
-        name = name ? name + 1 : t->head[c];
-        int w = snprintf(buf + len, n - len, "%s%s=%s", len ? " " : "", name, t->rows[r][c]);
-        if (w < 0) break;
-        len += (size_t)w;
-        if (len >= n) len = n - 1;
+    if (axis_range(t, &a, &b))
+        for (int c = a; c < b && len + 1 < n; c++) {
+            if (!axis_varies(t, c)) continue;
+            int w = snprintf(buf + len, n - len, "%s%.12s", len ? " " : "", t->rows[r][c]);
+            if (w < 0) break;
+            len += (size_t)w;
+            if (len >= n) len = n - 1;
+        }
+    if (!len) {
+        int p = col(t, "point");
+        snprintf(buf, n, "%s", p >= 0 ? t->rows[r][p] : "");
+        if (p < 0) snprintf(buf, n, "%zu", r);
     }
     for (char *q = buf; *q; q++)
         if (*q == '"') *q = '\'';
+}
+
+/* What point labels list: "tp / gpus" (the varying axes' last path parts), or "point". */
+static void points_xlabel(const table *t, char *buf, size_t n)
+{
+    int a, b;
+    size_t len = 0;
+    buf[0] = '\0';
+    if (axis_range(t, &a, &b))
+        for (int c = a; c < b && len + 1 < n; c++) {
+            if (!axis_varies(t, c)) continue;
+            int w = snprintf(buf + len, n - len, "%s%s", len ? " / " : "", axis_short(t->head[c]));
+            if (w < 0) break;
+            len += (size_t)w;
+            if (len >= n) len = n - 1;
+        }
+    if (!len) snprintf(buf, n, "point");
 }
 
 static FILE *open_in(const char *dir, const char *name, const char *ext, dt_error *err)
@@ -237,17 +293,30 @@ static void gp_str(FILE *g, const char *s)
     fputc('\'', g);
 }
 
-/* Script preamble and trailer: draw PNG, then the same plot as SVG. */
-static void gp_begin(FILE *g, const char *name, const char *title)
+/* Script preamble and trailer: draw PNG, then the same plot as SVG. The title is what the plot
+ * shows, then the scenario it comes from (user data, hence quoted by gp_str). */
+static void gp_begin(FILE *g, const char *name, const char *title, const char *scenario)
 {
     fprintf(g,
             "# %s.gp - written by `dtsim report`; edit and run `gnuplot %s.gp` to restyle.\n"
             "set terminal pngcairo size 900,560 noenhanced font 'Sans,10'\n"
             "set output '%s.png'\n"
-            "set title \"%s\"\n"
-            "set key outside right top\n"
-            "set grid ytics\n",
-            name, name, name, title);
+            "set title ",
+            name, name, name);
+    char buf[512];
+    if (scenario && scenario[0]) snprintf(buf, sizeof buf, "%s\n%s", title, scenario);
+    else snprintf(buf, sizeof buf, "%s", title);
+    /* gp_str turns control characters into spaces: put the line break back as gnuplot's. */
+    char *nl = strchr(buf, '\n');
+    if (nl) {
+        *nl = '\0';
+        gp_str(g, buf);
+        fputs(" . \"\\n\" . ", g);
+        gp_str(g, nl + 1);
+    } else {
+        gp_str(g, buf);
+    }
+    fputs("\nset key outside right top\nset grid ytics\n", g);
 }
 
 static void gp_end(FILE *g, const char *name)
@@ -273,8 +342,11 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* scaling: best throughput per GPU count vs the ideal line through the smallest count. */
-static int plot_scaling(const table *t, const char *dir, bool *made, dt_error *err)
+/* scaling: best throughput per GPU count vs the ideal line through the smallest count. Only
+ * plans that fit count (a "fits" column of 0 marks one that does not): a point that would not
+ * run must neither be drawn as achievable nor anchor the ideal line. */
+static int plot_scaling(const table *t, const char *dir, const char *scen, bool *made,
+                        dt_error *err)
 {
     int g = col(t, "n_gpus");
     int y = col(t, "tokens_per_s");
@@ -292,9 +364,11 @@ static int plot_scaling(const table *t, const char *dir, bool *made, dt_error *e
     if (g < 0 || y < 0) return DT_OK;
     double *gs = dt_xmalloc((t->n_rows + 1) * sizeof *gs), *best = dt_xmalloc((t->n_rows + 1) * sizeof *best);
     size_t n = 0;
+    int fits = col(t, "fits");
     for (size_t r = 0; r < t->n_rows; r++) {
         double gv = num(t, r, g), yv = num(t, r, y);
         if (!row_ok(t, r) || !(gv > 0) || !(yv > 0)) continue;
+        if (fits >= 0 && num(t, r, fits) == 0) continue;
         size_t i = 0;
         while (i < n && gs[i] != gv) i++;
         if (i == n) {
@@ -329,7 +403,7 @@ static int plot_scaling(const table *t, const char *dir, bool *made, dt_error *e
         fprintf(d, "%.10g %.10g %.10g %.6g\n", pairs[2 * i], pairs[2 * i + 1], ideal,
                 100 * pairs[2 * i + 1] / ideal);
     }
-    gp_begin(gp, "scaling", "Scaling: throughput and efficiency vs GPUs");
+    gp_begin(gp, "scaling", "Scaling: throughput and efficiency vs GPUs (plans that fit)", scen);
     fprintf(gp,
             "set logscale x 2\n"
             "set logscale y 10\n"
@@ -352,55 +426,177 @@ static int plot_scaling(const table *t, const char *dir, bool *made, dt_error *e
     return close_pair(d, gp, dir, err);
 }
 
-/* breakdown: stacked compute / exposed comm / bubble / straggler wait per point. */
-static int plot_breakdown(const table *t, const char *dir, bool *made, dt_error *err)
+/* goodput: a `dtsim goodput --plot` table (interval_s, goodput, goodput_ci95, renewal,
+ * young_s, daly_s): simulated goodput with its 95 % band against the checkpoint interval, the
+ * renewal closed form where it applies, Young's and Daly's intervals as marks. */
+static int plot_goodput(const table *t, const char *dir, const char *scen, bool *made,
+                        dt_error *err)
 {
-    static const char *const parts[] = {"compute_s", "comm_exposed_s", "bubble_s",
-                                        "straggler_wait_s"};
-    int c[4];
+    int ci = col(t, "interval_s"), cg = col(t, "goodput"), ce = col(t, "goodput_ci95");
+    int cr = col(t, "renewal"), cy = col(t, "young_s"), cd = col(t, "daly_s"), cb = col(t, "best");
     *made = false;
-    for (int i = 0; i < 4; i++)
-        if ((c[i] = col(t, parts[i])) < 0) return DT_OK;
+    if (ci < 0 || cg < 0) return DT_OK;
+    double xmax = 0;
     size_t n = 0;
-    for (size_t r = 0; r < t->n_rows; r++) n += row_ok(t, r);
+    bool renewal = false;
+    for (size_t r = 0; r < t->n_rows; r++) {
+        double x = num(t, r, ci), g = num(t, r, cg);
+        if (!(x > 0) || !isfinite(g)) continue;
+        if (x > xmax) xmax = x;
+        renewal |= isfinite(num(t, r, cr));
+        n++;
+    }
+    if (n < 2) return DT_OK;
+    /* minutes unless the intervals are hours long (or seconds short) */
+    double unit = xmax >= 3 * 3600 ? 3600 : xmax >= 180 ? 60 : 1;
+    const char *uname = unit == 3600 ? "h" : unit == 60 ? "min" : "s";
+    FILE *d = open_in(dir, "goodput", "dat", err), *gp = d ? open_in(dir, "goodput", "gp", err) : NULL;
+    if (!d || !gp) {
+        if (d) fclose(d);
+        return DT_EIO;
+    }
+    fprintf(d, "# interval(%s)  goodput(%%)  low(%%)  high(%%)  renewal(%%)\n", uname);
+    double young = NAN, daly = NAN, best = NAN;
+    for (size_t r = 0; r < t->n_rows; r++) {
+        double x = num(t, r, ci), g = num(t, r, cg), e = num(t, r, ce), rn = num(t, r, cr);
+        if (!(x > 0) || !isfinite(g)) continue;
+        if (!isfinite(e)) e = 0;
+        fprintf(d, "%.10g %.8g %.8g %.8g %.8g\n", x / unit, 100 * g, 100 * (g - e), 100 * (g + e),
+                isfinite(rn) ? 100 * rn : NAN);
+        if (isfinite(num(t, r, cy))) young = num(t, r, cy);
+        if (isfinite(num(t, r, cd))) daly = num(t, r, cd);
+        if (cb >= 0 && num(t, r, cb) == 1) best = x;
+    }
+    gp_begin(gp, "goodput", "Goodput vs checkpoint interval", scen);
+    fprintf(gp,
+            "set logscale x\n"
+            "set key inside right bottom\n"
+            "set xlabel 'checkpoint interval (training time between checkpoints, %s, log scale)'\n"
+            "set ylabel 'goodput (%% of wall-clock time training kept work)'\n",
+            uname);
+    const double marks[3] = {young, daly, best};
+    const char *const mark_names[3] = {"Young", "Daly", "best"};
+    for (int i = 0; i < 3; i++)
+        if (isfinite(marks[i]) && marks[i] > 0)
+            fprintf(gp,
+                    "set arrow from %.10g, graph 0 to %.10g, graph 1 nohead dt %d lc rgb '%s'\n"
+                    "set label '%s' at %.10g, graph %.2f offset 0.5,0\n",
+                    marks[i] / unit, marks[i] / unit, i == 2 ? 1 : 3,
+                    i == 2 ? "#cc0000" : "#555555", mark_names[i], marks[i] / unit, 0.06 + 0.06 * i);
+    fprintf(gp,
+            "plot 'goodput.dat' using 1:3:4 with filledcurves lc rgb '#cfe2f3' title '95%% confidence', \\\n"
+            "     '' using 1:2 with linespoints lw 2 pt 7 ps 0.6 lc rgb '#1f4e79' title 'simulated (mean of runs)'%s\n",
+            renewal ? ", \\\n     '' using 1:5 with lines dt 2 lw 1.5 lc rgb '#000000' title 'renewal formula (exponential)'" : "");
+    gp_end(gp, "goodput");
+    *made = true;
+    return close_pair(d, gp, dir, err);
+}
+
+/* Seconds in the unit that keeps the largest value between 1 and 10,000: "s", "ms", "us". */
+static const char *time_unit(double max_s, double *scale)
+{
+    if (max_s >= 10) {
+        *scale = 1;
+        return "s";
+    }
+    if (max_s >= 10e-3) {
+        *scale = 1e3;
+        return "ms";
+    }
+    *scale = 1e6;
+    return "us";
+}
+
+/* breakdown: stacked compute / exposed comm (by kind when the results have comm_KIND_s
+ * columns) / bubble / straggler wait per point, in the unit that suits the largest step. */
+static int plot_breakdown(const table *t, const char *dir, const char *scen, bool *made,
+                          dt_error *err)
+{
+    static const char *const parts[] = {"compute_s",   "comm_tp_s", "comm_pp_s", "comm_dp_s",
+                                        "comm_zero_s", "comm_exposed_s", "bubble_s",
+                                        "straggler_wait_s"};
+    static const char *const titles[] = {"compute", "comm TP", "comm PP", "comm DP", "comm ZeRO",
+                                         "comm (exposed)", "pipeline bubble", "straggler wait"};
+    static const char *const colours[] = {"#4477aa", "#ee6677", "#66ccee", "#ccbb44", "#228833",
+                                          "#ee6677", "#bbbbbb", "#aa3377"};
+    enum { N_PARTS = 8, COMM_ALL = 5 };
+    int c[N_PARTS];
+    bool use[N_PARTS];
+    *made = false;
+    for (int i = 0; i < N_PARTS; i++) c[i] = col(t, parts[i]);
+    if (c[0] < 0 || c[COMM_ALL] < 0 || c[6] < 0 || c[7] < 0) return DT_OK;
+    bool by_kind = c[1] >= 0 && c[2] >= 0 && c[3] >= 0 && c[4] >= 0;
+    for (int i = 0; i < N_PARTS; i++) use[i] = i == COMM_ALL ? !by_kind : (i < 1 || i > 4 || by_kind);
+    size_t n = 0;
+    double max = 0;
+    for (size_t r = 0; r < t->n_rows; r++) {
+        if (!row_ok(t, r)) continue;
+        n++;
+        double sum = 0;
+        for (int i = 0; i < N_PARTS; i++)
+            if (use[i] && isfinite(num(t, r, c[i]))) sum += num(t, r, c[i]);
+        if (sum > max) max = sum;
+    }
     if (n == 0) return DT_OK;
+    double scale;
+    const char *unit = time_unit(max, &scale);
     FILE *d = open_in(dir, "breakdown", "dat", err), *gp = d ? open_in(dir, "breakdown", "gp", err) : NULL;
     if (!d || !gp) {
         if (d) fclose(d);
         return DT_EIO;
     }
-    fprintf(d, "# point  compute(ms)  comm_exposed(ms)  bubble(ms)  straggler_wait(ms)\n");
+    char xl[256];
+    points_xlabel(t, xl, sizeof xl);
+    fprintf(d, "# %s", xl);
+    for (int i = 0; i < N_PARTS; i++)
+        if (use[i]) fprintf(d, "  %s(%s)", parts[i], unit);
+    fputc('\n', d);
     for (size_t r = 0; r < t->n_rows; r++) {
         if (!row_ok(t, r)) continue;
         char label[256];
         point_label(t, r, label, sizeof label);
         fprintf(d, "\"%s\"", label);
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < N_PARTS; i++) {
+            if (!use[i]) continue;
             double v = num(t, r, c[i]);
-            fprintf(d, " %.10g", isfinite(v) ? v * 1e3 : 0.0);
+            fprintf(d, " %.10g", isfinite(v) ? v * scale : 0.0);
         }
         fputc('\n', d);
     }
-    gp_begin(gp, "breakdown", "Step time breakdown per point");
+    gp_begin(gp, "breakdown", "Step time breakdown per point", scen);
     fprintf(gp,
             "set style data histograms\n"
             "set style histogram rowstacked\n"
             "set style fill solid 0.85 border -1\n"
             "set boxwidth 0.75\n"
-            "set ylabel 'step time (ms)'\n"
-            "set yrange [0:*]\n"
-            "set xtics rotate by -35 left font ',8'\n"
-            "plot 'breakdown.dat' using 2:xtic(1) title 'compute' lc rgb '#4477aa', \\\n"
-            "     '' using 3 title 'comm (exposed)' lc rgb '#ee6677', \\\n"
-            "     '' using 4 title 'pipeline bubble' lc rgb '#ccbb44', \\\n"
-            "     '' using 5 title 'straggler wait' lc rgb '#aa3377'\n");
+            "set ylabel 'step time (%s)'\n"
+            "set xlabel ",
+            unit);
+    gp_str(gp, xl);
+    fprintf(gp,
+            "\nset yrange [0:*]\n"
+            "set xtics %s font ',8'\n"
+            "plot ",
+            n > 8 ? "rotate by -45 left" : "nomirror");
+    int k = 2;
+    bool first = true;
+    for (int i = 0; i < N_PARTS; i++) {
+        if (!use[i]) continue;
+        if (first) fprintf(gp, "'breakdown.dat' using %d:xtic(1)", k);
+        else fprintf(gp, ", \\\n     '' using %d", k);
+        fprintf(gp, " title '%s' lc rgb '%s'", titles[i], colours[i]);
+        first = false;
+        k++;
+    }
+    fputc('\n', gp);
     gp_end(gp, "breakdown");
     *made = true;
     return close_pair(d, gp, dir, err);
 }
 
 /* memory: peak per GPU vs the GPU's capacity, per point (including points that do not fit). */
-static int plot_memory(const table *t, const char *dir, bool *made, dt_error *err)
+static int plot_memory(const table *t, const char *dir, const char *scen, bool *made,
+                       dt_error *err)
 {
     int pk = col(t, "mem_peak_bytes"), cap = col(t, "mem_capacity_bytes"), fits = col(t, "fits");
     *made = false;
@@ -423,17 +619,23 @@ static int plot_memory(const table *t, const char *dir, bool *made, dt_error *er
         fprintf(d, "\"%s\" %.6g %.6g %d\n", label, num(t, r, pk) / GiB, num(t, r, cap) / GiB,
                 f != 0);
     }
-    gp_begin(gp, "memory", "Peak memory per GPU vs capacity");
+    gp_begin(gp, "memory", "Peak memory per GPU vs capacity", scen);
     fprintf(gp,
             "set style fill solid 0.8 border -1\n"
             "set boxwidth 0.7\n"
             "set offsets 0.6, 0.6, graph 0.08, 0\n"
             "set ylabel 'GiB per GPU (most loaded GPU)'\n"
             "set yrange [0:*]\n"
-            "set xtics rotate by -35 left font ',8'\n"
+            "set xtics %s font ',8'\n"
             "plot 'memory.dat' using 0:($4 > 0 ? $2 : 1/0):xtic(1) with boxes lc rgb '#228833' title 'peak (fits)', \\\n"
             "     '' using 0:($4 > 0 ? 1/0 : $2) with boxes lc rgb '#cc3311' title 'peak (does not fit)', \\\n"
-            "     '' using 0:3 with linespoints lw 2 pt 2 lc rgb 'black' title 'GPU capacity'\n");
+            "     '' using 0:3 with linespoints lw 2 pt 2 lc rgb 'black' title 'GPU capacity'\n",
+            n > 8 ? "rotate by -45 left" : "nomirror");
+    char xl[256];
+    points_xlabel(t, xl, sizeof xl);
+    fputs("set xlabel ", gp);
+    gp_str(gp, xl);
+    fputs("\nreplot\n", gp);
     gp_end(gp, "memory");
     *made = true;
     return close_pair(d, gp, dir, err);
@@ -441,7 +643,8 @@ static int plot_memory(const table *t, const char *dir, bool *made, dt_error *er
 
 /* busbw: bus bandwidth vs message size, when the table has both (a collective sweep); one
  * line per algorithm when an "algo" column tells them apart. */
-static int plot_busbw(const table *t, const char *dir, bool *made, dt_error *err)
+static int plot_busbw(const table *t, const char *dir, const char *scen, bool *made,
+                      dt_error *err)
 {
     int s = -1, b = -1, a = col(t, "algo");
     *made = false;
@@ -477,7 +680,7 @@ static int plot_busbw(const table *t, const char *dir, bool *made, dt_error *err
             if (isfinite(x) && isfinite(y)) fprintf(d, "%.10g %.10g\n", x, y);
         }
     }
-    gp_begin(gp, "busbw", "Bus bandwidth vs message size");
+    gp_begin(gp, "busbw", "Bus bandwidth vs message size", scen);
     fprintf(gp,
             "set logscale x 2\n"
             "set format x '%%.0b%%BB'\n"
@@ -500,10 +703,34 @@ static int plot_busbw(const table *t, const char *dir, bool *made, dt_error *err
 
 /* timeline: the per-GPU state tracks of a trace-event file (dtsim run --timeline) as a Gantt
  * chart - compute, exposed comm, waiting for peers, idle - one row per GPU, time in ms. */
-static int plot_trace(const cJSON *root, const char *dir, int *rows, bool *made, dt_error *err)
+/* The timeline's state names: compute, "comm KIND (exposed)" per kind of communication (the
+ * first kind when several were in flight; plain "comm (exposed)" from older files), waiting
+ * for peers, idle. */
+static const char *const trace_states[] = {"compute", "comm TP", "comm PP", "comm DP",
+                                           "comm ZeRO", "comm (exposed)", "wait (peers)", "idle"};
+static const char *const trace_colours[] = {"0x4477aa", "0xee6677", "0x66ccee", "0xccbb44",
+                                            "0x228833", "0xee6677", "0xaa3377", "0xdddddd"};
+enum { TRACE_N_STATES = 8, TRACE_IDLE = 7 };
+_Static_assert(WL_COMM_KIND_COUNT == 4, "a new communication kind needs its timeline state here");
+
+static int trace_state(const char *name)
 {
-    static const char *const states[] = {"compute", "comm (exposed)", "wait (peers)", "idle"};
-    static const char *const colours[] = {"0x4477aa", "0xee6677", "0xaa3377", "0xdddddd"};
+    if (!strcmp(name, "compute")) return 0;
+    if (!strcmp(name, "wait (peers)")) return 6;
+    if (!strncmp(name, "comm ", 5)) {
+        for (int i = 1; i <= 4; i++) {
+            size_t n = strlen(trace_states[i]);
+            if (!strncmp(name, trace_states[i], n) && (name[n] == ' ' || name[n] == '+'))
+                return i;
+        }
+        return 5;
+    }
+    return TRACE_IDLE;
+}
+
+static int plot_trace(const cJSON *root, const char *dir, const char *scen, int *rows, bool *made,
+                      dt_error *err)
+{
     const cJSON *evs = cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
     *made = false;
     *rows = 0;
@@ -559,6 +786,7 @@ static int plot_trace(const cJSON *root, const char *dir, int *rows, bool *made,
     }
     fprintf(d, "# row  start(ms)  end(ms)  colour  state\n");
     double t_end = 0;
+    bool used[TRACE_N_STATES] = {false};
     cJSON_ArrayForEach(e, evs)
     {
         const cJSON *cat = cJSON_GetObjectItemCaseSensitive(e, "cat");
@@ -570,13 +798,12 @@ static int plot_trace(const cJSON *root, const char *dir, int *rows, bool *made,
         const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name");
         size_t k = 0;
         while (k < nt && !(tr[k].pid == pid && tr[k].tid == tid)) k++;
-        int c = 3;
-        for (int i = 0; i < 4; i++)
-            if (cJSON_IsString(nm) && !strcmp(nm->valuestring, states[i])) c = i;
-        fprintf(d, "%zu %.9g %.9g %s \"%s\"\n", k, ts, ts + dur, colours[c], states[c]);
+        int c = cJSON_IsString(nm) ? trace_state(nm->valuestring) : TRACE_IDLE;
+        used[c] = true;
+        fprintf(d, "%zu %.9g %.9g %s \"%s\"\n", k, ts, ts + dur, trace_colours[c], trace_states[c]);
         if (ts + dur > t_end) t_end = ts + dur;
     }
-    gp_begin(gp, "timeline", "Per-GPU state over one step");
+    gp_begin(gp, "timeline", "Per-GPU state over one step", scen);
     fprintf(gp,
             "set xlabel 'time (ms)'\n"
             "set xrange [0:%.9g]\n"
@@ -597,13 +824,90 @@ static int plot_trace(const cJSON *root, const char *dir, int *rows, bool *made,
     }
     fputs("plot 'timeline.dat' using (($2+$3)/2):1:(($3-$2)/2):(0.4):4 with boxxyerror "
           "fs solid 1.0 noborder lc rgb variable notitle", gp);
-    for (int i = 0; i < 4; i++)
-        fprintf(gp, ", \\\n     NaN with boxes fs solid 1.0 lc rgb '#%s' title '%s'", colours[i] + 2,
-                states[i]);
+    for (int i = 0; i < TRACE_N_STATES; i++)
+        if (used[i])
+            fprintf(gp, ", \\\n     NaN with boxes fs solid 1.0 lc rgb '#%s' title '%s'",
+                    trace_colours[i] + 2, trace_states[i]);
     fputc('\n', gp);
     gp_end(gp, "timeline");
     free(tr);
     *rows = (int)nt;
+    *made = true;
+    return close_pair(d, gp, dir, err);
+}
+
+/* parity: predicted against measured for `dtsim validate --json` rows, one panel per metric
+ * (step time in s on log axes: the cases span two decades; model TFLOP/s per GPU and bus
+ * bandwidth in GB/s on linear ones), each with the y = x line and the +-5 % and +-10 % bands.
+ * A step time below the line is optimistic, a throughput above it. */
+static int plot_parity(const table *t, const char *dir, bool *made, dt_error *err)
+{
+    int me = col(t, "measured"), pr = col(t, "predicted"), mt = col(t, "metric"), id = col(t, "id");
+    *made = false;
+    if (me < 0 || pr < 0 || mt < 0) return DT_OK;
+    static const char *const metrics[] = {"step_time", "tflops_per_gpu", "busbw"};
+    static const char *const titles[] = {"step time (s)", "model TFLOP/s per GPU",
+                                         "bus bandwidth (GB/s)"};
+    double lo[3], hi[3];
+    int cnt[3] = {0, 0, 0}, panels = 0;
+    for (int k = 0; k < 3; k++) {
+        lo[k] = INFINITY, hi[k] = 0;
+        for (size_t r = 0; r < t->n_rows; r++) {
+            double x = num(t, r, me), y = num(t, r, pr);
+            if (!row_ok(t, r) || !(x > 0) || !(y > 0) || strcmp(t->rows[r][mt], metrics[k])) continue;
+            lo[k] = fmin(lo[k], fmin(x, y));
+            hi[k] = fmax(hi[k], fmax(x, y));
+            cnt[k]++;
+        }
+        panels += cnt[k] > 0;
+    }
+    if (panels == 0) return DT_OK;
+    FILE *d = open_in(dir, "parity", "dat", err), *gp = d ? open_in(dir, "parity", "gp", err) : NULL;
+    if (!d || !gp) {
+        if (d) fclose(d);
+        return DT_EIO;
+    }
+    fprintf(d, "# measured  predicted  case; one block per metric (gnuplot index 0, 1, 2)\n");
+    for (int k = 0; k < 3; k++) {
+        if (k) fputs("\n\n", d);
+        fprintf(d, "# %s\n", titles[k]);
+        for (size_t r = 0; r < t->n_rows; r++) {
+            double x = num(t, r, me), y = num(t, r, pr);
+            if (!row_ok(t, r) || !(x > 0) || !(y > 0) || strcmp(t->rows[r][mt], metrics[k])) continue;
+            fprintf(d, "%.10g %.10g \"%s\"\n", x, y, id >= 0 ? t->rows[r][id] : "");
+        }
+        if (!cnt[k]) fprintf(d, "NaN NaN \"\"\n"); /* keeps the block for gnuplot's index */
+    }
+    fprintf(gp,
+            "# parity.gp - written by `dtsim report`; edit and run `gnuplot parity.gp` to restyle.\n"
+            "# One panel per metric: predicted against measured, y = x and the +-5 %% / +-10 %% bands.\n"
+            "do for [out = 1:2] {\n"
+            "  if (out == 1) { set terminal pngcairo size %d,520 noenhanced font 'Sans,10'; set output 'parity.png' }\n"
+            "  if (out == 2) { set terminal svg size %d,520 dynamic noenhanced font 'Sans,10'; set output 'parity.svg' }\n"
+            "  set multiplot layout 1,%d title 'dtsim validate: predicted vs measured'\n"
+            "  set grid\n  set size ratio -1\n  set key inside left top font ',8'\n",
+            470 * panels + 60, 470 * panels + 60, panels);
+    for (int k = 0; k < 3; k++) {
+        if (!cnt[k]) continue;
+        double a = lo[k], b = hi[k];
+        bool logs = k == 0;
+        if (logs) a /= 1.4, b *= 1.4;
+        else {
+            double pad = 0.12 * b;
+            a = fmax(0, a - pad), b += pad;
+        }
+        fprintf(gp,
+                "  %s\n"
+                "  set xrange [%.6g:%.6g]; set yrange [%.6g:%.6g]\n"
+                "  set title '%s'; set xlabel 'measured'; set ylabel 'predicted'\n"
+                "  plot x with lines lw 1.5 lc rgb 'black' title 'y = x', \\\n"
+                "       1.05*x with lines dt 2 lc rgb '#228833' title '+-5 %%', 0.95*x with lines dt 2 lc rgb '#228833' notitle, \\\n"
+                "       1.10*x with lines dt 3 lc rgb '#ccbb44' title '+-10 %%', 0.90*x with lines dt 3 lc rgb '#ccbb44' notitle, \\\n"
+                "       'parity.dat' index %d using 1:2 with points pt 7 ps 1.1 lc rgb '#4477aa' notitle, \\\n"
+                "       '' index %d using 1:2:3 with labels font ',7' offset 0.8,0.5 left notitle\n",
+                logs ? "set logscale xy 10" : "unset logscale", a, b, a, b, titles[k], k, k);
+    }
+    fprintf(gp, "  unset multiplot\n  unset output\n}\n");
     *made = true;
     return close_pair(d, gp, dir, err);
 }
@@ -648,6 +952,15 @@ static const char *describe(const char *name)
     if (!strcmp(name, "memory"))
         return "Peak memory of the most loaded GPU against the GPU's capacity; red bars do not "
                "fit.";
+    if (!strcmp(name, "goodput"))
+        return "Goodput (share of wall-clock time whose training is kept) against the checkpoint "
+               "interval, mean of the simulated runs with its 95 % confidence band; the renewal "
+               "formula where failures are exponential; Young's and Daly's intervals and the "
+               "best one simulated.";
+    if (!strcmp(name, "parity"))
+        return "Predicted against measured for every case of the validation suite (log-log: each "
+               "metric on its own scale); the dashed lines are +-5 % and the dotted +-10 % from "
+               "exact. A step time below the line, or a throughput above it, is optimistic.";
     if (!strcmp(name, "timeline"))
         return "Each GPU's state over the step (from the timeline's state tracks): compute, "
                "communication not hidden by compute, waiting for peers, idle.";
@@ -690,12 +1003,50 @@ static int write_index(const char *dir, const rep_report_summary *sum, const cha
     return close_pair(md, html, dir, err);
 }
 
+/* The scenario a table or timeline comes from, for plot titles: the "name" of the scenario a
+ * sweep ran (sweep.json beside results.csv, scenario_text.name, else its file), the timeline's
+ * otherData.scenario, else the input's own file name. */
+static void scenario_label(const char *input, const cJSON *trace, char *buf, size_t n)
+{
+    const char *base = strrchr(input, '/');
+    base = base ? base + 1 : input;
+    snprintf(buf, n, "%s", base);
+    if (trace) {
+        const cJSON *sc = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(trace, "otherData"), "scenario");
+        if (cJSON_IsString(sc) && sc->valuestring[0]) snprintf(buf, n, "%s", sc->valuestring);
+        return;
+    }
+    char path[1024];
+    int dl = (int)(base - input);
+    snprintf(path, sizeof path, "%.*ssweep.json", dl, input);
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    fclose(f);
+    cJSON *m = NULL;
+    dt_error e;
+    dt_error_clear(&e);
+    if (js_parse_file(path, &m, &e) != DT_OK) return;
+    const cJSON *file = cJSON_GetObjectItemCaseSensitive(m, "scenario");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(m, "scenario_text"), "name");
+    const char *fb = cJSON_IsString(file) ? strrchr(file->valuestring, '/') : NULL;
+    const char *fname = cJSON_IsString(file) ? (fb ? fb + 1 : file->valuestring) : "";
+    if (cJSON_IsString(name) && name->valuestring[0])
+        snprintf(buf, n, "%.200s%s%.200s%s", name->valuestring, fname[0] ? " (" : "", fname,
+                 fname[0] ? ")" : "");
+    else if (fname[0])
+        snprintf(buf, n, "%s", fname);
+    cJSON_Delete(m);
+}
+
 int rep_report_file(const char *input, const char *out, rep_report_summary *sum, dt_error *err)
 {
     memset(sum, 0, sizeof *sum);
     table t;
     size_t n = strlen(input);
     bool is_json = n > 5 && !strcmp(input + n - 5, ".json");
+    char scen[512];
     if (is_json) {
         /* A trace-event file (an object with traceEvents) gets the timeline plot. */
         cJSON *root = NULL;
@@ -707,12 +1058,32 @@ int rep_report_file(const char *input, const char *out, rep_report_summary *sum,
                 return dt_error_set(err, DT_EIO, out, NULL, "cannot create directory: %s", strerror(errno));
             }
             bool made = false;
-            rc = plot_trace(root, out, &sum->rows, &made, err);
+            scenario_label(input, root, scen, sizeof scen);
+            rc = plot_trace(root, out, scen, &sum->rows, &made, err);
             cJSON_Delete(root);
             if (!rc && made) snprintf(sum->plots[sum->n_plots++], sizeof sum->plots[0], "timeline");
             const char *base = strrchr(input, '/');
             if (!rc) rc = write_index(out, sum, base ? base + 1 : input, err);
             if (!rc && made) rc = run_gnuplot(out, "timeline", err);
+            return rc;
+        }
+        if (cJSON_IsObject(root) && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "cases"))) {
+            /* `dtsim validate --json`: the parity plot of its cases */
+            rc = table_from_array(cJSON_GetObjectItemCaseSensitive(root, "cases"), input, &t, err);
+            cJSON_Delete(root);
+            if (rc) return rc;
+            sum->rows = (int)t.n_rows;
+            if (mkdir(out, 0777) != 0 && errno != EEXIST) {
+                table_free(&t);
+                return dt_error_set(err, DT_EIO, out, NULL, "cannot create directory: %s", strerror(errno));
+            }
+            bool made = false;
+            rc = plot_parity(&t, out, &made, err);
+            table_free(&t);
+            if (!rc && made) snprintf(sum->plots[sum->n_plots++], sizeof sum->plots[0], "parity");
+            const char *base = strrchr(input, '/');
+            if (!rc) rc = write_index(out, sum, base ? base + 1 : input, err);
+            if (!rc && made) rc = run_gnuplot(out, "parity", err);
             return rc;
         }
         cJSON_Delete(root);
@@ -724,12 +1095,13 @@ int rep_report_file(const char *input, const char *out, rep_report_summary *sum,
         table_free(&t);
         return dt_error_set(err, DT_EIO, out, NULL, "cannot create directory: %s", strerror(errno));
     }
-    static const char *const names[] = {"scaling", "breakdown", "memory", "busbw"};
-    int (*const makers[])(const table *, const char *, bool *, dt_error *) = {
-        plot_scaling, plot_breakdown, plot_memory, plot_busbw};
-    for (int i = 0; i < 4 && !rc; i++) {
+    scenario_label(input, NULL, scen, sizeof scen);
+    static const char *const names[] = {"scaling", "breakdown", "memory", "busbw", "goodput"};
+    int (*const makers[])(const table *, const char *, const char *, bool *, dt_error *) = {
+        plot_scaling, plot_breakdown, plot_memory, plot_busbw, plot_goodput};
+    for (int i = 0; i < 5 && !rc; i++) {
         bool made = false;
-        rc = makers[i](&t, out, &made, err);
+        rc = makers[i](&t, out, scen, &made, err);
         if (!rc && made) snprintf(sum->plots[sum->n_plots++], sizeof sum->plots[0], "%s", names[i]);
     }
     table_free(&t);

@@ -13,9 +13,12 @@
 #include "dtsim/error.h"
 #include "dtsim/sweep.h"
 
+/* comm_KIND_s: comm_exposed_s by kind (run.h), one per wl_comm_kind in its order. */
+_Static_assert(WL_COMM_KIND_COUNT == 4, "a new communication kind needs its comm_KIND_s column");
 static const char *const metric_names[] = {
     "step_time_s",       "compute_s",         "comm_exposed_s",    "bubble_s",
-    "straggler_wait_s",  "max_straggler_wait_s", "samples_per_s",     "tokens_per_s",      "tflops_per_gpu",
+    "straggler_wait_s",  "comm_tp_s",         "comm_pp_s",         "comm_dp_s",
+    "comm_zero_s",       "max_straggler_wait_s", "samples_per_s",  "tokens_per_s",      "tflops_per_gpu",
     "mfu",               "mem_params_bytes",  "mem_grads_bytes",   "mem_optimizer_bytes",
     "mem_activations_bytes", "mem_peak_bytes", "mem_capacity_bytes", "fits",
     "n_gpus",            "cost_per_step_usd", "usd_per_hour",      "tokens_per_usd",
@@ -33,6 +36,10 @@ static void metric_values(const run_result *r, double *v)
                      r->breakdown_s.comm_exposed,
                      r->breakdown_s.bubble,
                      r->breakdown_s.straggler_wait,
+                     r->comm_exposed_by_kind_s[WL_COMM_TP],
+                     r->comm_exposed_by_kind_s[WL_COMM_PP],
+                     r->comm_exposed_by_kind_s[WL_COMM_DP],
+                     r->comm_exposed_by_kind_s[WL_COMM_ZERO],
                      r->max_straggler_wait_s,
                      r->throughput.samples_per_s,
                      r->throughput.tokens_per_s,

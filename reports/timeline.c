@@ -156,6 +156,7 @@ static long gpu_tid(int gpu, int kind, int lane) { return (long)gpu * 2048 + kin
 typedef struct edge {
     sim_time_t t;
     int comp, comm, wait;
+    int kind; /* wl_comm_kind of a communication edge, -1 otherwise */
 } edge;
 
 /* 0 compute, 1 communication, 2 waiting: a communication-stream span named "wait_for_peers"
@@ -176,26 +177,44 @@ static int edge_cmp(const void *pa, const void *pb)
     return a->t < b->t ? -1 : a->t > b->t;
 }
 
+/* "comm DP (exposed)", or with several kinds in flight at once "comm DP+PP (exposed)" (kinds
+ * in wl_comm_kind order). */
+static void comm_state_name(const int *kinds, char *buf, size_t n)
+{
+    size_t len = (size_t)snprintf(buf, n, "comm ");
+    bool any = false;
+    for (int k = 0; k < WL_COMM_KIND_COUNT && len < n; k++)
+        if (kinds[k] > 0) {
+            len += (size_t)snprintf(buf + len, n - len, "%s%s", any ? "+" : "",
+                                    wl_comm_kind_abbrev((wl_comm_kind)k));
+            any = true;
+        }
+    if (len < n) snprintf(buf + len, n - len, "%s(exposed)", any ? " " : "");
+}
+
 /* The state track of one GPU: [0, T] cut where compute/comm coverage changes, so its slices
- * sum to T exactly: compute where any compute op runs, "comm (exposed)" where only
- * communication runs, "wait (peers)" where a collective or send waits for its slowest member,
- * "idle" (pipeline bubble, end of step) where nothing does. */
+ * sum to T exactly: compute where any compute op runs, "comm KIND (exposed)" where only
+ * communication runs (named by the kinds in flight: TP, PP, DP, ZeRO), "wait (peers)" where a
+ * collective or send waits for its slowest member, "idle" (pipeline bubble, end of step) where
+ * nothing does. */
 static void state_track(emitter *e, const run_timeline *tl, const ivl *v, size_t n, int gpu,
                         int pid, sim_time_t T)
 {
-    static const char *const names[] = {"compute", "comm (exposed)", "wait (peers)", "idle"};
+    static const char *const names[] = {"compute", "comm", "wait (peers)", "idle"};
     edge *ev = dt_xmalloc((2 * n + 1) * sizeof *ev);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         const run_span *s = &tl->spans[v[i].idx];
         if (s->end <= s->start) continue;
         int cls = span_class(tl, s);
-        ev[k++] = (edge){s->start, cls == 0, cls == 1, cls == 2};
-        ev[k++] = (edge){s->end, -(cls == 0), -(cls == 1), -(cls == 2)};
+        int kind = cls == 1 && s->comm >= 0 && s->comm < WL_COMM_KIND_COUNT ? s->comm : -1;
+        ev[k++] = (edge){s->start, cls == 0, cls == 1, cls == 2, kind};
+        ev[k++] = (edge){s->end, -(cls == 0), -(cls == 1), -(cls == 2), kind};
     }
     qsort(ev, k, sizeof *ev, edge_cmp);
     long tid = gpu_tid(gpu, 0, 0);
-    int comp = 0, comm = 0, wait = 0, cls = -1;
+    int comp = 0, comm = 0, wait = 0, cls = -1, kinds[WL_COMM_KIND_COUNT] = {0};
+    char cur[64] = "", nm[64];
     sim_time_t at = 0, seg = 0;
     size_t j = 0;
     while (at < T) {
@@ -203,22 +222,26 @@ static void state_track(emitter *e, const run_timeline *tl, const ivl *v, size_t
             comp += ev[j].comp;
             comm += ev[j].comm;
             wait += ev[j].wait;
+            if (ev[j].kind >= 0) kinds[ev[j].kind] += ev[j].comm;
             j++;
         }
         sim_time_t next = j < k && ev[j].t < T ? ev[j].t : T;
         int now = comp > 0 ? 0 : comm > 0 ? 1 : wait > 0 ? 2 : 3;
-        if (now != cls) {
+        if (now == 1) comm_state_name(kinds, nm, sizeof nm);
+        else snprintf(nm, sizeof nm, "%s", names[now]);
+        if (now != cls || strcmp(nm, cur)) {
             if (cls >= 0) {
-                slice(e, names[cls], "state", pid, tid, seg, at);
+                slice(e, cur, "state", pid, tid, seg, at);
                 fputs("}", e->f);
             }
             cls = now;
+            snprintf(cur, sizeof cur, "%s", nm);
             seg = at;
         }
         at = next;
     }
     if (cls >= 0) {
-        slice(e, names[cls], "state", pid, tid, seg, T);
+        slice(e, cur, "state", pid, tid, seg, T);
         fputs("}", e->f);
     }
     free(ev);
@@ -243,7 +266,13 @@ int rep_timeline_write(const run_timeline *tl, const rep_timeline_options *opt, 
          ? tl->gpu_host[(g)] + 1                                                            \
          : pid_nohost)
 
-    fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"dtsim\",\"step_end_us\":", f);
+    fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"dtsim\",", f);
+    if (opt->scenario) {
+        fputs("\"scenario\":", f);
+        json_str(f, opt->scenario);
+        fputc(',', f);
+    }
+    fputs("\"step_end_us\":", f);
     us(f, T);
     fputs("},\"traceEvents\":[", f);
     /* Op spans sorted per (GPU, stream): one pass gives each GPU's state track and its op
@@ -378,42 +407,45 @@ int rep_timeline_write(const run_timeline *tl, const rep_timeline_options *opt, 
 
 void rep_breakdown_bar(const run_result *r, int width, FILE *f)
 {
-    static const char cell[] = {'#', '=', '.', '!', ' '};
-    static const char *const label[] = {"compute", "comm", "bubble", "straggler"};
-    double part[5] = {r->breakdown_s.compute, r->breakdown_s.comm_exposed, r->breakdown_s.bubble,
-                      r->breakdown_s.straggler_wait, 0};
+    enum { N = 6 }; /* compute, comm, bubble, straggler, data stall, the rest */
+    static const char cell[N] = {'#', '=', '.', '!', '~', ' '};
+    static const char *const label[N - 1] = {"compute", "comm", "bubble", "straggler", "data"};
+    double part[N] = {r->breakdown_s.compute, r->breakdown_s.comm_exposed, r->breakdown_s.bubble,
+                      r->breakdown_s.straggler_wait, r->breakdown_s.data_stall, 0};
     double sum = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < N - 1; i++) {
         if (!(part[i] > 0)) part[i] = 0;
         sum += part[i];
     }
     /* Shares of the step; if the parts overshoot it (they should not), of their sum. */
     double whole = r->step_time_s > sum ? r->step_time_s : sum;
-    part[4] = whole - sum;
+    part[N - 1] = whole - sum;
     if (width < 4) width = 4;
     /* Largest remainder: the cells add up to width exactly. */
-    int cells[5], given = 0;
-    double rem[5];
-    for (int i = 0; i < 5; i++) {
-        double x = whole > 0 ? part[i] / whole * width : (i == 4 ? width : 0);
+    int cells[N], given = 0;
+    double rem[N];
+    for (int i = 0; i < N; i++) {
+        double x = whole > 0 ? part[i] / whole * width : (i == N - 1 ? width : 0);
         cells[i] = (int)x;
         rem[i] = x - cells[i];
         given += cells[i];
     }
     while (given < width) {
         int best = 0;
-        for (int i = 1; i < 5; i++)
+        for (int i = 1; i < N; i++)
             if (rem[i] > rem[best]) best = i;
         cells[best]++;
         rem[best] = -1;
         given++;
     }
     fputc('[', f);
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < N; i++)
         for (int c = 0; c < cells[i]; c++) fputc(cell[i], f);
     fputc(']', f);
-    for (int i = 0; i < 4; i++)
-        fprintf(f, "%s%c %s %.1f%%", i ? "  " : " ", cell[i], label[i],
-                whole > 0 ? 100 * part[i] / whole : 0.0);
+    /* the data stall only when there is one (an input pipeline slower than the step) */
+    for (int i = 0; i < N - 1; i++)
+        if (i < 4 || part[i] > 0)
+            fprintf(f, "%s%c %s %.1f%%", i ? "  " : " ", cell[i], label[i],
+                    whole > 0 ? 100 * part[i] / whole : 0.0);
     fputc('\n', f);
 }

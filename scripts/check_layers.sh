@@ -32,8 +32,8 @@ declare -A public=(
   [kern.h]=kernels
   [topo.h]=topo
   [net.h]=net [coll.h]=net
-  [workload.h]=workload [replay.h]=workload [run.h]=workload [chakra.h]=workload
-  [report.h]=reports [sweep.h]=reports [plan.h]=reports
+  [workload.h]=workload [replay.h]=workload [run.h]=workload [goodput.h]=workload [chakra.h]=workload
+  [report.h]=reports [sweep.h]=reports [plan.h]=reports [validate.h]=reports
 )
 
 # The room a file belongs to. Unit tests belong to the room they test; tests/unit/*.h (shared

@@ -22,7 +22,8 @@ typedef struct unit_entry {
 
 static const unit_entry time_units[] = {
     {"ps", 1e-12}, {"ns", 1e-9}, {"us", 1e-6}, {"\xc2\xb5s", 1e-6}, {"ms", 1e-3}, {"s", 1.0},
-    {NULL, 0}};
+    /* failure rates and horizons (goodput) are quoted in hours and days */
+    {"min", 60.0}, {"h", 3600.0}, {"d", 86400.0}, {NULL, 0}};
 
 static const unit_entry size_units[] = {
     {"B", 1.0},         {"KB", 1e3},          {"MB", 1e6},          {"GB", 1e9},

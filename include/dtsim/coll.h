@@ -67,6 +67,7 @@ typedef struct coll_spec {
                           receiver, group[0] sending (0 means 1) */
     int servers;       /* ps: number of parameter servers (0 = one per host spanned) */
     double elem_bytes; /* element size: buffers are cut on element boundaries (0 = 2) */
+    uint32_t tag;      /* coll_start: label of its transfers (net_set_tag), for link loads */
 } coll_spec;
 
 typedef struct coll_engine coll_engine;
@@ -176,6 +177,23 @@ void coll_analytic_destroy(coll_analytic *a);
  * coll_start rejects. */
 int coll_analytic_time(coll_analytic *a, const coll_spec *spec, sim_time_t *time,
                        coll_algo *algo, dt_error *err);
+
+/* The link loads behind coll_analytic_time: every transfer of the program the spec runs (ring:
+ * each edge's bytes over the whole collective; others: every send of every step; sendrecv: one
+ * route) put on its route's links, spread evenly over the pair's NET_ECMP_LANES lanes as
+ * coll_analytic_time spreads them (sendrecv: lane 0, as it costs it). fn is called once per
+ * loaded link with its bytes. For link-load reports of traffic that is not run as flows. DT_OK,
+ * or DT_EINPUT with err filled for what coll_start rejects. */
+typedef void (*coll_load_fn)(void *ctx, int link, double bytes);
+int coll_analytic_loads(coll_analytic *a, const coll_spec *spec, coll_load_fn fn, void *ctx,
+                        dt_error *err);
+
+/* Bytes the spec's ranks send in all, over the program it runs (what coll_start would run):
+ * ring all-reduce 2(n-1)/n S per rank, hence 2(n-1) S in all, and so on for every algorithm,
+ * counted from its steps (sendrecv: S). The walk is cached per (op, algorithm that runs, n,
+ * streams, root, servers, element size, hosts spanned and largest ranks per host) as bytes
+ * per byte of size. DT_OK, or DT_EINPUT with err filled as coll_start. */
+int coll_analytic_bytes(coll_analytic *a, const coll_spec *spec, double *sent, dt_error *err);
 
 /* ---- closed forms (alpha-beta; test oracles, docs/collectives.md) ----
  * alpha: per-transfer latency (s), bw: per-GPU link bandwidth (B/s), reduction free.

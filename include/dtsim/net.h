@@ -60,10 +60,19 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
  * like 1/L of a flow), so that a caller spreading one ring over L lanes, one coupled
  * transfer of bytes/L and weight 1/L per lane, competes with other traffic like one flow.
  * Rings alone on their links take the bottleneck bandwidth whatever the weight. The path
- * array is allocated per call (O(total hops)). */
+ * array is allocated per call (O(total hops)); with lane >= 0 the concatenated routes are
+ * cached per pair list (a later ring on the same pairs copies them), and the memo's lane
+ * rotation is left exactly as looking them up would have left it. */
 void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, double bytes,
                    int lane, double weight, uint32_t done_kind, uint32_t done_id,
                    uint64_t done_data);
+
+/* The largest of the pairs' path latencies (net_path_info's, flow hash 0). Cached with the
+ * pair list's lane routes for net_send_ring: a ring started again with the same pairs (every
+ * gradient bucket of a data-parallel group) routes nothing the second time. Returns the first
+ * failing topo_route status. */
+int net_ring_latency_max(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu,
+                         sim_time_t *amax);
 
 typedef struct net_stats {
     uint64_t flows_started, flows_finished;
@@ -97,12 +106,23 @@ int net_route_lane(net *n, int src_gpu, int dst_gpu, int lane, const int **links
  * O(all flows); call it between events (a recompute may be pending at the current time). */
 int net_check_fair(net *n, double rel_tol);
 
-/* Per-link busy intervals, for timelines (optional: enabled before the run). Called once per
- * link of a flow's path when its last byte has left: [start, end] is the flow's bandwidth
- * phase (its send time to its data-done time, latency tail excluded), bytes its size. Flows
- * sharing a link overlap in time; a flow of 0 bytes or to itself reports nothing. */
+/* Per-link busy intervals, for timelines and link loads (optional: enabled before the run).
+ * Called once per link of a flow's path when its last byte has left: [start, end] is the flow's
+ * bandwidth phase (its send time to its data-done time, latency tail excluded), bytes its size,
+ * tag the caller's label of the flow (net_set_tag). Flows sharing a link overlap in time; a flow
+ * of 0 bytes or to itself reports nothing. */
 typedef void (*net_link_observer)(void *ctx, int link, sim_time_t start, sim_time_t end,
-                                  double bytes);
+                                  double bytes, uint32_t tag);
 void net_set_link_observer(net *n, net_link_observer fn, void *ctx);
+
+/* Label transfers started from now on (net_send, net_send_ring) with tag, until the next call;
+ * 0 at creation. The net only hands it back to the link observer: callers use it to say which
+ * collective or what kind of traffic a flow belongs to (the collective engine sets each
+ * collective's coll_spec.tag before its transfers). */
+void net_set_tag(net *n, uint32_t tag);
+
+/* Time during which link `link` carried at least one flow in its bandwidth phase, up to now
+ * (flow mode; 0 in analytic mode, where transfers are not flows). */
+sim_time_t net_link_busy(const net *n, int link);
 
 #endif

@@ -33,13 +33,21 @@ typedef sim_time_t (*replay_coll_time_fn)(void *ctx, coll_op op, const int *gpus
 typedef void (*replay_path_fn)(void *ctx, int src_gpu, int dst_gpu, double *bw, sim_time_t *lat);
 
 /* Optional comm back end (flow mode). Each call must eventually fire (kind, id, 0) on the
- * engine exactly once. */
+ * engine exactly once. tag says what the traffic is: REPLAY_TAG(comm kind, op name index). */
 typedef struct replay_comm {
-    void (*coll)(void *ctx, coll_op op, const int *gpus, int n, double bytes, uint32_t kind,
+    void (*coll)(void *ctx, coll_op op, const int *gpus, int n, double bytes, uint32_t tag,
+                 uint32_t kind, uint32_t id);
+    void (*send)(void *ctx, int src_gpu, int dst_gpu, double bytes, uint32_t tag, uint32_t kind,
                  uint32_t id);
-    void (*send)(void *ctx, int src_gpu, int dst_gpu, double bytes, uint32_t kind, uint32_t id);
     void *ctx;
 } replay_comm;
+
+/* A transfer's label: its wl_comm_kind and the name (index into wl_graph.names) of the op that
+ * issued it; REPLAY_TAG_INLANE as the name for collectives inside compute ops (TP). */
+#define REPLAY_TAG(kind, name) ((uint32_t)(kind) << 16 | ((uint32_t)(name) & 0xffffu))
+#define REPLAY_TAG_KIND(tag) ((int)((tag) >> 16))
+#define REPLAY_TAG_NAME(tag) ((uint32_t)(tag) & 0xffffu)
+#define REPLAY_TAG_INLANE 0xffffu
 
 /* Compute time of one op class on a GPU: gpu_op_time, or a measured table. */
 typedef sim_time_t (*replay_op_time_fn)(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec,
@@ -62,6 +70,13 @@ typedef struct replay_config {
     double jitter_sigma;
     uint64_t seed;
     bool record;               /* keep per-op times in the result (timelines) */
+    /* Backup workers (Chen et al. 2016): a collective instance starts when all but
+     * `backup_drop` of its lanes have reached it. The first instance to start decides the step's
+     * quorum; the lanes left out are dropped for the whole step: their gradients are
+     * discarded (their collective ops finish at once, without communication), the step ends
+     * with the quorum's last op and their remaining compute is cancelled (it counts for
+     * nothing). 0: synchronous, every lane waits for every other. */
+    int backup_drop;
 } replay_config;
 
 typedef struct replay_result {
@@ -69,6 +84,14 @@ typedef struct replay_result {
     /* Breakdown of [0, step_time] for the critical GPU (see docs/workloads.md): they sum to
      * step_time exactly. */
     sim_time_t compute, comm_exposed, bubble, straggler_wait;
+    /* comm_exposed split by what the communication is for (wl_comm_kind): an instant of
+     * exposed communication counts for every kind in flight then, in equal shares (the
+     * picosecond left over by an uneven division goes to the lowest kind), so the parts sum to
+     * comm_exposed exactly. comm_inflight: per kind, how long the critical GPU had
+     * communication of that kind in flight at all, exposed or hidden under compute (TP: the
+     * in-layer collectives; waiting for late peers is not in flight). */
+    sim_time_t comm_by_kind[WL_COMM_KIND_COUNT];
+    sim_time_t comm_inflight[WL_COMM_KIND_COUNT];
     int critical_gpu;
     /* The GPU that spent longest waiting for late peers, and how long (the breakdown of the
      * critical GPU can hide it: a straggler that finishes last never waits itself). */
@@ -80,6 +103,11 @@ typedef struct replay_result {
      * compute ops the in-lane (TP) communication time at the op's end. */
     sim_time_t *op_start, *op_launch, *op_end;
     sim_time_t *op_inlane;     /* in-lane (TP) communication inside compute ops */
+    /* Per lane (owned, n_lanes): when its last op ended, and whether the step dropped it
+     * (backup workers); dropped lanes are left out of step_time and the breakdown. */
+    sim_time_t *lane_end;
+    unsigned char *lane_dropped;
+    int n_dropped;
 } replay_result;
 
 int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, dt_error *err);

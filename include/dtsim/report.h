@@ -24,13 +24,15 @@ typedef struct rep_timeline_options {
     const bool *gpus;      /* n_gpus entries; NULL = all. Also filters links: see below */
     bool links;            /* include the per-link tracks */
     sim_time_t step_end;   /* the step's end; 0 = the last span's end */
+    const char *scenario;  /* written as otherData.scenario (plot titles), NULL = none */
 } rep_timeline_options;
 
 /* Chrome trace-event JSON (opens in ui.perfetto.dev and chrome://tracing):
  *  - one process per host (GPUs without a host under "GPUs"), one more for "Network";
- *  - per GPU: a "state" track that tiles [0, step end] with "compute", "comm (exposed)",
- *    "wait (peers)" (communication-stream spans named "wait_for_peers") and "idle" slices, in
- *    that priority (so its slices sum to the step time), then one track per stream (compute,
+ *  - per GPU: a "state" track that tiles [0, step end] with "compute", "comm KIND (exposed)"
+ *    (KIND the kinds of communication in flight: "TP", "DP+PP", ...), "wait (peers)"
+ *    (communication-stream spans named "wait_for_peers") and "idle" slices, in that priority
+ *    (so its slices sum to the step time), then one track per stream (compute,
  *    TP, PP, DP) holding the ops; spans overlapping on one stream get extra tracks ("TP #2")
  *    because the JSON importer needs slices on one track to nest;
  *  - per busy link a track of transfers, likewise split into lanes when they overlap. With a
@@ -44,8 +46,9 @@ int rep_timeline_write(const run_timeline *tl, const rep_timeline_options *opt, 
 /* ---- terminal breakdown bar --------------------------------------------------------------- */
 
 /* One line: "[####====..!] compute 62.0%  comm 20.0%  bubble 15.0%  straggler 3.0%" with
- * width cells ('#' compute, '=' exposed comm, '.' bubble, '!' straggler wait, ' ' the rest of
- * the step). Shares are of the step time. */
+ * width cells ('#' compute, '=' exposed comm, '.' bubble, '!' straggler wait, '~' waiting for
+ * input data (named only when there is some), ' ' the rest of the step). Shares are of the
+ * step time. */
 void rep_breakdown_bar(const run_result *r, int width, FILE *f);
 
 /* ---- gnuplot reports of a sweep ----------------------------------------------------------- */

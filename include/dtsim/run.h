@@ -11,7 +11,9 @@
 #include <stdint.h>
 
 #include "dtsim/error.h"
+#include "dtsim/goodput.h"
 #include "dtsim/net.h"
+#include "dtsim/workload.h"
 
 /* Per-op and per-link activity of a run, kept only when run_options.record_timeline is set;
  * writers in reports/ turn it into Perfetto/Chrome trace-event files. */
@@ -30,6 +32,7 @@ typedef struct run_span {
     int name;          /* index into run_timeline.names */
     int microbatch;    /* -1 if not applicable */
     int layer;         /* -1 if not applicable */
+    int comm;          /* wl_comm_kind of a communication span, -1 for compute */
 } run_span;
 
 typedef struct run_link_span {
@@ -86,7 +89,34 @@ typedef struct run_options {
     const char *chakra_groups; /* run_chakra: ASTRA-sim communicator-group file, or NULL */
     void (*warn)(void *ctx, const dt_error *warning); /* run_chakra's warnings (NULL: dropped) */
     void *warn_ctx;
+    int links;                /* report this many of the most loaded links (run_result.links) */
 } run_options;
+
+/* One of the most loaded links of a run (run_options.links). Load = bytes / bandwidth, the
+ * time the link needs at line rate; utilisation = that / the step time. Traffic the flow network
+ * carries (pipeline sends, cross-lane collectives in flow mode) is counted as it flowed, over
+ * the ECMP paths its flows hashed to; traffic costed in closed form (TP collectives inside
+ * layers; everything in analytic mode) over the routes coll_analytic_time uses, spread over a
+ * pair's ECMP lanes. */
+#define RUN_LINK_USERS 6
+typedef struct run_link_load {
+    int link;                  /* index of the directed link in the topology */
+    char name[96];             /* "src->dst" */
+    double bandwidth;          /* B/s */
+    double bytes;              /* carried during the step */
+    double utilisation;        /* bytes / (bandwidth x step time) */
+    double busy_s;             /* time it carried at least one flow (flow traffic only) */
+    bool intra_host;           /* both ends in one host (NVLink, PCIe), else fabric */
+    int alike;                 /* further links in the same role (endpoint names equal but for
+                                  their digits) with the same bandwidth, bytes and kinds of
+                                  users (the other GPUs' NVLinks, say), listed once */
+    int n_users;
+    struct {
+        char op[40];           /* op name: "dp_allreduce", "send_activation", "tp_collectives" */
+        int kind;              /* wl_comm_kind */
+        double bytes;
+    } users[RUN_LINK_USERS];   /* largest first; n_users of them; what is left is in `bytes` */
+} run_link_load;
 
 /* A struct tag only: run_memory is also the name of the function below. */
 struct run_memory {
@@ -94,11 +124,19 @@ struct run_memory {
     double capacity;                                     /* GPU memory, bytes */
 };
 
+#define RUN_GPU_TYPES 8
+
 typedef struct run_result {
     double step_time_s;
     struct {
         double compute, comm_exposed, bubble, straggler_wait;
+        double data_stall;        /* waiting for the input pipeline (scenario `input`) */
     } breakdown_s;
+    /* breakdown_s.comm_exposed by what the communication is for (wl_comm_kind: TP, PP, DP,
+     * ZeRO gathers); they sum to it (replay.h says how overlapping kinds share an instant). */
+    double comm_exposed_by_kind_s[WL_COMM_KIND_COUNT];
+    /* per kind, how long the critical GPU had that communication in flight, hidden or not */
+    double comm_inflight_by_kind_s[WL_COMM_KIND_COUNT];
     double max_straggler_wait_s;  /* longest wait for late peers over all GPUs */
     int max_straggler_wait_gpu;   /* the GPU that waited it */
     int critical_gpu;             /* whose breakdown breakdown_s is */
@@ -108,16 +146,82 @@ typedef struct run_result {
     struct run_memory memory;
     bool fits;
     int n_gpus;
-    double cost_per_step_usd;   /* step time x GPUs x $/GPU-hour, 0 if price unknown */
+    double cost_per_step_usd;   /* step time x the sum of every used GPU's $/GPU-hour (0 when
+                                   no price is known): a mixed cluster pays each GPU its own */
+    /* The GPUs the step ran on, by type (GPU name), in order of first appearance in GPU index
+     * order; throughput.mfu is the model FLOP rate over the sum of their peaks at the run's
+     * precision (a precision a GPU lacks: its next wider one, as the compute model runs it).
+     * More than RUN_GPU_TYPES names: the rest count in the totals only. */
+    int n_gpu_types;
+    struct run_gpu_type {
+        char name[GPU_NAME_MAX];
+        int count;
+        double peak_flops;      /* one GPU's, FLOP/s at the run's precision */
+        double cost_per_hour;   /* one GPU's, USD */
+        double hbm_bytes;       /* one GPU's memory */
+    } gpu_types[RUN_GPU_TYPES];
+    double peak_flops_total;    /* sum over the used GPUs, FLOP/s */
+    double cost_per_hour_total; /* sum over the used GPUs, USD per hour */
+    /* bytes one GPU sends per step, averaged over the GPUs, by kind (TP, PP, DP, ZeRO) and in
+     * all: what each collective's program sends (every rank, every step of its algorithm) */
+    double bytes_sent_per_gpu[WL_COMM_KIND_COUNT];
+    double bytes_sent_per_gpu_total;
+    run_link_load *links;       /* owned: the run_options.links most loaded, busiest first */
+    int n_links;
+    int links_loaded;           /* links that carried anything */
     uint64_t events;
     double wall_s;
     uint64_t seed;
+    /* Data parallelism beyond one synchronous step (plan options; docs/workloads.md, "Many
+     * steps"): */
+    int backup_workers;         /* k > 0: the slowest k replicas' gradients are dropped: */
+    int dropped_replicas;       /* replicas dropped this step */
+    double samples_used;        /* samples whose gradients the update used (throughput counts
+                                   only those) */
+    int local_sgd;              /* H > 1: step_time_s is the mean over H steps, of which */
+    double local_step_s, sync_step_s; /* H - 1 local steps and one averaging step */
+    int staleness;              /* >= 0: bounded-staleness asynchronous DP; step_time_s is the
+                                   mean period over `async_steps` steps, and the reads were */
+    int async_steps;
+    double staleness_mean, staleness_max; /* steps behind, on average and at worst */
+    bool has_input;             /* the scenario has an `input` section: */
+    double input_read_s;        /* reading one step's samples from storage */
+    int input_prefetch;         /* batches the loader reads ahead */
     char calibration_note[768]; /* what calibration was applied, "" if none */
     char summary[256];          /* one line: model and plan, for people ("" for traces) */
+    char name[128];             /* the scenario's (or trace's) "name", "" when it has none */
     run_timeline *timeline;     /* owned; NULL unless record_timeline; free with run_result_free */
 } run_result;
 
-/* Frees what run_result owns (the timeline); the struct itself is the caller's. */
+/* Many steps (dtsim run --steps N): each step replayed with its own jitter draws (step 0 with
+ * the scenario's seed, so it is the single run), the input pipeline's loader simulated across
+ * steps, local SGD's averaging steps every H, bounded-staleness asynchronous replicas. */
+typedef struct run_steps_result {
+    int n;
+    double *step_s;             /* owned: each step's duration (from the end of the previous) */
+    double *stall_s;            /* owned: of which waiting for input data */
+    double mean_s, stddev_s, min_s, p50_s, p99_s, max_s;
+    double stall_mean_s;
+    double dropped_mean;        /* backup workers: replicas dropped per step */
+    int sync_steps;             /* local SGD: averaging steps among the n */
+    double staleness_mean, staleness_max; /* asynchronous DP, else -1 */
+} run_steps_result;
+
+void run_steps_result_free(run_steps_result *r);
+
+/* n steps of the scenario on `jobs` threads (results do not depend on it). `first` gets step
+ * 0's full result (what run_scenario gives, timeline included when asked); progress, when not
+ * NULL, is called from the calling thread as steps finish. */
+int run_scenario_steps(const cJSON *scenario, const char *file, const char *base_dir,
+                       const run_options *opt, int n, int jobs,
+                       void (*progress)(void *ctx, long done, long total), void *progress_ctx,
+                       run_result *first, run_steps_result *out, dt_error *err);
+int run_scenario_steps_file(const char *filename, const run_options *opt, int n, int jobs,
+                            void (*progress)(void *ctx, long done, long total),
+                            void *progress_ctx, run_result *first, run_steps_result *out,
+                            dt_error *err);
+
+/* Frees what run_result owns (the timeline, the links); the struct itself is the caller's. */
 void run_result_free(run_result *r);
 
 /* Run one step of the scenario in `scenario` (read from file `file`, relative paths resolved
@@ -133,6 +237,16 @@ int run_memory(const cJSON *scenario, const char *file, const char *base_dir, st
 int run_scenario_file(const char *filename, const run_options *opt, run_result *out,
                       dt_error *err);
 int run_memory_file(const char *filename, struct run_memory *out, bool *fits, dt_error *err);
+
+/* What a goodput simulation needs from a scenario with `failures` and `checkpoint` sections
+ * (goodput.h): one simulated step (written to *step, as run_scenario), the parts that can fail
+ * counted on the topology, the checkpoint's size (the memory model's weights and optimizer
+ * states of every parameter unless given) and its write, snapshot and read-back times through
+ * the storage model, the checkpoint interval in steps (0: auto). */
+int run_goodput_job(const cJSON *scenario, const char *file, const char *base_dir,
+                    const run_options *opt, gp_job *job, run_result *step, dt_error *err);
+int run_goodput_job_file(const char *filename, const run_options *opt, gp_job *job,
+                         run_result *step, dt_error *err);
 
 /* Replay a trace file (docs/formats.md, "Trace files") on the topology in topology_file.
  * The trace carries the GPU override, faults, seed and network mode of the run that wrote it,

@@ -135,20 +135,67 @@ int topo_write_json(const topo *t, FILE *f, dt_error *err);
  * few hops (docs/architecture.md, "Topology and routing"). */
 int topo_route(topo *t, int src_gpu, int dst_gpu, uint64_t flow_hash, const int **links,
                int *n_links);
+/* As topo_route, for a caller that keeps the routes it asks for (the network model's route
+ * store): the path is stored (valid until topo_destroy) but not entered in the route table,
+ * which saves the table's memory and upkeep (64 MB and a rehash of a million entries for the
+ * pairs of a direct all-reduce on 1,024 GPUs). A path already in the table comes from there;
+ * asking again for an unlisted one stores it again. */
+int topo_route_unlisted(topo *t, int src_gpu, int dst_gpu, uint64_t flow_hash,
+                        const int **links, int *n_links);
 
 /* Counts, diameter (largest hop count of a GPU-to-GPU route) and bisection bandwidth: closed
  * forms for generated topologies where exact, else one Dijkstra per GPU and a max-flow between
  * the GPU halves in index order (docs/formats.md). */
+/* One tier of a layered fabric: the links from the nodes `level` hops from the nearest GPU up to
+ * those level + 1 hops away, counting only nodes that lead on to the top of the fabric (an
+ * NVSwitch only GPUs reach is not a tier). Found by breadth-first search from every GPU at
+ * once, not through GPUs; a switchless ring or torus has none. */
+#define TOPO_MAX_TIERS 8
+typedef struct topo_tier {
+    int level;               /* 0: GPUs' own links up */
+    char from[24], to[24];   /* node names of the two levels without digits: "nic", "leaf" */
+    int n_links;             /* directed links up */
+    double up_bw;            /* B/s, summed over them */
+    double bisection;        /* up_bw / 2: what crosses this tier between two halves whose
+                                split follows its subtrees (balanced, one direction) */
+    double oversubscription; /* bandwidth into this tier's lower nodes from below / up_bw (the
+                                down:up ratio; 0 for level 0, which has nothing below) */
+    double worst;            /* the same ratio of its most oversubscribed node (a full leaf
+                                where the last one is partly filled) */
+} topo_tier;
+
+#define TOPO_INFO_GPU_TYPES 8
 typedef struct topo_info {
     int n_gpus, n_switches, n_nics, n_hosts, n_links; /* n_links counts directed links */
     int diameter_hops;                                /* max over GPU pairs of route hops */
     double bisection_bw;                              /* B/s, one direction */
     bool bisection_exact;                             /* closed form (generated) vs method */
+    int n_tiers;
+    topo_tier tiers[TOPO_MAX_TIERS];
+    double tier_bisection;        /* min over tiers of their bisection: the bound they set */
+    double asked_oversubscription;/* the generator's oversubscription (fat-tree, dgx), else 0 */
+    int radix, leaf_down, leaf_up;/* with it: switch radix and how a leaf's ports were split */
+    /* GPUs by type (spec name), in order of first appearance; more than TOPO_INFO_GPU_TYPES
+     * names: the rest count in the sums only. Peaks at bf16 (fp16, then tf32 where it lacks
+     * it); sums over every GPU, each with its own spec. */
+    int n_gpu_types;
+    struct topo_gpu_type {
+        char name[GPU_NAME_MAX];
+        int count;
+        double peak_bf16, hbm_bytes, cost_per_hour; /* one GPU's */
+    } gpu_types[TOPO_INFO_GPU_TYPES];
+    double sum_peak_bf16, sum_hbm_bytes, sum_cost_per_hour;
 } topo_info;
 
 int topo_get_info(topo *t, topo_info *out, dt_error *err);
 
 const char *topo_family_name(topo_family f);
+
+/* Maximum flow (B/s) from the nodes src[0..n_src) to the nodes dst[0..n_dst) over the links'
+ * bandwidths; a GPU that does not relay (gpu_forwarding false) carries flow only as one of the
+ * sources or sinks. Dinic's algorithm, O(V^2 E) worst case; for storage and checkpoint rates
+ * (goodput.h), computed once per run. */
+double topo_maxflow(const topo *t, const int *src, int n_src, const int *dst, int n_dst);
 
 /* Apply the fitted figures calibration c covers (calib.h) to topology t, per scope:
  *  - an intra-host fit (every machine-local calibration): latency and bandwidth of the links that
@@ -167,5 +214,23 @@ const char *topo_family_name(topo_family f);
 struct cal_result;
 int topo_apply_calibration(topo *t, const struct cal_result *c, char *note, size_t note_size,
                            dt_error *err);
+
+/* Collective traffic does not reach a link's line rate: NCCL's protocols spend part of it on
+ * flags and chunk headers. Achieved fraction per link class as NCCL's maintainer states it
+ * (docs/collectives.md, "Link efficiency"): NVLink about 20 % protocol overhead (H100: ~370 of
+ * 450 GB/s bus bandwidth, NVIDIA/nccl-tests#212; A800: 160 of 200 GB/s, NVIDIA/nccl#412), a
+ * network NIC 24 GB/s per 200 Gb/s (NVIDIA/nccl#412; 12.2 GB/s per 100 Gb/s, nccl-tests#29). */
+#define TOPO_NCCL_NVLINK_EFFICIENCY 0.80
+#define TOPO_NCCL_NETWORK_EFFICIENCY 0.96
+
+/* Scale link bandwidths by class: links on an intra-host GPU-to-GPU path (a GPU-GPU link, or
+ * GPU-switch-GPU inside one host: NVLink/NVSwitch, the links a calibration covers) by nvlink,
+ * every other link (NICs, the network) by network. Fractions in (0, 1]; 1 and 1 change nothing.
+ * Latencies and routes are unchanged. */
+void topo_apply_link_efficiency(topo *t, double nvlink, double network);
+/* "nccl" (the two constants above), "line" (1, 1) or "NV,NET" (two fractions in (0, 1]):
+ * DT_OK, or DT_EINPUT with the reason in why. */
+int topo_link_efficiency_parse(const char *s, double *nvlink, double *network, char *why,
+                               size_t why_size);
 
 #endif

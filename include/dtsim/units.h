@@ -2,7 +2,7 @@
  *
  * Accepted spellings (a number, optional spaces, then the unit; case matters where it carries
  * meaning: b is bit, B is byte):
- *   time       ps ns us µs ms s                            -> picoseconds (sim_time_t)
+ *   time       ps ns us µs ms s min h d                    -> picoseconds (sim_time_t)
  *   size       B KB MB GB TB PB (powers of 1000)
  *              KiB MiB GiB TiB PiB (powers of 1024)        -> bytes
  *   bandwidth  B/s KB/s MB/s GB/s TB/s KiB/s MiB/s GiB/s TiB/s

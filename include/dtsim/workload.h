@@ -27,6 +27,7 @@
 
 #include "dtsim/coll.h"
 #include "dtsim/error.h"
+#include "dtsim/goodput.h"
 #include "dtsim/gpu.h"
 #include "dtsim/json.h"
 #include "dtsim/net.h"
@@ -58,6 +59,27 @@ typedef enum wl_precision { WL_FP32, WL_FP16, WL_BF16, WL_FP8 } wl_precision;
 typedef enum wl_optimizer { WL_ADAM, WL_SGD } wl_optimizer;
 typedef enum wl_axis { WL_AXIS_TP, WL_AXIS_PP, WL_AXIS_DP } wl_axis;
 
+/* What a piece of communication is for: the key of the per-kind accounting of exposed
+ * communication (replay.h), bytes sent per GPU and link loads (run.h). Tensor-parallel
+ * collectives inside layers, pipeline sends, data-parallel gradient reduction (compressed or
+ * not, ZeRO's gradient reduce-scatter included) and ZeRO's parameter all-gathers. New kinds
+ * (expert, context parallelism) go before the count; names are lower-case and stable: they are
+ * JSON keys and CSV column suffixes. */
+typedef enum wl_comm_kind {
+    WL_COMM_TP,
+    WL_COMM_PP,
+    WL_COMM_DP,
+    WL_COMM_ZERO,
+    WL_COMM_KIND_COUNT
+} wl_comm_kind;
+/* "tp", "pp", "dp", "zero"; "?" out of range. */
+const char *wl_comm_kind_name(wl_comm_kind k);
+/* For people: "tensor parallel", "pipeline", "data parallel", "ZeRO parameter gathers". */
+const char *wl_comm_kind_label(wl_comm_kind k);
+/* Short, for plots and timelines: "TP", "PP", "DP", "ZeRO". */
+const char *wl_comm_kind_abbrev(wl_comm_kind k);
+int wl_comm_kind_parse(const char *s, wl_comm_kind *out); /* DT_OK / DT_EINPUT */
+
 typedef struct wl_plan {
     int dp, tp, pp, zero, virtual_stages, microbatches, micro_batch_size;
     wl_schedule_kind schedule;
@@ -70,6 +92,13 @@ typedef struct wl_plan {
     double compression_ratio;    /* top-k fraction kept, 0 = no compression */
     double topk_throughput;      /* elements/s of the top-k selection kernel */
     wl_axis placement[3];        /* outermost first; default dp, pp, tp (TP innermost) */
+    /* Beyond one synchronous step (docs/workloads.md, "Many steps"): */
+    int backup_workers;          /* drop the slowest k DP replicas' gradients each step (pp 1) */
+    int staleness;               /* bounded-staleness asynchronous DP: a replica may run s steps
+                                    ahead of the slowest; -1 = synchronous */
+    int local_sgd;               /* average the replicas every H steps (local SGD); 0/1 = every step */
+    bool local_step;             /* build a step without DP gradient reduction (internal: the
+                                    local steps of local SGD and of asynchronous DP) */
 } wl_plan;
 
 typedef enum wl_jitter_kind { WL_JITTER_NONE, WL_JITTER_LOGNORMAL, WL_JITTER_NORMAL } wl_jitter_kind;
@@ -108,6 +137,12 @@ typedef struct wl_scenario {
     double global_batch;         /* samples per step */
     char calibration[512];       /* calibration file path ("" none), resolved by run.c */
     wl_env env;                  /* options, stragglers, jitter, degraded links, seed */
+    /* a long job: what fails, checkpoints, the storage they and the input data go through
+     * (goodput.h; present = false when the section is absent) */
+    gp_failures failures;
+    gp_checkpoint checkpoint;
+    stor_spec storage;
+    stor_input input;
 } wl_scenario;
 
 /* Parse and validate the scenario object j (every key, with path-named errors). Does not look
@@ -190,6 +225,7 @@ typedef struct wl_cost {
 typedef struct wl_coll {
     coll_op op;
     double bytes;   /* per GPU, nccl-tests convention (all-gather: output size) */
+    uint8_t kind;   /* wl_comm_kind: WL_COMM_DP unless set (wl_graph_coll_kind) */
 } wl_coll;
 
 typedef struct wl_op {
@@ -230,7 +266,8 @@ wl_graph *wl_graph_create(int n_gpus, int n_lanes, int lane_size);
 void wl_graph_destroy(wl_graph *g);
 uint32_t wl_graph_name(wl_graph *g, const char *name);      /* intern */
 uint32_t wl_graph_cost(wl_graph *g, const wl_cost *c);      /* append (no dedup) */
-uint32_t wl_graph_coll(wl_graph *g, coll_op op, double bytes);
+uint32_t wl_graph_coll(wl_graph *g, coll_op op, double bytes);       /* kind WL_COMM_DP */
+uint32_t wl_graph_coll_kind(wl_graph *g, coll_op op, double bytes, wl_comm_kind kind);
 /* Append an op with deps[0..n_deps); returns its id. Deps must be earlier ops. */
 uint32_t wl_graph_op(wl_graph *g, const wl_op *op, const uint32_t *deps, uint32_t n_deps);
 

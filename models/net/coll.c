@@ -45,6 +45,7 @@ typedef struct coll_inst {
     double *f_red;      /* per edge: bytes the receiver reduces */
     uint32_t done_kind, done_id;
     uint64_t done_data;
+    uint32_t tag;   /* coll_spec.tag: every transfer of the collective carries it */
     int next_free;
     int in_use;
 } coll_inst;
@@ -287,6 +288,7 @@ static void start_flow(coll_engine *c, int id, int src, int dst, double bytes)
 {
     coll_inst *in = &c->inst[id];
     int K = in->p.n_streams;
+    net_set_tag(c->net, in->tag);
     net_send(c->net, in->gpus[src / K], in->gpus[dst / K], bytes, c->k_arrive, (uint32_t)id,
              (uint64_t)(uint32_t)src << 32 | (uint32_t)dst);
 }
@@ -514,10 +516,10 @@ static void start_fluid(coll_engine *c, int id)
     for (int q = 0; q < n; q++) {
         src[q] = in->gpus[src[q]];
         dst[q] = in->gpus[dst[q]];
-        sim_time_t a = 0;
-        if (net_path_info(c->net, src[q], dst[q], &a, NULL, NULL) == DT_OK && a > amax) amax = a;
         if (bytes[q] > b) b = bytes[q];
     }
+    int rc = net_ring_latency_max(c->net, n, src, dst, &amax);
+    DT_ASSERT(rc == DT_OK); /* the group's routes were checked when it was built */
     double extra = (double)(in->p.ring_steps(&in->p) - 1) * (double)amax;
     in->f_extra = extra < 9.0e18 ? (sim_time_t)extra : SIM_TIME_MAX;
     /* One coupled flow per ECMP lane, each with 1/lanes of the data: the step model's
@@ -526,6 +528,7 @@ static void start_fluid(coll_engine *c, int id)
      * meeting one hash collision anywhere would run at half rate throughout. Weight 1/lanes:
      * together the lanes compete with other traffic as one flow, as a step flow does. */
     in->fluid = NET_ECMP_LANES;
+    net_set_tag(c->net, in->tag);
     for (int l = 0; l < NET_ECMP_LANES; l++)
         net_send_ring(c->net, n, src, dst, b / NET_ECMP_LANES, l, 1.0 / NET_ECMP_LANES,
                       c->k_fluid, (uint32_t)id, 0);
@@ -620,6 +623,7 @@ int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32
     in->done_kind = done_kind;
     in->done_id = done_id;
     in->done_data = done_data;
+    in->tag = spec->tag;
     if (use_fluid(c, &in->p)) {
         c->n_fluid++;
         start_fluid(c, id);

@@ -44,10 +44,21 @@ typedef struct ca_entry {
     double lat, per_byte; /* LINEAR: ps = lat + per_byte x bytes */
 } ca_entry;
 
+/* coll_analytic_bytes: bytes sent per byte of size, by program shape */
+typedef struct cb_entry {
+    int used;
+    coll_op op;
+    coll_algo ran;
+    int n, streams, root, servers, hosts, per_host;
+    double elem, per_byte;
+} cb_entry;
+#define CB_CAP 256
+
 struct coll_analytic {
     net *net;
     topo *t;
     coll_config cfg;
+    cb_entry bytes_tab[CB_CAP];
     double *load;          /* per directed link, bytes (see load_add) */
     unsigned char *mark;   /* per link: in touched[] */
     int *touched, n_touched;
@@ -546,5 +557,152 @@ int coll_analytic_time(coll_analytic *A, const coll_spec *spec, sim_time_t *time
         e->ran = ran;
         e->time = *time;
     }
+    return DT_OK;
+}
+
+/* ------------------------------------------------------------ loads ---- */
+
+static void loads_emit(coll_analytic *A, coll_load_fn fn, void *ctx)
+{
+    for (int i = 0; i < A->n_touched; i++) {
+        int k = A->touched[i];
+        if (A->load[k] > 0) fn(ctx, k, A->load[k]);
+        A->load[k] = 0;
+        A->mark[k] = 0;
+    }
+    A->n_touched = 0;
+}
+
+int coll_analytic_loads(coll_analytic *A, const coll_spec *spec, coll_load_fn fn, void *ctx,
+                        dt_error *err)
+{
+    if (spec->op == COLL_SENDRECV && spec->n == 2 && spec->group && spec->bytes > 0) {
+        int a = spec->group[0], b = spec->group[1]; /* group[0] sends (coll.h) */
+        const int *path = NULL;
+        int nh = 0;
+        if (a != b && net_route_lane(A->net, a, b, 0, &path, &nh, NULL) == DT_OK)
+            for (int h = 0; h < nh; h++) fn(ctx, path[h], spec->bytes);
+        return DT_OK;
+    }
+    coll_prog p;
+    coll_algo ran;
+    int rc = coll_prepare(A->t, &A->cfg, spec, &p, &ran, err);
+    if (rc != DT_OK) return rc;
+    if (p.n > 1 && spec->bytes > 0) {
+        if (p.form == COLL_FORM_RING) {
+            int n = p.n;
+            int *src = dt_xmalloc((size_t)n * sizeof *src), *dst = dt_xmalloc((size_t)n * sizeof *dst);
+            double *bytes = dt_xmalloc((size_t)n * sizeof *bytes);
+            double *red = dt_xmalloc((size_t)n * sizeof *red);
+            p.ring_edges(&p, src, dst, bytes, red);
+            for (int q = 0; q < n; q++) load_add(A, p.gpus[src[q]], p.gpus[dst[q]], bytes[q]);
+            free(src);
+            free(dst);
+            free(bytes);
+            free(red);
+        } else {
+            coll_send *buf = dt_xmalloc((size_t)p.n * sizeof *buf);
+            for (int r = 0; r < p.n; r++)
+                for (int k = 0; k < p.n_streams; k++)
+                    for (int s = 0, ns = p.n_steps(&p, r, k); s < ns; s++) {
+                        coll_step st;
+                        step_of(&p, buf, r, k, s, &st);
+                        for (int i = 0; i < st.n_sends; i++)
+                            load_add(A, p.gpus[r], p.gpus[st.sends[i].peer], st.sends[i].bytes);
+                    }
+            free(buf);
+        }
+        loads_emit(A, fn, ctx);
+    }
+    free(p.data);
+    return DT_OK;
+}
+
+/* Hosts the group spans and the most ranks on one host: with n, all that decides the shape of
+ * the programs whose step structure depends on the hosts (hier, ps, auto). */
+static void host_shape(const topo *t, const int *g, int n, int *hosts, int *per_host)
+{
+    int nh = t->n_hosts > 0 ? t->n_hosts : 1;
+    int *cnt = dt_xcalloc((size_t)nh + 1, sizeof *cnt);
+    *hosts = 0;
+    *per_host = 0;
+    for (int i = 0; i < n; i++) {
+        int h = t->nodes[t->gpu_node[g[i]]].host;
+        h = h >= 0 && h < nh ? h : nh;
+        if (cnt[h]++ == 0) (*hosts)++;
+        if (cnt[h] > *per_host) *per_host = cnt[h];
+    }
+    free(cnt);
+}
+
+int coll_analytic_bytes(coll_analytic *A, const coll_spec *spec, double *sent, dt_error *err)
+{
+    *sent = 0;
+    if (spec->op == COLL_SENDRECV && spec->n == 2 && spec->group) {
+        *sent = spec->group[0] != spec->group[1] ? spec->bytes : 0;
+        return DT_OK;
+    }
+    coll_prog p;
+    coll_algo ran;
+    int rc = coll_prepare(A->t, &A->cfg, spec, &p, &ran, err);
+    if (rc != DT_OK) return rc;
+    if (p.n > 1 && spec->bytes > 0) {
+        int hosts, per_host;
+        host_shape(A->t, spec->group, p.n, &hosts, &per_host);
+        cb_entry key = {.used = 1, .op = p.op, .ran = ran, .n = p.n, .streams = p.n_streams,
+                        .root = p.root, .servers = p.servers, .hosts = hosts,
+                        .per_host = per_host, .elem = p.elem};
+        uint64_t h = 1469598103934665603ull;
+        int fields[] = {key.op, key.ran, key.n, key.streams, key.root, key.servers, key.hosts,
+                        key.per_host};
+        for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+            h = (h ^ (uint64_t)(uint32_t)fields[i]) * 1099511628211ull;
+        int slot = (int)(h % CB_CAP), probes = 0;
+        cb_entry *e = NULL;
+        for (; probes < CB_CAP && A->bytes_tab[slot].used; probes++, slot = (slot + 1) % CB_CAP) {
+            cb_entry *x = &A->bytes_tab[slot];
+            if (x->op == key.op && x->ran == key.ran && x->n == key.n && x->streams == key.streams &&
+                x->root == key.root && x->servers == key.servers && x->hosts == key.hosts &&
+                x->per_host == key.per_host && x->elem == key.elem) {
+                e = x;
+                break;
+            }
+        }
+        if (!e) {
+            double total = 0;
+            if (p.form == COLL_FORM_RING) {
+                int n = p.n;
+                int *src = dt_xmalloc((size_t)n * sizeof *src), *dst = dt_xmalloc((size_t)n * sizeof *dst);
+                double *bytes = dt_xmalloc((size_t)n * sizeof *bytes);
+                double *red = dt_xmalloc((size_t)n * sizeof *red);
+                p.ring_edges(&p, src, dst, bytes, red);
+                for (int q = 0; q < n; q++) total += bytes[q];
+                free(src);
+                free(dst);
+                free(bytes);
+                free(red);
+            } else {
+                coll_send *buf = dt_xmalloc((size_t)p.n * sizeof *buf);
+                for (int r = 0; r < p.n; r++)
+                    for (int k = 0; k < p.n_streams; k++)
+                        for (int s = 0, ns = p.n_steps(&p, r, k); s < ns; s++) {
+                            coll_step st;
+                            step_of(&p, buf, r, k, s, &st);
+                            for (int i = 0; i < st.n_sends; i++)
+                                if (p.gpus[st.sends[i].peer] != p.gpus[r]) total += st.sends[i].bytes;
+                        }
+                free(buf);
+            }
+            if (probes == CB_CAP) { /* full: start over */
+                memset(A->bytes_tab, 0, sizeof A->bytes_tab);
+                slot = (int)(h % CB_CAP);
+            }
+            e = &A->bytes_tab[slot];
+            *e = key;
+            e->per_byte = total / spec->bytes;
+        }
+        *sent = e->per_byte * spec->bytes;
+    }
+    free(p.data);
     return DT_OK;
 }

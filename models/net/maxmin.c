@@ -1,10 +1,14 @@
 /* maxmin.c - progressive filling with a lazy min-heap of link fair shares (see maxmin.h). */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dtsim/error.h"
 #include "maxmin.h"
+
+/* Incidences from which a solve first removes duplicate links (dedup_links). */
+#define MM_DEDUP_MIN_INC 256
 
 typedef struct mm_entry {
     double share;
@@ -26,12 +30,27 @@ struct mm_solver {
     unsigned char *frozen;
     int cap_flows;
     int cap_inc; /* incidences */
+    /* duplicate links (dedup_links): alive flag per link, the class table, reduced CSR */
+    unsigned char *alive;
+    uint64_t *sig;
+    int *tab;
+    int cap_tab;
+    int *fs2, *fl2;
+    int cap_fs2, cap_fl2;
+    int dedup_min_inc; /* MM_DEDUP_MIN_INC, or what a test sets */
     /* heap */
     mm_entry *heap;
     int n_heap, cap_heap;
 };
 
-mm_solver *mm_create(void) { return dt_xcalloc(1, sizeof(mm_solver)); }
+mm_solver *mm_create(void)
+{
+    mm_solver *s = dt_xcalloc(1, sizeof(mm_solver));
+    s->dedup_min_inc = MM_DEDUP_MIN_INC;
+    return s;
+}
+
+void mm_set_dedup_threshold(mm_solver *s, int min_incidences) { s->dedup_min_inc = min_incidences; }
 
 void mm_destroy(mm_solver *s)
 {
@@ -44,6 +63,11 @@ void mm_destroy(mm_solver *s)
     free(s->lflows);
     free(s->fill);
     free(s->frozen);
+    free(s->alive);
+    free(s->sig);
+    free(s->tab);
+    free(s->fs2);
+    free(s->fl2);
     free(s->heap);
     free(s);
 }
@@ -58,6 +82,8 @@ static void reserve(mm_solver *s, int n_links, int n_flows, int n_inc)
         s->ver = dt_xrealloc(s->ver, (size_t)c * sizeof *s->ver);
         s->lstart = dt_xrealloc(s->lstart, (size_t)(c + 1) * sizeof *s->lstart);
         s->fill = dt_xrealloc(s->fill, (size_t)c * sizeof *s->fill);
+        s->alive = dt_xrealloc(s->alive, (size_t)c);
+        s->sig = dt_xrealloc(s->sig, (size_t)c * sizeof *s->sig);
         s->cap_links = c;
     }
     if (n_flows > s->cap_flows) {
@@ -124,6 +150,77 @@ void mm_solve(mm_solver *s, int n_links, const double *cap, int n_flows, const i
     mm_solve_weighted(s, n_links, cap, n_flows, fstart, flinks, NULL, rate, bneck);
 }
 
+/* Links crossed by exactly the same flows (same multiset) carry the same load at every moment
+ * of progressive filling, so of such a class only the link with the least capacity (ties: the
+ * lowest index) can be the one that freezes anything: its remaining capacity is never above the
+ * others' (subtraction of the same amounts in the same order is monotone in floating point),
+ * and the heap breaks equal shares by index. Dropping the rest changes no rate, and no
+ * bottleneck but in the degenerate case of different capacities rounding to the same share.
+ * Coupled ring flows (net_send_ring) cross thousands of links that carry just their own ECMP
+ * lanes: this is what keeps the heap small for them. O(incidences + links).
+ * Marks s->alive and builds the reduced flow -> link lists s->fs2 / s->fl2. */
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static void dedup_links(mm_solver *s, int n_links, const double *cap, int n_flows,
+                        const int *fstart, const int *flinks)
+{
+    int tcap = 16;
+    while (tcap < 2 * n_links) tcap *= 2;
+    if (tcap > s->cap_tab) {
+        s->tab = dt_xrealloc(s->tab, (size_t)tcap * sizeof *s->tab);
+        s->cap_tab = tcap;
+    }
+    for (int i = 0; i < tcap; i++) s->tab[i] = -1;
+    for (int l = 0; l < n_links; l++) {
+        s->alive[l] = 0;
+        int a = s->lstart[l], b = s->lstart[l + 1];
+        if (a == b) continue;
+        uint64_t h = (uint64_t)(b - a);
+        for (int k = a; k < b; k++) h = mix(h ^ (uint64_t)(uint32_t)s->lflows[k]) + 0x9e3779b97f4a7c15ULL;
+        s->sig[l] = h;
+        int slot = (int)(h & (uint64_t)(tcap - 1));
+        for (;; slot = (slot + 1) & (tcap - 1)) {
+            int r = s->tab[slot];
+            if (r < 0) {
+                s->tab[slot] = l;
+                s->alive[l] = 1;
+                break;
+            }
+            if (s->sig[r] != h || s->lstart[r + 1] - s->lstart[r] != b - a ||
+                memcmp(s->lflows + s->lstart[r], s->lflows + a, (size_t)(b - a) * sizeof(int)))
+                continue;
+            if (cap[l] < cap[r]) { /* l is tighter: it represents the class now */
+                s->alive[r] = 0;
+                s->alive[l] = 1;
+                s->tab[slot] = l;
+            }
+            break;
+        }
+    }
+    int n_inc = fstart[n_flows] - fstart[0];
+    if (n_flows + 1 > s->cap_fs2) {
+        s->cap_fs2 = 2 * (n_flows + 1);
+        s->fs2 = dt_xrealloc(s->fs2, (size_t)s->cap_fs2 * sizeof *s->fs2);
+    }
+    if (n_inc + 1 > s->cap_fl2) {
+        s->cap_fl2 = 2 * (n_inc + 1);
+        s->fl2 = dt_xrealloc(s->fl2, (size_t)s->cap_fl2 * sizeof *s->fl2);
+    }
+    int k2 = 0;
+    for (int f = 0; f < n_flows; f++) {
+        s->fs2[f] = k2;
+        for (int k = fstart[f]; k < fstart[f + 1]; k++)
+            if (s->alive[flinks[k]]) s->fl2[k2++] = flinks[k];
+    }
+    s->fs2[n_flows] = k2;
+}
+
 void mm_solve_weighted(mm_solver *s, int n_links, const double *cap, int n_flows,
                        const int *fstart, const int *flinks, const double *weight, double *rate,
                        int *bneck)
@@ -139,6 +236,16 @@ void mm_solve_weighted(mm_solver *s, int n_links, const double *cap, int n_flows
     memcpy(s->fill, s->lstart, (size_t)n_links * sizeof *s->fill);
     for (int f = 0; f < n_flows; f++)
         for (int k = fstart[f]; k < fstart[f + 1]; k++) s->lflows[s->fill[flinks[k]]++] = f;
+    /* Small problems gain nothing from removing duplicate links, nor do dense ones (a direct
+     * all-to-all: a thousand flows per link, no two links alike); long coupled rings (a few
+     * flows per link) lose most of their heap. Same rates either way (dedup_links). */
+    int dedup = s->dedup_min_inc == 0 ||
+                (n_inc >= s->dedup_min_inc && (long)n_inc <= 32L * n_links);
+    if (dedup) {
+        dedup_links(s, n_links, cap, n_flows, fstart, flinks);
+        fstart = s->fs2;
+        flinks = s->fl2;
+    }
 
     for (int l = 0; l < n_links; l++) {
         DT_ASSERT(cap[l] > 0);
@@ -161,7 +268,8 @@ void mm_solve_weighted(mm_solver *s, int n_links, const double *cap, int n_flows
         s->heap = dt_xrealloc(s->heap, (size_t)s->cap_heap * sizeof *s->heap);
     }
     for (int l = 0; l < n_links; l++)
-        if (s->unfrozen[l] > 0) s->heap[s->n_heap++] = (mm_entry){cap[l] / s->wsum[l], l, 0};
+        if (s->unfrozen[l] > 0 && (!dedup || s->alive[l]))
+            s->heap[s->n_heap++] = (mm_entry){cap[l] / s->wsum[l], l, 0};
     for (int i = s->n_heap / 2 - 1; i >= 0; i--) sift_down(s, i);
     int left = 0; /* flows not frozen yet: the loop stops when none is left, rather than
                      popping every remaining (non-binding) link's entry */

@@ -22,6 +22,11 @@ typedef struct mm_solver mm_solver;
 
 mm_solver *mm_create(void);
 void mm_destroy(mm_solver *s);
+/* Problems with at least this many (flow, link) incidences (default 256), and at most 32 per
+ * link on average, first drop links crossed by the same flows as a tighter link (maxmin.c,
+ * dedup_links): same rates, a smaller heap. 0: always; INT_MAX: never. For tests comparing
+ * both ways. */
+void mm_set_dedup_threshold(mm_solver *s, int min_incidences);
 
 /* Solve. cap[l] > 0 (B/s). A flow crossing no link gets rate INFINITY. Every flow's rate is > 0
  * and for each link sum(rates) <= cap (up to floating-point rounding: the solver clamps the

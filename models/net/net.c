@@ -44,6 +44,10 @@
 
 /* Longest path a flow may take. Fat-trees and dragonflies with NIC hops stay under 12. */
 #define NET_MAX_HOPS 32
+/* Hop slots kept inline per flow (a DGX rail route has 6 hops); longer paths get their own
+ * array, as coupled flows do. 32 inline slots cost 128 B per flow: 128 MB for the million
+ * flows of a direct all-reduce on 1,024 GPUs, mostly page faults. */
+#define NET_INLINE_HOPS 8
 
 typedef struct net_flow {
     double remaining;   /* bytes still to send as of t_last */
@@ -61,9 +65,9 @@ typedef struct net_flow {
     uint32_t version;   /* bumped on every reschedule and on free: stale events carry old ones */
     int bneck;          /* bottleneck link from the last solve, -1 before */
     int active;
-    int next_free;
     uint32_t done_kind, done_id;
     uint64_t done_data;
+    uint32_t tag;       /* the caller's label (net_set_tag) */
 } net_flow;
 
 /* Memo of routes by (src, dst): up to NET_LANES routes per pair (the route, its latency and
@@ -79,25 +83,73 @@ typedef struct route_lane {
     sim_time_t lat;
     double bw;
 } route_lane;
+/* Behind the memo: every (pair, lane) route looked up so far, with its latency and bottleneck,
+ * in one small open-addressing table per source GPU (NET_STORE_MAX entries in all, then it
+ * stops growing). The memo's direct-mapped slots decide the lane rotation and must keep their
+ * size; this store only saves the route look-up (topo_route: a lock and a probe of a table
+ * shared by threads) and the latency sum when a pair comes back after its memo slot was
+ * taken: the second phase of a direct all-reduce, a repeated all-to-all. Per source, because
+ * collectives post a rank's sends together: its table stays in cache (one table of a million
+ * pairs cost a cache miss per transfer, a quarter of a direct all-reduce's time). */
+typedef struct stored_lane {
+    int dst_lane; /* dst * NET_LANES + lane; -1 empty */
+    int n_hops, bl;
+    const int *path;
+    sim_time_t lat;
+    double bw;
+} stored_lane;
+typedef struct src_store {
+    stored_lane *e;
+    int cap, n;
+} src_store;
+#define NET_STORE_MAX ((size_t)1 << 22)
+
 typedef struct route_memo {
     int64_t key; /* src * n_gpus + dst, -1 empty */
     unsigned next; /* lane of the next transfer */
     route_lane lane[NET_LANES];
 } route_memo;
 
+/* A ring's pairs with their routes concatenated per ECMP lane, and the largest pair latency of
+ * the hash-0 routes (net_ring_latency_max): a data-parallel ring is started once per gradient
+ * bucket with the same pairs, so its routes are looked up once per run instead of once per
+ * bucket and lane (at 65,536 GPUs that was 9 M route look-ups, 20 % of a training step). */
+typedef struct ring_route {
+    uint64_t h;
+    int n_pairs;
+    int *src, *dst; /* owned copies, to tell pair lists apart exactly */
+    sim_time_t amax;
+    int amax_ok;
+    int *path[NET_LANES]; /* NULL until that lane is used */
+    int nh[NET_LANES], bl[NET_LANES];
+    sim_time_t lat[NET_LANES];
+    double bw[NET_LANES];
+} ring_route;
+/* Beyond this the ring cache is emptied (it is a cache: routes are recomputed). */
+#define NET_RING_CACHE_BYTES ((size_t)256 << 20)
+
+/* A link's entry for a flow crossing it: the flow, and which hop of its path this is, with
+ * LE_OWN_SLOTS set when the flow keeps its slots in its own array (coupled or long paths). */
+#define LE_OWN_SLOTS (1 << 30)
 typedef struct link_entry {
     int flow;
     int hop;
 } link_entry;
 
+/* Component-walk marks, apart from the link records: a walk over a coupled ring's thousands
+ * of links touches 8 bytes per link instead of a 40-byte record. */
+typedef struct link_mark {
+    uint32_t mark; /* walk epoch */
+    int local;     /* index in the component being solved */
+} link_mark;
+
 typedef struct net_link {
     double bw;
     link_entry *e;
     int n, cap;
-    uint32_t mark;
-    int local;
     int dirty;
     int n_bneck; /* flows whose bottleneck this link is */
+    sim_time_t busy, busy_since; /* time with at least one flow on it; since when, if now */
 } net_link;
 
 struct net {
@@ -106,14 +158,16 @@ struct net {
     net_config cfg;
     uint32_t k_done, k_recompute;
     net_link *links;
+    link_mark *lmark;
     int n_links;
     /* flow pool */
     net_flow *flows;
     /* Kept apart from the flows so that component walks touch 4 bytes per visit, and the
      * flow records stay small (a recompute visits each flow of a component twice). */
     uint32_t *fmark;   /* per flow: component walk epoch */
-    int *fslot;        /* per flow, NET_MAX_HOPS: position in each hop link's entry array */
-    int n_flows_cap, free_head, active;
+    int *fslot;        /* per flow, NET_INLINE_HOPS: position in each hop link's entry array */
+    int *free_stack;   /* ids of free flow records, the next to reuse on top */
+    int n_flows_cap, n_free, active;
     /* dirty links awaiting a recompute */
     int *dirty;
     int n_dirty, cap_dirty;
@@ -127,9 +181,16 @@ struct net {
     mm_solver *mm;
     route_memo *memo;
     unsigned memo_mask;
+    src_store *store; /* per source GPU */
+    size_t store_n;
+    /* routes of ring pair lists, by lane (ring_lookup) */
+    struct ring_route *rings;
+    int n_rings, cap_rings;
+    size_t ring_bytes;
     net_stats st;
     net_link_observer obs;
     void *obs_ctx;
+    uint32_t tag; /* label of transfers started now (net_set_tag) */
 };
 
 static void on_done(void *model, sim_engine *eng, const sim_event *ev);
@@ -147,7 +208,7 @@ net *net_create(topo *t, sim_engine *eng, const net_config *cfg)
         DT_ASSERT(t->links[l].bandwidth > 0);
         n->links[l].bw = t->links[l].bandwidth;
     }
-    n->free_head = -1;
+    n->lmark = dt_xcalloc((size_t)(t->n_links ? t->n_links : 1), sizeof *n->lmark);
     n->mm = mm_create();
     /* Memo size: 4 slots per GPU (a ring or pipeline neighbour or two each), 2^13 to 2^17
      * entries (1.2 to 19 MB). An evicted pair restarts its lane rotation, so a memo too small
@@ -157,6 +218,7 @@ net *net_create(topo *t, sim_engine *eng, const net_config *cfg)
     n->memo_mask = (1u << bits) - 1;
     n->memo = dt_xmalloc(sizeof(route_memo) << bits);
     for (unsigned i = 0; i <= n->memo_mask; i++) n->memo[i].key = -1;
+    n->store = dt_xcalloc((size_t)(t->n_gpus ? t->n_gpus : 1), sizeof *n->store);
     n->k_done = sim_kind_register(eng, "net.done", on_done, n);
     n->k_recompute = sim_kind_register(eng, "net.recompute", on_recompute, n);
     return n;
@@ -167,12 +229,14 @@ void net_destroy(net *n)
     if (!n) return;
     for (int l = 0; l < n->n_links; l++) free(n->links[l].e);
     free(n->links);
+    free(n->lmark);
     for (int i = 0; i < n->n_flows_cap; i++) {
         free(n->flows[i].xpath);
         free(n->flows[i].xslot);
     }
     free(n->flows);
     free(n->fmark);
+    free(n->free_stack);
     free(n->fslot);
     free(n->dirty);
     free(n->cf);
@@ -186,6 +250,13 @@ void net_destroy(net *n)
     free(n->wt);
     free(n->bn);
     free(n->memo);
+    for (int g = 0; g < n->t->n_gpus; g++) free(n->store[g].e);
+    free(n->store);
+    for (int i = 0; i < n->n_rings; i++) {
+        free(n->rings[i].src);
+        for (int l = 0; l < NET_LANES; l++) free(n->rings[i].path[l]);
+    }
+    free(n->rings);
     mm_destroy(n->mm);
     free(n);
 }
@@ -197,6 +268,14 @@ void net_set_link_observer(net *n, net_link_observer fn, void *ctx)
 }
 
 void net_get_stats(const net *n, net_stats *out) { *out = n->st; }
+
+void net_set_tag(net *n, uint32_t tag) { n->tag = tag; }
+
+sim_time_t net_link_busy(const net *n, int link)
+{
+    const net_link *lk = &n->links[link];
+    return lk->busy + (lk->n > 0 ? sim_now(n->eng) - lk->busy_since : 0);
+}
 
 net_mode net_get_mode(const net *n) { return n->cfg.mode; }
 
@@ -267,24 +346,28 @@ int net_route_lane(net *n, int src_gpu, int dst_gpu, int lane, const int **links
     return DT_OK;
 }
 
+/* Free flow records are a stack of ids apart from the records (last freed, first reused): taking
+ * one reads the stack's top, not the record's next-free field (a cache miss per transfer when a
+ * million flows come and go). */
 __attribute__((always_inline)) static inline int flow_alloc(net *n)
 {
-    if (n->free_head < 0) {
+    if (n->n_free == 0) {
         int old = n->n_flows_cap;
         int c = old ? old * 2 : 256;
         n->flows = dt_xrealloc(n->flows, (size_t)c * sizeof *n->flows);
-        memset(n->flows + old, 0, (size_t)(c - old) * sizeof *n->flows);
         n->fmark = dt_xrealloc(n->fmark, (size_t)c * sizeof *n->fmark);
         memset(n->fmark + old, 0, (size_t)(c - old) * sizeof *n->fmark);
-        n->fslot = dt_xrealloc(n->fslot, (size_t)c * NET_MAX_HOPS * sizeof *n->fslot);
-        for (int i = c - 1; i >= old; i--) {
-            n->flows[i].next_free = n->free_head;
-            n->free_head = i;
+        n->fslot = dt_xrealloc(n->fslot, (size_t)c * NET_INLINE_HOPS * sizeof *n->fslot);
+        n->free_stack = dt_xrealloc(n->free_stack, (size_t)c * sizeof *n->free_stack);
+        for (int i = c - 1; i >= old; i--) { /* every other field is set when the flow starts */
+            n->flows[i].xpath = n->flows[i].xslot = NULL;
+            n->flows[i].active = 0;
+            n->flows[i].version = 0;
+            n->free_stack[n->n_free++] = i;
         }
         n->n_flows_cap = c;
     }
-    int id = n->free_head;
-    n->free_head = n->flows[id].next_free;
+    int id = n->free_stack[--n->n_free];
     n->flows[id].active = 1;
     n->active++;
     return id;
@@ -326,12 +409,12 @@ static void note_util(net *n, double used, double bw)
 #endif
 }
 
-/* Positions of flow id in its hop links' entry arrays: NET_MAX_HOPS slots per flow, or the
+/* Positions of flow id in its hop links' entry arrays: NET_INLINE_HOPS slots per flow, or the
  * coupled flow's own array. */
 static inline int *flow_slots(net *n, int id)
 {
     int *x = n->flows[id].xslot;
-    return x ? x : &n->fslot[(size_t)id * NET_MAX_HOPS];
+    return x ? x : &n->fslot[(size_t)id * NET_INLINE_HOPS];
 }
 
 /* Put a new flow on its links and either schedule it (alone on every link) or mark its links
@@ -354,23 +437,25 @@ flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
     f->path = path;
     f->n_hops = nh;
     f->xpath = xpath;
-    f->xslot = xpath ? dt_xmalloc((size_t)nh * sizeof *f->xslot) : NULL;
+    f->xslot = xpath || nh > NET_INLINE_HOPS ? dt_xmalloc((size_t)nh * sizeof *f->xslot) : NULL;
     f->pairs = pairs;
     f->w = w;
     f->done_kind = done_kind;
     f->done_id = done_id;
     f->done_data = done_data;
+    f->tag = n->tag;
     f->bneck = -1;
     int *slot = flow_slots(n, id);
     int alone = 1;
     for (int h = 0; h < nh; h++) {
         net_link *lk = &n->links[path[h]];
+        if (lk->n == 0) lk->busy_since = now;
         if (lk->n == lk->cap) {
             lk->cap = lk->cap ? lk->cap * 2 : 4;
             lk->e = dt_xrealloc(lk->e, (size_t)lk->cap * sizeof *lk->e);
         }
         slot[h] = lk->n;
-        lk->e[lk->n++] = (link_entry){id, h};
+        lk->e[lk->n++] = (link_entry){id, f->xslot ? h | LE_OWN_SLOTS : h};
         if (lk->n > 1) alone = 0;
     }
     if (alone) {
@@ -386,6 +471,67 @@ flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
     }
 }
 
+static void store_grow(src_store *ss)
+{
+    int old_cap = ss->cap;
+    stored_lane *old = ss->e;
+    ss->cap = old_cap ? 2 * old_cap : 16;
+    ss->e = dt_xmalloc((size_t)ss->cap * sizeof *ss->e);
+    for (int i = 0; i < ss->cap; i++) ss->e[i].dst_lane = -1;
+    for (int i = 0; i < old_cap; i++) {
+        if (old[i].dst_lane < 0) continue;
+        int k = old[i].dst_lane & (ss->cap - 1);
+        while (ss->e[k].dst_lane >= 0) k = (k + 1) & (ss->cap - 1);
+        ss->e[k] = old[i];
+    }
+    free(old);
+}
+
+/* Fill memo lane v of pair (src, dst) from the store, or route it (and store it). Slots are
+ * the key itself modulo the table size: a rank's sends to consecutive peers use consecutive
+ * slots. */
+static void lane_fill(net *n, int64_t key, unsigned v, int src_gpu, int dst_gpu, route_lane *ln)
+{
+    src_store *ss = &n->store[src_gpu];
+    int dl = dst_gpu * NET_LANES + (int)v;
+    if (ss->cap)
+        for (int k = dl & (ss->cap - 1); ss->e[k].dst_lane >= 0; k = (k + 1) & (ss->cap - 1))
+            if (ss->e[k].dst_lane == dl) {
+                const stored_lane *sl = &ss->e[k];
+                *ln = (route_lane){.path = sl->path, .n_hops = sl->n_hops, .bl = sl->bl,
+                                   .lat = sl->lat, .bw = sl->bw};
+                return;
+            }
+    const int *pth = NULL;
+    int hops = 0;
+    uint64_t hash = mix64((uint64_t)key * NET_LANES + v + 0x9e3779b97f4a7c15ULL);
+    /* While the store has room it keeps the route, and topo's table need not (a full store
+     * stops growing: later routes go through topo's table, so no path is stored twice). */
+    bool keep = n->store_n < NET_STORE_MAX;
+    int rc = keep ? topo_route_unlisted(n->t, src_gpu, dst_gpu, hash, &pth, &hops)
+                  : topo_route(n->t, src_gpu, dst_gpu, hash, &pth, &hops);
+    DT_ASSERT(rc == DT_OK);
+    DT_ASSERT(hops <= NET_MAX_HOPS);
+    ln->path = pth;
+    ln->n_hops = hops;
+    ln->lat = path_latency(n->t, pth, hops);
+    ln->bw = INFINITY;
+    ln->bl = -1;
+    for (int h = 0; h < hops; h++)
+        if (n->links[pth[h]].bw < ln->bw) {
+            ln->bw = n->links[pth[h]].bw;
+            ln->bl = pth[h];
+        }
+    if (!keep) return;
+    if (2 * (ss->n + 1) > ss->cap) store_grow(ss);
+    int k = dl & (ss->cap - 1);
+    while (ss->e[k].dst_lane >= 0) k = (k + 1) & (ss->cap - 1);
+    ss->e[k] = (stored_lane){.dst_lane = dl, .n_hops = ln->n_hops, .bl = ln->bl,
+                             .path = ln->path, .lat = ln->lat, .bw = ln->bw};
+    ss->n++;
+    n->store_n++;
+}
+
 /* The memoised route from src to dst on ECMP lane `lane`, or (lane < 0) on the pair's next
  * lane in rotation (see net.h). */
 __attribute__((always_inline)) static inline const route_lane *
@@ -396,30 +542,14 @@ next_route(net *n, int src_gpu, int dst_gpu, int lane)
      * to a path by the 5-tuple hash). Deterministic, and routes are memoised per lane. */
     int64_t key = (int64_t)src_gpu * n->t->n_gpus + dst_gpu;
     route_memo *m = &n->memo[mix64((uint64_t)key) & n->memo_mask];
-    if (m->key != key) {
-        memset(m, 0, sizeof *m);
+    if (m->key != key) { /* what a memset would do, for the fields that are read */
         m->key = key;
+        m->next = 0;
+        for (int l = 0; l < NET_LANES; l++) m->lane[l].path = NULL;
     }
     unsigned v = lane >= 0 ? (unsigned)lane % NET_LANES : m->next++ % NET_LANES;
     route_lane *ln = &m->lane[v];
-    if (!ln->path) {
-        const int *pth = NULL;
-        int hops = 0;
-        uint64_t hash = mix64((uint64_t)key * NET_LANES + v + 0x9e3779b97f4a7c15ULL);
-        int rc = topo_route(n->t, src_gpu, dst_gpu, hash, &pth, &hops);
-        DT_ASSERT(rc == DT_OK);
-        DT_ASSERT(hops <= NET_MAX_HOPS);
-        ln->path = pth;
-        ln->n_hops = hops;
-        ln->lat = path_latency(n->t, pth, hops);
-        ln->bw = INFINITY;
-        ln->bl = -1;
-        for (int h = 0; h < hops; h++)
-            if (n->links[pth[h]].bw < ln->bw) {
-                ln->bw = n->links[pth[h]].bw;
-                ln->bl = pth[h];
-            }
-    }
+    if (!ln->path) lane_fill(n, key, v, src_gpu, dst_gpu, ln);
     return ln;
 }
 
@@ -446,12 +576,82 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
         n->st.flows_finished++;
         n->st.bytes_delivered += bytes;
         if (n->obs && bytes > 0)
-            for (int h = 0; h < nh; h++) n->obs(n->obs_ctx, path[h], now, sim_time_add(now, dt), bytes);
+            for (int h = 0; h < nh; h++)
+                n->obs(n->obs_ctx, path[h], now, sim_time_add(now, dt), bytes, n->tag);
         sim_schedule_in(n->eng, now, sim_time_add(dt, lat), done_kind, done_id, done_data);
         return;
     }
 
     flow_start(n, path, nh, NULL, 1, 1.0, lat, ln->bw, ln->bl, bytes, done_kind, done_id, done_data);
+}
+
+/* What next_route does to the memo, without routing: the pair's entry is (re)claimed, so
+ * the lane rotation of whatever pair held the slot restarts exactly as if the route had been
+ * looked up (the ring cache must not change which lanes later transfers take). The lane's
+ * route itself is filled lazily by next_route when a transfer needs it. */
+static inline void memo_touch(net *n, int src_gpu, int dst_gpu)
+{
+    int64_t key = (int64_t)src_gpu * n->t->n_gpus + dst_gpu;
+    route_memo *m = &n->memo[mix64((uint64_t)key) & n->memo_mask];
+    if (m->key != key) {
+        memset(m, 0, sizeof *m);
+        m->key = key;
+    }
+}
+
+static ring_route *ring_lookup(net *n, int n_pairs, const int *src, const int *dst)
+{
+    uint64_t h = (uint64_t)n_pairs;
+    for (int i = 0; i < n_pairs; i++)
+        h = mix64(h ^ (((uint64_t)(uint32_t)src[i] << 32) | (uint32_t)dst[i])) + 0x9e37;
+    for (int i = 0; i < n->n_rings; i++) {
+        ring_route *r = &n->rings[i];
+        if (r->h == h && r->n_pairs == n_pairs &&
+            !memcmp(r->src, src, (size_t)n_pairs * sizeof *src) &&
+            !memcmp(r->dst, dst, (size_t)n_pairs * sizeof *dst))
+            return r;
+    }
+    if (n->ring_bytes > NET_RING_CACHE_BYTES) {
+        for (int i = 0; i < n->n_rings; i++) {
+            free(n->rings[i].src);
+            for (int l = 0; l < NET_LANES; l++) free(n->rings[i].path[l]);
+        }
+        n->n_rings = 0;
+        n->ring_bytes = 0;
+    }
+    if (n->n_rings == n->cap_rings) {
+        n->cap_rings = n->cap_rings ? 2 * n->cap_rings : 16;
+        n->rings = dt_xrealloc(n->rings, (size_t)n->cap_rings * sizeof *n->rings);
+    }
+    ring_route *r = &n->rings[n->n_rings++];
+    memset(r, 0, sizeof *r);
+    r->h = h;
+    r->n_pairs = n_pairs;
+    r->src = dt_xmalloc((size_t)n_pairs * 2 * sizeof *r->src);
+    r->dst = r->src + n_pairs;
+    memcpy(r->src, src, (size_t)n_pairs * sizeof *src);
+    memcpy(r->dst, dst, (size_t)n_pairs * sizeof *dst);
+    n->ring_bytes += (size_t)n_pairs * 2 * sizeof(int) + sizeof *r;
+    return r;
+}
+
+int net_ring_latency_max(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu,
+                         sim_time_t *amax)
+{
+    ring_route *r = ring_lookup(n, n_pairs, src_gpu, dst_gpu);
+    if (!r->amax_ok) {
+        sim_time_t m = 0;
+        for (int q = 0; q < n_pairs; q++) {
+            sim_time_t a = 0;
+            int rc = net_path_info(n, src_gpu[q], dst_gpu[q], &a, NULL, NULL);
+            if (rc != DT_OK) return rc;
+            if (a > m) m = a;
+        }
+        r->amax = m;
+        r->amax_ok = 1;
+    }
+    *amax = r->amax;
+    return DT_OK;
 }
 
 void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, double bytes,
@@ -467,19 +667,41 @@ void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, 
     int nh = 0, cap = 0, *path = NULL, bl = -1;
     sim_time_t lat = 0;
     double bw = INFINITY;
-    for (int i = 0; i < n_pairs; i++) {
-        if (src_gpu[i] == dst_gpu[i]) continue;
-        const route_lane *ln = next_route(n, src_gpu[i], dst_gpu[i], lane);
-        if (nh + ln->n_hops > cap) {
-            cap = 2 * (nh + ln->n_hops) + 16;
-            path = dt_xrealloc(path, (size_t)cap * sizeof *path);
+    ring_route *rr = lane >= 0 ? ring_lookup(n, n_pairs, src_gpu, dst_gpu) : NULL;
+    int l0 = lane >= 0 ? lane % NET_LANES : 0;
+    if (rr && rr->path[l0]) {
+        for (int i = 0; i < n_pairs; i++)
+            if (src_gpu[i] != dst_gpu[i]) memo_touch(n, src_gpu[i], dst_gpu[i]);
+        nh = rr->nh[l0];
+        path = dt_xmalloc(((size_t)nh + 1) * sizeof *path);
+        memcpy(path, rr->path[l0], (size_t)nh * sizeof *path);
+        lat = rr->lat[l0];
+        bw = rr->bw[l0];
+        bl = rr->bl[l0];
+    } else {
+        for (int i = 0; i < n_pairs; i++) {
+            if (src_gpu[i] == dst_gpu[i]) continue;
+            const route_lane *ln = next_route(n, src_gpu[i], dst_gpu[i], lane);
+            if (nh + ln->n_hops > cap) {
+                cap = 2 * (nh + ln->n_hops) + 16;
+                path = dt_xrealloc(path, (size_t)cap * sizeof *path);
+            }
+            memcpy(path + nh, ln->path, (size_t)ln->n_hops * sizeof *path);
+            nh += ln->n_hops;
+            if (ln->lat > lat) lat = ln->lat;
+            if (ln->bw < bw) {
+                bw = ln->bw;
+                bl = ln->bl;
+            }
         }
-        memcpy(path + nh, ln->path, (size_t)ln->n_hops * sizeof *path);
-        nh += ln->n_hops;
-        if (ln->lat > lat) lat = ln->lat;
-        if (ln->bw < bw) {
-            bw = ln->bw;
-            bl = ln->bl;
+        if (rr) {
+            rr->path[l0] = dt_xmalloc(((size_t)nh + 1) * sizeof *path);
+            memcpy(rr->path[l0], path, (size_t)nh * sizeof *path);
+            rr->nh[l0] = nh;
+            rr->lat[l0] = lat;
+            rr->bw[l0] = bw;
+            rr->bl[l0] = bl;
+            n->ring_bytes += (size_t)nh * sizeof *path;
         }
     }
     if (n->cfg.mode == NET_ANALYTIC || bytes == 0 || nh == 0) {
@@ -487,7 +709,8 @@ void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, 
         n->st.flows_finished++;
         n->st.bytes_delivered += bytes * n_pairs;
         if (n->obs && bytes > 0)
-            for (int h = 0; h < nh; h++) n->obs(n->obs_ctx, path[h], now, sim_time_add(now, dt), bytes);
+            for (int h = 0; h < nh; h++)
+                n->obs(n->obs_ctx, path[h], now, sim_time_add(now, dt), bytes, n->tag);
         sim_schedule_in(n->eng, now, sim_time_add(dt, lat), done_kind, done_id, done_data);
         free(path);
         return;
@@ -512,26 +735,29 @@ static void on_done(void *model, sim_engine *eng, const sim_event *ev)
         link_entry last = lk->e[--lk->n];
         if (s != lk->n) {
             lk->e[s] = last;
-            flow_slots(n, last.flow)[last.hop] = s;
+            /* the moved flow's slot, without reading its record unless it owns its slots
+             * (a cache miss per hop saved: a quarter of a direct all-reduce's time) */
+            if (last.hop & LE_OWN_SLOTS)
+                n->flows[last.flow].xslot[last.hop & ~LE_OWN_SLOTS] = s;
+            else
+                n->fslot[(size_t)last.flow * NET_INLINE_HOPS + last.hop] = s;
         }
         /* If no remaining flow is bottlenecked on this link, every remaining flow keeps a
          * saturated link on which it is the fastest: the allocation is still max-min fair
          * and nothing needs re-solving. */
         if (lk->n > 0 && (DTSIM_NET_NOSKIP || lk->n_bneck > 0)) mark_dirty(n, l, DIRTY_DEPART);
-        if (n->obs) n->obs(n->obs_ctx, l, f->t_start, now, f->bytes);
+        if (lk->n == 0) lk->busy += now - lk->busy_since;
+        if (n->obs) n->obs(n->obs_ctx, l, f->t_start, now, f->bytes, f->tag);
     }
     n->st.flows_finished++;
     n->st.bytes_delivered += f->bytes * f->pairs;
     sim_schedule_in(eng, now, f->tail, f->done_kind, f->done_id, f->done_data);
-    if (f->xpath) {
-        free(f->xpath);
-        free(f->xslot);
-        f->xpath = f->xslot = NULL;
-    }
+    free(f->xpath); /* NULL unless coupled */
+    free(f->xslot); /* NULL unless coupled or long */
+    f->xpath = f->xslot = NULL;
     f->version++;
     f->active = 0;
-    f->next_free = n->free_head;
-    n->free_head = (int)ev->id;
+    n->free_stack[n->n_free++] = (int)ev->id;
     n->active--;
 }
 
@@ -552,22 +778,21 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     uint32_t ep = ++n->epoch;
     int nf = 0, nl = 0, ninc = 0;
 
-    /* Walk the components touching dirty links, collecting each flow's links (global ids
-     * first, made local once every link has its index). Scratch arrays grow to the largest
-     * component seen and are reused. */
+    /* Walk the components touching dirty links, collecting each flow's links as local indices
+     * (a link gets its index when first met). Scratch arrays grow to the largest component
+     * seen and are reused. */
     for (int d = 0; d < n->n_dirty; d++) {
         int l0 = n->dirty[d];
         int why = n->links[l0].dirty;
         n->links[l0].dirty = 0;
-        if (n->links[l0].mark == ep || n->links[l0].n == 0) continue;
+        if (n->lmark[l0].mark == ep || n->links[l0].n == 0) continue;
         /* Departures only, and (now that the whole batch of simultaneous departures is in)
          * nobody left is bottlenecked here: the skip rule of on_done holds for the batch. */
         if (why == DIRTY_DEPART && n->links[l0].n_bneck == 0 && !DTSIM_NET_NOSKIP) continue;
         int sp = 0;
         grow_int(&n->cl, &n->cap_cl, nl + 1);
         grow_int(&n->stack, &n->cap_stack, nl + 1);
-        n->links[l0].mark = ep;
-        n->links[l0].local = nl;
+        n->lmark[l0] = (link_mark){ep, nl};
         n->cl[nl++] = l0;
         n->stack[sp++] = l0;
         while (sp > 0) {
@@ -584,14 +809,15 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
                 n->fstart[nf++] = ninc;
                 for (int h = 0; h < f->n_hops; h++) {
                     int m = f->path[h];
-                    n->flinks[ninc++] = m;
-                    if (n->links[m].mark == ep) continue;
-                    n->links[m].mark = ep;
-                    n->links[m].local = nl;
-                    grow_int(&n->cl, &n->cap_cl, nl + 1);
-                    grow_int(&n->stack, &n->cap_stack, nl + 1);
-                    n->cl[nl++] = m;
-                    n->stack[sp++] = m;
+                    link_mark *lm = &n->lmark[m];
+                    if (lm->mark != ep) {
+                        *lm = (link_mark){ep, nl};
+                        grow_int(&n->cl, &n->cap_cl, nl + 1);
+                        grow_int(&n->stack, &n->cap_stack, nl + 1);
+                        n->cl[nl++] = m;
+                        n->stack[sp++] = m;
+                    }
+                    n->flinks[ninc++] = lm->local; /* local link index */
                 }
             }
         }
@@ -599,7 +825,6 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     n->n_dirty = 0;
     if (nf == 0) return;
     n->fstart[nf] = ninc;
-    for (int j = 0; j < ninc; j++) n->flinks[j] = n->links[n->flinks[j]].local;
 
     if (nf > n->cap_rate) {
         n->cap_rate = n->cap_cf;

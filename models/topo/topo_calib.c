@@ -254,3 +254,40 @@ int topo_apply_calibration(topo *t, const cal_result *c, char *note, size_t note
     if (any && len < note_size) snprintf(note + len, note_size - len, " on %d GPUs", t->n_gpus);
     return DT_OK;
 }
+
+void topo_apply_link_efficiency(topo *t, double nvlink, double network)
+{
+    if (nvlink == 1 && network == 1) return;
+    int *hops = covered_links(t);
+    for (int l = 0; l < t->n_links; l++) t->links[l].bandwidth *= hops[l] ? nvlink : network;
+    free(hops);
+}
+
+int topo_link_efficiency_parse(const char *s, double *nvlink, double *network, char *why,
+                               size_t why_size)
+{
+    if (!strcmp(s, "nccl")) {
+        *nvlink = TOPO_NCCL_NVLINK_EFFICIENCY;
+        *network = TOPO_NCCL_NETWORK_EFFICIENCY;
+        return DT_OK;
+    }
+    if (!strcmp(s, "line")) {
+        *nvlink = *network = 1;
+        return DT_OK;
+    }
+    char *end;
+    double a = strtod(s, &end), b = -1;
+    if (end != s && *end == ',') {
+        const char *q = end + 1;
+        b = strtod(q, &end);
+        if (end == q) b = -1;
+    }
+    if (*end || !(a > 0 && a <= 1) || !(b > 0 && b <= 1)) {
+        snprintf(why, why_size, "expected nccl, line or NVLINK,NETWORK fractions in (0, 1] such as "
+                                "0.8,0.96, found '%s'", s);
+        return DT_EINPUT;
+    }
+    *nvlink = a;
+    *network = b;
+    return DT_OK;
+}

@@ -12,6 +12,7 @@
  *    their natural order (box by box, leaf by leaf) get the usual halving.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -202,6 +203,49 @@ double topo_bisection_maxflow(const topo *t)
     return flow;
 }
 
+/* Max-flow from a set of nodes to another over the links' bandwidths, under the relay rule:
+ * a GPU that does not relay carries flow only as a source or a sink of this question. */
+double topo_maxflow(const topo *t, const int *src, int n_src, const int *dst, int n_dst)
+{
+    if (n_src <= 0 || n_dst <= 0) return 0;
+    flownet f;
+    memset(&f, 0, sizeof f);
+    f.n = t->n_nodes + 2;
+    int S = t->n_nodes, T = t->n_nodes + 1;
+    f.head = dt_xmalloc((size_t)f.n * sizeof *f.head);
+    for (int v = 0; v < f.n; v++) f.head[v] = -1;
+    unsigned char *role = dt_xcalloc((size_t)t->n_nodes + 1, 1); /* 1 source, 2 sink */
+    for (int i = 0; i < n_src; i++) role[src[i]] |= 1;
+    for (int i = 0; i < n_dst; i++) role[dst[i]] |= 2;
+    double inf = 1;
+    for (int e = 0; e < t->n_links; e++) {
+        const topo_link *l = &t->links[e];
+        inf += 2 * l->bandwidth;
+        if (!topo_relays(t, l->src) && !(role[l->src] & 1)) continue;
+        if (!topo_relays(t, l->dst) && !(role[l->dst] & 2)) continue;
+        add_arc(&f, l->src, l->dst, l->bandwidth);
+    }
+    for (int i = 0; i < n_src; i++) add_arc(&f, S, src[i], inf);
+    for (int i = 0; i < n_dst; i++) add_arc(&f, dst[i], T, inf);
+    f.level = dt_xmalloc((size_t)f.n * sizeof *f.level);
+    f.it = dt_xmalloc((size_t)f.n * sizeof *f.it);
+    f.queue = dt_xmalloc((size_t)f.n * sizeof *f.queue);
+    int *stack_e = dt_xmalloc((size_t)f.n * sizeof *stack_e);
+    double flow = 0;
+    while (bfs_levels(&f, S, T)) {
+        memcpy(f.it, f.head, (size_t)f.n * sizeof *f.it);
+        flow += augment(&f, S, T, stack_e);
+    }
+    free(stack_e);
+    free(role);
+    free(f.a);
+    free(f.head);
+    free(f.level);
+    free(f.it);
+    free(f.queue);
+    return flow;
+}
+
 /* ---- closed forms ---- */
 
 /* Diameter in hops; -1 when no closed form applies. */
@@ -290,6 +334,101 @@ static double closed_bisection(const topo *t)
     }
 }
 
+/* ---- tiers ---- */
+
+/* "rail3.leaf12" -> "leaf", "agg3.1" -> "agg": a node name without digits, its last non-empty
+ * dotted part. */
+static void tier_name(const char *name, char *buf, size_t n)
+{
+    char tmp[256];
+    size_t k = 0;
+    for (const char *s = name; *s && k + 1 < sizeof tmp; s++)
+        if (*s < '0' || *s > '9') tmp[k++] = *s;
+    while (k > 0 && tmp[k - 1] == '.') k--;
+    tmp[k] = '\0';
+    const char *dot = strrchr(tmp, '.');
+    const char *part = dot ? dot + 1 : tmp;
+    size_t len = strlen(part) < n - 1 ? strlen(part) : n - 1;
+    memcpy(buf, part, len);
+    buf[len] = '\0';
+}
+
+/* Breadth-first levels from every GPU at once (GPUs do not relay here: a tier is made of
+ * switches and NICs), then the nodes that lead to the top level, then the links up between
+ * consecutive levels of those nodes. O(nodes + links). */
+static void find_tiers(const topo *t, topo_info *out)
+{
+    int n = t->n_nodes;
+    int *lev = dt_xmalloc(((size_t)n + 1) * sizeof *lev), *q = dt_xmalloc(((size_t)n + 1) * sizeof *q);
+    unsigned char *upward = dt_xcalloc((size_t)n + 1, 1);
+    int qh = 0, qt = 0, top = 0;
+    for (int v = 0; v < n; v++) lev[v] = -1;
+    for (int g = 0; g < t->n_gpus; g++) {
+        lev[t->gpu_node[g]] = 0;
+        q[qt++] = t->gpu_node[g];
+    }
+    while (qh < qt) {
+        int v = q[qh++];
+        if (lev[v] > 0 && t->nodes[v].kind == TOPO_GPU) continue;
+        for (int i = t->out_start[v]; i < t->out_start[v + 1]; i++) {
+            int w = t->links[t->out_links[i]].dst;
+            if (lev[w] >= 0) continue;
+            lev[w] = lev[v] + 1;
+            if (lev[w] > top) top = lev[w];
+            q[qt++] = w;
+        }
+    }
+    /* upward: at the top level, or with a link up to an upward node (walk levels downwards) */
+    for (int v = 0; v < n; v++) upward[v] = lev[v] == top && top > 0;
+    for (int k = top - 1; k >= 0; k--)
+        for (int v = 0; v < n; v++) {
+            if (lev[v] != k || upward[v]) continue;
+            for (int i = t->out_start[v]; i < t->out_start[v + 1] && !upward[v]; i++) {
+                int w = t->links[t->out_links[i]].dst;
+                if (lev[w] == k + 1 && upward[w]) upward[v] = 1;
+            }
+        }
+    int nt = top < TOPO_MAX_TIERS ? top : TOPO_MAX_TIERS;
+    out->n_tiers = nt;
+    out->tier_bisection = 0;
+    for (int k = 0; k < nt; k++) {
+        topo_tier *T = &out->tiers[k];
+        memset(T, 0, sizeof *T);
+        T->level = k;
+    }
+    /* per node: bandwidth in from below and up */
+    double *in_bw = dt_xcalloc((size_t)n + 1, sizeof *in_bw), *up_bw = dt_xcalloc((size_t)n + 1, sizeof *up_bw);
+    for (int l = 0; l < t->n_links; l++) {
+        int a = t->links[l].src, b = t->links[l].dst;
+        int k = lev[a];
+        if (k < 0 || k >= nt || lev[b] != k + 1 || !upward[a] || !upward[b]) continue;
+        topo_tier *T = &out->tiers[k];
+        if (T->n_links++ == 0) {
+            tier_name(t->nodes[a].name, T->from, sizeof T->from);
+            tier_name(t->nodes[b].name, T->to, sizeof T->to);
+        }
+        T->up_bw += t->links[l].bandwidth;
+        up_bw[a] += t->links[l].bandwidth;
+        in_bw[b] += t->links[l].bandwidth;
+    }
+    for (int v = 0; v < n; v++) {
+        int k = lev[v];
+        if (k >= 1 && k < nt && up_bw[v] > 0 && in_bw[v] / up_bw[v] > out->tiers[k].worst)
+            out->tiers[k].worst = in_bw[v] / up_bw[v];
+    }
+    for (int k = 0; k < nt; k++) {
+        topo_tier *T = &out->tiers[k];
+        T->bisection = T->up_bw / 2;
+        T->oversubscription = k > 0 && T->up_bw > 0 ? out->tiers[k - 1].up_bw / T->up_bw : 0;
+        if (k == 0 || T->bisection < out->tier_bisection) out->tier_bisection = T->bisection;
+    }
+    free(in_bw);
+    free(up_bw);
+    free(lev);
+    free(q);
+    free(upward);
+}
+
 int topo_get_info(topo *t, topo_info *out, dt_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -305,5 +444,31 @@ int topo_get_info(topo *t, topo_info *out, dt_error *err)
     double b = t->gen.family == TOPO_FAMILY_FILE ? -1 : closed_bisection(t);
     out->bisection_exact = b >= 0;
     out->bisection_bw = b >= 0 ? b : topo_bisection_maxflow(t);
+    find_tiers(t, out);
+    for (int i = 0; i < t->n_gpus; i++) {
+        const gpu_spec *g = &t->gpus[i];
+        int p = GPU_BF16;
+        while (p > 0 && g->peak_flops[p] <= 0) p--;
+        out->sum_peak_bf16 += g->peak_flops[p];
+        out->sum_hbm_bytes += g->hbm_bytes;
+        out->sum_cost_per_hour += g->cost_per_hour;
+        int k = 0;
+        while (k < out->n_gpu_types && strcmp(out->gpu_types[k].name, g->name)) k++;
+        if (k == out->n_gpu_types) {
+            if (k == TOPO_INFO_GPU_TYPES) continue;
+            struct topo_gpu_type *ty = &out->gpu_types[k];
+            snprintf(ty->name, sizeof ty->name, "%s", g->name);
+            ty->peak_bf16 = g->peak_flops[p];
+            ty->hbm_bytes = g->hbm_bytes;
+            ty->cost_per_hour = g->cost_per_hour;
+            out->n_gpu_types++;
+        }
+        out->gpu_types[k].count++;
+    }
+    if (t->gen.family == TOPO_FAMILY_FAT_TREE || t->gen.family == TOPO_FAMILY_DGX) {
+        out->asked_oversubscription = t->gen.oversubscription;
+        out->radix = t->gen.radix;
+        topo_leaf_ports(&t->gen, &out->leaf_down, &out->leaf_up);
+    }
     return DT_OK;
 }

@@ -917,8 +917,8 @@ static const int *store_path(route_cache *c, const int *p, int len)
     return dst;
 }
 
-int topo_route(topo *t, int src_gpu, int dst_gpu, uint64_t flow_hash, const int **links,
-               int *n_links)
+static int route(topo *t, int src_gpu, int dst_gpu, uint64_t flow_hash, const int **links,
+                 int *n_links, bool remember)
 {
     if (src_gpu < 0 || src_gpu >= t->n_gpus || dst_gpu < 0 || dst_gpu >= t->n_gpus)
         return DT_EINPUT;
@@ -950,6 +950,12 @@ int topo_route(topo *t, int src_gpu, int dst_gpu, uint64_t flow_hash, const int 
         pthread_mutex_unlock(&c->mu);
         return DT_EINPUT;
     }
+    if (!remember) {
+        *links = store_path(c, c->pbuf, len);
+        *n_links = len;
+        pthread_mutex_unlock(&c->mu);
+        return DT_OK;
+    }
     if (2 * (c->tab_n + 1) > c->tab_cap) tab_grow(c);
     size_t s = slot_of(c, src_gpu, dst_gpu, variant);
     while (c->tab[s].src >= 0) s = (s + 1) & (c->tab_cap - 1);
@@ -960,6 +966,18 @@ int topo_route(topo *t, int src_gpu, int dst_gpu, uint64_t flow_hash, const int 
     *n_links = len;
     pthread_mutex_unlock(&c->mu);
     return DT_OK;
+}
+
+int topo_route(topo *t, int src_gpu, int dst_gpu, uint64_t flow_hash, const int **links,
+               int *n_links)
+{
+    return route(t, src_gpu, dst_gpu, flow_hash, links, n_links, true);
+}
+
+int topo_route_unlisted(topo *t, int src_gpu, int dst_gpu, uint64_t flow_hash,
+                        const int **links, int *n_links)
+{
+    return route(t, src_gpu, dst_gpu, flow_hash, links, n_links, false);
 }
 
 /* Largest hop count of a route over all GPU pairs, from the same distance decomposition the

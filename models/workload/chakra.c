@@ -418,8 +418,9 @@ static int push_node(reader *R, crank *k, const pb_node *m, uint32_t msg, uint64
     n->dep_start = (uint32_t)k->n_deps;
     n->n_data = (uint32_t)m->n_data_deps;
     n->n_ctrl = (uint32_t)m->n_ctrl_deps;
-    memcpy(k->deps + k->n_deps, m->data_deps, m->n_data_deps * sizeof *m->data_deps);
-    memcpy(k->deps + k->n_deps + m->n_data_deps, m->ctrl_deps, m->n_ctrl_deps * sizeof *m->ctrl_deps);
+    if (m->n_data_deps) memcpy(k->deps + k->n_deps, m->data_deps, m->n_data_deps * sizeof *m->data_deps);
+    if (m->n_ctrl_deps)
+        memcpy(k->deps + k->n_deps + m->n_data_deps, m->ctrl_deps, m->n_ctrl_deps * sizeof *m->ctrl_deps);
     k->n_deps += nd;
     if (n->type < 0 || n->type >= NT_COUNT)
         return fail_node(R, k, n, "node type %d is not in the Chakra schema (0..%d)", n->type, NT_COUNT - 1);
@@ -1681,6 +1682,24 @@ int chakra_export_write_rank(const chakra_export *x, int rank, FILE *f, dt_error
     if (l >= 0) {
         uint64_t *end = dt_xmalloc(((size_t)g->n_ops + 1) * sizeof *end);  /* the node an op ends at */
         uint64_t *recv = dt_xcalloc((size_t)g->n_ops + 1, sizeof *recv);  /* send op -> recv node + 1 */
+        bool *recv_put = dt_xcalloc((size_t)g->n_ops + 1, sizeof *recv_put);
+        /* Node ids first: a dependency may name an op later in the lane (a graph is not in
+         * topological order, nor is a Chakra file), so every op's last node (itself, or its
+         * last tensor-parallel collective) and every receive's id must be known before the
+         * first node is written. The same walk as the writing one below. */
+        for (uint64_t id = next, i = x->lane_ops_start[l]; i < x->lane_ops_start[l + 1]; i++) {
+            uint32_t o = x->lane_ops[i];
+            const wl_op *op = &g->ops[o];
+            for (uint32_t d = 0; d < op->n_deps; d++) {
+                uint32_t s = g->deps[op->dep_start + d];
+                if (g->ops[s].lane != (uint32_t)l && !recv[s]) recv[s] = ++id; /* id + 1 */
+            }
+            end[o] = o;
+            const wl_cost *c = op->kind == WL_OP_COMPUTE ? &g->costs[op->arg] : NULL;
+            if (c && c->n_inlane && g->lane_size > 1)
+                for (int q = 0; q < c->n_inlane; q++)
+                    for (int r = 0; r < c->inlane[q].count; r++) end[o] = id++;
+        }
         uint64_t *dd = dt_xmalloc(((size_t)64) * sizeof *dd);
         size_t cap_dd = 64;
         int64_t last[4] = {-1, -1, -1, -1};
@@ -1692,11 +1711,12 @@ int chakra_export_write_rank(const chakra_export *x, int rank, FILE *f, dt_error
             for (uint32_t d = 0; d < op->n_deps; d++) {
                 uint32_t s = g->deps[op->dep_start + d];
                 const wl_op *so = &g->ops[s];
-                if (so->lane == (uint32_t)l || recv[s]) continue;
+                if (so->lane == (uint32_t)l || recv_put[s]) continue;
                 pb_node m;
                 chakra_proto_msg__node__init(&m);
                 attrs A = {0};
                 m.id = next++;
+                DT_ASSERT(recv[s] == m.id + 1);
                 m.name = "recv";
                 m.type = CHAKRA_PROTO_MSG__NODE_TYPE__COMM_RECV_NODE;
                 attr_i32(&A, "comm_src", g->lane_gpus[(size_t)so->lane * g->lane_size + k]);
@@ -1707,7 +1727,7 @@ int chakra_export_write_rank(const chakra_export *x, int rank, FILE *f, dt_error
                 m.attr = A.p;
                 m.n_attr = A.n;
                 put_msg(&P, &m.base);
-                recv[s] = m.id + 1;
+                recv_put[s] = true;
             }
             if (op->n_deps + 1 > cap_dd) {
                 cap_dd = (size_t)op->n_deps * 2 + 2;
@@ -1772,7 +1792,6 @@ int chakra_export_write_rank(const chakra_export *x, int rank, FILE *f, dt_error
             m.attr = A.p;
             m.n_attr = A.n;
             put_msg(&P, &m.base);
-            end[o] = o;
             /* in-lane (tensor-parallel) collectives of a compute op, one node each, after it */
             if (c && c->n_inlane && g->lane_size > 1) {
                 uint64_t prev = o;
@@ -1797,11 +1816,12 @@ int chakra_export_write_rank(const chakra_export *x, int rank, FILE *f, dt_error
                         put_msg(&P, &n2.base);
                         prev = n2.id;
                     }
-                end[o] = prev;
+                DT_ASSERT(end[o] == prev);
             }
         }
         free(end);
         free(recv);
+        free(recv_put);
         free(dd);
     }
     free(P.buf);

@@ -18,6 +18,8 @@
 #include "dtsim/replay.h"
 #include "dtsim/run.h"
 #include "dtsim/topo.h"
+#include "run_internal.h"
+#include "traffic.h"
 
 #define TRY(x)                                                                              \
     do {                                                                                    \
@@ -41,11 +43,68 @@ static int load_topology(const js_ctx *c, const cJSON *v, const char *path, cons
     return topo_from_json(c, v, path, base_dir, out);
 }
 
+/* A trace's recorded GPU onto the topology file it is replayed on: the specs only (the file's
+ * links are what the replay is asked to run on). */
 static int apply_gpu(const js_ctx *c, const cJSON *gpu, const char *path, topo *t)
 {
     if (!gpu) return DT_OK;
     gpu_spec spec;
     TRY(gpu_spec_from_json(c, gpu, path, &spec));
+    for (int i = 0; i < t->n_gpus; i++) t->gpus[i] = spec;
+    return DT_OK;
+}
+
+/* The topology with the scenario's "gpu" override. A generator object is generated with that
+ * GPU (its "gpu" replaced), so the links the generator derives from the GPU (a dgx box's NVLink,
+ * unless the generator names "nvlink") are the new GPU's: a B200 gets 900 GB/s, not the 450 of
+ * the H100 the generator defaults to. A file's links were written for its own GPUs: where the
+ * override changes the NVLink figure of a GPU wired to a switch or GPU inside its host, the file
+ * is refused (silently keeping the old NVLink made B200 steps 23 % slow); elsewhere (no
+ * intra-host fabric, or the same NVLink figure) the override only replaces the specs. */
+static int load_with_gpu(const js_ctx *c, const cJSON *tv, const cJSON *gpu, const char *base_dir,
+                         topo **out)
+{
+    if (!gpu) return load_topology(c, tv, "topology", base_dir, out);
+    gpu_spec spec;
+    TRY(gpu_spec_from_json(c, gpu, "gpu", &spec));
+    if (cJSON_IsObject(tv) && cJSON_GetObjectItemCaseSensitive(tv, "generator")) {
+        cJSON *copy = cJSON_Duplicate(tv, 1);
+        DT_ASSERT(copy != NULL);
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, "gpu");
+        cJSON_AddItemToObject(copy, "gpu", cJSON_Duplicate(gpu, 1));
+        int rc = load_topology(c, copy, "topology", base_dir, out);
+        cJSON_Delete(copy);
+        if (rc == DT_OK)
+            for (int i = 0; i < (*out)->n_gpus; i++) (*out)->gpus[i] = spec;
+        return rc;
+    }
+    TRY(load_topology(c, tv, "topology", base_dir, out));
+    topo *t = *out;
+    for (int i = 0; i < t->n_gpus; i++) {
+        double old = t->gpus[i].nvlink_bw;
+        if (fabs(old - spec.nvlink_bw) <= 1e-9 * fabs(old)) continue;
+        int v = t->gpu_node[i], host = t->nodes[v].host;
+        if (host < 0) continue;
+        for (int k = t->out_start[v]; k < t->out_start[v + 1]; k++) {
+            const topo_node *z = &t->nodes[t->links[t->out_links[k]].dst];
+            if (z->host != host || z->kind == TOPO_NIC) continue;
+            char a[32], b[32];
+            int rc = js_fail(c, "gpu", NULL,
+                             "the topology %s%s%s is a file whose links were written for its own "
+                             "GPUs: %s (%s, NVLink %s per direction) is wired to %s inside its "
+                             "host, and %s has NVLink %s; generate the topology with that GPU (a "
+                             "generator object with \"gpu\") or give the file's GPUs and links "
+                             "the new figures",
+                             cJSON_IsString(tv) ? "\"" : "",
+                             cJSON_IsString(tv) ? tv->valuestring : "(inline)",
+                             cJSON_IsString(tv) ? "\"" : "", t->nodes[v].name, t->gpus[i].name,
+                             unit_fmt_bandwidth(old, a, sizeof a), z->name, spec.name,
+                             unit_fmt_bandwidth(spec.nvlink_bw, b, sizeof b));
+            topo_destroy(t);
+            *out = NULL;
+            return rc;
+        }
+    }
     for (int i = 0; i < t->n_gpus; i++) t->gpus[i] = spec;
     return DT_OK;
 }
@@ -120,12 +179,12 @@ static sim_time_t coll_time_fn(void *ctx, coll_op op, const int *gpus, int n, do
     return t;
 }
 
-static void coll_fn(void *ctx, coll_op op, const int *gpus, int n, double bytes, uint32_t kind,
-                    uint32_t id)
+static void coll_fn(void *ctx, coll_op op, const int *gpus, int n, double bytes, uint32_t tag,
+                    uint32_t kind, uint32_t id)
 {
     comm_ctx *cc = ctx;
     coll_spec s = {.op = op, .algo = cc->algo, .group = gpus, .n = n, .bytes = bytes,
-                   .elem_bytes = cc->elem_bytes};
+                   .elem_bytes = cc->elem_bytes, .tag = tag};
     dt_error e;
     dt_error_clear(&e);
     int rc = coll_start(cc->ce, &s, kind, id, 0, &e);
@@ -138,9 +197,11 @@ static void coll_fn(void *ctx, coll_op op, const int *gpus, int n, double bytes,
     DT_ASSERT(rc == DT_OK); /* groups come from the plan: always valid */
 }
 
-static void send_fn(void *ctx, int src, int dst, double bytes, uint32_t kind, uint32_t id)
+static void send_fn(void *ctx, int src, int dst, double bytes, uint32_t tag, uint32_t kind,
+                    uint32_t id)
 {
     comm_ctx *cc = ctx;
+    net_set_tag(cc->n, tag);
     net_send(cc->n, src, dst, bytes, kind, id, 0);
 }
 
@@ -151,9 +212,154 @@ typedef struct tl_build {
     size_t cap_spans, cap_links;
 } tl_build;
 
-static void link_observer(void *ctx, int link, sim_time_t start, sim_time_t end, double bytes)
+/* ---------------------------------------------------------- link loads ---- */
+
+/* Per directed link: bytes, and the largest users by tag (REPLAY_TAG). A link rarely sees more
+ * than a few kinds of traffic; beyond LINK_TAGS distinct tags the rest is counted in bytes only. */
+#define LINK_TAGS 8
+typedef struct link_acc {
+    double bytes;
+    uint32_t tag[LINK_TAGS];
+    double tag_bytes[LINK_TAGS];
+    int n_tags;
+} link_acc;
+
+static void acc_add(link_acc *a, uint32_t tag, double bytes)
 {
-    tl_build *b = ctx;
+    a->bytes += bytes;
+    for (int i = 0; i < a->n_tags; i++)
+        if (a->tag[i] == tag) {
+            a->tag_bytes[i] += bytes;
+            return;
+        }
+    if (a->n_tags < LINK_TAGS) {
+        a->tag[a->n_tags] = tag;
+        a->tag_bytes[a->n_tags++] = bytes;
+    }
+}
+
+static void static_load(void *ctx, int link, double bytes, uint32_t tag)
+{
+    acc_add(&((link_acc *)ctx)[link], tag, bytes);
+}
+
+typedef struct observer {
+    tl_build *tb;     /* timeline link spans, or NULL */
+    link_acc *acc;    /* link loads, or NULL */
+} observer;
+
+static void tl_link_span(tl_build *b, int link, sim_time_t start, sim_time_t end, double bytes);
+
+static void link_observer(void *ctx, int link, sim_time_t start, sim_time_t end, double bytes,
+                          uint32_t tag)
+{
+    observer *o = ctx;
+    if (o->acc) acc_add(&o->acc[link], tag, bytes);
+    if (o->tb) tl_link_span(o->tb, link, start, end, bytes);
+}
+
+static int load_cmp(const void *pa, const void *pb)
+{
+    const run_link_load *a = pa, *b = pb;
+    if (a->utilisation != b->utilisation) return a->utilisation > b->utilisation ? -1 : 1;
+    return a->link - b->link;
+}
+
+/* Two node names alike but for their digits ("node3.gpu5" and "node0.gpu1"). */
+static bool same_role(const char *a, const char *b)
+{
+    for (;;) {
+        while (*a >= '0' && *a <= '9') a++;
+        while (*b >= '0' && *b <= '9') b++;
+        if (*a != *b) return false;
+        if (!*a) return true;
+        a++;
+        b++;
+    }
+}
+
+static bool same_load(const topo *t, const run_link_load *a, const run_link_load *b)
+{
+    if (a->bandwidth != b->bandwidth || a->n_users != b->n_users || a->intra_host != b->intra_host ||
+        fabs(a->bytes - b->bytes) > 1e-9 * a->bytes)
+        return false;
+    const topo_link *la = &t->links[a->link], *lb = &t->links[b->link];
+    if (!same_role(t->nodes[la->src].name, t->nodes[lb->src].name) ||
+        !same_role(t->nodes[la->dst].name, t->nodes[lb->dst].name))
+        return false;
+    /* by kind and bytes, not op name: a GPU's uplink sends activations where its downlink
+     * receives gradients, and both are the same pipeline traffic */
+    for (int u = 0; u < a->n_users; u++)
+        if (a->users[u].kind != b->users[u].kind ||
+            fabs(a->users[u].bytes - b->users[u].bytes) > 1e-9 * a->users[u].bytes)
+            return false;
+    return true;
+}
+
+/* The `top` most loaded links (bytes / bandwidth), their users largest first; links loaded
+ * alike (the same role - endpoint names equal but for digits -, bandwidth, bytes and kinds of
+ * users: every GPU's NVLink in a TP group) are listed once with a count, so that the list
+ * reaches the fabric. */
+static void fill_links(run_result *out, const link_acc *acc, const topo *t, const net *n,
+                       const wl_graph *g, double T, int top)
+{
+    run_link_load *all = dt_xcalloc((size_t)t->n_links + 1, sizeof *all);
+    int m = 0;
+    for (int l = 0; l < t->n_links; l++) {
+        if (!(acc[l].bytes > 0)) continue;
+        run_link_load *x = &all[m++];
+        const topo_link *lk = &t->links[l];
+        const link_acc *a = &acc[l];
+        x->link = l;
+        x->bandwidth = lk->bandwidth;
+        x->bytes = a->bytes;
+        x->utilisation = T > 0 ? a->bytes / lk->bandwidth / T : 0;
+        x->busy_s = sim_time_to_s(net_link_busy(n, l));
+        int ha = t->nodes[lk->src].host, hb = t->nodes[lk->dst].host;
+        x->intra_host = ha >= 0 && ha == hb;
+        bool used[LINK_TAGS] = {false};
+        for (int u = 0; u < RUN_LINK_USERS && u < a->n_tags; u++) {
+            int best = -1;
+            for (int k = 0; k < a->n_tags; k++)
+                if (!used[k] && (best < 0 || a->tag_bytes[k] > a->tag_bytes[best])) best = k;
+            used[best] = true;
+            uint32_t nm = REPLAY_TAG_NAME(a->tag[best]);
+            snprintf(x->users[u].op, sizeof x->users[u].op, "%s",
+                     nm == REPLAY_TAG_INLANE ? "tp_collectives"
+                     : nm < g->n_names       ? g->names[nm]
+                                             : "?");
+            x->users[u].kind = REPLAY_TAG_KIND(a->tag[best]);
+            x->users[u].bytes = a->tag_bytes[best];
+            x->n_users = u + 1;
+        }
+    }
+    out->links_loaded = m;
+    qsort(all, (size_t)m, sizeof *all, load_cmp);
+    /* Links loaded alike sort next to each other, but roles interleave (a GPU's uplink, its
+     * downlink, the next GPU's uplink): look back over the last few groups, not just one. */
+    int kept = 0;
+    for (int i = 0; i < m; i++) {
+        int grp = -1;
+        for (int k = kept - 1; k >= 0 && k >= kept - 8 && grp < 0; k--)
+            if (same_load(t, &all[k], &all[i])) grp = k;
+        if (grp >= 0) {
+            all[grp].alike++;
+            continue;
+        }
+        if (kept == top) break;
+        all[kept++] = all[i];
+    }
+    for (int i = 0; i < kept; i++) {
+        const topo_link *lk = &t->links[all[i].link];
+        snprintf(all[i].name, sizeof all[i].name, "%s->%s", t->nodes[lk->src].name,
+                 t->nodes[lk->dst].name);
+    }
+    out->links = dt_xrealloc(all, ((size_t)kept + 1) * sizeof *all);
+    out->n_links = kept;
+}
+
+static void tl_link_span(tl_build *b, int link, sim_time_t start, sim_time_t end, double bytes)
+{
     run_timeline *tl = b->tl;
     if (tl->n_link_spans >= b->cap_links) {
         b->cap_links = b->cap_links ? 2 * b->cap_links : 1024;
@@ -187,7 +393,7 @@ static bool gpu_selection(const char *sel, int n, unsigned char *mask)
 }
 
 static void add_span(tl_build *b, int gpu, run_stream st, sim_time_t s, sim_time_t e, int name,
-                     int mb, int layer)
+                     int mb, int layer, int comm)
 {
     run_timeline *tl = b->tl;
     if (e <= s) return;
@@ -195,7 +401,7 @@ static void add_span(tl_build *b, int gpu, run_stream st, sim_time_t s, sim_time
         b->cap_spans = b->cap_spans ? 2 * b->cap_spans : 4096;
         tl->spans = dt_xrealloc(tl->spans, b->cap_spans * sizeof *tl->spans);
     }
-    tl->spans[tl->n_spans++] = (run_span){gpu, st, s, e, name, mb, layer};
+    tl->spans[tl->n_spans++] = (run_span){gpu, st, s, e, name, mb, layer, comm};
 }
 
 static void build_timeline(tl_build *b, const wl_graph *g, const replay_result *r, const topo *t,
@@ -216,12 +422,14 @@ static void build_timeline(tl_build *b, const wl_graph *g, const replay_result *
             sim_time_t s = r->op_start[i], l = r->op_launch[i], e = r->op_end[i];
             if (o->kind == WL_OP_COMPUTE) {
                 add_span(b, gpu, RUN_STREAM_COMPUTE, s, e - r->op_inlane[i], o->name, o->mb,
-                         o->layer);
-                add_span(b, gpu, RUN_STREAM_TP, e - r->op_inlane[i], e, n_tp, o->mb, o->layer);
+                         o->layer, -1);
+                add_span(b, gpu, RUN_STREAM_TP, e - r->op_inlane[i], e, n_tp, o->mb, o->layer,
+                         WL_COMM_TP);
             } else {
                 run_stream st = o->kind == WL_OP_SEND ? RUN_STREAM_PP : RUN_STREAM_DP;
-                add_span(b, gpu, st, s, l, n_wait, o->mb, o->layer);
-                add_span(b, gpu, st, l, e, o->name, o->mb, o->layer);
+                int kind = o->kind == WL_OP_SEND ? WL_COMM_PP : g->colls[o->arg].kind;
+                add_span(b, gpu, st, s, l, n_wait, o->mb, o->layer, kind);
+                add_span(b, gpu, st, l, e, o->name, o->mb, o->layer, kind);
             }
         }
     }
@@ -276,17 +484,61 @@ void run_result_free(run_result *r)
     if (!r) return;
     run_timeline_free(r->timeline);
     r->timeline = NULL;
+    free(r->links);
+    r->links = NULL;
+    r->n_links = 0;
 }
 
 /* ----------------------------------------------------------- the run ---- */
 
-typedef struct job {
-    wl_graph *g;
-    topo *t;
-    const wl_env *env; /* the scenario's or the trace's (seed and network overrides applied) */
-} job;
+/* The peak a GPU computes at for precision p: a precision it lacks falls back to the next
+ * wider one, as replay_roofline runs it. */
+static double peak_at(const gpu_spec *s, gpu_precision prec)
+{
+    int p = (int)prec;
+    while (p > 0 && s->peak_flops[p] <= 0) p--;
+    return s->peak_flops[p];
+}
 
-static int simulate(const job *J, const run_options *opt, run_result *out, dt_error *err)
+/* Price, peak and MFU of a step over the GPUs the op graph really uses (its lanes' GPUs), each
+ * with its own figures: the same mixed cluster costs the same whatever order its GPUs are
+ * listed in. O(GPUs x types listed). */
+void run_account_gpus(const wl_graph *g, const topo *t, run_result *out)
+{
+    out->n_gpu_types = 0;
+    out->peak_flops_total = 0;
+    out->cost_per_hour_total = 0;
+    size_t n = (size_t)g->n_lanes * (size_t)g->lane_size;
+    unsigned char *seen = dt_xcalloc((size_t)t->n_gpus + 1, 1);
+    for (size_t i = 0; i < n; i++) {
+        int gi = g->lane_gpus[i];
+        if (gi < 0 || gi >= t->n_gpus || seen[gi]) continue;
+        seen[gi] = 1;
+        const gpu_spec *s = &t->gpus[gi];
+        double peak = peak_at(s, g->precision);
+        out->peak_flops_total += peak;
+        out->cost_per_hour_total += s->cost_per_hour;
+        int k = 0;
+        while (k < out->n_gpu_types && strcmp(out->gpu_types[k].name, s->name)) k++;
+        if (k == out->n_gpu_types) {
+            if (k == RUN_GPU_TYPES) continue;
+            struct run_gpu_type *ty = &out->gpu_types[k];
+            snprintf(ty->name, sizeof ty->name, "%s", s->name);
+            ty->peak_flops = peak;
+            ty->cost_per_hour = s->cost_per_hour;
+            ty->hbm_bytes = s->hbm_bytes;
+            out->n_gpu_types++;
+        }
+        out->gpu_types[k].count++;
+    }
+    free(seen);
+    double T = out->step_time_s;
+    out->throughput.mfu = T > 0 && out->peak_flops_total > 0
+                              ? g->model_flops_per_step / T / out->peak_flops_total : 0;
+    out->cost_per_step_usd = T / 3600.0 * out->cost_per_hour_total;
+}
+
+int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_error *err)
 {
     const wl_graph *g = J->g;
     topo *t = J->t;
@@ -306,11 +558,15 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
     for (int i = 0; i < J->env->n_stragglers; i++)
         slow[J->env->stragglers[i].gpu] *= J->env->stragglers[i].slowdown;
     bool record = opt && (opt->record_timeline || opt->timeline);
+    int top_links = opt && opt->links > 0 ? opt->links : 0;
     tl_build tb = {0};
+    observer ob = {0};
     if (record) {
         tb.tl = dt_xcalloc(1, sizeof *tb.tl);
-        net_set_link_observer(n, link_observer, &tb);
+        ob.tb = &tb;
     }
+    if (top_links) ob.acc = dt_xcalloc((size_t)t->n_links + 1, sizeof *ob.acc);
+    if (ob.tb || ob.acc) net_set_link_observer(n, link_observer, &ob);
     /* Analytic mode needs no flows: coll_analytic_time charges the algorithm flow mode would
      * run, alpha-beta over its routes (exact for uncontended links), with no events per step. */
     replay_config rc = {.gpus = t->gpus, .n_gpus = t->n_gpus, .op_time = gpu_op_time,
@@ -318,7 +574,7 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
                      .comm = J->env->network == NET_FLOW ? &comm : NULL, .eng = eng,
                      .slowdown = slow, .jitter = J->env->jitter,
                      .jitter_sigma = J->env->jitter_sigma,
-                     .seed = J->env->seed, .record = record};
+                     .seed = J->env->seed, .record = record, .backup_drop = J->backup_drop};
     replay_result r;
     int st = replay_run(g, &rc, &r, err);
     if (st == DT_OK) {
@@ -327,6 +583,10 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
         out->breakdown_s.comm_exposed = sim_time_to_s(r.comm_exposed);
         out->breakdown_s.bubble = sim_time_to_s(r.bubble);
         out->breakdown_s.straggler_wait = sim_time_to_s(r.straggler_wait);
+        for (int k = 0; k < WL_COMM_KIND_COUNT; k++) {
+            out->comm_exposed_by_kind_s[k] = sim_time_to_s(r.comm_by_kind[k]);
+            out->comm_inflight_by_kind_s[k] = sim_time_to_s(r.comm_inflight[k]);
+        }
         out->max_straggler_wait_s = sim_time_to_s(r.max_straggler_wait);
         out->max_straggler_wait_gpu = r.max_straggler_wait_gpu;
         out->critical_gpu = r.critical_gpu;
@@ -336,12 +596,26 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
             out->throughput.samples_per_s = g->samples_per_step / T;
             out->throughput.tokens_per_s = g->tokens_per_step / T;
             out->throughput.tflops_per_gpu = g->model_flops_per_step / T / g->n_gpus / 1e12;
-            double peak = t->gpus[0].peak_flops[g->precision];
-            out->throughput.mfu = peak > 0 ? out->throughput.tflops_per_gpu * 1e12 / peak : 0;
         }
         out->n_gpus = g->n_gpus;
-        out->cost_per_step_usd = T / 3600.0 * g->n_gpus * t->gpus[0].cost_per_hour;
+        run_account_gpus(g, t, out);
+        traffic_env te = {.t = t, .an = an, .algo = J->env->dp_algorithm,
+                          .elem_bytes = ctx.elem_bytes};
+        double sent[WL_COMM_KIND_COUNT];
+        traffic_bytes(g, &te, sent);
+        out->bytes_sent_per_gpu_total = 0;
+        for (int k = 0; k < WL_COMM_KIND_COUNT; k++) {
+            out->bytes_sent_per_gpu[k] = g->n_gpus > 0 ? sent[k] / g->n_gpus : 0;
+            out->bytes_sent_per_gpu_total += out->bytes_sent_per_gpu[k];
+        }
+        if (top_links) {
+            traffic_loads(g, &te, J->env->network == NET_ANALYTIC, static_load, ob.acc);
+            fill_links(out, ob.acc, t, n, g, T, top_links);
+        }
         out->seed = J->env->seed;
+        J->n_dropped = r.n_dropped;
+        if (J->lane_end)
+            memcpy(J->lane_end, r.lane_end, (size_t)g->n_lanes * sizeof *J->lane_end);
         if (record) {
             unsigned char *mask = dt_xmalloc((size_t)t->n_gpus + 1);
             if (!gpu_selection(opt->timeline_gpus, t->n_gpus, mask)) {
@@ -357,6 +631,7 @@ static int simulate(const job *J, const run_options *opt, run_result *out, dt_er
         }
     }
     if (tb.tl) run_timeline_free(tb.tl);
+    free(ob.acc);
     replay_result_free(&r);
     free(slow);
     coll_analytic_destroy(an);
@@ -412,8 +687,7 @@ static int prepare(const cJSON *j, const char *file, const char *base_dir, wl_sc
     js_ctx c = {file ? file : "<scenario>", err};
     *t = NULL;
     TRY(wl_scenario_parse(&c, j, s));
-    int rc = load_topology(&c, s->topology, "topology", base_dir, t);
-    if (rc == DT_OK) rc = apply_gpu(&c, s->gpu, "gpu", *t);
+    int rc = load_with_gpu(&c, s->topology, s->gpu, base_dir, t);
     if (rc == DT_OK) rc = apply_degraded(&c, s->env.degraded, s->env.n_degraded, *t);
     if (rc == DT_OK && s->calibration[0]) rc = apply_calibration(&c, s, base_dir, *t, note, note_size);
     if (rc == DT_OK) rc = wl_scenario_resolve(&c, s, (*t)->n_gpus);
@@ -439,6 +713,54 @@ int run_memory(const cJSON *scenario, const char *file, const char *base_dir, st
     return DT_OK;
 }
 
+/* ----------------------------------------------------- storage and input ---- */
+
+/* Hosts among a set of GPUs (a GPU without a host is its own). */
+static int count_hosts(const topo *t, const int *gpus, int n)
+{
+    unsigned char *seen = dt_xcalloc((size_t)t->n_hosts + 1, 1);
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        int h = t->nodes[t->gpu_node[gpus[i]]].host;
+        if (h < 0) k++;
+        else if (!seen[h]) {
+            seen[h] = 1;
+            k++;
+        }
+    }
+    free(seen);
+    return k;
+}
+
+/* What the links allow between the scenario's storage node and these GPUs (to_storage: from
+ * the GPUs), a max-flow; INFINITY when the storage is given by figures only. */
+static int storage_path(const js_ctx *c, const stor_spec *st, const topo *t, const int *gpus,
+                        int n, bool to_storage, double *bw)
+{
+    *bw = INFINITY;
+    if (!st->node[0]) return DT_OK;
+    int v = find_node(t, st->node);
+    if (v < 0) return js_fail(c, "storage", "node", "no node named \"%s\" in the topology", st->node);
+    int *nodes = dt_xmalloc(((size_t)n + 1) * sizeof *nodes);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (t->gpu_node[gpus[i]] != v) nodes[k++] = t->gpu_node[gpus[i]];
+    *bw = to_storage ? topo_maxflow(t, nodes, k, &v, 1) : topo_maxflow(t, &v, 1, nodes, k);
+    free(nodes);
+    if (k > 0 && !(*bw > 0))
+        return js_fail(c, "storage", "node", "node \"%s\" cannot be reached from the GPUs over the "
+                       "topology's links", st->node);
+    if (k == 0) *bw = INFINITY;
+    return DT_OK;
+}
+
+/* The input pipeline (scenario `input`): each DP replica's data loader, on the host of its
+ * first-stage GPU, reads its share of the step's samples; every step's samples cross the
+ * storage model once (run_input_read_s). Steady state: the read of step k + 1 overlaps step k
+ * (prefetch >= 1), so a step waits max(0, read - step) for its batch; without prefetch it
+ * waits the whole read. The wait is put at the start of the step (every GPU waits for the
+ * first stage's data): run_scenario stretches the step by it. */
+
 /* Writes PATH.tmp and hands its name back in *tmp_out (caller-owned): run_scenario renames it
  * into place only once the step has simulated, so a failed run leaves no trace file. */
 static int write_trace_file(const char *path, const wl_graph *g, const trace_env *env,
@@ -463,37 +785,60 @@ static int write_trace_file(const char *path, const wl_graph *g, const trace_env
     return rc;
 }
 
-int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
-                 const run_options *opt, run_result *out, dt_error *err)
+/* The plan summary line people read above the results. */
+static void fill_summary(const wl_scenario *s, run_result *out)
 {
-    double t0 = now_s();
+    static const char *const prec[] = {"fp32", "fp16", "bf16", "fp8"};
+    const wl_plan *p = &s->plan;
+    char v[32] = "", np[32], dp[64] = "";
+    double P = wl_total_params(&s->model);
+    snprintf(np, sizeof np, P >= 1e9 ? "%.3g B" : "%.3g M", P >= 1e9 ? P / 1e9 : P / 1e6);
+    if (p->schedule == WL_INTERLEAVED) snprintf(v, sizeof v, " v %d", p->virtual_stages);
+    if (p->backup_workers > 0) snprintf(dp, sizeof dp, ", %d backup workers", p->backup_workers);
+    else if (p->staleness >= 0) snprintf(dp, sizeof dp, ", asynchronous (staleness %d)", p->staleness);
+    else if (p->local_sgd > 1) snprintf(dp, sizeof dp, ", local SGD (averaging every %d steps)", p->local_sgd);
+    char line[512];
+    snprintf(line, sizeof line,
+             "%s (%s params), tp %d x pp %d x dp %d, %s%s, %d microbatch%s of %d, %s, "
+             "ZeRO-%d%s%s",
+             s->model.name, np, p->tp, p->pp, p->dp,
+             p->pp > 1 ? wl_schedule_name(p->schedule) : "no pipeline", v, p->microbatches,
+             p->microbatches == 1 ? "" : "es", p->micro_batch_size, prec[p->precision], p->zero,
+             dp, s->env.network == NET_ANALYTIC ? ", analytic network" : "");
+    size_t len = strlen(line);
+    if (len >= sizeof out->summary) len = sizeof out->summary - 1; /* a long model name */
+    memcpy(out->summary, line, len);
+    out->summary[len] = '\0';
+}
+
+void run_prep_free(run_prep *p)
+{
+    wl_graph_destroy(p->g);
+    wl_graph_destroy(p->g_local);
+    topo_destroy(p->t);
+    wl_scenario_free(&p->s);
+    memset(p, 0, sizeof *p);
+}
+
+int run_prep_scenario(const cJSON *scenario, const char *file, const char *base_dir,
+                      const run_options *opt, run_prep *p, run_result *out, dt_error *err)
+{
+    memset(p, 0, sizeof *p);
     memset(out, 0, sizeof *out);
-    wl_scenario s;
-    topo *t;
-    TRY(prepare(scenario, file, base_dir, &s, &t, out->calibration_note,
+    p->file = file;
+    TRY(prepare(scenario, file, base_dir, &p->s, &p->t, out->calibration_note,
                 sizeof out->calibration_note, err));
-    if (opt && opt->have_seed) s.env.seed = opt->seed;
-    if (opt && opt->have_network) s.env.network = opt->network;
+    wl_scenario *s = &p->s;
+    if (opt && opt->have_seed) s->env.seed = opt->seed;
+    if (opt && opt->have_network) s->env.network = opt->network;
+    snprintf(out->name, sizeof out->name, "%s", s->name);
     mem_breakdown mb;
-    mem_compute(&s.model, &s.plan, &mb);
-    fill_memory(&mb, t, &out->memory, &out->fits);
-    {
-        static const char *const prec[] = {"fp32", "fp16", "bf16", "fp8"};
-        const wl_plan *p = &s.plan;
-        char v[32] = "", np[32];
-        double P = wl_total_params(&s.model);
-        snprintf(np, sizeof np, P >= 1e9 ? "%.3g B" : "%.3g M", P >= 1e9 ? P / 1e9 : P / 1e6);
-        if (p->schedule == WL_INTERLEAVED) snprintf(v, sizeof v, " v %d", p->virtual_stages);
-        snprintf(out->summary, sizeof out->summary,
-                 "%s (%s params), tp %d x pp %d x dp %d, %s%s, %d microbatch%s of %d, %s, "
-                 "ZeRO-%d%s",
-                 s.model.name, np, p->tp, p->pp, p->dp,
-                 p->pp > 1 ? wl_schedule_name(p->schedule) : "no pipeline", v, p->microbatches,
-                 p->microbatches == 1 ? "" : "es", p->micro_batch_size, prec[p->precision], p->zero,
-                 s.env.network == NET_ANALYTIC ? ", analytic network" : "");
-    }
+    mem_compute(&s->model, &s->plan, &mb);
+    fill_memory(&mb, p->t, &out->memory, &out->fits);
+    fill_summary(s, out);
+    out->staleness = -1;
     int rc = DT_OK;
-    if (s.model.kind == WL_PARAMS) {
+    if (s->model.kind == WL_PARAMS) {
         rc = dt_error_set(err, DT_EINPUT, file, "model.kind",
                           "a \"params\" model only plans memory (dtsim memory); use "
                           "\"transformer\" or \"synthetic\" to simulate a step");
@@ -502,30 +847,136 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
      * aborts): refuse graphs far beyond the largest scenario shipped (gpt3-175b: 1.5e5 ops).
      * The estimate over-counts (4 ops per lane, microbatch and model chunk, plus per-layer DP
      * or ZeRO-3 ops); 2^26 ops is a few GB. */
-    const wl_plan *P = &s.plan;
+    const wl_plan *P = &s->plan;
     double est_ops = 4.0 * P->dp * P->pp * P->microbatches * P->virtual_stages +
-                     4.0 * P->dp * s.model.layers * (P->zero == 3 ? P->microbatches : 1);
+                     4.0 * P->dp * s->model.layers * (P->zero == 3 ? P->microbatches : 1);
     if (rc == DT_OK && est_ops > (double)(1 << 26))
         rc = dt_error_set(err, DT_EINPUT, file, "parallel.microbatches",
                           "the step's op graph would have about %.3g ops (dp %d x pp %d x "
                           "%d microbatches x %d virtual stages x 4), more than dtsim simulates "
                           "(%d); use fewer microbatches (dtsim memory still works)",
                           est_ops, P->dp, P->pp, P->microbatches, P->virtual_stages, 1 << 26);
-    wl_graph *g = rc == DT_OK ? wl_graph_build(&s) : NULL;
+    if (rc == DT_OK) {
+        p->g = wl_graph_build(s);
+        if (P->local_sgd > 1 || P->staleness >= 0) {
+            wl_scenario loc = *s;
+            loc.plan.local_step = true;
+            p->g_local = wl_graph_build(&loc);
+        }
+    }
+    if (rc != DT_OK) run_prep_free(p);
+    return rc;
+}
+
+int run_input_read_s(const run_prep *p, double *read_s, dt_error *err)
+{
+    const wl_scenario *s = &p->s;
+    js_ctx c = {p->file ? p->file : "<scenario>", err};
+    int dp = s->plan.dp;
+    int *g = dt_xmalloc(((size_t)dp + 1) * sizeof *g);
+    for (int d = 0; d < dp; d++) g[d] = wl_gpu_of(&s->plan, d, 0, 0);
+    double bw;
+    int rc = storage_path(&c, &s->storage, p->t, g, dp, false, &bw);
+    int hosts = count_hosts(p->t, g, dp);
+    free(g);
+    if (rc == DT_OK)
+        *read_s = stor_transfer_s(&s->storage, hosts, bw, s->global_batch * s->input.bytes_per_sample);
+    return rc;
+}
+
+/* Stretch a step to T (waiting for something that is not its own work): throughput and cost
+ * follow. */
+void run_stretch(run_result *out, double T)
+{
+    double T0 = out->step_time_s;
+    if (!(T > 0) || !(T0 > 0) || T == T0) return;
+    double k = T0 / T;
+    out->step_time_s = T;
+    out->throughput.samples_per_s *= k;
+    out->throughput.tokens_per_s *= k;
+    out->throughput.tflops_per_gpu *= k;
+    out->throughput.mfu *= k;
+    out->cost_per_step_usd /= k;
+}
+
+/* Backup workers: the update used the gradients of dp - dropped replicas' samples only. */
+void run_count_used_samples(const wl_plan *p, run_result *out, int dropped_lanes)
+{
+    int dropped = p->pp > 0 ? dropped_lanes / p->pp : dropped_lanes;
+    double used = (double)(p->dp - dropped) / p->dp;
+    out->backup_workers = p->backup_workers;
+    out->dropped_replicas = dropped;
+    out->samples_used = out->throughput.samples_per_s * out->step_time_s * used;
+    out->throughput.samples_per_s *= used;
+    out->throughput.tokens_per_s *= used;
+    out->throughput.tflops_per_gpu *= used;
+    out->throughput.mfu *= used;
+}
+
+int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
+                 const run_options *opt, run_result *out, dt_error *err)
+{
+    double t0 = now_s();
+    run_prep p;
+    TRY(run_prep_scenario(scenario, file, base_dir, opt, &p, out, err));
+    wl_scenario *s = &p.s;
+    int rc = DT_OK;
     char *trace_tmp = NULL;
-    trace_env env = {.gpu = NULL, .env = s.env, .mem_params = out->memory.params,
+    trace_env env = {.gpu = NULL, .env = s->env, .mem_params = out->memory.params,
                      .mem_grads = out->memory.grads, .mem_optimizer = out->memory.optimizer,
                      .mem_activations = out->memory.activations, .mem_peak = out->memory.peak};
-    snprintf(env.name, sizeof env.name, "%s", s.name);
-    env.gpu = s.gpu ? (cJSON *)s.gpu : NULL;
-    if (rc == DT_OK && opt && opt->write_trace)
-        rc = write_trace_file(opt->write_trace, g, &env, &trace_tmp, err);
-    if (rc == DT_OK && opt && opt->on_graph) rc = opt->on_graph(opt->on_graph_ctx, g, &env, t, err);
-    if (rc == DT_OK) {
-        job J = {.g = g, .t = t, .env = &s.env};
-        rc = simulate(&J, opt, out, err);
-        if (rc == DT_EINPUT && !err->file[0] && file)
-            snprintf(err->file, sizeof err->file, "%s", file);
+    snprintf(env.name, sizeof env.name, "%s", s->name);
+    env.gpu = s->gpu ? (cJSON *)s->gpu : NULL;
+    if (opt && opt->write_trace) rc = write_trace_file(opt->write_trace, p.g, &env, &trace_tmp, err);
+    if (rc == DT_OK && opt && opt->on_graph) rc = opt->on_graph(opt->on_graph_ctx, p.g, &env, p.t, err);
+    if (rc == DT_OK && s->plan.staleness >= 0) {
+        /* asynchronous replicas have no single step: simulate enough of them to see the
+         * staleness bound bind (docs/workloads.md, "Many steps") */
+        int n = 4 * (s->plan.staleness + 1);
+        n = n < 8 ? 8 : n > 64 ? 64 : n;
+        run_steps_result sr;
+        rc = run_steps_prepared(&p, opt, n, 1, NULL, NULL, out, &sr, err);
+        run_steps_result_free(&sr);
+    } else if (rc == DT_OK) {
+        run_job J = {.g = p.g, .t = p.t, .env = &s->env, .backup_drop = s->plan.backup_workers};
+        rc = run_job_simulate(&J, opt, out, err);
+        if (rc == DT_OK && s->plan.backup_workers > 0) run_count_used_samples(&s->plan, out, J.n_dropped);
+        if (rc == DT_OK && s->plan.local_sgd > 1) {
+            /* H - 1 local steps and one averaging step (the synchronous one): the mean */
+            run_result loc = *out;
+            loc.timeline = NULL;
+            run_job L = {.g = p.g_local, .t = p.t, .env = &s->env};
+            rc = run_job_simulate(&L, NULL, &loc, err);
+            if (rc == DT_OK) {
+                double H = s->plan.local_sgd, Ts = out->step_time_s, Tl = loc.step_time_s;
+                out->local_sgd = s->plan.local_sgd;
+                out->sync_step_s = Ts;
+                out->local_step_s = Tl;
+#define MIX(f) out->breakdown_s.f = ((H - 1) * loc.breakdown_s.f + out->breakdown_s.f) / H
+                MIX(compute);
+                MIX(comm_exposed);
+                MIX(bubble);
+                MIX(straggler_wait);
+#undef MIX
+                run_stretch(out, ((H - 1) * Tl + Ts) / H);
+                out->events += loc.events;
+            }
+        }
+    }
+    if (rc == DT_EINPUT && !err->file[0] && file) snprintf(err->file, sizeof err->file, "%s", file);
+    if (rc == DT_OK && s->input.present) {
+        double r = 0;
+        rc = run_input_read_s(&p, &r, err);
+        if (rc == DT_OK) {
+            double stall = stor_input_stall_s(&s->input, r, out->step_time_s);
+            out->has_input = true;
+            out->input_read_s = r;
+            out->input_prefetch = s->input.prefetch;
+            if (stall > 0) {
+                run_stretch(out, out->step_time_s + stall);
+                out->breakdown_s.data_stall = stall;
+            }
+        }
     }
     if (trace_tmp) { /* "syn.json --write-trace t.json" left t.json after a failed step */
         if (rc == DT_OK && rename(trace_tmp, opt->write_trace) != 0)
@@ -534,14 +985,12 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
         if (rc != DT_OK) remove(trace_tmp);
         free(trace_tmp);
     }
-    wl_graph_destroy(g);
-    topo_destroy(t);
-    wl_scenario_free(&s);
+    run_prep_free(&p);
     out->wall_s = now_s() - t0;
     return rc;
 }
 
-static char *dir_of(const char *path)
+char *run_dir_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
     if (!slash) return dt_xstrdup(".");
@@ -556,10 +1005,11 @@ static char *dir_of(const char *path)
 int run_scenario_file(const char *filename, const run_options *opt, run_result *out,
                       dt_error *err)
 {
-    memset(out, 0, sizeof *out); /* callers free out->timeline even when the file is bad */
+    memset(out, 0, sizeof *out);
+    out->staleness = -1; /* callers free out->timeline even when the file is bad */
     cJSON *j;
     TRY(js_parse_file(filename, &j, err));
-    char *dir = dir_of(filename);
+    char *dir = run_dir_of(filename);
     int rc = run_scenario(j, filename, dir, opt, out, err);
     free(dir);
     cJSON_Delete(j);
@@ -570,7 +1020,7 @@ int run_memory_file(const char *filename, struct run_memory *out, bool *fits, dt
 {
     cJSON *j;
     TRY(js_parse_file(filename, &j, err));
-    char *dir = dir_of(filename);
+    char *dir = run_dir_of(filename);
     int rc = run_memory(j, filename, dir, out, fits, err);
     free(dir);
     cJSON_Delete(j);
@@ -603,6 +1053,7 @@ static int run_graph(wl_graph *g, trace_env *tr, const char *source, const char 
     if (rc == DT_OK) {
         if (opt && opt->have_seed) tr->env.seed = opt->seed;
         if (opt && opt->have_network) tr->env.network = opt->network;
+        snprintf(out->name, sizeof out->name, "%s", tr->name);
         out->memory = (struct run_memory){.params = tr->mem_params, .grads = tr->mem_grads,
                                    .optimizer = tr->mem_optimizer,
                                    .activations = tr->mem_activations, .peak = tr->mem_peak};
@@ -614,12 +1065,96 @@ static int run_graph(wl_graph *g, trace_env *tr, const char *source, const char 
         if (opt && opt->on_graph) rc = opt->on_graph(opt->on_graph_ctx, g, tr, t, err);
     }
     if (rc == DT_OK) {
-        job J = {.g = g, .t = t, .env = &tr->env};
-        rc = simulate(&J, opt, out, err);
+        run_job J = {.g = g, .t = t, .env = &tr->env};
+        rc = run_job_simulate(&J, opt, out, err);
         if (rc == DT_EINPUT && !err->file[0]) /* replay errors (cycles, overflow) are the trace's */
             snprintf(err->file, sizeof err->file, "%s", source);
     }
     topo_destroy(t);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- goodput ---- */
+
+int run_goodput_job(const cJSON *scenario, const char *file, const char *base_dir,
+                    const run_options *opt, gp_job *gj, run_result *step, dt_error *err)
+{
+    memset(gj, 0, sizeof *gj);
+    TRY(run_scenario(scenario, file, base_dir, opt, step, err));
+    wl_scenario s;
+    topo *t;
+    TRY(prepare(scenario, file, base_dir, &s, &t, NULL, 0, err));
+    js_ctx c = {file ? file : "<scenario>", err};
+    int rc = DT_OK;
+    if (!s.failures.present)
+        rc = js_fail(&c, "", "failures", "required by dtsim goodput: what fails and how often, "
+                     "e.g. \"failures\": {\"gpu\": {\"mtbf\": \"50000 h\"}, "
+                     "\"restart\": \"10 min\"}");
+    else if (!s.checkpoint.present)
+        rc = js_fail(&c, "", "checkpoint", "required by dtsim goodput: how the job checkpoints, "
+                     "e.g. \"checkpoint\": {\"interval\": \"auto\"} (with a \"storage\" "
+                     "section)");
+    int n = t->n_gpus;
+    int *all = dt_xmalloc(((size_t)n + 1) * sizeof *all);
+    for (int i = 0; i < n; i++) all[i] = i;
+    double bw_w = INFINITY, bw_r = INFINITY;
+    if (rc == DT_OK) rc = storage_path(&c, &s.storage, t, all, n, true, &bw_w);
+    if (rc == DT_OK) rc = storage_path(&c, &s.storage, t, all, n, false, &bw_r);
+    if (rc == DT_OK) {
+        gj->step_s = step->step_time_s;
+        gj->tokens_per_step = step->throughput.tokens_per_s * step->step_time_s;
+        gj->samples_per_step = step->throughput.samples_per_s * step->step_time_s;
+        gj->count[GP_GPU] = n;
+        gj->count[GP_HOST] = count_hosts(t, all, n);
+        long links = 0;
+        for (int l = 0; l < t->n_links; l++)
+            if (t->links[l].reverse < 0 || l < t->links[l].reverse) links++;
+        gj->count[GP_LINK] = links;
+        memcpy(gj->cls, s.failures.cls, sizeof gj->cls);
+        gj->start = s.failures.start;
+        gj->restart_s = s.failures.restart_s;
+        double size = s.checkpoint.size_bytes;
+        if (size <= 0) {
+            /* what a restart needs: the weights and the optimizer states of every parameter
+             * (not the gradients), ZeRO paper accounting with dp = 1 */
+            double psi = s.model.kind == WL_TRANSFORMER ? wl_total_params(&s.model) : s.model.params;
+            double p, g, o;
+            mem_model_states(psi, 1, 0, s.plan.precision, s.plan.optimizer, &p, &g, &o);
+            size = p + o;
+        }
+        gj->ckpt_bytes = size;
+        int hosts = (int)gj->count[GP_HOST];
+        double write_s = stor_transfer_s(&s.storage, hosts, bw_w, size);
+        gj->read_s = stor_transfer_s(&s.storage, hosts, bw_r, size);
+        gj->write_bw = write_s > s.storage.latency_s ? size / (write_s - s.storage.latency_s) : INFINITY;
+        gj->mode = s.checkpoint.mode;
+        if (s.checkpoint.mode == GP_CKPT_SYNC) {
+            gj->block_s = write_s;
+            gj->durable_s = 0;
+        } else {
+            gj->block_s = size / n / s.checkpoint.snapshot_bw; /* every GPU copies its share */
+            gj->durable_s = write_s;
+        }
+        if (s.checkpoint.interval_steps > 0) gj->interval_steps = s.checkpoint.interval_steps;
+        else if (s.checkpoint.interval_s > 0 && gj->step_s > 0)
+            gj->interval_steps = (long)fmax(1, llround(s.checkpoint.interval_s / gj->step_s));
+    }
+    free(all);
+    topo_destroy(t);
+    wl_scenario_free(&s);
+    return rc;
+}
+
+int run_goodput_job_file(const char *filename, const run_options *opt, gp_job *gj,
+                         run_result *step, dt_error *err)
+{
+    memset(step, 0, sizeof *step);
+    cJSON *j;
+    TRY(js_parse_file(filename, &j, err));
+    char *dir = run_dir_of(filename);
+    int rc = run_goodput_job(j, filename, dir, opt, gj, step, err);
+    free(dir);
+    cJSON_Delete(j);
     return rc;
 }
 
@@ -628,6 +1163,7 @@ int run_trace_file(const char *trace_file, const char *topology_file, const run_
 {
     double t0 = now_s();
     memset(out, 0, sizeof *out);
+    out->staleness = -1;
     cJSON *tj = NULL;
     int rc = js_parse_file(trace_file, &tj, err);
     wl_graph *g = NULL;
@@ -653,6 +1189,7 @@ int run_chakra(const char *dir_or_prefix, const char *topology_file, const run_o
     wl_graph *g = NULL;
     trace_env tr;
     memset(&tr, 0, sizeof tr);
+    out->staleness = -1;
     chakra_read_options co = {.groups_file = opt ? opt->chakra_groups : NULL,
                               .warn = opt ? opt->warn : NULL, .warn_ctx = opt ? opt->warn_ctx : NULL};
     int rc = chakra_read(dir_or_prefix, &co, &g, &tr, err);

@@ -146,7 +146,8 @@ static int parse_plan(const js_ctx *c, const cJSON *p, const char *path, wl_plan
     static const char *const keys[] = {
         "dp", "tp", "pp", "zero", "schedule", "virtual_stages", "microbatches",
         "micro_batch_size", "gradient_accumulation", "activation_checkpointing",
-        "sequence_parallel", "bucket_size", "overlap_dp", "compression", "placement", NULL};
+        "sequence_parallel", "bucket_size", "overlap_dp", "compression", "placement",
+        "backup_workers", "staleness", "local_sgd", NULL};
     TRY(js_expect_object(c, p, path));
     TRY(js_check_keys(c, p, path, keys));
     TRY(get_pos_int(c, p, path, "dp", false, &out->dp));
@@ -193,6 +194,20 @@ static int parse_plan(const js_ctx *c, const cJSON *p, const char *path, wl_plan
                            out->zero);
     }
     TRY(parse_placement(c, p, path, out));
+    long long k = 0;
+    TRY(js_get_int(c, p, path, "backup_workers", false, 0, 1 << 30, &k));
+    out->backup_workers = (int)k;
+    k = -1;
+    TRY(js_get_int(c, p, path, "staleness", false, 0, 1 << 20, &k));
+    out->staleness = (int)k;
+    k = 0;
+    TRY(js_get_int(c, p, path, "local_sgd", false, 1, 1 << 20, &k));
+    out->local_sgd = (int)k;
+    int modes = (out->backup_workers > 0) + (out->staleness >= 0) + (out->local_sgd > 1);
+    if (modes > 1)
+        return js_fail(c, path, out->local_sgd > 1 ? "local_sgd" : "staleness",
+                       "backup_workers, staleness and local_sgd are different ways to synchronise "
+                       "data parallelism: choose one");
     (void)global_batch;
     return DT_OK;
 }
@@ -275,7 +290,8 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
     static const char *const keys[] = {"name", "description", "topology", "gpu", "model",
                                        "parallel", "global_batch", "precision", "optimizer",
                                        "options", "stragglers", "jitter", "degraded_links",
-                                       "seed", "sweep", NULL};
+                                       "seed", "sweep", "failures", "checkpoint", "storage",
+                                       "input", NULL};
     /* "sweep" belongs to `dtsim sweep` (reports/sweep_spec.c validates it); a single run is the
      * scenario as written, so it is allowed here and not read. */
     TRY(js_expect_object(c, j, ""));
@@ -326,6 +342,7 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
         if (cal) snprintf(s->calibration, sizeof s->calibration, "%s", cal);
     }
     TRY(parse_faults(c, j, s));
+    TRY(gp_parse(c, j, &s->failures, &s->checkpoint, &s->storage, &s->input));
     long long seed = (long long)s->env.seed;
     TRY(js_get_int(c, j, "", "seed", false, 0, (1LL << 53), &seed));
     s->env.seed = (uint64_t)seed;
@@ -339,7 +356,7 @@ int wl_scenario_parse(const js_ctx *ctx, const cJSON *j, wl_scenario *s)
     s->file = ctx->file;
     s->plan = (wl_plan){.dp = 0, .tp = 1, .pp = 1, .virtual_stages = 1, .micro_batch_size = 1,
                         .schedule = WL_GPIPE, .precision = WL_BF16, .bucket_bytes = 25e6,
-                        .overlap_dp = true, .topk_throughput = 0,
+                        .overlap_dp = true, .topk_throughput = 0, .staleness = -1,
                         .placement = {WL_AXIS_DP, WL_AXIS_PP, WL_AXIS_TP}};
     s->env.network = NET_FLOW;
     s->env.seed = 1;
@@ -412,6 +429,23 @@ int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
                            s->model.heads, s->model.kv_heads, p->tp);
     }
     if (p->topk_throughput == 0) p->topk_throughput = 2e10; /* elements/s, docs/workloads.md */
+    if (p->backup_workers > 0) {
+        if (p->backup_workers >= p->dp)
+            return js_fail(c, "parallel", "backup_workers",
+                           "must be below dp (%d): at least one replica's gradients are kept, "
+                           "found %d", p->dp, p->backup_workers);
+        if (p->pp > 1)
+            return js_fail(c, "parallel", "backup_workers",
+                           "needs pp 1 (a replica is dropped as a whole; with a pipeline its "
+                           "stages would decide apart), found pp %d", p->pp);
+    }
+    if ((p->staleness >= 0 || p->local_sgd > 1) && p->zero > 0)
+        return js_fail(c, "parallel", p->staleness >= 0 ? "staleness" : "local_sgd",
+                       "needs zero 0: every replica keeps its own optimizer state between "
+                       "synchronisations, found zero %d", p->zero);
+    if ((p->staleness >= 0 || p->local_sgd > 1) && p->dp < 2)
+        return js_fail(c, "parallel", p->staleness >= 0 ? "staleness" : "local_sgd",
+                       "needs data parallelism (dp > 1), found dp %d", p->dp);
     if (p->sequence_parallel && p->tp == 1)
         return js_fail(c, "parallel", "sequence_parallel", "needs tp > 1");
     for (int i = 0; i < s->env.n_stragglers; i++)

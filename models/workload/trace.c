@@ -24,6 +24,9 @@ static const char *const coll_names[] = {"allreduce", "reduce_scatter", "allgath
                                          "reduce", "alltoall", "sendrecv", NULL};
 static const char *const prec_names[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
 static const char *const jitter_names[] = {"none", "lognormal", "normal", NULL};
+static const char *const comm_names[] = {"tp", "pp", "dp", "zero", NULL};
+_Static_assert(sizeof comm_names / sizeof *comm_names == WL_COMM_KIND_COUNT + 1,
+               "one trace name per communication kind");
 static const char *const network_names[] = {"flow", "analytic", NULL};
 
 void trace_env_free(trace_env *e)
@@ -44,6 +47,18 @@ static void put_str(FILE *f, const char *s)
     fputs(q, f);
     free(q);
     cJSON_Delete(n);
+}
+
+/* An op name: most need no escaping (millions of ops: no cJSON round trip for them); names
+ * read from other formats (Chakra) may hold quotes, backslashes or control characters. */
+static void put_name(FILE *f, const char *s)
+{
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+        if (*c < 0x20 || *c == '"' || *c == '\\' || *c >= 0x7f) {
+            put_str(f, s);
+            return;
+        }
+    fprintf(f, "\"%s\"", s);
 }
 
 int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
@@ -136,16 +151,20 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
         fprintf(f, "}");
     }
     fprintf(f, "],\n\"collectives\": [\n");
-    for (uint32_t i = 0; i < g->n_colls; i++)
-        fprintf(f, "%s{\"op\": \"%s\", \"bytes\": %.17g}", i ? ",\n" : "",
+    for (uint32_t i = 0; i < g->n_colls; i++) {
+        fprintf(f, "%s{\"op\": \"%s\", \"bytes\": %.17g", i ? ",\n" : "",
                 coll_names[g->colls[i].op], g->colls[i].bytes);
+        if (g->colls[i].kind != WL_COMM_DP && g->colls[i].kind < WL_COMM_KIND_COUNT)
+            fprintf(f, ", \"comm\": \"%s\"", comm_names[g->colls[i].kind]);
+        fputc('}', f);
+    }
     fprintf(f, "],\n\"ops\": [\n");
     for (uint32_t i = 0; i < g->n_ops; i++) {
         const wl_op *o = &g->ops[i];
         fprintf(f, "%s{\"id\": %u, \"lane\": %u, \"kind\": \"%s\", \"stream\": \"%s\", "
-                   "\"name\": \"%s\"",
-                i ? ",\n" : "", i, o->lane, kind_names[o->kind], stream_names[o->stream],
-                g->names[o->name]);
+                   "\"name\": ",
+                i ? ",\n" : "", i, o->lane, kind_names[o->kind], stream_names[o->stream]);
+        put_name(f, g->names[o->name]);
         if (o->mb >= 0) fprintf(f, ", \"mb\": %d", o->mb);
         if (o->layer >= 0) fprintf(f, ", \"layer\": %d", o->layer);
         if (o->kind == WL_OP_COMPUTE) fprintf(f, ", \"cost\": %u", o->arg);
@@ -382,14 +401,15 @@ static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env 
         for (const cJSON *x = colls->child; x; x = x->next, i++) {
             char p[JS_PATH_MAX];
             js_path_index(p, "collectives", i);
-            static const char *const ck[] = {"op", "bytes", NULL};
+            static const char *const ck[] = {"op", "bytes", "comm", NULL};
             TRY(js_expect_object(c, x, p));
             TRY(js_check_keys(c, x, p, ck));
-            int op = 0;
+            int op = 0, kind = WL_COMM_DP;
             double b = 0;
             TRY(js_get_enum(c, x, p, "op", true, coll_names, &op));
             TRY(js_get_quantity(c, x, p, "bytes", UNIT_SIZE, true, false, &b));
-            wl_graph_coll(g, (coll_op)op, b);
+            TRY(js_get_enum(c, x, p, "comm", false, comm_names, &kind));
+            wl_graph_coll_kind(g, (coll_op)op, b, (wl_comm_kind)kind);
         }
     }
     const cJSON *ops = cJSON_GetObjectItemCaseSensitive(j, "ops");

@@ -91,11 +91,46 @@ uint32_t wl_graph_cost(wl_graph *g, const wl_cost *c)
     return g->n_costs++;
 }
 
-uint32_t wl_graph_coll(wl_graph *g, coll_op op, double bytes)
+static const char *const comm_kind_names[WL_COMM_KIND_COUNT] = {"tp", "pp", "dp", "zero"};
+static const char *const comm_kind_labels[WL_COMM_KIND_COUNT] = {
+    "tensor parallel", "pipeline", "data parallel", "ZeRO parameter gathers"};
+
+const char *wl_comm_kind_name(wl_comm_kind k)
+{
+    return (unsigned)k < WL_COMM_KIND_COUNT ? comm_kind_names[k] : "?";
+}
+
+const char *wl_comm_kind_label(wl_comm_kind k)
+{
+    return (unsigned)k < WL_COMM_KIND_COUNT ? comm_kind_labels[k] : "?";
+}
+
+const char *wl_comm_kind_abbrev(wl_comm_kind k)
+{
+    static const char *const abbrev[WL_COMM_KIND_COUNT] = {"TP", "PP", "DP", "ZeRO"};
+    return (unsigned)k < WL_COMM_KIND_COUNT ? abbrev[k] : "?";
+}
+
+int wl_comm_kind_parse(const char *s, wl_comm_kind *out)
+{
+    for (int k = 0; k < WL_COMM_KIND_COUNT; k++)
+        if (!strcmp(s, comm_kind_names[k])) {
+            *out = (wl_comm_kind)k;
+            return DT_OK;
+        }
+    return DT_EINPUT;
+}
+
+uint32_t wl_graph_coll_kind(wl_graph *g, coll_op op, double bytes, wl_comm_kind kind)
 {
     GROW(g->colls, g->n_colls, g->cap_colls);
-    g->colls[g->n_colls] = (wl_coll){.op = op, .bytes = bytes};
+    g->colls[g->n_colls] = (wl_coll){.op = op, .bytes = bytes, .kind = (uint8_t)kind};
     return g->n_colls++;
+}
+
+uint32_t wl_graph_coll(wl_graph *g, coll_op op, double bytes)
+{
+    return wl_graph_coll_kind(g, op, bytes, WL_COMM_DP);
 }
 
 uint32_t wl_graph_op(wl_graph *g, const wl_op *op, const uint32_t *deps, uint32_t n_deps)
@@ -207,11 +242,11 @@ static uint32_t lane_of(const gen *G, int dp_rank, int stage) { return (uint32_t
 
 /* A collective instance for the current lane: new for dp rank 0, shared by the others (every
  * DP replica of a stage issues the same collectives in the same order). */
-static uint32_t stage_coll(gen *G, coll_op op, double bytes)
+static uint32_t stage_coll(gen *G, coll_op op, double bytes, wl_comm_kind kind)
 {
     int st = G->stage;
     if (G->dp_rank == 0) {
-        uint32_t id = wl_graph_coll(G->g, op, bytes);
+        uint32_t id = wl_graph_coll_kind(G->g, op, bytes, kind);
         if (G->n_stage_colls[st] >= G->cap_stage_colls[st]) {
             G->cap_stage_colls[st] = G->cap_stage_colls[st] ? 2 * G->cap_stage_colls[st] : 64;
             G->stage_colls[st] = dt_xrealloc(G->stage_colls[st],
@@ -320,14 +355,14 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
         /* (index, value) pairs: a 4-byte index and the value per kept element; the all-gather
          * output holds every rank's pairs. */
         double out = p->dp * p->compression_ratio * elems * (4 + wl_precision_bytes(p->precision));
-        uint32_t inst = stage_coll(G, COLL_ALLGATHER, out);
+        uint32_t inst = stage_coll(G, COLL_ALLGATHER, out, WL_COMM_DP);
         uint32_t d2[1] = {tk};
         L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_TOPK_AG, mb, layer, inst, 0, d2, 1);
         return;
     }
     coll_op op = p->zero == 0 ? COLL_ALLREDUCE : COLL_REDUCE_SCATTER;
     int name = p->zero == 0 ? N_DP_AR : (p->zero >= 2 ? N_ZERO_RS : N_DP_RS);
-    uint32_t inst = stage_coll(G, op, grad_bytes);
+    uint32_t inst = stage_coll(G, op, grad_bytes, WL_COMM_DP);
     uint32_t deps[1] = {after};
     L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, name, mb, layer, inst, 0, deps, 1);
 }
@@ -338,7 +373,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
     int st = G->stage, pp = G->pp, v = G->v, m = G->m;
     uint32_t lane = lane_of(G, G->dp_rank, st);
     int n_vs = pp * v;
-    bool dp = p->dp > 1;
+    bool dp = p->dp > 1 && !p->local_step; /* a local step keeps its gradients to itself */
     bool zero3 = p->zero >= 3 && dp;
     uint32_t pending_gather = NONE; /* ZeRO-3: the next compute op's gather, issued ahead */
     L->last_compute = L->prev_compute = L->last_dp = NONE;
@@ -374,7 +409,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                 if (pending_gather != NONE) {
                     gather = pending_gather;
                 } else {
-                    uint32_t inst = stage_coll(G, COLL_ALLGATHER, G->layer_param_bytes);
+                    uint32_t inst = stage_coll(G, COLL_ALLGATHER, G->layer_param_bytes, WL_COMM_ZERO);
                     uint32_t d[1] = {L->prev_compute};
                     gather = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_ZERO_GATHER, I.mb, layer,
                                     inst, 0, d, 1);
@@ -384,7 +419,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                 if (k + 1 < n_ops || it + 1 < n_items) {
                     /* Prefetch depth one: the next layer's gather may start once the op
                      * before this one is done, overlapping this op's compute. */
-                    uint32_t inst = stage_coll(G, COLL_ALLGATHER, G->layer_param_bytes);
+                    uint32_t inst = stage_coll(G, COLL_ALLGATHER, G->layer_param_bytes, WL_COMM_ZERO);
                     uint32_t d[1] = {L->last_compute};
                     pending_gather = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_ZERO_GATHER, I.mb,
                                             -1, inst, 0, d, 1);
@@ -465,7 +500,8 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
         uint32_t opt = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_OPT, -1, -1, cost, 0, deps, 2);
         L->last_compute = opt;
         if (dp && (p->zero == 1 || p->zero == 2)) {
-            uint32_t inst = stage_coll(G, COLL_ALLGATHER, psi * wl_precision_bytes(p->precision));
+            uint32_t inst = stage_coll(G, COLL_ALLGATHER, psi * wl_precision_bytes(p->precision),
+                                       WL_COMM_ZERO);
             uint32_t d[1] = {opt};
             L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_PARAM_AG, -1, -1, inst, 0, d, 1);
         }

@@ -68,6 +68,7 @@ int main(void)
         s->start = (sim_time_t)(i / 256) * 1000000;
         s->end = s->start + 900000;
         s->microbatch = s->layer = -1;
+        s->comm = s->stream == RUN_STREAM_COMPUTE ? -1 : WL_COMM_DP;
     }
     FILE *f = fopen("/dev/null", "w");
     double t0 = now();

@@ -48,6 +48,21 @@ scen("nocal.json", options={"calibration": "nope.json"})
 scen("topofile.json", topology="nope-topo.json")
 scen("longstep.json", model={"kind": "synthetic", "layers": 2, "forward_time": "5000000 s",
                              "backward_time": "5000000 s", "params": 1})
+# failures, checkpoints, storage, input (dtsim goodput, dtsim run)
+FAIL = {"gpu": {"mtbf": "1000 h"}, "restart": "10 min"}
+STOR = {"bandwidth": "100 GB/s"}
+scen("gp_ok.json", failures=FAIL, checkpoint={"interval": "1 h"}, storage=STOR)
+scen("gp_nofail.json", checkpoint={"interval": "1 h"}, storage=STOR)
+scen("gp_nockpt.json", failures=FAIL)
+scen("gp_unit.json", failures={"gpu": {"mtbf": "3 fortnights"}, "restart": 60})
+scen("gp_shape.json", failures={"gpu": {"mtbf": "1000 h", "distribution": "weibull"}, "restart": 60})
+scen("gp_nostor.json", failures=FAIL, checkpoint={"interval": "1 h"})
+scen("gp_iv.json", failures=FAIL, checkpoint={"interval": "-1 h"}, storage=STOR)
+scen("gp_node.json", failures=FAIL, checkpoint={}, storage={"node": "nas"})
+scen("in_nostor.json", input={"bytes_per_sample": "1 MB"})
+scen("backup.json", parallel={"backup_workers": 8})
+scen("stale.json", parallel={"staleness": 2, "zero": 1})
+scen("in_size.json", input={"bytes_per_sample": "1 MBq"}, storage=STOR)
 w("empty.json", "")
 w("trailing.json", '{"topology": "x"} x')
 w("dupkey.json", '{"seed": 1, "seed": 2}')
@@ -172,6 +187,25 @@ t 2 '--seed' - run ok.json --seed -1
 t 2 '--network' - run ok.json --network fast
 t 2 'unknown option' - run ok.json --bogus
 t 2 'needs --topology' - run --trace cycle.json
+t 2 '--steps expects 1 to 1000000' - run ok.json --steps 0
+t 2 '--jobs expects 1 to 1024' - run ok.json --steps 4 --jobs x
+t 2 '--steps needs a scenario' - run --trace cycle.json --topology "$SRC/topologies/ring-8.json" --steps 4
+t 2 'backup.json: parallel.backup_workers: must be below dp' - run backup.json --steps 4
+t 2 'stale.json: parallel.staleness: needs zero 0' - run stale.json
+# ---- failures, checkpoints, storage, input; dtsim goodput
+t 2 'gp_nofail.json: failures: required by dtsim goodput' gpp goodput gp_nofail.json --plot gpp
+t 2 'gp_nockpt.json: checkpoint: required by dtsim goodput' - goodput gp_nockpt.json
+t 2 'gp_unit.json: failures.gpu.mtbf: unknown time unit "fortnights"' - goodput gp_unit.json
+t 2 'gp_shape.json: failures.gpu.shape: required' - run gp_shape.json
+t 2 'gp_nostor.json: checkpoint: needs a "storage" section' - goodput gp_nostor.json
+t 2 'gp_iv.json: checkpoint.interval: expected a positive time' - goodput gp_iv.json
+t 2 'gp_node.json: storage.node: no node named "nas"' - goodput gp_node.json
+t 2 'in_nostor.json: input: needs a "storage" section' - run in_nostor.json
+t 2 'in_size.json: input.bytes_per_sample: unknown size unit' - memory in_size.json
+t 2 '--horizon' - goodput gp_ok.json --horizon 5parsecs
+t 2 '--runs expects 1 to 1000000' - goodput gp_ok.json --runs 0
+t 2 '--max-interval is below --min-interval' - goodput gp_ok.json --min-interval 2h --max-interval 1h
+t 1 'notafile/p: cannot create directory' - goodput gp_ok.json --runs 10 --plot notafile/p
 # ---- run --trace: trace files
 t 2 'cycle.json: ops[0]: op 0 (compute, lane 0) never ran' never.json run --trace cycle.json --topology "$SRC/topologies/ring-8.json" --timeline never.json
 t 2 'missdep.json: ops[0].deps[0]: expected the id of another op' - run --trace missdep.json --topology "$SRC/topologies/ring-8.json"

@@ -8,7 +8,9 @@
 #      rank, compute after: max(compute) + 2(n-1)(a + S/(n B)) + after;
 #      2-stage GPipe pipeline with sends and receives, 2 microbatches:
 #      (m + p - 1)(f + b) + 2(p - 1)(a + S/B) (transfers shorter than a forward);
-#  - a trace dtsim writes for the quickstart scenario replays to the step time of `dtsim run`
+#  - a trace dtsim writes for the quickstart scenario reads back as the same op graph (the
+#    dtsim trace written from it is byte for byte the scenario's) and replays to the step time
+#    of `dtsim run`
 #    (same --json figures except wall time); protoc decodes every file dtsim wrote; the
 #    communicator-group file lists the groups the collectives name; a replay can write the
 #    graph back as a dtsim trace, which replays to the same step time;
@@ -170,13 +172,17 @@ PY
 
 # ---- the quickstart written by dtsim, replayed
 "$DTSIM" topo gen dgx --nodes 2 --gpus-per-node 8 -o "$tmp/dgx.json" >/dev/null
-"$DTSIM" run "$SRC/scenarios/quickstart.json" --write-chakra "$tmp/qs" --json >"$tmp/qs-run.json"
+"$DTSIM" run "$SRC/scenarios/quickstart.json" --write-chakra "$tmp/qs" --write-trace "$tmp/qs-direct.json" \
+  --json >"$tmp/qs-run.json"
 [[ -f "$tmp/qs.0.et" && -f "$tmp/qs.15.et" && ! -e "$tmp/qs.16.et" && -f "$tmp/qs.comm_groups.json" ]] ||
   fail "--write-chakra files"
 ! ls "$tmp"/qs.*.tmp* >/dev/null 2>&1 || fail "temporary files left"
 "$DTSIM" run --trace-chakra "$tmp/qs" --topology "$tmp/dgx.json" --write-trace "$tmp/qs-trace.json" \
   --json >"$tmp/qs-replay.json"
 "$DTSIM" run --trace "$tmp/qs-trace.json" --topology "$tmp/dgx.json" --json >"$tmp/qs-replay2.json"
+# export then import is the identity on the op graph: the graph read back from the Chakra files
+# writes the very trace the scenario's graph wrote
+cmp -s "$tmp/qs-direct.json" "$tmp/qs-trace.json" || fail "the op graph read back from Chakra differs from the one written"
 python3 - "$tmp" "$proto_dir" <<'PY'
 import json, subprocess, sys
 d, proto_dir = sys.argv[1:]

@@ -119,4 +119,21 @@ PY
 cmp -s "$tmp/long.json" "$tmp/short.json" || fail "nvlink/nic differ from nvlink_bw/nic_bw"
 "$DTSIM" collective --topology gen:dragonfly:routers=2,terminals=2,global_links=1 --op alltoall \
   --size 1MiB --json | grep -q '"gpus":.*12' || fail "dragonfly long names: expected 12 GPUs"
+# --link-efficiency: on one DGX box (NVLink only, no reductions) a 1 GiB ring all-reduce reaches
+# the line rate x the NVLink fraction: 'nccl' is 0.80 of 'line', '0.5,1' half; bad values exit 2.
+for e in line nccl 0.5,1; do
+  "$DTSIM" collective --topology gen:dgx:nodes=1,gpus_per_node=8 --op allreduce --size 1GiB \
+    --reduce-bw 0 --link-efficiency $e --json >"$tmp/le_$e.json" || fail "--link-efficiency $e failed"
+done
+python3 - "$tmp/le_line.json" "$tmp/le_nccl.json" "$tmp/le_0.5,1.json" <<'PY' || fail "link efficiency does not scale busbw"
+import json, sys
+b = [json.load(open(p)) for p in sys.argv[1:4]]
+b = [(x[0] if isinstance(x, list) else x)["busbw_GBps"] for x in b]
+assert abs(b[1] / b[0] - 0.80) < 0.002, b
+assert abs(b[2] / b[0] - 0.50) < 0.002, b
+PY
+set +e
+"$DTSIM" collective --topology gen:ring:gpus=4 --op allreduce --size 1MiB --link-efficiency 1.5,1 2>"$tmp/le_err"; st=$?
+set -e
+[[ $st -eq 2 ]] && grep -q -- "--link-efficiency" "$tmp/le_err" || fail "bad --link-efficiency: status $st, $(cat "$tmp/le_err")"
 echo "ok"

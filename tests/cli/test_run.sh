@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_run.sh - `dtsim run` and `dtsim memory` end to end.
-# Pins down: the quickstart runs and prints every JSON key; breakdown sums to the step time;
+# Pins down: the quickstart runs and prints every JSON key; --steps N prints N step times whose
+# first is `dtsim run`'s, mean/p50/p99/max consistent with them, the same for any --jobs; breakdown sums to the step time;
 # a written trace replayed on the same topology prints byte-identical --json (minus wall_s);
 # memory --json says "fits": false for a plan that cannot fit; bad input exits 2 with the path;
 # --help exits 0.
@@ -107,4 +108,29 @@ import json, sys
 f, a = (json.load(open(p))["step_time_s"] for p in sys.argv[1:3])
 assert a > 0 and 0.95 * a <= f <= 1.10 * a, (f, a)
 PY
+# --steps: the distribution over many steps, the same for any thread count; step 0 is the run
+cat > "$tmp/jit.json" <<'J'
+{"topology": {"generator": "dgx", "nodes": 1, "gpus_per_node": 8},
+ "model": {"kind": "synthetic", "layers": 4, "forward_time": "1 ms", "backward_time": "2 ms", "params": 1e8},
+ "parallel": {"dp": 8}, "jitter": {"sigma": 0.2}}
+J
+"$DTSIM" run "$tmp/jit.json" --json > "$tmp/one.out"
+"$DTSIM" run "$tmp/jit.json" --json --steps 200 --jobs 1 > "$tmp/s1.out"
+"$DTSIM" run "$tmp/jit.json" --json --steps 200 --jobs 3 > "$tmp/s3.out"
+cmp -s <(grep -v wall_s "$tmp/s1.out") <(grep -v wall_s "$tmp/s3.out") || fail "--steps depends on --jobs"
+python3 - "$tmp/one.out" "$tmp/s1.out" <<'PY' || fail "--steps statistics"
+import json, statistics, sys
+one = json.load(open(sys.argv[1]))
+r = json.load(open(sys.argv[2]))
+s = r["steps"]
+t = s["step_times_s"]
+assert len(t) == s["n"] == 200
+assert t[0] == one["step_time_s"] == r["step_time_s"]
+assert abs(s["mean_s"] - statistics.mean(t)) <= 1e-12 * s["mean_s"]
+assert s["max_s"] == max(t) and s["min_s"] == min(t)
+assert s["min_s"] <= s["p50_s"] <= s["p99_s"] <= s["max_s"]
+assert abs(s["p50_s"] - statistics.median(t)) <= 1e-12
+assert len(set(t)) > 100  # each step its own draws
+PY
+"$DTSIM" run "$tmp/jit.json" --steps 20 | grep -q "p99" || fail "--steps human output"
 echo ok

@@ -28,13 +28,13 @@ grep -q "points  9 (9 run, 0 resumed, 3 failed)" "$T/out.txt" || fail "summary: 
 grep -q "3 of 9 points failed .*first point 2: .*must divide" "$T/err.txt" || fail "stderr: $(cat "$T/err.txt")"
 csv="$T/a/results.csv"
 [[ $(wc -l < "$csv") -eq 10 ]] || fail "expected 9 rows + header"
-head -1 "$csv" | grep -qx 'point,topology.gpus_per_node,parallel.tp,status,step_time_s,compute_s,comm_exposed_s,bubble_s,straggler_wait_s,max_straggler_wait_s,samples_per_s,tokens_per_s,tflops_per_gpu,mfu,mem_params_bytes,mem_grads_bytes,mem_optimizer_bytes,mem_activations_bytes,mem_peak_bytes,mem_capacity_bytes,fits,n_gpus,cost_per_step_usd,usd_per_hour,tokens_per_usd,events,error' \
+head -1 "$csv" | grep -qx 'point,topology.gpus_per_node,parallel.tp,status,step_time_s,compute_s,comm_exposed_s,bubble_s,straggler_wait_s,comm_tp_s,comm_pp_s,comm_dp_s,comm_zero_s,max_straggler_wait_s,samples_per_s,tokens_per_s,tflops_per_gpu,mfu,mem_params_bytes,mem_grads_bytes,mem_optimizer_bytes,mem_activations_bytes,mem_peak_bytes,mem_capacity_bytes,fits,n_gpus,cost_per_step_usd,usd_per_hour,tokens_per_usd,events,error' \
   || fail "header: $(head -1 "$csv")"
 # Point order: gpus_per_node outer (2, 4, 8), tp inner (1, 2, 5); tp 5 divides none.
 cut -d, -f1-4 "$csv" | tail -n +2 | tr '\n' ' ' | grep -q '^0,2,1,ok 1,2,2,ok 2,2,5,error 3,4,1,ok 4,4,2,ok 5,4,5,error 6,8,1,ok 7,8,2,ok 8,8,5,error $' \
   || fail "order: $(cut -d, -f1-4 "$csv" | tr '\n' ' ')"
 # n_gpus follows the swept topology; each point equals a plain dtsim run of that scenario.
-awk -F, 'NR>1 && $4=="ok" && $22!=$2 {exit 1}' "$csv" || fail "n_gpus does not follow gpus_per_node"
+awk -F, 'NR>1 && $4=="ok" && $26!=$2 {exit 1}' "$csv" || fail "n_gpus does not follow gpus_per_node"
 python3 - "$T" <<'EOF'
 import json, sys, subprocess, os
 T = sys.argv[1]

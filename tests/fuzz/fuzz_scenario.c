@@ -8,6 +8,9 @@
  * Failures must be DT_EINPUT with a non-empty message; successes give finite, non-negative
  * figures.
  *
+ * A small scenario with "failures" and "checkpoint" also builds its goodput job and simulates
+ * 2 runs of an hour (the search included): DT_EINPUT or goodputs in [0, 1].
+ *
  * A "sweep" object is expanded too (sweep_spec_parse; the first and last points built with
  * sweep_point_scenario): errors must be DT_EINPUT, a parsed sweep has at least one point.
  *
@@ -21,6 +24,7 @@
 #include <string.h>
 
 #include "dtsim/error.h"
+#include "dtsim/goodput.h"
 #include "dtsim/json.h"
 #include "dtsim/run.h"
 #include "dtsim/sweep.h"
@@ -114,6 +118,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
             }
             run_result_free(&r);
+        }
+        if (cJSON_GetObjectItemCaseSensitive(root, "failures")) {
+            gp_job job;
+            run_result r;
+            run_options opt = {.have_network = true, .network = NET_ANALYTIC};
+            dt_error_clear(&err);
+            rc = run_goodput_job(root, "fuzz-scenario.json", "/nonexistent", &opt, &job, &r, &err);
+            run_result_free(&r);
+            if (rc != DT_OK) {
+                expect_error(&err, rc);
+            } else {
+                gp_options go = {.horizon_s = 3600, .runs = 2, .seed = 1, .search = true};
+                gp_result g;
+                rc = gp_simulate(&job, &go, &g, &err);
+                if (rc != DT_OK) expect_error(&err, rc);
+                for (int i = 0; rc == DT_OK && i < g.n_points; i++)
+                    if (!(g.points[i].goodput >= 0 && g.points[i].goodput <= 1 + 1e-9)) abort();
+                if (rc == DT_OK) gp_result_free(&g);
+            }
         }
     }
     cJSON_Delete(root);

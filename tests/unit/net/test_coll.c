@@ -323,11 +323,13 @@ typedef struct nic_bytes {
     double up[64]; /* per GPU: bytes it pushed into its NIC */
 } nic_bytes;
 
-static void on_link_bytes(void *ctx, int link, sim_time_t start, sim_time_t end, double bytes)
+static void on_link_bytes(void *ctx, int link, sim_time_t start, sim_time_t end, double bytes,
+                          uint32_t tag)
 {
     nic_bytes *nb = ctx;
     (void)start;
     (void)end;
+    (void)tag;
     const topo_link *l = &nb->t->links[link];
     if (nb->t->nodes[l->src].kind == TOPO_GPU && nb->t->nodes[l->dst].kind == TOPO_NIC)
         nb->up[nb->t->nodes[l->src].gpu] += bytes;

@@ -265,6 +265,82 @@ START_TEST(cache_many_groups)
 }
 END_TEST
 
+typedef struct load_sum {
+    double total, max, min;
+    int links;
+} load_sum;
+
+static void on_load(void *ctx, int link, double bytes)
+{
+    (void)link;
+    load_sum *l = ctx;
+    l->total += bytes;
+    l->links++;
+    if (bytes > l->max) l->max = bytes;
+    if (l->min == 0 || bytes < l->min) l->min = bytes;
+}
+
+/* coll_analytic_bytes: what all ranks of a program send, against the per-rank closed forms;
+ * coll_analytic_loads: a ring all-reduce on a switch puts 2(n-1)/n S on each of the 2n
+ * GPU-switch links. */
+START_TEST(bytes_and_loads)
+{
+    int n = 8;
+    double S = 64.0 * 1048576; /* divisible by n x 2-byte elements: no rounding */
+    topo *t = switch_topo(n);
+    sim_engine *e = sim_engine_create();
+    net *nw = net_create(t, e, NULL);
+    coll_config cc = {.reduce_bw = 0};
+    coll_analytic *a = coll_analytic_create(nw, t, &cc);
+    int g[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    struct { coll_op op; coll_algo algo; double per_rank; } cases[] = {
+        {COLL_ALLREDUCE, COLL_RING, 2.0 * (n - 1) / n * S},
+        {COLL_REDUCE_SCATTER, COLL_RING, (n - 1.0) / n * S},
+        {COLL_ALLGATHER, COLL_RING, (n - 1.0) / n * S},
+        {COLL_ALLREDUCE, COLL_HD, 2.0 * (n - 1) / n * S},
+        {COLL_ALLTOALL, COLL_DIRECT, (n - 1.0) / n * S},
+        {COLL_ALLREDUCE, COLL_TREE, 2.0 * (n - 1) / n * S}, /* n-1 edges, S up and S down */
+    };
+    dt_error err;
+    dt_error_clear(&err);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        coll_spec sp = {.op = cases[i].op, .algo = cases[i].algo, .group = g, .n = n, .bytes = S,
+                        .elem_bytes = 2};
+        double sent = -1, again = -1;
+        ck_assert_int_eq(coll_analytic_bytes(a, &sp, &sent, &err), DT_OK);
+        ck_assert_rel(sent, n * cases[i].per_rank, 1e-12);
+        sp.bytes = 2 * S; /* cached per byte: linear */
+        ck_assert_int_eq(coll_analytic_bytes(a, &sp, &again, &err), DT_OK);
+        ck_assert_rel(again, 2 * sent, 1e-12);
+    }
+    int pair[2] = {2, 6};
+    coll_spec sr = {.op = COLL_SENDRECV, .group = pair, .n = 2, .bytes = S, .root = 1};
+    double sent = 0;
+    ck_assert_int_eq(coll_analytic_bytes(a, &sr, &sent, &err), DT_OK);
+    ck_assert_double_eq(sent, S);
+    load_sum l = {0};
+    coll_spec ar = {.op = COLL_ALLREDUCE, .algo = COLL_RING, .group = g, .n = n, .bytes = S,
+                    .elem_bytes = 2};
+    ck_assert_int_eq(coll_analytic_loads(a, &ar, on_load, &l, &err), DT_OK);
+    ck_assert_int_eq(l.links, 2 * n);
+    ck_assert_rel(l.max, 2.0 * (n - 1) / n * S, 1e-12);
+    ck_assert_rel(l.min, 2.0 * (n - 1) / n * S, 1e-12);
+    l = (load_sum){0};
+    ck_assert_int_eq(coll_analytic_loads(a, &sr, on_load, &l, &err), DT_OK);
+    ck_assert_int_eq(l.links, 2);
+    ck_assert_rel(l.total, 2 * S, 1e-12);
+    coll_spec bad = ar;
+    int dup[2] = {1, 1};
+    bad.group = dup;
+    bad.n = 2;
+    ck_assert_int_eq(coll_analytic_bytes(a, &bad, &sent, &err), DT_EINPUT);
+    coll_analytic_destroy(a);
+    net_destroy(nw);
+    sim_engine_destroy(e);
+    topo_destroy(t);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("coll_analytic");
@@ -278,6 +354,7 @@ int main(void)
     tcase_add_test(tc, hier_and_host_ring_on_dgx);
     tcase_add_test(tc, errors_as_coll_start);
     tcase_add_test(tc, cache_many_groups);
+    tcase_add_test(tc, bytes_and_loads);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);
 }

@@ -2,7 +2,8 @@
  * Pins down: hand-computed rates for small networks (3 flows on 2 links of different capacity,
  * a chain with a long flow, ties), flows with no link, workspace reuse across problems of
  * different sizes, and on random instances the two properties that define max-min fairness:
- * no link over capacity, and every flow has a saturated link on which no flow is faster.
+ * no link over capacity, and every flow has a saturated link on which no flow is faster; and that
+ * dropping links that duplicate a tighter link's flows changes no rate and no bottleneck.
  * Leaves free: the order in which equal shares freeze (only rates are compared). */
 #include <math.h>
 
@@ -126,6 +127,54 @@ START_TEST(random_instances)
 }
 END_TEST
 
+
+/* Dropping duplicate links is exact: ring-like instances (weighted lane flows crossing long
+ * chains of links that carry only them, plus short flows on some of those links, parallel links
+ * of equal and unequal capacity) give bit-identical rates and bottlenecks with and without it;
+ * and it must have had something to drop. */
+START_TEST(duplicate_links_exact)
+{
+    sim_rng *r = sim_rng_create(7, "maxmin.dedup");
+    mm_solver *a = mm_create(), *b = mm_create();
+    mm_set_dedup_threshold(a, 0);
+    mm_set_dedup_threshold(b, 1 << 30);
+    for (int inst = 0; inst < 200; inst++) {
+        int nl = 40 + (int)sim_rng_uniform_int(r, 200), nf = 2 + (int)sim_rng_uniform_int(r, 30);
+        double *cap = malloc((size_t)nl * sizeof *cap), *w = malloc((size_t)nf * sizeof *w);
+        for (int l = 0; l < nl; l++) /* few distinct capacities: equal-capacity duplicates */
+            cap[l] = 1e9 * (1 + (double)(int)sim_rng_uniform_int(r, 3));
+        int *fs = malloc((size_t)(nf + 1) * sizeof *fs), *fl = malloc((size_t)nf * nl * sizeof *fl);
+        int k = 0, lanes = 1 + (int)sim_rng_uniform_int(r, 4);
+        for (int f = 0; f < nf; f++) {
+            fs[f] = k;
+            if (f < lanes) { /* lanes of one ring: the same long chain, a lane-private link each */
+                w[f] = 1.0 / lanes;
+                for (int l = 0; l < nl / 2; l++) fl[k++] = l;
+                fl[k++] = nl / 2 + f;
+                if (sim_rng_uniform(r) < 0.3) fl[k++] = 3; /* crossing one link twice */
+            } else { /* short flows: two or three links anywhere */
+                w[f] = 1;
+                int h = 1 + (int)sim_rng_uniform_int(r, 3);
+                for (int j = 0; j < h; j++) fl[k++] = (int)sim_rng_uniform_int(r, (uint64_t)nl);
+            }
+        }
+        fs[nf] = k;
+        double *ra = malloc((size_t)nf * sizeof *ra), *rb = malloc((size_t)nf * sizeof *rb);
+        int *ba = malloc((size_t)nf * sizeof *ba), *bb = malloc((size_t)nf * sizeof *bb);
+        mm_solve_weighted(a, nl, cap, nf, fs, fl, w, ra, ba);
+        mm_solve_weighted(b, nl, cap, nf, fs, fl, w, rb, bb);
+        for (int f = 0; f < nf; f++) {
+            ck_assert_msg(ra[f] == rb[f], "instance %d flow %d: %.17g vs %.17g", inst, f, ra[f], rb[f]);
+            ck_assert_int_eq(ba[f], bb[f]);
+        }
+        free(cap), free(w), free(fs), free(fl), free(ra), free(rb), free(ba), free(bb);
+    }
+    mm_destroy(a);
+    mm_destroy(b);
+    sim_rng_destroy(r);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("maxmin");
@@ -134,6 +183,7 @@ int main(void)
     tcase_add_test(tc, chain_with_long_flow);
     tcase_add_test(tc, no_link_and_alone);
     tcase_add_test(tc, random_instances);
+    tcase_add_test(tc, duplicate_links_exact);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);
 }

@@ -202,9 +202,11 @@ typedef struct obs_log {
     int links[8];
     sim_time_t start, end;
     double bytes;
+    uint32_t tag;
 } obs_log;
 
-static void on_link(void *ctx, int link, sim_time_t start, sim_time_t end, double bytes)
+static void on_link(void *ctx, int link, sim_time_t start, sim_time_t end, double bytes,
+                    uint32_t tag)
 {
     obs_log *o = ctx;
     if (o->calls < 8) o->links[o->calls] = link;
@@ -212,6 +214,7 @@ static void on_link(void *ctx, int link, sim_time_t start, sim_time_t end, doubl
     o->start = start;
     o->end = end;
     o->bytes = bytes;
+    o->tag = tag;
 }
 
 START_TEST(link_observer)
@@ -222,7 +225,9 @@ START_TEST(link_observer)
     fx_init(&f, gen_switch(4, 1e10, SIM_US, 1), NET_FLOW);
     obs_log o = {0};
     net_set_link_observer(f.n, on_link, &o);
+    net_set_tag(f.n, 7);
     net_send(f.n, 0, 2, 1e8, f.k, 0, 0);
+    net_set_tag(f.n, 9); /* flows keep the tag they started with */
     net_send(f.n, 1, 1, 1e8, f.k, 1, 0);
     sim_run(f.eng, SIM_TIME_MAX);
     ck_assert_int_eq(o.calls, 2);
@@ -230,7 +235,14 @@ START_TEST(link_observer)
     ck_assert_int_eq(o.start, 0);
     ck_assert_int_eq(o.end, 10 * SIM_MS);
     ck_assert_double_eq(o.bytes, 1e8);
+    ck_assert_int_eq(o.tag, 7);
     ck_assert_int_eq(f.r->at[0], 10 * SIM_MS + 2 * SIM_US + 1);
+    /* busy time: the bandwidth phase on both links of the path, nothing elsewhere */
+    ck_assert_int_eq(net_link_busy(f.n, o.links[0]), 10 * SIM_MS);
+    ck_assert_int_eq(net_link_busy(f.n, o.links[1]), 10 * SIM_MS);
+    sim_time_t total = 0;
+    for (int l = 0; l < f.t->n_links; l++) total += net_link_busy(f.n, l);
+    ck_assert_int_eq(total, 20 * SIM_MS);
     fx_free(&f);
 }
 END_TEST

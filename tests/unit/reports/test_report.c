@@ -65,11 +65,12 @@ START_TEST(sweep_report)
     put("results.csv",
         "point,cluster.gpus,parallel.tp,status,step_time_s,compute_s,comm_exposed_s,bubble_s,"
         "straggler_wait_s,tokens_per_s,mem_peak_bytes,mem_capacity_bytes,fits,n_gpus,error\n"
-        "0,8,1,ok,1,0.8,0.1,0.1,0,8000,1e10,8e10,1,8,\n"
+        "0,8,1,ok,1,0.8,0.1,0.1,0,9000,9e10,8e10,0,8,\n"
         "1,8,2,ok,1,0.8,0.1,0.1,0,7000,1e10,8e10,1,8,\n"
         "2,16,1,ok,1,0.7,0.2,0.1,0,14000,1e10,8e10,1,16,\n"
         "3,32,1,ok,1,0.6,0.3,0.1,0,24000,9e10,8e10,0,32,\n"
         "4,64,1,error,,,,,,,,,,64,\"heads 32, tp 3: indivisible\"\n");
+    put("sweep.json", "{\"scenario\": \"dir/demo.json\", \"scenario_text\": {\"name\": \"demo's run\"}}");
     dt_error e = {0};
     rep_report_summary sum;
     ck_assert_msg(rep_report(tmp, &sum, &e) == DT_OK, "%s", e.msg);
@@ -78,14 +79,23 @@ START_TEST(sweep_report)
     ck_assert_str_eq(sum.plots[0], "scaling");
     ck_assert_str_eq(sum.plots[1], "breakdown");
     ck_assert_str_eq(sum.plots[2], "memory");
+    /* plans that do not fit (point 0 at 8 GPUs, point 3 at 32) neither count nor anchor the
+     * ideal line: 8 GPUs' best that fits is point 1 */
     char *dat = slurp("scaling.dat");
-    ck_assert_msg(strstr(dat, "\n8 8000 8000 100\n16 14000 16000 87.5\n32 24000 32000 75\n"), "%s",
-                  dat);
+    ck_assert_msg(strstr(dat, "\n8 7000 7000 100\n16 14000 14000 100\n"), "%s", dat);
+    ck_assert_msg(!strstr(dat, "\n32 "), "%s", dat);
     free(dat);
+    /* labels: the varying axes' values, named once in the x label; largest step 1 s: ms */
     dat = slurp("breakdown.dat");
-    ck_assert_msg(strstr(dat, "\"gpus=16 tp=1\" 700 200 100 0\n"), "%s", dat);
-    ck_assert_msg(!strstr(dat, "gpus=64"), "failed rows are left out: %s", dat);
+    ck_assert_msg(strstr(dat, "\"16 1\" 700 200 100 0\n"), "%s", dat);
+    ck_assert_msg(strstr(dat, "# gpus / tp  compute_s(ms)"), "%s", dat);
+    ck_assert_msg(!strstr(dat, "\"64"), "failed rows are left out: %s", dat);
     free(dat);
+    char *gp = slurp("breakdown.gp");
+    ck_assert_msg(strstr(gp, "'Step time breakdown per point' . \"\\n\" . 'demo''s run (demo.json)'"),
+                  "the title names the scenario, quoted: %s", gp);
+    ck_assert_msg(strstr(gp, "set xlabel 'gpus / tp'") && strstr(gp, "step time (ms)"), "%s", gp);
+    free(gp);
     static const char *const names[] = {"scaling", "breakdown", "memory"};
     static const char *const exts[] = {"dat", "gp", "png", "svg"};
     for (int i = 0; i < 3; i++)
@@ -99,6 +109,27 @@ START_TEST(sweep_report)
     free(md);
     ck_assert(size_of("index.html") > 0);
     ck_assert(size_of("busbw.png") < 0);
+}
+END_TEST
+
+START_TEST(breakdown_by_kind_and_units)
+{
+    /* Exposed communication by kind stacks separately; a 70 s step is drawn in s, not ms. */
+    put("results.csv",
+        "point,parallel.tp,status,step_time_s,compute_s,comm_exposed_s,bubble_s,"
+        "straggler_wait_s,comm_tp_s,comm_pp_s,comm_dp_s,comm_zero_s,error\n"
+        "0,2,ok,70,50,15,5,0,10,1,3,1,\n"
+        "1,4,ok,40,30,8,2,0,5,1,1,1,\n");
+    dt_error e = {0};
+    rep_report_summary sum;
+    ck_assert_msg(rep_report(tmp, &sum, &e) == DT_OK, "%s", e.msg);
+    char *dat = slurp("breakdown.dat");
+    ck_assert_msg(strstr(dat, "\n\"2\" 50 10 1 3 1 5 0\n"), "%s", dat);
+    ck_assert_msg(strstr(dat, "comm_zero_s(s)") && !strstr(dat, "comm_exposed_s"), "%s", dat);
+    free(dat);
+    char *gp = slurp("breakdown.gp");
+    ck_assert_msg(strstr(gp, "title 'comm DP'") && strstr(gp, "step time (s)"), "%s", gp);
+    free(gp);
 }
 END_TEST
 
@@ -196,6 +227,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, sweep_report);
     tcase_add_test(tc, collective_report);
+    tcase_add_test(tc, breakdown_by_kind_and_units);
     tcase_add_test(tc, collective_json);
     tcase_add_test(tc, timeline_gantt);
     tcase_add_test(tc, bad_csv);

@@ -35,14 +35,14 @@ static run_timeline *make(void)
     tl->host_names[0] = dup("node0");
     tl->host_names[1] = dup("node1");
     run_span sp[] = {
-        {0, RUN_STREAM_COMPUTE, 0 * US, 100 * US, 0, 0, 0},
-        {0, RUN_STREAM_COMPUTE, 150 * US, 300 * US, 1, 0, 0},
-        {0, RUN_STREAM_TP, 100 * US, 150 * US, 2, -1, 0},
-        {0, RUN_STREAM_DP, 250 * US, 400 * US, 2, -1, -1},
-        {0, RUN_STREAM_DP, 260 * US, 380 * US, 2, -1, -1}, /* overlaps: second lane */
-        {1, RUN_STREAM_COMPUTE, 0 * US, 200 * US, 0, 1, 1},
-        {1, RUN_STREAM_PP, 200 * US, 260 * US, 3, 1, -1},
-        {2, RUN_STREAM_COMPUTE, 50 * US, 100 * US, 0, 0, 2},
+        {0, RUN_STREAM_COMPUTE, 0 * US, 100 * US, 0, 0, 0, -1},
+        {0, RUN_STREAM_COMPUTE, 150 * US, 300 * US, 1, 0, 0, -1},
+        {0, RUN_STREAM_TP, 100 * US, 150 * US, 2, -1, 0, WL_COMM_TP},
+        {0, RUN_STREAM_DP, 250 * US, 400 * US, 2, -1, -1, WL_COMM_DP},
+        {0, RUN_STREAM_DP, 260 * US, 380 * US, 2, -1, -1, WL_COMM_ZERO}, /* overlaps: 2nd lane */
+        {1, RUN_STREAM_COMPUTE, 0 * US, 200 * US, 0, 1, 1, -1},
+        {1, RUN_STREAM_PP, 200 * US, 260 * US, 3, 1, -1, WL_COMM_PP},
+        {2, RUN_STREAM_COMPUTE, 50 * US, 100 * US, 0, 0, 2, -1},
     };
     tl->n_spans = sizeof sp / sizeof sp[0];
     tl->spans = malloc(sizeof sp);
@@ -95,9 +95,12 @@ START_TEST(state_tracks_sum_to_step)
     cJSON *j = write_parse(tl, &o);
     for (int g = 0; g < 3; g++) ck_assert_rel(state_sum(j, g, NULL), 500.0, 1e-12);
     ck_assert_rel(state_sum(j, 0, "compute"), 250.0, 1e-12);
-    ck_assert_rel(state_sum(j, 0, "comm (exposed)"), 150.0, 1e-12); /* 100-150, 300-400 */
+    /* exposed: TP 100-150; DP and ZeRO together 300-380, DP alone 380-400 */
+    ck_assert_rel(state_sum(j, 0, "comm TP (exposed)"), 50.0, 1e-12);
+    ck_assert_rel(state_sum(j, 0, "comm DP+ZeRO (exposed)"), 80.0, 1e-12);
+    ck_assert_rel(state_sum(j, 0, "comm DP (exposed)"), 20.0, 1e-12);
     ck_assert_rel(state_sum(j, 0, "idle"), 100.0, 1e-12);
-    ck_assert_rel(state_sum(j, 1, "comm (exposed)"), 60.0, 1e-12);
+    ck_assert_rel(state_sum(j, 1, "comm PP (exposed)"), 60.0, 1e-12);
     ck_assert_rel(state_sum(j, 2, "idle"), 450.0, 1e-12);
     cJSON_Delete(j);
     run_timeline_free(tl);
@@ -137,8 +140,9 @@ START_TEST(tracks_never_overlap)
     }
     ck_assert(dp2);
     ck_assert(link2);
-    /* 3 GPUs' states (5 + 3 + 3 slices) + 8 ops + 3 transfers. */
-    ck_assert_int_eq(slices, 11 + 8 + 3);
+    /* 3 GPUs' states (6 + 3 + 3 slices: GPU 0's exposed DP+ZeRO and DP alone are two) + 8 ops
+     * + 3 transfers. */
+    ck_assert_int_eq(slices, 12 + 8 + 3);
     cJSON_Delete(j);
     run_timeline_free(tl);
 }
@@ -169,7 +173,7 @@ START_TEST(gpu_selection)
         ck_assert_msg(tid / 2048 != 1, "GPU 1 should be left out");
         x += !strcmp(cJSON_GetObjectItem(ev, "ph")->valuestring, "X");
     }
-    ck_assert_int_eq(x, (5 + 3) + 6); /* states of GPUs 0 and 2, their 6 ops, no links */
+    ck_assert_int_eq(x, (6 + 3) + 6); /* states of GPUs 0 and 2, their 6 ops, no links */
     cJSON_Delete(j);
     free(m);
     run_timeline_free(tl);
@@ -262,16 +266,16 @@ START_TEST(waiting_is_not_traffic)
     tl.names = names;
     tl.n_names = 3;
     tl.n_gpus = 1;
-    run_span sp[] = {{0, RUN_STREAM_COMPUTE, 0, 10 * US, 0, -1, -1},
-                     {0, RUN_STREAM_DP, 10 * US, 30 * US, 1, -1, -1},
-                     {0, RUN_STREAM_DP, 30 * US, 40 * US, 2, -1, -1}};
+    run_span sp[] = {{0, RUN_STREAM_COMPUTE, 0, 10 * US, 0, -1, -1, -1},
+                     {0, RUN_STREAM_DP, 10 * US, 30 * US, 1, -1, -1, WL_COMM_DP},
+                     {0, RUN_STREAM_DP, 30 * US, 40 * US, 2, -1, -1, WL_COMM_DP}};
     tl.spans = sp;
     tl.n_spans = 3;
     rep_timeline_options o = {.step_end = 50 * US};
     cJSON *j = write_parse(&tl, &o);
     ck_assert_rel(state_sum(j, 0, NULL), 50.0, 1e-12);
     ck_assert_rel(state_sum(j, 0, "wait (peers)"), 20.0, 1e-12);
-    ck_assert_rel(state_sum(j, 0, "comm (exposed)"), 10.0, 1e-12);
+    ck_assert_rel(state_sum(j, 0, "comm DP (exposed)"), 10.0, 1e-12);
     ck_assert_rel(state_sum(j, 0, "idle"), 10.0, 1e-12);
     cJSON_Delete(j);
 }

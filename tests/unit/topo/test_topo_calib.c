@@ -9,6 +9,9 @@
  * alpha/(2(n-1)) with its switches, every GPU reduces for free; on one host it is refused. An
  * intra-host fit whose per-path latency exceeds the way out through the NICs says so in the
  * note. cal_link_figures follows each collective's ring cost.
+ * Link efficiency scales the same intra-host links by the NVLink fraction and every other
+ * link by the network fraction (0.8 and 0.96 for "nccl"), latencies untouched; its parser
+ * takes nccl, line and NV,NET.
  * Leaves free: the wording of the note beyond the key facts. */
 #include <stdio.h>
 #include <string.h>
@@ -99,6 +102,28 @@ START_TEST(apply_to_topology)
     free_hand(t);
     cal_result_destroy(k);
     cal_result_destroy(c);
+}
+END_TEST
+
+START_TEST(link_efficiency)
+{
+    topo *t = hand_topo();
+    topo_apply_link_efficiency(t, TOPO_NCCL_NVLINK_EFFICIENCY, TOPO_NCCL_NETWORK_EFFICIENCY);
+    for (int l = 0; l <= 5; l++) ck_assert_rel(t->links[l].bandwidth, 0.8e9, 1e-15);
+    for (int l = 6; l <= 8; l++) ck_assert_rel(t->links[l].bandwidth, 0.96e9, 1e-15);
+    for (int l = 0; l <= 8; l++) ck_assert_int_eq(t->links[l].latency, 1000 * SIM_NS);
+    free_hand(t);
+    double nv = 0, nw = 0;
+    char why[128];
+    ck_assert_int_eq(topo_link_efficiency_parse("nccl", &nv, &nw, why, sizeof why), DT_OK);
+    ck_assert(nv == 0.8 && nw == 0.96);
+    ck_assert_int_eq(topo_link_efficiency_parse("line", &nv, &nw, why, sizeof why), DT_OK);
+    ck_assert(nv == 1 && nw == 1);
+    ck_assert_int_eq(topo_link_efficiency_parse("0.7,0.9", &nv, &nw, why, sizeof why), DT_OK);
+    ck_assert(nv == 0.7 && nw == 0.9);
+    ck_assert_int_eq(topo_link_efficiency_parse("0.7", &nv, &nw, why, sizeof why), DT_EINPUT);
+    ck_assert_int_eq(topo_link_efficiency_parse("1.2,0.9", &nv, &nw, why, sizeof why), DT_EINPUT);
+    ck_assert_ptr_nonnull(strstr(why, "1.2,0.9"));
 }
 END_TEST
 
@@ -215,6 +240,7 @@ static Suite *suite(void)
     Suite *s = suite_create("topo_calib");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, apply_to_topology);
+    tcase_add_test(tc, link_efficiency);
     tcase_add_test(tc, apply_inter_host);
     tcase_add_test(tc, link_figures);
     suite_add_tcase(s, tc);

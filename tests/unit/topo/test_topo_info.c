@@ -5,6 +5,8 @@
  * closed-form diameters equal both generic methods (forward Dijkstra per GPU, and the routing
  * module's distance maps), which also agree on files and families without a closed form; the generic methods on a hand-written file
  * (a 32 GB/s PCIe link is the bottleneck) and on families without a closed form.
+ * Tiers of layered fabrics: links and bandwidth up per level, aggregate and worst-node
+ * oversubscription (a partly filled last leaf), the least tier bisection, none on a torus.
  * Leaves free: cost of the generic methods (bench_topo). */
 #include <string.h>
 
@@ -129,6 +131,68 @@ START_TEST(generic_methods)
 }
 END_TEST
 
+
+/* Tiers: links up from each level of a layered fabric, their bandwidth, the oversubscription
+ * (bandwidth in from below / up) in aggregate and at the worst node. */
+static topo_info info_of(topo_gen_params p)
+{
+    topo *t = gen(p);
+    topo_info in;
+    dt_error e;
+    ck_assert_int_eq(topo_get_info(t, &in, &e), DT_OK);
+    topo_destroy(t);
+    return in;
+}
+
+START_TEST(tiers)
+{
+    double B = 50e9;
+    /* 128 GPUs at radix 64. 1:1: 4 leaves x 32 up; the tier bound is the closed form. */
+    topo_info in = info_of((topo_gen_params){.family = TOPO_FAMILY_FAT_TREE, .gpus = 128});
+    ck_assert_int_eq(in.n_tiers, 2);
+    ck_assert_str_eq(in.tiers[0].from, "gpu");
+    ck_assert_str_eq(in.tiers[0].to, "leaf");
+    ck_assert_str_eq(in.tiers[1].to, "spine");
+    ck_assert_int_eq(in.tiers[0].n_links, 128);
+    ck_assert_int_eq(in.tiers[1].n_links, 128);
+    ck_assert_rel(in.tiers[1].oversubscription, 1, 1e-12);
+    ck_assert_rel(in.tier_bisection, in.bisection_bw, 1e-12);
+    ck_assert_rel(in.asked_oversubscription, 1, 1e-12);
+    /* 2:1 splits a leaf's 64 ports 43 down, 21 up: 3 leaves (43, 43, 42 GPUs), 63 links up */
+    in = info_of((topo_gen_params){.family = TOPO_FAMILY_FAT_TREE, .gpus = 128,
+                                   .oversubscription = 2});
+    ck_assert_int_eq(in.tiers[1].n_links, 63);
+    ck_assert_rel(in.tiers[1].up_bw, 63 * B, 1e-12);
+    ck_assert_rel(in.tiers[1].oversubscription, 128.0 / 63, 1e-12);
+    ck_assert_rel(in.tiers[1].worst, 43.0 / 21, 1e-12);
+    ck_assert_rel(in.tier_bisection, 63 * B / 2, 1e-12);
+    ck_assert_int_eq(in.leaf_down, 43);
+    ck_assert_int_eq(in.leaf_up, 21);
+    /* 4:1 on 64 GPUs: leaves of 51 and 13 GPUs, 13 up each: 2.46:1 overall, 3.92:1 at leaf0 */
+    in = info_of((topo_gen_params){.family = TOPO_FAMILY_FAT_TREE, .gpus = 64,
+                                   .oversubscription = 4});
+    ck_assert_int_eq(in.tiers[1].n_links, 26);
+    ck_assert_rel(in.tiers[1].oversubscription, 64.0 / 26, 1e-12);
+    ck_assert_rel(in.tiers[1].worst, 51.0 / 13, 1e-12);
+    /* 3 tiers at radix 8: gpu -> leaf -> agg -> core */
+    in = info_of((topo_gen_params){.family = TOPO_FAMILY_FAT_TREE, .gpus = 64, .radix = 8,
+                                   .tiers = 3});
+    ck_assert_int_eq(in.n_tiers, 3);
+    ck_assert_str_eq(in.tiers[1].to, "agg");
+    ck_assert_str_eq(in.tiers[2].to, "core");
+    ck_assert_rel(in.tiers[2].oversubscription, 1, 1e-12);
+    /* DGX rails: the NVSwitch only GPUs reach is no tier; GPU -> NIC -> leaf */
+    in = info_of((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 4, .gpus_per_node = 8,
+                                   .nic_bw = 50e9});
+    ck_assert_str_eq(in.tiers[0].to, "nic");
+    ck_assert_int_eq(in.tiers[0].n_links, 32);
+    ck_assert_str_eq(in.tiers[1].to, "leaf");
+    /* switchless: no tiers */
+    in = info_of((topo_gen_params){.family = TOPO_FAMILY_TORUS, .dims = {4, 4}, .n_dims = 2});
+    ck_assert_int_eq(in.n_tiers, 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("topo_info");
@@ -136,6 +200,7 @@ int main(void)
     tcase_add_test(tc, direct_families);
     tcase_add_test(tc, switched_families);
     tcase_add_test(tc, generic_methods);
+    tcase_add_test(tc, tiers);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);
 }

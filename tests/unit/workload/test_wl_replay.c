@@ -3,7 +3,8 @@
  * free communication; interleaved bubble (p-1)/(v m); data-parallel step = compute + exposed
  * all-reduce with and without overlap (ring closed form over a uniform fabric); one straggler
  * slows a synchronous DP step by its factor and shows as straggler_wait on its peers; TP
- * all-reduce count per layer; breakdown sums to the step time.
+ * all-reduce count per layer; breakdown sums to the step time; exposed communication split by
+ * kind (TP, PP, DP, ZeRO) on a hand-computed overlap, parts summing to the total exactly.
  * Leaves free: op ids and the graph's exact size; network contention (analytic costs only). */
 #include <string.h>
 
@@ -51,6 +52,7 @@ static replay_result run(const wl_graph *g, const uni *u, const double *slow)
     dt_error_clear(&e);
     ck_assert_int_eq(replay_run(g, &cfg, &r, &e), DT_OK);
     ck_assert_int_eq(r.compute + r.comm_exposed + r.bubble + r.straggler_wait, r.step_time);
+    replay_result_free(&r); /* the per-lane arrays; the figures stay */
     return r;
 }
 
@@ -320,6 +322,104 @@ START_TEST(schedule_matches_memory_model)
 }
 END_TEST
 
+
+/* Exposed communication by kind, on a hand-built graph of two lanes of two GPUs (uniform paths,
+ * 100 GB/s, 1 us): lane 0 computes 10 ms with an in-layer (TP) all-reduce of 8 MB, then sends
+ * 20 MB to lane 1 (PP) while both lanes all-reduce 100 MB (DP), then all-gather 40 MB (ZeRO).
+ * Lane 1 only joins the collectives. On lane 0 (the critical one: both end together, lowest
+ * wins) the TP all-reduce is exposed alone, the send and the all-reduce overlap (equal shares),
+ * the rest of the all-reduce and the gather are alone. */
+START_TEST(exposed_comm_by_kind)
+{
+    uni u = {.bw = 100e9, .lat = SIM_US};
+    wl_graph *g = wl_graph_create(4, 2, 2);
+    for (int i = 0; i < 4; i++) g->lane_gpus[i] = i;
+    wl_cost c = {.fixed = 10 * SIM_MS, .n_inlane = 1};
+    c.inlane[0].op = COLL_ALLREDUCE;
+    c.inlane[0].bytes = 8e6;
+    c.inlane[0].count = 1;
+    uint32_t cost = wl_graph_cost(g, &c);
+    uint32_t ar = wl_graph_coll(g, COLL_ALLREDUCE, 100e6);
+    uint32_t ag = wl_graph_coll_kind(g, COLL_ALLGATHER, 40e6, WL_COMM_ZERO);
+    ck_assert_int_eq(g->colls[ar].kind, WL_COMM_DP);
+    uint32_t nm = wl_graph_name(g, "op");
+    wl_op a = {.lane = 0, .kind = WL_OP_COMPUTE, .stream = WL_STREAM_COMPUTE, .name = (uint16_t)nm,
+               .mb = -1, .layer = -1, .arg = cost};
+    uint32_t ida = wl_graph_op(g, &a, NULL, 0);
+    wl_op snd = {.lane = 0, .kind = WL_OP_SEND, .stream = WL_STREAM_PP, .name = (uint16_t)nm,
+                 .mb = -1, .layer = -1, .arg = 1, .bytes = 20e6};
+    wl_graph_op(g, &snd, &ida, 1);
+    wl_op d0 = {.lane = 0, .kind = WL_OP_COLL, .stream = WL_STREAM_DP, .name = (uint16_t)nm,
+                .mb = -1, .layer = -1, .arg = ar};
+    uint32_t idd = wl_graph_op(g, &d0, &ida, 1);
+    wl_op z0 = d0;
+    z0.arg = ag;
+    wl_graph_op(g, &z0, &idd, 1);
+    wl_op d1 = d0, z1 = z0;
+    d1.lane = z1.lane = 1;
+    wl_graph_op(g, &d1, NULL, 0);
+    wl_graph_op(g, &z1, NULL, 0);
+
+    replay_result r = run(g, &u, NULL);
+    /* ring closed forms over n GPUs (replay_coll_time): all-reduce 2(n-1)(a + B/(n bw)),
+     * all-gather (n-1)(a + B/(n bw)), send a + B/bw */
+    sim_time_t tp = 2 * (u.lat + sim_time_from_s(8e6 / 2 / u.bw));
+    sim_time_t pp = u.lat + sim_time_from_s(20e6 / u.bw);
+    sim_time_t dp = 2 * (u.lat + sim_time_from_s(100e6 / 2 / u.bw));
+    sim_time_t zero = u.lat + sim_time_from_s(40e6 / 2 / u.bw);
+    ck_assert_int_eq(r.critical_gpu, 0);
+    ck_assert_int_eq(r.step_time, 10 * SIM_MS + tp + dp + zero);
+    ck_assert_int_eq(r.compute, 10 * SIM_MS);
+    ck_assert_int_eq(r.comm_exposed, tp + dp + zero);
+    ck_assert_int_eq(r.comm_by_kind[WL_COMM_TP], tp);
+    /* the send's span is shared with the all-reduce; the odd picosecond goes to PP (lower) */
+    ck_assert_int_eq(r.comm_by_kind[WL_COMM_PP], pp - pp / 2);
+    ck_assert_int_eq(r.comm_by_kind[WL_COMM_DP], dp - (pp - pp / 2));
+    ck_assert_int_eq(r.comm_by_kind[WL_COMM_ZERO], zero);
+    sim_time_t sum = 0;
+    for (int k = 0; k < WL_COMM_KIND_COUNT; k++) sum += r.comm_by_kind[k];
+    ck_assert_int_eq(sum, r.comm_exposed);
+    ck_assert_int_eq(r.comm_inflight[WL_COMM_TP], tp);
+    ck_assert_int_eq(r.comm_inflight[WL_COMM_PP], pp);
+    ck_assert_int_eq(r.comm_inflight[WL_COMM_DP], dp);
+    ck_assert_int_eq(r.comm_inflight[WL_COMM_ZERO], zero);
+    wl_graph_destroy(g);
+}
+END_TEST
+
+/* The parts sum to the exposed total on generated steps with every kind at once (tp, pp,
+ * interleaving, ZeRO-3 and ZeRO-1, compression), in analytic uniform paths. */
+START_TEST(exposed_parts_sum)
+{
+    const char *cases[] = {
+        "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 8, \"hidden\": 1024,"
+        "\"heads\": 16, \"seq_len\": 1024, \"vocab\": 32000}, \"parallel\": {\"tp\": 2, \"pp\": 2,"
+        "\"dp\": 2, \"zero\": 1, \"schedule\": \"interleaved\", \"virtual_stages\": 2,"
+        "\"microbatches\": 4, \"bucket_size\": \"10 MB\"}}",
+        "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 4, \"hidden\": 1024,"
+        "\"heads\": 16, \"seq_len\": 1024, \"vocab\": 32000}, \"parallel\": {\"tp\": 2, \"pp\": 2,"
+        "\"dp\": 2, \"zero\": 3, \"microbatches\": 4}}",
+    };
+    uni u = {.bw = 50e9, .lat = 2 * SIM_US};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        load(cases[i], 8);
+        wl_graph *g = wl_graph_build(&sc);
+        replay_result r = run(g, &u, NULL);
+        sim_time_t sum = 0;
+        int kinds = 0;
+        for (int k = 0; k < WL_COMM_KIND_COUNT; k++) {
+            sum += r.comm_by_kind[k];
+            ck_assert(r.comm_by_kind[k] <= r.comm_inflight[k]);
+            kinds += r.comm_inflight[k] > 0;
+        }
+        ck_assert_int_eq(sum, r.comm_exposed);
+        ck_assert_int_eq(kinds, WL_COMM_KIND_COUNT); /* every kind was there */
+        wl_graph_destroy(g);
+        unload();
+    }
+}
+END_TEST
+
 Suite *suite(void)
 {
     Suite *s = suite_create("wl_replay");
@@ -334,6 +434,8 @@ Suite *suite(void)
     tcase_add_test(t, topk_compression_closed_form);
     tcase_add_test(t, zero_collectives);
     tcase_add_test(t, schedule_matches_memory_model);
+    tcase_add_test(t, exposed_comm_by_kind);
+    tcase_add_test(t, exposed_parts_sum);
     suite_add_tcase(s, t);
     return s;
 }

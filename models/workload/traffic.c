@@ -1,0 +1,197 @@
+/* traffic.c - bytes sent per kind of communication and static link loads of an op graph
+ * (traffic.h).
+ *
+ * Every op of a step runs exactly once, so what the step sends is a property of the graph: a
+ * collective instance runs lane_size collectives (the k-th GPUs of its participating lanes), a
+ * send moves its bytes from each lane member, a compute op runs its in-lane collectives
+ * `count` times over its lane. In-lane collectives of one lane and op differ only in size, and
+ * both the bytes a program sends and its link loads are linear in the size, so they are summed
+ * per (lane, op) first and walked once: a 1,024-GPU GPT-3 step has 150 k compute ops but 128
+ * lanes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtsim/replay.h"
+#include "traffic.h"
+
+/* The spec a cross-lane collective runs as (run.c's coll_fn: the configured algorithm, auto
+ * when it cannot run the op). */
+static coll_spec spec_of(const traffic_env *e, coll_op op, const int *gpus, int n, double bytes,
+                         bool in_lane)
+{
+    return (coll_spec){.op = op, .algo = in_lane ? COLL_AUTO : e->algo, .group = gpus, .n = n,
+                       .bytes = bytes, .root = op == COLL_SENDRECV ? 1 : 0,
+                       .elem_bytes = e->elem_bytes};
+}
+
+static double bytes_of(const traffic_env *e, coll_spec s)
+{
+    double sent = 0;
+    dt_error err;
+    dt_error_clear(&err);
+    if (coll_analytic_bytes(e->an, &s, &sent, &err) != DT_OK && s.algo != COLL_AUTO) {
+        s.algo = COLL_AUTO;
+        dt_error_clear(&err);
+        int rc = coll_analytic_bytes(e->an, &s, &sent, &err);
+        DT_ASSERT(rc == DT_OK); /* groups come from the plan or a validated trace */
+    }
+    return sent;
+}
+
+typedef struct load_ctx {
+    traffic_load_fn fn;
+    void *ctx;
+    uint32_t tag;
+} load_ctx;
+
+static void on_load(void *ctx, int link, double bytes)
+{
+    load_ctx *l = ctx;
+    l->fn(l->ctx, link, bytes, l->tag);
+}
+
+static void loads_of(const traffic_env *e, coll_spec s, load_ctx *l)
+{
+    dt_error err;
+    dt_error_clear(&err);
+    if (coll_analytic_loads(e->an, &s, on_load, l, &err) != DT_OK && s.algo != COLL_AUTO) {
+        s.algo = COLL_AUTO;
+        dt_error_clear(&err);
+        int rc = coll_analytic_loads(e->an, &s, on_load, l, &err);
+        DT_ASSERT(rc == DT_OK);
+    }
+}
+
+/* Per (lane, collective op): in-lane bytes x count summed over the lane's compute ops. */
+static double *inlane_sums(const wl_graph *g)
+{
+    double *sum = dt_xcalloc((size_t)g->n_lanes * COLL_OP_COUNT + 1, sizeof *sum);
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->kind != WL_OP_COMPUTE) continue;
+        const wl_cost *c = &g->costs[o->arg];
+        for (int k = 0; k < c->n_inlane; k++)
+            sum[(size_t)o->lane * COLL_OP_COUNT + c->inlane[k].op] +=
+                c->inlane[k].bytes * c->inlane[k].count;
+    }
+    return sum;
+}
+
+/* Participants of every collective instance, in op order (CSR), and one op naming it. */
+typedef struct parts {
+    uint32_t *start, *lane, *op;
+} parts;
+
+static parts participants(const wl_graph *g)
+{
+    parts p;
+    p.start = dt_xcalloc((size_t)g->n_colls + 2, sizeof *p.start);
+    for (uint32_t i = 0; i < g->n_ops; i++)
+        if (g->ops[i].kind == WL_OP_COLL) p.start[g->ops[i].arg + 1]++;
+    for (uint32_t c = 0; c < g->n_colls; c++) p.start[c + 1] += p.start[c];
+    uint32_t *fill = dt_xmalloc(((size_t)g->n_colls + 1) * sizeof *fill);
+    memcpy(fill, p.start, ((size_t)g->n_colls + 1) * sizeof *fill);
+    p.lane = dt_xmalloc(((size_t)p.start[g->n_colls] + 1) * sizeof *p.lane);
+    p.op = dt_xmalloc(((size_t)g->n_colls + 1) * sizeof *p.op);
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->kind != WL_OP_COLL) continue;
+        if (fill[o->arg] == p.start[o->arg]) p.op[o->arg] = i;
+        p.lane[fill[o->arg]++] = o->lane;
+    }
+    free(fill);
+    return p;
+}
+
+static void parts_free(parts *p)
+{
+    free(p->start);
+    free(p->lane);
+    free(p->op);
+}
+
+void traffic_bytes(const wl_graph *g, const traffic_env *e, double sent[WL_COMM_KIND_COUNT])
+{
+    memset(sent, 0, WL_COMM_KIND_COUNT * sizeof *sent);
+    int ts = g->lane_size;
+    if (ts > 1) {
+        double *sum = inlane_sums(g);
+        for (int l = 0; l < g->n_lanes; l++)
+            for (int op = 0; op < COLL_OP_COUNT; op++) {
+                double b = sum[(size_t)l * COLL_OP_COUNT + op];
+                if (b > 0)
+                    sent[WL_COMM_TP] += bytes_of(e, spec_of(e, (coll_op)op,
+                                                            &g->lane_gpus[(size_t)l * ts], ts,
+                                                            b, true));
+            }
+        free(sum);
+    }
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->kind != WL_OP_SEND) continue;
+        for (int k = 0; k < ts; k++)
+            if (g->lane_gpus[(size_t)o->lane * ts + k] != g->lane_gpus[(size_t)o->arg * ts + k])
+                sent[WL_COMM_PP] += o->bytes;
+    }
+    parts p = participants(g);
+    int *grp = dt_xmalloc(((size_t)g->n_lanes + 1) * sizeof *grp);
+    for (uint32_t c = 0; c < g->n_colls; c++) {
+        uint32_t n = p.start[c + 1] - p.start[c];
+        if (n < 2) continue;
+        int kind = g->colls[c].kind < WL_COMM_KIND_COUNT ? g->colls[c].kind : WL_COMM_DP;
+        for (int k = 0; k < ts; k++) {
+            for (uint32_t i = 0; i < n; i++)
+                grp[i] = g->lane_gpus[(size_t)p.lane[p.start[c] + i] * ts + k];
+            sent[kind] += bytes_of(e, spec_of(e, g->colls[c].op, grp, (int)n, g->colls[c].bytes,
+                                              false));
+        }
+    }
+    free(grp);
+    parts_free(&p);
+}
+
+void traffic_loads(const wl_graph *g, const traffic_env *e, bool all, traffic_load_fn fn,
+                   void *ctx)
+{
+    int ts = g->lane_size;
+    load_ctx lc = {.fn = fn, .ctx = ctx};
+    if (ts > 1) {
+        double *sum = inlane_sums(g);
+        lc.tag = REPLAY_TAG(WL_COMM_TP, REPLAY_TAG_INLANE);
+        for (int l = 0; l < g->n_lanes; l++)
+            for (int op = 0; op < COLL_OP_COUNT; op++) {
+                double b = sum[(size_t)l * COLL_OP_COUNT + op];
+                if (b > 0)
+                    loads_of(e, spec_of(e, (coll_op)op, &g->lane_gpus[(size_t)l * ts], ts, b, true),
+                             &lc);
+            }
+        free(sum);
+    }
+    if (!all) return;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->kind != WL_OP_SEND) continue;
+        lc.tag = REPLAY_TAG(WL_COMM_PP, o->name);
+        for (int k = 0; k < ts; k++) {
+            int pair[2] = {g->lane_gpus[(size_t)o->lane * ts + k],
+                           g->lane_gpus[(size_t)o->arg * ts + k]};
+            if (pair[0] != pair[1])
+                loads_of(e, spec_of(e, COLL_SENDRECV, pair, 2, o->bytes, false), &lc);
+        }
+    }
+    parts p = participants(g);
+    int *grp = dt_xmalloc(((size_t)g->n_lanes + 1) * sizeof *grp);
+    for (uint32_t c = 0; c < g->n_colls; c++) {
+        uint32_t n = p.start[c + 1] - p.start[c];
+        if (n < 2) continue;
+        lc.tag = REPLAY_TAG(g->colls[c].kind, g->ops[p.op[c]].name);
+        for (int k = 0; k < ts; k++) {
+            for (uint32_t i = 0; i < n; i++)
+                grp[i] = g->lane_gpus[(size_t)p.lane[p.start[c] + i] * ts + k];
+            loads_of(e, spec_of(e, g->colls[c].op, grp, (int)n, g->colls[c].bytes, false), &lc);
+        }
+    }
+    free(grp);
+    parts_free(&p);
+}

@@ -1,0 +1,37 @@
+/* traffic.h - what a step's communication moves, read off its op graph without the engine:
+ * bytes sent by all GPUs per kind of communication (wl_comm_kind), and the link loads of the
+ * traffic the flow network does not carry itself (the collectives inside compute ops, TP, in
+ * both network modes; every collective and send in analytic mode).
+ *
+ * Private to models/workload (run.c). Both walk the graph once and cost each collective by the
+ * program the simulation runs for it (coll_analytic_bytes, coll_analytic_loads: the algorithm
+ * options.dp_algorithm names, falling back to auto as the run does; in-lane collectives auto).
+ * Nothing is allocated beyond per-instance participant lists and per-lane sums.
+ */
+#ifndef DTSIM_TRAFFIC_H
+#define DTSIM_TRAFFIC_H
+
+#include <stdbool.h>
+
+#include "dtsim/coll.h"
+#include "dtsim/workload.h"
+
+typedef struct traffic_env {
+    topo *t;
+    coll_analytic *an;  /* borrowed; its cache is shared with the run's analytic costs */
+    coll_algo algo;     /* algorithm of cross-lane collectives (options.dp_algorithm) */
+    double elem_bytes;
+} traffic_env;
+
+/* Bytes all GPUs send in one step, per kind (sent[k] for wl_comm_kind k; sends count their
+ * bytes once per lane member, a collective what its program sends over all its ranks). */
+void traffic_bytes(const wl_graph *g, const traffic_env *e, double sent[WL_COMM_KIND_COUNT]);
+
+/* Link loads: fn(ctx, link, bytes, tag) per loaded link of each collective, tag REPLAY_TAG
+ * (replay.h) of the op (in-lane: REPLAY_TAG_INLANE). In-lane collectives always, summed per
+ * lane and op over the step; collectives and sends too when `all` (analytic mode). */
+typedef void (*traffic_load_fn)(void *ctx, int link, double bytes, uint32_t tag);
+void traffic_loads(const wl_graph *g, const traffic_env *e, bool all, traffic_load_fn fn,
+                   void *ctx);
+
+#endif

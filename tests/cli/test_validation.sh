@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# test_validation.sh - `dtsim validate` on the bundled suite, and the CI gate on its errors.
+# Pins down: every case of tests/validation runs; the median and worst |error| stay within the
+# bounds below (the gate: tighten them as the model improves, never loosen to make CI pass);
+# the JSON summary agrees with its rows (median of |error|, worst case); the error sign
+# (+ optimistic) from the rows' measured and predicted values; --case selects; `dtsim report`
+# draws the parity plot from the JSON; bad manifests and unknown cases exit 2 naming the path.
+# Leaves free: the predicted figures themselves (docs/validation.md shows them).
+set -euo pipefail
+: "${DTSIM:?}" "${SRC:?}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# The gate (percent). docs/validation.md states the figures they were set from.
+MAX_MEDIAN=8
+MAX_WORST=26
+
+"$DTSIM" validate "$SRC/tests/validation" --json --max-median $MAX_MEDIAN --max-worst $MAX_WORST \
+  >"$tmp/v.json" || fail "validation suite outside median $MAX_MEDIAN % / worst $MAX_WORST %"
+python3 - "$tmp/v.json" <<'PY'
+import json, sys, statistics
+d = json.load(open(sys.argv[1]))
+assert d["format"] == "dtsim-validation-results"
+rows = d["cases"]
+assert len(rows) >= 17, len(rows)
+errs = []
+for r in rows:
+    assert r["status"] == "ok", r
+    m, p = r["measured"], r["predicted"]
+    want = m / p - 1 if r["metric"] == "step_time" else p / m - 1
+    assert abs(r["error"] - want) < 1e-9, (r["id"], r["error"], want)
+    assert r["source"] and isinstance(r["assumptions"], list)
+    errs.append(abs(r["error"]))
+s = d["summary"]
+assert s["cases"] == len(rows) and s["ran"] == len(rows)
+assert abs(s["median_abs_error"] - statistics.median(errs)) < 1e-12
+assert abs(s["worst_abs_error"] - max(errs)) < 1e-12
+worst = max(rows, key=lambda r: abs(r["error"]))
+assert s["worst_case"] == worst["id"]
+PY
+
+# --case runs one; the human table names it and prints the summary line
+"$DTSIM" validate "$SRC/tests/validation" --case C-H100-8 >"$tmp/one.txt" || fail "--case run failed"
+grep -q "^C-H100-8 " "$tmp/one.txt" || fail "case row missing"
+grep -q "1 of 1 cases ran" "$tmp/one.txt" || fail "summary line missing"
+
+# parity plot from the JSON
+if command -v gnuplot >/dev/null; then
+  "$DTSIM" report "$tmp/v.json" --out "$tmp/rep" >/dev/null || fail "report of validate JSON failed"
+  [[ -s "$tmp/rep/parity.png" && -s "$tmp/rep/parity.svg" && -s "$tmp/rep/parity.dat" ]] || fail "parity plot missing"
+fi
+
+# errors: unknown case, missing manifest, bad manifest entries (path named), exit 2
+set +e
+"$DTSIM" validate "$SRC/tests/validation" --case nope 2>"$tmp/e1"; st=$?
+set -e
+[[ $st -eq 2 ]] && grep -q 'no case "nope"' "$tmp/e1" || fail "unknown case: status $st, $(cat "$tmp/e1")"
+mkdir "$tmp/bad"
+echo '{"format": "dtsim-validation", "version": 1, "cases": [{"id": "x", "scenario": "x.json", "metric": "step_tme", "measured": "1 s", "source": "s"}]}' >"$tmp/bad/manifest.json"
+set +e
+"$DTSIM" validate "$tmp/bad" 2>"$tmp/e2"; st=$?
+set -e
+[[ $st -eq 2 ]] && grep -q 'cases\[0\].metric' "$tmp/e2" || fail "bad metric: status $st, $(cat "$tmp/e2")"
+echo '{"format": "dtsim-validation", "version": 1, "cases": [{"id": "x", "scenario": "x.json", "collective": {}, "metric": "busbw", "measured": "1 GB/s", "source": "s"}]}' >"$tmp/bad/manifest.json"
+set +e
+"$DTSIM" validate "$tmp/bad" 2>"$tmp/e3"; st=$?
+set -e
+[[ $st -eq 2 ]] && grep -q 'exactly one of them' "$tmp/e3" || fail "scenario and collective: status $st, $(cat "$tmp/e3")"
+# a case that cannot run is a failed row: exit 1 only with the gate
+echo '{"format": "dtsim-validation", "version": 1, "cases": [{"id": "x", "scenario": "missing.json", "metric": "step_time", "measured": "1 s", "source": "s"}]}' >"$tmp/bad/manifest.json"
+"$DTSIM" validate "$tmp/bad" >"$tmp/o4" || fail "a failed case without a gate must exit 0"
+grep -q "FAILED" "$tmp/o4" || fail "failed row not shown"
+set +e
+"$DTSIM" validate "$tmp/bad" --max-worst 50 >/dev/null 2>"$tmp/e4"; st=$?
+set -e
+[[ $st -eq 1 ]] || fail "gate with a failed case: status $st"
+echo "ok"
