@@ -117,6 +117,8 @@ typedef struct wl_degraded_link {
 typedef struct wl_env {
     net_mode network;
     coll_algo dp_algorithm;      /* algorithm of cross-lane collectives (flow mode), AUTO default */
+    int ps_servers;              /* parameter servers of a ps collective (options.ps_servers);
+                                    0 = coll_ps's default, one per host the group spans */
     coll_ring_model ring_model;  /* how their rings run (coll.h), options.ring_model, AUTO default */
     wl_straggler *stragglers;    /* owned by the struct holding this wl_env */
     int n_stragglers;

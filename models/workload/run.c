@@ -153,6 +153,7 @@ typedef struct comm_ctx {
     coll_analytic *an;
     double elem_bytes;
     coll_algo algo;
+    int servers; /* options.ps_servers */
 } comm_ctx;
 
 /* Contention-free cost (analytic mode; TP in both modes): the algorithm coll_fn would start
@@ -165,7 +166,7 @@ static sim_time_t coll_time_fn(void *ctx, coll_op op, const int *gpus, int n, do
     if (op == COLL_SENDRECV && (n != 2 || gpus[0] == gpus[1])) return 0;
     coll_spec s = {.op = op, .algo = in_lane ? COLL_AUTO : cc->algo, .group = gpus, .n = n,
                    .bytes = bytes, .root = op == COLL_SENDRECV ? 1 : 0,
-                   .elem_bytes = cc->elem_bytes};
+                   .elem_bytes = cc->elem_bytes, .servers = in_lane ? 0 : cc->servers};
     sim_time_t t = 0;
     dt_error e;
     dt_error_clear(&e);
@@ -184,7 +185,7 @@ static void coll_fn(void *ctx, coll_op op, const int *gpus, int n, double bytes,
 {
     comm_ctx *cc = ctx;
     coll_spec s = {.op = op, .algo = cc->algo, .group = gpus, .n = n, .bytes = bytes,
-                   .elem_bytes = cc->elem_bytes, .tag = tag};
+                   .elem_bytes = cc->elem_bytes, .tag = tag, .servers = cc->servers};
     dt_error e;
     dt_error_clear(&e);
     int rc = coll_start(cc->ce, &s, kind, id, 0, &e);
@@ -551,7 +552,7 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
     coll_engine *ce = coll_create(n, eng, t, &cc);
     coll_analytic *an = coll_analytic_create(n, t, &cc);
     comm_ctx ctx = {.n = n, .ce = ce, .an = an, .elem_bytes = g->precision == GPU_FP32 ? 4 : 2,
-                    .algo = J->env->dp_algorithm};
+                    .algo = J->env->dp_algorithm, .servers = J->env->ps_servers};
     replay_comm comm = {.coll = coll_fn, .send = send_fn, .ctx = &ctx};
     double *slow = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *slow);
     for (int i = 0; i < t->n_gpus; i++) slow[i] = 1;
@@ -600,6 +601,7 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
         out->n_gpus = g->n_gpus;
         run_account_gpus(g, t, out);
         traffic_env te = {.t = t, .an = an, .algo = J->env->dp_algorithm,
+                          .servers = J->env->ps_servers,
                           .elem_bytes = ctx.elem_bytes};
         double sent[WL_COMM_KIND_COUNT];
         traffic_bytes(g, &te, sent);
@@ -691,6 +693,10 @@ static int prepare(const cJSON *j, const char *file, const char *base_dir, wl_sc
     if (rc == DT_OK) rc = apply_degraded(&c, s->env.degraded, s->env.n_degraded, *t);
     if (rc == DT_OK && s->calibration[0]) rc = apply_calibration(&c, s, base_dir, *t, note, note_size);
     if (rc == DT_OK) rc = wl_scenario_resolve(&c, s, (*t)->n_gpus);
+    if (rc == DT_OK && s->env.ps_servers > s->plan.dp)
+        rc = js_fail(&c, "options", "ps_servers",
+                     "expected at most dp = %d servers (each is one of the data-parallel group's "
+                     "GPUs), found %d", s->plan.dp, s->env.ps_servers);
     if (rc != DT_OK) {
         topo_destroy(*t);
         *t = NULL;

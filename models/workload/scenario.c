@@ -320,7 +320,7 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "options");
     if (o) {
         static const char *const okeys[] = {"network", "calibration", "dp_algorithm",
-                                            "ring_model", NULL};
+                                            "ring_model", "ps_servers", NULL};
         TRY(js_expect_object(c, o, "options"));
         TRY(js_check_keys(c, o, "options", okeys));
         int nm = NET_FLOW;
@@ -332,6 +332,13 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
             return js_fail(c, "options", "dp_algorithm",
                            "expected auto, ring, tree, dbt, hd, direct, hier or ps, found \"%s\"",
                            algo);
+        long long servers = 0;
+        TRY(js_get_int(c, o, "options", "ps_servers", false, 1, 1 << 22, &servers));
+        if (servers && s->env.dp_algorithm != COLL_PS)
+            return js_fail(c, "options", "ps_servers",
+                           "parameter servers apply to \"dp_algorithm\": \"ps\" only, found "
+                           "dp_algorithm \"%s\"", coll_algo_name(s->env.dp_algorithm));
+        s->env.ps_servers = (int)servers;
         const char *rm = NULL;
         TRY(js_get_string(c, o, "options", "ring_model", false, &rm));
         if (rm && coll_ring_model_parse(rm, &s->env.ring_model) != DT_OK)

@@ -78,6 +78,7 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
             (unsigned long long)env->env.seed, network_names[env->env.network]);
     if (env->env.dp_algorithm != COLL_AUTO)
         fprintf(f, ", \"dp_algorithm\": \"%s\"", coll_algo_name(env->env.dp_algorithm));
+    if (env->env.ps_servers > 0) fprintf(f, ", \"ps_servers\": %d", env->env.ps_servers);
     if (env->env.ring_model != COLL_RING_AUTO)
         fprintf(f, ", \"ring_model\": \"%s\"", coll_ring_model_name(env->env.ring_model));
     if (env->gpu) {
@@ -185,6 +186,7 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
 static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
 {
     static const char *const keys[] = {"seed",   "network",        "dp_algorithm", "ring_model",
+                                       "ps_servers",
                                        "gpu",    "stragglers",     "jitter",
                                        "degraded_links", "memory", NULL};
     const char *P = "environment";
@@ -200,6 +202,9 @@ static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
     TRY(js_get_string(c, e, P, "dp_algorithm", false, &algo));
     if (algo && coll_algo_parse(algo, &env->env.dp_algorithm) != DT_OK)
         return js_fail(c, P, "dp_algorithm", "unknown collective algorithm \"%s\"", algo);
+    long long servers = 0;
+    TRY(js_get_int(c, e, P, "ps_servers", false, 1, 1 << 22, &servers));
+    env->env.ps_servers = (int)servers;
     const char *rm = NULL;
     env->env.ring_model = COLL_RING_AUTO;
     TRY(js_get_string(c, e, P, "ring_model", false, &rm));

@@ -22,7 +22,7 @@ static coll_spec spec_of(const traffic_env *e, coll_op op, const int *gpus, int 
 {
     return (coll_spec){.op = op, .algo = in_lane ? COLL_AUTO : e->algo, .group = gpus, .n = n,
                        .bytes = bytes, .root = op == COLL_SENDRECV ? 1 : 0,
-                       .elem_bytes = e->elem_bytes};
+                       .elem_bytes = e->elem_bytes, .servers = in_lane ? 0 : e->servers};
 }
 
 static double bytes_of(const traffic_env *e, coll_spec s)

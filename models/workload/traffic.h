@@ -20,6 +20,7 @@ typedef struct traffic_env {
     topo *t;
     coll_analytic *an;  /* borrowed; its cache is shared with the run's analytic costs */
     coll_algo algo;     /* algorithm of cross-lane collectives (options.dp_algorithm) */
+    int servers;        /* options.ps_servers (0 = coll_ps's default) */
     double elem_bytes;
 } traffic_env;
 

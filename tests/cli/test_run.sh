@@ -39,6 +39,18 @@ J
 cmp "$tmp/a" "$tmp/b" || { diff "$tmp/a" "$tmp/b" >&2; fail "trace replay differs"; }
 "$DTSIM" run "$SRC/scenarios/quickstart.json" --json --network analytic | grep -v wall_s > "$tmp/c"
 cmp -s "$tmp/a" "$tmp/c" && fail "--network analytic changed nothing"
+# options.ps_servers travels with the trace (environment.ps_servers): the replay is the run
+cat > "$tmp/ps.json" <<'J'
+{"topology": {"generator": "switch", "gpus": 8},
+ "model": {"kind": "synthetic", "layers": 2, "forward_time": "1 ms", "backward_time": "2 ms", "params": 1e8},
+ "parallel": {"bucket_size": "10 GB", "overlap_dp": false},
+ "options": {"dp_algorithm": "ps", "ps_servers": 4}}
+J
+echo '{"generator": "switch", "gpus": 8}' > "$tmp/sw.json"
+"$DTSIM" run "$tmp/ps.json" --json --write-trace "$tmp/ps-t.json" | grep -v wall_s > "$tmp/a"
+grep -q '"ps_servers": 4' "$tmp/ps-t.json" || fail "trace lacks ps_servers"
+"$DTSIM" run --trace "$tmp/ps-t.json" --topology "$tmp/sw.json" --json | grep -v wall_s > "$tmp/b"
+cmp "$tmp/a" "$tmp/b" || { diff "$tmp/a" "$tmp/b" >&2; fail "ps trace replay differs"; }
 
 # memory: a plan that cannot fit
 cat > "$tmp/big.json" <<'J'
