@@ -122,6 +122,10 @@ static cJSON *build(const space *sp, const plan_candidate *c)
     set_num(par, "pp", c->pp);
     set_num(par, "dp", c->dp);
     set_num(par, "zero", c->zero);
+    /* the scenario's stage_layers fit its own pp only: candidates get the default split */
+    const cJSON *sl = cJSON_GetObjectItemCaseSensitive(par, "stage_layers");
+    if (sl && cJSON_GetArraySize(sl) != c->pp * (c->pp > 1 ? (int)sp->virtual_stages : 1))
+        cJSON_DeleteItemFromObjectCaseSensitive(par, "stage_layers");
     set_str(par, "activation_checkpointing", ckpt_names[c->checkpointing]);
     if (sp->global_batch > 0) {
         /* The global batch is the recipe; the microbatch count follows from it. */

@@ -37,6 +37,11 @@
 
 typedef enum wl_model_kind { WL_TRANSFORMER, WL_SYNTHETIC, WL_PARAMS } wl_model_kind;
 typedef enum wl_mlp_kind { WL_MLP_GELU, WL_MLP_SWIGLU } wl_mlp_kind;
+/* How the attention core runs (docs/workloads.md, "Attention"): unfused (Megatron before
+ * FlashAttention: the score matrix materialised, softmax and dropout kernels over it) or a
+ * fused flash kernel (no score matrix in memory, recomputed inside its backward). 0 = unfused
+ * so that struct literals keep Korthikanti's closed forms; scenarios default to flash. */
+typedef enum wl_attention { WL_ATTN_UNFUSED, WL_ATTN_FLASH } wl_attention;
 
 typedef struct wl_model {
     wl_model_kind kind;
@@ -46,6 +51,10 @@ typedef struct wl_model {
     double hidden, heads, seq_len, vocab, ffn, kv_heads, experts, top_k;
     wl_mlp_kind mlp;
     bool tied_embeddings;     /* output layer shares the input embedding (GPT) */
+    wl_attention attention;
+    /* (negated so that zero is the GPT default: causal mask, dropout on the probabilities) */
+    bool non_causal;          /* no causal mask: flash computes every score block */
+    bool no_attention_dropout; /* unfused: no dropout kernel, mask or output over the scores */
     /* synthetic: per layer and microbatch; params is the whole model (all kinds) */
     sim_time_t t_fwd, t_bwd;
     double act_bytes_per_layer;
@@ -55,10 +64,31 @@ typedef struct wl_model {
 
 typedef enum wl_schedule_kind { WL_GPIPE, WL_1F1B, WL_INTERLEAVED } wl_schedule_kind;
 typedef enum wl_ckpt { WL_CKPT_NONE, WL_CKPT_FULL, WL_CKPT_SELECTIVE } wl_ckpt;
-typedef enum wl_precision { WL_FP32, WL_FP16, WL_BF16, WL_FP8 } wl_precision;
+/* tf32: fp32 storage, GEMMs on the tensor cores' TF32 rate (Ampere and later) */
+typedef enum wl_precision { WL_FP32, WL_FP16, WL_BF16, WL_FP8, WL_TF32 } wl_precision;
 typedef enum wl_optimizer { WL_ADAM, WL_SGD } wl_optimizer;
 typedef enum wl_axis { WL_AXIS_TP, WL_AXIS_PP, WL_AXIS_DP } wl_axis;
 
+/* How the training framework runs the plan (scenario "framework": a preset name or
+ * {"preset": NAME, option: value, ...}; docs/workloads.md "Framework behaviour" gives every
+ * option's default per preset and where it comes from). Zero-initialised = the "generic"
+ * preset except for overlap of the gradient reduction, which lives in wl_plan.overlap_dp. */
+typedef enum wl_framework_preset { WL_FW_GENERIC, WL_FW_MEGATRON, WL_FW_FSDP } wl_framework_preset;
+
+typedef struct wl_framework {
+    wl_framework_preset preset;
+    bool overlap_param_gather;   /* ZeRO-1/2 parameter all-gather hidden in the next forward */
+    bool tp_comm_overlap;        /* TP collectives overlap the layer's GEMMs (exposed: excess) */
+    bool pp_blocking_sends;      /* a stage's compute waits for its pipeline send to finish */
+    double optimizer_bytes;      /* bytes moved per updated parameter; 0 = by optimizer kind */
+} wl_framework;
+
+const char *wl_framework_name(wl_framework_preset p);
+/* Bytes the optimizer step moves per parameter it updates: fw.optimizer_bytes when set, else
+ * the framework's optimizer as derived in docs/workloads.md (Megatron's mixed-precision
+ * optimizer: 54 with fp16, 42 with bf16/fp8; otherwise Adam 28, SGD with momentum 20). */
+struct wl_plan;
+double wl_optimizer_bytes(const struct wl_plan *p);
 /* What a piece of communication is for: the key of the per-kind accounting of exposed
  * communication (replay.h), bytes sent per GPU and link loads (run.h). Tensor-parallel
  * collectives inside layers, pipeline sends, data-parallel gradient reduction (compressed or
@@ -99,6 +129,14 @@ typedef struct wl_plan {
     int local_sgd;               /* average the replicas every H steps (local SGD); 0/1 = every step */
     bool local_step;             /* build a step without DP gradient reduction (internal: the
                                     local steps of local SGD and of asynchronous DP) */
+    wl_framework fw;             /* framework behaviour (generic when zero) */
+    /* Layers of each virtual stage, pp x virtual_stages entries in model order (virtual stage
+     * c*pp + i is model chunk c of pipeline stage i), summing to the model's layers:
+     * "parallel.stage_layers", or the default split wl_scenario_resolve fills in (equal when
+     * the layers divide, else the ends lighter: docs/workloads.md). Owned by the wl_scenario;
+     * copies of a plan borrow it. */
+    int *stage_layers;
+    int n_stage_layers;
 } wl_plan;
 
 typedef enum wl_jitter_kind { WL_JITTER_NONE, WL_JITTER_LOGNORMAL, WL_JITTER_NORMAL } wl_jitter_kind;
@@ -127,6 +165,9 @@ typedef struct wl_env {
     wl_degraded_link *degraded;  /* owned by the struct holding this wl_env */
     int n_degraded;
     uint64_t seed;
+    /* Fraction of line rate collectives and sends achieve per link class
+     * (topo_apply_link_efficiency): 0 is read as 1 (line rate). */
+    double link_nvlink, link_network;
 } wl_env;
 
 typedef struct wl_scenario {
@@ -156,6 +197,13 @@ void wl_scenario_free(wl_scenario *s);
  * pp*virtual_stages, stragglers name existing GPUs. Error paths name the keys involved. */
 int wl_scenario_resolve(const js_ctx *ctx, wl_scenario *s, int n_gpus);
 
+/* Default layers per virtual stage for `layers` over n virtual stages (layers >= n): every
+ * one gets ceil(layers/n), then the surplus is taken one layer each from the ends inward - the
+ * last (logits), the first (embedding), the second-to-last, the second, ... out[0..n). */
+void wl_default_stage_layers(int layers, int n, int *out);
+/* Layers held by pipeline stage `stage` (all its model chunks). */
+int wl_stage_layer_count(const wl_plan *p, int layers, int stage);
+
 /* Bytes per element of weights/activations/gradients in the compute precision. */
 double wl_precision_bytes(wl_precision p);
 gpu_precision wl_gpu_precision(wl_precision p);
@@ -169,7 +217,9 @@ int wl_gpu_of(const wl_plan *p, int dp_rank, int pp_rank, int tp_rank);
 /* Work of one transformer layer for one microbatch, per GPU (already divided by tp). */
 typedef struct wl_layer_cost {
     double fwd_matmul_flops, fwd_attn_flops; /* forward */
+    double bwd_attn_flops;                   /* backward of the attention core */
     double fwd_elem_bytes;                   /* memory-bound traffic of norms/activations */
+    double fwd_score_bytes, bwd_score_bytes; /* unfused: traffic over the score matrix */
     double tp_bytes;                         /* bytes of each TP collective (activation size) */
 } wl_layer_cost;
 
@@ -219,6 +269,9 @@ typedef struct wl_cost {
     /* collectives among the lane's GPUs executed serially inside the op (tensor parallel) */
     struct { coll_op op; double bytes; int count; } inlane[WL_MAX_INLANE];
     int n_inlane;
+    /* the in-lane collectives run under the op's compute (Megatron-Core --tp-comm-overlap):
+     * the op lasts max(compute, comm) instead of compute + comm */
+    bool inlane_overlap;
 } wl_cost;
 
 /* A collective instance: every op naming it (one per participating lane) must be reached

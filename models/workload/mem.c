@@ -11,7 +11,7 @@ void mem_model_states(double psi, int dp, int zero, wl_precision prec, wl_optimi
                       double *params, double *grads, double *optimizer)
 {
     double kp, kg, ko;
-    if (prec == WL_FP32) {
+    if (wl_precision_bytes(prec) == 4) { /* fp32, tf32: no separate master copy */
         kp = 4, kg = 4;
         ko = opt == WL_ADAM ? 8 : 4;    /* Adam m, v / SGD momentum, fp32 */
     } else {
@@ -30,13 +30,18 @@ double mem_activation_per_layer(const wl_model *m, const wl_plan *p)
     if (m->kind != WL_TRANSFORMER) return 0;
     double s = m->seq_len, b = p->micro_batch_size, h = m->hidden, f = m->ffn, a = m->heads;
     double t = p->tp;
-    double scale = p->precision == WL_FP32 ? 2.0 : 1.0; /* formulas count 16-bit activations */
+    double scale = wl_precision_bytes(p->precision) / 2; /* formulas count 16-bit activations */
     if (p->checkpointing == WL_CKPT_FULL)
         return scale * 2 * s * b * h / (p->sequence_parallel ? t : 1);
     double mlp = (m->mlp == WL_MLP_SWIGLU ? 3 * s * b * h + 6 * s * b * f
                                           : 3 * s * b * h + 4 * s * b * f) * m->top_k;
     double linear = 11 * s * b * h + mlp + 4 * s * b * h; /* attention, MLP, two norms */
-    double scores = p->checkpointing == WL_CKPT_SELECTIVE ? 0 : 5 * a * s * s * b;
+    /* the score matrix kept for the backward: softmax output (2 B), dropout mask (1 B) and
+     * output (2 B) per element, 5as^2b; without dropout the softmax output alone, 2as^2b; a
+     * flash kernel keeps none (only per-row statistics, O(as b)), nor does selective recompute */
+    double scores = p->checkpointing == WL_CKPT_SELECTIVE || m->attention == WL_ATTN_FLASH
+                        ? 0
+                        : (m->no_attention_dropout ? 2 : 5) * a * s * s * b;
     double replicated = (t > 1 && !p->sequence_parallel) ? 10 * s * b * h : 0;
     return scale * (replicated + (linear - replicated) / t + scores / t);
 }
@@ -63,11 +68,13 @@ void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out)
     *out = (mem_breakdown){0};
     out->peak = -1;
     int pp = p->pp;
-    double layers_per_stage = (double)m->layers / pp;
     double layer_psi = wl_layer_params(m) / p->tp;
     double emb = wl_embedding_params(m) / p->tp;
     double act_layer = mem_activation_per_layer(m, p);
     for (int st = 0; st < pp; st++) {
+        /* the stage's own layers (uneven stages: plan.stage_layers) */
+        double layers_per_stage = m->kind == WL_PARAMS ? (double)m->layers / pp
+                                                        : wl_stage_layer_count(p, m->layers, st);
         double psi = layers_per_stage * layer_psi;
         if (m->kind == WL_PARAMS) psi = m->params / p->tp / pp;
         if (st == 0) psi += emb;

@@ -88,6 +88,7 @@ typedef struct rep {
     sim_time_t *own;               /* per op x lane member compute time (when heterogeneous) */
     sim_time_t *cost_base;         /* per cost, homogeneous GPUs: base compute time */
     sim_time_t *inlane_cache;      /* per (cost, lane) in-lane comm time, -1 = unknown */
+    sim_time_t *inl;               /* per op exposed in-lane time, when some cost overlaps it */
     bool homogeneous, hetero_time;
     sim_rng **rng;                 /* per GPU jitter streams */
     int *scratch;                  /* group building */
@@ -97,6 +98,13 @@ typedef struct rep {
     bool quorum;                   /* the step's quorum is decided */
     int n_dropped;
 } rep;
+
+/* FP8 training (Transformer Engine) runs only the GEMMs of linear layers in FP8: attention
+ * (a bf16 fused kernel), elementwise and optimizer ops stay in 16 bits or fp32. */
+static gpu_precision class_precision(gpu_precision prec, int cls)
+{
+    return prec == GPU_FP8 && cls != GPU_OP_MATMUL ? GPU_BF16 : prec;
+}
 
 static sim_time_t base_time(rep *R, uint32_t cost, int gpu)
 {
@@ -108,7 +116,8 @@ static sim_time_t base_time(rep *R, uint32_t cost, int gpu)
         replay_op_time_fn f = R->cfg->op_time ? R->cfg->op_time : replay_roofline;
         for (int k = 0; k < GPU_OP_CLASS_COUNT; k++)
             if (c->flops[k] > 0 || c->bytes[k] > 0)
-                t = sim_time_add(t, f(sp, (gpu_op_class)k, R->g->precision, c->flops[k], c->bytes[k]));
+                t = sim_time_add(t, f(sp, (gpu_op_class)k, class_precision(R->g->precision, k),
+                                      c->flops[k], c->bytes[k]));
     }
     if (R->homogeneous) R->cost_base[cost] = t;
     return t;
@@ -174,8 +183,12 @@ static void start_op(rep *R, uint32_t id)
         } else {
             max = base_time(R, o->arg, gpus[0]);
         }
-        sim_schedule_in(R->eng, now, sim_time_add(max, inlane_time(R, o->arg, o->lane)),
-                        R->k_op_done, id, 0);
+        sim_time_t in = inlane_time(R, o->arg, o->lane);
+        /* overlapped in-lane collectives (--tp-comm-overlap) run under the op's compute:
+         * only what exceeds it is exposed */
+        if (R->g->costs[o->arg].inlane_overlap) in = in > max ? in - max : 0;
+        if (R->inl) R->inl[id] = in;
+        sim_schedule_in(R->eng, now, sim_time_add(max, in), R->k_op_done, id, 0);
     } else if (o->kind == WL_OP_SEND) {
         const int *src = &R->g->lane_gpus[(size_t)o->lane * R->ts];
         const int *dst = &R->g->lane_gpus[(size_t)o->arg * R->ts];
@@ -407,7 +420,7 @@ static void breakdown(rep *R, uint32_t lane, int member, replay_result *out)
             sim_time_t s = R->start[id], l = R->launch[id], e = R->end[id];
             int kind = op_comm_kind(g, o);
             if (o->kind == WL_OP_COMPUTE) {
-                sim_time_t in = inlane_time(R, o->arg, o->lane);
+                sim_time_t in = R->inl ? R->inl[id] : inlane_time(R, o->arg, o->lane);
                 sim_time_t own = R->hetero_time ? R->own[(size_t)id * R->ts + member] : e - s - in;
                 ADD(s, s + own, CAT_COMPUTE, 0);
                 ADD(s + own, e - in, CAT_WAIT, 0);
@@ -550,6 +563,11 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     size_t nic = (size_t)g->n_costs * g->n_lanes;
     R.inlane_cache = dt_xmalloc((nic + 1) * sizeof *R.inlane_cache);
     for (size_t i = 0; i < nic; i++) R.inlane_cache[i] = -1;
+    for (uint32_t i = 0; i < g->n_costs; i++)
+        if (g->costs[i].inlane_overlap && g->costs[i].n_inlane) {
+            R.inl = dt_xcalloc((size_t)n + 1, sizeof *R.inl);
+            break;
+        }
     bool slow = false;
     if (cfg->slowdown)
         for (int i = 0; i < g->n_gpus; i++)
@@ -627,7 +645,8 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
             out->op_inlane = dt_xmalloc(((size_t)n + 1) * sizeof *out->op_inlane);
             for (uint32_t i = 0; i < n; i++)
                 out->op_inlane[i] = g->ops[i].kind == WL_OP_COMPUTE
-                                        ? inlane_time(&R, g->ops[i].arg, g->ops[i].lane)
+                                        ? (R.inl ? R.inl[i]
+                                                 : inlane_time(&R, g->ops[i].arg, g->ops[i].lane))
                                         : 0;
             R.start = R.launch = R.end = NULL;
         }
@@ -638,6 +657,7 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     free(R.dropped);
     free(R.waiting);
     free(R.own);
+    free(R.inl);
     free(R.cost_base);
     free(R.inlane_cache);
     free(R.start);

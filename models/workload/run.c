@@ -54,6 +54,13 @@ static int apply_gpu(const js_ctx *c, const cJSON *gpu, const char *path, topo *
     return DT_OK;
 }
 
+/* framework.link_efficiency (wl_env; 0 reads as line rate) */
+static void apply_link_efficiency(const wl_env *e, topo *t)
+{
+    topo_apply_link_efficiency(t, e->link_nvlink > 0 ? e->link_nvlink : 1,
+                               e->link_network > 0 ? e->link_network : 1);
+}
+
 /* The topology with the scenario's "gpu" override. A generator object is generated with that
  * GPU (its "gpu" replaced), so the links the generator derives from the GPU (a dgx box's NVLink,
  * unless the generator names "nvlink") are the new GPU's: a B200 gets 900 GB/s, not the 450 of
@@ -691,6 +698,8 @@ static int prepare(const cJSON *j, const char *file, const char *base_dir, wl_sc
     TRY(wl_scenario_parse(&c, j, s));
     int rc = load_with_gpu(&c, s->topology, s->gpu, base_dir, t);
     if (rc == DT_OK) rc = apply_degraded(&c, s->env.degraded, s->env.n_degraded, *t);
+    /* the framework's protocol efficiency first: a calibration replaces the links it measured */
+    if (rc == DT_OK) apply_link_efficiency(&s->env, *t);
     if (rc == DT_OK && s->calibration[0]) rc = apply_calibration(&c, s, base_dir, *t, note, note_size);
     if (rc == DT_OK) rc = wl_scenario_resolve(&c, s, (*t)->n_gpus);
     if (rc == DT_OK && s->env.ps_servers > s->plan.dp)
@@ -794,7 +803,7 @@ static int write_trace_file(const char *path, const wl_graph *g, const trace_env
 /* The plan summary line people read above the results. */
 static void fill_summary(const wl_scenario *s, run_result *out)
 {
-    static const char *const prec[] = {"fp32", "fp16", "bf16", "fp8"};
+    static const char *const prec[] = {"fp32", "fp16", "bf16", "fp8", "tf32"};
     const wl_plan *p = &s->plan;
     char v[32] = "", np[32], dp[64] = "";
     double P = wl_total_params(&s->model);
@@ -806,11 +815,13 @@ static void fill_summary(const wl_scenario *s, run_result *out)
     char line[512];
     snprintf(line, sizeof line,
              "%s (%s params), tp %d x pp %d x dp %d, %s%s, %d microbatch%s of %d, %s, "
-             "ZeRO-%d%s%s",
+             "ZeRO-%d%s%s%s%s",
              s->model.name, np, p->tp, p->pp, p->dp,
              p->pp > 1 ? wl_schedule_name(p->schedule) : "no pipeline", v, p->microbatches,
              p->microbatches == 1 ? "" : "es", p->micro_batch_size, prec[p->precision], p->zero,
-             dp, s->env.network == NET_ANALYTIC ? ", analytic network" : "");
+             dp, s->env.network == NET_ANALYTIC ? ", analytic network" : "",
+             p->fw.preset != WL_FW_GENERIC ? ", framework " : "",
+             p->fw.preset != WL_FW_GENERIC ? wl_framework_name(p->fw.preset) : "");
     size_t len = strlen(line);
     if (len >= sizeof out->summary) len = sizeof out->summary - 1; /* a long model name */
     memcpy(out->summary, line, len);
@@ -1044,6 +1055,7 @@ static int run_graph(wl_graph *g, trace_env *tr, const char *source, const char 
         js_ctx c = {source, err};
         rc = apply_gpu(&c, tr->gpu, "environment.gpu", t);
         if (rc == DT_OK) rc = apply_degraded(&c, tr->env.degraded, tr->env.n_degraded, t);
+        if (rc == DT_OK) apply_link_efficiency(&tr->env, t);
         if (rc == DT_OK && t->n_gpus < g->n_gpus)
             rc = dt_error_set(err, DT_EINPUT, topology_file, NULL,
                               "the trace uses %d GPUs but the topology has %d", g->n_gpus,

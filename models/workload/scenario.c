@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtsim/topo.h"
 #include "dtsim/workload.h"
 
 #define TRY(x)                                                                              \
@@ -17,12 +18,13 @@
         if (rc_ != DT_OK) return rc_;                                                       \
     } while (0)
 
-static const char *const precision_names[] = {"fp32", "fp16", "bf16", "fp8", NULL};
+static const char *const precision_names[] = {"fp32", "fp16", "bf16", "fp8", "tf32", NULL};
 static const char *const optimizer_names[] = {"adam", "sgd", NULL};
 static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved", NULL};
 static const char *const ckpt_names[] = {"none", "full", "selective", NULL};
 static const char *const kind_names[] = {"transformer", "synthetic", "params", NULL};
 static const char *const mlp_names[] = {"gelu", "swiglu", NULL};
+static const char *const attention_names[] = {"unfused", "flash", NULL};
 static const char *const network_names[] = {"flow", "analytic", NULL};
 static const char *const jitter_names[] = {"none", "lognormal", "normal", NULL};
 
@@ -42,7 +44,7 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
     static const char *const keys[] = {
         "kind", "name", "layers", "hidden", "heads", "seq_len", "vocab", "ffn", "kv_heads",
         "experts", "top_k", "mlp", "tied_embeddings", "forward_time", "backward_time", "params",
-        "activation_bytes", "flops_per_layer", NULL};
+        "activation_bytes", "flops_per_layer", "attention", "causal", "attention_dropout", NULL};
     TRY(js_expect_object(c, m, path));
     TRY(js_check_keys(c, m, path, keys));
     int kind = WL_TRANSFORMER;
@@ -54,7 +56,8 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
     /* Keys that belong to another kind are errors rather than silently ignored. */
     static const char *const tf_only[] = {"hidden", "heads", "seq_len", "vocab", "ffn",
                                           "kv_heads", "experts", "top_k", "mlp",
-                                          "tied_embeddings", NULL};
+                                          "tied_embeddings", "attention", "causal",
+                                          "attention_dropout", NULL};
     static const char *const syn_only[] = {"forward_time", "backward_time", "activation_bytes",
                                            "flops_per_layer", NULL};
     const char *const *foreign[3][2] = {{syn_only, NULL}, {tf_only, NULL}, {tf_only, syn_only}};
@@ -85,6 +88,14 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
         TRY(js_get_enum(c, m, path, "mlp", false, mlp_names, &mlp));
         out->mlp = (wl_mlp_kind)mlp;
         TRY(js_get_bool(c, m, path, "tied_embeddings", false, &out->tied_embeddings));
+        int attn = WL_ATTN_FLASH;
+        TRY(js_get_enum(c, m, path, "attention", false, attention_names, &attn));
+        out->attention = (wl_attention)attn;
+        bool causal = true, dropout = true;
+        TRY(js_get_bool(c, m, path, "causal", false, &causal));
+        TRY(js_get_bool(c, m, path, "attention_dropout", false, &dropout));
+        out->non_causal = !causal;
+        out->no_attention_dropout = !dropout;
         if (floor(out->hidden / out->heads) * out->heads != out->hidden)
             return js_fail(c, path, "heads", "must divide hidden (%g), found %g", out->hidden,
                            out->heads);
@@ -147,7 +158,7 @@ static int parse_plan(const js_ctx *c, const cJSON *p, const char *path, wl_plan
         "dp", "tp", "pp", "zero", "schedule", "virtual_stages", "microbatches",
         "micro_batch_size", "gradient_accumulation", "activation_checkpointing",
         "sequence_parallel", "bucket_size", "overlap_dp", "compression", "placement",
-        "backup_workers", "staleness", "local_sgd", NULL};
+        "backup_workers", "staleness", "local_sgd", "stage_layers", NULL};
     TRY(js_expect_object(c, p, path));
     TRY(js_check_keys(c, p, path, keys));
     TRY(get_pos_int(c, p, path, "dp", false, &out->dp));
@@ -194,6 +205,26 @@ static int parse_plan(const js_ctx *c, const cJSON *p, const char *path, wl_plan
                            out->zero);
     }
     TRY(parse_placement(c, p, path, out));
+    const cJSON *sl = cJSON_GetObjectItemCaseSensitive(p, "stage_layers");
+    if (sl) {
+        char sp[JS_PATH_MAX], ep[JS_PATH_MAX];
+        js_path_key(sp, path, "stage_layers");
+        TRY(js_expect_array(c, sl, sp));
+        int n = cJSON_GetArraySize(sl);
+        if (n < 1 || n > 1 << 20)
+            return js_fail(c, sp, NULL, "expected 1 to 2^20 entries (one per virtual stage), found %d", n);
+        out->stage_layers = dt_xmalloc((size_t)n * sizeof *out->stage_layers);
+        out->n_stage_layers = n;
+        int i = 0;
+        for (const cJSON *e = sl->child; e; e = e->next, i++) {
+            js_path_index(ep, sp, i);
+            if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || e->valuedouble < 1 ||
+                e->valuedouble > 1 << 30)
+                return js_fail(c, ep, NULL, "expected a layer count >= 1, found %s",
+                               cJSON_IsNumber(e) ? "a non-integer or < 1" : "a non-number");
+            out->stage_layers[i] = (int)e->valuedouble;
+        }
+    }
     long long k = 0;
     TRY(js_get_int(c, p, path, "backup_workers", false, 0, 1 << 30, &k));
     out->backup_workers = (int)k;
@@ -209,6 +240,104 @@ static int parse_plan(const js_ctx *c, const cJSON *p, const char *path, wl_plan
                        "backup_workers, staleness and local_sgd are different ways to synchronise "
                        "data parallelism: choose one");
     (void)global_batch;
+    return DT_OK;
+}
+
+static const char *const framework_names[] = {"generic", "megatron", "fsdp", NULL};
+
+const char *wl_framework_name(wl_framework_preset p)
+{
+    return p >= WL_FW_GENERIC && p <= WL_FW_FSDP ? framework_names[p] : "?";
+}
+
+double wl_optimizer_bytes(const wl_plan *p)
+{
+    if (p->fw.optimizer_bytes > 0) return p->fw.optimizer_bytes;
+    if (p->fw.preset == WL_FW_MEGATRON && p->optimizer == WL_ADAM && wl_precision_bytes(p->precision) < 4)
+        return p->precision == WL_FP16 ? 54 : 42;
+    /* Adam reads/writes master, m, v (24) + grad and weight (4); SGD with momentum: master,
+     * momentum (16) + grad and weight (4) */
+    return p->optimizer == WL_ADAM ? 28 : 20;
+}
+
+/* "framework": a preset name or {"preset": NAME, option: value, ...}. Each preset's defaults
+ * (docs/workloads.md, "Framework behaviour"): what the framework does without extra flags;
+ * the options are its flags. The gradient-reduction overlap is plan.overlap_dp
+ * ("parallel.overlap_dp", its alias "overlap_grad_reduce" here; both given must agree). */
+static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *parallel, wl_scenario *s)
+{
+    wl_plan *p = &s->plan;
+    wl_framework *fw = &p->fw;
+    const cJSON *o = NULL;
+    int preset = WL_FW_GENERIC;
+    if (cJSON_IsString(v)) {
+        int k = -1;
+        for (int i = 0; framework_names[i]; i++)
+            if (!strcmp(v->valuestring, framework_names[i])) k = i;
+        if (k < 0)
+            return js_fail(c, "", "framework", "expected generic, megatron or fsdp (or an object "
+                           "{\"preset\": ..., options}), found \"%s\"", v->valuestring);
+        preset = k;
+    } else if (cJSON_IsObject(v)) {
+        o = v;
+        static const char *const keys[] = {"preset", "overlap_grad_reduce", "overlap_param_gather",
+                                           "tp_comm_overlap", "pp_blocking_sends",
+                                           "optimizer_bytes", "link_efficiency", NULL};
+        TRY(js_check_keys(c, o, "framework", keys));
+        TRY(js_get_enum(c, o, "framework", "preset", false, framework_names, &preset));
+    } else {
+        return js_fail(c, "", "framework", "expected a preset name (generic, megatron, fsdp) or "
+                       "an object {\"preset\": ..., options}");
+    }
+    fw->preset = (wl_framework_preset)preset;
+    bool overlap_grad = preset != WL_FW_MEGATRON; /* Megatron: --overlap-grad-reduce is opt-in */
+    fw->overlap_param_gather = false;               /* --overlap-param-gather is opt-in */
+    fw->tp_comm_overlap = false;                    /* --tp-comm-overlap is opt-in */
+    fw->pp_blocking_sends = preset == WL_FW_MEGATRON;
+    fw->optimizer_bytes = 0;
+    if (preset != WL_FW_GENERIC) {
+        /* both run their collectives on NCCL */
+        s->env.link_nvlink = TOPO_NCCL_NVLINK_EFFICIENCY;
+        s->env.link_network = TOPO_NCCL_NETWORK_EFFICIENCY;
+    }
+    const cJSON *od = parallel ? cJSON_GetObjectItemCaseSensitive(parallel, "overlap_dp") : NULL;
+    if (o) {
+        const cJSON *og = cJSON_GetObjectItemCaseSensitive(o, "overlap_grad_reduce");
+        if (og) {
+            TRY(js_get_bool(c, o, "framework", "overlap_grad_reduce", false, &overlap_grad));
+            if (od && cJSON_IsBool(od) && cJSON_IsTrue(od) != overlap_grad)
+                return js_fail(c, "framework", "overlap_grad_reduce",
+                               "disagrees with parallel.overlap_dp (the same switch): give one");
+        }
+        TRY(js_get_bool(c, o, "framework", "overlap_param_gather", false, &fw->overlap_param_gather));
+        TRY(js_get_bool(c, o, "framework", "tp_comm_overlap", false, &fw->tp_comm_overlap));
+        TRY(js_get_bool(c, o, "framework", "pp_blocking_sends", false, &fw->pp_blocking_sends));
+        TRY(js_get_number(c, o, "framework", "optimizer_bytes", false, 1, 1e4, &fw->optimizer_bytes));
+        const cJSON *le = cJSON_GetObjectItemCaseSensitive(o, "link_efficiency");
+        if (le) {
+            if (cJSON_IsString(le)) {
+                char why[256];
+                if (strcmp(le->valuestring, "nccl") && strcmp(le->valuestring, "line"))
+                    return js_fail(c, "framework", "link_efficiency",
+                                   "expected \"nccl\", \"line\" or {\"nvlink\": f, \"network\": f}, "
+                                   "found \"%s\"", le->valuestring);
+                int prc = topo_link_efficiency_parse(le->valuestring, &s->env.link_nvlink,
+                                                     &s->env.link_network, why, sizeof why);
+                DT_ASSERT(prc == DT_OK);
+                (void)prc;
+            } else {
+                static const char *const lk[] = {"nvlink", "network", NULL};
+                TRY(js_expect_object(c, le, "framework.link_efficiency"));
+                TRY(js_check_keys(c, le, "framework.link_efficiency", lk));
+                s->env.link_nvlink = s->env.link_network = 1;
+                TRY(js_get_number(c, le, "framework.link_efficiency", "nvlink", false, 1e-3, 1,
+                                  &s->env.link_nvlink));
+                TRY(js_get_number(c, le, "framework.link_efficiency", "network", false, 1e-3, 1,
+                                  &s->env.link_network));
+            }
+        }
+    }
+    if (!od) p->overlap_dp = overlap_grad;
     return DT_OK;
 }
 
@@ -291,7 +420,7 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
                                        "parallel", "global_batch", "precision", "optimizer",
                                        "options", "stragglers", "jitter", "degraded_links",
                                        "seed", "sweep", "failures", "checkpoint", "storage",
-                                       "input", NULL};
+                                       "input", "framework", NULL};
     /* "sweep" belongs to `dtsim sweep` (reports/sweep_spec.c validates it); a single run is the
      * scenario as written, so it is allowed here and not read. */
     TRY(js_expect_object(c, j, ""));
@@ -317,6 +446,8 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
     TRY(js_get_enum(c, j, "", "optimizer", false, optimizer_names, &op));
     s->plan.precision = (wl_precision)pr;
     s->plan.optimizer = (wl_optimizer)op;
+    const cJSON *fwv = cJSON_GetObjectItemCaseSensitive(j, "framework");
+    if (fwv) TRY(parse_framework(c, fwv, p, s));
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "options");
     if (o) {
         static const char *const okeys[] = {"network", "calibration", "dp_algorithm",
@@ -377,6 +508,9 @@ void wl_scenario_free(wl_scenario *s)
     if (!s) return;
     free(s->env.stragglers);
     free(s->env.degraded);
+    free(s->plan.stage_layers);
+    s->plan.stage_layers = NULL;
+    s->plan.n_stage_layers = 0;
     s->env.stragglers = NULL;
     s->env.degraded = NULL;
     s->env.n_stragglers = s->env.n_degraded = 0;
@@ -421,10 +555,25 @@ int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
                        "must equal dp x micro_batch_size x microbatches = %g, found %g",
                        per_step * p->microbatches, s->global_batch);
     long long chunks = (long long)p->pp * p->virtual_stages;
-    if (s->model.kind != WL_PARAMS && s->model.layers % chunks)
-        return js_fail(c, "model", "layers",
-                       "must be a multiple of pp x virtual_stages = %lld, found %d", chunks,
-                       s->model.layers);
+    if (p->stage_layers) {
+        if (p->n_stage_layers != chunks)
+            return js_fail(c, "parallel", "stage_layers",
+                           "needs one entry per virtual stage: pp x virtual_stages = %lld, "
+                           "found %d", chunks, p->n_stage_layers);
+        long long sum = 0;
+        for (int i = 0; i < p->n_stage_layers; i++) sum += p->stage_layers[i];
+        if (s->model.kind != WL_PARAMS && sum != s->model.layers)
+            return js_fail(c, "parallel", "stage_layers",
+                           "must sum to the model's layers (%d), found %lld", s->model.layers, sum);
+    } else if (s->model.kind != WL_PARAMS) {
+        if (s->model.layers < chunks)
+            return js_fail(c, "model", "layers",
+                           "must be at least pp x virtual_stages = %lld (a layer per virtual "
+                           "stage), found %d", chunks, s->model.layers);
+        p->stage_layers = dt_xmalloc((size_t)chunks * sizeof *p->stage_layers);
+        p->n_stage_layers = (int)chunks;
+        wl_default_stage_layers(s->model.layers, (int)chunks, p->stage_layers);
+    }
     if (p->schedule == WL_INTERLEAVED && p->microbatches % p->pp)
         return js_fail(c, "parallel", "microbatches",
                        "the interleaved schedule needs a multiple of pp (%d), found %d", p->pp,
@@ -463,6 +612,22 @@ int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
                            s->env.stragglers[i].gpu);
         }
     return DT_OK;
+}
+
+void wl_default_stage_layers(int layers, int n, int *out)
+{
+    int each = (layers + n - 1) / n, surplus = each * n - layers; /* 0 <= surplus < n */
+    for (int i = 0; i < n; i++) out[i] = each;
+    /* ends inward: last, first, second-to-last, second, ... */
+    for (int k = 0; k < surplus; k++) out[k % 2 ? k / 2 : n - 1 - k / 2]--;
+}
+
+int wl_stage_layer_count(const wl_plan *p, int layers, int stage)
+{
+    if (p->n_stage_layers != p->pp * p->virtual_stages) return layers / p->pp;
+    int n = 0;
+    for (int c = 0; c < p->virtual_stages; c++) n += p->stage_layers[c * p->pp + stage];
+    return n;
 }
 
 int wl_gpu_of(const wl_plan *p, int dp_rank, int pp_rank, int tp_rank)

@@ -81,6 +81,11 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
     if (env->env.ps_servers > 0) fprintf(f, ", \"ps_servers\": %d", env->env.ps_servers);
     if (env->env.ring_model != COLL_RING_AUTO)
         fprintf(f, ", \"ring_model\": \"%s\"", coll_ring_model_name(env->env.ring_model));
+    if ((env->env.link_nvlink > 0 && env->env.link_nvlink != 1) ||
+        (env->env.link_network > 0 && env->env.link_network != 1))
+        fprintf(f, ", \"link_efficiency\": {\"nvlink\": %.17g, \"network\": %.17g}",
+                env->env.link_nvlink > 0 ? env->env.link_nvlink : 1,
+                env->env.link_network > 0 ? env->env.link_network : 1);
     if (env->gpu) {
         char *q = cJSON_PrintUnformatted(env->gpu);
         fprintf(f, ", \"gpu\": %s", q);
@@ -148,6 +153,7 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
                 fprintf(f, "%s{\"op\": \"%s\", \"bytes\": %.17g, \"count\": %d}", k ? ", " : "",
                         coll_names[c->inlane[k].op], c->inlane[k].bytes, c->inlane[k].count);
             fprintf(f, "]");
+            if (c->inlane_overlap) fprintf(f, ", \"inlane_overlap\": true");
         }
         fprintf(f, "}");
     }
@@ -188,7 +194,7 @@ static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
     static const char *const keys[] = {"seed",   "network",        "dp_algorithm", "ring_model",
                                        "ps_servers",
                                        "gpu",    "stragglers",     "jitter",
-                                       "degraded_links", "memory", NULL};
+                                       "degraded_links", "memory", "link_efficiency", NULL};
     const char *P = "environment";
     TRY(js_expect_object(c, e, P));
     TRY(js_check_keys(c, e, P, keys));
@@ -210,6 +216,16 @@ static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
     TRY(js_get_string(c, e, P, "ring_model", false, &rm));
     if (rm && coll_ring_model_parse(rm, &env->env.ring_model) != DT_OK)
         return js_fail(c, P, "ring_model", "expected steps, fluid, auto or exact, found \"%s\"", rm);
+    const cJSON *le = cJSON_GetObjectItemCaseSensitive(e, "link_efficiency");
+    if (le) {
+        static const char *const lk[] = {"nvlink", "network", NULL};
+        const char *LP = "environment.link_efficiency";
+        TRY(js_expect_object(c, le, LP));
+        TRY(js_check_keys(c, le, LP, lk));
+        env->env.link_nvlink = env->env.link_network = 1;
+        TRY(js_get_number(c, le, LP, "nvlink", false, 1e-3, 1, &env->env.link_nvlink));
+        TRY(js_get_number(c, le, LP, "network", false, 1e-3, 1, &env->env.link_network));
+    }
     const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(e, "gpu");
     if (gpu) env->gpu = cJSON_Duplicate(gpu, 1);
     /* stragglers, jitter, degraded links: the scenario parser's own format */
@@ -258,7 +274,8 @@ static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
 
 static int read_cost(const js_ctx *c, const cJSON *v, const char *p, wl_cost *out)
 {
-    static const char *const keys[] = {"duration", "flops", "bytes", "inlane", NULL};
+    static const char *const keys[] = {"duration", "flops", "bytes", "inlane", "inlane_overlap",
+                                       NULL};
     TRY(js_expect_object(c, v, p));
     TRY(js_check_keys(c, v, p, keys));
     memset(out, 0, sizeof *out);
@@ -275,6 +292,7 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, wl_cost *ou
             TRY(js_get_quantity(c, o, sp, class_names[k], s ? UNIT_SIZE : UNIT_WORK, false, false,
                                 s ? &out->bytes[k] : &out->flops[k]));
     }
+    TRY(js_get_bool(c, v, p, "inlane_overlap", false, &out->inlane_overlap));
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(v, "inlane");
     if (in) {
         char ip[JS_PATH_MAX];

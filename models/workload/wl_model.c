@@ -51,10 +51,39 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
     }
     double s = m->seq_len, h = m->hidden;
     out->fwd_matmul_flops = 2 * b * s * layer_matmul_params(m, true) / t;
-    out->fwd_attn_flops = 4 * b * s * s * h / t;
+    /* QK^T and attention x V: 4 b s^2 h (the model FLOPs count them whole) */
+    double attn = 4 * b * s * s * h / t;
+    double e = wl_precision_bytes(p->precision);
+    if (m->attention == WL_ATTN_FLASH) {
+        /* FlashAttention runs both GEMMs tile by tile in SRAM: with a causal mask the tiles
+         * above the diagonal are skipped (half the work); its backward recomputes the scores
+         * and runs 5 GEMMs to the forward's 2 (2.5x, Dao 2023). No score matrix in HBM. */
+        out->fwd_attn_flops = attn * (m->non_causal ? 1 : 0.5);
+        out->bwd_attn_flops = 2.5 * out->fwd_attn_flops;
+        out->fwd_score_bytes = out->bwd_score_bytes = 0;
+    } else {
+        /* Unfused (Megatron's core attention): two batched GEMMs over the whole score matrix
+         * (masked, not skipped), backward twice the forward; and per element of the
+         * b (a/t) s^2 scores, HBM traffic of e-byte values (1-byte dropout mask):
+         *   forward: QK^T writes S (e); scale-mask-softmax reads S, writes P (2e); dropout
+         *            reads P, writes D and the mask (2e + 1); PV reads D (e)      = 6e + 1
+         *   backward: dD = dO V^T writes (e); dropout backward reads dD and the mask, writes
+         *            dP (2e + 1); softmax backward reads dP and P, writes dS (3e); dQ and dK
+         *            read dS (2e); dV = D^T dO reads D (e)                        = 9e + 1
+         * without dropout: forward 4e (softmax output read by PV), backward 7e. */
+        out->fwd_attn_flops = attn;
+        out->bwd_attn_flops = 2 * attn;
+        double scores = b * m->heads / t * s * s;
+        bool dr = !m->no_attention_dropout;
+        out->fwd_score_bytes = scores * (dr ? 6 * e + 1 : 4 * e);
+        out->bwd_score_bytes = scores * (dr ? 9 * e + 1 : 7 * e);
+    }
     /* Norms, activation function, dropout, residual adds: each stored activation element is
-     * written once and read once (the 34·s·b·h bytes term of Korthikanti et al.). */
-    out->fwd_elem_bytes = 2 * 34 * s * b * h / t * wl_precision_bytes(p->precision) / 2;
+     * written once and read once (the 34·s·b·h bytes term of Korthikanti et al.). Without
+     * sequence parallelism 10·s·b·h of them (the two layernorms and dropouts outside the TP
+     * regions) run whole on every TP rank; with it, every term is split over t. */
+    double elems = t > 1 && !p->sequence_parallel ? 10 + 24 / t : 34 / t;
+    out->fwd_elem_bytes = 2 * elems * s * b * h * wl_precision_bytes(p->precision) / 2;
     out->tp_bytes = b * s * h * wl_precision_bytes(p->precision);
 }
 

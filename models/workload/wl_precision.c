@@ -6,7 +6,7 @@
  */
 #include "dtsim/workload.h"
 
-double wl_precision_bytes(wl_precision p) { return p == WL_FP32 ? 4.0 : 2.0; }
+double wl_precision_bytes(wl_precision p) { return p == WL_FP32 || p == WL_TF32 ? 4.0 : 2.0; }
 
 gpu_precision wl_gpu_precision(wl_precision p)
 {
@@ -15,6 +15,7 @@ gpu_precision wl_gpu_precision(wl_precision p)
     case WL_FP16: return GPU_FP16;
     case WL_BF16: return GPU_BF16;
     case WL_FP8: return GPU_FP8;
+    case WL_TF32: return GPU_TF32;
     }
     return GPU_BF16;
 }

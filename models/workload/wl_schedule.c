@@ -153,16 +153,23 @@ uint32_t wl_graph_op(wl_graph *g, const wl_op *op, const uint32_t *deps, uint32_
 
 #define NONE UINT32_MAX
 
+typedef struct cost_slot { int key, n; uint32_t id; } cost_slot;
+
 typedef struct gen {
     const wl_scenario *s;
     const wl_plan *p;
     wl_graph *g;
-    int pp, v, m, dp, tp, lpc;         /* lpc: layers per model chunk */
+    int pp, v, m, dp, tp;
+    const int *vs_layers;              /* layers of each virtual stage (plan.stage_layers) */
+    int *vs_first;                     /* its first layer */
     wl_layer_cost lc;
     double layer_grad_bytes;           /* gradient bytes of one layer on one GPU */
     double layer_param_bytes;
     double emb_grad_bytes;
-    uint32_t cost_cache[2][2][2][2];   /* [bwd][first vs][last vs][whole chunk] */
+    uint32_t *emb_inst;                /* [dp rank]: the tied-embedding all-reduce instance */
+    /* layer costs by (bwd, first vs, last vs, layers in the op): few distinct ones */
+    cost_slot cost_cache[64];
+    int n_cost_cache;
     uint32_t *fsend, *bsend;           /* [lane][chunk*m + mb]: send op into the next/prev vs */
     uint32_t *patch_slot;                /* deps slot to patch, with what it needs */
     int *patch_kind, *patch_lane, *patch_idx;
@@ -175,19 +182,19 @@ typedef struct gen {
 } gen;
 
 enum { N_FWD, N_BWD, N_SEND_ACT, N_SEND_GRAD, N_DP_AR, N_DP_RS, N_DP_AG, N_ZERO_GATHER,
-       N_ZERO_RS, N_TOPK, N_TOPK_AG, N_OPT, N_PARAM_AG, N_COUNT };
+       N_ZERO_RS, N_TOPK, N_TOPK_AG, N_OPT, N_PARAM_AG, N_EMB_AR, N_COUNT };
 static const char *const op_names[N_COUNT] = {
     "forward", "backward", "send_activation", "send_gradient", "dp_allreduce",
     "dp_reduce_scatter", "dp_allgather", "zero3_param_gather", "zero_grad_reduce_scatter",
-    "topk_compress", "topk_allgather", "optimizer_step", "zero_param_allgather"};
+    "topk_compress", "topk_allgather", "optimizer_step", "zero_param_allgather",
+    "embedding_allreduce"};
 
-static uint32_t layer_cost(gen *G, bool bwd, bool first, bool last, bool whole)
+/* The cost of one forward or backward op over `layers` layers of a virtual stage. */
+static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int layers)
 {
-    uint32_t *slot = &G->cost_cache[bwd][first][last][whole];
-    if (*slot != NONE) return *slot;
     const wl_model *m = &G->s->model;
     const wl_plan *p = G->p;
-    double n = whole ? G->lpc : 1;
+    double n = layers;
     wl_cost c = {0};
     double mult = bwd ? 2 : 1;
     if (m->kind == WL_SYNTHETIC) {
@@ -199,20 +206,33 @@ static uint32_t layer_cost(gen *G, bool bwd, bool first, bool last, bool whole)
             c.fixed = sim_time_add(c.fixed, m->t_fwd > 0 && k > SIM_TIME_MAX / m->t_fwd
                                                 ? SIM_TIME_MAX : k * m->t_fwd);
     } else {
-        c.flops[GPU_OP_MATMUL] = n * mult * G->lc.fwd_matmul_flops;
-        c.flops[GPU_OP_ATTENTION] = n * mult * G->lc.fwd_attn_flops;
-        c.bytes[GPU_OP_ELEMENTWISE] = n * mult * G->lc.fwd_elem_bytes;
-        if (bwd && p->checkpointing == WL_CKPT_FULL) {
-            c.flops[GPU_OP_MATMUL] += n * G->lc.fwd_matmul_flops;
-            c.flops[GPU_OP_ATTENTION] += n * G->lc.fwd_attn_flops;
-            c.bytes[GPU_OP_ELEMENTWISE] += n * G->lc.fwd_elem_bytes;
+        const wl_layer_cost *lc = &G->lc;
+        c.flops[GPU_OP_MATMUL] = n * mult * lc->fwd_matmul_flops;
+        c.flops[GPU_OP_ATTENTION] = n * (bwd ? lc->bwd_attn_flops : lc->fwd_attn_flops);
+        c.bytes[GPU_OP_ELEMENTWISE] = n * (mult * lc->fwd_elem_bytes +
+                                           (bwd ? lc->bwd_score_bytes : lc->fwd_score_bytes));
+        /* recomputation re-runs the forward (full: whole layers; selective: the attention
+         * core, Korthikanti et al. 2022) before the backward */
+        if (bwd && p->checkpointing != WL_CKPT_NONE) {
+            c.flops[GPU_OP_ATTENTION] += n * lc->fwd_attn_flops;
+            c.bytes[GPU_OP_ELEMENTWISE] += n * lc->fwd_score_bytes;
         }
-        if (bwd && p->checkpointing == WL_CKPT_SELECTIVE)
-            c.flops[GPU_OP_ATTENTION] += n * G->lc.fwd_attn_flops;
+        if (bwd && p->checkpointing == WL_CKPT_FULL) {
+            c.flops[GPU_OP_MATMUL] += n * lc->fwd_matmul_flops;
+            c.bytes[GPU_OP_ELEMENTWISE] += n * lc->fwd_elem_bytes;
+        }
         double b = p->micro_batch_size, sq = m->seq_len, h = m->hidden;
         double pb = wl_precision_bytes(p->precision);
         if (first) c.bytes[GPU_OP_ELEMENTWISE] += mult * 2 * b * sq * h * pb; /* embedding */
-        if (last) c.flops[GPU_OP_MATMUL] += mult * 2 * b * sq * h * m->vocab / p->tp; /* logits */
+        if (last) {
+            double logits = b * sq * m->vocab / p->tp; /* elements on this TP rank */
+            c.flops[GPU_OP_MATMUL] += mult * 2 * logits * h;
+            /* the cross-entropy over the logits, in fp32 (Megatron casts them, autocast does
+             * the same): forward cast (read e, write 4), max (read 4), subtract (4 + 4), exp
+             * (4 + 4), sum (4), softmax kept for the backward (4 + 4) = e + 32 bytes; backward
+             * scale by the loss gradient (4 + 4) and cast back (read 4, write e) = 12 + e */
+            c.bytes[GPU_OP_ELEMENTWISE] += logits * (bwd ? 12 + pb : 32 + pb);
+        }
     }
     if (p->tp > 1) {
         /* Megatron TP: 2 all-reduces per layer forward (attention, MLP) and 2 in backward;
@@ -233,9 +253,20 @@ static uint32_t layer_cost(gen *G, bool bwd, bool first, bool last, bool whole)
             c.inlane[0].count = (int)n * per_layer;
             c.n_inlane = 1;
         }
+        c.inlane_overlap = p->fw.tp_comm_overlap;
     }
-    *slot = wl_graph_cost(G->g, &c);
-    return *slot;
+    return wl_graph_cost(G->g, &c);
+}
+
+static uint32_t layer_cost(gen *G, bool bwd, bool first, bool last, int layers)
+{
+    int key = bwd * 4 + first * 2 + last;
+    for (int i = 0; i < G->n_cost_cache; i++)
+        if (G->cost_cache[i].key == key && G->cost_cache[i].n == layers) return G->cost_cache[i].id;
+    uint32_t id = layer_cost_new(G, bwd, first, last, layers);
+    if (G->n_cost_cache < (int)(sizeof G->cost_cache / sizeof G->cost_cache[0]))
+        G->cost_cache[G->n_cost_cache++] = (cost_slot){key, layers, id};
+    return id;
 }
 
 static uint32_t lane_of(const gen *G, int dp_rank, int stage) { return (uint32_t)(dp_rank * G->pp + stage); }
@@ -376,6 +407,12 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
     bool dp = p->dp > 1 && !p->local_step; /* a local step keeps its gradients to itself */
     bool zero3 = p->zero >= 3 && dp;
     uint32_t pending_gather = NONE; /* ZeRO-3: the next compute op's gather, issued ahead */
+    uint32_t blocking_send = NONE;  /* pp_blocking_sends: the send the next compute waits for */
+    /* ZeRO-1/2 with overlap_param_gather: the updated parameters are gathered chunk by chunk
+     * as the next step's first forward reaches them (Megatron --overlap-param-gather). In the
+     * steady state that is this step's first microbatch: gathered before it, not after the
+     * optimizer. */
+    bool gather_ahead = dp && (p->zero == 1 || p->zero == 2) && p->fw.overlap_param_gather;
     L->last_compute = L->prev_compute = L->last_dp = NONE;
     L->n_held = 0;
     double stage_psi = 0;
@@ -384,18 +421,18 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
         item I = items[it];
         int vs = I.chunk * pp + st;
         bool first = vs == 0, last = vs == n_vs - 1;
-        int layer0 = vs * G->lpc;
+        int layer0 = G->vs_first[vs], nl = G->vs_layers[vs];
         /* Gradients are reduced during the last microbatch's backward (every microbatch's
          * with ZeRO-2/3, whose gradients are partitioned): that backward is split per layer
          * so buckets fire as their layers finish. */
         bool reduce = I.bwd && dp && (p->zero >= 2 || I.mb == m - 1);
-        bool per_layer = I.bwd ? reduce : zero3;
+        bool per_layer = I.bwd ? reduce : zero3 || (gather_ahead && I.mb == 0);
         if (!I.bwd && I.mb == 0)
             /* parameter bytes held by this stage: its layers, the embedding on the first
              * chunk, the output layer on the last (one shared copy when tied and unsplit) */
-            stage_psi += G->layer_param_bytes * G->lpc + (first ? G->emb_grad_bytes : 0) +
+            stage_psi += G->layer_param_bytes * nl + (first ? G->emb_grad_bytes : 0) +
                          (last && (!first || !G->s->model.tied_embeddings) ? G->emb_grad_bytes : 0);
-        int n_ops = per_layer ? G->lpc : 1;
+        int n_ops = per_layer ? nl : 1;
         double bucket = 0;
         for (int k = 0; k < n_ops; k++) {
             /* backward runs from the chunk's last layer down */
@@ -403,7 +440,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
             int layer = per_layer ? layer0 + li : layer0;
             bool f = first && (!per_layer || li == 0);
             bool l = last && (!per_layer || li == n_ops - 1);
-            uint32_t cost = layer_cost(G, I.bwd, f, l, !per_layer);
+            uint32_t cost = layer_cost(G, I.bwd, f, l, per_layer ? 1 : nl);
             uint32_t gather = NONE;
             if (zero3) {
                 if (pending_gather != NONE) {
@@ -426,8 +463,20 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                     L->last_dp = pending_gather;
                 }
             }
-            uint32_t deps[2] = {gather, NONE};
-            uint32_t nd = 1;
+            if (gather_ahead && !I.bwd && I.mb == 0) {
+                /* this layer's parameters (+ the embedding / output layer it holds), gathered
+                 * on the DP stream in layer order: layer k's gather overlaps layer k-1's
+                 * forward */
+                double bytes = G->layer_param_bytes * (per_layer ? 1 : nl) +
+                               (f ? G->emb_grad_bytes : 0) +
+                               (l && (!first || !G->s->model.tied_embeddings) ? G->emb_grad_bytes : 0);
+                uint32_t inst = stage_coll(G, COLL_ALLGATHER, bytes, WL_COMM_ZERO);
+                gather = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_PARAM_AG, -1, layer, inst, 0, NULL, 0);
+                L->last_dp = gather;
+            }
+            uint32_t deps[3] = {gather, blocking_send, NONE};
+            uint32_t nd = 2;
+            blocking_send = NONE;
             int src_vs = I.bwd ? vs + 1 : vs - 1;
             bool needs = k == 0 && (I.bwd ? !last : !first);
             uint32_t src_lane = needs ? lane_of(G, G->dp_rank, src_vs % pp) : lane;
@@ -442,7 +491,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
             L->prev_compute = L->last_compute;
             L->last_compute = id;
             if (reduce) {
-                double gb = G->layer_grad_bytes * (per_layer ? 1 : G->lpc);
+                double gb = G->layer_grad_bytes * (per_layer ? 1 : nl);
                 if (l) gb += G->emb_grad_bytes;
                 if (f && (pp > 1 || !G->s->model.tied_embeddings)) gb += G->emb_grad_bytes;
                 bucket += gb;
@@ -478,28 +527,39 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                                       dst_lane, bytes, d, 1);
                 uint32_t *tab = I.bwd ? G->bsend : G->fsend;
                 tab[(size_t)lane * v * m + (size_t)I.chunk * m + I.mb] = sid;
+                if (p->fw.pp_blocking_sends) blocking_send = sid;
             }
         }
     }
     /* Without overlap, every bucket waits for the end of the backward pass. */
     for (size_t i = 0; i < L->n_held; i++)
         grad_collective(G, L, L->held[i], L->last_compute, m - 1, -1);
+    /* Tied input and output embeddings on different stages hold two copies of one matrix:
+     * the first and the last stage all-reduce its gradient after the data-parallel reduction
+     * (Megatron's _allreduce_word_embedding_grads; DeepSpeed's tied layers likewise). One
+     * instance per DP replica, joined by the k-th GPU of both stages' lanes. */
+    if (G->emb_inst && (st == 0 || st == pp - 1)) {
+        uint32_t *slot = &G->emb_inst[G->dp_rank];
+        if (*slot == NONE)
+            *slot = wl_graph_coll_kind(G->g, COLL_ALLREDUCE, G->emb_grad_bytes, WL_COMM_PP);
+        uint32_t d[2] = {L->last_compute, L->last_dp};
+        L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_EMB_AR, -1, -1, *slot, 0, d, 2);
+    }
     /* Optimizer step on this GPU's shard, then ZeRO-1/2 gather the updated parameters. */
     if (stage_psi > 0 || G->s->model.params > 0) {
         double psi = stage_psi / wl_precision_bytes(p->precision);
         if (G->s->model.kind != WL_TRANSFORMER)
             psi = G->s->model.params / p->tp / pp;
         double shard = psi / (p->zero >= 1 && dp ? p->dp : 1);
-        /* bytes moved per parameter: Adam reads/writes master, m, v (24) + grad and weight
-         * (4); SGD with momentum: master, momentum (16) + grad and weight (4). */
-        double per = p->optimizer == WL_ADAM ? 28 : 20;
+        /* bytes moved per parameter (wl_optimizer_bytes, docs/workloads.md) */
+        double per = wl_optimizer_bytes(p);
         wl_cost c = {0};
         c.bytes[GPU_OP_OPTIMIZER] = shard * per;
         uint32_t cost = wl_graph_cost(G->g, &c);
-        uint32_t deps[2] = {L->last_compute, L->last_dp};
-        uint32_t opt = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_OPT, -1, -1, cost, 0, deps, 2);
+        uint32_t deps[3] = {L->last_compute, L->last_dp, blocking_send};
+        uint32_t opt = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_OPT, -1, -1, cost, 0, deps, 3);
         L->last_compute = opt;
-        if (dp && (p->zero == 1 || p->zero == 2)) {
+        if (dp && (p->zero == 1 || p->zero == 2) && !gather_ahead) {
             uint32_t inst = stage_coll(G, COLL_ALLGATHER, psi * wl_precision_bytes(p->precision),
                                        WL_COMM_ZERO);
             uint32_t d[1] = {opt};
@@ -513,8 +573,23 @@ wl_graph *wl_graph_build(const wl_scenario *s)
     const wl_plan *p = &s->plan;
     gen G = {.s = s, .p = p, .pp = p->pp, .v = p->virtual_stages, .m = p->microbatches,
              .dp = p->dp, .tp = p->tp};
-    G.lpc = s->model.layers / (p->pp * p->virtual_stages);
-    if (G.lpc < 1) G.lpc = 1;
+    /* layers per virtual stage: the resolved plan's stage_layers (wl_scenario_resolve fills
+     * them); one layer each for a plan built without (params models, hand-made plans) */
+    int n_vs = p->pp * p->virtual_stages;
+    int *ones = NULL;
+    if (p->n_stage_layers == n_vs) {
+        G.vs_layers = p->stage_layers;
+    } else {
+        ones = dt_xmalloc((size_t)n_vs * sizeof *ones);
+        int each = s->model.layers / n_vs;
+        for (int i = 0; i < n_vs; i++) ones[i] = each < 1 ? 1 : each;
+        G.vs_layers = ones;
+    }
+    G.vs_first = dt_xmalloc((size_t)n_vs * sizeof *G.vs_first);
+    for (int i = 0, acc = 0; i < n_vs; i++) {
+        G.vs_first[i] = acc;
+        acc += G.vs_layers[i];
+    }
     int n_gpus = p->dp * p->tp * p->pp;
     int n_lanes = p->dp * p->pp;
     wl_graph *g = wl_graph_create(n_gpus, n_lanes, p->tp);
@@ -524,7 +599,6 @@ wl_graph *wl_graph_build(const wl_scenario *s)
             for (int k = 0; k < p->tp; k++)
                 g->lane_gpus[(size_t)lane_of(&G, d, st) * p->tp + k] = wl_gpu_of(p, d, st, k);
     for (int i = 0; i < N_COUNT; i++) G.names[i] = wl_graph_name(g, op_names[i]);
-    memset(G.cost_cache, 0xff, sizeof G.cost_cache);
     wl_layer_cost_get(&s->model, p, &G.lc);
     double pb = wl_precision_bytes(p->precision);
     double layer_psi = wl_layer_params(&s->model) / p->tp;
@@ -533,6 +607,10 @@ wl_graph *wl_graph_build(const wl_scenario *s)
     G.emb_grad_bytes = wl_embedding_params(&s->model) / p->tp * pb;
 
     size_t slots = (size_t)n_lanes * G.v * G.m;
+    if (p->pp > 1 && s->model.kind == WL_TRANSFORMER && s->model.tied_embeddings) {
+        G.emb_inst = dt_xmalloc((size_t)p->dp * sizeof *G.emb_inst);
+        memset(G.emb_inst, 0xff, (size_t)p->dp * sizeof *G.emb_inst);
+    }
     G.fsend = dt_xmalloc(slots * sizeof *G.fsend);
     G.bsend = dt_xmalloc(slots * sizeof *G.bsend);
     memset(G.fsend, 0xff, slots * sizeof *G.fsend);
@@ -567,6 +645,9 @@ wl_graph *wl_graph_build(const wl_scenario *s)
                                   : wl_model_flops_per_step(&s->model, s->global_batch);
     g->precision = wl_gpu_precision(p->precision);
     free(items);
+    free(ones);
+    free(G.vs_first);
+    free(G.emb_inst);
     free(G.fsend);
     free(G.bsend);
     for (int st = 0; st < p->pp; st++) free(G.stage_colls[st]);

@@ -37,6 +37,21 @@ J
 "$DTSIM" run "$SRC/scenarios/quickstart.json" --json --write-trace "$tmp/t.json" | grep -v wall_s > "$tmp/a"
 "$DTSIM" run --trace "$tmp/t.json" --topology "$tmp/topo.json" --json | grep -v wall_s > "$tmp/b"
 cmp "$tmp/a" "$tmp/b" || { diff "$tmp/a" "$tmp/b" >&2; fail "trace replay differs"; }
+# the same with a framework: TP overlap and link efficiency travel in the trace
+python3 - "$SRC/scenarios/quickstart.json" "$tmp/fw.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["topology"] = {"generator": "dgx", "nodes": 2, "gpus_per_node": 8, "gpu": "H100-SXM"}
+s["parallel"]["sequence_parallel"] = True
+s["framework"] = {"preset": "megatron", "tp_comm_overlap": True, "overlap_grad_reduce": True}
+json.dump(s, open(sys.argv[2], "w"))
+PY
+"$DTSIM" run "$tmp/fw.json" --json --write-trace "$tmp/tf.json" | grep -v wall_s > "$tmp/fa"
+grep -q '"inlane_overlap": true' "$tmp/tf.json" && grep -q '"link_efficiency"' "$tmp/tf.json" \
+  || fail "trace lacks inlane_overlap / link_efficiency"
+"$DTSIM" run --trace "$tmp/tf.json" --topology "$tmp/topo.json" --json | grep -v wall_s > "$tmp/fb"
+cmp "$tmp/fa" "$tmp/fb" || { diff "$tmp/fa" "$tmp/fb" >&2; fail "framework trace replay differs"; }
+cmp -s "$tmp/a" "$tmp/fa" && fail "the framework changed nothing"
 "$DTSIM" run "$SRC/scenarios/quickstart.json" --json --network analytic | grep -v wall_s > "$tmp/c"
 cmp -s "$tmp/a" "$tmp/c" && fail "--network analytic changed nothing"
 # options.ps_servers travels with the trace (environment.ps_servers): the replay is the run

@@ -1,0 +1,141 @@
+/* test_attention.c - the attention core's two kinds, one layer by hand (docs/workloads.md,
+ * "Attention").
+ * Pins down, on GPT-3's layer (h 12288, a 96, s 2048, b 2, tp 8, fp16 e = 2): unfused attention
+ * costs 4bs^2h/t FLOPs forward and twice that backward, and moves (6e + 1) bytes forward and
+ * (9e + 1) backward per element of the b(a/t)s^2 score matrix (4e and 7e without dropout);
+ * flash attention executes half the score tiles with a causal mask (all without), 2.5x the
+ * forward in its backward, and moves no score bytes; memory keeps 5as^2b / 2as^2b (dropout or
+ * not) of scores for unfused and none for flash; a parsed scenario defaults to flash, causal,
+ * dropout; selective recompute adds the forward core (FLOPs and score bytes) to the backward
+ * op. Leaves free: the other classes of the op (test_wl_replay, test_mem). */
+#include <string.h>
+
+#include "dtsim/workload.h"
+#include "testutil.h"
+
+static wl_model gpt(void)
+{
+    wl_model m = {.kind = WL_TRANSFORMER, .layers = 8, .hidden = 12288, .heads = 96,
+                  .seq_len = 2048, .vocab = 51200, .ffn = 4 * 12288.0, .kv_heads = 96,
+                  .experts = 1, .top_k = 1, .mlp = WL_MLP_GELU, .tied_embeddings = true};
+    return m;
+}
+
+START_TEST(unfused_layer)
+{
+    wl_model m = gpt();
+    wl_plan p = {.dp = 1, .tp = 8, .pp = 1, .virtual_stages = 1, .microbatches = 1,
+                 .micro_batch_size = 2, .precision = WL_FP16};
+    double b = 2, s = 2048, h = 12288, a = 96, t = 8, e = 2;
+    wl_layer_cost lc;
+    wl_layer_cost_get(&m, &p, &lc);
+    double scores = b * a / t * s * s; /* 1.0066e8 elements */
+    ck_assert_rel(lc.fwd_attn_flops, 4 * b * s * s * h / t, 1e-15);
+    ck_assert_rel(lc.bwd_attn_flops, 8 * b * s * s * h / t, 1e-15);
+    ck_assert_rel(lc.fwd_score_bytes, scores * 13, 1e-15); /* 6e + 1 */
+    ck_assert_rel(lc.bwd_score_bytes, scores * 19, 1e-15); /* 9e + 1 */
+    ck_assert_rel(lc.fwd_score_bytes, 1308622848.0, 1e-15);
+    m.no_attention_dropout = true;
+    wl_layer_cost_get(&m, &p, &lc);
+    ck_assert_rel(lc.fwd_score_bytes, scores * 4 * e, 1e-15);
+    ck_assert_rel(lc.bwd_score_bytes, scores * 7 * e, 1e-15);
+    /* memory: 5as^2b of scores with dropout, 2as^2b without (Korthikanti's terms), over t */
+    m.no_attention_dropout = false;
+    p.sequence_parallel = true;
+    double lin = s * b * h * 34 / t;
+    ck_assert_rel(mem_activation_per_layer(&m, &p), lin + 5 * a * s * s * b / t, 1e-12);
+    m.no_attention_dropout = true;
+    ck_assert_rel(mem_activation_per_layer(&m, &p), lin + 2 * a * s * s * b / t, 1e-12);
+}
+END_TEST
+
+START_TEST(flash_layer)
+{
+    wl_model m = gpt();
+    m.attention = WL_ATTN_FLASH;
+    wl_plan p = {.dp = 1, .tp = 8, .pp = 1, .virtual_stages = 1, .microbatches = 1,
+                 .micro_batch_size = 2, .precision = WL_FP16, .sequence_parallel = true};
+    double b = 2, s = 2048, h = 12288, t = 8;
+    wl_layer_cost lc;
+    wl_layer_cost_get(&m, &p, &lc);
+    ck_assert_rel(lc.fwd_attn_flops, 2 * b * s * s * h / t, 1e-15); /* causal: half */
+    ck_assert_rel(lc.bwd_attn_flops, 5 * b * s * s * h / t, 1e-15); /* 2.5x */
+    ck_assert(lc.fwd_score_bytes == 0 && lc.bwd_score_bytes == 0);
+    m.non_causal = true;
+    wl_layer_cost_get(&m, &p, &lc);
+    ck_assert_rel(lc.fwd_attn_flops, 4 * b * s * s * h / t, 1e-15);
+    ck_assert_rel(mem_activation_per_layer(&m, &p), s * b * h * 34 / t, 1e-12);
+    /* the model FLOPs (MFU numerator) count the attention core whole, whatever runs it */
+    wl_model u = gpt();
+    ck_assert_rel(wl_model_flops_per_step(&m, 4), wl_model_flops_per_step(&u, 4), 1e-15);
+}
+END_TEST
+
+START_TEST(scenario_defaults_and_recompute)
+{
+    const char *text =
+        "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, "
+        "\"hidden\": 1024, \"heads\": 16, \"seq_len\": 512, \"vocab\": 32000, "
+        "\"attention\": \"unfused\"}, \"parallel\": {\"activation_checkpointing\": \"selective\"}}";
+    cJSON *j = NULL;
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &j, &err), DT_OK);
+    js_ctx c = {"t.json", &err};
+    wl_scenario sc;
+    ck_assert_int_eq(wl_scenario_parse(&c, j, &sc), DT_OK);
+    ck_assert_int_eq(wl_scenario_resolve(&c, &sc, 1), DT_OK);
+    ck_assert_int_eq(sc.model.attention, WL_ATTN_UNFUSED);
+    ck_assert(!sc.model.non_causal && !sc.model.no_attention_dropout);
+    wl_layer_cost lc;
+    wl_layer_cost_get(&sc.model, &sc.plan, &lc);
+    wl_graph *g = wl_graph_build(&sc);
+    int seen = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->kind != WL_OP_COMPUTE || strcmp(g->names[o->name], "backward")) continue;
+        const wl_cost *cost = &g->costs[o->arg];
+        /* 2 layers: backward core (2x) + the recomputed forward core (1x); the one stage
+         * also runs the embedding's backward (2 x 2bshe bytes) and the cross-entropy's
+         * (12 + e bytes per fp32 logit, b s V of them) */
+        ck_assert_rel(cost->flops[GPU_OP_ATTENTION], 2 * (lc.bwd_attn_flops + lc.fwd_attn_flops), 1e-15);
+        ck_assert_rel(cost->bytes[GPU_OP_ELEMENTWISE],
+                      2 * (2 * lc.fwd_elem_bytes + lc.bwd_score_bytes + lc.fwd_score_bytes) +
+                          2 * 2 * 512 * 1024 * 2.0 + 512 * 32000 * 14.0, 1e-15);
+        seen++;
+    }
+    ck_assert_int_eq(seen, 1);
+    wl_graph_destroy(g);
+    wl_scenario_free(&sc);
+    cJSON_Delete(j);
+
+    text = "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, "
+           "\"hidden\": 1024, \"heads\": 16, \"seq_len\": 512, \"vocab\": 32000}}";
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &j, &err), DT_OK);
+    ck_assert_int_eq(wl_scenario_parse(&c, j, &sc), DT_OK);
+    ck_assert_int_eq(sc.model.attention, WL_ATTN_FLASH);
+    wl_scenario_free(&sc);
+    cJSON_Delete(j);
+
+    text = "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, "
+           "\"hidden\": 1024, \"heads\": 16, \"seq_len\": 512, \"vocab\": 32000, "
+           "\"attention\": \"fused\"}}";
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &j, &err), DT_OK);
+    ck_assert_int_eq(wl_scenario_parse(&c, j, &sc), DT_EINPUT);
+    ck_assert_str_eq(err.path, "model.attention");
+    cJSON_Delete(j);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("attention");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, unfused_layer);
+    tcase_add_test(tc, flash_layer);
+    tcase_add_test(tc, scenario_defaults_and_recompute);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return dt_run_suite(suite()); }

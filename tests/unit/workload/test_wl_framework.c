@@ -1,0 +1,310 @@
+/* test_wl_framework.c - the scenario's "framework": presets, options and what each changes.
+ * Pins down: each preset's defaults (generic = today's behaviour; megatron: gradient reduction
+ * after the backward, blocking pipeline sends, its mixed-precision optimizer's 54 B (fp16) /
+ * 42 B (bf16) per parameter, NCCL link efficiency; fsdp: overlapped reduction, NCCL links);
+ * options override them; overlap_grad_reduce and parallel.overlap_dp must agree; bad values are
+ * errors naming the path. Closed forms on hand-built cases: tp_comm_overlap makes a TP op last
+ * max(compute, comm) instead of compute + comm; pp_blocking_sends on a 2-stage GPipe step
+ * (10 ms -> 11 ms, hand-traced below); overlap_param_gather moves the ZeRO-1 parameter
+ * all-gather from after the optimizer (whole stage, exposed) to before the first forward, layer
+ * by layer (only the first layer's exposed); link_efficiency scales a data-parallel all-reduce's
+ * bandwidth term; the optimizer op moves optimizer_bytes per parameter of its shard.
+ * Leaves free: op ids and graph size. */
+#include <string.h>
+
+#include "dtsim/replay.h"
+#include "dtsim/run.h"
+#include "dtsim/workload.h"
+#include "testutil.h"
+
+static wl_scenario sc;
+static cJSON *sc_json;
+
+static int try_load(const char *text, int n_gpus, dt_error *e)
+{
+    dt_error_clear(e);
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &sc_json, e), DT_OK);
+    js_ctx c = {"t.json", e};
+    int rc = wl_scenario_parse(&c, sc_json, &sc);
+    if (rc == DT_OK) {
+        rc = wl_scenario_resolve(&c, &sc, n_gpus);
+        if (rc != DT_OK) wl_scenario_free(&sc);
+    }
+    if (rc != DT_OK) cJSON_Delete(sc_json);
+    return rc;
+}
+
+static void load(const char *text, int n_gpus)
+{
+    dt_error e;
+    int rc = try_load(text, n_gpus, &e);
+    ck_assert_msg(rc == DT_OK, "load: %s: %s", e.path, e.msg);
+}
+
+static void unload(void)
+{
+    wl_scenario_free(&sc);
+    cJSON_Delete(sc_json);
+}
+
+typedef struct uni { double bw; sim_time_t lat; } uni;
+static void uni_path(void *ctx, int a, int b, double *bw, sim_time_t *lat)
+{
+    (void)a;
+    (void)b;
+    const uni *u = ctx;
+    *bw = u->bw;
+    *lat = u->lat;
+}
+
+static replay_result run(const wl_graph *g, const uni *u)
+{
+    replay_config cfg = {.n_gpus = g->n_gpus, .path = u ? uni_path : NULL, .path_ctx = (void *)u};
+    replay_result r;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(replay_run(g, &cfg, &r, &e), DT_OK);
+    ck_assert_int_eq(r.compute + r.comm_exposed + r.bubble + r.straggler_wait, r.step_time);
+    replay_result_free(&r); /* the per-lane arrays; the figures stay */
+    return r;
+}
+
+#define TRANSFORMER                                                                          \
+    "\"model\": {\"kind\": \"transformer\", \"layers\": 4, \"hidden\": 1024, \"heads\": 16,"  \
+    "\"seq_len\": 512, \"vocab\": 32000}"
+
+START_TEST(presets)
+{
+    load("{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"dp\": 2}}", 2);
+    ck_assert_int_eq(sc.plan.fw.preset, WL_FW_GENERIC);
+    ck_assert(sc.plan.overlap_dp && !sc.plan.fw.pp_blocking_sends && !sc.plan.fw.tp_comm_overlap);
+    ck_assert(sc.env.link_nvlink == 0 && sc.env.link_network == 0); /* line rate */
+    ck_assert_double_eq(wl_optimizer_bytes(&sc.plan), 28);
+    unload();
+
+    load("{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"dp\": 2}, \"precision\": \"fp16\","
+         "\"framework\": \"megatron\"}", 2);
+    ck_assert_int_eq(sc.plan.fw.preset, WL_FW_MEGATRON);
+    ck_assert(!sc.plan.overlap_dp && sc.plan.fw.pp_blocking_sends);
+    ck_assert(!sc.plan.fw.tp_comm_overlap && !sc.plan.fw.overlap_param_gather);
+    ck_assert_double_eq(sc.env.link_nvlink, 0.80);
+    ck_assert_double_eq(sc.env.link_network, 0.96);
+    /* grad copy 6 + unscale/inf check 8 + norm 4 + Adam 28 + copy back 6 + zeroing 2 */
+    ck_assert_double_eq(wl_optimizer_bytes(&sc.plan), 54);
+    unload();
+
+    load("{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"dp\": 2},"
+         "\"framework\": {\"preset\": \"megatron\", \"overlap_grad_reduce\": true,"
+         "\"overlap_param_gather\": true, \"tp_comm_overlap\": true, \"link_efficiency\": \"line\"}}", 2);
+    ck_assert(sc.plan.overlap_dp && sc.plan.fw.overlap_param_gather && sc.plan.fw.tp_comm_overlap);
+    ck_assert(sc.env.link_nvlink == 1 && sc.env.link_network == 1);
+    /* bf16: no loss scaling (no unscale/inf check), fp32 main grads zeroed: 54 - 8 - 6 + 2 */
+    ck_assert_double_eq(wl_optimizer_bytes(&sc.plan), 42);
+    unload();
+
+    load("{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"dp\": 2, \"overlap_dp\": false},"
+         "\"framework\": {\"preset\": \"fsdp\", \"optimizer_bytes\": 36,"
+         "\"link_efficiency\": {\"nvlink\": 0.5}}}", 2);
+    ck_assert_int_eq(sc.plan.fw.preset, WL_FW_FSDP);
+    ck_assert(!sc.plan.overlap_dp); /* parallel.overlap_dp given: it wins over the preset */
+    ck_assert_double_eq(sc.env.link_nvlink, 0.5);
+    ck_assert_double_eq(sc.env.link_network, 1);
+    ck_assert_double_eq(wl_optimizer_bytes(&sc.plan), 36);
+    unload();
+}
+END_TEST
+
+static void bad(const char *fw, const char *path, const char *msg_part)
+{
+    char text[1024];
+    snprintf(text, sizeof text, "{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"dp\": 2,"
+             " \"overlap_dp\": false}, \"framework\": %s}", fw);
+    dt_error e;
+    ck_assert_int_eq(try_load(text, 2, &e), DT_EINPUT);
+    ck_assert_msg(!strcmp(e.path, path), "%s: path %s", fw, e.path);
+    ck_assert_msg(strstr(e.msg, msg_part), "%s: %s", fw, e.msg);
+}
+
+START_TEST(bad_input)
+{
+    bad("\"deepspeed\"", "framework", "found \"deepspeed\"");
+    bad("3", "framework", "preset name");
+    bad("{\"preset\": \"megatron\", \"tp_overlap\": true}", "framework.tp_overlap", "");
+    bad("{\"overlap_grad_reduce\": true}", "framework.overlap_grad_reduce", "overlap_dp");
+    bad("{\"optimizer_bytes\": 0}", "framework.optimizer_bytes", "");
+    bad("{\"link_efficiency\": \"fast\"}", "framework.link_efficiency", "found \"fast\"");
+    bad("{\"link_efficiency\": {\"nvlink\": 1.5}}", "framework.link_efficiency.nvlink", "");
+}
+END_TEST
+
+/* 4 synthetic layers of 1 ms forward, 2 ms backward on tp 2; each in-lane all-reduce of 0 bytes
+ * over 2 GPUs costs 2 (n-1) latencies = 2 ms with a 1 ms link latency: 2 per layer and
+ * direction, so 16 ms of TP communication per direction against 4 ms / 8 ms of compute. */
+START_TEST(tp_comm_overlap_closed_form)
+{
+    uni u = {.bw = 1e12, .lat = SIM_MS};
+    const char *base = "{\"topology\": \"x\", \"model\": {\"kind\": \"synthetic\", \"layers\": 4,"
+                       "\"forward_time\": \"1 ms\", \"backward_time\": \"2 ms\", \"params\": 0},"
+                       "\"parallel\": {\"tp\": 2}%s}";
+    char text[512];
+    snprintf(text, sizeof text, base, "");
+    load(text, 2);
+    wl_graph *g = wl_graph_build(&sc);
+    replay_result r = run(g, &u);
+    ck_assert_int_eq(r.step_time, (4 + 16 + 8 + 16) * SIM_MS);
+    wl_graph_destroy(g);
+    unload();
+    snprintf(text, sizeof text, base, ", \"framework\": {\"tp_comm_overlap\": true}");
+    load(text, 2);
+    g = wl_graph_build(&sc);
+    r = run(g, &u);
+    ck_assert_int_eq(r.step_time, (16 + 16) * SIM_MS); /* max(4, 16) + max(8, 16) */
+    ck_assert_int_eq(r.compute, 12 * SIM_MS);
+    ck_assert_int_eq(r.comm_exposed, (12 + 8) * SIM_MS);
+    wl_graph_destroy(g);
+    unload();
+}
+END_TEST
+
+/* 2 stages of one layer (1 ms forward, 2 ms backward), GPipe, 2 microbatches; a send of 0
+ * bytes costs the 0.5 ms latency. Without blocking: stage 0 F0 [0,1] F1 [1,2]; stage 1 F0
+ * [1.5,2.5] F1 [2.5,3.5] B0 [3.5,5.5] B1 [5.5,7.5]; stage 0 B0 [6,8] B1 [8,10]: 10 ms. Blocking
+ * (a stage's next compute waits for its send): stage 0 F1 [1.5,2.5], its send [2.5,3];
+ * stage 1 F1 [3,4] B0 [4,6], send [6,6.5], B1 [6.5,8.5], send [8.5,9]; stage 0 B0 [6.5,8.5]
+ * B1 [9,11]: 11 ms. */
+START_TEST(blocking_sends_closed_form)
+{
+    uni u = {.bw = 1e12, .lat = SIM_MS / 2};
+    const char *base = "{\"topology\": \"x\", \"model\": {\"kind\": \"synthetic\", \"layers\": 2,"
+                       "\"forward_time\": \"1 ms\", \"backward_time\": \"2 ms\", \"params\": 0,"
+                       "\"activation_bytes\": 0}, \"parallel\": {\"pp\": 2, \"microbatches\": 2,"
+                       "\"schedule\": \"gpipe\"}%s}";
+    char text[512];
+    snprintf(text, sizeof text, base, "");
+    load(text, 2);
+    wl_graph *g = wl_graph_build(&sc);
+    ck_assert_int_eq(run(g, &u).step_time, 10 * SIM_MS);
+    wl_graph_destroy(g);
+    unload();
+    snprintf(text, sizeof text, base, ", \"framework\": {\"pp_blocking_sends\": true}");
+    load(text, 2);
+    g = wl_graph_build(&sc);
+    ck_assert_int_eq(run(g, &u).step_time, 11 * SIM_MS);
+    wl_graph_destroy(g);
+    unload();
+}
+END_TEST
+
+static int count_named(const wl_graph *g, const char *name)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++) n += !strcmp(g->names[g->ops[i].name], name);
+    return n;
+}
+
+/* ZeRO-1 on dp 2: 4 synthetic layers, 1e8 parameters (bf16: 5e7 B per layer). Without the
+ * option, one all-gather of the whole stage (2e8 B) follows the optimizer, exposed; with it,
+ * one per layer before the first forward, each (0.25 ms + latency) hidden under the previous
+ * layer's 1 ms forward but the first: the step is shorter by AG(2e8 B) - AG(5e7 B). */
+START_TEST(overlap_param_gather_closed_form)
+{
+    uni u = {.bw = 100e9, .lat = 5 * SIM_US};
+    int n = 2;
+    sim_time_t ag_layer = (n - 1) * u.lat + sim_time_from_s((n - 1.0) / n * 5e7 / u.bw);
+    sim_time_t ag_all = (n - 1) * u.lat + sim_time_from_s((n - 1.0) / n * 2e8 / u.bw);
+    const char *base = "{\"topology\": \"x\", \"model\": {\"kind\": \"synthetic\", \"layers\": 4,"
+                       "\"forward_time\": \"1 ms\", \"backward_time\": \"2 ms\", \"params\": 1e8},"
+                       "\"parallel\": {\"dp\": 2, \"zero\": 1}%s}";
+    char text[512];
+    snprintf(text, sizeof text, base, "");
+    load(text, 2);
+    wl_graph *g = wl_graph_build(&sc);
+    ck_assert_int_eq(count_named(g, "zero_param_allgather"), 2); /* one per replica */
+    sim_time_t t_plain = run(g, &u).step_time;
+    wl_graph_destroy(g);
+    unload();
+    snprintf(text, sizeof text, base, ", \"framework\": {\"overlap_param_gather\": true}");
+    load(text, 2);
+    g = wl_graph_build(&sc);
+    ck_assert_int_eq(count_named(g, "zero_param_allgather"), 2 * 4); /* per layer */
+    /* the first forward op waits for its layer's gather */
+    for (uint32_t i = 0; i < g->n_ops; i++)
+        if (!strcmp(g->names[g->ops[i].name], "forward")) {
+            const wl_op *o = &g->ops[i];
+            ck_assert_int_eq(o->n_deps, 1);
+            ck_assert_str_eq(g->names[g->ops[g->deps[o->dep_start]].name], "zero_param_allgather");
+            break;
+        }
+    sim_time_t t_over = run(g, &u).step_time;
+    ck_assert_int_eq(t_plain - t_over, ag_all - ag_layer);
+    wl_graph_destroy(g);
+    unload();
+}
+END_TEST
+
+/* The optimizer op of a megatron fp16 run moves 54 B per parameter of its ZeRO-1 shard. */
+START_TEST(optimizer_bytes_in_graph)
+{
+    load("{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"dp\": 2, \"zero\": 1},"
+         "\"precision\": \"fp16\", \"framework\": \"megatron\"}", 2);
+    wl_graph *g = wl_graph_build(&sc);
+    double psi = 4 * wl_layer_params(&sc.model) + wl_embedding_params(&sc.model); /* tied, pp 1 */
+    int found = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++)
+        if (!strcmp(g->names[g->ops[i].name], "optimizer_step")) {
+            ck_assert_rel(g->costs[g->ops[i].arg].bytes[GPU_OP_OPTIMIZER], psi / 2 * 54, 1e-12);
+            found++;
+        }
+    ck_assert_int_eq(found, 2);
+    wl_graph_destroy(g);
+    unload();
+}
+END_TEST
+
+/* link_efficiency on a real topology: one DP all-reduce of S = 2e9 B after the backward over 2
+ * GPUs of one box (NVLink 450 GB/s, the dgx generator's default). At half the link rate its
+ * bandwidth term 2 (n-1)/n S/B = S/B = 4.44 ms doubles; latency and the receiver's reduction
+ * (not a link) stay: the exposed communication grows by S/B (1 %: the latencies). */
+START_TEST(link_efficiency_scales_dp)
+{
+    const char *base =
+        "{\"topology\": {\"generator\": \"dgx\", \"nodes\": 1, \"gpus_per_node\": 2},"
+        "\"model\": {\"kind\": \"synthetic\", \"layers\": 1, \"forward_time\": \"1 ms\","
+        "\"backward_time\": \"2 ms\", \"params\": 1e9}, \"parallel\": {\"dp\": 2,"
+        "\"overlap_dp\": false, \"bucket_size\": \"10 GB\"}%s}";
+    double comm[2];
+    for (int k = 0; k < 2; k++) {
+        char text[1024];
+        snprintf(text, sizeof text, base,
+                 k ? ", \"framework\": {\"link_efficiency\": {\"nvlink\": 0.5, \"network\": 0.5}}" : "");
+        cJSON *j = NULL;
+        dt_error e;
+        dt_error_clear(&e);
+        ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &j, &e), DT_OK);
+        run_result r;
+        run_options opt = {0};
+        ck_assert_msg(run_scenario(j, "t.json", NULL, &opt, &r, &e) == DT_OK, "%s", e.msg);
+        comm[k] = r.breakdown_s.comm_exposed;
+        run_result_free(&r);
+        cJSON_Delete(j);
+    }
+    ck_assert_rel(comm[1] - comm[0], 2e9 / 450e9, 0.01);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("wl_framework");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, presets);
+    tcase_add_test(tc, bad_input);
+    tcase_add_test(tc, tp_comm_overlap_closed_form);
+    tcase_add_test(tc, blocking_sends_closed_form);
+    tcase_add_test(tc, overlap_param_gather_closed_form);
+    tcase_add_test(tc, optimizer_bytes_in_graph);
+    tcase_add_test(tc, link_efficiency_scales_dp);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return dt_run_suite(suite()); }
