@@ -215,7 +215,7 @@ static int parse_gen(const char *spec, topo_gen_params *p, dt_error *err)
     int found = 0;
     const char *names[16];
     int nn = 0;
-    for (int f = TOPO_FAMILY_RING; f <= TOPO_FAMILY_DGX; f++) {
+    for (int f = TOPO_FAMILY_RING; f <= TOPO_FAMILY_GEO; f++) {
         names[nn++] = topo_family_name((topo_family)f);
         if (!strcmp(fam, topo_family_name((topo_family)f)) ||
             (f == TOPO_FAMILY_FAT_TREE && !strcmp(fam, "fattree"))) {

@@ -45,7 +45,11 @@ static const gen_opt gen_opts[] = {
     {"gpus-per-node", "gpus_per_node", 1, "dgx: GPUs per box on one NVSwitch (default 8)"},
     {"nvlink", "nvlink", 0, "dgx: NVLink bandwidth per GPU and direction (default: the GPU's)"},
     {"nvlink-latency", "nvlink_latency", 0, "dgx: NVLink latency (default 100 ns)"},
-    {"nic", "nic", 0, "dgx: NIC bandwidth per GPU (default: --bandwidth)"},
+    {"nic", "nic", 0, "dgx: NIC bandwidth per GPU (default: --bandwidth); geo: LAN per GPU (100 Gb/s)"},
+    {"regions", "regions", 1, "geo: sites joined by wide-area links (default 2)"},
+    {"gpus-per-region", "gpus_per_region", 1, "geo: GPUs per site (default 8)"},
+    {"wan", "wan", 0, "geo: bandwidth per region pair and direction (default 100 Mb/s)"},
+    {"wan-latency", "wan_latency", 0, "geo: one-way latency per region pair (default 50 ms)"},
     {NULL, NULL, 0, NULL}};
 
 static void help(FILE *out)
@@ -55,7 +59,7 @@ static void help(FILE *out)
             "       dtsim topo info FILE [--json]\n"
             "       dtsim topo validate FILE [--json]\n\n"
             "Generate, validate and describe topologies (format: docs/formats.md).\n\n"
-            "gen KIND: ring, switch, fat-tree, torus, dragonfly, dgx. Writes the topology to FILE\n"
+            "gen KIND: ring, switch, fat-tree, torus, dragonfly, dgx, geo. Writes the topology to FILE\n"
             "(standard output without -o) and prints a summary. Options:\n");
     for (const gen_opt *o = gen_opts; o->flag; o++) fprintf(out, "  --%-18s %s\n", o->flag, o->help);
     fprintf(out,

@@ -55,7 +55,8 @@ typedef enum topo_family {
     TOPO_FAMILY_FAT_TREE,
     TOPO_FAMILY_TORUS,
     TOPO_FAMILY_DRAGONFLY,
-    TOPO_FAMILY_DGX
+    TOPO_FAMILY_DGX,
+    TOPO_FAMILY_GEO
 } topo_family;
 
 /* Generator parameters (CLI options without dashes, '-' as '_'). Zero = default. */
@@ -80,6 +81,11 @@ typedef struct topo_gen_params {
     sim_time_t nvlink_latency;
     sim_time_t switch_latency;
     int df_groups;            /* dragonfly groups (alternative to gpus) */
+    /* geo: regions joined by wide-area links; nodes, gpus_per_node, nvlink_bw and nic_bw as dgx
+     * (per region), latency on the region's LAN links */
+    int regions, gpus_per_region;
+    double wan_bw;            /* B/s per direction of each region pair's link */
+    sim_time_t wan_latency;   /* one way, per region pair */
 } topo_gen_params;
 
 typedef struct topo topo;
@@ -110,6 +116,9 @@ struct topo {
 #define TOPO_DEFAULT_NVLINK_LATENCY (100 * SIM_NS)
 #define TOPO_DEFAULT_GPU "H100-SXM"
 #define TOPO_DEFAULT_RADIX 64
+#define TOPO_DEFAULT_WAN_BANDWIDTH 12.5e6       /* 100 Mb/s per region pair and direction */
+#define TOPO_DEFAULT_WAN_LATENCY (50 * SIM_MS)  /* one way */
+#define TOPO_DEFAULT_LAN_BANDWIDTH 12.5e9       /* 100 Gb/s per GPU inside a region */
 
 /* Load a topology file. On success *out is caller-owned (topo_destroy). */
 int topo_load_file(const char *filename, topo **out, dt_error *err);

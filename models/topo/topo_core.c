@@ -11,7 +11,7 @@
 #include "topo_internal.h"
 
 static const char *const family_names[] = {"file", "ring", "switch", "fat-tree", "torus",
-                                           "dragonfly", "dgx"};
+                                           "dragonfly", "dgx", "geo"};
 
 const char *topo_family_name(topo_family f)
 {

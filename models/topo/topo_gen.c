@@ -368,11 +368,85 @@ static int gen_dgx(topo_gen_params *p, const gpu_spec *spec, topo_builder *b, dt
     return DT_OK;
 }
 
+/* Geo-distributed: `regions` sites, each a LAN switch ("region<r>") with gpus_per_region GPUs in
+ * boxes of gpus_per_node (an NVSwitch inside a box of more than one, as dgx), every GPU on its own
+ * NIC (PCIe at the NIC's rate, then a LAN link of nic_bw and `latency` to the region switch); each
+ * pair of regions joined by one duplex wide-area link of wan_bw and wan_latency, shared by all the
+ * traffic between the two (a site's uplink to a peer, as a VPN or an interconnect between two
+ * clouds is). Routes take the least latency as everywhere (topo_route.c): with one figure for
+ * every pair that is the pair's own link; with a latency matrix a pair may transit a third
+ * region where that is quicker, as internet routing does. Defaults: 100 Mb/s, 50 ms one way, LAN 100 Gb/s. The inline generator also takes
+ * matrices ("wan": [[...]], topo_load.c) that set each pair's link afterwards. */
+static int gen_geo(topo_gen_params *p, const gpu_spec *spec, topo_builder *b, dt_error *err)
+{
+    if (p->regions == 0) p->regions = p->gpus && p->gpus_per_region ? p->gpus / p->gpus_per_region : 2;
+    int R = p->regions;
+    if (R < 1 || R > 1024) return bad(err, "regions", "expected 1 to 1024 regions, found %d", R);
+    if (p->gpus_per_region == 0) p->gpus_per_region = p->gpus ? p->gpus / R : 8;
+    int G = p->gpus_per_region;
+    if (G < 1 || (long long)G * R > MAX_GPUS)
+        return bad(err, "gpus_per_region", "expected 1 or more GPUs per region (4194304 in all), found %d", G);
+    if (p->gpus && p->gpus != G * R)
+        return dt_error_set(err, DT_EINPUT, NULL, "gpus",
+                            "gpus %d disagrees with %d regions of %d GPUs", p->gpus, R, G);
+    p->gpus = G * R;
+    if (p->gpus_per_node == 0) p->gpus_per_node = G < 8 ? G : 8;
+    int gn = p->gpus_per_node;
+    if (gn < 1 || G % gn)
+        return dt_error_set(err, DT_EINPUT, NULL, "gpus_per_node",
+                            "%d GPUs per region is not a whole number of %d-GPU nodes", G, gn);
+    p->nodes = G / gn;
+    if (p->nvlink_bw == 0) p->nvlink_bw = spec->nvlink_bw > 0 ? spec->nvlink_bw : 450e9;
+    if (p->nic_bw == 0) p->nic_bw = TOPO_DEFAULT_LAN_BANDWIDTH;
+    if (p->nvlink_latency == TOPO_GEN_ZERO_LATENCY) p->nvlink_latency = 0;
+    else if (p->nvlink_latency == 0) p->nvlink_latency = TOPO_DEFAULT_NVLINK_LATENCY;
+    if (p->wan_bw < 0) return bad(err, "wan", "expected a positive bandwidth, found %d", -1);
+    if (p->wan_bw == 0) p->wan_bw = TOPO_DEFAULT_WAN_BANDWIDTH;
+    if (p->wan_latency == TOPO_GEN_ZERO_LATENCY) p->wan_latency = 0;
+    else if (p->wan_latency == 0) p->wan_latency = TOPO_DEFAULT_WAN_LATENCY;
+    if (p->wan_latency < 0 || p->wan_latency >= (sim_time_t)1 << 40)
+        return dt_error_set(err, DT_EINPUT, NULL, "wan_latency", "expected a latency below 1 s");
+    char name[96];
+    int sw0 = b->t->n_nodes;
+    for (int r = 0; r < R; r++) {
+        snprintf(name, sizeof name, "region%d", r);
+        tb_node(b, name, TOPO_SWITCH, -1, NULL);
+    }
+    for (int r = 0; r < R; r++)
+        for (int i = 0; i < p->nodes; i++) {
+            snprintf(name, sizeof name, "region%d.node%d", r, i);
+            int host = tb_host(b, name);
+            int g0 = b->t->n_nodes;
+            for (int j = 0; j < gn; j++) {
+                snprintf(name, sizeof name, "region%d.node%d.gpu%d", r, i, j);
+                tb_node(b, name, TOPO_GPU, host, spec);
+            }
+            if (gn > 1) {
+                snprintf(name, sizeof name, "region%d.node%d.nvswitch", r, i);
+                int nvs = tb_node(b, name, TOPO_SWITCH, host, NULL);
+                for (int j = 0; j < gn; j++)
+                    tb_link(b, g0 + j, nvs, p->nvlink_bw, p->nvlink_latency, true);
+            }
+            for (int j = 0; j < gn; j++) {
+                snprintf(name, sizeof name, "region%d.node%d.nic%d", r, i, j);
+                int nic = tb_node(b, name, TOPO_NIC, host, NULL);
+                tb_link(b, g0 + j, nic, p->nic_bw, 0, true);
+                tb_link(b, nic, sw0 + r, p->nic_bw, p->latency, true);
+            }
+        }
+    for (int r = 0; r < R; r++)
+        for (int q = r + 1; q < R; q++) tb_link(b, sw0 + r, sw0 + q, p->wan_bw, p->wan_latency, true);
+    b->t->gpu_forwarding = false;
+    return DT_OK;
+}
+
 /* A name that says what was generated: "fat-tree-128", "dgx-4x8", "torus-4x4x4". */
 void topo_gen_default_name(const topo_gen_params *p, char *name, size_t size)
 {
     if (p->family == TOPO_FAMILY_DGX)
         snprintf(name, size, "dgx-%dx%d", p->nodes, p->gpus_per_node);
+    else if (p->family == TOPO_FAMILY_GEO)
+        snprintf(name, size, "geo-%dx%d", p->regions, p->gpus_per_region);
     else if (p->family == TOPO_FAMILY_TORUS) {
         size_t n = (size_t)snprintf(name, size, "torus-");
         for (int i = 0; i < p->n_dims && n < size; i++)
@@ -397,6 +471,7 @@ int topo_generate(const topo_gen_params *params, topo **out, dt_error *err)
     case TOPO_FAMILY_TORUS: rc = gen_torus(&p, &spec, &b, err); break;
     case TOPO_FAMILY_DRAGONFLY: rc = gen_dragonfly(&p, &spec, &b, err); break;
     case TOPO_FAMILY_DGX: rc = gen_dgx(&p, &spec, &b, err); break;
+    case TOPO_FAMILY_GEO: rc = gen_geo(&p, &spec, &b, err); break;
     default:
         rc = dt_error_set(err, DT_EINPUT, NULL, "generator", "not a generator family");
     }

@@ -7,6 +7,7 @@
  * Node names are looked up through a hash table, so a 35,000-node file loads in linear time.
  */
 #include <ctype.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -398,12 +399,13 @@ fail:
 /* ---- inline generators ---- */
 
 static const char *const gen_families[] = {"ring", "switch", "fat-tree", "torus", "dragonfly",
-                                           "dgx", NULL};
+                                           "dgx", "geo", NULL};
 static const char *const gen_keys[] = {"generator", "name", "gpus", "bandwidth", "latency",
                                        "switch_latency", "gpu", "tiers", "radix",
                                        "oversubscription", "dims", "groups", "routers",
                                        "terminals", "global_links", "nodes", "gpus_per_node",
-                                       "nvlink", "nic", "nvlink_latency", NULL};
+                                       "nvlink", "nic", "nvlink_latency", "regions",
+                                       "gpus_per_region", "wan", "wan_latency", NULL};
 
 /* "4x4x4" or [4, 4, 4] */
 static int parse_dims(const js_ctx *ctx, const cJSON *v, const char *path, topo_gen_params *p)
@@ -452,6 +454,72 @@ static int get_count(const js_ctx *ctx, const cJSON *v, const char *path, const 
     return rc;
 }
 
+/* One R x R matrix of quantities (unit u) at path.key: symmetric, diagonal ignored (null or any
+ * value there), every off-diagonal entry a quantity. Fills m[r * R + q]. */
+static int wan_matrix(const js_ctx *ctx, const char *path, const char *key, const cJSON *v, int R,
+                      unit_kind u, double *m)
+{
+    char sub[JS_PATH_MAX], row[JS_PATH_MAX], d[96];
+    js_path_key(sub, path, key);
+    if (cJSON_GetArraySize(v) != R)
+        return js_fail(ctx, sub, NULL, "expected %d rows (one per region), found %d", R,
+                       cJSON_GetArraySize(v));
+    int r = 0;
+    for (const cJSON *x = v->child; x; x = x->next, r++) {
+        js_path_index(row, sub, r);
+        if (!cJSON_IsArray(x) || cJSON_GetArraySize(x) != R)
+            return js_fail(ctx, row, NULL, "expected a row of %d entries, found %s", R,
+                           js_describe(x, d, sizeof d));
+        int q = 0;
+        for (const cJSON *y = x->child; y; y = y->next, q++) {
+            if (q == r) continue;
+            char cell[JS_PATH_MAX];
+            js_path_index(cell, row, q);
+            double val;
+            int rc = js_quantity_value(ctx, y, cell, u, u == UNIT_BANDWIDTH, &val);
+            if (rc) return rc;
+            if (u == UNIT_TIME && !(val >= 0 && val < 1))
+                return js_fail(ctx, cell, NULL, "expected a latency from 0 to below 1 s, found %s",
+                               js_describe(y, d, sizeof d));
+            m[r * R + q] = val;
+        }
+    }
+    for (r = 0; r < R; r++)
+        for (int q = r + 1; q < R; q++)
+            if (m[r * R + q] != m[q * R + r]) {
+                js_path_index(row, sub, q);
+                char cell[JS_PATH_MAX];
+                js_path_index(cell, row, r);
+                return js_fail(ctx, cell, NULL,
+                               "the matrix must be symmetric (one link per region pair): [%d][%d] "
+                               "differs from [%d][%d]", q, r, r, q);
+            }
+    return DT_OK;
+}
+
+/* Per-pair wide-area figures of a geo topology: each region pair's link (region<r> to
+ * region<q>, both directions) takes its matrix entry. The result is no longer what the
+ * generator's flags regenerate: it becomes a file-family topology (its own nodes and links). */
+static int wan_matrices(const js_ctx *ctx, const char *path, const cJSON *wan, const cJSON *lat,
+                        topo *t)
+{
+    int R = t->gen.regions;
+    double *bw = dt_xcalloc((size_t)R * R, sizeof *bw), *la = dt_xcalloc((size_t)R * R, sizeof *la);
+    int rc = DT_OK;
+    if (cJSON_IsArray(wan)) rc = wan_matrix(ctx, path, "wan", wan, R, UNIT_BANDWIDTH, bw);
+    if (rc == DT_OK && cJSON_IsArray(lat)) rc = wan_matrix(ctx, path, "wan_latency", lat, R, UNIT_TIME, la);
+    for (int l = 0; rc == DT_OK && l < t->n_links; l++) {
+        int a = t->links[l].src, z = t->links[l].dst;
+        if (a >= R || z >= R) continue; /* region switches are nodes 0..R-1 */
+        if (cJSON_IsArray(wan)) t->links[l].bandwidth = bw[a * R + z];
+        if (cJSON_IsArray(lat)) t->links[l].latency = (sim_time_t)llround(la[a * R + z] * 1e12);
+    }
+    free(bw);
+    free(la);
+    if (rc == DT_OK) t->gen.family = TOPO_FAMILY_FILE;
+    return rc;
+}
+
 static int load_generator(const js_ctx *ctx, const cJSON *v, const char *path, topo **out)
 {
     char sub[JS_PATH_MAX];
@@ -471,8 +539,21 @@ static int load_generator(const js_ctx *ctx, const cJSON *v, const char *path, t
         (rc = get_count(ctx, v, path, "terminals", &p.df_p)) ||
         (rc = get_count(ctx, v, path, "global_links", &p.df_h)) ||
         (rc = get_count(ctx, v, path, "nodes", &p.nodes)) ||
-        (rc = get_count(ctx, v, path, "gpus_per_node", &p.gpus_per_node)))
+        (rc = get_count(ctx, v, path, "gpus_per_node", &p.gpus_per_node)) ||
+        (rc = get_count(ctx, v, path, "regions", &p.regions)) ||
+        (rc = get_count(ctx, v, path, "gpus_per_region", &p.gpus_per_region)))
         return rc;
+    const cJSON *wan = cJSON_GetObjectItemCaseSensitive(v, "wan");
+    const cJSON *wan_lat = cJSON_GetObjectItemCaseSensitive(v, "wan_latency");
+    if (p.family != TOPO_FAMILY_GEO && (wan || wan_lat || p.regions || p.gpus_per_region))
+        return js_fail(ctx, path, wan ? "wan" : wan_lat ? "wan_latency" : p.regions ? "regions" : "gpus_per_region",
+                       "only the geo generator has regions and wide-area links");
+    if ((wan && !cJSON_IsArray(wan) &&
+         (rc = js_get_quantity(ctx, v, path, "wan", UNIT_BANDWIDTH, false, true, &p.wan_bw))) ||
+        (wan_lat && !cJSON_IsArray(wan_lat) &&
+         (rc = js_get_time(ctx, v, path, "wan_latency", false, &p.wan_latency))))
+        return rc;
+    if (wan_lat && !cJSON_IsArray(wan_lat) && p.wan_latency == 0) p.wan_latency = TOPO_GEN_ZERO_LATENCY;
     if ((rc = js_get_quantity(ctx, v, path, "bandwidth", UNIT_BANDWIDTH, false, true, &p.bandwidth)) ||
         (rc = js_get_quantity(ctx, v, path, "nvlink", UNIT_BANDWIDTH, false, true, &p.nvlink_bw)) ||
         (rc = js_get_quantity(ctx, v, path, "nic", UNIT_BANDWIDTH, false, true, &p.nic_bw)) ||
@@ -506,7 +587,7 @@ static int load_generator(const js_ctx *ctx, const cJSON *v, const char *path, t
         } else {
             custom = true;
         }
-        if (custom && p.family == TOPO_FAMILY_DGX && p.nvlink_bw == 0 && spec.nvlink_bw > 0)
+        if (custom && (p.family == TOPO_FAMILY_DGX || p.family == TOPO_FAMILY_GEO) && p.nvlink_bw == 0 && spec.nvlink_bw > 0)
             p.nvlink_bw = spec.nvlink_bw;
     }
     dt_error gerr;
@@ -525,6 +606,12 @@ static int load_generator(const js_ctx *ctx, const cJSON *v, const char *path, t
     if (name) {
         free((*out)->name);
         (*out)->name = dt_xstrdup(name);
+    }
+    if ((cJSON_IsArray(wan) || cJSON_IsArray(wan_lat)) &&
+        (rc = wan_matrices(ctx, path, wan, wan_lat, *out))) {
+        topo_destroy(*out);
+        *out = NULL;
+        return rc;
     }
     return DT_OK;
 }

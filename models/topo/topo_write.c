@@ -55,6 +55,16 @@ static void gen_command(const topo *t, char *buf, size_t size)
         fmt_time(p->nvlink_latency, c, sizeof c);
         ADD(" --nvlink '%s' --nic '%s' --nvlink-latency '%s'", a, b, c);
         break;
+    case TOPO_FAMILY_GEO:
+        ADD(" --regions %d --gpus-per-region %d --gpus-per-node %d", p->regions,
+            p->gpus_per_region, p->gpus_per_node);
+        fmt_bw(p->wan_bw, a, sizeof a);
+        fmt_time(p->wan_latency, c, sizeof c);
+        ADD(" --wan '%s' --wan-latency '%s'", a, c);
+        fmt_bw(p->nvlink_bw, a, sizeof a);
+        fmt_bw(p->nic_bw, b, sizeof b);
+        ADD(" --nvlink '%s' --nic '%s'", a, b);
+        break;
     case TOPO_FAMILY_FAT_TREE:
         ADD(" --gpus %d --tiers %d --radix %d --oversubscription %g", p->gpus, p->tiers, p->radix,
             p->oversubscription);
@@ -65,7 +75,7 @@ static void gen_command(const topo *t, char *buf, size_t size)
         break;
     default: ADD(" --gpus %d", p->gpus);
     }
-    if (p->family != TOPO_FAMILY_DGX) {
+    if (p->family != TOPO_FAMILY_DGX && p->family != TOPO_FAMILY_GEO) {
         fmt_bw(p->bandwidth, a, sizeof a);
         ADD(" --bandwidth '%s'", a);
     }
