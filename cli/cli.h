@@ -37,6 +37,9 @@ typedef struct cli_outfile {
 } cli_outfile;
 int cli_outfile_open(cli_outfile *o, const char *path, dt_error *err);
 int cli_outfile_commit(cli_outfile *o, dt_error *err);
+/* Close the temporary now (checked) and rename it at commit: for commands writing more files
+ * than a process may hold open (one per rank of a Chakra trace). */
+int cli_outfile_close(cli_outfile *o, dt_error *err);
 void cli_outfile_abort(cli_outfile *o);
 
 #define CLI_COMMAND(id) extern const cli_command id

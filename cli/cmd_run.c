@@ -3,10 +3,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <unistd.h>
 
 #include "cli.h"
+#include "dtsim/chakra.h"
 #include "dtsim/report.h"
 #include "dtsim/run.h"
 #include "dtsim/units.h"
@@ -16,6 +18,7 @@ static void help(FILE *out)
     fprintf(out,
             "usage: dtsim run SCENARIO.json [options]\n"
             "       dtsim run --trace TRACE.json --topology TOPOLOGY.json [options]\n"
+            "       dtsim run --trace-chakra DIR_OR_PREFIX --topology TOPOLOGY.json [options]\n"
             "\n"
             "Simulate one training step: step time, its breakdown for the critical GPU,\n"
             "throughput and memory per GPU (docs/workloads.md).\n"
@@ -26,8 +29,15 @@ static void help(FILE *out)
             "  --network flow|analytic  network model: max-min shared flows (default) or\n"
             "                         uncontended closed forms\n"
             "  --write-trace FILE     also write the step's op graph as a trace file\n"
+            "  --write-chakra PREFIX  also write it as a Chakra execution trace: PREFIX.<gpu>.et\n"
+            "                         per GPU and PREFIX.comm_groups.json (ASTRA-sim's groups);\n"
+            "                         a directory gets DIR/trace.<gpu>.et (docs/formats.md)\n"
             "  --trace FILE           replay a trace instead of a scenario (needs --topology)\n"
-            "  --topology FILE        topology for --trace\n"
+            "  --trace-chakra P       replay a Chakra execution trace: the files P.0.et, P.1.et\n"
+            "                         ... or the one such family in directory P (one GPU per\n"
+            "                         rank; needs --topology)\n"
+            "  --chakra-groups FILE   ASTRA-sim communicator groups for --trace-chakra\n"
+            "  --topology FILE        topology for --trace and --trace-chakra\n"
             "  --timeline FILE        also write a Perfetto/Chrome trace of the step (open it in\n"
             "                         ui.perfetto.dev; docs/reports.md)\n"
             "  --timeline-gpus SEL    keep only these GPUs in the timeline, e.g. 0-7,64, and the\n"
@@ -391,6 +401,84 @@ static void print_human(const char *what, const run_result *r, const run_steps_r
            (unsigned long long)r->seed);
 }
 
+/* Files written from the step's op graph through run_options.on_graph, committed together
+ * once the step has simulated (a failed run leaves none). */
+typedef struct graph_out {
+    const char *chakra;      /* --write-chakra */
+    const char *trace;       /* --write-trace of a replayed trace */
+    cli_outfile *files;
+    int n_files;
+} graph_out;
+
+static cli_outfile *new_file(graph_out *o)
+{
+    o->files = dt_xrealloc(o->files, (size_t)(o->n_files + 1) * sizeof *o->files);
+    cli_outfile *f = &o->files[o->n_files++];
+    memset(f, 0, sizeof *f);
+    return f;
+}
+
+static int write_graph(void *ctx, const wl_graph *g, const trace_env *env, const topo *t, dt_error *err)
+{
+    graph_out *o = ctx;
+    int rc = DT_OK;
+    if (o->trace) {
+        cli_outfile *f = new_file(o);
+        rc = cli_outfile_open(f, o->trace, err);
+        if (rc == DT_OK) rc = trace_write(f->f, g, env, err);
+        if (rc == DT_OK) rc = cli_outfile_close(f, err);
+    }
+    if (rc == DT_OK && o->chakra) {
+        chakra_export *x = NULL;
+        rc = chakra_export_create(g, env, t->gpus, &x, err);
+        if (rc == DT_EINPUT && !err->file[0]) snprintf(err->file, sizeof err->file, "%.500s", o->chakra);
+        /* PREFIX, or DIR/trace when it names a directory */
+        char prefix[4096];
+        struct stat st;
+        size_t pl = strlen(o->chakra);
+        if ((pl && o->chakra[pl - 1] == '/') || (stat(o->chakra, &st) == 0 && S_ISDIR(st.st_mode)))
+            snprintf(prefix, sizeof prefix, "%s%strace", o->chakra, pl && o->chakra[pl - 1] == '/' ? "" : "/");
+        else
+            snprintf(prefix, sizeof prefix, "%s", o->chakra);
+        char path[4200];
+        for (int r = 0; rc == DT_OK && r < chakra_export_ranks(x); r++) {
+            cli_outfile *f = new_file(o);
+            snprintf(path, sizeof path, "%s.%d.et", prefix, r);
+            rc = cli_outfile_open(f, path, err);
+            if (rc == DT_OK) rc = chakra_export_write_rank(x, r, f->f, err);
+            if (rc == DT_OK) rc = cli_outfile_close(f, err);
+            else if (!err->file[0]) snprintf(err->file, sizeof err->file, "%.500s", path);
+        }
+        if (rc == DT_OK) {
+            cli_outfile *f = new_file(o);
+            snprintf(path, sizeof path, "%s.comm_groups.json", prefix);
+            rc = cli_outfile_open(f, path, err);
+            if (rc == DT_OK) rc = chakra_export_write_groups(x, f->f, err);
+            if (rc == DT_OK) rc = cli_outfile_close(f, err);
+        }
+        chakra_export_destroy(x);
+    }
+    return rc;
+}
+
+static void finish_graph_out(graph_out *o, bool commit, dt_error *err, int *rc)
+{
+    for (int i = 0; i < o->n_files; i++) {
+        if (commit && *rc == DT_OK) *rc = cli_outfile_commit(&o->files[i], err);
+        else cli_outfile_abort(&o->files[i]);
+    }
+    free(o->files);
+    o->files = NULL;
+    o->n_files = 0;
+}
+
+static void print_warning(void *ctx, const dt_error *w)
+{
+    (void)ctx;
+    char buf[DT_ERR_FILE_MAX + DT_ERR_PATH_MAX + DT_ERR_MSG_MAX + 64];
+    fprintf(stderr, "dtsim: warning: %s\n", dt_error_format(w, buf, sizeof buf));
+}
+
 static int run(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) {
@@ -398,7 +486,8 @@ static int run(int argc, char **argv)
         return CLI_OK;
     }
     run_options opt = {.links = 5};
-    const char *scenario = NULL, *trace = NULL, *topology = NULL;
+    const char *scenario = NULL, *trace = NULL, *topology = NULL, *chakra = NULL;
+    graph_out gout = {0};
     bool json = false, progress = true;
     long n_steps = 0, jobs = sysconf(_SC_NPROCESSORS_ONLN);
     for (int i = 1; i < argc; i++) {
@@ -425,6 +514,15 @@ static int run(int argc, char **argv)
         } else if (!strcmp(a, "--trace")) {
             if (!has_val) return usage("--trace needs a file name", NULL);
             trace = argv[++i];
+        } else if (!strcmp(a, "--trace-chakra")) {
+            if (!has_val) return usage("--trace-chakra needs a directory or a file prefix", NULL);
+            chakra = argv[++i];
+        } else if (!strcmp(a, "--chakra-groups")) {
+            if (!has_val) return usage("--chakra-groups needs a file name", NULL);
+            opt.chakra_groups = argv[++i];
+        } else if (!strcmp(a, "--write-chakra")) {
+            if (!has_val) return usage("--write-chakra needs a file prefix or a directory", NULL);
+            gout.chakra = argv[++i];
         } else if (!strcmp(a, "--timeline")) {
             if (!has_val) return usage("--timeline needs a file name", NULL);
             opt.timeline = argv[++i];
@@ -462,22 +560,35 @@ static int run(int argc, char **argv)
             return usage("more than one scenario", a);
         }
     }
-    if (trace && scenario) return usage("give a scenario or --trace, not both", NULL);
-    if (trace && !topology) return usage("--trace needs --topology", NULL);
-    if (!trace && topology) return usage("--topology goes with --trace", NULL);
-    if (!trace && !scenario) return usage("missing the scenario file", NULL);
-    if (trace && opt.write_trace) return usage("--write-trace needs a scenario", NULL);
+    if ((trace != NULL) + (chakra != NULL) + (scenario != NULL) > 1)
+        return usage("give one of a scenario, --trace and --trace-chakra", NULL);
+    if ((trace || chakra) && !topology) return usage(trace ? "--trace needs --topology" : "--trace-chakra needs --topology", NULL);
+    if (!trace && !chakra && topology) return usage("--topology goes with --trace or --trace-chakra", NULL);
+    if (!trace && !chakra && !scenario) return usage("missing the scenario file", NULL);
+    if (opt.chakra_groups && !chakra) return usage("--chakra-groups goes with --trace-chakra", NULL);
+    if (trace || chakra) { /* the replays write their graph through on_graph */
+        gout.trace = opt.write_trace;
+        opt.write_trace = NULL;
+    }
+    if (gout.trace || gout.chakra) {
+        opt.on_graph = write_graph;
+        opt.on_graph_ctx = &gout;
+    }
+    opt.warn = print_warning;
     if (opt.timeline_gpus && !opt.timeline) return usage("--timeline-gpus goes with --timeline", NULL);
-    if (trace && n_steps) return usage("--steps needs a scenario", NULL);
+    if ((trace || chakra) && n_steps) return usage("--steps needs a scenario", NULL);
+    if (n_steps && gout.chakra) return usage("--write-chakra writes one step: leave out --steps", NULL);
     run_result r;
     run_steps_result steps = {0};
     dt_error err;
     dt_error_clear(&err);
     bar b = {.on = progress && !json && isatty(STDERR_FILENO) && n_steps > 1, .last = -1};
-    int rc = trace ? run_trace_file(trace, topology, &opt, &r, &err)
+    int rc = trace    ? run_trace_file(trace, topology, &opt, &r, &err)
+             : chakra ? run_chakra(chakra, topology, &opt, &r, &err)
              : n_steps ? run_scenario_steps_file(scenario, &opt, (int)n_steps, (int)jobs, draw, &b,
                                                  &r, &steps, &err)
                        : run_scenario_file(scenario, &opt, &r, &err);
+    finish_graph_out(&gout, rc == DT_OK, &err, &rc);
     if (rc != DT_OK) {
         run_result_free(&r);
         return cli_report_error(&err);
@@ -501,7 +612,7 @@ static int run(int argc, char **argv)
         }
     }
     if (json) print_json(&r, n_steps ? &steps : NULL);
-    else print_human(trace ? trace : scenario, &r, n_steps ? &steps : NULL);
+    else print_human(trace ? trace : chakra ? chakra : scenario, &r, n_steps ? &steps : NULL);
     if (!r.fits) fprintf(stderr, "dtsim run: warning: the plan does not fit in GPU memory\n");
     run_result_free(&r);
     run_steps_result_free(&steps);

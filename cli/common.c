@@ -54,6 +54,23 @@ int cli_outfile_open(cli_outfile *o, const char *path, dt_error *err)
     return DT_OK;
 }
 
+int cli_outfile_close(cli_outfile *o, dt_error *err)
+{
+    if (!o->f || o->f == stdout) return DT_OK;
+    int bad = ferror(o->f);
+    if (fclose(o->f) != 0) bad = 1;
+    o->f = NULL;
+    if (bad) {
+        remove(o->tmp);
+        int rc = dt_error_set(err, DT_EIO, o->path, NULL, "write failed");
+        free(o->path);
+        free(o->tmp);
+        o->path = o->tmp = NULL;
+        return rc;
+    }
+    return DT_OK;
+}
+
 int cli_outfile_commit(cli_outfile *o, dt_error *err)
 {
     if (o->f == stdout) {
@@ -61,8 +78,9 @@ int cli_outfile_commit(cli_outfile *o, dt_error *err)
         o->f = NULL;
         return DT_OK;
     }
-    int bad = ferror(o->f);
-    if (fclose(o->f) != 0) bad = 1;
+    if (!o->tmp) return DT_OK; /* nothing open (a failed close removed it already) */
+    int bad = o->f ? ferror(o->f) : 0;
+    if (o->f && fclose(o->f) != 0) bad = 1;
     o->f = NULL;
     int rc = DT_OK;
     if (bad) {
@@ -81,10 +99,8 @@ int cli_outfile_commit(cli_outfile *o, dt_error *err)
 
 void cli_outfile_abort(cli_outfile *o)
 {
-    if (o->f && o->f != stdout) {
-        fclose(o->f);
-        remove(o->tmp);
-    }
+    if (o->f && o->f != stdout) fclose(o->f);
+    if (o->f != stdout && o->tmp) remove(o->tmp);
     o->f = NULL;
     free(o->path);
     free(o->tmp);

@@ -27,12 +27,12 @@ declare -A src_dir=(
 )
 # Public headers (include/dtsim/) by room.
 declare -A public=(
-  [error.h]=sim [json.h]=sim [units.h]=sim [simtime.h]=sim [sim.h]=sim
+  [error.h]=sim [version.h]=sim [json.h]=sim [units.h]=sim [simtime.h]=sim [sim.h]=sim
   [gpu.h]=gpu [calib.h]=gpu
   [kern.h]=kernels
   [topo.h]=topo
   [net.h]=net [coll.h]=net
-  [workload.h]=workload [replay.h]=workload [run.h]=workload [goodput.h]=workload
+  [workload.h]=workload [replay.h]=workload [run.h]=workload [goodput.h]=workload [chakra.h]=workload
   [report.h]=reports [sweep.h]=reports [plan.h]=reports [validate.h]=reports
 )
 

@@ -3,10 +3,13 @@
 # Usage: scripts/deps.sh [--test]   (--test adds what the test suite needs: clang for fuzzing,
 #                                    Open MPI for the MPI kernels and sweeps, valgrind)
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config libgsl-dev libcjson-dev check gnuplot-nox)
+pkgs=(build-essential cmake pkg-config libgsl-dev libcjson-dev libprotobuf-c-dev protobuf-c-compiler check
+      gnuplot-nox)
 if [[ "${1:-}" == "--test" ]]; then
-  # libclang-rt-dev: libFuzzer and the sanitizer runtimes (only a Recommends of clang)
-  pkgs+=(clang libclang-rt-dev libopenmpi-dev openmpi-bin valgrind python3)
+  # libclang-rt-dev: libFuzzer and the sanitizer runtimes (only a Recommends of clang);
+  # protobuf-compiler: protoc, an independent protobuf implementation the Chakra tests encode
+  # hand-written traces with and decode dtsim's with
+  pkgs+=(clang libclang-rt-dev libopenmpi-dev openmpi-bin valgrind python3 protobuf-compiler)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

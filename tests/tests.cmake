@@ -38,6 +38,11 @@ foreach(src ${DTSIM_CLI_TESTS})
     set_tests_properties(cli_${name} PROPERTIES LABELS no-sanitize SKIP_RETURN_CODE 77)
   endif()
 endforeach()
+# test_install.sh installs this build and links examples/embed against it: not in the sanitizer
+# build (the installed library would need the sanitizer runtime in every program linking it).
+if(TEST cli_test_install)
+  set_tests_properties(cli_test_install PROPERTIES LABELS no-sanitize)
+endif()
 
 file(GLOB DTSIM_BENCHES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/bench/bench_*.c)
 set(DTSIM_BENCH_TARGETS)

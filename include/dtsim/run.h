@@ -63,6 +63,18 @@ typedef struct run_timeline {
 
 void run_timeline_free(run_timeline *tl);
 
+struct wl_graph;
+struct trace_env;
+struct topo;
+
+/* Called once a run's op graph exists, before it is simulated, with the environment it runs
+ * under and the topology (GPU overrides, degraded links and calibration applied): how the CLI
+ * writes the graph out (--write-chakra, and --write-trace of a replayed trace) through its own
+ * output files. Everything passed is borrowed for the call. A non-zero return stops the run
+ * with that status (err filled). */
+typedef int (*run_graph_fn)(void *ctx, const struct wl_graph *g, const struct trace_env *env, const struct topo *t,
+                            dt_error *err);
+
 typedef struct run_options {
     bool have_seed;
     uint64_t seed;            /* overrides the scenario's seed when have_seed */
@@ -72,6 +84,11 @@ typedef struct run_options {
     const char *timeline;     /* path for a Perfetto trace-event file, or NULL */
     const char *timeline_gpus;/* GPU selection for the timeline ("0-7,64"), NULL = all */
     bool record_timeline;     /* fill run_result.timeline */
+    run_graph_fn on_graph;    /* NULL: none */
+    void *on_graph_ctx;
+    const char *chakra_groups; /* run_chakra: ASTRA-sim communicator-group file, or NULL */
+    void (*warn)(void *ctx, const dt_error *warning); /* run_chakra's warnings (NULL: dropped) */
+    void *warn_ctx;
     int links;                /* report this many of the most loaded links (run_result.links) */
 } run_options;
 
@@ -236,5 +253,11 @@ int run_goodput_job_file(const char *filename, const run_options *opt, gp_job *j
  * so a written trace replayed on the same topology gives the same result. */
 int run_trace_file(const char *trace_file, const char *topology_file, const run_options *opt,
                    run_result *out, dt_error *err);
+
+/* Replay a Chakra execution trace (chakra.h: PREFIX.<rank>.et files, or the directory holding
+ * them) on the topology in topology_file, one GPU per rank. A trace dtsim wrote carries its run
+ * environment and gives the step time of the run that wrote it. */
+int run_chakra(const char *dir_or_prefix, const char *topology_file, const run_options *opt,
+               run_result *out, dt_error *err);
 
 #endif

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "dtsim/calib.h"
+#include "dtsim/chakra.h"
 #include "dtsim/coll.h"
 #include "dtsim/net.h"
 #include "dtsim/replay.h"
@@ -938,15 +939,13 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
     wl_scenario *s = &p.s;
     int rc = DT_OK;
     char *trace_tmp = NULL;
-    if (opt && opt->write_trace) {
-        trace_env env = {.gpu = NULL, .env = s->env, .mem_params = out->memory.params,
-                         .mem_grads = out->memory.grads, .mem_optimizer = out->memory.optimizer,
-                         .mem_activations = out->memory.activations,
-                         .mem_peak = out->memory.peak};
-        snprintf(env.name, sizeof env.name, "%s", s->name);
-        env.gpu = s->gpu ? (cJSON *)s->gpu : NULL;
-        rc = write_trace_file(opt->write_trace, p.g, &env, &trace_tmp, err);
-    }
+    trace_env env = {.gpu = NULL, .env = s->env, .mem_params = out->memory.params,
+                     .mem_grads = out->memory.grads, .mem_optimizer = out->memory.optimizer,
+                     .mem_activations = out->memory.activations, .mem_peak = out->memory.peak};
+    snprintf(env.name, sizeof env.name, "%s", s->name);
+    env.gpu = s->gpu ? (cJSON *)s->gpu : NULL;
+    if (opt && opt->write_trace) rc = write_trace_file(opt->write_trace, p.g, &env, &trace_tmp, err);
+    if (rc == DT_OK && opt && opt->on_graph) rc = opt->on_graph(opt->on_graph_ctx, p.g, &env, p.t, err);
     if (rc == DT_OK && s->plan.staleness >= 0) {
         /* asynchronous replicas have no single step: simulate enough of them to see the
          * staleness bound bind (docs/workloads.md, "Many steps") */
@@ -1045,6 +1044,54 @@ int run_memory_file(const char *filename, struct run_memory *out, bool *fits, dt
     return rc;
 }
 
+/* Simulate graph g read from `source` (a trace file or a Chakra prefix) with its environment on
+ * the topology in topology_file: what --trace and --trace-chakra share. */
+static int run_graph(wl_graph *g, trace_env *tr, const char *source, const char *topology_file,
+                     const run_options *opt, run_result *out, dt_error *err)
+{
+    topo *t = NULL;
+    int rc = topo_load_file(topology_file, &t, err);
+    if (rc == DT_OK) {
+        js_ctx c = {source, err};
+        rc = apply_gpu(&c, tr->gpu, "environment.gpu", t);
+        if (rc == DT_OK) rc = apply_degraded(&c, tr->env.degraded, tr->env.n_degraded, t);
+        if (rc == DT_OK) apply_link_efficiency(&tr->env, t);
+        if (rc == DT_OK && t->n_gpus < g->n_gpus)
+            rc = dt_error_set(err, DT_EINPUT, topology_file, NULL,
+                              "the trace uses %d GPUs but the topology has %d", g->n_gpus,
+                              t->n_gpus);
+        for (int i = 0; rc == DT_OK && i < tr->env.n_stragglers; i++)
+            if (tr->env.stragglers[i].gpu >= g->n_gpus) {
+                char p[JS_PATH_MAX];
+                js_path_index(p, "environment.stragglers", i);
+                rc = js_fail(&c, p, "gpu", "the trace has GPUs 0..%d, found %d", g->n_gpus - 1,
+                             tr->env.stragglers[i].gpu);
+            }
+    }
+    if (rc == DT_OK) {
+        if (opt && opt->have_seed) tr->env.seed = opt->seed;
+        if (opt && opt->have_network) tr->env.network = opt->network;
+        snprintf(out->name, sizeof out->name, "%s", tr->name);
+        out->memory = (struct run_memory){.params = tr->mem_params, .grads = tr->mem_grads,
+                                   .optimizer = tr->mem_optimizer,
+                                   .activations = tr->mem_activations, .peak = tr->mem_peak};
+        out->memory.capacity = INFINITY;
+        for (int i = 0; i < t->n_gpus; i++)
+            if (t->gpus[i].hbm_bytes < out->memory.capacity)
+                out->memory.capacity = t->gpus[i].hbm_bytes;
+        out->fits = out->memory.peak <= out->memory.capacity;
+        if (opt && opt->on_graph) rc = opt->on_graph(opt->on_graph_ctx, g, tr, t, err);
+    }
+    if (rc == DT_OK) {
+        run_job J = {.g = g, .t = t, .env = &tr->env};
+        rc = run_job_simulate(&J, opt, out, err);
+        if (rc == DT_EINPUT && !err->file[0]) /* replay errors (cycles, overflow) are the trace's */
+            snprintf(err->file, sizeof err->file, "%s", source);
+    }
+    topo_destroy(t);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- goodput ---- */
 
 int run_goodput_job(const cJSON *scenario, const char *file, const char *base_dir,
@@ -1140,52 +1187,33 @@ int run_trace_file(const char *trace_file, const char *topology_file, const run_
     wl_graph *g = NULL;
     trace_env tr;
     memset(&tr, 0, sizeof tr);
-    topo *t = NULL;
     if (rc == DT_OK) {
         js_ctx c = {trace_file, err};
         rc = trace_read(&c, tj, &g, &tr);
     }
-    if (rc == DT_OK) {
-        rc = topo_load_file(topology_file, &t, err);
-    }
-    if (rc == DT_OK) {
-        js_ctx c = {trace_file, err};
-        rc = apply_gpu(&c, tr.gpu, "environment.gpu", t);
-        if (rc == DT_OK) rc = apply_degraded(&c, tr.env.degraded, tr.env.n_degraded, t);
-        if (rc == DT_OK) apply_link_efficiency(&tr.env, t);
-        if (rc == DT_OK && t->n_gpus < g->n_gpus)
-            rc = dt_error_set(err, DT_EINPUT, topology_file, NULL,
-                              "the trace uses %d GPUs but the topology has %d", g->n_gpus,
-                              t->n_gpus);
-        for (int i = 0; rc == DT_OK && i < tr.env.n_stragglers; i++)
-            if (tr.env.stragglers[i].gpu >= g->n_gpus) {
-                char p[JS_PATH_MAX];
-                js_path_index(p, "environment.stragglers", i);
-                rc = js_fail(&c, p, "gpu", "the trace has GPUs 0..%d, found %d", g->n_gpus - 1,
-                             tr.env.stragglers[i].gpu);
-            }
-    }
-    if (rc == DT_OK) {
-        if (opt && opt->have_seed) tr.env.seed = opt->seed;
-        if (opt && opt->have_network) tr.env.network = opt->network;
-        snprintf(out->name, sizeof out->name, "%s", tr.name);
-        out->memory = (struct run_memory){.params = tr.mem_params, .grads = tr.mem_grads,
-                                   .optimizer = tr.mem_optimizer,
-                                   .activations = tr.mem_activations, .peak = tr.mem_peak};
-        out->memory.capacity = INFINITY;
-        for (int i = 0; i < t->n_gpus; i++)
-            if (t->gpus[i].hbm_bytes < out->memory.capacity)
-                out->memory.capacity = t->gpus[i].hbm_bytes;
-        out->fits = out->memory.peak <= out->memory.capacity;
-        run_job J = {.g = g, .t = t, .env = &tr.env};
-        rc = run_job_simulate(&J, opt, out, err);
-        if (rc == DT_EINPUT && !err->file[0]) /* replay errors (cycles, overflow) are the trace's */
-            snprintf(err->file, sizeof err->file, "%s", trace_file);
-    }
+    if (rc == DT_OK) rc = run_graph(g, &tr, trace_file, topology_file, opt, out, err);
     wl_graph_destroy(g);
     trace_env_free(&tr);
-    topo_destroy(t);
     cJSON_Delete(tj);
+    out->wall_s = now_s() - t0;
+    return rc;
+}
+
+int run_chakra(const char *dir_or_prefix, const char *topology_file, const run_options *opt,
+               run_result *out, dt_error *err)
+{
+    double t0 = now_s();
+    memset(out, 0, sizeof *out);
+    wl_graph *g = NULL;
+    trace_env tr;
+    memset(&tr, 0, sizeof tr);
+    out->staleness = -1;
+    chakra_read_options co = {.groups_file = opt ? opt->chakra_groups : NULL,
+                              .warn = opt ? opt->warn : NULL, .warn_ctx = opt ? opt->warn_ctx : NULL};
+    int rc = chakra_read(dir_or_prefix, &co, &g, &tr, err);
+    if (rc == DT_OK) rc = run_graph(g, &tr, dir_or_prefix, topology_file, opt, out, err);
+    wl_graph_destroy(g);
+    trace_env_free(&tr);
     out->wall_s = now_s() - t0;
     return rc;
 }

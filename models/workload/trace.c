@@ -49,6 +49,18 @@ static void put_str(FILE *f, const char *s)
     cJSON_Delete(n);
 }
 
+/* An op name: most need no escaping (millions of ops: no cJSON round trip for them); names
+ * read from other formats (Chakra) may hold quotes, backslashes or control characters. */
+static void put_name(FILE *f, const char *s)
+{
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+        if (*c < 0x20 || *c == '"' || *c == '\\' || *c >= 0x7f) {
+            put_str(f, s);
+            return;
+        }
+    fprintf(f, "\"%s\"", s);
+}
+
 int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
 {
     fprintf(f, "{\n\"format\": \"dtsim-trace\",\n\"version\": 1,\n\"name\": ");
@@ -157,9 +169,9 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
     for (uint32_t i = 0; i < g->n_ops; i++) {
         const wl_op *o = &g->ops[i];
         fprintf(f, "%s{\"id\": %u, \"lane\": %u, \"kind\": \"%s\", \"stream\": \"%s\", "
-                   "\"name\": \"%s\"",
-                i ? ",\n" : "", i, o->lane, kind_names[o->kind], stream_names[o->stream],
-                g->names[o->name]);
+                   "\"name\": ",
+                i ? ",\n" : "", i, o->lane, kind_names[o->kind], stream_names[o->stream]);
+        put_name(f, g->names[o->name]);
         if (o->mb >= 0) fprintf(f, ", \"mb\": %d", o->mb);
         if (o->layer >= 0) fprintf(f, ", \"layer\": %d", o->layer);
         if (o->kind == WL_OP_COMPUTE) fprintf(f, ", \"cost\": %u", o->arg);

@@ -32,7 +32,7 @@ for src in tests/fuzz/fuzz_*.c; do
   [[ -d $seeds ]] || seeds=
   log=build-fuzz/$name.log
   # traces and calibrations written by dtsim are a few KB even when small
-  case $name in fuzz_trace | fuzz_calib | fuzz_nccl_tests) max_len=8192 ;; *) max_len=4096 ;; esac
+  case $name in fuzz_trace | fuzz_calib | fuzz_nccl_tests | fuzz_chakra) max_len=8192 ;; *) max_len=4096 ;; esac
   if UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
       "build-fuzz/$name" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=$max_len \
       -print_final_stats=1 -artifact_prefix=build-fuzz/artifacts/"$name"- \
