@@ -927,6 +927,16 @@ int cal_from_nccl_runs(const cal_nccl_run *runs, int n_runs, const cal_nccl_opti
                               "%s_perf: the time does not grow with the size over the range fitted (beta = %.3g s/B)",
                               op_test_names[R->kind], fit.beta);
         }
+        /* What is written must read back: the calibration reader (models/gpu/calib.c) bounds every
+         * fitted figure, and a log whose times span 1e-300..1e300 fits a line outside them. */
+        if (rc == DT_OK && !(fabs(fit.alpha) <= 1e6 && fit.alpha_ci <= 1e6 && fit.beta <= 1e6 && fit.beta_ci <= 1e6 &&
+                             fit.r2 >= -1e9)) {
+            rc = dt_error_set(err, DT_EINPUT, R->file, NULL,
+                              "%s_perf: the fitted line (alpha %.3g s +- %.3g, beta %.3g s/B +- %.3g, R^2 %.3g) is "
+                              "outside what a calibration holds (|alpha|, beta and their 95 %% intervals up to 1e6 s): "
+                              "the times are not those of a collective",
+                              op_test_names[R->kind], fit.alpha, fit.alpha_ci, fit.beta, fit.beta_ci, fit.r2);
+        }
         if (rc == DT_OK) {
             char name[32];
             snprintf(name, sizeof name, "nccltests_%s%s", cal_kind_name(R->kind), scope == CAL_SCOPE_INTER ? "_inter" : "");

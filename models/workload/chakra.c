@@ -291,7 +291,7 @@ static int read_attrs(reader *R, const crank *k, cnode *n, pb_attr **attrs, size
     } while (0)
 #define WANT_NUM(field)                                                                             \
     do {                                                                                            \
-        if (!attr_num(a, &dv) || dv < 0)                                                            \
+        if (!attr_num(a, &dv) || !(dv >= 0) || !isfinite(dv))                                      \
             return fail_node(R, k, n, "attribute %s: expected a number >= 0", nm);                  \
         field = dv;                                                                                 \
     } while (0)
@@ -1105,6 +1105,10 @@ static int build_dtsim(reader *R, wl_graph **out, trace_env *env)
             op.kind = WL_OP_SEND;
             if (n->comm_dst < 0 || n->comm_dst >= g->n_gpus || lane_of[n->comm_dst] < 0) {
                 rc = fail_node(R, k, n, "comm_dst %" PRId64 " is not a GPU of a lane", n->comm_dst);
+                break;
+            }
+            if (n->d_bytes < 0 && n->comm_size < 0) {
+                rc = fail_node(R, k, n, "COMM_SEND_NODE without comm_size");
                 break;
             }
             op.arg = (uint32_t)lane_of[n->comm_dst];
