@@ -59,6 +59,8 @@ typedef struct gpu_spec {
     double cost_per_hour;                   /* USD per GPU-hour, 0 if unknown */
     int sms;                                /* streaming multiprocessors (GEMM wave quantization);
                                                0 = unknown: GEMMs at the flat matmul efficiency */
+    int gemm_tile[2];                       /* output tile of one thread block, long and short
+                                               side (both orientations are tried): 256, 128 */
     gpu_table table[GPU_OP_CLASS_COUNT];    /* measured compute tables (n 0: roofline) */
 } gpu_spec;
 
@@ -104,16 +106,17 @@ typedef struct gpu_gemm {
     uint32_t count;
 } gpu_gemm;
 
-/* The output tile one thread block computes (NVIDIA, "Matrix Multiplication Background User's
- * Guide": 256x128, one thread block per SM, so a wave is `sms` tiles); both orientations are
- * tried (cuBLAS has 256x128 and 128x256 kernels). docs/workloads.md, "GEMM shapes". */
+/* The default output tile one thread block computes (NVIDIA, "Matrix Multiplication Background
+ * User's Guide": 256x128, one thread block per SM, so a wave is `sms` tiles); both orientations
+ * are tried (cuBLAS has 256x128 and 128x256 kernels). docs/workloads.md, "GEMM shapes". */
 #define GPU_GEMM_TILE_LONG 256
 #define GPU_GEMM_TILE_SHORT 128
 
 /* Fraction of the SMs' time a GEMM with an m x n output spends on useful output, in (0, 1]:
- * m·n / (waves · sms · tile), tiles = ceil(m/Tm)·ceil(n/Tn), waves = ceil(tiles / sms), for
- * the better of the two tile orientations (tile and wave quantization). 1 when sms <= 0. */
-double gpu_gemm_quantization(int sms, double m, double n);
+ * m·n / (waves · sms · Tm·Tn), tiles = ceil(m/Tm)·ceil(n/Tn), waves = ceil(tiles / sms), for
+ * the better of the two orientations of spec->gemm_tile (tile and wave quantization). 1 when
+ * spec->sms <= 0. */
+double gpu_gemm_quantization(const gpu_spec *spec, double m, double n);
 
 /* Time of the GEMMs gemms[0..n) on spec, rounded up to whole picoseconds once for the sum:
  * each shape count x max(2mnk / (peak[prec] x efficiency[matmul] x quantization),

@@ -88,6 +88,8 @@ static void set_defaults(gpu_spec *s)
     s->compute_eff[GPU_OP_ELEMENTWISE] = EFF_ELEMENTWISE;
     s->compute_eff[GPU_OP_OPTIMIZER] = EFF_OPTIMIZER;
     s->memory_eff = EFF_MEMORY;
+    s->gemm_tile[0] = GPU_GEMM_TILE_LONG;
+    s->gemm_tile[1] = GPU_GEMM_TILE_SHORT;
 }
 
 int gpu_preset(const char *name, gpu_spec *out, dt_error *err)
@@ -127,7 +129,7 @@ static int preset_at(const js_ctx *ctx, const char *name, const char *path, gpu_
 static const char *const spec_keys[] = {"preset",     "name",      "flops",  "hbm",
                                         "hbm_bw",     "nvlink_bw", "efficiency",
                                         "memory_eff", "reduce_bw", "cost_per_hour",
-                                        "compute",    "sms",       NULL};
+                                        "compute",    "sms",       "gemm_tile", NULL};
 
 /* One class's table: an array of points, or {"precision": "bf16", "points": [...]}. Every point
  * is {"flops": q, "time": q} or {"bytes": q, "time": q}, one key for the whole table. */
@@ -334,6 +336,23 @@ int gpu_spec_from_json(const js_ctx *ctx, const cJSON *v, const char *path, gpu_
     long long sms = s.sms;
     if ((rc = js_get_int(ctx, v, path, "sms", false, 0, 4096, &sms))) return rc;
     s.sms = (int)sms;
+    const cJSON *gt = cJSON_GetObjectItemCaseSensitive(v, "gemm_tile");
+    if (gt) {
+        js_path_key(sub, path, "gemm_tile");
+        if (!cJSON_IsArray(gt) || cJSON_GetArraySize(gt) != 2)
+            return js_fail(ctx, sub, NULL, "expected [long, short], two tile sides in elements "
+                           "(e.g. [256, 128]), found %s", js_describe(gt, d, sizeof d));
+        int i = 0;
+        for (const cJSON *x = gt->child; x; x = x->next, i++) {
+            char xp[JS_PATH_MAX];
+            if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) ||
+                x->valuedouble < 1 || x->valuedouble > 4096)
+                return js_fail(ctx, js_path_index(xp, sub, i), NULL,
+                               "expected a tile side of 1 to 4096 elements, found %s",
+                               js_describe(x, d, sizeof d));
+            s.gemm_tile[i] = (int)x->valuedouble;
+        }
+    }
     const cJSON *co = cJSON_GetObjectItemCaseSensitive(v, "compute");
     if (co && (rc = gpu_tables_from_json(ctx, co, js_path_key(sub, path, "compute"), s.table)))
         return rc;
@@ -375,6 +394,8 @@ cJSON *gpu_spec_to_json(const gpu_spec *s)
     cJSON_AddItemToObject(o, "reduce_bw", quantity(s->reduce_bw, 1e9, "GB/s"));
     cJSON_AddNumberToObject(o, "cost_per_hour", s->cost_per_hour);
     cJSON_AddNumberToObject(o, "sms", s->sms);
+    cJSON *gt = cJSON_AddArrayToObject(o, "gemm_tile");
+    for (int i = 0; i < 2; i++) cJSON_AddItemToArray(gt, cJSON_CreateNumber(s->gemm_tile[i]));
     cJSON *co = gpu_tables_to_json(s->table);
     if (co) cJSON_AddItemToObject(o, "compute", co);
     return o;
@@ -441,11 +462,14 @@ static double tiled(int sms, double m, double n, double tm, double tn)
     return m * n / (waves * sms * tm * tn);
 }
 
-double gpu_gemm_quantization(int sms, double m, double n)
+double gpu_gemm_quantization(const gpu_spec *spec, double m, double n)
 {
+    int sms = spec->sms;
     if (sms <= 0 || !(m > 0) || !(n > 0)) return 1;
-    double a = tiled(sms, m, n, GPU_GEMM_TILE_LONG, GPU_GEMM_TILE_SHORT);
-    double b = tiled(sms, m, n, GPU_GEMM_TILE_SHORT, GPU_GEMM_TILE_LONG);
+    double tl = spec->gemm_tile[0], ts = spec->gemm_tile[1];
+    DT_ASSERT(tl >= 1 && ts >= 1);
+    double a = tiled(sms, m, n, tl, ts);
+    double b = tiled(sms, m, n, ts, tl);
     return a > b ? a : b;
 }
 
@@ -470,7 +494,7 @@ sim_time_t gpu_gemm_time(const gpu_spec *spec, gpu_precision prec, const gpu_gem
             one = gpu_table_time(tab, tab->by_bytes ? bytes : flops);
         } else {
             DT_ASSERT(rate > 0 && bw > 0);
-            one = flops / (rate * gpu_gemm_quantization(spec->sms, g->m, g->n));
+            one = flops / (rate * gpu_gemm_quantization(spec, g->m, g->n));
             if (bytes / bw > one) one = bytes / bw;
         }
         t += g->count * one;

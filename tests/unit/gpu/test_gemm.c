@@ -1,11 +1,12 @@
 /* test_gemm.c - the GEMM shape model: tile and wave quantization over the SMs, and the time of
  * a set of GEMMs (docs/workloads.md, "GEMM shapes").
  * Pins down, against hand-computed cases: the presets' SM counts (108, 132, 132, 148) and their
- * validation in a spec ("sms", 0 = unknown, bad values located); the quantization factor of
+ * validation in a spec ("sms", 0 = unknown, bad values located), the tile ("gemm_tile", default
+ * [256, 128], bad values located); the quantization factor of
  * m 4096 x n 3072 with 256x128 tiles - 384 tiles, 3 waves on 132 SMs (32/33), 4 on 108 (8/9),
  * 3 on 148 (32/37); the better orientation chosen (4100 x 3072: 128x256 fills 3 waves, 256x128
  * would need 4); an exact fit (33,792 x 128 on 132 SMs: 1); a lone tile (128 x 128: one SM of
- * 132 busy); sms 0 = no quantization; the time of 4096 x 3072 x 8192 on an H100 (2mnk /
+ * 132 busy); sms 0 = no quantization; a 128 x 128 tile (768 tiles, 6 waves); the time of 4096 x 3072 x 8192 on an H100 (2mnk /
  * (0.7 x 989.5 TFLOP/s x 32/33), to the picosecond), counts multiplying it, a memory-bound
  * shape at its bytes, shapes with no work ignored, fp8 at twice bf16; a matmul table looked up
  * per GEMM (two 1-TFLOP GEMMs take twice the 1-TFLOP point, not the table at 2 TFLOP).
@@ -63,9 +64,23 @@ START_TEST(spec_sms)
         ck_assert_int_eq(spec_text(bad[i], &s, &e), DT_EINPUT);
         ck_assert_str_eq(e.path, "gpu.sms");
     }
-    /* written back and read bit-identical, the SM count included */
+    ck_assert_int_eq(s.gemm_tile[0], 256); /* the default tile, inline or preset */
+    ck_assert_int_eq(s.gemm_tile[1], 128);
+    ck_assert_int_eq(spec_text("{\"gpu\": {\"preset\": \"H100-SXM\", \"gemm_tile\": [128, 64]}}",
+                               &s, &e), DT_OK);
+    ck_assert(s.gemm_tile[0] == 128 && s.gemm_tile[1] == 64);
+    const char *badt[][2] = {{"{\"gpu\": {\"preset\": \"B200\", \"gemm_tile\": [256]}}", "gpu.gemm_tile"},
+                             {"{\"gpu\": {\"preset\": \"B200\", \"gemm_tile\": 256}}", "gpu.gemm_tile"},
+                             {"{\"gpu\": {\"preset\": \"B200\", \"gemm_tile\": [256, 0]}}", "gpu.gemm_tile[1]"},
+                             {"{\"gpu\": {\"preset\": \"B200\", \"gemm_tile\": [12.5, 8]}}", "gpu.gemm_tile[0]"}};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(spec_text(badt[i][0], &s, &e), DT_EINPUT);
+        ck_assert_str_eq(e.path, badt[i][1]);
+    }
+    /* written back and read bit-identical, the SM count and tile included */
     s = preset("B200");
     s.sms = 77;
+    s.gemm_tile[0] = 192;
     cJSON *j = gpu_spec_to_json(&s);
     gpu_spec back;
     js_ctx ctx = {.file = "rt", .err = &e};
@@ -75,21 +90,33 @@ START_TEST(spec_sms)
 }
 END_TEST
 
+/* The quantization of an m x n output on an H100 given `sms` SMs and the default tile. */
+static double q(int sms, double m, double n)
+{
+    gpu_spec s = preset("H100-SXM");
+    s.sms = sms;
+    return gpu_gemm_quantization(&s, m, n);
+}
+
 START_TEST(quantization)
 {
     /* 4096 x 3072 in 256x128 tiles: 16 x 24 = 384 (128x256: 32 x 12, the same) */
-    ck_assert_rel(gpu_gemm_quantization(132, 4096, 3072), 384.0 / (3 * 132), 1e-15); /* 32/33 */
-    ck_assert_rel(gpu_gemm_quantization(108, 4096, 3072), 384.0 / (4 * 108), 1e-15); /* 8/9 */
-    ck_assert_rel(gpu_gemm_quantization(148, 4096, 3072), 384.0 / (3 * 148), 1e-15); /* 32/37 */
+    ck_assert_rel(q(132, 4096, 3072), 384.0 / (3 * 132), 1e-15); /* 32/33 */
+    ck_assert_rel(q(108, 4096, 3072), 384.0 / (4 * 108), 1e-15); /* 8/9 */
+    ck_assert_rel(q(148, 4096, 3072), 384.0 / (3 * 148), 1e-15); /* 32/37 */
     /* 4100 rows: 256x128 needs 17 x 24 = 408 tiles (4 waves), 128x256 33 x 12 = 396 (exactly
      * 3 waves); the useful fraction is the output over 3 waves of 128x256 */
-    ck_assert_rel(gpu_gemm_quantization(132, 4100, 3072), 4100.0 * 3072 / (3 * 132 * 32768.0), 1e-15);
+    ck_assert_rel(q(132, 4100, 3072), 4100.0 * 3072 / (3 * 132 * 32768.0), 1e-15);
     /* one wave exactly: 132 tiles of 256x128 */
-    ck_assert_rel(gpu_gemm_quantization(132, 132 * 256, 128), 1, 1e-15);
+    ck_assert_rel(q(132, 132 * 256, 128), 1, 1e-15);
     /* a lone tile keeps one SM of 132 busy */
-    ck_assert_rel(gpu_gemm_quantization(132, 128, 128), 128.0 * 128 / (132 * 32768.0), 1e-15);
+    ck_assert_rel(q(132, 128, 128), 128.0 * 128 / (132 * 32768.0), 1e-15);
     /* unknown SM count: no quantization */
-    ck_assert(gpu_gemm_quantization(0, 4100, 3072) == 1);
+    ck_assert(q(0, 4100, 3072) == 1);
+    /* another tile: 128 x 128 cuts 4096 x 3072 into 32 x 24 = 768 tiles, 5.8 waves of 132 */
+    gpu_spec t = preset("H100-SXM");
+    t.gemm_tile[0] = t.gemm_tile[1] = 128;
+    ck_assert_rel(gpu_gemm_quantization(&t, 4096, 3072), 768.0 / (6 * 132), 1e-15);
 }
 END_TEST
 
