@@ -59,6 +59,9 @@ void cli_output_watch_dir(const char *dir);
 /* Installs the SIGINT/SIGTERM/SIGHUP handlers (exit 130/143/129 after removing this process's
  * temporaries); main() calls it first. */
 void cli_output_init(void);
+/* A library writer says only "write error" (it sees a FILE *): name the output whose write
+ * failed and why. cli_report_error() calls it. */
+void cli_output_explain(dt_error *err);
 /* Finish every output, check stdout, then rename them all into place; on failure remove all. */
 int cli_output_commit_all(dt_error *err);
 void cli_output_abort_all(void);

@@ -19,8 +19,10 @@ int cli_status(int code)
 int cli_report_error(const dt_error *err)
 {
     char buf[DT_ERR_FILE_MAX + DT_ERR_PATH_MAX + DT_ERR_MSG_MAX + 64];
-    fprintf(stderr, "dtsim: %s\n", dt_error_format(err, buf, sizeof buf));
-    return cli_status(err->code);
+    dt_error e = *err;
+    cli_output_explain(&e);
+    fprintf(stderr, "dtsim: %s\n", dt_error_format(&e, buf, sizeof buf));
+    return cli_status(e.code);
 }
 
 bool cli_wants_help(int argc, char **argv)

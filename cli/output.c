@@ -50,6 +50,8 @@
 
 #include "cli.h"
 
+static int cookie_close(void *c);
+
 /* ---- the signal-safe table of temporaries ------------------------------------------------- */
 
 enum { CLI_OUT_CHUNK = 256, CLI_OUT_CHUNKS = 64 };
@@ -189,8 +191,45 @@ static void on_signal(int sig)
     _exit(128 + sig);
 }
 
+/* stdout as a stream of our own over descriptor 1 (glibc lets a program assign stdout): its
+ * write function keeps the errno of the first failed write, which a plain stdout forgets once
+ * its buffer has been dropped (`calibrate --json > /dev/full` read "Input/output error"). */
+static int g_stdout_werr;
+
+static ssize_t stdout_write(void *c, const char *buf, size_t n)
+{
+    (void)c;
+    size_t off = 0;
+    while (off < n) {
+        ssize_t w = write(STDOUT_FILENO, buf + off, n - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            if (!g_stdout_werr) g_stdout_werr = w < 0 ? errno : EIO;
+            errno = g_stdout_werr;
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    return (ssize_t)n;
+}
+
+static void stdout_wrap(void)
+{
+    if (fcntl(STDOUT_FILENO, F_GETFD) == -1) return; /* closed: leave it be */
+    cookie_io_functions_t io = {.write = stdout_write, .close = cookie_close};
+    FILE *f = fopencookie(NULL, "w", io);
+    if (!f) return;
+    setvbuf(f, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, BUFSIZ);
+    fflush(stdout);
+    stdout = f;
+}
+
+static int stdout_errno(void) { return g_stdout_werr ? g_stdout_werr : errno ? errno : EIO; }
+
 void cli_output_init(void)
 {
+    if (g_owner) return;
+    stdout_wrap();
     g_owner = getpid();
     snprintf(g_tag, sizeof g_tag, ".tmp.%ld", (long)g_owner);
     struct sigaction sa;
@@ -421,7 +460,7 @@ static int finish(struct cli_out_rec *r, dt_error *err)
     if (r->is_stdout) {
         r->state = REC_DONE;
         if (fflush(stdout) != 0 || ferror(stdout))
-            return dt_error_set(err, DT_EIO, "stdout", NULL, "write failed: %s", strerror(errno ? errno : EIO));
+            return dt_error_set(err, DT_EIO, "stdout", NULL, "write failed: %s", strerror(stdout_errno()));
         return DT_OK;
     }
     int e = 0;
@@ -493,6 +532,20 @@ void cli_output_watch_dir(const char *dir)
     r->slot = table_add('W', dir);
 }
 
+void cli_output_explain(dt_error *err)
+{
+    if (err->code != DT_EIO || err->file[0]) return;
+    for (struct cli_out_rec *r = g_recs; r; r = r->next)
+        if (r->werr) {
+            char msg[DT_ERR_MSG_MAX];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            dt_error_set(err, DT_EIO, r->path, NULL, "%.400s: %s", msg, strerror(r->werr));
+            return;
+        }
+    if (g_stdout_werr)
+        dt_error_set(err, DT_EIO, "stdout", NULL, "write failed: %s", strerror(g_stdout_werr));
+}
+
 /* Every staged file: its target must be absent or regular; fsync it now. */
 static int check_stage(struct cli_out_rec *r, dt_error *err)
 {
@@ -559,12 +612,11 @@ int cli_output_commit_all(dt_error *err)
     for (struct cli_out_rec *r = g_recs; r && !rc; r = r->next)
         if (r->state == REC_OPEN) rc = r->is_dir ? check_stage(r, err) : finish(r, err);
     /* stdout is an output too: a full disk under `> file` fails the command before any file
-     * appears. errno is that of the final flush; an earlier failure whose cause the stream
-     * did not keep reads "Input/output error". */
+     * appears. */
     if (!rc) {
         errno = 0;
         if (fflush(stdout) != 0 || ferror(stdout))
-            rc = dt_error_set(err, DT_EIO, "stdout", NULL, "write failed: %s", strerror(errno ? errno : EIO));
+            rc = dt_error_set(err, DT_EIO, "stdout", NULL, "write failed: %s", strerror(stdout_errno()));
     }
     for (struct cli_out_rec *r = g_recs; r && !rc; r = r->next) {
         if (r->is_stdout || r->state == REC_GONE) continue;
