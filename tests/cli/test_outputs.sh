@@ -251,6 +251,16 @@ printf 'live' > "sw/out/.report.tmp.$$.1"
 [[ -e sw/out/.report.tmp.$$.1 ]] || fail "sweep removed a live process's temporary"
 rm -f "sw/out/.report.tmp.$$.1"
 set +m
+# One sweep at a time per directory: a held lock refuses the second (status 1 or 2: which one
+# is the bad-input work's to settle), with nothing written.
+if command -v flock > /dev/null; then
+    before=$(ls -lR sw/out | md5sum)
+    flock sw/out/.lock "$DTSIM" sweep "$tmp/sw.json" --out sw/out --no-progress > /dev/null 2> err.txt
+    rc=$?
+    ((rc == 1 || rc == 2)) && grep -q 'another dtsim sweep' err.txt ||
+        fail "a second sweep into a locked directory: exit $rc: $(cat err.txt)"
+    [[ $(ls -lR sw/out | md5sum) == "$before" ]] || fail "a refused sweep changed its directory"
+fi
 
 # ---- injection -------------------------------------------------------------------------------
 if ((have_gnuplot)); then
