@@ -395,7 +395,10 @@ static int make_tmp_name(struct cli_out_rec *r, dt_error *err)
     remove_stale(dir, base);
     size_t n = strlen(dir) + strlen(base) + 64;
     r->tmp = dt_xmalloc(n);
-    snprintf(r->tmp, n, "%s/.%s.tmp.%ld.%lu", dir, base, (long)g_owner, ++g_seq);
+    /* a name of this PID may exist: left by an earlier process that had the same PID */
+    struct stat st;
+    do snprintf(r->tmp, n, "%s/.%s.tmp.%ld.%lu", dir, base, (long)g_owner, ++g_seq);
+    while (lstat(r->tmp, &st) == 0);
     if (strlen(r->tmp) >= PATH_MAX)
         return dt_error_set(err, DT_EINPUT, r->path, NULL, "path too long");
     r->slot = table_add('T', r->tmp);
@@ -411,8 +414,7 @@ static void drop(struct cli_out_rec *r)
     r->f = NULL;
     if (r->fd >= 0) close(r->fd);
     r->fd = -1;
-    if (r->tmp && r->state == REC_OPEN) rm_path(r->tmp);
-    if (r->tmp && r->state == REC_DONE) rm_path(r->tmp);
+    if (r->tmp && r->state != REC_GONE) rm_path(r->tmp);
     table_remove(r->slot);
     r->slot = -1;
     r->state = REC_GONE;

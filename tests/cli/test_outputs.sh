@@ -35,6 +35,8 @@ fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 # Any temporary left below DIR (hidden ones included), or nothing.
 tmps() { find "$1" \( -name '*.tmp' -o -name '*.tmp.*' \) -print 2>/dev/null; }
 
+# No sanitizer report, no internal error (ASan's exit status 1 would pass for an expected 1).
+sane() { ! grep -qE 'Sanitizer|runtime error:|internal error' "$1" || fail "$2: $(grep -m1 -E 'Sanitizer|runtime error:|internal error' "$1")"; }
 # expect STATUS 'TEXT' dtsim-arguments...: exit status, stderr containing TEXT, no temporary.
 expect() {
     local want=$1 text=$2
@@ -44,6 +46,7 @@ expect() {
     [[ $rc == "$want" ]] || fail "dtsim $*: exit $rc, expected $want; stderr: $(head -c 300 err.txt)"
     [[ -z $text ]] || grep -qF -- "$text" err.txt || fail "dtsim $*: stderr lacks '$text': $(head -c 300 err.txt)"
     [[ -z $(tmps .) ]] || fail "dtsim $*: left $(tmps .)"
+    sane err.txt "dtsim $*"
 }
 
 QS=$SRC/scenarios/quickstart.json
@@ -95,6 +98,7 @@ full_stdout() {
     [[ $rc == 1 ]] || fail "dtsim $* > /dev/full: exit $rc, expected 1"
     grep -q 'stdout: write failed: No space left on device' err.txt ||
         fail "dtsim $* > /dev/full: stderr: $(head -c 300 err.txt)"
+    sane err.txt "dtsim $* > /dev/full"
 }
 full_stdout topo gen ring --gpus 8 -o -
 full_stdout topo info ring8.json
@@ -200,6 +204,7 @@ interrupt() {
     kill -KILL -- -$pid 2> /dev/null # what it started (a slow gnuplot stand-in) goes too
     [[ $rc == "$want" ]] || fail "dtsim $* on SIG$sig: exit $rc, expected $want; $(head -c 300 "$tmp/sig_err.txt")"
     [[ -z $(tmps "$dir") ]] || fail "dtsim $* on SIG$sig: left $(tmps "$dir")"
+    sane "$tmp/sig_err.txt" "dtsim $* on SIG$sig"
 }
 
 # run: during the simulation (the trace is written first) and while the timeline is written
