@@ -4,7 +4,8 @@
  * cmd_*.c, parses its own flags, calls the library, and prints: people-friendly aligned text on
  * stdout by default, one JSON document with --json. Errors go to stderr.
  *
- * Exit statuses: 0 success, 1 runtime failure, 2 bad input or usage.
+ * Exit statuses: 0 success, 1 runtime failure, 2 bad input or usage, 128 + the signal when
+ * interrupted (130 SIGINT, 143 SIGTERM; cli/output.c, docs/reliability.md).
  */
 #ifndef DTSIM_CLI_H
 #define DTSIM_CLI_H
@@ -56,8 +57,8 @@ void cli_outfile_abort(cli_outfile *o);
 int cli_outdir_stage(const char *dir, const char **stage, dt_error *err);
 /* Temporaries NAME.tmp.PID that the library writes into DIR (sweeps) are removed on a signal. */
 void cli_output_watch_dir(const char *dir);
-/* Installs the SIGINT/SIGTERM/SIGHUP handlers (exit 130/143/129 after removing this process's
- * temporaries); main() calls it first. */
+/* Installs the SIGINT/SIGTERM/SIGHUP/SIGPIPE handlers (exit 130/143/129/141 after removing
+ * this process's temporaries) and wraps stdout; main() calls it first. */
 void cli_output_init(void);
 /* A library writer says only "write error" (it sees a FILE *): name the output whose write
  * failed and why. cli_report_error() calls it. */

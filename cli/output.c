@@ -17,8 +17,8 @@
  * is refused with exit status 1 before anything is written, instead of being replaced by a
  * regular file.
  *
- * Signals: SIGINT, SIGTERM and SIGHUP remove this process's temporaries and exit 128 + the
- * signal (130, 143, 129). The handler may only call async-signal-safe functions, so the
+ * Signals: SIGINT, SIGTERM, SIGHUP and SIGPIPE remove this process's temporaries and exit
+ * 128 + the signal (130, 143, 129, 141). The handler may only call async-signal-safe functions, so the
  * temporaries live in a table of strings it reads without locks: the thread changing the table
  * blocks the signals and raises `busy`; a handler running on another thread raises `dying`
  * and waits for `busy` to fall, and a change that finds `dying` raised never starts (both flags
@@ -71,6 +71,7 @@ static void table_lock(sigset_t *old)
     sigaddset(&s, SIGINT);
     sigaddset(&s, SIGTERM);
     sigaddset(&s, SIGHUP);
+    sigaddset(&s, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &s, old);
     pthread_mutex_lock(&g_mu);
     atomic_store(&g_busy, 1);
@@ -239,8 +240,11 @@ void cli_output_init(void)
     sigaddset(&sa.sa_mask, SIGINT);
     sigaddset(&sa.sa_mask, SIGTERM);
     sigaddset(&sa.sa_mask, SIGHUP);
-    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-    for (int i = 0; i < 3; i++) {
+    sigaddset(&sa.sa_mask, SIGPIPE);
+    /* SIGPIPE too: `dtsim run --timeline t.json | head` whose reader left dies on the final
+     * flush of stdout, before the renames; it must not leave the temporaries behind */
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+    for (int i = 0; i < 4; i++) {
         struct sigaction cur;
         /* keep "ignored" (nohup, a background job's SIGINT) as the caller set it */
         if (sigaction(sigs[i], NULL, &cur) == 0 && cur.sa_handler == SIG_IGN) continue;

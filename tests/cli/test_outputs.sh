@@ -176,6 +176,19 @@ printf 'live' > ".ring.json.tmp.$$.1"
 [[ -e .ring.json.tmp.$$.1 ]] || fail "a live process's temporary was removed"
 rm -f ".ring.json.tmp.$$.1"
 
+# A reader that left (`dtsim run --timeline t.json | head`): SIGPIPE on the final flush of
+# stdout, before the renames, exits 141 (as a process killed by SIGPIPE reads) and leaves
+# neither t.json nor its temporary. The pipe's read end is closed before dtsim starts.
+mkdir pp
+rc=$(cd pp && python3 -c '
+import os, subprocess, sys
+r, w = os.pipe()
+os.close(r)
+print(subprocess.run(sys.argv[1:], stdout=w, stderr=subprocess.DEVNULL).returncode)' \
+    "$DTSIM" run "$QS" --timeline t.json)
+[[ $rc == -13 || $rc == 141 ]] || fail "run onto a closed pipe: status $rc, expected 141"
+[[ -z $(ls -A pp) ]] || fail "run onto a closed pipe left $(ls -A pp)"
+
 # ---- signals ---------------------------------------------------------------------------------
 # Job control on: background jobs keep SIGINT (a non-interactive shell would ignore it for them).
 set -m
