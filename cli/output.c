@@ -8,8 +8,9 @@
  * (flush, fsync, close, each checked; a write error is kept with its errno by the stream's own
  * write function, so the message says which file and why), then checks stdout, then renames
  * them all. A failed command calls cli_output_abort_all(): no output appears, none is
- * half-written. The only window left is a failed rename(2) between two renames of one commit,
- * which after the temporaries were written in the same directories means a vanished directory.
+ * half-written. Signals are held back during the renames; the only window left is a failed
+ * rename(2) between two renames of one commit, which after the temporaries were written in the
+ * same directories means a vanished directory.
  *
  * Targets: "-" is stdout; an existing character device (/dev/null, /dev/full, a tty) is opened
  * and written in place, every write checked; a missing path or a regular file is replaced
@@ -21,8 +22,8 @@
  * 128 + the signal (130, 143, 129, 141). The handler may only call async-signal-safe functions, so the
  * temporaries live in a table of strings it reads without locks: the thread changing the table
  * blocks the signals and raises `busy`; a handler running on another thread raises `dying`
- * and waits for `busy` to fall, and a change that finds `dying` raised never starts (both flags
- * sequentially consistent, so one of the two always sees the other). A staged directory (the
+ * and waits for `busy` to fall, and a change that finds `dying` raised lowers `busy` and never
+ * starts (both flags sequentially consistent, so one of the two always sees the other). A staged directory (the
  * report's pictures, drawn by gnuplot into it) is emptied with getdents64(2) and removed;
  * "watched" directories (a sweep's) lose every NAME.tmp.PID of this PID the library left there.
  * kill -9 cannot be caught: the next output to the same target, and the next sweep in a
@@ -75,7 +76,12 @@ static void table_lock(sigset_t *old)
     pthread_sigmask(SIG_BLOCK, &s, old);
     pthread_mutex_lock(&g_mu);
     atomic_store(&g_busy, 1);
-    while (atomic_load(&g_dying)) pause(); /* a handler on another thread is exiting */
+    if (atomic_load(&g_dying)) {
+        /* a handler on another thread is removing the temporaries and will exit: let it read
+         * the table (it waits for busy to fall) and wait for the end */
+        atomic_store(&g_busy, 0);
+        for (;;) pause();
+    }
 }
 
 static void table_unlock(sigset_t *old)
@@ -624,6 +630,14 @@ int cli_output_commit_all(dt_error *err)
         if (fflush(stdout) != 0 || ferror(stdout))
             rc = dt_error_set(err, DT_EIO, "stdout", NULL, "write failed: %s", strerror(stdout_errno()));
     }
+    /* The renames run with the signals held back: an interrupt now acts once they are done
+     * (every output in place) instead of leaving some renamed and some not. */
+    sigset_t hold, old;
+    sigemptyset(&hold);
+    sigaddset(&hold, SIGINT);
+    sigaddset(&hold, SIGTERM);
+    sigaddset(&hold, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &hold, &old);
     for (struct cli_out_rec *r = g_recs; r && !rc; r = r->next) {
         if (r->is_stdout || r->state == REC_GONE) continue;
         if (r->is_dir) rc = commit_stage(r, err);
@@ -637,6 +651,7 @@ int cli_output_commit_all(dt_error *err)
         }
     }
     free_all();
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     return rc;
 }
 
