@@ -19,13 +19,14 @@
  * regular file.
  *
  * Signals: SIGINT, SIGTERM, SIGHUP and SIGPIPE remove this process's temporaries and exit
- * 128 + the signal (130, 143, 129, 141). The handler may only call async-signal-safe functions, so the
- * temporaries live in a table of strings it reads without locks: the thread changing the table
- * blocks the signals and raises `busy`; a handler running on another thread raises `dying`
- * and waits for `busy` to fall, and a change that finds `dying` raised lowers `busy` and never
- * starts (both flags sequentially consistent, so one of the two always sees the other). A staged directory (the
- * report's pictures, drawn by gnuplot into it) is emptied with getdents64(2) and removed;
- * "watched" directories (a sweep's) lose every NAME.tmp.PID of this PID the library left there.
+ * 128 + the signal (130, 143, 129, 141). The handler may only call async-signal-safe
+ * functions, so the temporaries live in a table of strings it reads without locks: the thread
+ * changing the table blocks the signals and raises `busy`; a handler running on another thread
+ * raises `dying` and waits for `busy` to fall, and a change that finds `dying` raised lowers
+ * `busy` and never starts (both flags sequentially consistent, so one of the two always sees
+ * the other). A staged directory (the report's pictures, drawn by gnuplot into it) is emptied
+ * with getdents64(2) and removed; "watched" directories (a sweep's) lose every NAME.tmp.PID of
+ * this PID the library left there.
  * kill -9 cannot be caught: the next output to the same target, and the next sweep in a
  * directory, remove temporaries whose PID is no longer alive (kill(pid, 0) fails with ESRCH).
  *
