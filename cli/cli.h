@@ -45,6 +45,8 @@ typedef struct cli_outfile {
     struct cli_out_rec *rec;
 } cli_outfile;
 int cli_outfile_open(cli_outfile *o, const char *path, dt_error *err);
+/* "-" or /dev/stdout: an output that is stdout (a command then prints its summary elsewhere). */
+bool cli_is_stdout(const char *path);
 int cli_outfile_commit(cli_outfile *o, dt_error *err);
 /* The same as commit (both only finish the file): for commands writing more files than a
  * process may hold open (one per rank of a Chakra trace). */

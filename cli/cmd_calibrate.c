@@ -266,7 +266,7 @@ static int parse_args(int argc, char **argv, opts *o, dt_error *err)
         }
     }
     if (!o->out) return usage_error(err, "--out FILE is required (where to write the calibration)%s%s", "", "");
-    if (o->plot && !strcmp(o->out, "-") && !strcmp(o->plot, "-"))
+    if (o->plot && cli_is_stdout(o->out) && cli_is_stdout(o->plot))
         return usage_error(err, "--out and --plot cannot both be - (stdout)%s%s", "", "");
     if (o->n_logs && o->kernel_option)
         return usage_error(err, "--from-nccl-tests reads measurements: kernel options (--backend, --ranks, --sizes, "
@@ -733,7 +733,7 @@ static int write_outputs(const cal_result *c, const opts *o, dt_error *err)
     }
     if (!rc && o->plot) rc = write_plot(c, o->plot, err);
     /* an output on stdout ("-") keeps stdout to itself: the summary goes to stderr */
-    bool out_std = !strcmp(o->out, "-"), plot_std = o->plot && !strcmp(o->plot, "-");
+    bool out_std = cli_is_stdout(o->out), plot_std = o->plot && cli_is_stdout(o->plot);
     if (!rc) {
         FILE *f = out_std || plot_std ? stderr : stdout;
         if (o->json) {

@@ -12,7 +12,7 @@
  * rename(2) between two renames of one commit, which after the temporaries were written in the
  * same directories means a vanished directory.
  *
- * Targets: "-" is stdout; an existing character device (/dev/null, /dev/full, a tty) is opened
+ * Targets: "-" (and /dev/stdout) is stdout; an existing character device (/dev/null, /dev/full, a tty) is opened
  * and written in place, every write checked; a missing path or a regular file is replaced
  * through the temporary; anything else (directory, FIFO, socket, block device, symbolic link)
  * is refused with exit status 1 before anything is written, instead of being replaced by a
@@ -431,16 +431,20 @@ static void drop(struct cli_out_rec *r)
     r->state = REC_GONE;
 }
 
+/* /dev/stdout is "-": it is a link to whatever fd 1 is (often a pipe, refused otherwise) */
+bool cli_is_stdout(const char *path) { return !strcmp(path, "-") || !strcmp(path, "/dev/stdout"); }
+
 int cli_outfile_open(cli_outfile *o, const char *path, dt_error *err)
 {
     memset(o, 0, sizeof *o);
     if (!g_owner) cli_output_init();
-    int direct = 0, rc = strcmp(path, "-") ? check_target(path, false, &direct, err) : DT_OK;
+    bool std = cli_is_stdout(path);
+    int direct = 0, rc = std ? DT_OK : check_target(path, false, &direct, err);
     if (rc) return rc;
     struct cli_out_rec *r = rec_new(path);
     o->rec = r;
     o->path = r->path;
-    if (!strcmp(path, "-")) {
+    if (std) {
         r->is_stdout = true;
         r->f = o->f = stdout;
         return DT_OK;
