@@ -566,10 +566,10 @@ static int run(int argc, char **argv)
     if (!trace && !chakra && topology) return usage("--topology goes with --trace or --trace-chakra", NULL);
     if (!trace && !chakra && !scenario) return usage("missing the scenario file", NULL);
     if (opt.chakra_groups && !chakra) return usage("--chakra-groups goes with --trace-chakra", NULL);
-    if (trace || chakra) { /* the replays write their graph through on_graph */
-        gout.trace = opt.write_trace;
-        opt.write_trace = NULL;
-    }
+    /* every run writes its graph through on_graph, so the trace goes through cli/output.c
+     * like the command's other outputs (the library's own writer renames as it goes) */
+    gout.trace = opt.write_trace;
+    opt.write_trace = NULL;
     if (gout.trace || gout.chakra) {
         opt.on_graph = write_graph;
         opt.on_graph_ctx = &gout;

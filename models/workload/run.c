@@ -5,11 +5,13 @@
  * the GPU count -> memory -> op graph (-> trace file) -> replay -> results.
  * run_memory stops after the memory step: no graph, no engine (the planner calls it a lot).
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dtsim/calib.h"
 #include "dtsim/chakra.h"
@@ -777,21 +779,24 @@ static int storage_path(const js_ctx *c, const stor_spec *st, const topo *t, con
  * waits the whole read. The wait is put at the start of the step (every GPU waits for the
  * first stage's data): run_scenario stretches the step by it. */
 
-/* Writes PATH.tmp and hands its name back in *tmp_out (caller-owned): run_scenario renames it
- * into place only once the step has simulated, so a failed run leaves no trace file. */
+/* Writes PATH.tmp.PID and hands its name back in *tmp_out (caller-owned): run_scenario renames
+ * it into place only once the step has simulated, so a failed run leaves no trace file. The
+ * PID keeps two processes writing one path from sharing a temporary. (The dtsim command does
+ * not come here: it writes the trace through its own output layer, cli/output.c.) */
 static int write_trace_file(const char *path, const wl_graph *g, const trace_env *env,
                             char **tmp_out, dt_error *err)
 {
     size_t n = strlen(path) + 32;
     char *tmp = dt_xmalloc(n);
-    snprintf(tmp, n, "%s.tmp", path);
+    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) {
         free(tmp);
-        return dt_error_set(err, DT_EIO, path, NULL, "cannot write the trace");
+        return dt_error_set(err, DT_EIO, path, NULL, "cannot write the trace: %s", strerror(errno));
     }
     int rc = trace_write(f, g, env, err);
-    if (fclose(f) != 0 && rc == DT_OK) rc = dt_error_set(err, DT_EIO, path, NULL, "write failed");
+    if (fclose(f) != 0 && rc == DT_OK)
+        rc = dt_error_set(err, DT_EIO, path, NULL, "write failed: %s", strerror(errno));
     if (rc != DT_OK) {
         remove(tmp);
         free(tmp);

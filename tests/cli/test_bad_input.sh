@@ -181,7 +181,7 @@ t 2 'array.json: (top level): expected an object, found an array' - run array.js
 t 1 'adir: cannot read: Is a directory' - run adir
 t 2 '/dev/zero:1:1: unexpected NUL byte' - memory /dev/zero
 t 1 'nope.json: cannot open' - memory nope.json
-t 1 'notafile/t.json: cannot write the trace' - run ok.json --write-trace notafile/t.json
+t 1 'notafile/t.json: cannot write' - run ok.json --write-trace notafile/t.json
 t 2 '--timeline-gpus' never.json run ok.json --timeline never.json --timeline-gpus 5-2
 t 2 '--seed' - run ok.json --seed -1
 t 2 '--network' - run ok.json --network fast
