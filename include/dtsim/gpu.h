@@ -100,10 +100,11 @@ sim_time_t gpu_op_time(const gpu_spec *spec, gpu_op_class cls, gpu_precision pre
 /* ------------------------------------------------------------- GEMM shapes ---- */
 
 /* One GEMM shape run `count` times: C (m x n) = A (m x k) . B (k x n), 2·m·n·k FLOPs each.
- * Dimensions are positive (fractional only where an average is meant, e.g. tokens per expert). */
+ * Dimensions are positive (fractional only where an average is meant, e.g. tokens per expert);
+ * count is a whole number, held as a double so that layers x experts cannot overflow it. */
 typedef struct gpu_gemm {
     double m, n, k;
-    uint32_t count;
+    double count;
 } gpu_gemm;
 
 /* The default output tile one thread block computes (NVIDIA, "Matrix Multiplication Background

@@ -486,7 +486,7 @@ sim_time_t gpu_gemm_time(const gpu_spec *spec, gpu_precision prec, const gpu_gem
     double t = 0;
     for (int i = 0; i < n; i++) {
         const gpu_gemm *g = &gemms[i];
-        if (!(g->m > 0 && g->n > 0 && g->k > 0) || g->count == 0) continue; /* no work */
+        if (!(g->m > 0 && g->n > 0 && g->k > 0) || !(g->count > 0)) continue; /* no work */
         double flops = 2 * g->m * g->n * g->k;
         double bytes = e * (g->m * g->k + g->k * g->n + g->m * g->n);
         double one;

@@ -137,7 +137,7 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
             fprintf(f, "%s[", i ? ",\n" : "");
             for (uint32_t k = 0; k < gs->n; k++) {
                 const gpu_gemm *x = &g->gemms[gs->start + k];
-                fprintf(f, "%s{\"m\": %.17g, \"n\": %.17g, \"k\": %.17g, \"count\": %u}",
+                fprintf(f, "%s{\"m\": %.17g, \"n\": %.17g, \"k\": %.17g, \"count\": %.17g}",
                         k ? ", " : "", x->m, x->n, x->k, x->count);
             }
             fprintf(f, "]");
@@ -309,11 +309,11 @@ static int read_gemm_set(const js_ctx *c, const cJSON *v, const char *p, wl_grap
             (rc = js_get_number(c, x, xp, "m", true, 0, 1e12, &d[0])) ||
             (rc = js_get_number(c, x, xp, "n", true, 0, 1e12, &d[1])) ||
             (rc = js_get_number(c, x, xp, "k", true, 0, 1e12, &d[2])) ||
-            (rc = js_get_int(c, x, xp, "count", false, 1, UINT32_MAX, &cnt)))
+            (rc = js_get_int(c, x, xp, "count", false, 1, 1LL << 53, &cnt)))
             break;
         for (int q = 0; q < 3 && rc == DT_OK; q++)
             if (!(d[q] > 0)) rc = js_fail(c, xp, gk[q], "expected a positive dimension, found 0");
-        gs[i] = (gpu_gemm){d[0], d[1], d[2], (uint32_t)cnt};
+        gs[i] = (gpu_gemm){d[0], d[1], d[2], (double)cnt};
     }
     if (rc == DT_OK) wl_graph_gemm_set(g, gs, (uint32_t)n);
     free(gs);

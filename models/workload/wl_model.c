@@ -109,7 +109,7 @@ int wl_layer_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_LAYER_GE
      * fractional expert count (allowed by the scenario, meaningless as a count) runs as one
      * GEMM over all routed tokens */
     double e = m->experts > 1 ? m->experts : 1;
-    uint32_t ne = e == floor(e) && e < 1e6 ? (uint32_t)e : 1;
+    double ne = e == floor(e) ? e : 1;
     double per = tok * m->top_k / ne;
     if (per > 0) {
         out[n++] = (gpu_gemm){per, up, h, ne};         /* MLP up (and gate) */

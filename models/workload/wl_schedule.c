@@ -256,7 +256,7 @@ static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int laye
         uint32_t ng = 0;
         for (int i = 0; i < G->n_layer_gemms; i++) {
             gpu_gemm f = G->layer_gemms[i];
-            f.count *= (uint32_t)layers;
+            f.count *= layers;
             if (!bwd || p->checkpointing == WL_CKPT_FULL) gs[ng++] = f;
             if (bwd) {
                 wl_gemm_backward(f, &gs[ng]);
