@@ -60,7 +60,8 @@ typedef struct gpu_spec {
     int sms;                                /* streaming multiprocessors (GEMM wave quantization);
                                                0 = unknown: GEMMs at the flat matmul efficiency */
     int gemm_tile[2];                       /* output tile of one thread block, long and short
-                                               side (both orientations are tried): 256, 128 */
+                                               side (both orientations and the short side
+                                               squared are tried): 256, 128 */
     gpu_table table[GPU_OP_CLASS_COUNT];    /* measured compute tables (n 0: roofline) */
 } gpu_spec;
 
@@ -109,7 +110,8 @@ typedef struct gpu_gemm {
 
 /* The default output tile one thread block computes (NVIDIA, "Matrix Multiplication Background
  * User's Guide": 256x128, one thread block per SM, so a wave is `sms` tiles); both orientations
- * are tried (cuBLAS has 256x128 and 128x256 kernels). docs/workloads.md, "GEMM shapes". */
+ * and the square of the short side are tried (cuBLAS has 256x128, 128x256 and 128x128 kernels
+ * and picks per shape). docs/workloads.md, "GEMM shapes". */
 #define GPU_GEMM_TILE_LONG 256
 #define GPU_GEMM_TILE_SHORT 128
 

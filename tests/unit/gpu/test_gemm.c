@@ -109,8 +109,8 @@ START_TEST(quantization)
     ck_assert_rel(q(132, 4100, 3072), 4100.0 * 3072 / (3 * 132 * 32768.0), 1e-15);
     /* one wave exactly: 132 tiles of 256x128 */
     ck_assert_rel(q(132, 132 * 256, 128), 1, 1e-15);
-    /* a lone tile keeps one SM of 132 busy */
-    ck_assert_rel(q(132, 128, 128), 128.0 * 128 / (132 * 32768.0), 1e-15);
+    /* a lone 128 x 128 output is one square tile: one SM of 132 busy */
+    ck_assert_rel(q(132, 128, 128), 1.0 / 132, 1e-15);
     /* unknown SM count: no quantization */
     ck_assert(q(0, 4100, 3072) == 1);
     /* another tile: 128 x 128 cuts 4096 x 3072 into 32 x 24 = 768 tiles, 5.8 waves of 132 */
