@@ -53,10 +53,18 @@ typedef struct replay_comm {
 typedef sim_time_t (*replay_op_time_fn)(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec,
                                      double flops, double bytes);
 
+/* Compute time of a cost's GEMM shapes (wl_cost.gemm_set) on a GPU: gpu_gemm_time. */
+typedef sim_time_t (*replay_gemm_time_fn)(const gpu_spec *spec, gpu_precision prec,
+                                          const gpu_gemm *gemms, int n);
+
 typedef struct replay_config {
     const gpu_spec *gpus;      /* n_gpus specs, borrowed */
     int n_gpus;
     replay_op_time_fn op_time;    /* NULL: the built-in roofline (same formula as gpu_op_time) */
+    /* The matmul class of a cost with GEMM shapes. NULL: gpu_gemm_time when op_time is NULL
+     * too; with an op_time of its own a program replaces the whole compute model, so the
+     * shapes are ignored and op_time gets the matmul FLOPs. */
+    replay_gemm_time_fn gemm_time;
     replay_coll_time_fn coll_time; /* contention-free collective costs (analytic mode; TP in
                                    both modes); NULL: the `path` fallback */
     void *coll_ctx;

@@ -228,6 +228,17 @@ double wl_layer_params(const wl_model *m);
 double wl_embedding_params(const wl_model *m);
 double wl_total_params(const wl_model *m);
 void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out);
+/* The forward GEMMs of one transformer layer for one microbatch on one GPU (Megatron's tensor
+ * parallel split; docs/workloads.md "GEMM shapes"), count 1 each, into out[0..WL_LAYER_GEMMS_MAX);
+ * returns how many (0 for other model kinds). Their 2mnk sum to wl_layer_cost.fwd_matmul_flops.
+ * The backward of a forward GEMM (m, n, k) is its data gradient (m, k, n) and its weight
+ * gradient (k, n, m): wl_gemm_backward. */
+#define WL_LAYER_GEMMS_MAX 6
+int wl_layer_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_LAYER_GEMMS_MAX]);
+/* The output layer's GEMM (logits) for one microbatch on one GPU: (b·s, V/t, h). */
+gpu_gemm wl_logits_gemm(const wl_model *m, const wl_plan *p);
+/* The data-gradient and weight-gradient GEMMs of forward GEMM f, count as f's. */
+void wl_gemm_backward(gpu_gemm f, gpu_gemm out[2]);
 /* Model FLOPs of one training step (forward + backward = 3x forward), for the whole global batch,
  * counting neither recomputation nor padding: the MFU numerator. */
 double wl_model_flops_per_step(const wl_model *m, double global_batch);
@@ -261,10 +272,20 @@ typedef enum wl_stream { WL_STREAM_COMPUTE, WL_STREAM_TP, WL_STREAM_PP, WL_STREA
 
 #define WL_MAX_INLANE 2
 
+/* A set of GEMM shapes: gemms[start .. start + n) of its graph. */
+typedef struct wl_gemm_set {
+    uint32_t start, n;
+} wl_gemm_set;
+
 /* Compute cost, shared by every op with the same work (a graph has few distinct costs). */
 typedef struct wl_cost {
     double flops[GPU_OP_CLASS_COUNT];  /* roofline inputs per op class */
     double bytes[GPU_OP_CLASS_COUNT];
+    /* The GEMMs the matmul FLOPs are made of: 1 + index into wl_graph.gemm_sets, their 2mnk
+     * summing to flops[GPU_OP_MATMUL]; 0 = no shapes (the matmul class's roofline of the total,
+     * at the flat efficiency). The time of the shapes is the GPU's own (gpu_gemm_time: each GPU
+     * of a mixed cluster with its SM count), so the graph stays per op, not per GEMM. */
+    uint32_t gemm_set;
     sim_time_t fixed;                  /* duration given directly (synthetic, traces) */
     /* collectives among the lane's GPUs executed serially inside the op (tensor parallel) */
     struct { coll_op op; double bytes; int count; } inlane[WL_MAX_INLANE];
@@ -308,6 +329,10 @@ typedef struct wl_graph {
     uint32_t n_costs, cap_costs;
     wl_coll *colls;
     uint32_t n_colls, cap_colls;
+    gpu_gemm *gemms;            /* GEMM shapes, referenced by gemm_sets */
+    uint32_t n_gemms, cap_gemms;
+    wl_gemm_set *gemm_sets;     /* referenced by wl_cost.gemm_set */
+    uint32_t n_gemm_sets, cap_gemm_sets;
     char **names;
     uint32_t n_names, cap_names;
     uint32_t *name_slots;       /* open-addressing index over names: 1 + name id, 0 = empty */
@@ -321,6 +346,11 @@ wl_graph *wl_graph_create(int n_gpus, int n_lanes, int lane_size);
 void wl_graph_destroy(wl_graph *g);
 uint32_t wl_graph_name(wl_graph *g, const char *name);      /* intern */
 uint32_t wl_graph_cost(wl_graph *g, const wl_cost *c);      /* append (no dedup) */
+/* Append a GEMM set of gemms[0..n) (copied); returns the value for wl_cost.gemm_set (1 + its
+ * index). */
+uint32_t wl_graph_gemm_set(wl_graph *g, const gpu_gemm *gemms, uint32_t n);
+/* The GEMMs of cost c (NULL, *n = 0 when it has none). Borrowed from g. */
+const gpu_gemm *wl_cost_gemms(const wl_graph *g, const wl_cost *c, uint32_t *n);
 uint32_t wl_graph_coll(wl_graph *g, coll_op op, double bytes);       /* kind WL_COMM_DP */
 uint32_t wl_graph_coll_kind(wl_graph *g, coll_op op, double bytes, wl_comm_kind kind);
 /* Append an op with deps[0..n_deps); returns its id. Deps must be earlier ops. */

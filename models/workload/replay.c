@@ -14,6 +14,7 @@
 #include "dtsim/replay.h"
 
 #define N_STREAMS 4
+#define MAX_SPECS 64 /* distinct GPU specs whose compute times are cached */
 
 sim_time_t replay_roofline(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec, double flops,
                         double bytes)
@@ -86,10 +87,12 @@ typedef struct rep {
     uint32_t *pending_coll;        /* per collective instance */
     sim_time_t *start, *launch, *end;
     sim_time_t *own;               /* per op x lane member compute time (when heterogeneous) */
-    sim_time_t *cost_base;         /* per cost, homogeneous GPUs: base compute time */
+    sim_time_t *cost_base;         /* per (cost, distinct GPU spec): base compute time, -1 unknown */
+    int *spec_of;                  /* per GPU: index of its spec among the distinct ones */
+    int n_specs;
     sim_time_t *inlane_cache;      /* per (cost, lane) in-lane comm time, -1 = unknown */
     sim_time_t *inl;               /* per op exposed in-lane time, when some cost overlaps it */
-    bool homogeneous, hetero_time;
+    bool hetero_time;
     sim_rng **rng;                 /* per GPU jitter streams */
     int *scratch;                  /* group building */
     /* backup workers (replay_config.backup_drop) */
@@ -106,20 +109,32 @@ static gpu_precision class_precision(gpu_precision prec, int cls)
     return prec == GPU_FP8 && cls != GPU_OP_MATMUL ? GPU_BF16 : prec;
 }
 
+/* A compute op's time on one GPU without stragglers or jitter: cached per cost and distinct GPU
+ * spec (a mixed cluster has a few), since GEMM shapes make it more than a few divisions. */
 static sim_time_t base_time(rep *R, uint32_t cost, int gpu)
 {
     const wl_cost *c = &R->g->costs[cost];
-    if (R->homogeneous && R->cost_base[cost] >= 0) return R->cost_base[cost];
+    int k0 = R->spec_of ? R->spec_of[gpu] : 0;
+    size_t slot = (size_t)cost * R->n_specs + (size_t)(k0 < 0 ? 0 : k0);
+    if (k0 >= 0 && R->cost_base[slot] >= 0) return R->cost_base[slot];
     sim_time_t t = c->fixed;
     if (R->cfg->gpus) {
         const gpu_spec *sp = &R->cfg->gpus[gpu];
         replay_op_time_fn f = R->cfg->op_time ? R->cfg->op_time : replay_roofline;
-        for (int k = 0; k < GPU_OP_CLASS_COUNT; k++)
-            if (c->flops[k] > 0 || c->bytes[k] > 0)
-                t = sim_time_add(t, f(sp, (gpu_op_class)k, class_precision(R->g->precision, k),
-                                      c->flops[k], c->bytes[k]));
+        replay_gemm_time_fn gf = R->cfg->gemm_time;
+        if (!gf && !R->cfg->op_time) gf = gpu_gemm_time;
+        uint32_t ng = 0;
+        const gpu_gemm *gs = gf ? wl_cost_gemms(R->g, c, &ng) : NULL;
+        for (int k = 0; k < GPU_OP_CLASS_COUNT; k++) {
+            gpu_precision prec = class_precision(R->g->precision, k);
+            if (k == GPU_OP_MATMUL && ng > 0)
+                t = sim_time_add(t, sim_time_add(gf(sp, prec, gs, (int)ng),
+                                                 c->bytes[k] > 0 ? f(sp, (gpu_op_class)k, prec, 0, c->bytes[k]) : 0));
+            else if (c->flops[k] > 0 || c->bytes[k] > 0)
+                t = sim_time_add(t, f(sp, (gpu_op_class)k, prec, c->flops[k], c->bytes[k]));
+        }
     }
-    if (R->homogeneous) R->cost_base[cost] = t;
+    if (k0 >= 0) R->cost_base[slot] = t;
     return t;
 }
 
@@ -551,15 +566,24 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     R.end = dt_xcalloc((size_t)n + 1, sizeof *R.end);
     for (uint32_t i = 0; i < n; i++) R.end[i] = -1;
     /* compute-time caches */
-    R.homogeneous = true;
-    if (cfg->gpus)
-        for (int i = 1; i < g->n_gpus; i++)
-            if (memcmp(&cfg->gpus[i], &cfg->gpus[0], sizeof cfg->gpus[0])) {
-                R.homogeneous = false;
-                break;
-            }
-    R.cost_base = dt_xmalloc(((size_t)g->n_costs + 1) * sizeof *R.cost_base);
-    for (uint32_t i = 0; i < g->n_costs; i++) R.cost_base[i] = -1;
+    R.n_specs = 1;
+    if (cfg->gpus && g->n_gpus > 1) {
+        /* distinct specs by content, in order of first appearance: a mixed cluster has a
+         * few, and a GPU whose spec equals an earlier one's shares its times */
+        R.spec_of = dt_xcalloc((size_t)g->n_gpus, sizeof *R.spec_of);
+        int first[MAX_SPECS]; /* a GPU of each distinct spec */
+        first[0] = 0;
+        for (int i = 1; i < g->n_gpus; i++) {
+            int k = 0;
+            while (k < R.n_specs && memcmp(&cfg->gpus[i], &cfg->gpus[first[k]], sizeof cfg->gpus[0]))
+                k++;
+            if (k == R.n_specs && R.n_specs < MAX_SPECS) first[R.n_specs++] = i;
+            R.spec_of[i] = k < R.n_specs ? k : -1; /* beyond MAX_SPECS: computed every time */
+        }
+    }
+    size_t ncb = (size_t)g->n_costs * R.n_specs;
+    R.cost_base = dt_xmalloc((ncb + 1) * sizeof *R.cost_base);
+    for (size_t i = 0; i < ncb; i++) R.cost_base[i] = -1;
     size_t nic = (size_t)g->n_costs * g->n_lanes;
     R.inlane_cache = dt_xmalloc((nic + 1) * sizeof *R.inlane_cache);
     for (size_t i = 0; i < nic; i++) R.inlane_cache[i] = -1;
@@ -659,6 +683,7 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     free(R.own);
     free(R.inl);
     free(R.cost_base);
+    free(R.spec_of);
     free(R.inlane_cache);
     free(R.start);
     free(R.launch);

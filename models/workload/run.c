@@ -580,6 +580,7 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
     /* Analytic mode needs no flows: coll_analytic_time charges the algorithm flow mode would
      * run, alpha-beta over its routes (exact for uncontended links), with no events per step. */
     replay_config rc = {.gpus = t->gpus, .n_gpus = t->n_gpus, .op_time = gpu_op_time,
+                     .gemm_time = gpu_gemm_time,
                      .coll_time = coll_time_fn, .coll_ctx = &ctx,
                      .comm = J->env->network == NET_FLOW ? &comm : NULL, .eng = eng,
                      .slowdown = slow, .jitter = J->env->jitter,

@@ -87,6 +87,49 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
     out->tp_bytes = b * s * h * wl_precision_bytes(p->precision);
 }
 
+/* Megatron's tensor-parallel layer (Shoeybi et al. 2019): the QKV and first MLP GEMMs are split
+ * by output columns (n / t), the attention projection and the second MLP GEMM by input rows
+ * (k / t); every GEMM sees all b·s tokens of the microbatch (with sequence parallelism they are
+ * all-gathered first). Q has h columns and K, V h·g/a each (GQA); SwiGLU's up and gate
+ * projections are one GEMM of 2f columns (Megatron's fused linear_fc1). MoE: the router runs
+ * on the b·s/t tokens of the rank's sequence shard (the closed form divides it by t too), and
+ * each of the E experts gets b·s·top_k/E tokens (balanced routing) for its two GEMMs. Sums to
+ * 2·b·s·P_active/t exactly (layer_matmul_params). */
+int wl_layer_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_LAYER_GEMMS_MAX])
+{
+    if (m->kind != WL_TRANSFORMER) return 0;
+    double t = p->tp, h = m->hidden, tok = p->micro_batch_size * m->seq_len;
+    double kv = h * m->kv_heads / m->heads;
+    double up = (m->mlp == WL_MLP_SWIGLU ? 2.0 : 1.0) * m->ffn / t;
+    int n = 0;
+    out[n++] = (gpu_gemm){tok, (h + 2 * kv) / t, h, 1}; /* QKV */
+    out[n++] = (gpu_gemm){tok, h, h / t, 1};            /* attention output projection */
+    if (m->experts > 1) out[n++] = (gpu_gemm){tok / t, m->experts, h, 1}; /* router */
+    /* the MLP of each expert (one without MoE) on its share of the routed tokens; a
+     * fractional expert count (allowed by the scenario, meaningless as a count) runs as one
+     * GEMM over all routed tokens */
+    double e = m->experts > 1 ? m->experts : 1;
+    double ne = e == floor(e) ? e : 1;
+    double per = tok * m->top_k / ne;
+    if (per > 0) {
+        out[n++] = (gpu_gemm){per, up, h, ne};         /* MLP up (and gate) */
+        out[n++] = (gpu_gemm){per, h, m->ffn / t, ne}; /* MLP down */
+    }
+    return n;
+}
+
+gpu_gemm wl_logits_gemm(const wl_model *m, const wl_plan *p)
+{
+    return (gpu_gemm){p->micro_batch_size * m->seq_len, m->vocab / p->tp, m->hidden, 1};
+}
+
+/* Y = X·W with X (m x k), W (k x n): dX = dY·Wᵀ is (m x n)·(n x k), dW = Xᵀ·dY is (k x m)·(m x n). */
+void wl_gemm_backward(gpu_gemm f, gpu_gemm out[2])
+{
+    out[0] = (gpu_gemm){f.m, f.k, f.n, f.count};
+    out[1] = (gpu_gemm){f.k, f.n, f.m, f.count};
+}
+
 /* Forward FLOPs of one sample through the whole model. */
 static double fwd_flops_per_sample(const wl_model *m, double *attn_part, double *logits_part)
 {

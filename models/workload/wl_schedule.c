@@ -41,6 +41,8 @@ void wl_graph_destroy(wl_graph *g)
     free(g->ops);
     free(g->deps);
     free(g->costs);
+    free(g->gemms);
+    free(g->gemm_sets);
     free(g->colls);
     free(g);
 }
@@ -89,6 +91,30 @@ uint32_t wl_graph_cost(wl_graph *g, const wl_cost *c)
     GROW(g->costs, g->n_costs, g->cap_costs);
     g->costs[g->n_costs] = *c;
     return g->n_costs++;
+}
+
+uint32_t wl_graph_gemm_set(wl_graph *g, const gpu_gemm *gemms, uint32_t n)
+{
+    while (g->n_gemms + n > g->cap_gemms) {
+        g->cap_gemms = g->cap_gemms ? 2 * g->cap_gemms : 64;
+        g->gemms = dt_xrealloc(g->gemms, (size_t)g->cap_gemms * sizeof *g->gemms);
+    }
+    if (n) memcpy(g->gemms + g->n_gemms, gemms, n * sizeof *gemms);
+    GROW(g->gemm_sets, g->n_gemm_sets, g->cap_gemm_sets);
+    g->gemm_sets[g->n_gemm_sets] = (wl_gemm_set){g->n_gemms, n};
+    g->n_gemms += n;
+    return ++g->n_gemm_sets;
+}
+
+const gpu_gemm *wl_cost_gemms(const wl_graph *g, const wl_cost *c, uint32_t *n)
+{
+    if (c->gemm_set == 0 || c->gemm_set > g->n_gemm_sets) {
+        *n = 0;
+        return NULL;
+    }
+    const wl_gemm_set *s = &g->gemm_sets[c->gemm_set - 1];
+    *n = s->n;
+    return g->gemms + s->start;
 }
 
 static const char *const comm_kind_names[WL_COMM_KIND_COUNT] = {"tp", "pp", "dp", "zero"};
@@ -163,6 +189,8 @@ typedef struct gen {
     const int *vs_layers;              /* layers of each virtual stage (plan.stage_layers) */
     int *vs_first;                     /* its first layer */
     wl_layer_cost lc;
+    gpu_gemm layer_gemms[WL_LAYER_GEMMS_MAX]; /* forward GEMMs of one layer (count 1) */
+    int n_layer_gemms;
     double layer_grad_bytes;           /* gradient bytes of one layer on one GPU */
     double layer_param_bytes;
     double emb_grad_bytes;
@@ -221,17 +249,47 @@ static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int laye
             c.flops[GPU_OP_MATMUL] += n * lc->fwd_matmul_flops;
             c.bytes[GPU_OP_ELEMENTWISE] += n * lc->fwd_elem_bytes;
         }
+        /* the same FLOPs as GEMM shapes: each layer GEMM n times (forward; backward: its data
+         * and weight gradients, and the forward again under full recomputation), then the
+         * logits */
+        gpu_gemm gs[3 * WL_LAYER_GEMMS_MAX + 2];
+        uint32_t ng = 0;
+        for (int i = 0; i < G->n_layer_gemms; i++) {
+            gpu_gemm f = G->layer_gemms[i];
+            f.count *= layers;
+            if (!bwd || p->checkpointing == WL_CKPT_FULL) gs[ng++] = f;
+            if (bwd) {
+                wl_gemm_backward(f, &gs[ng]);
+                ng += 2;
+            }
+        }
         double b = p->micro_batch_size, sq = m->seq_len, h = m->hidden;
         double pb = wl_precision_bytes(p->precision);
         if (first) c.bytes[GPU_OP_ELEMENTWISE] += mult * 2 * b * sq * h * pb; /* embedding */
         if (last) {
             double logits = b * sq * m->vocab / p->tp; /* elements on this TP rank */
             c.flops[GPU_OP_MATMUL] += mult * 2 * logits * h;
+            gpu_gemm lg = wl_logits_gemm(m, p);
+            if (G->n_layer_gemms == 0) {
+                /* a params model: no shapes, its FLOPs stay on the flat roofline */
+            } else if (bwd) {
+                wl_gemm_backward(lg, &gs[ng]);
+                ng += 2;
+            } else {
+                gs[ng++] = lg;
+            }
             /* the cross-entropy over the logits, in fp32 (Megatron casts them, autocast does
              * the same): forward cast (read e, write 4), max (read 4), subtract (4 + 4), exp
              * (4 + 4), sum (4), softmax kept for the backward (4 + 4) = e + 32 bytes; backward
              * scale by the loss gradient (4 + 4) and cast back (read 4, write e) = 12 + e */
             c.bytes[GPU_OP_ELEMENTWISE] += logits * (bwd ? 12 + pb : 32 + pb);
+        }
+        if (ng) {
+            /* the shapes replace the total in the time, so they must be the same FLOPs */
+            double sum = 0;
+            for (uint32_t i = 0; i < ng; i++) sum += 2 * gs[i].m * gs[i].n * gs[i].k * gs[i].count;
+            DT_ASSERT(fabs(sum - c.flops[GPU_OP_MATMUL]) <= 1e-9 * c.flops[GPU_OP_MATMUL]);
+            c.gemm_set = wl_graph_gemm_set(G->g, gs, ng);
         }
     }
     if (p->tp > 1) {
@@ -600,6 +658,7 @@ wl_graph *wl_graph_build(const wl_scenario *s)
                 g->lane_gpus[(size_t)lane_of(&G, d, st) * p->tp + k] = wl_gpu_of(p, d, st, k);
     for (int i = 0; i < N_COUNT; i++) G.names[i] = wl_graph_name(g, op_names[i]);
     wl_layer_cost_get(&s->model, p, &G.lc);
+    G.n_layer_gemms = wl_layer_gemms(&s->model, p, G.layer_gemms);
     double pb = wl_precision_bytes(p->precision);
     double layer_psi = wl_layer_params(&s->model) / p->tp;
     G.layer_grad_bytes = layer_psi * pb;

@@ -14,8 +14,8 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # The gate (percent). docs/validation.md states the figures they were set from.
-MAX_MEDIAN=6
-MAX_WORST=29
+MAX_MEDIAN=7
+MAX_WORST=27
 
 "$DTSIM" validate "$SRC/tests/validation" --json --max-median $MAX_MEDIAN --max-worst $MAX_WORST \
   >"$tmp/v.json" || fail "validation suite outside median $MAX_MEDIAN % / worst $MAX_WORST %"
