@@ -68,6 +68,10 @@ typedef enum wl_ckpt { WL_CKPT_NONE, WL_CKPT_FULL, WL_CKPT_SELECTIVE } wl_ckpt;
 typedef enum wl_precision { WL_FP32, WL_FP16, WL_BF16, WL_FP8, WL_TF32 } wl_precision;
 typedef enum wl_optimizer { WL_ADAM, WL_SGD } wl_optimizer;
 typedef enum wl_axis { WL_AXIS_TP, WL_AXIS_PP, WL_AXIS_DP } wl_axis;
+/* How work is split over GPUs of different speeds ("parallel.balance", docs/workloads.md
+ * "Uneven work on mixed clusters"): evenly (the default), or by each stage's and each
+ * replica's speed as the compute model runs them. */
+typedef enum wl_balance { WL_BALANCE_NONE, WL_BALANCE_SPEED } wl_balance;
 
 /* How the training framework runs the plan (scenario "framework": a preset name or
  * {"preset": NAME, option: value, ...}; docs/workloads.md "Framework behaviour" gives every
@@ -137,6 +141,11 @@ typedef struct wl_plan {
      * copies of a plan borrow it. */
     int *stage_layers;
     int n_stage_layers;
+    wl_balance balance;
+    /* Microbatches of each DP replica (dp entries summing to dp x microbatches), set by
+     * wl_balance_speed; NULL = every replica runs `microbatches`. Owned by the wl_scenario;
+     * copies of a plan borrow it. */
+    int *replica_microbatches;
 } wl_plan;
 
 typedef enum wl_jitter_kind { WL_JITTER_NONE, WL_JITTER_LOGNORMAL, WL_JITTER_NORMAL } wl_jitter_kind;
@@ -201,6 +210,40 @@ int wl_scenario_resolve(const js_ctx *ctx, wl_scenario *s, int n_gpus);
  * one gets ceil(layers/n), then the surplus is taken one layer each from the ends inward - the
  * last (logits), the first (embedding), the second-to-last, the second, ... out[0..n). */
 void wl_default_stage_layers(int layers, int n, int *out);
+/* Microbatches DP replica d runs (plan.replica_microbatches, else plan.microbatches). */
+int wl_replica_microbatches(const wl_plan *p, int d);
+/* The most microbatches any replica runs. */
+int wl_max_replica_microbatches(const wl_plan *p);
+
+/* "balance": "speed" (docs/workloads.md, "Uneven work on mixed clusters"): with the cluster
+ * known, replace the resolved plan's layer split and per-replica microbatches by the ones that
+ * minimise the slowest stage and the slowest replica. A GPU's speed is the time the compute
+ * model gives one layer's forward and backward on its spec (op_time, gpu_op_time in a run),
+ * times its straggler slowdown (slowdown[gpu], NULL = 1). Layers: a stage runs at its slowest
+ * GPU (lanes are lockstep, replicas share the split); each stage gets at least one layer per
+ * model chunk and the rest go one at a time to the stage whose time (its layers plus its
+ * embedding or logits) grows least, which minimises the slowest stage exactly. Microbatches
+ * likewise over replicas, a replica's time being (its microbatches + pp - 1) x its slowest
+ * stage (in units of pp with the interleaved schedule). A stage_layers list given by the user
+ * is kept. Fills s->plan (owning the arrays); DT_EINPUT through c when a GPU cannot run a
+ * layer (no finite time). No-op unless plan.balance is WL_BALANCE_SPEED. */
+int wl_balance_speed(const js_ctx *c, wl_scenario *s, const gpu_spec *gpus, int n_gpus,
+                     const double *slowdown,
+                     sim_time_t (*op_time)(const gpu_spec *, gpu_op_class, gpu_precision,
+                                           double, double));
+
+/* The compute cost of one forward (bwd false) or backward op over `layers` layers of a
+ * virtual stage, holding the embedding (first) or the output layer (last): what the schedule
+ * generator puts on that op, in-lane TP collectives included. */
+struct wl_cost;
+void wl_layer_op_cost(const wl_scenario *s, const wl_plan *p, bool bwd, bool first, bool last,
+                      int layers, struct wl_cost *out);
+/* Time of a compute cost on one GPU: fixed + the op time of each class (fp8 runs only the
+ * matmul class at fp8, the rest at bf16), in-lane collectives not included. */
+sim_time_t wl_cost_time(const struct wl_cost *c, const gpu_spec *sp, gpu_precision prec,
+                        sim_time_t (*op_time)(const gpu_spec *, gpu_op_class, gpu_precision,
+                                              double, double));
+
 /* Layers held by pipeline stage `stage` (all its model chunks). */
 int wl_stage_layer_count(const wl_plan *p, int layers, int stage);
 

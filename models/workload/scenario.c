@@ -158,7 +158,7 @@ static int parse_plan(const js_ctx *c, const cJSON *p, const char *path, wl_plan
         "dp", "tp", "pp", "zero", "schedule", "virtual_stages", "microbatches",
         "micro_batch_size", "gradient_accumulation", "activation_checkpointing",
         "sequence_parallel", "bucket_size", "overlap_dp", "compression", "placement",
-        "backup_workers", "staleness", "local_sgd", "stage_layers", NULL};
+        "backup_workers", "staleness", "local_sgd", "stage_layers", "balance", NULL};
     TRY(js_expect_object(c, p, path));
     TRY(js_check_keys(c, p, path, keys));
     TRY(get_pos_int(c, p, path, "dp", false, &out->dp));
@@ -225,6 +225,14 @@ static int parse_plan(const js_ctx *c, const cJSON *p, const char *path, wl_plan
             out->stage_layers[i] = (int)e->valuedouble;
         }
     }
+    static const char *const balance_names[] = {"none", "speed", NULL};
+    int bal = WL_BALANCE_NONE;
+    TRY(js_get_enum(c, p, path, "balance", false, balance_names, &bal));
+    out->balance = (wl_balance)bal;
+    if (out->balance == WL_BALANCE_SPEED && out->stage_layers)
+        return js_fail(c, path, "balance",
+                       "\"speed\" computes the layers of each stage; it cannot be combined with "
+                       "stage_layers (drop one of them)");
     long long k = 0;
     TRY(js_get_int(c, p, path, "backup_workers", false, 0, 1 << 30, &k));
     out->backup_workers = (int)k;
@@ -509,6 +517,8 @@ void wl_scenario_free(wl_scenario *s)
     free(s->env.stragglers);
     free(s->env.degraded);
     free(s->plan.stage_layers);
+    free(s->plan.replica_microbatches);
+    s->plan.replica_microbatches = NULL;
     s->plan.stage_layers = NULL;
     s->plan.n_stage_layers = 0;
     s->env.stragglers = NULL;
@@ -595,6 +605,15 @@ int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
                            "needs pp 1 (a replica is dropped as a whole; with a pipeline its "
                            "stages would decide apart), found pp %d", p->pp);
     }
+    if (p->balance == WL_BALANCE_SPEED && p->zero >= 2 && p->dp > 1)
+        return js_fail(c, "parallel", "balance",
+                       "\"speed\" gives replicas different microbatches; ZeRO-%d reduces "
+                       "gradients every microbatch, which needs the same count on every replica: "
+                       "use zero 0 or 1", p->zero);
+    if (p->balance == WL_BALANCE_SPEED && p->backup_workers > 0 && p->dp > 1)
+        return js_fail(c, "parallel", "balance",
+                       "\"speed\" gives replicas different microbatches; backup workers drop "
+                       "whole replicas and count samples as if they were equal: choose one");
     if ((p->staleness >= 0 || p->local_sgd > 1) && p->zero > 0)
         return js_fail(c, "parallel", p->staleness >= 0 ? "staleness" : "local_sgd",
                        "needs zero 0: every replica keeps its own optimizer state between "
@@ -620,6 +639,20 @@ void wl_default_stage_layers(int layers, int n, int *out)
     for (int i = 0; i < n; i++) out[i] = each;
     /* ends inward: last, first, second-to-last, second, ... */
     for (int k = 0; k < surplus; k++) out[k % 2 ? k / 2 : n - 1 - k / 2]--;
+}
+
+int wl_replica_microbatches(const wl_plan *p, int d)
+{
+    return p->replica_microbatches ? p->replica_microbatches[d] : p->microbatches;
+}
+
+int wl_max_replica_microbatches(const wl_plan *p)
+{
+    int m = p->microbatches;
+    if (p->replica_microbatches)
+        for (int d = 0; d < p->dp; d++)
+            if (p->replica_microbatches[d] > m) m = p->replica_microbatches[d];
+    return m;
 }
 
 int wl_stage_layer_count(const wl_plan *p, int layers, int stage)
