@@ -184,6 +184,7 @@ typedef struct wl_scenario {
     char name[128];
     const cJSON *topology;       /* borrowed raw value (path string, object or generator) */
     const cJSON *gpu;            /* borrowed raw value or NULL */
+    const cJSON *federated;      /* borrowed raw "federated" section or NULL (federated.h) */
     wl_model model;
     wl_plan plan;
     double global_batch;         /* samples per step */

@@ -724,6 +724,12 @@ static int prepare(const cJSON *j, const char *file, const char *base_dir, wl_sc
     return rc;
 }
 
+int run_prepare(const cJSON *scenario, const char *file, const char *base_dir, wl_scenario *s,
+                topo **t, dt_error *err)
+{
+    return prepare(scenario, file, base_dir, s, t, NULL, 0, err);
+}
+
 int run_memory(const cJSON *scenario, const char *file, const char *base_dir, struct run_memory *out,
                bool *fits, dt_error *err)
 {
@@ -889,7 +895,11 @@ int run_prep_scenario(const cJSON *scenario, const char *file, const char *base_
     fill_summary(s, out);
     out->staleness = -1;
     int rc = DT_OK;
-    if (s->model.kind == WL_PARAMS) {
+    if (s->federated) {
+        rc = dt_error_set(err, DT_EINPUT, file, "federated",
+                          "a federated scenario simulates rounds of clients, edge servers and "
+                          "a cloud: run it with `dtsim federated`");
+    } else if (s->model.kind == WL_PARAMS) {
         rc = dt_error_set(err, DT_EINPUT, file, "model.kind",
                           "a \"params\" model only plans memory (dtsim memory); use "
                           "\"transformer\" or \"synthetic\" to simulate a step");

@@ -428,7 +428,7 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
                                        "parallel", "global_batch", "precision", "optimizer",
                                        "options", "stragglers", "jitter", "degraded_links",
                                        "seed", "sweep", "failures", "checkpoint", "storage",
-                                       "input", "framework", NULL};
+                                       "input", "framework", "federated", NULL};
     /* "sweep" belongs to `dtsim sweep` (reports/sweep_spec.c validates it); a single run is the
      * scenario as written, so it is allowed here and not read. */
     TRY(js_expect_object(c, j, ""));
@@ -443,6 +443,8 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
                        "required: a topology file name, an inline topology or a generator "
                        "such as {\"generator\": \"dgx\", \"nodes\": 2}");
     s->gpu = cJSON_GetObjectItemCaseSensitive(j, "gpu");
+    /* read by `dtsim federated` (federated.c, once the topology is known) */
+    s->federated = cJSON_GetObjectItemCaseSensitive(j, "federated");
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
     if (!m) return js_fail(c, "", "model", "required: the model to train");
     TRY(parse_model(c, m, "model", &s->model));

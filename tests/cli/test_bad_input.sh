@@ -63,6 +63,9 @@ scen("in_nostor.json", input={"bytes_per_sample": "1 MB"})
 scen("backup.json", parallel={"backup_workers": 8})
 scen("stale.json", parallel={"staleness": 2, "zero": 1})
 scen("balance.json", parallel={"balance": "fastest"})
+scen("fed_cloud.json", federated={"cloud": 99})
+scen("fed_ok.json", federated={"cloud": 0})
+scen("fed_edges.json", federated={"cloud": 0, "edges": [{"server": 1, "clients": [2, 2]}]})
 scen("balance_zero.json", parallel={"balance": "speed", "zero": 3})
 scen("balance_sl.json", parallel={"balance": "speed", "pp": 2, "stage_layers": [2, 2]})
 scen("in_size.json", input={"bytes_per_sample": "1 MBq"}, storage=STOR)
@@ -196,6 +199,12 @@ t 2 '--steps needs a scenario' - run --trace cycle.json --topology "$SRC/topolog
 t 2 'backup.json: parallel.backup_workers: must be below dp' - run backup.json --steps 4
 t 2 'stale.json: parallel.staleness: needs zero 0' - run stale.json
 t 2 'balance.json: parallel.balance' - run balance.json
+t 2 'fed_cloud.json: federated.cloud: expected a GPU index 0..7' - federated fed_cloud.json
+t 2 'fed_edges.json: federated.edges[0].clients[1]: GPU 2' - federated fed_edges.json --json
+t 2 'fed_ok.json: federated: a federated scenario' - run fed_ok.json
+t 2 'ok.json: federated: required' - federated ok.json
+t 2 'dtsim federated: --rounds needs a whole number' - federated fed_ok.json --rounds 0
+t 2 'dtsim federated: missing the scenario file' - federated
 t 2 'balance_zero.json: parallel.balance: "speed" gives replicas different microbatches; ZeRO-3' - memory balance_zero.json
 t 2 'balance_sl.json: parallel.balance: "speed" computes the layers' - run balance_sl.json
 # ---- failures, checkpoints, storage, input; dtsim goodput
