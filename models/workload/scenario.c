@@ -471,14 +471,16 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
         TRY(js_get_string(c, o, "options", "dp_algorithm", false, &algo));
         if (algo && coll_algo_parse(algo, &s->env.dp_algorithm) != DT_OK)
             return js_fail(c, "options", "dp_algorithm",
-                           "expected auto, ring, tree, dbt, hd, direct, hier or ps, found \"%s\"",
+                           "expected auto, ring, tree, dbt, hd, direct, hier, ps or fastest, found "
+                           "\"%s\"",
                            algo);
         long long servers = 0;
         TRY(js_get_int(c, o, "options", "ps_servers", false, 1, 1 << 22, &servers));
-        if (servers && s->env.dp_algorithm != COLL_PS)
+        if (servers && s->env.dp_algorithm != COLL_PS && s->env.dp_algorithm != COLL_FASTEST)
             return js_fail(c, "options", "ps_servers",
-                           "parameter servers apply to \"dp_algorithm\": \"ps\" only, found "
-                           "dp_algorithm \"%s\"", coll_algo_name(s->env.dp_algorithm));
+                           "parameter servers apply to \"dp_algorithm\": \"ps\" only (or \"fastest\", "
+                           "which may pick ps), found dp_algorithm \"%s\"",
+                           coll_algo_name(s->env.dp_algorithm));
         s->env.ps_servers = (int)servers;
         const char *rm = NULL;
         TRY(js_get_string(c, o, "options", "ring_model", false, &rm));
