@@ -126,6 +126,10 @@ typedef struct wl_plan {
     double compression_ratio;    /* top-k fraction kept, 0 = no compression */
     double topk_throughput;      /* elements/s of the top-k selection kernel */
     wl_axis placement[3];        /* outermost first; default dp, pp, tp (TP innermost) */
+    bool place_by_bandwidth;     /* "placement": "bandwidth": gpu_map from the topology */
+    /* GPU of each rank slot: wl_gpu_of's formula index -> GPU (wl_place_by_bandwidth); NULL =
+     * the formula itself. Owned by the wl_scenario; copies of a plan borrow it. */
+    int *gpu_map;
     /* Beyond one synchronous step (docs/workloads.md, "Many steps"): */
     int backup_workers;          /* drop the slowest k DP replicas' gradients each step (pp 1) */
     int staleness;               /* bounded-staleness asynchronous DP: a replica may run s steps
@@ -211,6 +215,16 @@ int wl_scenario_resolve(const js_ctx *ctx, wl_scenario *s, int n_gpus);
  * one gets ceil(layers/n), then the surplus is taken one layer each from the ends inward - the
  * last (logits), the first (embedding), the second-to-last, the second, ... out[0..n). */
 void wl_default_stage_layers(int layers, int n, int *out);
+/* "placement": "bandwidth" (docs/workloads.md, "Placement from the bandwidth matrix"): with
+ * the topology known, choose which GPU holds each (dp, pp, tp) rank. TP groups are the GPUs with
+ * the fastest routes between them; of PP and DP, the axis that moves more bytes per step gets
+ * the next-fastest links (its groups formed inside fast domains) and the other crosses between
+ * them; pipeline stages are ordered along the path whose slowest link is fastest, replicas
+ * around the ring whose slowest link is fastest (exact for up to 16, greedy beyond). Fills
+ * s->plan.gpu_map (owned by s). No-op unless plan.place_by_bandwidth. */
+struct topo;
+int wl_place_by_bandwidth(const js_ctx *c, wl_scenario *s, struct topo *t);
+
 /* Microbatches DP replica d runs (plan.replica_microbatches, else plan.microbatches). */
 int wl_replica_microbatches(const wl_plan *p, int d);
 /* The most microbatches any replica runs. */

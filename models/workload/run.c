@@ -702,6 +702,8 @@ static int prepare(const cJSON *j, const char *file, const char *base_dir, wl_sc
     if (rc == DT_OK) apply_link_efficiency(&s->env, *t);
     if (rc == DT_OK && s->calibration[0]) rc = apply_calibration(&c, s, base_dir, *t, note, note_size);
     if (rc == DT_OK) rc = wl_scenario_resolve(&c, s, (*t)->n_gpus);
+    /* placement before balancing: speeds are read per rank through wl_gpu_of */
+    if (rc == DT_OK && s->plan.place_by_bandwidth) rc = wl_place_by_bandwidth(&c, s, *t);
     if (rc == DT_OK && s->plan.balance == WL_BALANCE_SPEED) {
         /* speeds as the replay will run them: the op time of each GPU's own spec, times its
          * straggler slowdown (jitter is random and left out) */
@@ -861,6 +863,10 @@ static void fill_summary(const wl_scenario *s, run_result *out)
              dp, s->env.network == NET_ANALYTIC ? ", analytic network" : "",
              p->fw.preset != WL_FW_GENERIC ? ", framework " : "",
              p->fw.preset != WL_FW_GENERIC ? wl_framework_name(p->fw.preset) : "");
+    if (p->place_by_bandwidth) {
+        size_t n = strlen(line);
+        snprintf(line + n, sizeof line - n, ", placed by bandwidth");
+    }
     if (p->balance == WL_BALANCE_SPEED) append_balance(p, line, sizeof out->summary);
     size_t len = strlen(line);
     if (len >= sizeof out->summary) len = sizeof out->summary - 1; /* a long model name */

@@ -126,6 +126,10 @@ static int parse_placement(const js_ctx *c, const cJSON *p, const char *path, wl
     const char *s = NULL;
     TRY(js_get_string(c, p, path, "placement", false, &s));
     if (!s) return DT_OK;
+    if (!strcmp(s, "bandwidth")) {
+        out->place_by_bandwidth = true; /* the map is made once the topology is known */
+        return DT_OK;
+    }
     char buf[64];
     snprintf(buf, sizeof buf, "%s", s);
     int n = 0, seen = 0;
@@ -139,7 +143,7 @@ static int parse_placement(const js_ctx *c, const cJSON *p, const char *path, wl
         else
             return js_fail(c, path, "placement",
                            "expected an order of tp, pp, dp such as \"dp,pp,tp\" "
-                           "(outermost first), found \"%s\"", s);
+                           "(outermost first) or \"bandwidth\", found \"%s\"", s);
         if (n >= 3 || (seen & (1 << a)))
             return js_fail(c, path, "placement", "each of tp, pp, dp exactly once, found \"%s\"",
                            s);
@@ -523,6 +527,8 @@ void wl_scenario_free(wl_scenario *s)
     free(s->plan.stage_layers);
     free(s->plan.replica_microbatches);
     s->plan.replica_microbatches = NULL;
+    free(s->plan.gpu_map);
+    s->plan.gpu_map = NULL;
     s->plan.stage_layers = NULL;
     s->plan.n_stage_layers = 0;
     s->env.stragglers = NULL;
@@ -678,5 +684,5 @@ int wl_gpu_of(const wl_plan *p, int dp_rank, int pp_rank, int tp_rank)
     size[WL_AXIS_DP] = p->dp;
     int g = 0;
     for (int i = 0; i < 3; i++) g = g * size[p->placement[i]] + coord[p->placement[i]];
-    return g;
+    return p->gpu_map ? p->gpu_map[g] : g;
 }
