@@ -236,12 +236,15 @@ int wl_max_replica_microbatches(const wl_plan *p);
  * model gives one layer's forward and backward on its spec (op_time, gpu_op_time in a run),
  * times its straggler slowdown (slowdown[gpu], NULL = 1). Layers: a stage runs at its slowest
  * GPU (lanes are lockstep, replicas share the split); each stage gets at least one layer per
- * model chunk and the rest go one at a time to the stage whose time (its layers plus its
- * embedding or logits) grows least, which minimises the slowest stage exactly. Microbatches
+ * model chunk, and the split minimises the slowest stage's time (its layers plus its
+ * embedding or logits) exactly: found by bisection on that time (balance.c), it is what
+ * handing layers one at a time to the stage that grows least gives. Microbatches
  * likewise over replicas, a replica's time being (its microbatches + pp - 1) x its slowest
  * stage (in units of pp with the interleaved schedule). A stage_layers list given by the user
- * is kept. Fills s->plan (owning the arrays); DT_EINPUT through c when a GPU cannot run a
- * layer (no finite time). No-op unless plan.balance is WL_BALANCE_SPEED. */
+ * is refused at parse time (they cannot be combined). Fills s->plan (owning the arrays).
+ * Returns DT_OK (c is for errors of future inputs; a GPU that cannot run a layer gets the
+ * roofline's capped time and so the fewest layers). No-op unless plan.balance is
+ * WL_BALANCE_SPEED. */
 int wl_balance_speed(const js_ctx *c, wl_scenario *s, const gpu_spec *gpus, int n_gpus,
                      const double *slowdown,
                      sim_time_t (*op_time)(const gpu_spec *, gpu_op_class, gpu_precision,
