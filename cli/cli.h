@@ -80,5 +80,6 @@ CLI_COMMAND(cmd_plan);
 CLI_COMMAND(cmd_report);
 CLI_COMMAND(cmd_goodput);
 CLI_COMMAND(cmd_validate);
+CLI_COMMAND(cmd_federated);
 
 #endif

@@ -16,7 +16,7 @@
 
 static const cli_command *const commands[] = {
     &cmd_run, &cmd_memory, &cmd_collective, &cmd_topo, &cmd_calibrate,
-    &cmd_sweep, &cmd_plan, &cmd_report, &cmd_goodput, &cmd_validate, NULL};
+    &cmd_sweep, &cmd_plan, &cmd_report, &cmd_goodput, &cmd_validate, &cmd_federated, NULL};
 
 static void usage(FILE *out)
 {

@@ -68,6 +68,10 @@ typedef enum wl_ckpt { WL_CKPT_NONE, WL_CKPT_FULL, WL_CKPT_SELECTIVE } wl_ckpt;
 typedef enum wl_precision { WL_FP32, WL_FP16, WL_BF16, WL_FP8, WL_TF32 } wl_precision;
 typedef enum wl_optimizer { WL_ADAM, WL_SGD } wl_optimizer;
 typedef enum wl_axis { WL_AXIS_TP, WL_AXIS_PP, WL_AXIS_DP } wl_axis;
+/* How work is split over GPUs of different speeds ("parallel.balance", docs/workloads.md
+ * "Uneven work on mixed clusters"): evenly (the default), or by each stage's and each
+ * replica's speed as the compute model runs them. */
+typedef enum wl_balance { WL_BALANCE_NONE, WL_BALANCE_SPEED } wl_balance;
 
 /* How the training framework runs the plan (scenario "framework": a preset name or
  * {"preset": NAME, option: value, ...}; docs/workloads.md "Framework behaviour" gives every
@@ -122,6 +126,10 @@ typedef struct wl_plan {
     double compression_ratio;    /* top-k fraction kept, 0 = no compression */
     double topk_throughput;      /* elements/s of the top-k selection kernel */
     wl_axis placement[3];        /* outermost first; default dp, pp, tp (TP innermost) */
+    bool place_by_bandwidth;     /* "placement": "bandwidth": gpu_map from the topology */
+    /* GPU of each rank slot: wl_gpu_of's formula index -> GPU (wl_place_by_bandwidth); NULL =
+     * the formula itself. Owned by the wl_scenario; copies of a plan borrow it. */
+    int *gpu_map;
     /* Beyond one synchronous step (docs/workloads.md, "Many steps"): */
     int backup_workers;          /* drop the slowest k DP replicas' gradients each step (pp 1) */
     int staleness;               /* bounded-staleness asynchronous DP: a replica may run s steps
@@ -137,6 +145,11 @@ typedef struct wl_plan {
      * copies of a plan borrow it. */
     int *stage_layers;
     int n_stage_layers;
+    wl_balance balance;
+    /* Microbatches of each DP replica (dp entries summing to dp x microbatches), set by
+     * wl_balance_speed; NULL = every replica runs `microbatches`. Owned by the wl_scenario;
+     * copies of a plan borrow it. */
+    int *replica_microbatches;
 } wl_plan;
 
 typedef enum wl_jitter_kind { WL_JITTER_NONE, WL_JITTER_LOGNORMAL, WL_JITTER_NORMAL } wl_jitter_kind;
@@ -175,6 +188,7 @@ typedef struct wl_scenario {
     char name[128];
     const cJSON *topology;       /* borrowed raw value (path string, object or generator) */
     const cJSON *gpu;            /* borrowed raw value or NULL */
+    const cJSON *federated;      /* borrowed raw "federated" section or NULL (federated.h) */
     wl_model model;
     wl_plan plan;
     double global_batch;         /* samples per step */
@@ -201,6 +215,53 @@ int wl_scenario_resolve(const js_ctx *ctx, wl_scenario *s, int n_gpus);
  * one gets ceil(layers/n), then the surplus is taken one layer each from the ends inward - the
  * last (logits), the first (embedding), the second-to-last, the second, ... out[0..n). */
 void wl_default_stage_layers(int layers, int n, int *out);
+/* "placement": "bandwidth" (docs/workloads.md, "Placement from the bandwidth matrix"): with
+ * the topology known, choose which GPU holds each (dp, pp, tp) rank. TP groups are the GPUs with
+ * the fastest routes between them; of PP and DP, the axis that moves more bytes per step gets
+ * the next-fastest links (its groups formed inside fast domains) and the other crosses between
+ * them; pipeline stages are ordered along the path whose slowest link is fastest, replicas
+ * around the ring whose slowest link is fastest (exact for up to 16, greedy beyond). Fills
+ * s->plan.gpu_map (owned by s). No-op unless plan.place_by_bandwidth. */
+struct topo;
+int wl_place_by_bandwidth(const js_ctx *c, wl_scenario *s, struct topo *t);
+
+/* Microbatches DP replica d runs (plan.replica_microbatches, else plan.microbatches). */
+int wl_replica_microbatches(const wl_plan *p, int d);
+/* The most microbatches any replica runs. */
+int wl_max_replica_microbatches(const wl_plan *p);
+
+/* "balance": "speed" (docs/workloads.md, "Uneven work on mixed clusters"): with the cluster
+ * known, replace the resolved plan's layer split and per-replica microbatches by the ones that
+ * minimise the slowest stage and the slowest replica. A GPU's speed is the time the compute
+ * model gives one layer's forward and backward on its spec (op_time, gpu_op_time in a run),
+ * times its straggler slowdown (slowdown[gpu], NULL = 1). Layers: a stage runs at its slowest
+ * GPU (lanes are lockstep, replicas share the split); each stage gets at least one layer per
+ * model chunk, and the split minimises the slowest stage's time (its layers plus its
+ * embedding or logits) exactly: found by bisection on that time (balance.c), it is what
+ * handing layers one at a time to the stage that grows least gives. Microbatches
+ * likewise over replicas, a replica's time being (its microbatches + pp - 1) x its slowest
+ * stage (in units of pp with the interleaved schedule). A stage_layers list given by the user
+ * is refused at parse time (they cannot be combined). Fills s->plan (owning the arrays).
+ * Returns DT_OK (c is for errors of future inputs; a GPU that cannot run a layer gets the
+ * roofline's capped time and so the fewest layers). No-op unless plan.balance is
+ * WL_BALANCE_SPEED. */
+int wl_balance_speed(const js_ctx *c, wl_scenario *s, const gpu_spec *gpus, int n_gpus,
+                     const double *slowdown,
+                     sim_time_t (*op_time)(const gpu_spec *, gpu_op_class, gpu_precision,
+                                           double, double));
+
+/* The compute cost of one forward (bwd false) or backward op over `layers` layers of a
+ * virtual stage, holding the embedding (first) or the output layer (last): what the schedule
+ * generator puts on that op, in-lane TP collectives included. */
+struct wl_cost;
+void wl_layer_op_cost(const wl_scenario *s, const wl_plan *p, bool bwd, bool first, bool last,
+                      int layers, struct wl_cost *out);
+/* Time of a compute cost on one GPU: fixed + the op time of each class (fp8 runs only the
+ * matmul class at fp8, the rest at bf16), in-lane collectives not included. */
+sim_time_t wl_cost_time(const struct wl_cost *c, const gpu_spec *sp, gpu_precision prec,
+                        sim_time_t (*op_time)(const gpu_spec *, gpu_op_class, gpu_precision,
+                                              double, double));
+
 /* Layers held by pipeline stage `stage` (all its model chunks). */
 int wl_stage_layer_count(const wl_plan *p, int layers, int stage);
 

@@ -48,7 +48,7 @@ double mem_activation_per_layer(const wl_model *m, const wl_plan *p)
 
 double mem_inflight(const wl_plan *p, int stage)
 {
-    int pp = p->pp, m = p->microbatches, v = p->virtual_stages;
+    int pp = p->pp, m = wl_max_replica_microbatches(p), v = p->virtual_stages;
     if (pp == 1) return 1; /* gradient accumulation: forward then backward, one at a time */
     switch (p->schedule) {
     case WL_GPIPE: return m;

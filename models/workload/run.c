@@ -705,6 +705,18 @@ static int prepare(const cJSON *j, const char *file, const char *base_dir, wl_sc
     if (rc == DT_OK) apply_link_efficiency(&s->env, *t);
     if (rc == DT_OK && s->calibration[0]) rc = apply_calibration(&c, s, base_dir, *t, note, note_size);
     if (rc == DT_OK) rc = wl_scenario_resolve(&c, s, (*t)->n_gpus);
+    /* placement before balancing: speeds are read per rank through wl_gpu_of */
+    if (rc == DT_OK && s->plan.place_by_bandwidth) rc = wl_place_by_bandwidth(&c, s, *t);
+    if (rc == DT_OK && s->plan.balance == WL_BALANCE_SPEED) {
+        /* speeds as the replay will run them: the op time of each GPU's own spec, times its
+         * straggler slowdown (jitter is random and left out) */
+        double *slow = dt_xmalloc(((size_t)(*t)->n_gpus + 1) * sizeof *slow);
+        for (int i = 0; i < (*t)->n_gpus; i++) slow[i] = 1;
+        for (int i = 0; i < s->env.n_stragglers; i++)
+            slow[s->env.stragglers[i].gpu] *= s->env.stragglers[i].slowdown;
+        rc = wl_balance_speed(&c, s, (*t)->gpus, (*t)->n_gpus, slow, gpu_op_time);
+        free(slow);
+    }
     if (rc == DT_OK && s->env.ps_servers > s->plan.dp)
         rc = js_fail(&c, "options", "ps_servers",
                      "expected at most dp = %d servers (each is one of the data-parallel group's "
@@ -715,6 +727,12 @@ static int prepare(const cJSON *j, const char *file, const char *base_dir, wl_sc
         wl_scenario_free(s);
     }
     return rc;
+}
+
+int run_prepare(const cJSON *scenario, const char *file, const char *base_dir, wl_scenario *s,
+                topo **t, dt_error *err)
+{
+    return prepare(scenario, file, base_dir, s, t, NULL, 0, err);
 }
 
 int run_memory(const cJSON *scenario, const char *file, const char *base_dir, struct run_memory *out,
@@ -806,6 +824,29 @@ static int write_trace_file(const char *path, const wl_graph *g, const trace_env
     return rc;
 }
 
+/* ", balanced by speed: layers 4+2, microbatches 3+1" (long lists cut with "..."). */
+static void append_balance(const wl_plan *p, char *line, size_t size)
+{
+    size_t n = strlen(line);
+    n += (size_t)snprintf(line + n, n < size ? size - n : 0, ", balanced by speed");
+    if (p->pp > 1) {
+        n += (size_t)snprintf(line + n, n < size ? size - n : 0, ": layers");
+        for (int st = 0; st < p->pp && n + 16 < size; st++) {
+            int l = 0;
+            for (int c = 0; c < p->virtual_stages; c++) l += p->stage_layers[c * p->pp + st];
+            n += (size_t)snprintf(line + n, size - n, "%s%d", st ? "+" : " ", l);
+        }
+    }
+    if (p->dp > 1) {
+        n += (size_t)snprintf(line + n, n < size ? size - n : 0, "%s microbatches",
+                              p->pp > 1 ? "," : ":");
+        for (int d = 0; d < p->dp && n + 16 < size; d++)
+            n += (size_t)snprintf(line + n, size - n, "%s%d", d ? "+" : " ",
+                                  wl_replica_microbatches(p, d));
+    }
+    if (n + 16 >= size && n + 4 < size) snprintf(line + n, size - n, "...");
+}
+
 /* The plan summary line people read above the results. */
 static void fill_summary(const wl_scenario *s, run_result *out)
 {
@@ -828,6 +869,11 @@ static void fill_summary(const wl_scenario *s, run_result *out)
              dp, s->env.network == NET_ANALYTIC ? ", analytic network" : "",
              p->fw.preset != WL_FW_GENERIC ? ", framework " : "",
              p->fw.preset != WL_FW_GENERIC ? wl_framework_name(p->fw.preset) : "");
+    if (p->place_by_bandwidth) {
+        size_t n = strlen(line);
+        snprintf(line + n, sizeof line - n, ", placed by bandwidth");
+    }
+    if (p->balance == WL_BALANCE_SPEED) append_balance(p, line, sizeof out->summary);
     size_t len = strlen(line);
     if (len >= sizeof out->summary) len = sizeof out->summary - 1; /* a long model name */
     memcpy(out->summary, line, len);
@@ -861,7 +907,11 @@ int run_prep_scenario(const cJSON *scenario, const char *file, const char *base_
     fill_summary(s, out);
     out->staleness = -1;
     int rc = DT_OK;
-    if (s->model.kind == WL_PARAMS) {
+    if (s->federated) {
+        rc = dt_error_set(err, DT_EINPUT, file, "federated",
+                          "a federated scenario simulates rounds of clients, edge servers and "
+                          "a cloud: run it with `dtsim federated`");
+    } else if (s->model.kind == WL_PARAMS) {
         rc = dt_error_set(err, DT_EINPUT, file, "model.kind",
                           "a \"params\" model only plans memory (dtsim memory); use "
                           "\"transformer\" or \"synthetic\" to simulate a step");
@@ -871,7 +921,7 @@ int run_prep_scenario(const cJSON *scenario, const char *file, const char *base_
      * The estimate over-counts (4 ops per lane, microbatch and model chunk, plus per-layer DP
      * or ZeRO-3 ops); 2^26 ops is a few GB. */
     const wl_plan *P = &s->plan;
-    double est_ops = 4.0 * P->dp * P->pp * P->microbatches * P->virtual_stages +
+    double est_ops = 4.0 * P->dp * P->pp * wl_max_replica_microbatches(P) * P->virtual_stages +
                      4.0 * P->dp * s->model.layers * (P->zero == 3 ? P->microbatches : 1);
     if (rc == DT_OK && est_ops > (double)(1 << 26))
         rc = dt_error_set(err, DT_EINPUT, file, "parallel.microbatches",

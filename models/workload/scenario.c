@@ -126,6 +126,10 @@ static int parse_placement(const js_ctx *c, const cJSON *p, const char *path, wl
     const char *s = NULL;
     TRY(js_get_string(c, p, path, "placement", false, &s));
     if (!s) return DT_OK;
+    if (!strcmp(s, "bandwidth")) {
+        out->place_by_bandwidth = true; /* the map is made once the topology is known */
+        return DT_OK;
+    }
     char buf[64];
     snprintf(buf, sizeof buf, "%s", s);
     int n = 0, seen = 0;
@@ -139,7 +143,7 @@ static int parse_placement(const js_ctx *c, const cJSON *p, const char *path, wl
         else
             return js_fail(c, path, "placement",
                            "expected an order of tp, pp, dp such as \"dp,pp,tp\" "
-                           "(outermost first), found \"%s\"", s);
+                           "(outermost first) or \"bandwidth\", found \"%s\"", s);
         if (n >= 3 || (seen & (1 << a)))
             return js_fail(c, path, "placement", "each of tp, pp, dp exactly once, found \"%s\"",
                            s);
@@ -158,7 +162,7 @@ static int parse_plan(const js_ctx *c, const cJSON *p, const char *path, wl_plan
         "dp", "tp", "pp", "zero", "schedule", "virtual_stages", "microbatches",
         "micro_batch_size", "gradient_accumulation", "activation_checkpointing",
         "sequence_parallel", "bucket_size", "overlap_dp", "compression", "placement",
-        "backup_workers", "staleness", "local_sgd", "stage_layers", NULL};
+        "backup_workers", "staleness", "local_sgd", "stage_layers", "balance", NULL};
     TRY(js_expect_object(c, p, path));
     TRY(js_check_keys(c, p, path, keys));
     TRY(get_pos_int(c, p, path, "dp", false, &out->dp));
@@ -225,6 +229,14 @@ static int parse_plan(const js_ctx *c, const cJSON *p, const char *path, wl_plan
             out->stage_layers[i] = (int)e->valuedouble;
         }
     }
+    static const char *const balance_names[] = {"none", "speed", NULL};
+    int bal = WL_BALANCE_NONE;
+    TRY(js_get_enum(c, p, path, "balance", false, balance_names, &bal));
+    out->balance = (wl_balance)bal;
+    if (out->balance == WL_BALANCE_SPEED && out->stage_layers)
+        return js_fail(c, path, "balance",
+                       "\"speed\" computes the layers of each stage; it cannot be combined with "
+                       "stage_layers (drop one of them)");
     long long k = 0;
     TRY(js_get_int(c, p, path, "backup_workers", false, 0, 1 << 30, &k));
     out->backup_workers = (int)k;
@@ -420,7 +432,7 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
                                        "parallel", "global_batch", "precision", "optimizer",
                                        "options", "stragglers", "jitter", "degraded_links",
                                        "seed", "sweep", "failures", "checkpoint", "storage",
-                                       "input", "framework", NULL};
+                                       "input", "framework", "federated", NULL};
     /* "sweep" belongs to `dtsim sweep` (reports/sweep_spec.c validates it); a single run is the
      * scenario as written, so it is allowed here and not read. */
     TRY(js_expect_object(c, j, ""));
@@ -435,6 +447,8 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
                        "required: a topology file name, an inline topology or a generator "
                        "such as {\"generator\": \"dgx\", \"nodes\": 2}");
     s->gpu = cJSON_GetObjectItemCaseSensitive(j, "gpu");
+    /* read by `dtsim federated` (federated.c, once the topology is known) */
+    s->federated = cJSON_GetObjectItemCaseSensitive(j, "federated");
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
     if (!m) return js_fail(c, "", "model", "required: the model to train");
     TRY(parse_model(c, m, "model", &s->model));
@@ -461,14 +475,16 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
         TRY(js_get_string(c, o, "options", "dp_algorithm", false, &algo));
         if (algo && coll_algo_parse(algo, &s->env.dp_algorithm) != DT_OK)
             return js_fail(c, "options", "dp_algorithm",
-                           "expected auto, ring, tree, dbt, hd, direct, hier or ps, found \"%s\"",
+                           "expected auto, ring, tree, dbt, hd, direct, hier, ps or fastest, found "
+                           "\"%s\"",
                            algo);
         long long servers = 0;
         TRY(js_get_int(c, o, "options", "ps_servers", false, 1, 1 << 22, &servers));
-        if (servers && s->env.dp_algorithm != COLL_PS)
+        if (servers && s->env.dp_algorithm != COLL_PS && s->env.dp_algorithm != COLL_FASTEST)
             return js_fail(c, "options", "ps_servers",
-                           "parameter servers apply to \"dp_algorithm\": \"ps\" only, found "
-                           "dp_algorithm \"%s\"", coll_algo_name(s->env.dp_algorithm));
+                           "parameter servers apply to \"dp_algorithm\": \"ps\" only (or \"fastest\", "
+                           "which may pick ps), found dp_algorithm \"%s\"",
+                           coll_algo_name(s->env.dp_algorithm));
         s->env.ps_servers = (int)servers;
         const char *rm = NULL;
         TRY(js_get_string(c, o, "options", "ring_model", false, &rm));
@@ -509,6 +525,10 @@ void wl_scenario_free(wl_scenario *s)
     free(s->env.stragglers);
     free(s->env.degraded);
     free(s->plan.stage_layers);
+    free(s->plan.replica_microbatches);
+    s->plan.replica_microbatches = NULL;
+    free(s->plan.gpu_map);
+    s->plan.gpu_map = NULL;
     s->plan.stage_layers = NULL;
     s->plan.n_stage_layers = 0;
     s->env.stragglers = NULL;
@@ -595,6 +615,15 @@ int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
                            "needs pp 1 (a replica is dropped as a whole; with a pipeline its "
                            "stages would decide apart), found pp %d", p->pp);
     }
+    if (p->balance == WL_BALANCE_SPEED && p->zero >= 2 && p->dp > 1)
+        return js_fail(c, "parallel", "balance",
+                       "\"speed\" gives replicas different microbatches; ZeRO-%d reduces "
+                       "gradients every microbatch, which needs the same count on every replica: "
+                       "use zero 0 or 1", p->zero);
+    if (p->balance == WL_BALANCE_SPEED && p->backup_workers > 0 && p->dp > 1)
+        return js_fail(c, "parallel", "balance",
+                       "\"speed\" gives replicas different microbatches; backup workers drop "
+                       "whole replicas and count samples as if they were equal: choose one");
     if ((p->staleness >= 0 || p->local_sgd > 1) && p->zero > 0)
         return js_fail(c, "parallel", p->staleness >= 0 ? "staleness" : "local_sgd",
                        "needs zero 0: every replica keeps its own optimizer state between "
@@ -622,6 +651,20 @@ void wl_default_stage_layers(int layers, int n, int *out)
     for (int k = 0; k < surplus; k++) out[k % 2 ? k / 2 : n - 1 - k / 2]--;
 }
 
+int wl_replica_microbatches(const wl_plan *p, int d)
+{
+    return p->replica_microbatches ? p->replica_microbatches[d] : p->microbatches;
+}
+
+int wl_max_replica_microbatches(const wl_plan *p)
+{
+    int m = p->microbatches;
+    if (p->replica_microbatches)
+        for (int d = 0; d < p->dp; d++)
+            if (p->replica_microbatches[d] > m) m = p->replica_microbatches[d];
+    return m;
+}
+
 int wl_stage_layer_count(const wl_plan *p, int layers, int stage)
 {
     if (p->n_stage_layers != p->pp * p->virtual_stages) return layers / p->pp;
@@ -641,5 +684,5 @@ int wl_gpu_of(const wl_plan *p, int dp_rank, int pp_rank, int tp_rank)
     size[WL_AXIS_DP] = p->dp;
     int g = 0;
     for (int i = 0; i < 3; i++) g = g * size[p->placement[i]] + coord[p->placement[i]];
-    return g;
+    return p->gpu_map ? p->gpu_map[g] : g;
 }

@@ -185,7 +185,8 @@ typedef struct gen {
     const wl_scenario *s;
     const wl_plan *p;
     wl_graph *g;
-    int pp, v, m, dp, tp;
+    int pp, v, m, dp, tp;              /* m: the current lane's replica's microbatches */
+    int mstride;                       /* the most microbatches of any replica (send tables) */
     const int *vs_layers;              /* layers of each virtual stage (plan.stage_layers) */
     int *vs_first;                     /* its first layer */
     wl_layer_cost lc;
@@ -217,11 +218,16 @@ static const char *const op_names[N_COUNT] = {
     "topk_compress", "topk_allgather", "optimizer_step", "zero_param_allgather",
     "embedding_allreduce"};
 
-/* The cost of one forward or backward op over `layers` layers of a virtual stage. */
-static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int layers)
+/* The cost of one forward or backward op over `layers` layers of a virtual stage, with the
+ * layer's work lc (wl_layer_cost_get of the model and plan). With a graph g, the op's GEMM
+ * shapes (the layer's forward GEMMs lgs[0..nlg), wl_layer_gemms) go into its GEMM set; without
+ * one (speed balancing, federated clients: costs timed outside a graph) the matmul FLOPs stay
+ * on the flat roofline. */
+static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_layer_cost *lc,
+                            const gpu_gemm *lgs, int nlg, wl_graph *g, bool bwd, bool first,
+                            bool last, int layers, wl_cost *out)
 {
-    const wl_model *m = &G->s->model;
-    const wl_plan *p = G->p;
+    const wl_model *m = &s->model;
     double n = layers;
     wl_cost c = {0};
     double mult = bwd ? 2 : 1;
@@ -234,7 +240,6 @@ static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int laye
             c.fixed = sim_time_add(c.fixed, m->t_fwd > 0 && k > SIM_TIME_MAX / m->t_fwd
                                                 ? SIM_TIME_MAX : k * m->t_fwd);
     } else {
-        const wl_layer_cost *lc = &G->lc;
         c.flops[GPU_OP_MATMUL] = n * mult * lc->fwd_matmul_flops;
         c.flops[GPU_OP_ATTENTION] = n * (bwd ? lc->bwd_attn_flops : lc->fwd_attn_flops);
         c.bytes[GPU_OP_ELEMENTWISE] = n * (mult * lc->fwd_elem_bytes +
@@ -254,8 +259,8 @@ static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int laye
          * logits */
         gpu_gemm gs[3 * WL_LAYER_GEMMS_MAX + 2];
         uint32_t ng = 0;
-        for (int i = 0; i < G->n_layer_gemms; i++) {
-            gpu_gemm f = G->layer_gemms[i];
+        for (int i = 0; g && i < nlg; i++) {
+            gpu_gemm f = lgs[i];
             f.count *= layers;
             if (!bwd || p->checkpointing == WL_CKPT_FULL) gs[ng++] = f;
             if (bwd) {
@@ -270,7 +275,7 @@ static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int laye
             double logits = b * sq * m->vocab / p->tp; /* elements on this TP rank */
             c.flops[GPU_OP_MATMUL] += mult * 2 * logits * h;
             gpu_gemm lg = wl_logits_gemm(m, p);
-            if (G->n_layer_gemms == 0) {
+            if (!g || nlg == 0) {
                 /* a params model: no shapes, its FLOPs stay on the flat roofline */
             } else if (bwd) {
                 wl_gemm_backward(lg, &gs[ng]);
@@ -289,7 +294,7 @@ static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int laye
             double sum = 0;
             for (uint32_t i = 0; i < ng; i++) sum += 2 * gs[i].m * gs[i].n * gs[i].k * gs[i].count;
             DT_ASSERT(fabs(sum - c.flops[GPU_OP_MATMUL]) <= 1e-9 * c.flops[GPU_OP_MATMUL]);
-            c.gemm_set = wl_graph_gemm_set(G->g, gs, ng);
+            c.gemm_set = wl_graph_gemm_set(g, gs, ng);
         }
     }
     if (p->tp > 1) {
@@ -297,7 +302,7 @@ static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int laye
          * with sequence parallelism each becomes an all-gather + reduce-scatter pair.
          * A fully recomputed backward repeats the forward's. */
         int per_layer = 2 * (bwd && p->checkpointing == WL_CKPT_FULL ? 2 : 1);
-        double bytes = G->lc.tp_bytes;
+        double bytes = lc->tp_bytes;
         if (m->kind == WL_SYNTHETIC) bytes = 0;
         if (p->sequence_parallel) {
             c.inlane[0].op = COLL_ALLGATHER;
@@ -313,6 +318,22 @@ static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int laye
         }
         c.inlane_overlap = p->fw.tp_comm_overlap;
     }
+    *out = c;
+}
+
+void wl_layer_op_cost(const wl_scenario *s, const wl_plan *p, bool bwd, bool first, bool last,
+                      int layers, wl_cost *out)
+{
+    wl_layer_cost lc;
+    wl_layer_cost_get(&s->model, p, &lc);
+    fill_layer_cost(s, p, &lc, NULL, 0, NULL, bwd, first, last, layers, out);
+}
+
+static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int layers)
+{
+    wl_cost c;
+    fill_layer_cost(G->s, G->p, &G->lc, G->layer_gemms, G->n_layer_gemms, G->g, bwd, first, last,
+                    layers, &c);
     return wl_graph_cost(G->g, &c);
 }
 
@@ -544,7 +565,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
             if (needs && src_lane != lane) {
                 const wl_op *o = &G->g->ops[id];
                 add_patch(G, o->dep_start + o->n_deps - 1, I.bwd, (int)src_lane,
-                          (src_vs / pp) * m + I.mb);
+                          (src_vs / pp) * G->mstride + I.mb);
             }
             L->prev_compute = L->last_compute;
             L->last_compute = id;
@@ -584,7 +605,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                                       I.bwd ? N_SEND_GRAD : N_SEND_ACT, I.mb, layer0,
                                       dst_lane, bytes, d, 1);
                 uint32_t *tab = I.bwd ? G->bsend : G->fsend;
-                tab[(size_t)lane * v * m + (size_t)I.chunk * m + I.mb] = sid;
+                tab[(size_t)lane * v * G->mstride + (size_t)I.chunk * G->mstride + I.mb] = sid;
                 if (p->fw.pp_blocking_sends) blocking_send = sid;
             }
         }
@@ -630,7 +651,7 @@ wl_graph *wl_graph_build(const wl_scenario *s)
 {
     const wl_plan *p = &s->plan;
     gen G = {.s = s, .p = p, .pp = p->pp, .v = p->virtual_stages, .m = p->microbatches,
-             .dp = p->dp, .tp = p->tp};
+             .mstride = wl_max_replica_microbatches(p), .dp = p->dp, .tp = p->tp};
     /* layers per virtual stage: the resolved plan's stage_layers (wl_scenario_resolve fills
      * them); one layer each for a plan built without (params models, hand-made plans) */
     int n_vs = p->pp * p->virtual_stages;
@@ -665,7 +686,7 @@ wl_graph *wl_graph_build(const wl_scenario *s)
     G.layer_param_bytes = layer_psi * pb;
     G.emb_grad_bytes = wl_embedding_params(&s->model) / p->tp * pb;
 
-    size_t slots = (size_t)n_lanes * G.v * G.m;
+    size_t slots = (size_t)n_lanes * G.v * G.mstride;
     if (p->pp > 1 && s->model.kind == WL_TRANSFORMER && s->model.tied_embeddings) {
         G.emb_inst = dt_xmalloc((size_t)p->dp * sizeof *G.emb_inst);
         memset(G.emb_inst, 0xff, (size_t)p->dp * sizeof *G.emb_inst);
@@ -674,7 +695,7 @@ wl_graph *wl_graph_build(const wl_scenario *s)
     G.bsend = dt_xmalloc(slots * sizeof *G.bsend);
     memset(G.fsend, 0xff, slots * sizeof *G.fsend);
     memset(G.bsend, 0xff, slots * sizeof *G.bsend);
-    size_t items_max = (size_t)2 * G.m * G.v;
+    size_t items_max = (size_t)2 * G.mstride * G.v;
     G.stage_colls = dt_xcalloc((size_t)p->pp, sizeof *G.stage_colls);
     G.n_stage_colls = dt_xcalloc((size_t)p->pp, sizeof *G.n_stage_colls);
     G.cap_stage_colls = dt_xcalloc((size_t)p->pp, sizeof *G.cap_stage_colls);
@@ -684,6 +705,7 @@ wl_graph *wl_graph_build(const wl_scenario *s)
         for (int st = 0; st < p->pp; st++) {
             G.dp_rank = d;
             G.stage = st;
+            G.m = wl_replica_microbatches(p, d);
             G.coll_cursor = 0;
             int n_items = schedule_items(&G, st, items);
             gen_lane(&G, items, n_items, &L);
@@ -692,7 +714,7 @@ wl_graph *wl_graph_build(const wl_scenario *s)
     free(L.held);
     for (size_t i = 0; i < G.n_patch; i++) {
         uint32_t *tab = G.patch_kind[i] ? G.bsend : G.fsend;
-        uint32_t src = tab[(size_t)G.patch_lane[i] * G.v * G.m + (size_t)G.patch_idx[i]];
+        uint32_t src = tab[(size_t)G.patch_lane[i] * G.v * G.mstride + (size_t)G.patch_idx[i]];
         DT_ASSERT(src != NONE);
         g->deps[G.patch_slot[i]] = src;
     }

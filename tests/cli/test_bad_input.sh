@@ -62,6 +62,13 @@ scen("gp_node.json", failures=FAIL, checkpoint={}, storage={"node": "nas"})
 scen("in_nostor.json", input={"bytes_per_sample": "1 MB"})
 scen("backup.json", parallel={"backup_workers": 8})
 scen("stale.json", parallel={"staleness": 2, "zero": 1})
+scen("balance.json", parallel={"balance": "fastest"})
+scen("placement.json", parallel={"placement": "bandwith"})
+scen("fed_cloud.json", federated={"cloud": 99})
+scen("fed_ok.json", federated={"cloud": 0})
+scen("fed_edges.json", federated={"cloud": 0, "edges": [{"server": 1, "clients": [2, 2]}]})
+scen("balance_zero.json", parallel={"balance": "speed", "zero": 3})
+scen("balance_sl.json", parallel={"balance": "speed", "pp": 2, "stage_layers": [2, 2]})
 scen("in_size.json", input={"bytes_per_sample": "1 MBq"}, storage=STOR)
 w("empty.json", "")
 w("trailing.json", '{"topology": "x"} x')
@@ -192,6 +199,16 @@ t 2 '--jobs expects 1 to 1024' - run ok.json --steps 4 --jobs x
 t 2 '--steps needs a scenario' - run --trace cycle.json --topology "$SRC/topologies/ring-8.json" --steps 4
 t 2 'backup.json: parallel.backup_workers: must be below dp' - run backup.json --steps 4
 t 2 'stale.json: parallel.staleness: needs zero 0' - run stale.json
+t 2 'balance.json: parallel.balance' - run balance.json
+t 2 'placement.json: parallel.placement: expected an order of tp, pp, dp such as "dp,pp,tp" (outermost first) or "bandwidth"' - memory placement.json
+t 2 'fed_cloud.json: federated.cloud: expected a GPU index 0..7' - federated fed_cloud.json
+t 2 'fed_edges.json: federated.edges[0].clients[1]: GPU 2' - federated fed_edges.json --json
+t 2 'fed_ok.json: federated: a federated scenario' - run fed_ok.json
+t 2 'ok.json: federated: required' - federated ok.json
+t 2 'dtsim federated: --rounds needs a whole number' - federated fed_ok.json --rounds 0
+t 2 'dtsim federated: missing the scenario file' - federated
+t 2 'balance_zero.json: parallel.balance: "speed" gives replicas different microbatches; ZeRO-3' - memory balance_zero.json
+t 2 'balance_sl.json: parallel.balance: "speed" computes the layers' - run balance_sl.json
 # ---- failures, checkpoints, storage, input; dtsim goodput
 t 2 'gp_nofail.json: failures: required by dtsim goodput' gpp goodput gp_nofail.json --plot gpp
 t 2 'gp_nockpt.json: checkpoint: required by dtsim goodput' - goodput gp_nockpt.json

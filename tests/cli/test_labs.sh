@@ -13,7 +13,11 @@
 # traffic bound; top-k adds exactly Psi/throughput of selection compute, pays at 100 Gb/s with
 # fast selection and r = 0.001, never at 400 Gb/s.
 # decentralised: the step times and DP exposed its README quotes, geo ring > geo sharded PS > data
-# centre, local SGD mean = (3 local + 1 averaging) / 4.
+# centre, local SGD mean = (3 local + 1 averaging) / 4; "dp_algorithm": "fastest" = the sharded PS;
+# "placement": "bandwidth" between the default ring and the PS.
+# federated: the committed scenarios are what make.py writes; the four times its README quotes
+# (4 digits), hierarchical < flat PS every 20 < ring every 5 < flat PS every 5; the flat PS and
+# hierarchical rounds against their closed forms (derived in the README) to 1e-9.
 # Leaves free: the plots (run.sh draws them), step times of the memory sweep (transfers).
 set -euo pipefail
 : "${DTSIM:?}" "${SRC:?}"
@@ -133,20 +137,47 @@ PY
 # and the ordering the lab's argument rests on: geo with a ring > geo with a sharded PS > data
 # centre; local SGD's mean step = (3 local + 1 averaging) / 4.
 dec=$labs/decentralised
-for s in datacenter geo-default geo-ps geo-localsgd; do
+for s in datacenter geo-default geo-placed geo-ps geo-fastest geo-localsgd; do
   "$DTSIM" run "$dec/$s.json" --json 2>/dev/null > "$tmp/dec-$s.json" || fail "decentralised $s"
 done
 python3 - "$tmp" <<'PY'
 import json, sys
 t = sys.argv[1]
-d = {s: json.load(open(f"{t}/dec-{s}.json")) for s in ["datacenter", "geo-default", "geo-ps", "geo-localsgd"]}
-want = {"datacenter": (8.739, 2.264), "geo-default": (24.45, 17.97), "geo-ps": (11.45, 4.972)}
+d = {s: json.load(open(f"{t}/dec-{s}.json")) for s in ["datacenter", "geo-default", "geo-placed", "geo-ps", "geo-fastest", "geo-localsgd"]}
+want = {"datacenter": (8.739, 2.264), "geo-default": (24.45, 17.97), "geo-placed": (18.48, 11.91), "geo-ps": (11.45, 4.972)}
 for s, (step, dp) in want.items():
     assert abs(d[s]["step_time_s"] / step - 1) < 6e-4, (s, d[s]["step_time_s"])
     assert abs(d[s]["comm_exposed_by_kind_s"]["dp"] / dp - 1) < 6e-4, (s, d[s]["comm_exposed_by_kind_s"])
-assert d["geo-default"]["step_time_s"] > d["geo-ps"]["step_time_s"] > d["datacenter"]["step_time_s"]
+assert d["geo-default"]["step_time_s"] > d["geo-placed"]["step_time_s"] > d["geo-ps"]["step_time_s"] > d["datacenter"]["step_time_s"]
+# "fastest" finds the sharded parameter server's step without the hint
+assert abs(d["geo-fastest"]["step_time_s"] / d["geo-ps"]["step_time_s"] - 1) < 1e-9, d["geo-fastest"]["step_time_s"]
 l = d["geo-localsgd"]["local_sgd"]
 assert abs(d["geo-localsgd"]["step_time_s"] - (3 * l["local_step_s"] + l["sync_step_s"]) / 4) < 1e-9
 assert abs(l["sync_step_s"] / d["geo-ps"]["step_time_s"] - 1) < 1e-9
+PY
+fed=$labs/federated
+(cd "$tmp" && python3 "$fed/make.py" && for f in topology hier ps-5 ps-20 allreduce-5; do
+  cmp -s "$f.json" "$fed/$f.json" || fail "federated: make.py no longer writes the committed $f.json"; done)
+for s in hier ps-5 ps-20 allreduce-5; do
+  "$DTSIM" federated "$fed/$s.json" --json > "$tmp/fed-$s.json" || fail "federated $s"
+done
+python3 - "$tmp" <<'PY'
+import json, sys
+t = sys.argv[1]
+d = {s: json.load(open(f"{t}/fed-{s}.json")) for s in ["hier", "ps-5", "ps-20", "allreduce-5"]}
+want = {"hier": 24.63, "ps-5": 156.6, "ps-20": 43.27, "allreduce-5": 145.6}
+for s, v in want.items():
+    assert abs(d[s]["total_s"] / v - 1) < 5e-4, (s, d[s]["total_s"])
+assert d["hier"]["total_s"] < d["ps-20"]["total_s"] < d["allreduce-5"]["total_s"] < d["ps-5"]["total_s"]
+U, R, W, A, E = 46.8e6, 3.35e12 / 3, 125e6, 1.25e9, 125e6  # update, H100 reduce, WAN, 10 Gb/s, access
+tau = 18 * 3e-3 + 11.7e6 * 20 / (320e9 * 0.8)  # local step: layers + SGD (20 B/param, memory-bound)
+assert abs(d["ps-5"]["local_step_min_s"] / tau - 1) < 1e-9
+ps = 5 * tau + 2 * (10 * U / W + 0.0325) + 50 * U / R
+assert abs(d["ps-5"]["round_s"] / ps - 1) < 1e-9, (d["ps-5"]["round_s"], ps)
+leg = max(U / E, 10 * U / A) + 0.0025                 # clients <-> edge, 10 flows share its link
+edge = 5 * tau + leg + 10 * U / R + leg
+wan = max(U / W, 5 * U / A) + 0.031                   # edge <-> cloud
+hier = 3 * edge + 5 * tau + leg + 10 * U / R + wan + 5 * U / R + wan + leg
+assert abs(d["hier"]["round_s"] / hier - 1) < 1e-9, (d["hier"]["round_s"], hier)
 PY
 echo "ok"
