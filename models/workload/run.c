@@ -809,14 +809,19 @@ static void fill_summary(const wl_scenario *s, run_result *out)
     double P = wl_total_params(&s->model);
     snprintf(np, sizeof np, P >= 1e9 ? "%.3g B" : "%.3g M", P >= 1e9 ? P / 1e9 : P / 1e6);
     if (p->schedule == WL_INTERLEAVED) snprintf(v, sizeof v, " v %d", p->virtual_stages);
+    char ep[48] = "";
+    /* expert and context parallelism only where used: dense summaries keep their text */
+    if (wl_ep(p) > 1 && wl_cp(p) > 1) snprintf(ep, sizeof ep, " (ep %d) x cp %d", wl_ep(p), wl_cp(p));
+    else if (wl_ep(p) > 1) snprintf(ep, sizeof ep, " (ep %d)", wl_ep(p));
+    else if (wl_cp(p) > 1) snprintf(ep, sizeof ep, " x cp %d", wl_cp(p));
     if (p->backup_workers > 0) snprintf(dp, sizeof dp, ", %d backup workers", p->backup_workers);
     else if (p->staleness >= 0) snprintf(dp, sizeof dp, ", asynchronous (staleness %d)", p->staleness);
     else if (p->local_sgd > 1) snprintf(dp, sizeof dp, ", local SGD (averaging every %d steps)", p->local_sgd);
     char line[512];
     snprintf(line, sizeof line,
-             "%s (%s params), tp %d x pp %d x dp %d, %s%s, %d microbatch%s of %d, %s, "
+             "%s (%s params), tp %d x pp %d x dp %d%s, %s%s, %d microbatch%s of %d, %s, "
              "ZeRO-%d%s%s%s%s",
-             s->model.name, np, p->tp, p->pp, p->dp,
+             s->model.name, np, p->tp, p->pp, p->dp, ep,
              p->pp > 1 ? wl_schedule_name(p->schedule) : "no pipeline", v, p->microbatches,
              p->microbatches == 1 ? "" : "es", p->micro_batch_size, prec[p->precision], p->zero,
              dp, s->env.network == NET_ANALYTIC ? ", analytic network" : "",
@@ -867,6 +872,10 @@ int run_prep_scenario(const cJSON *scenario, const char *file, const char *base_
     const wl_plan *P = &s->plan;
     double est_ops = 4.0 * P->dp * P->pp * P->microbatches * P->virtual_stages +
                      4.0 * P->dp * s->model.layers * (P->zero == 3 ? P->microbatches : 1);
+    /* context parallelism multiplies the lanes; expert parallelism splits every MoE layer
+     * into 4 ops (6 backward with full recomputation) per microbatch */
+    est_ops *= wl_cp(P);
+    if (wl_ep(P) > 1) est_ops += 12.0 * P->dp * wl_cp(P) * s->model.layers * P->microbatches;
     if (rc == DT_OK && est_ops > (double)(1 << 26))
         rc = dt_error_set(err, DT_EINPUT, file, "parallel.microbatches",
                           "the step's op graph would have about %.3g ops (dp %d x pp %d x "
