@@ -603,10 +603,15 @@ int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
      * (or a long long for all three) overflows on {"tp": 65536, "pp": 65536}. */
     long long tpp = (long long)p->tp * p->pp;
     if (wl_cp(p) > 1) {
-        /* context parallelism takes its GPUs beside TP: dp x tp x pp x cp */
+        /* context parallelism takes its GPUs beside TP: dp x tp x pp x cp (each <= 2^30: the
+         * product of three can overflow a long long, so it is checked in double first) */
+        if ((double)tpp * wl_cp(p) > n_gpus)
+            return js_fail(c, "parallel", NULL,
+                           "tp x pp x cp = %.17g must divide the topology's %d GPUs",
+                           (double)tpp * wl_cp(p), n_gpus);
         tpp *= wl_cp(p);
         if (p->dp == 0) {
-            if (tpp > n_gpus || n_gpus % tpp)
+            if (n_gpus % tpp)
                 return js_fail(c, "parallel", NULL,
                                "tp x pp x cp = %lld must divide the topology's %d GPUs", tpp, n_gpus);
             p->dp = (int)(n_gpus / tpp);
