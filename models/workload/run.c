@@ -333,7 +333,9 @@ static void fill_links(run_result *out, const link_acc *acc, const topo *t, cons
             used[best] = true;
             uint32_t nm = REPLAY_TAG_NAME(a->tag[best]);
             snprintf(x->users[u].op, sizeof x->users[u].op, "%s",
-                     nm == REPLAY_TAG_INLANE ? "tp_collectives"
+                     nm == REPLAY_TAG_INLANE
+                         ? (REPLAY_TAG_KIND(a->tag[best]) == WL_COMM_CP ? "ring_attention"
+                                                                         : "tp_collectives")
                      : nm < g->n_names       ? g->names[nm]
                                              : "?");
             x->users[u].kind = REPLAY_TAG_KIND(a->tag[best]);
