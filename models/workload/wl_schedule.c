@@ -580,7 +580,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
             int moe_in = moe_model ? wl_moe_layers_in(mo, layer, n_in) : 0;
             bool split = G->moe_split && moe_in > 0; /* one MoE layer with its all-to-alls */
             uint32_t cost = layer_cost(G, I.bwd, f, l, n_in, moe_in);
-            uint32_t gather = NONE;
+            uint32_t gather = NONE, gather2 = NONE; /* gather2: the experts' (EP) */
             if (zero3) {
                 if (pending_gather != NONE) {
                     gather = pending_gather;
@@ -606,15 +606,26 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                 /* this layer's parameters (+ the embedding / output layer it holds), gathered
                  * on the DP stream in layer order: layer k's gather overlaps layer k-1's
                  * forward */
-                double bytes = G->layer_param_bytes * (per_layer ? 1 : nl) +
-                               (f ? G->emb_grad_bytes : 0) +
+                double layers_bytes = G->layer_param_bytes * (per_layer ? 1 : nl);
+                if (moe_model && G->ep > 1) {
+                    /* expert parallelism: the dense part over all replicas, the routed
+                     * experts (1/ep of them here) over their expert-DP group */
+                    double all = wl_layers_params(mo, layer, n_in), ex = wl_layers_expert_params(mo, layer, n_in);
+                    layers_bytes = (all - ex) / p->tp * pb;
+                    if (ex > 0 && (p->dp / G->ep) * G->cp > 1) {
+                        uint32_t xi = edp_coll(G, COLL_ALLGATHER, ex / G->ep / p->tp * pb, WL_COMM_ZERO);
+                        gather2 = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_EDP_AG, -1, layer, xi, 0,
+                                         NULL, 0);
+                    }
+                }
+                double bytes = layers_bytes + (f ? G->emb_grad_bytes : 0) +
                                (l && (!first || !G->s->model.tied_embeddings) ? G->emb_grad_bytes : 0);
                 uint32_t inst = stage_coll(G, COLL_ALLGATHER, bytes, WL_COMM_ZERO);
                 gather = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_PARAM_AG, -1, layer, inst, 0, NULL, 0);
                 L->last_dp = gather;
             }
-            uint32_t deps[3] = {gather, blocking_send, NONE};
-            uint32_t nd = 2;
+            uint32_t deps[4] = {gather, gather2, blocking_send, NONE};
+            uint32_t nd = 3;
             blocking_send = NONE;
             int src_vs = I.bwd ? vs + 1 : vs - 1;
             bool needs = k == 0 && (I.bwd ? !last : !first);

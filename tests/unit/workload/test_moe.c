@@ -4,7 +4,8 @@
  * leave, checked in the function and in a run's bytes sent (16 GPUs, 224 MiB by hand); the
  * graph's EP groups (ep consecutive DP ranks of one stage: one DGX box with placement pp,dp,tp)
  * and expert-DP groups (dp/ep ranks with the same EP rank), forward and backward all-to-alls
- * per MoE layer and microbatch; parameters, gradients and optimizer state per GPU by hand
+ * per MoE layer and microbatch; ZeRO-1's layer-by-layer parameter gathers split the same way
+ * (dense over dp, experts over dp/ep); parameters, gradients and optimizer state per GPU by hand
  * (experts over ep, their ZeRO shards over dp/ep) and the dispatch buffers; the router's skew:
  * with one expert per rank the loads' max/mean is E / H(E, s) (generalised harmonic number),
  * capped at the capacity factor, the same for the same seed, mean 1 for any ep; and that the
@@ -142,6 +143,43 @@ START_TEST(groups)
     /* instances: 2 stages x 2 EP groups x 2 layers x 2 microbatches x 4 */
     ck_assert_int_eq(seen_ep, 2 * 2 * 2 * 2 * 4);
     ck_assert_int_eq(seen_edp, 2 * 8);
+    wl_graph_destroy(g);
+    unload();
+}
+END_TEST
+
+/* ZeRO-1 with the parameter gather in the next forward (Megatron --overlap-param-gather): each
+ * layer's dense parameters are gathered over all DP ranks, its routed experts (1/ep of them)
+ * over their expert-DP group only. */
+START_TEST(param_gather_groups)
+{
+    load("{\"topology\": \"x\", " MOE_MODEL("") ", \"parallel\": {\"pp\": 2, \"ep\": 8,"
+         " \"zero\": 1, \"placement\": \"pp,dp,tp\"}, \"global_batch\": 32, \"framework\":"
+         " {\"preset\": \"megatron\", \"overlap_param_gather\": true}}", 32);
+    wl_graph *g = wl_graph_build(&sc);
+    double h = 1024, E = 8, f = 2816, ep = 8, pb = 2;
+    double dense = 2 * h * h + 2 * h * h + h * E + 4 * h, experts = E * 3 * h * f / ep;
+    uint32_t dense_ag = wl_graph_name(g, "zero_param_allgather");
+    uint32_t expert_ag = wl_graph_name(g, "expert_param_allgather");
+    int n_dense = 0, n_expert = 0, gpus[64];
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->kind != WL_OP_COLL || o->lane != 1 || o->layer < 0) continue; /* stage 1 of DP rank 0 */
+        const wl_coll *c = &g->colls[o->arg];
+        if (o->name == dense_ag) {
+            /* layers 2 and 3: the last one also holds the output layer (untied: V h) */
+            double want = dense * pb + (o->layer == 3 ? 32000 * h * pb : 0);
+            ck_assert_rel(c->bytes, want, 1e-15);
+            ck_assert_int_eq(coll_gpus(g, o->arg, gpus), 16);
+            n_dense++;
+        } else if (o->name == expert_ag) {
+            ck_assert_rel(c->bytes, experts * pb, 1e-15);
+            ck_assert_int_eq(coll_gpus(g, o->arg, gpus), 2);
+            n_expert++;
+        }
+    }
+    ck_assert_int_eq(n_dense, 2);
+    ck_assert_int_eq(n_expert, 2);
     wl_graph_destroy(g);
     unload();
 }
@@ -295,6 +333,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, alltoall_bytes);
     tcase_add_test(tc, groups);
+    tcase_add_test(tc, param_gather_groups);
     tcase_add_test(tc, memory_by_hand);
     tcase_add_test(tc, imbalance_max_over_mean);
     tcase_add_test(tc, slowest_expert_sets_layer_time);
