@@ -90,7 +90,9 @@ typedef struct rep {
     sim_time_t *inlane_cache;      /* per (cost, lane) in-lane comm time, -1 = unknown */
     sim_time_t *inl;               /* per op exposed in-lane time, when some cost overlaps it */
     sim_time_t *ring_cache;        /* per (cost, lane) exposed ring-attention time (cp > 1) */
+    sim_time_t *ring_total;        /* per (cost, lane) all of its sends' time (cp > 1) */
     sim_time_t *inl_cp;            /* per op: the ring-attention part of inl (cp > 1) */
+    sim_time_t *ring_hid;          /* per op: ring sends hidden under its compute (cp > 1) */
     bool homogeneous, hetero_time;
     sim_rng **rng;                 /* per GPU jitter streams */
     int *scratch;                  /* group building */
@@ -180,7 +182,10 @@ static sim_time_t ring_time(rep *R, uint32_t cost, uint32_t lane)
     double block = attn / ((double)c->ring_count * cp);
     double exposed = (double)send > block ? (double)send - block : 0;
     double t = (double)c->ring_count * (cp - 1) * exposed;
+    double all = (double)c->ring_count * (cp - 1) * (double)send;
     *slot = t < 9.2e18 ? (sim_time_t)llround(t) : SIM_TIME_MAX;
+    R->ring_total[(size_t)cost * R->g->n_lanes + lane] = all < 9.2e18 ? (sim_time_t)llround(all)
+                                                                      : SIM_TIME_MAX;
     return *slot;
 }
 
@@ -227,6 +232,10 @@ static void start_op(rep *R, uint32_t id)
         if (R->inl_cp) {
             sim_time_t ring = ring_time(R, o->arg, o->lane);
             R->inl_cp[id] = ring;
+            /* what the compute hid: in flight, never exposed (it lies under the compute) */
+            sim_time_t all = R->g->costs[o->arg].ring_count
+                                 ? R->ring_total[(size_t)o->arg * R->g->n_lanes + o->lane] : 0;
+            R->ring_hid[id] = all > ring ? all - ring : 0;
             in = sim_time_add(in, ring);
         }
         if (R->inl) R->inl[id] = in;
@@ -466,6 +475,9 @@ static void breakdown(rep *R, uint32_t lane, int member, replay_result *out)
                 sim_time_t ring = R->inl_cp ? R->inl_cp[id] : 0;
                 sim_time_t own = R->hetero_time ? R->own[(size_t)id * R->ts + member] : e - s - in;
                 ADD(s, s + own, CAT_COMPUTE, 0);
+                if (R->ring_hid && R->ring_hid[id] > 0)
+                    /* ring sends under the attention: in flight, hidden (compute wins) */
+                    ADD(s, s + (R->ring_hid[id] < own ? R->ring_hid[id] : own), CAT_COMM, WL_COMM_CP);
                 ADD(s + own, e - in, CAT_WAIT, 0);
                 ADD(e - in, e - ring, CAT_COMM, kind);
                 ADD(e - ring, e, CAT_COMM, WL_COMM_CP);
@@ -615,7 +627,9 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     if (g->cp_next && g->cp > 1) {
         R.ring_cache = dt_xmalloc((nic + 1) * sizeof *R.ring_cache);
         for (size_t i = 0; i < nic; i++) R.ring_cache[i] = -1;
+        R.ring_total = dt_xcalloc(nic + 1, sizeof *R.ring_total);
         R.inl_cp = dt_xcalloc((size_t)n + 1, sizeof *R.inl_cp);
+        R.ring_hid = dt_xcalloc((size_t)n + 1, sizeof *R.ring_hid);
         if (!R.inl) R.inl = dt_xcalloc((size_t)n + 1, sizeof *R.inl);
     }
     bool slow = false;
@@ -709,7 +723,9 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     free(R.own);
     free(R.inl);
     free(R.inl_cp);
+    free(R.ring_hid);
     free(R.ring_cache);
+    free(R.ring_total);
     free(R.cost_base);
     free(R.inlane_cache);
     free(R.start);

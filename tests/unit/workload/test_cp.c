@@ -4,7 +4,7 @@
  * layer and pass, forward K and V, backward K, V and their gradients (twice the bytes), so a
  * step's CP bytes per GPU are 3 m L (cp - 1) kv, checked in a run; the exposed ring time on a
  * slow switch against its closed form, per op ring_count (cp - 1) max(0, send - attention/(
- * ring_count cp)); with tp, pp, dp and cp together every GPU holds one lane position, the CP
+ * ring_count cp)), and its in-flight time ring_count (cp - 1) send; with tp, pp, dp and cp together every GPU holds one lane position, the CP
  * ring joins the lanes of one DP rank and stage in CP order, CP ranks sit right outside TP
  * ranks; activations per GPU are the cp = 1 figure / cp; the dense FLOPs of a step do not
  * change; bad input names its key. Leaves free: the attention's own cost model (test_attention).
@@ -82,7 +82,7 @@ START_TEST(ring_bytes_and_exposed_time)
     dt_error err;
     ck_assert_int_eq(gpu_preset("H100-SXM", &h100, &err), DT_OK);
     /* one op per direction (pp 1, one microbatch): ring_count = L passes of cp - 1 steps */
-    double want = 0;
+    double want = 0, all = 0;
     for (int bwd = 0; bwd < 2; bwd++) {
         double attn = (double)replay_roofline(&h100, GPU_OP_ATTENTION, GPU_BF16,
                                               L * (bwd ? lc.bwd_attn_flops : lc.fwd_attn_flops), 0);
@@ -90,11 +90,14 @@ START_TEST(ring_bytes_and_exposed_time)
         double block = attn / (L * cp);
         ck_assert_double_lt(block, send); /* exposed: the link is slow */
         want += llround(L * (cp - 1) * (send - block));
+        all += llround(L * (cp - 1) * send);
     }
     unload();
     run_result r = run_text(SLOW_RING(4, 4));
     ck_assert_rel(r.bytes_sent_per_gpu[WL_COMM_CP], 3 * 1 * L * (cp - 1) * kv, 1e-12);
     ck_assert_rel(r.comm_exposed_by_kind_s[WL_COMM_CP], sim_time_to_s((sim_time_t)want), 1e-12);
+    /* in flight: every send, the hidden part under the attention blocks included */
+    ck_assert_rel(r.comm_inflight_by_kind_s[WL_COMM_CP], sim_time_to_s((sim_time_t)all), 1e-12);
     ck_assert_double_gt(r.comm_exposed_by_kind_s[WL_COMM_CP], 0.02); /* 6 x 2.1 MB + 6 x 4.2 MB */
     run_result_free(&r);
 }
