@@ -75,14 +75,14 @@ double wl_layers_params(const wl_model *m, int first, int n)
 {
     if (m->kind != WL_TRANSFORMER) return n * wl_layer_params(m);
     int moe = wl_moe_layers_in(m, first, n);
-    return moe * wl_layer_params_at(m, 0) +
+    return moe * (layer_matmul_params(m, true, false) + 4 * m->hidden) +
            (n - moe) * (layer_matmul_params(m, false, false) + 4 * m->hidden);
 }
 
 double wl_layers_expert_params(const wl_model *m, int first, int n)
 {
-    if (m->kind != WL_TRANSFORMER) return 0;
-    return wl_moe_layers_in(m, first, n) * wl_layer_expert_params_at(m, 0);
+    if (m->kind != WL_TRANSFORMER || m->experts < 2) return 0;
+    return wl_moe_layers_in(m, first, n) * mlp_params(m, wl_expert_ffn(m)) * m->experts;
 }
 
 double wl_embedding_params(const wl_model *m)

@@ -558,8 +558,11 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
              * chunk, the output layer on the last (one shared copy when tied and unsplit) */
             double layers_bytes = G->layer_param_bytes * nl;
             if (moe_model) {
+                /* layer by layer (moe_layer_freq); with ep > 1 the routed experts (1/ep of
+                 * them) are kept apart: their optimizer shard and gathers use the expert-DP
+                 * group */
                 double all = wl_layers_params(mo, layer0, nl), ex = wl_layers_expert_params(mo, layer0, nl);
-                layers_bytes = (all - ex) / p->tp * pb + ex / p->tp * pb / G->ep;
+                layers_bytes = all / p->tp * pb;
                 if (G->ep > 1) {
                     layers_bytes = (all - ex) / p->tp * pb;
                     stage_psi_expert += ex / G->ep / p->tp * pb;
