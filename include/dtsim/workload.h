@@ -100,9 +100,10 @@ double wl_optimizer_bytes(const struct wl_plan *p);
 /* What a piece of communication is for: the key of the per-kind accounting of exposed
  * communication (replay.h), bytes sent per GPU and link loads (run.h). Tensor-parallel
  * collectives inside layers, pipeline sends, data-parallel gradient reduction (compressed or
- * not, ZeRO's gradient reduce-scatter included) and ZeRO's parameter all-gathers. New kinds
- * (expert, context parallelism) go before the count; names are lower-case and stable: they are
- * JSON keys and CSV column suffixes. */
+ * not, ZeRO's gradient reduce-scatter included), ZeRO's parameter all-gathers, expert
+ * parallelism's all-to-alls and context parallelism's ring. New kinds go before the count;
+ * names are lower-case and stable: they are JSON keys and CSV column suffixes (ep and cp are
+ * printed only by runs that have them, and have no sweep column yet). */
 typedef enum wl_comm_kind {
     WL_COMM_TP,
     WL_COMM_PP,
