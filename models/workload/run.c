@@ -902,7 +902,8 @@ int run_input_read_s(const run_prep *p, double *read_s, dt_error *err)
     js_ctx c = {p->file ? p->file : "<scenario>", err};
     int dp = s->plan.dp;
     int *g = dt_xmalloc(((size_t)dp + 1) * sizeof *g);
-    for (int d = 0; d < dp; d++) g[d] = wl_gpu_of(&s->plan, d, 0, 0);
+    /* the first GPU of each DP replica (CP rank 0: the placement's tp axis is tp x cp wide) */
+    for (int d = 0; d < dp; d++) g[d] = wl_gpu_of_cp(&s->plan, d, 0, 0, 0);
     double bw;
     int rc = storage_path(&c, &s->storage, p->t, g, dp, false, &bw);
     int hosts = count_hosts(p->t, g, dp);
