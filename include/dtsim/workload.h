@@ -270,6 +270,9 @@ int wl_moe_layers_in(const wl_model *m, int first, int n);
  * (sim_rng), rank e holds experts [e E/ep, (e+1) E/ep), and with a capacity factor cf an
  * expert computes at most cf x its balanced share (the rest is dropped). loads[0..ep). */
 void wl_moe_rank_loads(const wl_model *m, int ep, int layer, uint64_t seed, double *loads);
+/* The busiest EP rank's load over the model's MoE layers (max of wl_moe_rank_loads): how much
+ * longer than balanced the slowest expert makes its layers' routed-expert compute. */
+double wl_moe_max_load(const wl_model *m, int ep);
 /* All-to-all bytes of one dispatch (or combine) of one MoE layer for one microbatch, per GPU,
  * nccl-tests convention (the send buffer: b (s/cp) h e top_k; (ep-1)/ep of it leaves). */
 double wl_moe_alltoall_bytes(const wl_model *m, const wl_plan *p);

@@ -66,18 +66,8 @@ double mem_moe_dispatch_buffers(const wl_model *m, const wl_plan *p)
     if (m->kind != WL_TRANSFORMER || m->experts < 2 || ep < 2) return 0;
     /* the tokens this GPU sends (b (s/cp) top_k rows of h) and receives: as many times the
      * busiest rank's load over the MoE layers, or the capacity its experts accept */
-    double send = wl_moe_alltoall_bytes(m, p), worst = 1;
-    if (m->capacity_factor > 0) {
-        worst = m->capacity_factor;
-    } else {
-        double *loads = dt_xmalloc((size_t)ep * sizeof *loads);
-        for (int l = 0; l < m->layers; l++) {
-            if (!wl_layer_is_moe(m, l)) continue;
-            wl_moe_rank_loads(m, ep, l, m->router_seed, loads);
-            for (int e = 0; e < ep; e++) worst = fmax(worst, loads[e]);
-        }
-        free(loads);
-    }
+    double send = wl_moe_alltoall_bytes(m, p);
+    double worst = m->capacity_factor > 0 ? m->capacity_factor : fmax(1, wl_moe_max_load(m, ep));
     return send * (1 + worst);
 }
 

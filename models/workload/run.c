@@ -815,6 +815,11 @@ static void fill_summary(const wl_scenario *s, run_result *out)
     /* expert and context parallelism only where used: dense summaries keep their text */
     if (wl_ep(p) > 1 && wl_cp(p) > 1) snprintf(ep, sizeof ep, " (ep %d) x cp %d", wl_ep(p), wl_cp(p));
     else if (wl_ep(p) > 1) snprintf(ep, sizeof ep, " (ep %d)", wl_ep(p));
+    char skew[64] = "";
+    if (wl_ep(p) > 1 && s->model.router_zipf > 0)
+        /* what the router's skew costs: the busiest EP rank's tokens over the mean */
+        snprintf(skew, sizeof skew, ", router Zipf %g: busiest EP rank %.2fx", s->model.router_zipf,
+                 wl_moe_max_load(&s->model, wl_ep(p)));
     else if (wl_cp(p) > 1) snprintf(ep, sizeof ep, " x cp %d", wl_cp(p));
     if (p->backup_workers > 0) snprintf(dp, sizeof dp, ", %d backup workers", p->backup_workers);
     else if (p->staleness >= 0) snprintf(dp, sizeof dp, ", asynchronous (staleness %d)", p->staleness);
@@ -822,13 +827,13 @@ static void fill_summary(const wl_scenario *s, run_result *out)
     char line[512];
     snprintf(line, sizeof line,
              "%s (%s params), tp %d x pp %d x dp %d%s, %s%s, %d microbatch%s of %d, %s, "
-             "ZeRO-%d%s%s%s%s",
+             "ZeRO-%d%s%s%s%s%s",
              s->model.name, np, p->tp, p->pp, p->dp, ep,
              p->pp > 1 ? wl_schedule_name(p->schedule) : "no pipeline", v, p->microbatches,
              p->microbatches == 1 ? "" : "es", p->micro_batch_size, prec[p->precision], p->zero,
              dp, s->env.network == NET_ANALYTIC ? ", analytic network" : "",
              p->fw.preset != WL_FW_GENERIC ? ", framework " : "",
-             p->fw.preset != WL_FW_GENERIC ? wl_framework_name(p->fw.preset) : "");
+             p->fw.preset != WL_FW_GENERIC ? wl_framework_name(p->fw.preset) : "", skew);
     size_t len = strlen(line);
     if (len >= sizeof out->summary) len = sizeof out->summary - 1; /* a long model name */
     memcpy(out->summary, line, len);

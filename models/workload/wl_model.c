@@ -134,6 +134,19 @@ void wl_moe_rank_loads(const wl_model *m, int ep, int layer, uint64_t seed, doub
     free(order);
 }
 
+double wl_moe_max_load(const wl_model *m, int ep)
+{
+    if (m->kind != WL_TRANSFORMER || m->experts < 2 || ep < 2) return 1;
+    double worst = 0, *loads = dt_xmalloc((size_t)ep * sizeof *loads);
+    for (int l = 0; l < m->layers; l++) {
+        if (!wl_layer_is_moe(m, l)) continue;
+        wl_moe_rank_loads(m, ep, l, m->router_seed, loads);
+        for (int e = 0; e < ep; e++) worst = fmax(worst, loads[e]);
+    }
+    free(loads);
+    return worst > 0 ? worst : 1;
+}
+
 double wl_moe_alltoall_bytes(const wl_model *m, const wl_plan *p)
 {
     return p->micro_batch_size * m->seq_len / wl_cp(p) * m->hidden *

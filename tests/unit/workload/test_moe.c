@@ -230,6 +230,7 @@ START_TEST(imbalance_max_over_mean)
         wl_moe_rank_loads(&m, 16, layer, m.router_seed, again);
         ck_assert(!memcmp(loads, again, sizeof loads));
     }
+    ck_assert_rel(wl_moe_max_load(&m, 16), 16 / H, 1e-14); /* over all MoE layers */
     /* 4 experts per rank: still mean 1, max at most the one-per-rank max */
     for (int layer = 0; layer < 4; layer++) {
         wl_moe_rank_loads(&m, 4, layer, m.router_seed, loads);
