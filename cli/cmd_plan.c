@@ -86,6 +86,10 @@ static cJSON *candidate_json(const plan_candidate *c)
     cJSON_AddNumberToObject(o, "tp", c->tp);
     cJSON_AddNumberToObject(o, "pp", c->pp);
     cJSON_AddNumberToObject(o, "dp", c->dp);
+    if (c->ep > 1 || c->cp > 1) { /* only where searched: dense plans keep their keys */
+        cJSON_AddNumberToObject(o, "ep", c->ep);
+        cJSON_AddNumberToObject(o, "cp", c->cp);
+    }
     cJSON_AddNumberToObject(o, "zero", c->zero);
     cJSON_AddStringToObject(o, "activation_checkpointing", plan_checkpointing_name(c->checkpointing));
     cJSON_AddNumberToObject(o, "micro_batch_size", c->micro_batch_size);
@@ -248,10 +252,12 @@ static int run(int argc, char **argv)
                        plan_checkpointing_name(c->checkpointing), c->micro_batch_size, t, tk,
                        100 * r->throughput.mfu, r->memory.peak / GiB, r->memory.capacity / GiB);
                 if (r->cost_per_step_usd > 0)
-                    printf(" %10.4f %10.2f\n", r->cost_per_step_usd,
+                    printf(" %10.4f %10.2f", r->cost_per_step_usd,
                            r->cost_per_step_usd / r->step_time_s * 3600);
                 else
-                    printf(" %10s %10s\n", "-", "-");
+                    printf(" %10s %10s", "-", "-");
+                if (c->ep > 1 || c->cp > 1) printf("  ep %d cp %d", c->ep, c->cp);
+                printf("\n");
             }
         }
         if (res.n_rejects > 0) {

@@ -74,8 +74,10 @@ static const char *gib(double bytes, char *buf, size_t n)
 
 static void label(const plan_candidate *c, char *buf, size_t n)
 {
-    snprintf(buf, n, "gpus=%d tp=%d pp=%d dp=%d zero=%d ckpt=%s mbs=%d", c->gpus, c->tp, c->pp,
-             c->dp, c->zero, plan_checkpointing_name(c->checkpointing), c->micro_batch_size);
+    char ec[32] = "";
+    if (c->ep > 1 || c->cp > 1) snprintf(ec, sizeof ec, " ep=%d cp=%d", c->ep, c->cp);
+    snprintf(buf, n, "gpus=%d tp=%d pp=%d dp=%d%s zero=%d ckpt=%s mbs=%d", c->gpus, c->tp, c->pp,
+             c->dp, ec, c->zero, plan_checkpointing_name(c->checkpointing), c->micro_batch_size);
 }
 
 static double get_num(const cJSON *obj, const char *key, double dflt)
@@ -103,6 +105,8 @@ static void set_str(cJSON *obj, const char *key, const char *v)
 typedef struct space {
     const cJSON *scenario;
     double layers, heads, kv_heads, global_batch, virtual_stages;
+    double experts, seq_len;
+    bool search_cp;       /* context parallel degrees are searched (docs: plan.h) */
     bool generated, has_compression, interleaved;
     int own_mbs;
     int own_microbatches; /* held per DP replica when the scenario has no global_batch */
@@ -122,6 +126,10 @@ static cJSON *build(const space *sp, const plan_candidate *c)
     set_num(par, "pp", c->pp);
     set_num(par, "dp", c->dp);
     set_num(par, "zero", c->zero);
+    if (c->ep > 1) set_num(par, "ep", c->ep);
+    else cJSON_DeleteItemFromObjectCaseSensitive(par, "ep");
+    if (c->cp > 1) set_num(par, "cp", c->cp);
+    else cJSON_DeleteItemFromObjectCaseSensitive(par, "cp");
     /* the scenario's stage_layers fit its own pp only: candidates get the default split */
     const cJSON *sl = cJSON_GetObjectItemCaseSensitive(par, "stage_layers");
     if (sl && cJSON_GetArraySize(sl) != c->pp * (c->pp > 1 ? (int)sp->virtual_stages : 1))
@@ -173,6 +181,16 @@ static bool structural(const space *sp, const plan_candidate *c, rejects *rj)
     if (sp->kv_heads > 0 && fmod(sp->kv_heads, c->tp) != 0) {
         snprintf(ex, sizeof ex, "%s: kv_heads %g not divisible by tp %d", lb, sp->kv_heads, c->tp);
         reject(rj, "indivisible: kv_heads by tp", ex);
+        return false;
+    }
+    if (c->cp > 1 && sp->seq_len > 0 && fmod(sp->seq_len, 2.0 * c->cp) != 0) {
+        snprintf(ex, sizeof ex, "%s: seq_len %g not divisible by 2 x cp %d", lb, sp->seq_len, c->cp);
+        reject(rj, "indivisible: seq_len by 2 x cp", ex);
+        return false;
+    }
+    if (c->ep > 1 && c->zero >= 3) {
+        snprintf(ex, sizeof ex, "%s: ZeRO-3 with expert parallelism is not modelled", lb);
+        reject(rj, "unsupported: ZeRO-3 with ep", ex);
         return false;
     }
     if (sp->global_batch > 0 && fmod(sp->global_batch, (double)c->dp * c->micro_batch_size) != 0) {
@@ -235,9 +253,9 @@ static int cand_cmp(const void *pa, const void *pb)
     const plan_candidate *a = pa, *b = pb;
     if (a->score != b->score) return a->score < b->score ? -1 : 1;
     /* Ties: fewer GPUs, then less model parallelism, then less memory saving. */
-    int ka[] = {a->gpus, a->tp, a->pp, a->zero, a->checkpointing, -a->micro_batch_size};
-    int kb[] = {b->gpus, b->tp, b->pp, b->zero, b->checkpointing, -b->micro_batch_size};
-    for (int i = 0; i < 6; i++)
+    int ka[] = {a->gpus, a->tp, a->pp, a->cp, a->ep, a->zero, a->checkpointing, -a->micro_batch_size};
+    int kb[] = {b->gpus, b->tp, b->pp, b->cp, b->ep, b->zero, b->checkpointing, -b->micro_batch_size};
+    for (int i = 0; i < 8; i++)
         if (ka[i] != kb[i]) return ka[i] < kb[i] ? -1 : 1;
     return 0;
 }
@@ -267,6 +285,13 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
     sp.layers = get_num(model, "layers", 0);
     sp.heads = get_num(model, "heads", 0);
     sp.kv_heads = get_num(model, "kv_heads", 0);
+    sp.experts = get_num(model, "experts", 1);
+    sp.seq_len = get_num(model, "seq_len", 0);
+    {
+        const cJSON *at = cJSON_IsObject(model) ? cJSON_GetObjectItemCaseSensitive(model, "attention") : NULL;
+        bool flash = !(cJSON_IsString(at) && !strcmp(at->valuestring, "unfused"));
+        sp.search_cp = flash && (get_num(par, "cp", 0) > 0 || sp.seq_len >= 16384);
+    }
     sp.global_batch = get_num(scenario, "global_batch", 0);
     sp.virtual_stages = get_num(par, "virtual_stages", 1);
     const cJSON *sched = cJSON_IsObject(par) ? cJSON_GetObjectItemCaseSensitive(par, "schedule") : NULL;
@@ -305,17 +330,26 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
             if (g % tp) continue;
             for (int pp = 1; pp <= g / tp; pp++) {
                 if ((g / tp) % pp) continue;
-                for (int mi = 0; mi < n_mbs; mi++)
-                    for (int ck = 0; ck < 3; ck++)
-                        for (int z = 0; z < n_zero; z++) {
-                            if (n == cap) cs = dt_xrealloc(cs, (cap = cap ? 2 * cap : 256) * sizeof *cs);
-                            cand *c = &cs[n++];
-                            memset(c, 0, sizeof *c);
-                            c->c = (plan_candidate){.gpus = (int)g, .tp = tp, .pp = pp,
-                                                    .dp = (int)(g / tp / pp), .zero = z,
-                                                    .micro_batch_size = mbs_list[mi],
-                                                    .checkpointing = ck};
-                        }
+                for (int cp = 1; cp <= (sp.search_cp ? 16 : 1); cp *= 2) {
+                    if ((g / tp / pp) % cp) continue;
+                    int dp = (int)(g / tp / pp / cp);
+                    for (int ep = 1; ep <= dp && ep <= (int)sp.experts; ep++) {
+                        if (dp % ep || fmod(sp.experts, ep) != 0) continue;
+                        for (int mi = 0; mi < n_mbs; mi++)
+                            for (int ck = 0; ck < 3; ck++)
+                                for (int z = 0; z < n_zero; z++) {
+                                    if (n == cap)
+                                        cs = dt_xrealloc(cs, (cap = cap ? 2 * cap : 256) * sizeof *cs);
+                                    cand *c = &cs[n++];
+                                    memset(c, 0, sizeof *c);
+                                    c->c = (plan_candidate){.gpus = (int)g, .tp = tp, .pp = pp,
+                                                            .dp = dp, .ep = ep, .cp = cp,
+                                                            .zero = z,
+                                                            .micro_batch_size = mbs_list[mi],
+                                                            .checkpointing = ck};
+                                }
+                    }
+                }
             }
         }
         if (g > max_gpus / 2) break;

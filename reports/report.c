@@ -725,7 +725,9 @@ static const char *const trace_states[] = {"compute", "comm TP", "comm PP", "com
 static const char *const trace_colours[] = {"0x4477aa", "0xee6677", "0x66ccee", "0xccbb44",
                                             "0x228833", "0xee6677", "0xaa3377", "0xdddddd"};
 enum { TRACE_N_STATES = 8, TRACE_IDLE = 7 };
-_Static_assert(WL_COMM_KIND_COUNT == 4, "a new communication kind needs its timeline state here");
+/* Expert and context parallel communication ("comm EP", "comm CP") are drawn as "comm
+ * (exposed)": their own colours would change every existing chart's legend. */
+_Static_assert(WL_COMM_KIND_COUNT == 6, "a new communication kind needs its timeline state here");
 
 static int trace_state(const char *name)
 {

@@ -4,6 +4,10 @@
  * own needs a generated topology, whose "gpus" is set): tp and pp over the divisors of G,
  * dp = G / (tp pp), ZeRO stage 0-3, activation checkpointing none/selective/full, and micro
  * batch size 1, 2, 4, 8 (the global batch stays fixed, so the microbatch count follows).
+ * Expert parallel degrees (divisors of the experts that divide dp) are searched for MoE models
+ * (experts >= 2), context parallel degrees (1, 2, 4, 8, 16 with 2 cp dividing seq_len, flash
+ * attention) when the scenario sets parallel.cp or its sequence is at least 16k tokens; other
+ * scenarios search ep = cp = 1 only (their search space is unchanged).
  * A scenario without "global_batch" has no batch to keep: then its own micro batch size and
  * microbatch count per DP replica (parallel.microbatches, else gradient_accumulation, else its
  * own pp) are held fixed for every plan, micro batch size is not searched, and the global batch
@@ -56,6 +60,7 @@ typedef struct plan_options {
 
 typedef struct plan_candidate {
     int gpus, tp, pp, dp, zero, micro_batch_size;
+    int ep, cp;             /* expert, context parallel degrees (1 unless searched) */
     int checkpointing;      /* 0 none, 1 selective, 2 full */
     struct run_memory memory;
     run_result result;      /* timeline never recorded */

@@ -49,6 +49,14 @@ typedef struct wl_model {
     int layers;
     /* transformer */
     double hidden, heads, seq_len, vocab, ffn, kv_heads, experts, top_k;
+    /* Mixture of experts (docs/workloads.md, "Expert parallelism"); zero reads as the
+     * default, so struct literals stay dense: expert_ffn 0 = ffn, moe_layer_freq 0 = 1. */
+    double expert_ffn;        /* MLP width of one routed (and one shared) expert */
+    double shared_experts;    /* experts every token passes through (DeepSeekMoE) */
+    double capacity_factor;   /* tokens an expert takes, x its balanced share; 0 = dropless */
+    double router_zipf;       /* Zipf exponent of tokens per expert; 0 = balanced router */
+    int moe_layer_freq;       /* every k-th layer (0, k, 2k, ...) is an MoE layer */
+    uint64_t router_seed;     /* seed of the router's skew (which experts are popular) */
     wl_mlp_kind mlp;
     bool tied_embeddings;     /* output layer shares the input embedding (GPT) */
     wl_attention attention;
@@ -96,17 +104,20 @@ double wl_optimizer_bytes(const struct wl_plan *p);
 /* What a piece of communication is for: the key of the per-kind accounting of exposed
  * communication (replay.h), bytes sent per GPU and link loads (run.h). Tensor-parallel
  * collectives inside layers, pipeline sends, data-parallel gradient reduction (compressed or
- * not, ZeRO's gradient reduce-scatter included) and ZeRO's parameter all-gathers. New kinds
- * (expert, context parallelism) go before the count; names are lower-case and stable: they are
- * JSON keys and CSV column suffixes. */
+ * not, ZeRO's gradient reduce-scatter included), ZeRO's parameter all-gathers, expert
+ * parallelism's all-to-alls and context parallelism's ring. New kinds go before the count;
+ * names are lower-case and stable: they are JSON keys and CSV column suffixes (ep and cp are
+ * printed only by runs that have them, and have no sweep column yet). */
 typedef enum wl_comm_kind {
     WL_COMM_TP,
     WL_COMM_PP,
     WL_COMM_DP,
     WL_COMM_ZERO,
+    WL_COMM_EP,   /* expert all-to-alls (dispatch, combine); expert-DP gradients count as dp */
+    WL_COMM_CP,   /* ring attention's KV blocks between context-parallel ranks */
     WL_COMM_KIND_COUNT
 } wl_comm_kind;
-/* "tp", "pp", "dp", "zero"; "?" out of range. */
+/* "tp", "pp", "dp", "zero", "ep", "cp"; "?" out of range. */
 const char *wl_comm_kind_name(wl_comm_kind k);
 /* For people: "tensor parallel", "pipeline", "data parallel", "ZeRO parameter gathers". */
 const char *wl_comm_kind_label(wl_comm_kind k);
@@ -116,6 +127,9 @@ int wl_comm_kind_parse(const char *s, wl_comm_kind *out); /* DT_OK / DT_EINPUT *
 
 typedef struct wl_plan {
     int dp, tp, pp, zero, virtual_stages, microbatches, micro_batch_size;
+    /* Expert and context parallelism (docs/workloads.md); 0 reads as 1 (wl_ep, wl_cp), so
+     * plans built in code stay what they were. dp x tp x pp x cp = GPUs; ep divides dp. */
+    int ep, cp;
     wl_schedule_kind schedule;
     wl_ckpt checkpointing;
     bool sequence_parallel;
@@ -264,6 +278,8 @@ sim_time_t wl_cost_time(const struct wl_cost *c, const gpu_spec *sp, gpu_precisi
 
 /* Layers held by pipeline stage `stage` (all its model chunks). */
 int wl_stage_layer_count(const wl_plan *p, int layers, int stage);
+/* First layer and layer count of virtual stage vs (model chunk vs / pp of stage vs % pp). */
+void wl_virtual_stage_layers(const wl_plan *p, int layers, int vs, int *first, int *n);
 
 /* Bytes per element of weights/activations/gradients in the compute precision. */
 double wl_precision_bytes(wl_precision p);
@@ -272,6 +288,12 @@ const char *wl_schedule_name(wl_schedule_kind k);
 
 /* GPU index of (dp, pp, tp) rank coordinates under the plan's placement. */
 int wl_gpu_of(const wl_plan *p, int dp_rank, int pp_rank, int tp_rank);
+/* The same with a context-parallel rank: CP ranks sit directly outside TP ranks (the
+ * placement's "tp" axis is tp x cp GPUs, CP rank c's TP group at offset c x tp). */
+int wl_gpu_of_cp(const wl_plan *p, int dp_rank, int cp_rank, int pp_rank, int tp_rank);
+
+static inline int wl_ep(const wl_plan *p) { return p->ep > 1 ? p->ep : 1; }
+static inline int wl_cp(const wl_plan *p) { return p->cp > 1 ? p->cp : 1; }
 
 /* --------------------------------------------------------- model arithmetic ---- */
 
@@ -282,10 +304,42 @@ typedef struct wl_layer_cost {
     double fwd_elem_bytes;                   /* memory-bound traffic of norms/activations */
     double fwd_score_bytes, bwd_score_bytes; /* unfused: traffic over the score matrix */
     double tp_bytes;                         /* bytes of each TP collective (activation size) */
+    /* Mixture of experts: fwd_matmul_flops is a dense layer's (experts 1) or an MoE layer's
+     * whole (experts balanced); an MoE layer splits into moe_matmul_flops (attention, router,
+     * shared experts) and expert_matmul_flops (the routed experts' tokens on this GPU,
+     * balanced). dense_matmul_flops is a dense layer's of an MoE model (moe_layer_freq > 1). */
+    double dense_matmul_flops, moe_matmul_flops, expert_matmul_flops;
 } wl_layer_cost;
 
-/* Parameters of one layer (whole, not divided by tp), embedding (V*h) and the total. */
+/* Parameters of one layer (whole, not divided by tp), embedding (V*h) and the total.
+ * wl_layer_params is an MoE layer's when the model has experts (every layer's otherwise);
+ * wl_layer_params_at the given layer's (dense or MoE, by moe_layer_freq), and
+ * wl_layer_expert_params_at its routed experts' share (0 for a dense layer): the part that
+ * expert parallelism shards over ep ranks. */
 double wl_layer_params(const wl_model *m);
+double wl_layer_params_at(const wl_model *m, int layer);
+double wl_layer_expert_params_at(const wl_model *m, int layer);
+bool wl_layer_is_moe(const wl_model *m, int layer);
+double wl_expert_ffn(const wl_model *m);
+/* Parameters of the layers [first, first + n) (with their experts whole). */
+double wl_layers_params(const wl_model *m, int first, int n);
+double wl_layers_expert_params(const wl_model *m, int first, int n);
+int wl_moe_layers_in(const wl_model *m, int first, int n);
+/* Tokens each of the ep ranks of an EP group computes in MoE layer `layer`, relative to a
+ * balanced router (mean 1 over ranks without drops): the model's experts get Zipf(router_zipf)
+ * shares of the routed tokens in an order drawn from the seeded stream "moe_router.<layer>"
+ * (sim_rng), rank e holds experts [e E/ep, (e+1) E/ep), and with a capacity factor cf an
+ * expert computes at most cf x its balanced share (the rest is dropped). loads[0..ep). */
+void wl_moe_rank_loads(const wl_model *m, int ep, int layer, uint64_t seed, double *loads);
+/* The busiest EP rank's load over the model's MoE layers (max of wl_moe_rank_loads): how much
+ * longer than balanced the slowest expert makes its layers' routed-expert compute. */
+double wl_moe_max_load(const wl_model *m, int ep);
+/* All-to-all bytes of one dispatch (or combine) of one MoE layer for one microbatch, per GPU,
+ * nccl-tests convention (the send buffer: b (s/cp) h e top_k; (ep-1)/ep of it leaves). */
+double wl_moe_alltoall_bytes(const wl_model *m, const wl_plan *p);
+/* Context parallelism: bytes one ring-attention step sends to the next CP rank, per GPU (the
+ * K and V blocks of s/cp tokens, kv heads over tp): 2 b (s/cp) h (g/a) e / t. */
+double wl_cp_ring_bytes(const wl_model *m, const wl_plan *p);
 double wl_embedding_params(const wl_model *m);
 double wl_total_params(const wl_model *m);
 void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out);
@@ -318,8 +372,12 @@ typedef struct mem_breakdown {
  * (ZeRO paper accounting). */
 void mem_model_states(double psi, int dp, int zero, wl_precision prec, wl_optimizer opt,
                       double *params, double *grads, double *optimizer);
-/* Activation bytes of one layer for one microbatch on one GPU (Korthikanti et al. 2022). */
+/* Activation bytes of one layer for one microbatch on one GPU (Korthikanti et al. 2022); an
+ * MoE layer's when the model has experts. */
 double mem_activation_per_layer(const wl_model *m, const wl_plan *p);
+/* Expert parallelism: the all-to-all send and receive buffers of one MoE layer on one GPU
+ * (the receive side sized for the busiest rank, or the capacity). 0 without ep > 1. */
+double mem_moe_dispatch_buffers(const wl_model *m, const wl_plan *p);
 /* Microbatches' activations (in units of one microbatch through the stage's layers) that
  * stage `stage` holds at its peak. */
 double mem_inflight(const wl_plan *p, int stage);
@@ -354,6 +412,11 @@ typedef struct wl_cost {
     /* the in-lane collectives run under the op's compute (Megatron-Core --tp-comm-overlap):
      * the op lasts max(compute, comm) instead of compute + comm */
     bool inlane_overlap;
+    /* Context parallelism: ring_count ring-attention passes, each cp - 1 steps sending
+     * ring_bytes from every GPU to its counterpart in the next CP lane (wl_graph.cp_next),
+     * each step overlapped with one block of the op's attention compute. */
+    double ring_bytes;
+    int ring_count;
 } wl_cost;
 
 /* A collective instance: every op naming it (one per participating lane) must be reached
@@ -398,6 +461,10 @@ typedef struct wl_graph {
     uint32_t n_names, cap_names;
     uint32_t *name_slots;       /* open-addressing index over names: 1 + name id, 0 = empty */
     uint32_t cap_name_slots;    /* power of two, at least twice n_names */
+    /* Context parallelism: cp lanes form a ring; cp_next[lane] is the next lane of lane's
+     * ring (NULL when cp is 1). Not written to traces (trace_write refuses such graphs). */
+    int cp;
+    uint32_t *cp_next;
     /* Step metadata carried into results and traces. */
     double samples_per_step, tokens_per_step, model_flops_per_step;
     gpu_precision precision;

@@ -1425,6 +1425,10 @@ int chakra_export_create(const wl_graph *g, const trace_env *env, const gpu_spec
                          dt_error *err)
 {
     *out = NULL;
+    if (g->cp_next)
+        return dt_error_set(err, DT_EINPUT, NULL, "parallel.cp",
+                            "a context-parallel step (cp > 1) cannot be written as a Chakra "
+                            "trace yet");
     chakra_export *x = dt_xcalloc(1, sizeof *x);
     x->g = g;
     x->gpus = gpus;

@@ -335,7 +335,9 @@ static void fill_links(run_result *out, const link_acc *acc, const topo *t, cons
             used[best] = true;
             uint32_t nm = REPLAY_TAG_NAME(a->tag[best]);
             snprintf(x->users[u].op, sizeof x->users[u].op, "%s",
-                     nm == REPLAY_TAG_INLANE ? "tp_collectives"
+                     nm == REPLAY_TAG_INLANE
+                         ? (REPLAY_TAG_KIND(a->tag[best]) == WL_COMM_CP ? "ring_attention"
+                                                                         : "tp_collectives")
                      : nm < g->n_names       ? g->names[nm]
                                              : "?");
             x->users[u].kind = REPLAY_TAG_KIND(a->tag[best]);
@@ -856,19 +858,29 @@ static void fill_summary(const wl_scenario *s, run_result *out)
     double P = wl_total_params(&s->model);
     snprintf(np, sizeof np, P >= 1e9 ? "%.3g B" : "%.3g M", P >= 1e9 ? P / 1e9 : P / 1e6);
     if (p->schedule == WL_INTERLEAVED) snprintf(v, sizeof v, " v %d", p->virtual_stages);
+    char ep[48] = "";
+    /* expert and context parallelism only where used: dense summaries keep their text */
+    if (wl_ep(p) > 1 && wl_cp(p) > 1) snprintf(ep, sizeof ep, " (ep %d) x cp %d", wl_ep(p), wl_cp(p));
+    else if (wl_ep(p) > 1) snprintf(ep, sizeof ep, " (ep %d)", wl_ep(p));
+    else if (wl_cp(p) > 1) snprintf(ep, sizeof ep, " x cp %d", wl_cp(p));
+    char skew[64] = "";
+    if (wl_ep(p) > 1 && s->model.router_zipf > 0)
+        /* what the router's skew costs: the busiest EP rank's tokens over the mean */
+        snprintf(skew, sizeof skew, ", router Zipf %g: busiest EP rank %.2fx", s->model.router_zipf,
+                 wl_moe_max_load(&s->model, wl_ep(p)));
     if (p->backup_workers > 0) snprintf(dp, sizeof dp, ", %d backup workers", p->backup_workers);
     else if (p->staleness >= 0) snprintf(dp, sizeof dp, ", asynchronous (staleness %d)", p->staleness);
     else if (p->local_sgd > 1) snprintf(dp, sizeof dp, ", local SGD (averaging every %d steps)", p->local_sgd);
     char line[512];
     snprintf(line, sizeof line,
-             "%s (%s params), tp %d x pp %d x dp %d, %s%s, %d microbatch%s of %d, %s, "
-             "ZeRO-%d%s%s%s%s",
-             s->model.name, np, p->tp, p->pp, p->dp,
+             "%s (%s params), tp %d x pp %d x dp %d%s, %s%s, %d microbatch%s of %d, %s, "
+             "ZeRO-%d%s%s%s%s%s",
+             s->model.name, np, p->tp, p->pp, p->dp, ep,
              p->pp > 1 ? wl_schedule_name(p->schedule) : "no pipeline", v, p->microbatches,
              p->microbatches == 1 ? "" : "es", p->micro_batch_size, prec[p->precision], p->zero,
              dp, s->env.network == NET_ANALYTIC ? ", analytic network" : "",
              p->fw.preset != WL_FW_GENERIC ? ", framework " : "",
-             p->fw.preset != WL_FW_GENERIC ? wl_framework_name(p->fw.preset) : "");
+             p->fw.preset != WL_FW_GENERIC ? wl_framework_name(p->fw.preset) : "", skew);
     if (p->place_by_bandwidth) {
         size_t n = strlen(line);
         snprintf(line + n, sizeof line - n, ", placed by bandwidth");
@@ -923,6 +935,10 @@ int run_prep_scenario(const cJSON *scenario, const char *file, const char *base_
     const wl_plan *P = &s->plan;
     double est_ops = 4.0 * P->dp * P->pp * wl_max_replica_microbatches(P) * P->virtual_stages +
                      4.0 * P->dp * s->model.layers * (P->zero == 3 ? P->microbatches : 1);
+    /* context parallelism multiplies the lanes; expert parallelism splits every MoE layer
+     * into 4 ops (6 backward with full recomputation) per microbatch */
+    est_ops *= wl_cp(P);
+    if (wl_ep(P) > 1) est_ops += 12.0 * P->dp * wl_cp(P) * s->model.layers * P->microbatches;
     if (rc == DT_OK && est_ops > (double)(1 << 26))
         rc = dt_error_set(err, DT_EINPUT, file, "parallel.microbatches",
                           "the step's op graph would have about %.3g ops (dp %d x pp %d x "
@@ -947,7 +963,8 @@ int run_input_read_s(const run_prep *p, double *read_s, dt_error *err)
     js_ctx c = {p->file ? p->file : "<scenario>", err};
     int dp = s->plan.dp;
     int *g = dt_xmalloc(((size_t)dp + 1) * sizeof *g);
-    for (int d = 0; d < dp; d++) g[d] = wl_gpu_of(&s->plan, d, 0, 0);
+    /* the first GPU of each DP replica (CP rank 0: the placement's tp axis is tp x cp wide) */
+    for (int d = 0; d < dp; d++) g[d] = wl_gpu_of_cp(&s->plan, d, 0, 0, 0);
     double bw;
     int rc = storage_path(&c, &s->storage, p->t, g, dp, false, &bw);
     int hosts = count_hosts(p->t, g, dp);

@@ -24,7 +24,7 @@ static const char *const coll_names[] = {"allreduce", "reduce_scatter", "allgath
                                          "reduce", "alltoall", "sendrecv", NULL};
 static const char *const prec_names[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
 static const char *const jitter_names[] = {"none", "lognormal", "normal", NULL};
-static const char *const comm_names[] = {"tp", "pp", "dp", "zero", NULL};
+static const char *const comm_names[] = {"tp", "pp", "dp", "zero", "ep", "cp", NULL};
 _Static_assert(sizeof comm_names / sizeof *comm_names == WL_COMM_KIND_COUNT + 1,
                "one trace name per communication kind");
 static const char *const network_names[] = {"flow", "analytic", NULL};
@@ -63,6 +63,10 @@ static void put_name(FILE *f, const char *s)
 
 int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
 {
+    if (g->cp_next)
+        /* the CP ring (wl_graph.cp_next) and the ring costs have no trace fields yet */
+        return dt_error_set(err, DT_EINPUT, NULL, "parallel.cp",
+                            "a context-parallel step (cp > 1) cannot be written as a trace yet");
     fprintf(f, "{\n\"format\": \"dtsim-trace\",\n\"version\": 1,\n\"name\": ");
     {
         cJSON *s = cJSON_CreateString(env->name);

@@ -18,6 +18,8 @@
 # federated: the committed scenarios are what make.py writes; the four times its README quotes
 # (4 digits), hierarchical < flat PS every 20 < ring every 5 < flat PS every 5; the flat PS and
 # hierarchical rounds against their closed forms (derived in the README) to 1e-9.
+# moe-imbalance: step(s) = step(0) + m L 3 Tx (min(E/H(E,s), cf) - 1) at every Zipf exponent s and
+# capacity factor cf; the README's figures; EP inside a box vs across the rails.
 # Leaves free: the plots (run.sh draws them), step times of the memory sweep (transfers).
 set -euo pipefail
 : "${DTSIM:?}" "${SRC:?}"
@@ -179,5 +181,45 @@ edge = 5 * tau + leg + 10 * U / R + leg
 wan = max(U / W, 5 * U / A) + 0.031                   # edge <-> cloud
 hier = 3 * edge + 5 * tau + leg + 10 * U / R + wan + 5 * U / R + wan + leg
 assert abs(d["hier"]["round_s"] / hier - 1) < 1e-9, (d["hier"]["round_s"], hier)
+PY
+# moe-imbalance: every point of zipf-sweep.json on step(0) + m L 3 Tx (min(E/H(E,s), cf) - 1) to
+# 1e-9, the exposed communication the same at every skew; the README's table (4 significant
+# digits); box.json and rails.json: step, EP and DP exposed as quoted, EP bytes 3.5 GiB by hand.
+moe=$labs/moe-imbalance
+"$DTSIM" sweep "$moe/zipf-sweep.json" --out "$tmp/moe" --no-progress --jobs 2 >/dev/null || fail "moe sweep"
+for s in box rails; do
+  "$DTSIM" run "$moe/$s.json" --json 2>/dev/null > "$tmp/moe-$s.json" || fail "moe $s"
+done
+python3 - "$tmp" <<'PY'
+import csv, json, sys
+t = sys.argv[1]
+r = list(csv.DictReader(open(f"{t}/moe/results.csv")))
+assert len(r) == 18, len(r)
+E, m, L = 8, 2, 8
+Tx = 2 * 4096 * 3 * 4096 * 14336 * 2 / (989.5e12 * 0.7)
+base = {x["model.capacity_factor"]: float(x["step_time_s"]) for x in r if float(x["model.router_zipf"]) == 0}
+comm = float(r[0]["comm_exposed_s"])
+for x in r:
+    s, cf = float(x["model.router_zipf"]), float(x["model.capacity_factor"])
+    mx = E / sum(i ** -s for i in range(1, E + 1))
+    if cf > 0: mx = min(mx, cf)
+    want = base[x["model.capacity_factor"]] + m * L * 3 * Tx * (mx - 1)
+    assert abs(float(x["step_time_s"]) / want - 1) < 1e-9, (s, cf, x["step_time_s"], want)
+    assert abs(float(x["comm_exposed_s"]) - comm) < 1e-9, (s, cf, x["comm_exposed_s"])
+quoted = {(0, 0): (327.1, 0, 54.0), (0.25, 0): (401.8, 62.2, 43.9), (0.5, 0): (493.2, 140.1, 35.8),
+          (1, 0): (715.9, 337.7, 24.7), (2, 0): (1174.7, 778.3, 15.0), (1, 1.25): (377.1, None, None)}
+for x in r:
+    k = (float(x["model.router_zipf"]), float(x["model.capacity_factor"]))
+    if k not in quoted: continue
+    step, wait, mfu = quoted[k]
+    assert abs(float(x["step_time_s"]) * 1e3 - step) < 0.051, (k, x["step_time_s"])
+    if wait is not None: assert abs(float(x["straggler_wait_s"]) * 1e3 - wait) < 0.051, (k, x["straggler_wait_s"])
+    if mfu is not None: assert abs(float(x["mfu"]) * 100 - mfu) < 0.051, (k, x["mfu"])
+for s, (step, ep, dp) in {"box": (715.9, 10.46, 6.797), "rails": (821.7, 78.37, 44.68)}.items():
+    d = json.load(open(f"{t}/moe-{s}.json"))
+    assert abs(d["step_time_s"] * 1e3 / step - 1) < 6e-4, (s, d["step_time_s"])
+    assert abs(d["comm_exposed_by_kind_s"]["ep"] * 1e3 / ep - 1) < 6e-4, (s, d["comm_exposed_by_kind_s"])
+    assert abs(d["comm_exposed_by_kind_s"]["dp"] * 1e3 / dp - 1) < 6e-4, (s, d["comm_exposed_by_kind_s"])
+    assert abs(d["bytes_sent_per_gpu"]["ep"] - 2 * 8 * 4 * 4096 * 4096 * 2 * 2 * 7 / 8) < 1, d["bytes_sent_per_gpu"]
 PY
 echo "ok"

@@ -5,7 +5,10 @@
 # numbers named (heads 6 not divisible by tp 4, layers 6 by pp 4) and add up to the plans
 # considered, and an impossible limit exits 1 saying why. Without global_batch the header and
 # the JSON say the micro batch size and microbatches per replica are held, and the best plan
-# run by hand with those gives the same step time.
+# run by hand with those gives the same step time. An MoE scenario searches ep over the divisors
+# of its experts that divide dp (8 GPUs: 20 (tp, pp, ep) triples x 4 micro batches x 3
+# checkpointing x 4 ZeRO = 960 plans), its ep plans run as `dtsim run` gives them, and a long
+# sequence (32k) searches cp.
 set -euo pipefail
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -112,4 +115,39 @@ set -e
 grep -q "no plan fits" "$T/none.err" || fail "$(cat "$T/none.err")"
 grep -q "does not fit in memory" "$T/none.txt" || fail "$(cat "$T/none.txt")"
 [[ $rc2 -eq 2 ]] || fail "expected exit 2 for a bad objective, got $rc2"
+# Expert parallelism in the search (MoE lab scenario, 8 GPUs, 8 experts).
+moe="${SRC:-$(dirname "$0")/../..}/examples/labs/moe-imbalance/box.json"
+"$DTSIM" plan "$moe" --gpus 8 --top 1000 --jobs 2 --json > "$T/moe.json" || fail "plan moe"
+python3 - "$T/moe.json" <<'PY' || fail "moe plan search"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["considered"] == 960, d["considered"]
+eps = {c.get("ep", 1) for c in d["best"]}
+assert eps >= {1, 2, 4, 8}, eps
+for c in d["best"]:
+    assert c["tp"] * c["pp"] * c["dp"] * c.get("cp", 1) == 8, c
+    assert c["dp"] % c.get("ep", 1) == 0, c
+PY
+python3 - "$moe" "$T/moe.json" "$T/moe-ep.json" <<'PY'
+import json, sys
+s, d = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+c = next(c for c in d["best"] if c.get("ep", 1) == 4)
+s["parallel"].update({"tp": c["tp"], "pp": c["pp"], "dp": c["dp"], "ep": 4, "zero": c["zero"],
+                      "activation_checkpointing": c["activation_checkpointing"],
+                      "micro_batch_size": c["micro_batch_size"]})
+json.dump({"scenario": s, "step": c["step_time_s"]}, open(sys.argv[3], "w"))
+PY
+python3 -c "import json,sys; json.dump(json.load(open(sys.argv[1]))['scenario'], open(sys.argv[2],'w'))" "$T/moe-ep.json" "$T/moe-ep-s.json"
+want=$(python3 -c "import json,sys; print(repr(json.load(open(sys.argv[1]))['step']))" "$T/moe-ep.json")
+got=$(cd "$(dirname "$moe")" && "$DTSIM" run "$T/moe-ep-s.json" --json | python3 -c "import json,sys; print(repr(json.load(sys.stdin)['step_time_s']))")
+[[ "$want" == "$got" ]] || fail "plan's ep 4 step $want, dtsim run $got"
+# Context parallelism: a 32k sequence searches cp (4 GPUs: cp 1, 2, 4)
+sed 's/"seq_len": 1024/"seq_len": 32768/; s/"global_batch": 32/"global_batch": 4/' "$T/p.json" > "$T/long.json"
+"$DTSIM" plan "$T/long.json" --gpus 4 --top 1000 --json > "$T/long-plan.json" || fail "plan long"
+python3 - "$T/long-plan.json" <<'PY' || fail "cp plan search"
+import json, sys
+d = json.load(open(sys.argv[1]))
+cps = {c.get("cp", 1) for c in d["best"]}
+assert cps >= {1, 2, 4}, cps
+PY
 echo "ok"
