@@ -214,7 +214,7 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
 
 /* Megatron's tensor-parallel layer (Shoeybi et al. 2019): the QKV and first MLP GEMMs are split
  * by output columns (n / t), the attention projection and the second MLP GEMM by input rows
- * (k / t); every GEMM sees all b·s tokens of the microbatch (with sequence parallelism they are
+ * (k / t); every GEMM sees all b·s tokens of the microbatch (b·s/cp with context parallelism) (with sequence parallelism they are
  * all-gathered first). Q has h columns and K, V h·g/a each (GQA); SwiGLU's up and gate
  * projections are one GEMM of 2f columns (Megatron's fused linear_fc1). MoE: the router runs
  * on the b·s/t tokens of the rank's sequence shard (the closed form divides it by t too), and
@@ -223,7 +223,8 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
 int wl_layer_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_LAYER_GEMMS_MAX])
 {
     if (m->kind != WL_TRANSFORMER) return 0;
-    double t = p->tp, h = m->hidden, tok = p->micro_batch_size * m->seq_len;
+    /* context parallelism: the rank's s/cp tokens (wl_layer_cost_get) */
+    double t = p->tp, h = m->hidden, tok = p->micro_batch_size * m->seq_len / wl_cp(p);
     double kv = h * m->kv_heads / m->heads;
     double up = (m->mlp == WL_MLP_SWIGLU ? 2.0 : 1.0) * m->ffn / t;
     int n = 0;
@@ -245,7 +246,7 @@ int wl_layer_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_LAYER_GE
 
 gpu_gemm wl_logits_gemm(const wl_model *m, const wl_plan *p)
 {
-    return (gpu_gemm){p->micro_batch_size * m->seq_len, m->vocab / p->tp, m->hidden, 1};
+    return (gpu_gemm){p->micro_batch_size * m->seq_len / wl_cp(p), m->vocab / p->tp, m->hidden, 1};
 }
 
 /* Y = X·W with X (m x k), W (k x n): dX = dY·Wᵀ is (m x n)·(n x k), dW = Xᵀ·dY is (k x m)·(m x n). */

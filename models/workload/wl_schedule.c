@@ -262,9 +262,9 @@ static const char *const op_names[N_COUNT_EP] = {
  * context-parallel degree; with moe_split (expert parallelism) a single MoE layer without its
  * routed experts (they are their own ops). With a graph g, a dense model's GEMM shapes (the
  * layer's forward GEMMs lgs[0..nlg), wl_layer_gemms) go into the op's GEMM set; without one
- * (speed balancing, federated clients: costs timed outside a graph), and for MoE models (whose
- * ops hold dense, MoE and split expert layers in any mix), the matmul FLOPs stay on the flat
- * roofline. */
+ * (speed balancing, federated clients: costs timed outside a graph), and for MoE ops that mix
+ * dense and MoE layers or split off the routed experts (ep > 1), the matmul FLOPs stay on the
+ * flat roofline. */
 static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_layer_cost *lc,
                             int cp, bool moe_split, const gpu_gemm *lgs, int nlg, wl_graph *g,
                             bool bwd, bool first, bool last, int layers, int moe, wl_cost *out)
@@ -273,7 +273,9 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
     double n = layers;
     wl_cost c = {0};
     double mult = bwd ? 2 : 1;
-    if (m->experts > 1) nlg = 0;
+    /* the shapes describe whole layers of one kind (wl_layer_gemms): an op mixing dense and MoE
+     * layers, or MoE layers without their routed experts (split off under ep), has none */
+    if (m->experts > 1 && (moe_split || moe != layers)) nlg = 0;
     if (m->kind == WL_SYNTHETIC) {
         /* saturating (sim_time_add): "forward_time": "5000000 s" must not overflow here; the
          * replay reports a step beyond the clock's range */
