@@ -721,6 +721,11 @@ int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
                        "\"speed\" gives replicas different microbatches; ZeRO-%d reduces "
                        "gradients every microbatch, which needs the same count on every replica: "
                        "use zero 0 or 1", p->zero);
+    if (p->balance == WL_BALANCE_SPEED && (wl_cp(p) > 1 || wl_ep(p) > 1))
+        return js_fail(c, "parallel", "balance",
+                       "\"speed\" balances pipeline stages and data-parallel replicas; it does not "
+                       "yet split work over context- or expert-parallel ranks (cp %d, ep %d): use "
+                       "cp 1 and ep 1, or no balancing", wl_cp(p), wl_ep(p));
     if (p->balance == WL_BALANCE_SPEED && p->backup_workers > 0 && p->dp > 1)
         return js_fail(c, "parallel", "balance",
                        "\"speed\" gives replicas different microbatches; backup workers drop "

@@ -79,6 +79,7 @@ scen("fed_ok.json", federated={"cloud": 0})
 scen("fed_edges.json", federated={"cloud": 0, "edges": [{"server": 1, "clients": [2, 2]}]})
 scen("balance_zero.json", parallel={"balance": "speed", "zero": 3})
 scen("balance_sl.json", parallel={"balance": "speed", "pp": 2, "stage_layers": [2, 2]})
+scen("balance_cp.json", parallel={"balance": "speed", "cp": 2})
 scen("in_size.json", input={"bytes_per_sample": "1 MBq"}, storage=STOR)
 w("empty.json", "")
 w("trailing.json", '{"topology": "x"} x')
@@ -228,6 +229,7 @@ t 2 'dtsim federated: --rounds needs a whole number' - federated fed_ok.json --r
 t 2 'dtsim federated: missing the scenario file' - federated
 t 2 'balance_zero.json: parallel.balance: "speed" gives replicas different microbatches; ZeRO-3' - memory balance_zero.json
 t 2 'balance_sl.json: parallel.balance: "speed" computes the layers' - run balance_sl.json
+t 2 'balance_cp.json: parallel.balance: "speed" balances pipeline stages and data-parallel replicas; it does not yet split work over context- or expert-parallel ranks (cp 2' - run balance_cp.json
 # ---- failures, checkpoints, storage, input; dtsim goodput
 t 2 'gp_nofail.json: failures: required by dtsim goodput' gpp goodput gp_nofail.json --plot gpp
 t 2 'gp_nockpt.json: checkpoint: required by dtsim goodput' - goodput gp_nockpt.json
