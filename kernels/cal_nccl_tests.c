@@ -33,6 +33,7 @@
 
 #include "dtsim/calib.h"
 #include "dtsim/kern.h"
+#include "dtsim/limits.h"
 #include "dtsim/units.h"
 
 /* ---------------------------------------------------------------- small helpers */
@@ -977,8 +978,9 @@ int cal_from_nccl_runs(const cal_nccl_run *runs, int n_runs, const cal_nccl_opti
 int cal_nccl_parse_file(const char *path, int op_hint, cal_nccl_log *out, dt_error *err)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f) return dt_error_set(err, DT_EIO, path, NULL, "cannot read: %s", strerror(errno));
+    /* dt_open_input: a FIFO would block fopen itself, before the check below could refuse it */
+    FILE *f = dt_open_input(path, "rb", NULL, err);
+    if (!f) return err ? err->code : DT_EIO;
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
         fclose(f);
