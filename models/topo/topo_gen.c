@@ -14,9 +14,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dtsim/limits.h"
 #include "topo_internal.h"
 
-#define MAX_GPUS (1 << 22)
+#define MAX_GPUS DT_MAX_GPUS
 
 static int bad(dt_error *err, const char *opt, const char *fmt, int v)
 {
@@ -41,7 +42,15 @@ static int resolve(const topo_gen_params *in, topo_gen_params *p, gpu_spec *spec
         p->switch_latency < 0 ||
         (p->nvlink_latency < 0 && p->nvlink_latency != TOPO_GEN_ZERO_LATENCY) || p->oversubscription < 0)
         return dt_error_set(err, DT_EINPUT, NULL, NULL, "negative generator parameter");
-    static const sim_time_t max_lat = (sim_time_t)1 << 40; /* ~1.1 s */
+    /* documented: at least 1 B/s (a 1e-300 B/s link only failed later, as a collective
+     * longer than the simulated clock, without saying which parameter) */
+    const double bws[] = {p->bandwidth, p->nvlink_bw, p->nic_bw, p->wan_bw};
+    const char *const bw_keys[] = {"bandwidth", "nvlink", "nic", "wan"};
+    for (int i = 0; i < 4; i++)
+        if (bws[i] > 0 && bws[i] < 1)
+            return dt_error_set(err, DT_EINPUT, NULL, bw_keys[i],
+                                "expected a bandwidth of at least 1 B/s, found %g B/s", bws[i]);
+    static const sim_time_t max_lat = SIM_S; /* documented: below 1 s */
     if (p->latency >= max_lat || p->switch_latency >= max_lat || p->nvlink_latency >= max_lat)
         return dt_error_set(err, DT_EINPUT, NULL,
                             p->latency >= max_lat ? "latency"
@@ -50,7 +59,7 @@ static int resolve(const topo_gen_params *in, topo_gen_params *p, gpu_spec *spec
     if (p->bandwidth == 0) p->bandwidth = TOPO_DEFAULT_BANDWIDTH;
     if (p->latency == 0 && !zero_lat) p->latency = TOPO_DEFAULT_LATENCY;
     if (p->switch_latency == 0 && !zero_sw) p->switch_latency = TOPO_DEFAULT_SWITCH_LATENCY;
-    if (p->gpus < 0 || p->gpus > MAX_GPUS) return bad(err, "gpus", "expected 1 to 4194304 GPUs, found %d", p->gpus);
+    if (p->gpus < 0 || p->gpus > MAX_GPUS) return bad(err, "gpus", "expected 1 to 262144 GPUs, found %d", p->gpus);
     if (p->oversubscription == 0) p->oversubscription = 1;
     if (p->oversubscription < 1)
         return dt_error_set(err, DT_EINPUT, NULL, "oversubscription",
@@ -385,7 +394,7 @@ static int gen_geo(topo_gen_params *p, const gpu_spec *spec, topo_builder *b, dt
     if (p->gpus_per_region == 0) p->gpus_per_region = p->gpus ? p->gpus / R : 8;
     int G = p->gpus_per_region;
     if (G < 1 || (long long)G * R > MAX_GPUS)
-        return bad(err, "gpus_per_region", "expected 1 or more GPUs per region (4194304 in all), found %d", G);
+        return bad(err, "gpus_per_region", "expected 1 or more GPUs per region (262144 in all), found %d", G);
     if (p->gpus && p->gpus != G * R)
         return dt_error_set(err, DT_EINPUT, NULL, "gpus",
                             "gpus %d disagrees with %d regions of %d GPUs", p->gpus, R, G);
@@ -404,7 +413,7 @@ static int gen_geo(topo_gen_params *p, const gpu_spec *spec, topo_builder *b, dt
     if (p->wan_bw == 0) p->wan_bw = TOPO_DEFAULT_WAN_BANDWIDTH;
     if (p->wan_latency == TOPO_GEN_ZERO_LATENCY) p->wan_latency = 0;
     else if (p->wan_latency == 0) p->wan_latency = TOPO_DEFAULT_WAN_LATENCY;
-    if (p->wan_latency < 0 || p->wan_latency >= (sim_time_t)1 << 40)
+    if (p->wan_latency < 0 || p->wan_latency >= SIM_S)
         return dt_error_set(err, DT_EINPUT, NULL, "wan_latency", "expected a latency below 1 s");
     char name[96];
     int sw0 = b->t->n_nodes;

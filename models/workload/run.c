@@ -1067,6 +1067,8 @@ static int run_graph(wl_graph *g, trace_env *tr, const char *source, const char 
                 rc = js_fail(&c, p, "gpu", "the trace has GPUs 0..%d, found %d", g->n_gpus - 1,
                              tr->env.stragglers[i].gpu);
             }
+        if (rc == DT_OK)
+            rc = wl_check_straggler_product(&c, &tr->env, g->n_gpus, "environment.stragglers");
     }
     if (rc == DT_OK) {
         if (opt && opt->have_seed) tr->env.seed = opt->seed;

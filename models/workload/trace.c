@@ -463,6 +463,19 @@ static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env 
         long long gpu = -1;
         CK(js_get_int(c, x, p, "gpu", false, 0, n_gpus - 1, &gpu));
         if (lane < 0 && gpu >= 0 && !lanes) lane = gpu;
+        /* Both given: they must name the same place, or the op would silently run where
+         * "lane" says and not where "gpu" says. */
+        if (lane >= 0 && gpu >= 0) {
+            bool in = false;
+            for (int k = 0; k < g->lane_size && !in; k++)
+                in = g->lane_gpus[(size_t)lane * g->lane_size + k] == gpu;
+            if (!in) {
+                rc = js_fail(c, p, "gpu", "GPU %lld is not in lane %lld (%s); give one of "
+                             "\"lane\" and \"gpu\", or both naming the same place", gpu, lane,
+                             lanes ? "see lanes" : "without \"lanes\", lane i is GPU i");
+                break;
+            }
+        }
         if (lane < 0) {
             rc = js_fail(c, p, "lane", lanes ? "required: the lane (index into lanes) running the op"
                                              : "required: \"gpu\" or \"lane\"");
