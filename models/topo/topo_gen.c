@@ -268,7 +268,7 @@ static int gen_dragonfly(topo_gen_params *p, const gpu_spec *spec, topo_builder 
         return dt_error_set(err, DT_EINPUT, NULL, "groups",
                             "%d groups cannot all be linked directly with %d global ports per group "
                             "(at most %d groups)", g, a * h, a * h + 1);
-    if ((long long)g * per_group > MAX_GPUS) return bad(err, "groups", "dragonfly too large (%d groups)", g);
+    if ((long long)g * per_group > MAX_GPUS) return bad(err, "groups", "dragonfly too large (%d groups): more than 262144 GPUs", g);
     p->df_groups = g;
     p->gpus = g * per_group;
     char name[64];
@@ -325,7 +325,7 @@ static int gen_dgx(topo_gen_params *p, const gpu_spec *spec, topo_builder *b, dt
         p->nodes = p->gpus / gn;
     }
     if (p->nodes < 1) return bad(err, "nodes", "dgx needs at least 1 node, found %d", p->nodes);
-    if ((long long)p->nodes * gn > MAX_GPUS) return bad(err, "nodes", "dgx too large (%d nodes)", p->nodes);
+    if ((long long)p->nodes * gn > MAX_GPUS) return bad(err, "nodes", "dgx too large (%d nodes): more than 262144 GPUs", p->nodes);
     p->gpus = p->nodes * gn;
     if (p->nvlink_bw == 0) p->nvlink_bw = spec->nvlink_bw;
     if (p->nvlink_bw == 0) p->nvlink_bw = 450e9;
