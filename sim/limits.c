@@ -45,7 +45,8 @@ int dt_check_memory(double bytes, const char *what, const char *file, const char
     char need[32], have[32];
     unit_fmt_size(bytes, need, sizeof need);
     unit_fmt_size(lim, have, sizeof have);
-    return dt_error_set(err, DT_EINPUT, file, path,
+    /* DT_ENOMEM (exit 1): the same input may run on a larger machine or budget */
+    return dt_error_set(err, DT_ENOMEM, file, path,
                         "%s would need about %s of memory, above the limit of %s (raise it with "
                         "--max-memory SIZE or DTSIM_MAX_MEMORY)",
                         what, need, have);

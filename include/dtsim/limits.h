@@ -31,7 +31,7 @@
 double dt_memory_limit(void);
 
 /* DT_OK when an allocation of about `bytes` (an estimate, for what) fits the budget; otherwise
- * DT_EINPUT with "FILE: PATH: WHAT would need about N GB of memory, above the limit of M GB
+ * DT_ENOMEM (a run-time condition: exit 1) with "FILE: PATH: WHAT would need about N GB of memory, above the limit of M GB
  * (--max-memory)". file and path may be NULL. */
 int dt_check_memory(double bytes, const char *what, const char *file, const char *path,
                     dt_error *err);

@@ -470,6 +470,24 @@ int topo_generate(const topo_gen_params *params, topo **out, dt_error *err)
     gpu_spec spec;
     int rc = resolve(params, &p, &spec, err);
     if (rc) return rc;
+    /* The GPUs the parameters ask for, known before any is built (the generators check the
+     * exact count against DT_MAX_GPUS themselves); each costs its gpu_spec (measured compute
+     * tables included) plus about 400 B of nodes, links and names: checked against the memory
+     * budget so that a limit says so instead of an allocation failing (an abort). */
+    double want = 0;
+    switch (p.family) {
+    case TOPO_FAMILY_TORUS:
+        want = 1;
+        for (int i = 0; i < p.n_dims; i++) want *= p.dims[i] > 0 ? p.dims[i] : 1;
+        break;
+    case TOPO_FAMILY_DGX: want = (double)p.nodes * (p.gpus_per_node > 0 ? p.gpus_per_node : 8); break;
+    case TOPO_FAMILY_GEO: want = (double)p.regions * p.gpus_per_region; break;
+    default: want = p.gpus; break;
+    }
+    if (want > DT_MAX_GPUS) want = DT_MAX_GPUS; /* beyond it the generator refuses anyway */
+    if ((rc = dt_check_memory(want * (sizeof(gpu_spec) + 400.0), "a topology of this size",
+                              NULL, "gpus", err)))
+        return rc;
     topo_builder b;
     char name[96];
     tb_begin(&b, topo_family_name(p.family));

@@ -620,7 +620,9 @@ static int load_generator(const js_ctx *ctx, const cJSON *v, const char *path, t
     dt_error gerr;
     dt_error_clear(&gerr);
     if ((rc = topo_generate(&p, out, &gerr))) {
-        return js_fail(ctx, path, gerr.path[0] ? gerr.path : NULL, "%s", gerr.msg);
+        int r2 = js_fail(ctx, path, gerr.path[0] ? gerr.path : NULL, "%s", gerr.msg);
+        if (rc == DT_ENOMEM && ctx->err) ctx->err->code = rc; /* over budget: not bad input */
+        return rc == DT_ENOMEM ? rc : r2;
     }
     if (custom)
         for (int i = 0; i < (*out)->n_gpus; i++) (*out)->gpus[i] = spec;
