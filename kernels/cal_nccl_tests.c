@@ -938,6 +938,13 @@ int cal_from_nccl_runs(const cal_nccl_run *runs, int n_runs, const cal_nccl_opti
                               "the times are not those of a collective",
                               op_test_names[R->kind], fit.alpha, fit.alpha_ci, fit.beta, fit.beta_ci, fit.r2);
         }
+        /* ... and the reader refuses a negative alpha whose interval does not reach 0 */
+        if (rc == DT_OK && fit.alpha + fit.alpha_ci < 0) {
+            rc = dt_error_set(err, DT_EINPUT, R->file, NULL,
+                              "%s_perf: the fitted latency is negative (alpha %.3g s +- %.3g) beyond its 95 %% "
+                              "interval: fit a range that includes small sizes (--fit-range)",
+                              op_test_names[R->kind], fit.alpha, fit.alpha_ci);
+        }
         if (rc == DT_OK) {
             char name[32];
             snprintf(name, sizeof name, "nccltests_%s%s", cal_kind_name(R->kind), scope == CAL_SCOPE_INTER ? "_inter" : "");
