@@ -14,6 +14,7 @@
 #include "dtsim/calib.h"
 #include "dtsim/chakra.h"
 #include "dtsim/coll.h"
+#include "dtsim/limits.h"
 #include "dtsim/net.h"
 #include "dtsim/replay.h"
 #include "dtsim/run.h"
@@ -873,6 +874,12 @@ int run_prep_scenario(const cJSON *scenario, const char *file, const char *base_
                           "%d microbatches x %d virtual stages x 4), more than dtsim simulates "
                           "(%d); use fewer microbatches (dtsim memory still works)",
                           est_ops, P->dp, P->pp, P->microbatches, P->virtual_stages, 1 << 26);
+    /* Below the cap the graph may still not fit the budget (--max-memory, ulimit -v): an op,
+     * its dependencies and the replay's per-op state take about 128 B (the estimate above
+     * over-counts ops, so this errs on the side of refusing late rather than aborting). */
+    if (rc == DT_OK)
+        rc = dt_check_memory(est_ops * 128.0, "the step's op graph", file,
+                             "parallel.microbatches", err);
     if (rc == DT_OK) {
         p->g = wl_graph_build(s);
         if (P->local_sgd > 1 || P->staleness >= 0) {

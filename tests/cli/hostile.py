@@ -328,6 +328,14 @@ case("defect/numbers-ulimit", ["memory", p], 1, [p, "would need about"], secs=5,
 # under ulimit -v: 262,144 GPUs take about 620 MB).
 case("defect/generator-ulimit", ["topo", "gen", "ring", "--gpus", "262144", "-o", "r.json"], 1,
      "a topology of this size would need about", secs=5, mem=400 << 20, env={"ULIMIT_BUDGET": "1"})
+# A valid plan whose op graph (2^20 microbatches: about 4 GB) would not fit the budget: it
+# aborted ("out of memory") under ulimit -v.
+d = dup(SCEN)
+d["parallel"] = {"pp": 2, "microbatches": 1 << 20}
+d.pop("global_batch")
+p = put("op-graph-4GB.json", d)
+case("defect/op-graph-ulimit", ["run", p], 1, f"{p}: parallel.microbatches: the step's op graph would need about",
+     secs=5, mem=600 << 20, env={"ULIMIT_BUDGET": "1"})
 # Sweep of 50 axes of a million values each (3 KB): refused at the second axis.
 d = dup(SCEN)
 d["sweep"] = {"axes": [{"path": f"model.x{i}", "range": [1, 1000000]} for i in range(50)]}
