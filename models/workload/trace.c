@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtsim/limits.h"
 #include "dtsim/replay.h"
 
 #define TRY(x)                                                                              \
@@ -337,7 +338,7 @@ static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env 
     TRY(js_get_string(c, j, "", "name", false, &name));
     snprintf(env->name, sizeof env->name, "%s", name ? name : "");
     long long n_gpus = 0;
-    TRY(js_get_int(c, j, "", "gpus", true, 1, 1 << 24, &n_gpus));
+    TRY(js_get_int(c, j, "", "gpus", true, 1, DT_MAX_GPUS, &n_gpus)); /* a topology holds no more */
     int prec = GPU_BF16;
     TRY(js_get_enum(c, j, "", "precision", false, prec_names, &prec));
     env->env.seed = 1;

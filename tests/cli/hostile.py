@@ -395,6 +395,12 @@ tr["ops"][0]["lane"] = 1
 p = put("trace-lane-gpu.json", tr)
 case("defect/trace-lane-gpu", ["run", "--trace", p, "--topology", RING8], 2,
      f"{p}: ops[0].gpu: GPU 0 is not in lane 1")
+# A trace of 16 M GPUs: its lanes were built before the topology was compared with it.
+tr = dup(TRACE)
+tr["gpus"] = 1 << 24
+p = put("trace-16M-gpus.json", tr)
+case("defect/trace-16M-gpus", ["run", "--trace", p, "--topology", RING8], 2,
+     f"{p}: gpus: expected an integer from 1 to 262144", secs=2, mem=1 * GiB)
 # Seeds above 2^64 were clamped to 2^64 - 1.
 for cmd in (["run", OK], ["goodput", put("gp.json", dict(dup(SCEN), failures={"gpu": {"mtbf": "1000 h"}, "restart": "10 min"}, checkpoint={"interval": "1 h"}, storage={"bandwidth": "100 GB/s"}))]):
     case(f"defect/seed-2^64-{cmd[0]}", cmd + ["--seed", "18446744073709551616"], 2,
