@@ -146,7 +146,12 @@ static int prescan(const char *buf, size_t len, const char *name, dt_error *err)
             depth--;
             break;
         case ',':
-            nodes++;
+            if (++nodes > DT_MAX_JSON_VALUES) {
+                char msg[96];
+                snprintf(msg, sizeof msg, "more than %zu values in one JSON file",
+                         DT_MAX_JSON_VALUES);
+                return fail_at(err, name, buf, buf + i, msg);
+            }
             break;
         default:
             break;

@@ -21,6 +21,10 @@
 #define DT_MAX_INPUT_BYTES ((size_t)1 << 30)
 /* Deepest nesting of arrays and objects in a JSON input; dtsim's formats need at most 6. */
 #define DT_MAX_JSON_DEPTH 64
+/* Values (numbers, strings, arrays, objects, literals) in one JSON file: 2^26, about 5 GB as
+ * cJSON nodes. The largest files dtsim writes hold a few tens of millions (a 16,384-GPU step's
+ * timeline); a 200 MB array of numbers holds 100 M and took over 6.7 GB. */
+#define DT_MAX_JSON_VALUES ((size_t)1 << 26)
 /* GPUs of one topology (files and generators): 262,144 = 2^18. The largest validated runs are
  * 16,384 GPUs; a million-GPU topology would need tens of GB for its routes. */
 #define DT_MAX_GPUS 262144

@@ -328,6 +328,11 @@ case("defect/numbers-ulimit", ["memory", p], 1, [p, "would need about"], secs=5,
 # under ulimit -v: 262,144 GPUs take about 620 MB).
 case("defect/generator-ulimit", ["topo", "gen", "ring", "--gpus", "262144", "-o", "r.json"], 1,
      "a topology of this size would need about", secs=5, mem=400 << 20, env={"ULIMIT_BUDGET": "1"})
+# 2^26 + 1 numbers (134 MB; a 200 MB array of numbers took over 6.7 GB): refused by count
+# while scanned, before any is parsed, whatever the memory budget.
+p = put("numbers-2^26.json", b"[" + b"0," * (1 << 26) + b"0]")
+case("defect/numbers-count", ["memory", p, "--max-memory", "1TiB"], 2,
+     f"{p}:1:134217727: more than 67108864 values in one JSON file", secs=5, mem=1 * GiB)
 # A valid plan whose op graph (2^20 microbatches: about 4 GB) would not fit the budget: it
 # aborted ("out of memory") under ulimit -v.
 d = dup(SCEN)
