@@ -282,6 +282,39 @@ static int load_graph(const js_ctx *ctx, const cJSON *v, const char *path, topo 
     int n_nodes = cJSON_GetArraySize(nodes);
     if (n_nodes > TOPO_MAX_NODES) return js_fail(ctx, sub, NULL, "more than %d nodes", TOPO_MAX_NODES);
 
+    /* Pass 0: GPUs counted before any node is built. Each GPU node holds its own gpu_spec
+     * (2.2 KB with its compute tables): 262,144 of them are 600 MB, so the count is checked
+     * against DT_MAX_GPUS and the memory budget first. */
+    {
+        size_t n_gpu = 0;
+        int k = 0;
+        for (const cJSON *nd = nodes->child; nd; nd = nd->next, k++) {
+            const cJSON *kd = cJSON_IsObject(nd) ? cJSON_GetObjectItemCaseSensitive(nd, "kind") : NULL;
+            if (!cJSON_IsString(kd) || strcmp(kd->valuestring, "gpu")) continue;
+            if (++n_gpu > DT_MAX_GPUS)
+                return js_fail(ctx, js_path_index(item, sub, k), NULL,
+                               "more than %d GPUs (dtsim's limit for one topology)", DT_MAX_GPUS);
+        }
+        /* Directed links likewise: "count" (up to 4,096) and "duplex" multiply an entry, so a
+         * small file could ask for billions. Malformed entries count 1 here and are reported
+         * by pass 2 with their path. */
+        double n_dir = 0;
+        k = 0;
+        for (const cJSON *l = links->child; l; l = l->next, k++) {
+            const cJSON *cn = cJSON_IsObject(l) ? cJSON_GetObjectItemCaseSensitive(l, "count") : NULL;
+            const cJSON *dx = cJSON_IsObject(l) ? cJSON_GetObjectItemCaseSensitive(l, "duplex") : NULL;
+            double c = cJSON_IsNumber(cn) && cn->valuedouble >= 1 && cn->valuedouble <= 4096
+                           ? floor(cn->valuedouble) : 1;
+            n_dir += c * (cJSON_IsFalse(dx) ? 1 : 2);
+            if (n_dir > TOPO_MAX_LINKS)
+                return js_fail(ctx, js_path_index(item, links_path, k), NULL,
+                               "more than %d directed links (dtsim's limit for one topology; "
+                               "\"count\" and \"duplex\" multiply an entry)", TOPO_MAX_LINKS);
+        }
+        rc = dt_check_memory((double)n_gpu * (sizeof(gpu_spec) + 400.0) + n_dir * 100.0,
+                             "a topology of this size", ctx->file, sub, ctx->err);
+        if (rc) return rc;
+    }
     /* Pass 1: names, kinds, duplicates. */
     name_table nt, hosts;
     nt_init(&nt, (size_t)n_nodes);
