@@ -8,7 +8,7 @@ sanitizers, which reserve terabytes of it), no crash (no signal, no "internal er
 sanitizer report), no file left in the case's working directory, and no input file changed.
 Leaves free: the wording around the asserted text.
 
-Cases come from four generators (about 480 in all, most from the first two):
+Cases come from four generators (685 in all, most from the first two):
   - document attacks (empty, truncated, NUL, nesting, duplicate keys, wrong top-level type,
     non-regular files ...) fed to every sub-command that reads each format;
   - field mutations: every leaf of a valid scenario, topology, trace, calibration and sweep
