@@ -8,7 +8,7 @@ sanitizers, which reserve terabytes of it), no crash (no signal, no "internal er
 sanitizer report), no file left in the case's working directory, and no input file changed.
 Leaves free: the wording around the asserted text.
 
-Cases come from four generators (685 in all, most from the first two):
+Cases come from four generators (687 in all, most from the first two):
   - document attacks (empty, truncated, NUL, nesting, duplicate keys, wrong top-level type,
     non-regular files ...) fed to every sub-command that reads each format;
   - field mutations: every leaf of a valid scenario, topology, trace, calibration and sweep
@@ -333,6 +333,13 @@ case("defect/generator-ulimit", ["topo", "gen", "ring", "--gpus", "262144", "-o"
 p = put("numbers-2^26.json", b"[" + b"0," * (1 << 26) + b"0]")
 case("defect/numbers-count", ["memory", p, "--max-memory", "1TiB"], 2,
      f"{p}:1:134217727: more than 67108864 values in one JSON file", secs=5, mem=1 * GiB)
+# A file over the 1 GiB input limit (sparse: no disk used) is refused from its size, unread.
+p = put("sparse-1100MiB.json", "")
+os.truncate(p, 1100 << 20)
+case("limit/input-size", ["memory", p], 2, f"{p}: 1153433600 bytes: larger than the 1024 MiB", secs=2, mem=512 << 20)
+os.link(p, p[:-5] + ".csv")
+case("limit/input-size-csv", ["report", p[:-5] + ".csv", "--out", "rep"], 2,
+     f"{p[:-5]}.csv: 1153433600 bytes: larger than the 1024 MiB", secs=2, mem=512 << 20)
 # A valid plan whose op graph (2^20 microbatches: about 4 GB) would not fit the budget: it
 # aborted ("out of memory") under ulimit -v.
 d = dup(SCEN)
