@@ -52,7 +52,8 @@ static int too_many(const js_ctx *ctx, const char *path, const sweep_spec *s)
 {
     if (SWEEP_MAX_POINTS / (s->done_points ? s->done_points : 1) < SWEEP_MAX_VALUES)
         return js_fail(ctx, path, NULL, "the sweep would have more than %u points (the axes "
-                       "before this one give %zu)", SWEEP_MAX_POINTS, s->done_points);
+                       "before this one give %zu)", SWEEP_MAX_POINTS,
+                       s->done_points ? s->done_points : 1);
     return js_fail(ctx, path, NULL, "more than %u values", SWEEP_MAX_VALUES);
 }
 
@@ -168,7 +169,10 @@ static int parse_axis(const js_ctx *ctx, const cJSON *ax, const char *path, swee
     if (rc) return rc;
     int n = cJSON_GetArraySize(values);
     if (n == 0) return js_fail(ctx, kp, NULL, "expected at least one value");
-    if ((size_t)n > col_budget(s)) return too_many(ctx, kp, s);
+    if ((size_t)n > SWEEP_MAX_POINTS / (s->done_points ? s->done_points : 1))
+        return js_fail(ctx, kp, NULL, "the sweep would have more than %u points (the axes "
+                       "before this one give %zu)", SWEEP_MAX_POINTS,
+                       s->done_points ? s->done_points : 1);
     c->values = dt_xmalloc((size_t)n * sizeof *c->values);
     for (const cJSON *v = values->child; v; v = v->next)
         c->values[c->n++] = cJSON_Duplicate(v, 1);
