@@ -49,27 +49,47 @@
  * flows of a direct all-reduce on 1,024 GPUs, mostly page faults. */
 #define NET_INLINE_HOPS 8
 
+/* Links kept in the flow's own record: routes of up to 4 hops (one switch, a two-tier Clos
+ * without NICs, inside a DGX box); longer paths are read through flow_cold.path. */
+#define NET_HOT_HOPS 4
+
+/* A flow is two 64-byte records in two arrays, each on one cache line: what a recompute reads
+ * (its component walk and its re-rating pass: a million random accesses each for a direct
+ * all-reduce on 1,024 GPUs, so one line instead of the three a 136-byte record spanned, and no
+ * separate path array for short routes), and what only its start and its completion read. */
 typedef struct net_flow {
     double remaining;   /* bytes still to send as of t_last */
     double rate;        /* B/s; 0 before the first solve */
-    double bytes;
     sim_time_t t_last;  /* when remaining was last brought up to date */
-    sim_time_t t_start;
-    sim_time_t tail;    /* path latency: added after the data phase */
-    const int *path;
-    int n_hops;
-    int *xpath;         /* coupled flow (net_send_ring): owned path and slot arrays, else NULL */
-    int *xslot;
-    int pairs;          /* transfers it stands for: 1, or a coupled flow's pairs */
     double w;           /* max-min weight: 1, or a coupled flow's (net_send_ring) */
     uint32_t version;   /* bumped on every reschedule and on free: stale events carry old ones */
     int bneck;          /* bottleneck link from the last solve, -1 before */
-    int active;
-    uint32_t done_kind, done_id;
-    uint64_t done_data;
-    uint32_t tag;       /* the caller's label (net_set_tag) */
     int batch;          /* completion batch holding its pending data-done, or -1 */
+    uint16_t n_hops;
+    uint8_t active;
+    uint8_t owns_path;  /* cold.path is the flow's own (a coupled flow's, net_send_ring) */
+    int link[NET_HOT_HOPS]; /* the path when n_hops <= NET_HOT_HOPS */
 } net_flow;
+
+typedef struct flow_cold {
+    double bytes;
+    sim_time_t t_start;
+    sim_time_t tail;    /* path latency: added after the data phase */
+    const int *path;    /* when n_hops > NET_HOT_HOPS: borrowed from the route cache, or owned */
+    int *xslot;         /* own slot array (coupled or longer than NET_INLINE_HOPS), else NULL */
+    uint64_t done_data;
+    uint32_t done_kind, done_id;
+    uint32_t tag;       /* the caller's label (net_set_tag) */
+    int pairs;          /* transfers it stands for: 1, or a coupled flow's pairs */
+} flow_cold;
+
+_Static_assert(sizeof(net_flow) == 64 && sizeof(flow_cold) == 64, "flow records: one line each");
+
+/* Passes over many flows in an order unrelated to their ids (a component walk, the re-rating
+ * after a solve, a batch of completions) ask for the record PF_AHEAD flows ahead: the cache
+ * misses overlap instead of stalling one after another. Only a hint: no effect on results. */
+#define PF_AHEAD 8
+#define PF(p) __builtin_prefetch((p), 1, 0)
 
 /* Flows that one recompute gave the same finish time complete in one "batch" event instead of
  * one event each (a direct all-reduce on 1,024 GPUs: a million flows finishing at once, twice).
@@ -180,8 +200,9 @@ struct net {
     net_link *links;
     link_mark *lmark;
     int n_links;
-    /* flow pool */
+    /* flow pool (both arrays 64-byte aligned) */
     net_flow *flows;
+    flow_cold *cold;
     /* Kept apart from the flows so that component walks touch 4 bytes per visit, and the
      * flow records stay small (a recompute visits each flow of a component twice). */
     uint32_t *fmark;   /* per flow: component walk epoch */
@@ -267,10 +288,11 @@ void net_destroy(net *n)
     free(n->links);
     free(n->lmark);
     for (int i = 0; i < n->n_flows_cap; i++) {
-        free(n->flows[i].xpath);
-        free(n->flows[i].xslot);
+        if (n->flows[i].owns_path) free((int *)n->cold[i].path);
+        free(n->cold[i].xslot);
     }
     free(n->flows);
+    free(n->cold);
     free(n->fmark);
     free(n->free_stack);
     free(n->fslot);
@@ -404,18 +426,29 @@ int net_route_lane(net *n, int src_gpu, int dst_gpu, int lane, const int **links
 /* Free flow records are a stack of ids apart from the records (last freed, first reused): taking
  * one reads the stack's top, not the record's next-free field (a cache miss per transfer when a
  * million flows come and go). */
+static void *grow_aligned(void *old, size_t old_bytes, size_t new_bytes)
+{
+    void *p = aligned_alloc(64, new_bytes); /* C17: sizes are multiples of 64 here */
+    DT_ASSERT(p != NULL); /* out of memory: an abort, as dt_xmalloc's */
+    if (old_bytes) memcpy(p, old, old_bytes);
+    free(old);
+    return p;
+}
+
 __attribute__((always_inline)) static inline int flow_alloc(net *n)
 {
     if (n->n_free == 0) {
         int old = n->n_flows_cap;
         int c = old ? old * 2 : 256;
-        n->flows = dt_xrealloc(n->flows, (size_t)c * sizeof *n->flows);
+        n->flows = grow_aligned(n->flows, (size_t)old * sizeof *n->flows, (size_t)c * sizeof *n->flows);
+        n->cold = grow_aligned(n->cold, (size_t)old * sizeof *n->cold, (size_t)c * sizeof *n->cold);
         n->fmark = dt_xrealloc(n->fmark, (size_t)c * sizeof *n->fmark);
         memset(n->fmark + old, 0, (size_t)(c - old) * sizeof *n->fmark);
         n->fslot = dt_xrealloc(n->fslot, (size_t)c * NET_INLINE_HOPS * sizeof *n->fslot);
         n->free_stack = dt_xrealloc(n->free_stack, (size_t)c * sizeof *n->free_stack);
         for (int i = c - 1; i >= old; i--) { /* every other field is set when the flow starts */
-            n->flows[i].xpath = n->flows[i].xslot = NULL;
+            n->cold[i].xslot = NULL;
+            n->flows[i].owns_path = 0;
             n->flows[i].active = 0;
             n->flows[i].version = 0;
             n->free_stack[n->n_free++] = i;
@@ -468,8 +501,15 @@ static void note_util(net *n, double used, double bw)
  * coupled flow's own array. */
 static inline int *flow_slots(net *n, int id)
 {
-    int *x = n->flows[id].xslot;
+    int *x = n->cold[id].xslot;
     return x ? x : &n->fslot[(size_t)id * NET_INLINE_HOPS];
+}
+
+/* The flow's links, in path order. */
+static inline const int *flow_path(const net *n, int id)
+{
+    const net_flow *f = &n->flows[id];
+    return f->n_hops <= NET_HOT_HOPS ? f->link : n->cold[id].path;
 }
 
 /* Put a new flow on its links and either schedule it (alone on every link) or mark its links
@@ -485,20 +525,28 @@ flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
     sim_time_t now = sim_now(n->eng);
     int id = flow_alloc(n);
     net_flow *f = &n->flows[id];
-    f->remaining = f->bytes = bytes;
+    flow_cold *fc = &n->cold[id];
+    f->remaining = fc->bytes = bytes;
     f->rate = 0;
-    f->t_last = f->t_start = now;
-    f->tail = lat;
-    f->path = path;
-    f->n_hops = nh;
-    f->xpath = xpath;
-    f->xslot = xpath || nh > NET_INLINE_HOPS ? dt_xmalloc((size_t)nh * sizeof *f->xslot) : NULL;
-    f->pairs = pairs;
+    f->t_last = fc->t_start = now;
+    fc->tail = lat;
+    f->n_hops = (uint16_t)nh;
+    if (nh <= NET_HOT_HOPS) {
+        memcpy(f->link, path, (size_t)nh * sizeof *path);
+        free(xpath); /* a short coupled path lives in the record like any other */
+        f->owns_path = 0;
+        fc->path = NULL;
+    } else {
+        fc->path = path;
+        f->owns_path = xpath != NULL;
+    }
+    fc->xslot = xpath || nh > NET_INLINE_HOPS ? dt_xmalloc((size_t)nh * sizeof *fc->xslot) : NULL;
+    fc->pairs = pairs;
     f->w = w;
-    f->done_kind = done_kind;
-    f->done_id = done_id;
-    f->done_data = done_data;
-    f->tag = n->tag;
+    fc->done_kind = done_kind;
+    fc->done_id = done_id;
+    fc->done_data = done_data;
+    fc->tag = n->tag;
     f->bneck = -1;
     f->batch = -1;
     int *slot = flow_slots(n, id);
@@ -511,7 +559,7 @@ flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
             lk->e = dt_xrealloc(lk->e, (size_t)lk->cap * sizeof *lk->e);
         }
         slot[h] = lk->n;
-        lk->e[lk->n++] = (link_entry){id, f->xslot ? h | LE_OWN_SLOTS : h};
+        lk->e[lk->n++] = (link_entry){id, fc->xslot ? h | LE_OWN_SLOTS : h};
         if (lk->n > 1) alone = 0;
     }
     if (alone) {
@@ -774,6 +822,7 @@ void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, 
     /* (A link the path crosses twice gets two entries, so flow_start never takes the
      * single-flow fast path for it: the solver charges the rate twice there.) */
     flow_start(n, path, nh, path, n_pairs, weight, lat, bw, bl, bytes, done_kind, done_id, done_data);
+    /* (path is the flow's now: kept, or freed at once when short enough for the record) */
 }
 
 /* Flow id's last byte has left: off its links, and the caller's completion one path latency
@@ -782,10 +831,12 @@ void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, 
 static inline void depart(net *n, sim_engine *eng, int id, sim_time_t now)
 {
     net_flow *f = &n->flows[id];
+    flow_cold *fc = &n->cold[id];
     if (f->bneck >= 0) n->links[f->bneck].n_bneck--;
     const int *slot = flow_slots(n, id);
+    const int *path = flow_path(n, id);
     for (int h = 0; h < f->n_hops; h++) {
-        int l = f->path[h];
+        int l = path[h];
         net_link *lk = &n->links[l];
         if (n->lempty[l]) {
             lk->n--;
@@ -797,7 +848,7 @@ static inline void depart(net *n, sim_engine *eng, int id, sim_time_t now)
             /* the moved flow's slot, without reading its record unless it owns its slots
              * (a cache miss per hop saved: a quarter of a direct all-reduce's time) */
                 if (last.hop & LE_OWN_SLOTS)
-                    n->flows[last.flow].xslot[last.hop & ~LE_OWN_SLOTS] = s;
+                    n->cold[last.flow].xslot[last.hop & ~LE_OWN_SLOTS] = s;
                 else
                     n->fslot[(size_t)last.flow * NET_INLINE_HOPS + last.hop] = s;
             }
@@ -807,14 +858,15 @@ static inline void depart(net *n, sim_engine *eng, int id, sim_time_t now)
          * and nothing needs re-solving. */
         if (lk->n > 0 && (DTSIM_NET_NOSKIP || lk->n_bneck > 0)) mark_dirty(n, l, DIRTY_DEPART);
         if (lk->n == 0) lk->busy += now - lk->busy_since;
-        if (n->obs) n->obs(n->obs_ctx, l, f->t_start, now, f->bytes, f->tag);
+        if (n->obs) n->obs(n->obs_ctx, l, fc->t_start, now, fc->bytes, fc->tag);
     }
     n->st.flows_finished++;
-    n->st.bytes_delivered += f->bytes * f->pairs;
-    sim_schedule_in(eng, now, f->tail, f->done_kind, f->done_id, f->done_data);
-    free(f->xpath); /* NULL unless coupled */
-    free(f->xslot); /* NULL unless coupled or long */
-    f->xpath = f->xslot = NULL;
+    n->st.bytes_delivered += fc->bytes * fc->pairs;
+    sim_schedule_in(eng, now, fc->tail, fc->done_kind, fc->done_id, fc->done_data);
+    if (f->owns_path) free((int *)fc->path);
+    free(fc->xslot); /* NULL unless coupled or long */
+    fc->xslot = NULL;
+    f->owns_path = 0;
     f->version++;
     f->active = 0;
     n->free_stack[n->n_free++] = id;
@@ -836,6 +888,12 @@ static void on_batch(void *model, sim_engine *eng, const sim_event *ev)
         for (int i = 0; i < b->n_lk; i++)
             if (n->links[b->lk[i]].n == b->lcnt[i]) n->lempty[b->lk[i]] = 1;
     for (int i = 0; i < b->n; i++) {
+        if (i + PF_AHEAD < b->n) {
+            uint32_t q = b->fid[i + PF_AHEAD];
+            PF(&n->flows[q]);
+            PF(&n->cold[q]);
+            PF(&n->fslot[(size_t)q * NET_INLINE_HOPS]);
+        }
         net_flow *f = &n->flows[b->fid[i]];
         if (f->version != b->ver[i]) continue; /* stale */
         f->batch = -1;
@@ -967,6 +1025,7 @@ static void emit_finishes(net *n, int m)
         }
         int nt = 0;
         for (; k >= 0; k = n->rs_next[k]) {
+            if (k + PF_AHEAD < m) PF(&n->flows[n->cf[n->rs_i[k + PF_AHEAD]]]); /* (one group: the next ones) */
             int i = n->rs_i[k], fid = n->cf[i];
             net_flow *f = &n->flows[fid];
             f->batch = bid;
@@ -998,7 +1057,7 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     sim_time_t now = ev->time;
     n->recompute_pending = 0;
     uint32_t ep = ++n->epoch;
-    int nf = 0, nl = 0, ninc = 0;
+    int nf = 0, nl = 0, ninc = 0, weighted = 0;
 
     /* Walk the components touching dirty links, collecting each flow's links as local indices
      * (a link gets its index when first met). Scratch arrays grow to the largest component
@@ -1020,17 +1079,31 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         while (sp > 0) {
             net_link *lk = &n->links[n->stack[--sp]];
             for (int k = 0; k < lk->n; k++) {
+                if (k + PF_AHEAD < lk->n) {
+                    int q = lk->e[k + PF_AHEAD].flow;
+                    PF(&n->fmark[q]);
+                    PF(&n->flows[q]);
+                }
                 int fid = lk->e[k].flow;
                 if (n->fmark[fid] == ep) continue;
                 n->fmark[fid] = ep;
                 const net_flow *f = &n->flows[fid];
+                const int *fp = f->n_hops <= NET_HOT_HOPS ? f->link : n->cold[fid].path;
                 grow_int(&n->cf, &n->cap_cf, nf + 2);
                 grow_int(&n->fstart, &n->cap_fs, nf + 2);
                 grow_int(&n->flinks, &n->cap_inc, ninc + f->n_hops);
+                if (nf + 1 > n->cap_rate) {
+                    n->cap_rate = n->cap_cf;
+                    n->rate = dt_xrealloc(n->rate, (size_t)n->cap_rate * sizeof *n->rate);
+                    n->bn = dt_xrealloc(n->bn, (size_t)n->cap_rate * sizeof *n->bn);
+                    n->wt = dt_xrealloc(n->wt, (size_t)n->cap_rate * sizeof *n->wt);
+                }
+                n->wt[nf] = f->w; /* read now: this pass has the record in cache */
+                weighted |= f->w != 1.0;
                 n->cf[nf] = fid;
                 n->fstart[nf++] = ninc;
                 for (int h = 0; h < f->n_hops; h++) {
-                    int m = f->path[h];
+                    int m = fp[h];
                     link_mark *lm = &n->lmark[m];
                     if (lm->mark != ep) {
                         *lm = (link_mark){ep, nl};
@@ -1048,12 +1121,6 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     if (nf == 0) return;
     n->fstart[nf] = ninc;
 
-    if (nf > n->cap_rate) {
-        n->cap_rate = n->cap_cf;
-        n->rate = dt_xrealloc(n->rate, (size_t)n->cap_rate * sizeof *n->rate);
-        n->bn = dt_xrealloc(n->bn, (size_t)n->cap_rate * sizeof *n->bn);
-        n->wt = dt_xrealloc(n->wt, (size_t)n->cap_rate * sizeof *n->wt);
-    }
     if (nl > n->cap_ls) {
         n->cap_ls = n->cap_cl;
         n->cap = dt_xrealloc(n->cap, (size_t)n->cap_ls * sizeof *n->cap);
@@ -1062,11 +1129,6 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     for (int j = 0; j < nl; j++) {
         n->cap[j] = n->links[n->cl[j]].bw;
         n->used[j] = 0;
-    }
-    int weighted = 0;
-    for (int i = 0; i < nf; i++) {
-        n->wt[i] = n->flows[n->cf[i]].w;
-        weighted |= n->wt[i] != 1.0;
     }
     mm_solve_weighted(n->mm, nl, n->cap, nf, n->fstart, n->flinks, weighted ? n->wt : NULL,
                       n->rate, n->bn);
@@ -1087,6 +1149,7 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     n->st.solved_flows += (uint64_t)nf;
 
     for (int i = 0; i < nf; i++) {
+        if (i + PF_AHEAD < nf) PF(&n->flows[n->cf[i + PF_AHEAD]]);
         int fid = n->cf[i];
         net_flow *f = &n->flows[fid];
         double r = n->rate[i];
@@ -1139,7 +1202,8 @@ int net_check_fair(net *n, double rel_tol)
         fs[nf] = k;
         w[nf] = f->w;
         ids[nf++] = i;
-        for (int h = 0; h < f->n_hops; h++) fl[k++] = f->path[h];
+        const int *fp = flow_path(n, i);
+        for (int h = 0; h < f->n_hops; h++) fl[k++] = fp[h];
     }
     fs[nf] = k;
     mm_solver *m = mm_create();
