@@ -75,8 +75,13 @@ typedef struct flow_cold {
     double bytes;
     sim_time_t t_start;
     sim_time_t tail;    /* path latency: added after the data phase */
-    const int *path;    /* when n_hops > NET_HOT_HOPS: borrowed from the route cache, or owned */
-    int *xslot;         /* own slot array (coupled or longer than NET_INLINE_HOPS), else NULL */
+    union {
+        int slot[NET_HOT_HOPS]; /* n_hops <= NET_HOT_HOPS: the slots (see flow_slots) */
+        struct {
+            const int *path; /* borrowed from the route cache, or owned (owns_path) */
+            int *xslot;      /* own slot array (coupled or longer than NET_INLINE_HOPS), or NULL */
+        } x;                 /* n_hops > NET_HOT_HOPS */
+    } u;
     uint64_t done_data;
     uint32_t done_kind, done_id;
     uint32_t tag;       /* the caller's label (net_set_tag) */
@@ -110,33 +115,28 @@ typedef struct net_batch {
     int next_free;
 } net_batch;
 
-/* Memo of routes by (src, dst): up to NET_LANES routes per pair (the route, its latency and
- * bottleneck). Direct-mapped; a miss asks topo_route (whose own cache is larger but slower: a
- * mutex and a probe per call). */
+/* Routes by (src, dst, lane). Which ECMP lane a transfer takes is decided by the memo: a
+ * direct-mapped table of pairs, each with its lane rotation (an evicted pair restarts at lane
+ * 0; that is part of the model's answer, so its size and hashing stay as they are). The routes
+ * themselves, with their latency and bottleneck, live in a store of one small open-addressing
+ * table per source GPU (NET_STORE_MAX entries in all, then it stops growing and later routes
+ * come from topo_route, whose table is larger but slower: a lock and a probe per call). Per
+ * source, because collectives post a rank's sends together: its table stays in cache. The
+ * memo keeps only keys and rotations (16 bytes a slot): when it also held the four lanes'
+ * routes (144 bytes), a direct all-reduce, whose every transfer misses the memo, paid a cache
+ * miss to reset the slot and a copy from the store per transfer. */
 #define NET_MEMO_MIN_BITS 13
 #define NET_MEMO_MAX_BITS 17
 #define NET_LANES NET_ECMP_LANES
 typedef struct route_lane {
-    const int *path; /* NULL until first used */
-    int n_hops;
-    int bl; /* bottleneck link */
-    sim_time_t lat;
-    double bw;
-} route_lane;
-/* Behind the memo: every (pair, lane) route looked up so far, with its latency and bottleneck,
- * in one small open-addressing table per source GPU (NET_STORE_MAX entries in all, then it
- * stops growing). The memo's direct-mapped slots decide the lane rotation and must keep their
- * size; this store only saves the route look-up (topo_route: a lock and a probe of a table
- * shared by threads) and the latency sum when a pair comes back after its memo slot was
- * taken: the second phase of a direct all-reduce, a repeated all-to-all. Per source, because
- * collectives post a rank's sends together: its table stays in cache (one table of a million
- * pairs cost a cache miss per transfer, a quarter of a direct all-reduce's time). */
-typedef struct stored_lane {
-    int dst_lane; /* dst * NET_LANES + lane; -1 empty */
-    int n_hops, bl;
     const int *path;
     sim_time_t lat;
-    double bw;
+    int n_hops;
+    int bl; /* bottleneck link (its bandwidth: lane_bw), -1 for an empty path */
+} route_lane;
+typedef struct stored_lane { /* 32 bytes: two per cache line */
+    int dst_lane; /* dst * NET_LANES + lane; -1 empty */
+    route_lane r;
 } stored_lane;
 typedef struct src_store {
     stored_lane *e;
@@ -145,9 +145,8 @@ typedef struct src_store {
 #define NET_STORE_MAX ((size_t)1 << 22)
 
 typedef struct route_memo {
-    int64_t key; /* src * n_gpus + dst, -1 empty */
+    int64_t key;   /* src * n_gpus + dst, -1 empty */
     unsigned next; /* lane of the next transfer */
-    route_lane lane[NET_LANES];
 } route_memo;
 
 /* A ring's pairs with their routes concatenated per ECMP lane, and the largest pair latency of
@@ -169,8 +168,11 @@ typedef struct ring_route {
 #define NET_RING_CACHE_BYTES ((size_t)256 << 20)
 
 /* A link's entry for a flow crossing it: the flow, and which hop of its path this is, with
- * LE_OWN_SLOTS set when the flow keeps its slots in its own array (coupled or long paths). */
+ * where the flow keeps its slots: LE_OWN_SLOTS its own array (coupled or long paths),
+ * LE_COLD_SLOTS its cold record (short paths), neither the pool's fslot array. */
 #define LE_OWN_SLOTS (1 << 30)
+#define LE_COLD_SLOTS (1 << 29)
+#define LE_HOP_MASK (LE_COLD_SLOTS - 1)
 typedef struct link_entry {
     int flow;
     int hop;
@@ -203,10 +205,13 @@ struct net {
     /* flow pool (both arrays 64-byte aligned) */
     net_flow *flows;
     flow_cold *cold;
+    void *flows_raw, *cold_raw; /* the blocks they sit in (grow_aligned) */
     /* Kept apart from the flows so that component walks touch 4 bytes per visit, and the
      * flow records stay small (a recompute visits each flow of a component twice). */
     uint32_t *fmark;   /* per flow: component walk epoch */
-    int *fslot;        /* per flow, NET_INLINE_HOPS: position in each hop link's entry array */
+    int *fslot;        /* per flow, NET_INLINE_HOPS: position in each hop link's entry array,
+                          for paths of NET_HOT_HOPS + 1 .. NET_INLINE_HOPS hops (pages of it
+                          that no such flow uses are never touched) */
     int *free_stack;   /* ids of free flow records, the next to reuse on top */
     int n_flows_cap, n_free, active;
     /* dirty links awaiting a recompute */
@@ -224,6 +229,7 @@ struct net {
     unsigned memo_mask;
     src_store *store; /* per source GPU */
     size_t store_n;
+    route_lane scratch; /* a route looked up once the store is full */
     /* routes of ring pair lists, by lane (ring_lookup) */
     struct ring_route *rings;
     int n_rings, cap_rings;
@@ -265,7 +271,7 @@ net *net_create(topo *t, sim_engine *eng, const net_config *cfg)
     n->lmark = dt_xcalloc((size_t)(t->n_links ? t->n_links : 1), sizeof *n->lmark);
     n->mm = mm_create();
     /* Memo size: 4 slots per GPU (a ring or pipeline neighbour or two each), 2^13 to 2^17
-     * entries (1.2 to 19 MB). An evicted pair restarts its lane rotation, so a memo too small
+     * entries (128 KB to 2 MB). An evicted pair restarts its lane rotation, so a memo too small
      * for the working set changes which ECMP lanes transfers take, not only the speed. */
     int bits = NET_MEMO_MIN_BITS;
     while (bits < NET_MEMO_MAX_BITS && (1L << bits) < 4L * t->n_gpus) bits++;
@@ -288,11 +294,12 @@ void net_destroy(net *n)
     free(n->links);
     free(n->lmark);
     for (int i = 0; i < n->n_flows_cap; i++) {
-        if (n->flows[i].owns_path) free((int *)n->cold[i].path);
-        free(n->cold[i].xslot);
+        if (!n->flows[i].active || n->flows[i].n_hops <= NET_HOT_HOPS) continue;
+        if (n->flows[i].owns_path) free((int *)n->cold[i].u.x.path);
+        free(n->cold[i].u.x.xslot);
     }
-    free(n->flows);
-    free(n->cold);
+    free(n->flows_raw);
+    free(n->cold_raw);
     free(n->fmark);
     free(n->free_stack);
     free(n->fslot);
@@ -426,13 +433,18 @@ int net_route_lane(net *n, int src_gpu, int dst_gpu, int lane, const int **links
 /* Free flow records are a stack of ids apart from the records (last freed, first reused): taking
  * one reads the stack's top, not the record's next-free field (a cache miss per transfer when a
  * million flows come and go). */
-static void *grow_aligned(void *old, size_t old_bytes, size_t new_bytes)
+/* Grow a 64-byte aligned array kept inside a realloc'd block (*raw): realloc moves large
+ * blocks by remapping their pages, where a fresh aligned allocation and a copy would fault in
+ * every page again at each doubling (a million flows: 128 MB of records). The data moves only
+ * when the new block's alignment offset differs. */
+static void *grow_aligned(void **raw, void *old, size_t old_bytes, size_t new_bytes)
 {
-    void *p = aligned_alloc(64, new_bytes); /* C17: sizes are multiples of 64 here */
-    DT_ASSERT(p != NULL); /* out of memory: an abort, as dt_xmalloc's */
-    if (old_bytes) memcpy(p, old, old_bytes);
-    free(old);
-    return p;
+    size_t off_old = old ? (size_t)((char *)old - (char *)*raw) : 0;
+    char *r = dt_xrealloc(*raw, new_bytes + 64);
+    char *a = (char *)(((uintptr_t)r + 63) & ~(uintptr_t)63);
+    if (old_bytes && (size_t)(a - r) != off_old) memmove(a, r + off_old, old_bytes);
+    *raw = r;
+    return a;
 }
 
 __attribute__((always_inline)) static inline int flow_alloc(net *n)
@@ -440,14 +452,15 @@ __attribute__((always_inline)) static inline int flow_alloc(net *n)
     if (n->n_free == 0) {
         int old = n->n_flows_cap;
         int c = old ? old * 2 : 256;
-        n->flows = grow_aligned(n->flows, (size_t)old * sizeof *n->flows, (size_t)c * sizeof *n->flows);
-        n->cold = grow_aligned(n->cold, (size_t)old * sizeof *n->cold, (size_t)c * sizeof *n->cold);
+        n->flows = grow_aligned(&n->flows_raw, n->flows, (size_t)old * sizeof *n->flows,
+                                (size_t)c * sizeof *n->flows);
+        n->cold = grow_aligned(&n->cold_raw, n->cold, (size_t)old * sizeof *n->cold,
+                               (size_t)c * sizeof *n->cold);
         n->fmark = dt_xrealloc(n->fmark, (size_t)c * sizeof *n->fmark);
         memset(n->fmark + old, 0, (size_t)(c - old) * sizeof *n->fmark);
         n->fslot = dt_xrealloc(n->fslot, (size_t)c * NET_INLINE_HOPS * sizeof *n->fslot);
         n->free_stack = dt_xrealloc(n->free_stack, (size_t)c * sizeof *n->free_stack);
         for (int i = c - 1; i >= old; i--) { /* every other field is set when the flow starts */
-            n->cold[i].xslot = NULL;
             n->flows[i].owns_path = 0;
             n->flows[i].active = 0;
             n->flows[i].version = 0;
@@ -501,15 +514,16 @@ static void note_util(net *n, double used, double bw)
  * coupled flow's own array. */
 static inline int *flow_slots(net *n, int id)
 {
-    int *x = n->cold[id].xslot;
-    return x ? x : &n->fslot[(size_t)id * NET_INLINE_HOPS];
+    flow_cold *fc = &n->cold[id];
+    if (n->flows[id].n_hops <= NET_HOT_HOPS) return fc->u.slot;
+    return fc->u.x.xslot ? fc->u.x.xslot : &n->fslot[(size_t)id * NET_INLINE_HOPS];
 }
 
 /* The flow's links, in path order. */
 static inline const int *flow_path(const net *n, int id)
 {
     const net_flow *f = &n->flows[id];
-    return f->n_hops <= NET_HOT_HOPS ? f->link : n->cold[id].path;
+    return f->n_hops <= NET_HOT_HOPS ? f->link : n->cold[id].u.x.path;
 }
 
 /* Put a new flow on its links and either schedule it (alone on every link) or mark its links
@@ -531,16 +545,19 @@ flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
     f->t_last = fc->t_start = now;
     fc->tail = lat;
     f->n_hops = (uint16_t)nh;
+    int where; /* LE_* flag: where its slots are */
     if (nh <= NET_HOT_HOPS) {
         memcpy(f->link, path, (size_t)nh * sizeof *path);
         free(xpath); /* a short coupled path lives in the record like any other */
         f->owns_path = 0;
-        fc->path = NULL;
+        where = LE_COLD_SLOTS;
     } else {
-        fc->path = path;
+        fc->u.x.path = path;
         f->owns_path = xpath != NULL;
+        bool own = xpath || nh > NET_INLINE_HOPS;
+        fc->u.x.xslot = own ? dt_xmalloc((size_t)nh * sizeof *fc->u.x.xslot) : NULL;
+        where = own ? LE_OWN_SLOTS : 0;
     }
-    fc->xslot = xpath || nh > NET_INLINE_HOPS ? dt_xmalloc((size_t)nh * sizeof *fc->xslot) : NULL;
     fc->pairs = pairs;
     f->w = w;
     fc->done_kind = done_kind;
@@ -559,7 +576,7 @@ flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
             lk->e = dt_xrealloc(lk->e, (size_t)lk->cap * sizeof *lk->e);
         }
         slot[h] = lk->n;
-        lk->e[lk->n++] = (link_entry){id, fc->xslot ? h | LE_OWN_SLOTS : h};
+        lk->e[lk->n++] = (link_entry){id, h | where};
         if (lk->n > 1) alone = 0;
     }
     if (alone) {
@@ -575,6 +592,21 @@ flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
     }
 }
 
+/* Store slot of key dl = dst * NET_LANES + lane: consecutive destinations in consecutive
+ * slots (a rank's sends go to consecutive peers), each lane offset by a large odd stride so
+ * that lanes do not pile onto each other's runs (dl itself modulo the size put lane 0 of
+ * destination d and d + cap/4 on one slot: long probe chains). */
+static inline int store_slot(int dl, int cap)
+{
+    unsigned d = (unsigned)dl / NET_LANES, v = (unsigned)dl % NET_LANES;
+    return (int)((d + v * 0x9E3779B1u) & (unsigned)(cap - 1));
+}
+
+static inline double lane_bw(const net *n, const route_lane *ln)
+{
+    return ln->bl >= 0 ? n->links[ln->bl].bw : INFINITY;
+}
+
 static void store_grow(src_store *ss)
 {
     int old_cap = ss->cap;
@@ -584,28 +616,17 @@ static void store_grow(src_store *ss)
     for (int i = 0; i < ss->cap; i++) ss->e[i].dst_lane = -1;
     for (int i = 0; i < old_cap; i++) {
         if (old[i].dst_lane < 0) continue;
-        int k = old[i].dst_lane & (ss->cap - 1);
+        int k = store_slot(old[i].dst_lane, ss->cap);
         while (ss->e[k].dst_lane >= 0) k = (k + 1) & (ss->cap - 1);
         ss->e[k] = old[i];
     }
     free(old);
 }
 
-/* Fill memo lane v of pair (src, dst) from the store, or route it (and store it). Slots are
- * the key itself modulo the table size: a rank's sends to consecutive peers use consecutive
- * slots. */
-static void lane_fill(net *n, int64_t key, unsigned v, int src_gpu, int dst_gpu, route_lane *ln)
+/* Route lane v of pair (src, dst) and keep it in the store (while it has room). */
+static __attribute__((noinline)) const route_lane *lane_miss(net *n, int64_t key, unsigned v,
+                                                             int src_gpu, int dst_gpu)
 {
-    src_store *ss = &n->store[src_gpu];
-    int dl = dst_gpu * NET_LANES + (int)v;
-    if (ss->cap)
-        for (int k = dl & (ss->cap - 1); ss->e[k].dst_lane >= 0; k = (k + 1) & (ss->cap - 1))
-            if (ss->e[k].dst_lane == dl) {
-                const stored_lane *sl = &ss->e[k];
-                *ln = (route_lane){.path = sl->path, .n_hops = sl->n_hops, .bl = sl->bl,
-                                   .lat = sl->lat, .bw = sl->bw};
-                return;
-            }
     const int *pth = NULL;
     int hops = 0;
     uint64_t hash = mix64((uint64_t)key * NET_LANES + v + 0x9e3779b97f4a7c15ULL);
@@ -616,45 +637,55 @@ static void lane_fill(net *n, int64_t key, unsigned v, int src_gpu, int dst_gpu,
                   : topo_route(n->t, src_gpu, dst_gpu, hash, &pth, &hops);
     DT_ASSERT(rc == DT_OK);
     DT_ASSERT(hops <= NET_MAX_HOPS);
-    ln->path = pth;
-    ln->n_hops = hops;
-    ln->lat = path_latency(n->t, pth, hops);
-    ln->bw = INFINITY;
-    ln->bl = -1;
+    route_lane ln = {.path = pth, .n_hops = hops, .lat = path_latency(n->t, pth, hops), .bl = -1};
+    double bw = INFINITY;
     for (int h = 0; h < hops; h++)
-        if (n->links[pth[h]].bw < ln->bw) {
-            ln->bw = n->links[pth[h]].bw;
-            ln->bl = pth[h];
+        if (n->links[pth[h]].bw < bw) {
+            bw = n->links[pth[h]].bw;
+            ln.bl = pth[h];
         }
-    if (!keep) return;
+    if (!keep) {
+        n->scratch = ln;
+        return &n->scratch;
+    }
+    src_store *ss = &n->store[src_gpu];
+    int dl = dst_gpu * NET_LANES + (int)v;
     if (2 * (ss->n + 1) > ss->cap) store_grow(ss);
-    int k = dl & (ss->cap - 1);
+    int k = store_slot(dl, ss->cap);
     while (ss->e[k].dst_lane >= 0) k = (k + 1) & (ss->cap - 1);
-    ss->e[k] = (stored_lane){.dst_lane = dl, .n_hops = ln->n_hops, .bl = ln->bl,
-                             .path = ln->path, .lat = ln->lat, .bw = ln->bw};
+    ss->e[k] = (stored_lane){.dst_lane = dl, .r = ln};
     ss->n++;
     n->store_n++;
+    return &ss->e[k].r;
 }
 
-/* The memoised route from src to dst on ECMP lane `lane`, or (lane < 0) on the pair's next
- * lane in rotation (see net.h). */
+/* The route of lane v of pair (src, dst), from the store or routed now. Valid until the next call (the store may grow, the scratch be reused). */
+static inline const route_lane *lane_get(net *n, int64_t key, unsigned v, int src_gpu, int dst_gpu)
+{
+    const src_store *ss = &n->store[src_gpu];
+    int dl = dst_gpu * NET_LANES + (int)v;
+    if (ss->cap)
+        for (int k = store_slot(dl, ss->cap); ss->e[k].dst_lane >= 0; k = (k + 1) & (ss->cap - 1))
+            if (ss->e[k].dst_lane == dl) return &ss->e[k].r;
+    return lane_miss(n, key, v, src_gpu, dst_gpu);
+}
+
+/* The route from src to dst on ECMP lane `lane`, or (lane < 0) on the pair's next lane in
+ * rotation (see net.h). */
 __attribute__((always_inline)) static inline const route_lane *
 next_route(net *n, int src_gpu, int dst_gpu, int lane)
 {
     /* ECMP: successive transfers between one pair rotate over NET_LANES flow hashes of the
      * pair (as NCCL spreads a connection over several channels / queue pairs, each pinned
-     * to a path by the 5-tuple hash). Deterministic, and routes are memoised per lane. */
+     * to a path by the 5-tuple hash). Deterministic. */
     int64_t key = (int64_t)src_gpu * n->t->n_gpus + dst_gpu;
     route_memo *m = &n->memo[mix64((uint64_t)key) & n->memo_mask];
-    if (m->key != key) { /* what a memset would do, for the fields that are read */
+    if (m->key != key) {
         m->key = key;
         m->next = 0;
-        for (int l = 0; l < NET_LANES; l++) m->lane[l].path = NULL;
     }
     unsigned v = lane >= 0 ? (unsigned)lane % NET_LANES : m->next++ % NET_LANES;
-    route_lane *ln = &m->lane[v];
-    if (!ln->path) lane_fill(n, key, v, src_gpu, dst_gpu, ln);
-    return ln;
+    return lane_get(n, key, v, src_gpu, dst_gpu);
 }
 
 void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
@@ -676,7 +707,7 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
     sim_time_t lat = ln->lat;
 
     if (n->cfg.mode == NET_ANALYTIC || bytes == 0 || nh == 0) {
-        sim_time_t dt = (bytes > 0 && nh > 0) ? ps_ceil(bytes / ln->bw) : 0;
+        sim_time_t dt = (bytes > 0 && nh > 0) ? ps_ceil(bytes / lane_bw(n, ln)) : 0;
         n->st.flows_finished++;
         n->st.bytes_delivered += bytes;
         if (n->obs && bytes > 0)
@@ -686,20 +717,20 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
         return;
     }
 
-    flow_start(n, path, nh, NULL, 1, 1.0, lat, ln->bw, ln->bl, bytes, done_kind, done_id, done_data);
+    flow_start(n, path, nh, NULL, 1, 1.0, lat, lane_bw(n, ln), ln->bl, bytes, done_kind, done_id,
+               done_data);
 }
 
 /* What next_route does to the memo, without routing: the pair's entry is (re)claimed, so
  * the lane rotation of whatever pair held the slot restarts exactly as if the route had been
- * looked up (the ring cache must not change which lanes later transfers take). The lane's
- * route itself is filled lazily by next_route when a transfer needs it. */
+ * looked up (the ring cache must not change which lanes later transfers take). */
 static inline void memo_touch(net *n, int src_gpu, int dst_gpu)
 {
     int64_t key = (int64_t)src_gpu * n->t->n_gpus + dst_gpu;
     route_memo *m = &n->memo[mix64((uint64_t)key) & n->memo_mask];
     if (m->key != key) {
-        memset(m, 0, sizeof *m);
         m->key = key;
+        m->next = 0;
     }
 }
 
@@ -793,8 +824,8 @@ void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, 
             memcpy(path + nh, ln->path, (size_t)ln->n_hops * sizeof *path);
             nh += ln->n_hops;
             if (ln->lat > lat) lat = ln->lat;
-            if (ln->bw < bw) {
-                bw = ln->bw;
+            if (lane_bw(n, ln) < bw) {
+                bw = lane_bw(n, ln);
                 bl = ln->bl;
             }
         }
@@ -847,8 +878,10 @@ static inline void depart(net *n, sim_engine *eng, int id, sim_time_t now)
             lk->e[s] = last;
             /* the moved flow's slot, without reading its record unless it owns its slots
              * (a cache miss per hop saved: a quarter of a direct all-reduce's time) */
-                if (last.hop & LE_OWN_SLOTS)
-                    n->cold[last.flow].xslot[last.hop & ~LE_OWN_SLOTS] = s;
+                if (last.hop & LE_COLD_SLOTS)
+                    n->cold[last.flow].u.slot[last.hop & LE_HOP_MASK] = s;
+                else if (last.hop & LE_OWN_SLOTS)
+                    n->cold[last.flow].u.x.xslot[last.hop & LE_HOP_MASK] = s;
                 else
                     n->fslot[(size_t)last.flow * NET_INLINE_HOPS + last.hop] = s;
             }
@@ -863,9 +896,10 @@ static inline void depart(net *n, sim_engine *eng, int id, sim_time_t now)
     n->st.flows_finished++;
     n->st.bytes_delivered += fc->bytes * fc->pairs;
     sim_schedule_in(eng, now, fc->tail, fc->done_kind, fc->done_id, fc->done_data);
-    if (f->owns_path) free((int *)fc->path);
-    free(fc->xslot); /* NULL unless coupled or long */
-    fc->xslot = NULL;
+    if (f->n_hops > NET_HOT_HOPS) {
+        if (f->owns_path) free((int *)fc->u.x.path);
+        free(fc->u.x.xslot); /* NULL unless coupled or long */
+    }
     f->owns_path = 0;
     f->version++;
     f->active = 0;
@@ -892,7 +926,6 @@ static void on_batch(void *model, sim_engine *eng, const sim_event *ev)
             uint32_t q = b->fid[i + PF_AHEAD];
             PF(&n->flows[q]);
             PF(&n->cold[q]);
-            PF(&n->fslot[(size_t)q * NET_INLINE_HOPS]);
         }
         net_flow *f = &n->flows[b->fid[i]];
         if (f->version != b->ver[i]) continue; /* stale */
@@ -1088,7 +1121,7 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
                 if (n->fmark[fid] == ep) continue;
                 n->fmark[fid] = ep;
                 const net_flow *f = &n->flows[fid];
-                const int *fp = f->n_hops <= NET_HOT_HOPS ? f->link : n->cold[fid].path;
+                const int *fp = f->n_hops <= NET_HOT_HOPS ? f->link : n->cold[fid].u.x.path;
                 grow_int(&n->cf, &n->cap_cf, nf + 2);
                 grow_int(&n->fstart, &n->cap_fs, nf + 2);
                 grow_int(&n->flinks, &n->cap_inc, ninc + f->n_hops);
