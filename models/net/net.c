@@ -581,6 +581,7 @@ flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
     if (nh <= NET_HOT_HOPS) {
         memcpy(f->link, path, (size_t)nh * sizeof *path);
         free(xpath); /* a short coupled path lives in the record like any other */
+        path = f->link;
         f->owns_path = 0;
         where = LE_COLD_SLOTS;
     } else {
