@@ -266,6 +266,7 @@ struct net {
     net_delivery *dl;         /* delivery pool */
     int n_dl, free_dl;
     int in_batch;             /* on_batch is running: completions are grouped (dg_*) */
+    int no_batch;             /* net_set_batching(n, 0): one event per completion */
     int n_dg, dg_id[NET_DELIVER_GROUPS];
     sim_time_t dg_t[NET_DELIVER_GROUPS];
     uint32_t k_deliver;
@@ -386,6 +387,8 @@ void net_set_link_observer(net *n, net_link_observer fn, void *ctx)
 void net_get_stats(const net *n, net_stats *out) { *out = n->st; }
 
 void net_set_tag(net *n, uint32_t tag) { n->tag = tag; }
+
+void net_set_batching(net *n, int on) { n->no_batch = !on; }
 
 sim_time_t net_link_busy(const net *n, int link)
 {
@@ -1085,9 +1088,11 @@ static void ht_grow(net *n, int ng)
 static void emit_finishes(net *n, int m)
 {
     if (m == 0) return;
-    if (m == 1) {
-        int fid = n->cf[n->rs_i[0]];
-        sim_schedule(n->eng, n->rs_t[0], n->k_done, (uint32_t)fid, n->flows[fid].version);
+    if (m == 1 || n->no_batch) {
+        for (int k = 0; k < m; k++) {
+            int fid = n->cf[n->rs_i[k]];
+            sim_schedule(n->eng, n->rs_t[k], n->k_done, (uint32_t)fid, n->flows[fid].version);
+        }
         return;
     }
     int ng = 0;
