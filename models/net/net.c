@@ -582,7 +582,7 @@ flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
     f->n_hops = (uint16_t)nh;
     int where; /* LE_* flag: where its slots are */
     if (nh <= NET_HOT_HOPS) {
-        memcpy(f->link, path, (size_t)nh * sizeof *path);
+        for (int h = 0; h < nh; h++) f->link[h] = path[h]; /* (not a memcpy call of 8-16 bytes) */
         free(xpath); /* a short coupled path lives in the record like any other */
         path = f->link;
         f->owns_path = 0;
