@@ -23,6 +23,9 @@
  *   build/bench_scale                    everything (about 5 minutes, 3.3 GiB at most)
  *   build/bench_scale --max-gpus 16384   the steps up to 16,384 GPUs (seconds)
  *   build/bench_scale --only coll        one group: gpt3, llama, coll
+ *   build/bench_scale --scenario gpt3 131072 flow > s.json   one step case's scenario, for
+ *                                        `/usr/bin/time -v build/dtsim run s.json` (its wall
+ *                                        time and peak RSS as a whole process)
  */
 #define _DEFAULT_SOURCE /* wait4: the peak RSS of one child */
 #include <math.h>
@@ -58,15 +61,14 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static outcome run_step(const char *model, int gpus, const char *network)
+/* The scenario of one step case, as JSON text. */
+static void step_scenario(char *text, size_t size, const char *model, int gpus, const char *network)
 {
-    outcome o = {0};
-    char text[4096];
     int nodes = gpus / 8;
     if (!strcmp(model, "gpt3-175b")) {
         int dp = gpus / 64;
         int batch = dp * 96 > 4096 ? 16 * dp : 1536 * (dp / 16 > 0 ? dp / 16 : 1);
-        snprintf(text, sizeof text,
+        snprintf(text, size,
                  "{\"topology\": {\"generator\": \"dgx\", \"nodes\": %d, \"gpus_per_node\": 8,"
                  " \"gpu\": \"H100-SXM\"},"
                  " \"model\": {\"kind\": \"transformer\", \"layers\": 96, \"hidden\": 12288,"
@@ -78,7 +80,7 @@ static outcome run_step(const char *model, int gpus, const char *network)
                  nodes, dp, batch, network);
     } else {
         int dp = gpus / 128;
-        snprintf(text, sizeof text,
+        snprintf(text, size,
                  "{\"topology\": {\"generator\": \"dgx\", \"nodes\": %d, \"gpus_per_node\": 8,"
                  " \"gpu\": \"H100-SXM\"},"
                  " \"model\": {\"kind\": \"transformer\", \"layers\": 128, \"hidden\": 16384,"
@@ -90,6 +92,13 @@ static outcome run_step(const char *model, int gpus, const char *network)
                  " \"global_batch\": %d, \"options\": {\"network\": \"%s\"}}",
                  nodes, dp, 32 * dp, network);
     }
+}
+
+static outcome run_step(const char *model, int gpus, const char *network)
+{
+    outcome o = {0};
+    char text[4096];
+    step_scenario(text, sizeof text, model, gpus, network);
     cJSON *j;
     dt_error e;
     dt_error_clear(&e);
@@ -186,8 +195,16 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--max-gpus") && i + 1 < argc) max_gpus = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
-        else {
-            fprintf(stderr, "usage: bench_scale [--max-gpus N] [--only gpt3|llama|coll]\n");
+        else if (!strcmp(argv[i], "--scenario") && i + 3 < argc) {
+            /* print one step case's scenario, to time `dtsim run` on it as a whole process */
+            const char *m = !strcmp(argv[i + 1], "gpt3") ? "gpt3-175b" : "llama3-405b";
+            char text[4096];
+            step_scenario(text, sizeof text, m, atoi(argv[i + 2]), argv[i + 3]);
+            printf("%s\n", text);
+            return 0;
+        } else {
+            fprintf(stderr, "usage: bench_scale [--max-gpus N] [--only gpt3|llama|coll]\n"
+                            "       bench_scale --scenario gpt3|llama GPUS analytic|flow\n");
             return 2;
         }
     }
