@@ -50,7 +50,7 @@
 #define NET_INLINE_HOPS 8
 
 /* Links kept in the flow's own record: routes of up to 4 hops (one switch, a two-tier Clos
- * without NICs, inside a DGX box); longer paths are read through flow_cold.path. */
+ * without NICs, inside a DGX box); for longer paths the record holds a pointer instead. */
 #define NET_HOT_HOPS 4
 
 /* A flow is two 64-byte records in two arrays, each on one cache line: what a recompute reads
@@ -68,7 +68,10 @@ typedef struct net_flow {
     uint16_t n_hops;
     uint8_t active;
     uint8_t owns_path;  /* cold.path is the flow's own (a coupled flow's, net_send_ring) */
-    int link[NET_HOT_HOPS]; /* the path when n_hops <= NET_HOT_HOPS */
+    union {
+        int link[NET_HOT_HOPS]; /* n_hops <= NET_HOT_HOPS: the path itself */
+        const int *path;        /* longer: borrowed from the route cache, or owned (owns_path) */
+    } p;
 } net_flow;
 
 typedef struct flow_cold {
@@ -78,9 +81,8 @@ typedef struct flow_cold {
     union {
         int slot[NET_HOT_HOPS]; /* n_hops <= NET_HOT_HOPS: the slots (see flow_slots) */
         struct {
-            const int *path; /* borrowed from the route cache, or owned (owns_path) */
-            int *xslot;      /* own slot array (coupled or longer than NET_INLINE_HOPS), or NULL */
-        } x;                 /* n_hops > NET_HOT_HOPS */
+            int *xslot; /* own slot array (coupled or longer than NET_INLINE_HOPS), or NULL */
+        } x;            /* n_hops > NET_HOT_HOPS */
     } u;
     uint64_t done_data;
     uint32_t done_kind, done_id;
@@ -322,7 +324,7 @@ void net_destroy(net *n)
     free(n->lmark);
     for (int i = 0; i < n->n_flows_cap; i++) {
         if (!n->flows[i].active || n->flows[i].n_hops <= NET_HOT_HOPS) continue;
-        if (n->flows[i].owns_path) free((int *)n->cold[i].u.x.path);
+        if (n->flows[i].owns_path) free((int *)n->flows[i].p.path);
         free(n->cold[i].u.x.xslot);
     }
     free(n->flows_raw);
@@ -558,7 +560,7 @@ static inline int *flow_slots(net *n, int id)
 static inline const int *flow_path(const net *n, int id)
 {
     const net_flow *f = &n->flows[id];
-    return f->n_hops <= NET_HOT_HOPS ? f->link : n->cold[id].u.x.path;
+    return f->n_hops <= NET_HOT_HOPS ? f->p.link : f->p.path;
 }
 
 /* Put a new flow on its links and either schedule it (alone on every link) or mark its links
@@ -582,13 +584,13 @@ flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
     f->n_hops = (uint16_t)nh;
     int where; /* LE_* flag: where its slots are */
     if (nh <= NET_HOT_HOPS) {
-        for (int h = 0; h < nh; h++) f->link[h] = path[h]; /* (not a memcpy call of 8-16 bytes) */
+        for (int h = 0; h < nh; h++) f->p.link[h] = path[h]; /* (not a memcpy call of 8-16 bytes) */
         free(xpath); /* a short coupled path lives in the record like any other */
-        path = f->link;
+        path = f->p.link;
         f->owns_path = 0;
         where = LE_COLD_SLOTS;
     } else {
-        fc->u.x.path = path;
+        f->p.path = path;
         f->owns_path = xpath != NULL;
         bool own = xpath || nh > NET_INLINE_HOPS;
         fc->u.x.xslot = own ? dt_xmalloc((size_t)nh * sizeof *fc->u.x.xslot) : NULL;
@@ -985,7 +987,7 @@ static inline void depart(net *n, sim_engine *eng, int id, sim_time_t now)
     if (!n->in_batch || fc->tail == 0 || !deliver_later(n, now, fc))
         sim_schedule_in(eng, now, fc->tail, fc->done_kind, fc->done_id, fc->done_data);
     if (f->n_hops > NET_HOT_HOPS) {
-        if (f->owns_path) free((int *)fc->u.x.path);
+        if (f->owns_path) free((int *)f->p.path);
         free(fc->u.x.xslot); /* NULL unless coupled or long */
     }
     f->owns_path = 0;
@@ -1150,7 +1152,15 @@ static void emit_finishes(net *n, int m)
             b->fid = dt_xrealloc(b->fid, (size_t)b->cap * sizeof *b->fid);
             b->ver = dt_xrealloc(b->ver, (size_t)b->cap * sizeof *b->ver);
         }
-        int nt = 0;
+        int nt = 0, inc = 0;
+        for (int q = k; q >= 0; q = n->rs_next[q]) {
+            int i = n->rs_i[q];
+            inc += n->fstart[i + 1] - n->fstart[i];
+        }
+        /* Links to empty by count are worth finding when the members are short transfers
+         * sharing links (a direct collective's); coupled ring flows crossing thousands of
+         * links each would pay a count per incidence for nothing. */
+        int count_links = inc <= NET_INLINE_HOPS * n->g_cnt[g];
         for (; k >= 0; k = n->rs_next[k]) {
             if (k + PF_AHEAD < m) PF(&n->flows[n->cf[n->rs_i[k + PF_AHEAD]]]); /* (one group: the next ones) */
             int i = n->rs_i[k], fid = n->cf[i];
@@ -1158,10 +1168,11 @@ static void emit_finishes(net *n, int m)
             f->batch = bid;
             b->fid[b->n] = (uint32_t)fid;
             b->ver[b->n++] = f->version;
-            for (int j = n->fstart[i]; j < n->fstart[i + 1]; j++) {
-                int l = n->flinks[j];
-                if (n->lcnt[l]++ == 0) n->ltouch[nt++] = l;
-            }
+            if (count_links)
+                for (int j = n->fstart[i]; j < n->fstart[i + 1]; j++) {
+                    int l = n->flinks[j];
+                    if (n->lcnt[l]++ == 0) n->ltouch[nt++] = l;
+                }
         }
         if (nt > b->cap_lk) {
             b->cap_lk = nt;
@@ -1215,7 +1226,7 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
                 if (n->fmark[fid] == ep) continue;
                 n->fmark[fid] = ep;
                 const net_flow *f = &n->flows[fid];
-                const int *fp = f->n_hops <= NET_HOT_HOPS ? f->link : n->cold[fid].u.x.path;
+                const int *fp = f->n_hops <= NET_HOT_HOPS ? f->p.link : f->p.path;
                 grow_int(&n->cf, &n->cap_cf, nf + 2);
                 grow_int(&n->fstart, &n->cap_fs, nf + 2);
                 grow_int(&n->flinks, &n->cap_inc, ninc + f->n_hops);
