@@ -506,6 +506,11 @@ __attribute__((always_inline)) static inline int flow_alloc(net *n)
         n->n_flows_cap = c;
     }
     int id = n->free_stack[--n->n_free];
+    if (n->n_free >= 4) { /* the records of a later start: freed in a completion's order, random */
+        int q = n->free_stack[n->n_free - 4];
+        PF(&n->flows[q]);
+        PF(&n->cold[q]);
+    }
     n->flows[id].active = 1;
     n->active++;
     return id;
