@@ -23,10 +23,18 @@
  * still bottleneck someone need a solve. (An all-to-all on 256 GPUs: 496 solves of 65k flows
  * become one.) Arrivals always need a solve of their component.
  *
- * Memory: flows live in a pool (array + free list) whose slots are reused; links keep growable
- * arrays of (flow, hop) entries; component scratch arrays grow to the largest component. In
- * steady state nothing is allocated per event. Paths are borrowed from the topology's route
- * cache (topo_route's contract: valid until topo_destroy).
+ * Completions in batches: flows one recompute gives the same finish time (every flow of a
+ * direct collective's phase) leave in one event, and the completions they hand back at one
+ * later time go out in one event; both keep the engine's order exactly (net_batch,
+ * net_delivery below). A direct all-reduce on 1,024 GPUs went from 4.2 M events to 2.1 M.
+ *
+ * Memory: flows live in a pool (two arrays of 64-byte records + free list) whose slots are
+ * reused; links keep growable arrays of (flow, hop) entries; component scratch arrays, batches
+ * and deliveries grow to the largest seen. In steady state nothing is allocated per event.
+ * Paths are borrowed from the topology's route cache (topo_route's contract: valid until
+ * topo_destroy). What a million flows cost (docs/performance.md, "Scale"): 128 B of records,
+ * a 32 B route in the store per distinct pair, about 100 B of scratch while their component is
+ * solved; at that size the cost is cache misses, hence the record layout and the prefetching.
  */
 #include <math.h>
 #include <stdlib.h>
