@@ -526,12 +526,20 @@ __attribute__((always_inline)) static inline int flow_alloc(net *n)
 
 enum { DIRTY_DEPART = 1, DIRTY_ARRIVE = 2 };
 
-static void mark_dirty(net *n, int l, int why)
+static void mark_dirty_slow(net *n, int l);
+
+/* Inlined: a million starts on the same two thousand links find them already dirty. */
+static inline void mark_dirty(net *n, int l, int why)
 {
     net_link *lk = &n->links[l];
     int was = lk->dirty;
     lk->dirty |= why;
-    if (was) return;
+    if (!was) mark_dirty_slow(n, l);
+}
+
+/* A link newly dirty: onto the list, and a recompute now if none is pending. */
+static void mark_dirty_slow(net *n, int l)
+{
     if (n->n_dirty == n->cap_dirty) {
         n->cap_dirty = n->cap_dirty ? n->cap_dirty * 2 : 256;
         n->dirty = dt_xrealloc(n->dirty, (size_t)n->cap_dirty * sizeof *n->dirty);
