@@ -73,9 +73,9 @@ typedef struct net_flow {
     uint32_t version;   /* bumped on every reschedule and on free: stale events carry old ones */
     int bneck;          /* bottleneck link from the last solve, -1 before */
     int batch;          /* completion batch holding its pending data-done, or -1 */
-    uint16_t n_hops;
-    uint8_t active;
-    uint8_t owns_path;  /* cold.path is the flow's own (a coupled flow's, net_send_ring) */
+    uint32_t n_hops : 30;   /* a coupled ring's path: every pair's route, 2^17 hops and more */
+    uint32_t active : 1;
+    uint32_t owns_path : 1; /* p.path is the flow's own (a coupled flow's, net_send_ring) */
     union {
         int link[NET_HOT_HOPS]; /* n_hops <= NET_HOT_HOPS: the path itself */
         const int *path;        /* longer: borrowed from the route cache, or owned (owns_path) */
@@ -602,7 +602,8 @@ flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
     f->rate = 0;
     f->t_last = fc->t_start = now;
     fc->tail = lat;
-    f->n_hops = (uint16_t)nh;
+    DT_ASSERT(nh < (1 << 30));
+    f->n_hops = (uint32_t)nh;
     int where; /* LE_* flag: where its slots are */
     if (nh <= NET_HOT_HOPS) {
         for (int h = 0; h < nh; h++) f->p.link[h] = path[h]; /* (not a memcpy call of 8-16 bytes) */
