@@ -120,6 +120,8 @@ void net_set_batching(net *n, int on);
  * of 0 bytes or to itself reports nothing. */
 typedef void (*net_link_observer)(void *ctx, int link, sim_time_t start, sim_time_t end,
                                   double bytes, uint32_t tag);
+/* (The observer runs inside the network's completion handling, several flows' at a time: it
+ * records; it must not call back into the network or schedule events.) */
 void net_set_link_observer(net *n, net_link_observer fn, void *ctx);
 
 /* Label transfers started from now on (net_send, net_send_ring) with tag, until the next call;
