@@ -65,6 +65,15 @@ void sim_schedule(sim_engine *e, sim_time_t at, uint32_t kind, uint32_t id, uint
 
 sim_time_t sim_now(const sim_engine *e) { return e->now; }
 
+void sim_dispatch(sim_engine *e, uint32_t kind, uint32_t id, uint64_t data)
+{
+    DT_ASSERT(kind < e->n_kinds);
+    sim_event ev = {.time = e->now, .seq = 0, .kind = kind, .id = id, .data = data};
+    const kind_entry *k = &e->kinds[kind];
+    k->fn(k->model, e, &ev);
+    e->handled++;
+}
+
 uint64_t sim_run(sim_engine *e, sim_time_t until)
 {
     DT_ASSERT(!e->running);

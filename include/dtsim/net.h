@@ -106,6 +106,13 @@ int net_route_lane(net *n, int src_gpu, int dst_gpu, int lane, const int **links
  * O(all flows); call it between events (a recompute may be pending at the current time). */
 int net_check_fair(net *n, double rel_tol);
 
+/* Test and debugging aid: on (the default), flows that one recompute gives the same finish time
+ * complete in one batch event and their completions are handed back in one event per time
+ * (models/net/net.c: "batch", "deliver"); off, every flow completes in its own event and every
+ * completion is its own event. Results are the same either way (tests compare both); only
+ * sim_events_handled() and the speed differ. Call before the first transfer. */
+void net_set_batching(net *n, int on);
+
 /* Per-link busy intervals, for timelines and link loads (optional: enabled before the run).
  * Called once per link of a flow's path when its last byte has left: [start, end] is the flow's
  * bandwidth phase (its send time to its data-done time, latency tail excluded), bytes its size,
@@ -113,6 +120,8 @@ int net_check_fair(net *n, double rel_tol);
  * of 0 bytes or to itself reports nothing. */
 typedef void (*net_link_observer)(void *ctx, int link, sim_time_t start, sim_time_t end,
                                   double bytes, uint32_t tag);
+/* (The observer runs inside the network's completion handling, several flows' at a time: it
+ * records; it must not call back into the network or schedule events.) */
 void net_set_link_observer(net *n, net_link_observer fn, void *ctx);
 
 /* Label transfers started from now on (net_send, net_send_ring) with tag, until the next call;

@@ -77,6 +77,13 @@ static inline void sim_schedule_in(sim_engine *eng, sim_time_t now, sim_time_t d
 
 sim_time_t sim_now(const sim_engine *eng);
 
+/* Call kind's handler now, from inside another handler, with an event at the current time: what
+ * popping an event scheduled for now would do, without the queue. For a model that holds a
+ * run of events it knows to be consecutive in (time, sequence) order (the network's batched
+ * deliveries) and hands them out in that order. Counts as a handled event. A sim_stop() from
+ * the handler takes effect when the outermost handler returns. */
+void sim_dispatch(sim_engine *eng, uint32_t kind, uint32_t id, uint64_t data);
+
 /* Run until the queue is empty, sim_stop() is called, or the next event is past `until`
  * (SIM_TIME_MAX for no limit). Returns the number of events handled by this call. Events at
  * exactly `until` are handled; `now` stays at the last handled event's time. Not reentrant:

@@ -52,18 +52,26 @@ static void step(const coll_prog *p, int r, int k, int s, coll_step *out)
     }
     int gather = p->op == COLL_ALLGATHER || (p->op == COLL_ALLREDUCE && s == 1);
     int reduce = p->op == COLL_REDUCE_SCATTER || (p->op == COLL_ALLREDUCE && s == 0);
+    const double *part = p->data; /* coll_part(S, elem, n, i) for every i */
+    coll_send *o = out->sends;
+    int peer = r;
     for (int j = 1; j < n; j++) {
-        int peer = (r + j) % n;
-        double b = coll_part(S, p->elem, n, gather ? r : peer);
-        out->sends[out->n_sends++] = (coll_send){peer, 0, s, b};
+        if (++peer == n) peer = 0;
+        o[j - 1] = (coll_send){peer, 0, s, part[gather ? r : peer]};
     }
+    out->n_sends = n - 1;
     out->n_recvs = n - 1;
-    if (reduce) out->reduce_bytes = (n - 1) * coll_part(S, p->elem, n, r);
+    if (reduce) out->reduce_bytes = (n - 1) * part[r];
 }
 
 int coll_build_direct(coll_prog *p, dt_error *err)
 {
     (void)err;
+    /* The n part sizes, computed once (each is two floors and divisions: a million calls for
+     * a direct all-reduce on 1,024 GPUs). */
+    double *part = dt_xmalloc((size_t)(p->n > 0 ? p->n : 1) * sizeof *part);
+    for (int i = 0; i < p->n; i++) part[i] = coll_part(p->bytes, p->elem, p->n, i);
+    p->data = part;
     p->n_streams = 1;
     p->n_steps = n_steps;
     p->step = step;

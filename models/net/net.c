@@ -23,10 +23,18 @@
  * still bottleneck someone need a solve. (An all-to-all on 256 GPUs: 496 solves of 65k flows
  * become one.) Arrivals always need a solve of their component.
  *
- * Memory: flows live in a pool (array + free list) whose slots are reused; links keep growable
- * arrays of (flow, hop) entries; component scratch arrays grow to the largest component. In
- * steady state nothing is allocated per event. Paths are borrowed from the topology's route
- * cache (topo_route's contract: valid until topo_destroy).
+ * Completions in batches: flows one recompute gives the same finish time (every flow of a
+ * direct collective's phase) leave in one event, and the completions they hand back at one
+ * later time go out in one event; both keep the engine's order exactly (net_batch,
+ * net_delivery below). A direct all-reduce on 1,024 GPUs went from 4.2 M events to 2.1 M.
+ *
+ * Memory: flows live in a pool (two arrays of 64-byte records + free list) whose slots are
+ * reused; links keep growable arrays of (flow, hop) entries; component scratch arrays, batches
+ * and deliveries grow to the largest seen. In steady state nothing is allocated per event.
+ * Paths are borrowed from the topology's route cache (topo_route's contract: valid until
+ * topo_destroy). What a million flows cost (docs/performance.md, "Scale"): 128 B of records,
+ * a 32 B route in the store per distinct pair, about 100 B of scratch while their component is
+ * solved; at that size the cost is cache misses, hence the record layout and the prefetching.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -49,54 +57,113 @@
  * flows of a direct all-reduce on 1,024 GPUs, mostly page faults. */
 #define NET_INLINE_HOPS 8
 
+/* Links kept in the flow's own record: routes of up to 4 hops (one switch, a two-tier Clos
+ * without NICs, inside a DGX box); for longer paths the record holds a pointer instead. */
+#define NET_HOT_HOPS 4
+
+/* A flow is two 64-byte records in two arrays, each on one cache line: what a recompute reads
+ * (its component walk and its re-rating pass: a million random accesses each for a direct
+ * all-reduce on 1,024 GPUs, so one line instead of the three a 136-byte record spanned, and no
+ * separate path array for short routes), and what only its start and its completion read. */
 typedef struct net_flow {
     double remaining;   /* bytes still to send as of t_last */
     double rate;        /* B/s; 0 before the first solve */
-    double bytes;
     sim_time_t t_last;  /* when remaining was last brought up to date */
-    sim_time_t t_start;
-    sim_time_t tail;    /* path latency: added after the data phase */
-    const int *path;
-    int n_hops;
-    int *xpath;         /* coupled flow (net_send_ring): owned path and slot arrays, else NULL */
-    int *xslot;
-    int pairs;          /* transfers it stands for: 1, or a coupled flow's pairs */
     double w;           /* max-min weight: 1, or a coupled flow's (net_send_ring) */
     uint32_t version;   /* bumped on every reschedule and on free: stale events carry old ones */
     int bneck;          /* bottleneck link from the last solve, -1 before */
-    int active;
-    uint32_t done_kind, done_id;
-    uint64_t done_data;
-    uint32_t tag;       /* the caller's label (net_set_tag) */
+    int batch;          /* completion batch holding its pending data-done, or -1 */
+    uint32_t n_hops : 30;   /* a coupled ring's path: every pair's route, 2^17 hops and more */
+    uint32_t active : 1;
+    uint32_t owns_path : 1; /* p.path is the flow's own (a coupled flow's, net_send_ring) */
+    union {
+        int link[NET_HOT_HOPS]; /* n_hops <= NET_HOT_HOPS: the path itself */
+        const int *path;        /* longer: borrowed from the route cache, or owned (owns_path) */
+    } p;
 } net_flow;
 
-/* Memo of routes by (src, dst): up to NET_LANES routes per pair (the route, its latency and
- * bottleneck). Direct-mapped; a miss asks topo_route (whose own cache is larger but slower: a
- * mutex and a probe per call). */
+typedef struct flow_cold {
+    double bytes;
+    sim_time_t t_start;
+    sim_time_t tail;    /* path latency: added after the data phase */
+    union {
+        int slot[NET_HOT_HOPS]; /* n_hops <= NET_HOT_HOPS: the slots (see flow_slots) */
+        struct {
+            int *xslot; /* own slot array (coupled or longer than NET_INLINE_HOPS), or NULL */
+        } x;            /* n_hops > NET_HOT_HOPS */
+    } u;
+    uint64_t done_data;
+    uint32_t done_kind, done_id;
+    uint32_t tag;       /* the caller's label (net_set_tag) */
+    int pairs;          /* transfers it stands for: 1, or a coupled flow's pairs */
+} flow_cold;
+
+_Static_assert(sizeof(net_flow) == 64 && sizeof(flow_cold) == 64, "flow records: one line each");
+
+/* Passes over many flows in an order unrelated to their ids (a component walk, the re-rating
+ * after a solve, a batch of completions) ask for the record PF_AHEAD flows ahead: the cache
+ * misses overlap instead of stalling one after another. Only a hint: no effect on results. */
+#define PF_AHEAD 16
+#define PF(p) __builtin_prefetch((p), 1, 3)
+
+/* Flows that one recompute gave the same finish time complete in one "batch" event instead of
+ * one event each (a direct all-reduce on 1,024 GPUs: a million flows finishing at once, twice).
+ * Exactly equivalent to the per-flow events: the events one recompute schedules take
+ * consecutive sequence numbers, so among all events at a time T those of its flows finishing at
+ * T are contiguous; handling them in one event, in the order they would have been scheduled,
+ * is the order the engine would have popped them in. Members carry the version they were
+ * scheduled with and are skipped when stale, as stale single events are. Counts per link let
+ * the handler see links that all their flows leave in this batch (when no member went stale):
+ * there the entries are dropped by a count instead of being swapped out one by one, which
+ * writes the moved flows' slots (a cache miss per hop). */
+/* The completions a batch hands back to callers, one path latency after the batch, go out the
+ * same way: per distinct delivery time one "deliver" event holding the (kind, id, data) of
+ * every member in order, dispatched one after another (sim_dispatch) when it fires. Also
+ * exact: during a batch nothing else is scheduled at those times (they are later than now;
+ * zero latencies are not batched, as a recompute scheduled now could fall between), so the
+ * members' completions were consecutive among the events at each time. A million completion
+ * events per phase of a direct all-reduce on 1,024 GPUs took 64 MB of queue. At most
+ * NET_DELIVER_GROUPS times per batch are grouped; completions at other times (and all of
+ * them, so the order holds) are scheduled one by one. */
+#define NET_DELIVER_GROUPS 8
+typedef struct net_delivery {
+    uint32_t *kind, *id;
+    uint64_t *data;
+    int n, cap;
+    int next_free;
+} net_delivery;
+
+typedef struct net_batch {
+    uint32_t *fid, *ver; /* members, in scheduling order, and their versions */
+    int n, cap;
+    int *lk, *lcnt;      /* links the members cross, and how many member entries each holds */
+    int n_lk, cap_lk;
+    int stale;           /* members rescheduled since (their versions moved on) */
+    int next_free;
+} net_batch;
+
+/* Routes by (src, dst, lane). Which ECMP lane a transfer takes is decided by the memo: a
+ * direct-mapped table of pairs, each with its lane rotation (an evicted pair restarts at lane
+ * 0; that is part of the model's answer, so its size and hashing stay as they are). The routes
+ * themselves, with their latency and bottleneck, live in a store of one small open-addressing
+ * table per source GPU (NET_STORE_MAX entries in all, then it stops growing and later routes
+ * come from topo_route, whose table is larger but slower: a lock and a probe per call). Per
+ * source, because collectives post a rank's sends together: its table stays in cache. The
+ * memo keeps only keys and rotations (16 bytes a slot): when it also held the four lanes'
+ * routes (144 bytes), a direct all-reduce, whose every transfer misses the memo, paid a cache
+ * miss to reset the slot and a copy from the store per transfer. */
 #define NET_MEMO_MIN_BITS 13
 #define NET_MEMO_MAX_BITS 17
 #define NET_LANES NET_ECMP_LANES
 typedef struct route_lane {
-    const int *path; /* NULL until first used */
-    int n_hops;
-    int bl; /* bottleneck link */
-    sim_time_t lat;
-    double bw;
-} route_lane;
-/* Behind the memo: every (pair, lane) route looked up so far, with its latency and bottleneck,
- * in one small open-addressing table per source GPU (NET_STORE_MAX entries in all, then it
- * stops growing). The memo's direct-mapped slots decide the lane rotation and must keep their
- * size; this store only saves the route look-up (topo_route: a lock and a probe of a table
- * shared by threads) and the latency sum when a pair comes back after its memo slot was
- * taken: the second phase of a direct all-reduce, a repeated all-to-all. Per source, because
- * collectives post a rank's sends together: its table stays in cache (one table of a million
- * pairs cost a cache miss per transfer, a quarter of a direct all-reduce's time). */
-typedef struct stored_lane {
-    int dst_lane; /* dst * NET_LANES + lane; -1 empty */
-    int n_hops, bl;
     const int *path;
     sim_time_t lat;
-    double bw;
+    int n_hops;
+    int bl; /* bottleneck link (its bandwidth: lane_bw), -1 for an empty path */
+} route_lane;
+typedef struct stored_lane { /* 32 bytes: two per cache line */
+    int dst_lane; /* dst * NET_LANES + lane; -1 empty */
+    route_lane r;
 } stored_lane;
 typedef struct src_store {
     stored_lane *e;
@@ -105,9 +172,8 @@ typedef struct src_store {
 #define NET_STORE_MAX ((size_t)1 << 22)
 
 typedef struct route_memo {
-    int64_t key; /* src * n_gpus + dst, -1 empty */
+    int64_t key;   /* src * n_gpus + dst, -1 empty */
     unsigned next; /* lane of the next transfer */
-    route_lane lane[NET_LANES];
 } route_memo;
 
 /* A ring's pairs with their routes concatenated per ECMP lane, and the largest pair latency of
@@ -129,8 +195,11 @@ typedef struct ring_route {
 #define NET_RING_CACHE_BYTES ((size_t)256 << 20)
 
 /* A link's entry for a flow crossing it: the flow, and which hop of its path this is, with
- * LE_OWN_SLOTS set when the flow keeps its slots in its own array (coupled or long paths). */
+ * where the flow keeps its slots: LE_OWN_SLOTS its own array (coupled or long paths),
+ * LE_COLD_SLOTS its cold record (short paths), neither the pool's fslot array. */
 #define LE_OWN_SLOTS (1 << 30)
+#define LE_COLD_SLOTS (1 << 29)
+#define LE_HOP_MASK (LE_COLD_SLOTS - 1)
 typedef struct link_entry {
     int flow;
     int hop;
@@ -156,16 +225,20 @@ struct net {
     topo *t;
     sim_engine *eng;
     net_config cfg;
-    uint32_t k_done, k_recompute;
+    uint32_t k_done, k_recompute, k_batch;
     net_link *links;
     link_mark *lmark;
     int n_links;
-    /* flow pool */
+    /* flow pool (both arrays 64-byte aligned) */
     net_flow *flows;
+    flow_cold *cold;
+    void *flows_raw, *cold_raw; /* the blocks they sit in (grow_aligned) */
     /* Kept apart from the flows so that component walks touch 4 bytes per visit, and the
      * flow records stay small (a recompute visits each flow of a component twice). */
     uint32_t *fmark;   /* per flow: component walk epoch */
-    int *fslot;        /* per flow, NET_INLINE_HOPS: position in each hop link's entry array */
+    int *fslot;        /* per flow, NET_INLINE_HOPS: position in each hop link's entry array,
+                          for paths of NET_HOT_HOPS + 1 .. NET_INLINE_HOPS hops (pages of it
+                          that no such flow uses are never touched) */
     int *free_stack;   /* ids of free flow records, the next to reuse on top */
     int n_flows_cap, n_free, active;
     /* dirty links awaiting a recompute */
@@ -183,10 +256,30 @@ struct net {
     unsigned memo_mask;
     src_store *store; /* per source GPU */
     size_t store_n;
+    route_lane scratch; /* a route looked up once the store is full */
     /* routes of ring pair lists, by lane (ring_lookup) */
     struct ring_route *rings;
     int n_rings, cap_rings;
     size_t ring_bytes;
+    /* completion batches (a pool) and the recompute's grouping scratch */
+    net_batch *batches;
+    int n_batches, free_batch;
+    int *rs_i, *rs_next;      /* rescheduled flows (component indices), group chains */
+    sim_time_t *rs_t;         /* their finish times */
+    int cap_rs;
+    sim_time_t *g_t;          /* groups: finish time, first and last member, size */
+    int *g_head, *g_tail, *g_cnt, cap_g;
+    int *ht, ht_cap;          /* finish time -> group, open addressing; a slot is in use */
+    uint32_t *ht_gen, gen;    /* when its ht_gen is the current gen (no clearing per use) */
+    int *lcnt, *ltouch, cap_lc; /* per component link: member entries of the group */
+    unsigned char *lempty;    /* per link: every flow on it leaves in the batch being handled */
+    net_delivery *dl;         /* delivery pool */
+    int n_dl, free_dl;
+    int in_batch;             /* on_batch is running: completions are grouped (dg_*) */
+    int no_batch;             /* net_set_batching(n, 0): one event per completion */
+    int n_dg, dg_id[NET_DELIVER_GROUPS];
+    sim_time_t dg_t[NET_DELIVER_GROUPS];
+    uint32_t k_deliver;
     net_stats st;
     net_link_observer obs;
     void *obs_ctx;
@@ -195,6 +288,8 @@ struct net {
 
 static void on_done(void *model, sim_engine *eng, const sim_event *ev);
 static void on_recompute(void *model, sim_engine *eng, const sim_event *ev);
+static void on_batch(void *model, sim_engine *eng, const sim_event *ev);
+static void on_deliver(void *model, sim_engine *eng, const sim_event *ev);
 
 net *net_create(topo *t, sim_engine *eng, const net_config *cfg)
 {
@@ -211,7 +306,7 @@ net *net_create(topo *t, sim_engine *eng, const net_config *cfg)
     n->lmark = dt_xcalloc((size_t)(t->n_links ? t->n_links : 1), sizeof *n->lmark);
     n->mm = mm_create();
     /* Memo size: 4 slots per GPU (a ring or pipeline neighbour or two each), 2^13 to 2^17
-     * entries (1.2 to 19 MB). An evicted pair restarts its lane rotation, so a memo too small
+     * entries (128 KB to 2 MB). An evicted pair restarts its lane rotation, so a memo too small
      * for the working set changes which ECMP lanes transfers take, not only the speed. */
     int bits = NET_MEMO_MIN_BITS;
     while (bits < NET_MEMO_MAX_BITS && (1L << bits) < 4L * t->n_gpus) bits++;
@@ -221,6 +316,11 @@ net *net_create(topo *t, sim_engine *eng, const net_config *cfg)
     n->store = dt_xcalloc((size_t)(t->n_gpus ? t->n_gpus : 1), sizeof *n->store);
     n->k_done = sim_kind_register(eng, "net.done", on_done, n);
     n->k_recompute = sim_kind_register(eng, "net.recompute", on_recompute, n);
+    n->k_batch = sim_kind_register(eng, "net.done_batch", on_batch, n);
+    n->lempty = dt_xcalloc((size_t)(t->n_links ? t->n_links : 1), 1);
+    n->free_batch = -1;
+    n->k_deliver = sim_kind_register(eng, "net.deliver", on_deliver, n);
+    n->free_dl = -1;
     return n;
 }
 
@@ -231,10 +331,12 @@ void net_destroy(net *n)
     free(n->links);
     free(n->lmark);
     for (int i = 0; i < n->n_flows_cap; i++) {
-        free(n->flows[i].xpath);
-        free(n->flows[i].xslot);
+        if (!n->flows[i].active || n->flows[i].n_hops <= NET_HOT_HOPS) continue;
+        if (n->flows[i].owns_path) free((int *)n->flows[i].p.path);
+        free(n->cold[i].u.x.xslot);
     }
-    free(n->flows);
+    free(n->flows_raw);
+    free(n->cold_raw);
     free(n->fmark);
     free(n->free_stack);
     free(n->fslot);
@@ -249,6 +351,31 @@ void net_destroy(net *n)
     free(n->used);
     free(n->wt);
     free(n->bn);
+    for (int i = 0; i < n->n_batches; i++) {
+        free(n->batches[i].fid);
+        free(n->batches[i].ver);
+        free(n->batches[i].lk);
+        free(n->batches[i].lcnt);
+    }
+    free(n->batches);
+    for (int i = 0; i < n->n_dl; i++) {
+        free(n->dl[i].kind);
+        free(n->dl[i].id);
+        free(n->dl[i].data);
+    }
+    free(n->dl);
+    free(n->rs_i);
+    free(n->rs_next);
+    free(n->rs_t);
+    free(n->g_t);
+    free(n->g_head);
+    free(n->g_tail);
+    free(n->g_cnt);
+    free(n->ht);
+    free(n->ht_gen);
+    free(n->lcnt);
+    free(n->ltouch);
+    free(n->lempty);
     free(n->memo);
     for (int g = 0; g < n->t->n_gpus; g++) free(n->store[g].e);
     free(n->store);
@@ -270,6 +397,8 @@ void net_set_link_observer(net *n, net_link_observer fn, void *ctx)
 void net_get_stats(const net *n, net_stats *out) { *out = n->st; }
 
 void net_set_tag(net *n, uint32_t tag) { n->tag = tag; }
+
+void net_set_batching(net *n, int on) { n->no_batch = !on; }
 
 sim_time_t net_link_busy(const net *n, int link)
 {
@@ -349,18 +478,35 @@ int net_route_lane(net *n, int src_gpu, int dst_gpu, int lane, const int **links
 /* Free flow records are a stack of ids apart from the records (last freed, first reused): taking
  * one reads the stack's top, not the record's next-free field (a cache miss per transfer when a
  * million flows come and go). */
+/* Grow a 64-byte aligned array kept inside a realloc'd block (*raw): realloc moves large
+ * blocks by remapping their pages, where a fresh aligned allocation and a copy would fault in
+ * every page again at each doubling (a million flows: 128 MB of records). The data moves only
+ * when the new block's alignment offset differs. */
+static void *grow_aligned(void **raw, void *old, size_t old_bytes, size_t new_bytes)
+{
+    size_t off_old = old ? (size_t)((char *)old - (char *)*raw) : 0;
+    char *r = dt_xrealloc(*raw, new_bytes + 64);
+    char *a = (char *)(((uintptr_t)r + 63) & ~(uintptr_t)63);
+    if (old_bytes && (size_t)(a - r) != off_old) memmove(a, r + off_old, old_bytes);
+    *raw = r;
+    return a;
+}
+
 __attribute__((always_inline)) static inline int flow_alloc(net *n)
 {
     if (n->n_free == 0) {
         int old = n->n_flows_cap;
         int c = old ? old * 2 : 256;
-        n->flows = dt_xrealloc(n->flows, (size_t)c * sizeof *n->flows);
+        n->flows = grow_aligned(&n->flows_raw, n->flows, (size_t)old * sizeof *n->flows,
+                                (size_t)c * sizeof *n->flows);
+        n->cold = grow_aligned(&n->cold_raw, n->cold, (size_t)old * sizeof *n->cold,
+                               (size_t)c * sizeof *n->cold);
         n->fmark = dt_xrealloc(n->fmark, (size_t)c * sizeof *n->fmark);
         memset(n->fmark + old, 0, (size_t)(c - old) * sizeof *n->fmark);
         n->fslot = dt_xrealloc(n->fslot, (size_t)c * NET_INLINE_HOPS * sizeof *n->fslot);
         n->free_stack = dt_xrealloc(n->free_stack, (size_t)c * sizeof *n->free_stack);
         for (int i = c - 1; i >= old; i--) { /* every other field is set when the flow starts */
-            n->flows[i].xpath = n->flows[i].xslot = NULL;
+            n->flows[i].owns_path = 0;
             n->flows[i].active = 0;
             n->flows[i].version = 0;
             n->free_stack[n->n_free++] = i;
@@ -368,6 +514,11 @@ __attribute__((always_inline)) static inline int flow_alloc(net *n)
         n->n_flows_cap = c;
     }
     int id = n->free_stack[--n->n_free];
+    if (n->n_free >= 4) { /* the records of a later start: freed in a completion's order, random */
+        int q = n->free_stack[n->n_free - 4];
+        PF(&n->flows[q]);
+        PF(&n->cold[q]);
+    }
     n->flows[id].active = 1;
     n->active++;
     return id;
@@ -375,12 +526,20 @@ __attribute__((always_inline)) static inline int flow_alloc(net *n)
 
 enum { DIRTY_DEPART = 1, DIRTY_ARRIVE = 2 };
 
-static void mark_dirty(net *n, int l, int why)
+static void mark_dirty_slow(net *n, int l);
+
+/* Inlined: a million starts on the same two thousand links find them already dirty. */
+static inline void mark_dirty(net *n, int l, int why)
 {
     net_link *lk = &n->links[l];
     int was = lk->dirty;
     lk->dirty |= why;
-    if (was) return;
+    if (!was) mark_dirty_slow(n, l);
+}
+
+/* A link newly dirty: onto the list, and a recompute now if none is pending. */
+static void mark_dirty_slow(net *n, int l)
+{
     if (n->n_dirty == n->cap_dirty) {
         n->cap_dirty = n->cap_dirty ? n->cap_dirty * 2 : 256;
         n->dirty = dt_xrealloc(n->dirty, (size_t)n->cap_dirty * sizeof *n->dirty);
@@ -413,8 +572,16 @@ static void note_util(net *n, double used, double bw)
  * coupled flow's own array. */
 static inline int *flow_slots(net *n, int id)
 {
-    int *x = n->flows[id].xslot;
-    return x ? x : &n->fslot[(size_t)id * NET_INLINE_HOPS];
+    flow_cold *fc = &n->cold[id];
+    if (n->flows[id].n_hops <= NET_HOT_HOPS) return fc->u.slot;
+    return fc->u.x.xslot ? fc->u.x.xslot : &n->fslot[(size_t)id * NET_INLINE_HOPS];
+}
+
+/* The flow's links, in path order. */
+static inline const int *flow_path(const net *n, int id)
+{
+    const net_flow *f = &n->flows[id];
+    return f->n_hops <= NET_HOT_HOPS ? f->p.link : f->p.path;
 }
 
 /* Put a new flow on its links and either schedule it (alone on every link) or mark its links
@@ -430,21 +597,35 @@ flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
     sim_time_t now = sim_now(n->eng);
     int id = flow_alloc(n);
     net_flow *f = &n->flows[id];
-    f->remaining = f->bytes = bytes;
+    flow_cold *fc = &n->cold[id];
+    f->remaining = fc->bytes = bytes;
     f->rate = 0;
-    f->t_last = f->t_start = now;
-    f->tail = lat;
-    f->path = path;
-    f->n_hops = nh;
-    f->xpath = xpath;
-    f->xslot = xpath || nh > NET_INLINE_HOPS ? dt_xmalloc((size_t)nh * sizeof *f->xslot) : NULL;
-    f->pairs = pairs;
+    f->t_last = fc->t_start = now;
+    fc->tail = lat;
+    DT_ASSERT(nh < (1 << 30));
+    f->n_hops = (uint32_t)nh;
+    int where; /* LE_* flag: where its slots are */
+    if (nh <= NET_HOT_HOPS) {
+        for (int h = 0; h < nh; h++) f->p.link[h] = path[h]; /* (not a memcpy call of 8-16 bytes) */
+        free(xpath); /* a short coupled path lives in the record like any other */
+        path = f->p.link;
+        f->owns_path = 0;
+        where = LE_COLD_SLOTS;
+    } else {
+        f->p.path = path;
+        f->owns_path = xpath != NULL;
+        bool own = xpath || nh > NET_INLINE_HOPS;
+        fc->u.x.xslot = own ? dt_xmalloc((size_t)nh * sizeof *fc->u.x.xslot) : NULL;
+        where = own ? LE_OWN_SLOTS : 0;
+    }
+    fc->pairs = pairs;
     f->w = w;
-    f->done_kind = done_kind;
-    f->done_id = done_id;
-    f->done_data = done_data;
-    f->tag = n->tag;
+    fc->done_kind = done_kind;
+    fc->done_id = done_id;
+    fc->done_data = done_data;
+    fc->tag = n->tag;
     f->bneck = -1;
+    f->batch = -1;
     int *slot = flow_slots(n, id);
     int alone = 1;
     for (int h = 0; h < nh; h++) {
@@ -455,7 +636,7 @@ flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
             lk->e = dt_xrealloc(lk->e, (size_t)lk->cap * sizeof *lk->e);
         }
         slot[h] = lk->n;
-        lk->e[lk->n++] = (link_entry){id, f->xslot ? h | LE_OWN_SLOTS : h};
+        lk->e[lk->n++] = (link_entry){id, h | where};
         if (lk->n > 1) alone = 0;
     }
     if (alone) {
@@ -471,6 +652,21 @@ flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
     }
 }
 
+/* Store slot of key dl = dst * NET_LANES + lane: consecutive destinations in consecutive
+ * slots (a rank's sends go to consecutive peers), each lane offset by a large odd stride so
+ * that lanes do not pile onto each other's runs (dl itself modulo the size put lane 0 of
+ * destination d and d + cap/4 on one slot: long probe chains). */
+static inline int store_slot(int dl, int cap)
+{
+    unsigned d = (unsigned)dl / NET_LANES, v = (unsigned)dl % NET_LANES;
+    return (int)((d + v * 0x9E3779B1u) & (unsigned)(cap - 1));
+}
+
+static inline double lane_bw(const net *n, const route_lane *ln)
+{
+    return ln->bl >= 0 ? n->links[ln->bl].bw : INFINITY;
+}
+
 static void store_grow(src_store *ss)
 {
     int old_cap = ss->cap;
@@ -480,28 +676,17 @@ static void store_grow(src_store *ss)
     for (int i = 0; i < ss->cap; i++) ss->e[i].dst_lane = -1;
     for (int i = 0; i < old_cap; i++) {
         if (old[i].dst_lane < 0) continue;
-        int k = old[i].dst_lane & (ss->cap - 1);
+        int k = store_slot(old[i].dst_lane, ss->cap);
         while (ss->e[k].dst_lane >= 0) k = (k + 1) & (ss->cap - 1);
         ss->e[k] = old[i];
     }
     free(old);
 }
 
-/* Fill memo lane v of pair (src, dst) from the store, or route it (and store it). Slots are
- * the key itself modulo the table size: a rank's sends to consecutive peers use consecutive
- * slots. */
-static void lane_fill(net *n, int64_t key, unsigned v, int src_gpu, int dst_gpu, route_lane *ln)
+/* Route lane v of pair (src, dst) and keep it in the store (while it has room). */
+static __attribute__((noinline)) const route_lane *lane_miss(net *n, int64_t key, unsigned v,
+                                                             int src_gpu, int dst_gpu)
 {
-    src_store *ss = &n->store[src_gpu];
-    int dl = dst_gpu * NET_LANES + (int)v;
-    if (ss->cap)
-        for (int k = dl & (ss->cap - 1); ss->e[k].dst_lane >= 0; k = (k + 1) & (ss->cap - 1))
-            if (ss->e[k].dst_lane == dl) {
-                const stored_lane *sl = &ss->e[k];
-                *ln = (route_lane){.path = sl->path, .n_hops = sl->n_hops, .bl = sl->bl,
-                                   .lat = sl->lat, .bw = sl->bw};
-                return;
-            }
     const int *pth = NULL;
     int hops = 0;
     uint64_t hash = mix64((uint64_t)key * NET_LANES + v + 0x9e3779b97f4a7c15ULL);
@@ -512,45 +697,55 @@ static void lane_fill(net *n, int64_t key, unsigned v, int src_gpu, int dst_gpu,
                   : topo_route(n->t, src_gpu, dst_gpu, hash, &pth, &hops);
     DT_ASSERT(rc == DT_OK);
     DT_ASSERT(hops <= NET_MAX_HOPS);
-    ln->path = pth;
-    ln->n_hops = hops;
-    ln->lat = path_latency(n->t, pth, hops);
-    ln->bw = INFINITY;
-    ln->bl = -1;
+    route_lane ln = {.path = pth, .n_hops = hops, .lat = path_latency(n->t, pth, hops), .bl = -1};
+    double bw = INFINITY;
     for (int h = 0; h < hops; h++)
-        if (n->links[pth[h]].bw < ln->bw) {
-            ln->bw = n->links[pth[h]].bw;
-            ln->bl = pth[h];
+        if (n->links[pth[h]].bw < bw) {
+            bw = n->links[pth[h]].bw;
+            ln.bl = pth[h];
         }
-    if (!keep) return;
+    if (!keep) {
+        n->scratch = ln;
+        return &n->scratch;
+    }
+    src_store *ss = &n->store[src_gpu];
+    int dl = dst_gpu * NET_LANES + (int)v;
     if (2 * (ss->n + 1) > ss->cap) store_grow(ss);
-    int k = dl & (ss->cap - 1);
+    int k = store_slot(dl, ss->cap);
     while (ss->e[k].dst_lane >= 0) k = (k + 1) & (ss->cap - 1);
-    ss->e[k] = (stored_lane){.dst_lane = dl, .n_hops = ln->n_hops, .bl = ln->bl,
-                             .path = ln->path, .lat = ln->lat, .bw = ln->bw};
+    ss->e[k] = (stored_lane){.dst_lane = dl, .r = ln};
     ss->n++;
     n->store_n++;
+    return &ss->e[k].r;
 }
 
-/* The memoised route from src to dst on ECMP lane `lane`, or (lane < 0) on the pair's next
- * lane in rotation (see net.h). */
+/* The route of lane v of pair (src, dst), from the store or routed now. Valid until the next call (the store may grow, the scratch be reused). */
+static inline const route_lane *lane_get(net *n, int64_t key, unsigned v, int src_gpu, int dst_gpu)
+{
+    const src_store *ss = &n->store[src_gpu];
+    int dl = dst_gpu * NET_LANES + (int)v;
+    if (ss->cap)
+        for (int k = store_slot(dl, ss->cap); ss->e[k].dst_lane >= 0; k = (k + 1) & (ss->cap - 1))
+            if (ss->e[k].dst_lane == dl) return &ss->e[k].r;
+    return lane_miss(n, key, v, src_gpu, dst_gpu);
+}
+
+/* The route from src to dst on ECMP lane `lane`, or (lane < 0) on the pair's next lane in
+ * rotation (see net.h). */
 __attribute__((always_inline)) static inline const route_lane *
 next_route(net *n, int src_gpu, int dst_gpu, int lane)
 {
     /* ECMP: successive transfers between one pair rotate over NET_LANES flow hashes of the
      * pair (as NCCL spreads a connection over several channels / queue pairs, each pinned
-     * to a path by the 5-tuple hash). Deterministic, and routes are memoised per lane. */
+     * to a path by the 5-tuple hash). Deterministic. */
     int64_t key = (int64_t)src_gpu * n->t->n_gpus + dst_gpu;
     route_memo *m = &n->memo[mix64((uint64_t)key) & n->memo_mask];
-    if (m->key != key) { /* what a memset would do, for the fields that are read */
+    if (m->key != key) {
         m->key = key;
         m->next = 0;
-        for (int l = 0; l < NET_LANES; l++) m->lane[l].path = NULL;
     }
     unsigned v = lane >= 0 ? (unsigned)lane % NET_LANES : m->next++ % NET_LANES;
-    route_lane *ln = &m->lane[v];
-    if (!ln->path) lane_fill(n, key, v, src_gpu, dst_gpu, ln);
-    return ln;
+    return lane_get(n, key, v, src_gpu, dst_gpu);
 }
 
 void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
@@ -572,7 +767,7 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
     sim_time_t lat = ln->lat;
 
     if (n->cfg.mode == NET_ANALYTIC || bytes == 0 || nh == 0) {
-        sim_time_t dt = (bytes > 0 && nh > 0) ? ps_ceil(bytes / ln->bw) : 0;
+        sim_time_t dt = (bytes > 0 && nh > 0) ? ps_ceil(bytes / lane_bw(n, ln)) : 0;
         n->st.flows_finished++;
         n->st.bytes_delivered += bytes;
         if (n->obs && bytes > 0)
@@ -582,20 +777,20 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
         return;
     }
 
-    flow_start(n, path, nh, NULL, 1, 1.0, lat, ln->bw, ln->bl, bytes, done_kind, done_id, done_data);
+    flow_start(n, path, nh, NULL, 1, 1.0, lat, lane_bw(n, ln), ln->bl, bytes, done_kind, done_id,
+               done_data);
 }
 
 /* What next_route does to the memo, without routing: the pair's entry is (re)claimed, so
  * the lane rotation of whatever pair held the slot restarts exactly as if the route had been
- * looked up (the ring cache must not change which lanes later transfers take). The lane's
- * route itself is filled lazily by next_route when a transfer needs it. */
+ * looked up (the ring cache must not change which lanes later transfers take). */
 static inline void memo_touch(net *n, int src_gpu, int dst_gpu)
 {
     int64_t key = (int64_t)src_gpu * n->t->n_gpus + dst_gpu;
     route_memo *m = &n->memo[mix64((uint64_t)key) & n->memo_mask];
     if (m->key != key) {
-        memset(m, 0, sizeof *m);
         m->key = key;
+        m->next = 0;
     }
 }
 
@@ -689,8 +884,8 @@ void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, 
             memcpy(path + nh, ln->path, (size_t)ln->n_hops * sizeof *path);
             nh += ln->n_hops;
             if (ln->lat > lat) lat = ln->lat;
-            if (ln->bw < bw) {
-                bw = ln->bw;
+            if (lane_bw(n, ln) < bw) {
+                bw = lane_bw(n, ln);
                 bl = ln->bl;
             }
         }
@@ -718,47 +913,145 @@ void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, 
     /* (A link the path crosses twice gets two entries, so flow_start never takes the
      * single-flow fast path for it: the solver charges the rate twice there.) */
     flow_start(n, path, nh, path, n_pairs, weight, lat, bw, bl, bytes, done_kind, done_id, done_data);
+    /* (path is the flow's now: kept, or freed at once when short enough for the record) */
 }
 
-static void on_done(void *model, sim_engine *eng, const sim_event *ev)
+/* Add fc's completion to the delivery group of its time, creating the group while there is
+ * room; 0 when its time has no group (the caller schedules it alone). */
+static int deliver_later(net *n, sim_time_t now, const flow_cold *fc)
+{
+    sim_time_t at = now > 0 && fc->tail > SIM_TIME_MAX - now ? SIM_TIME_MAX : now + fc->tail;
+    int g = 0;
+    while (g < n->n_dg && n->dg_t[g] != at) g++;
+    if (g == n->n_dg) {
+        if (g == NET_DELIVER_GROUPS) return 0;
+        if (n->free_dl < 0) {
+            int old = n->n_dl, c = old ? 2 * old : 8;
+            n->dl = dt_xrealloc(n->dl, (size_t)c * sizeof *n->dl);
+            memset(n->dl + old, 0, (size_t)(c - old) * sizeof *n->dl);
+            for (int i = c - 1; i >= old; i--) {
+                n->dl[i].next_free = n->free_dl;
+                n->free_dl = i;
+            }
+            n->n_dl = c;
+        }
+        int id = n->free_dl;
+        n->free_dl = n->dl[id].next_free;
+        n->dl[id].n = 0;
+        n->dg_id[g] = id;
+        n->dg_t[g] = at;
+        n->n_dg++;
+    }
+    net_delivery *d = &n->dl[n->dg_id[g]];
+    if (d->n == d->cap) {
+        d->cap = d->cap ? 2 * d->cap : 64;
+        d->kind = dt_xrealloc(d->kind, (size_t)d->cap * sizeof *d->kind);
+        d->id = dt_xrealloc(d->id, (size_t)d->cap * sizeof *d->id);
+        d->data = dt_xrealloc(d->data, (size_t)d->cap * sizeof *d->data);
+    }
+    d->kind[d->n] = fc->done_kind;
+    d->id[d->n] = fc->done_id;
+    d->data[d->n++] = fc->done_data;
+    return 1;
+}
+
+static void on_deliver(void *model, sim_engine *eng, const sim_event *ev)
 {
     net *n = model;
-    net_flow *f = &n->flows[ev->id];
-    if ((uint32_t)ev->data != f->version) return; /* stale: the rate changed since */
-    sim_time_t now = ev->time;
+    int id = (int)ev->id;
+    /* (n->dl is not reallocated while this runs: deliveries are only created in on_batch) */
+    net_delivery *d = &n->dl[id];
+    for (int i = 0; i < d->n; i++) sim_dispatch(eng, d->kind[i], d->id[i], d->data[i]);
+    d->n = 0;
+    d->next_free = n->free_dl;
+    n->free_dl = id;
+}
+
+/* Flow id's last byte has left: off its links, and the caller's completion one path latency
+ * later. Links flagged in n->lempty lose all their flows in the batch being handled: their
+ * entries are dropped by count (nobody reads them again). */
+static inline void depart(net *n, sim_engine *eng, int id, sim_time_t now)
+{
+    net_flow *f = &n->flows[id];
+    flow_cold *fc = &n->cold[id];
     if (f->bneck >= 0) n->links[f->bneck].n_bneck--;
-    const int *slot = flow_slots(n, (int)ev->id);
+    const int *slot = flow_slots(n, id);
+    const int *path = flow_path(n, id);
     for (int h = 0; h < f->n_hops; h++) {
-        int l = f->path[h];
+        int l = path[h];
         net_link *lk = &n->links[l];
-        int s = slot[h];
-        link_entry last = lk->e[--lk->n];
-        if (s != lk->n) {
+        if (n->lempty[l]) {
+            lk->n--;
+        } else {
+            int s = slot[h];
+            link_entry last = lk->e[--lk->n];
+            if (s != lk->n) {
             lk->e[s] = last;
             /* the moved flow's slot, without reading its record unless it owns its slots
              * (a cache miss per hop saved: a quarter of a direct all-reduce's time) */
-            if (last.hop & LE_OWN_SLOTS)
-                n->flows[last.flow].xslot[last.hop & ~LE_OWN_SLOTS] = s;
-            else
-                n->fslot[(size_t)last.flow * NET_INLINE_HOPS + last.hop] = s;
+                if (last.hop & LE_COLD_SLOTS)
+                    n->cold[last.flow].u.slot[last.hop & LE_HOP_MASK] = s;
+                else if (last.hop & LE_OWN_SLOTS)
+                    n->cold[last.flow].u.x.xslot[last.hop & LE_HOP_MASK] = s;
+                else
+                    n->fslot[(size_t)last.flow * NET_INLINE_HOPS + last.hop] = s;
+            }
         }
         /* If no remaining flow is bottlenecked on this link, every remaining flow keeps a
          * saturated link on which it is the fastest: the allocation is still max-min fair
          * and nothing needs re-solving. */
         if (lk->n > 0 && (DTSIM_NET_NOSKIP || lk->n_bneck > 0)) mark_dirty(n, l, DIRTY_DEPART);
         if (lk->n == 0) lk->busy += now - lk->busy_since;
-        if (n->obs) n->obs(n->obs_ctx, l, f->t_start, now, f->bytes, f->tag);
+        if (n->obs) n->obs(n->obs_ctx, l, fc->t_start, now, fc->bytes, fc->tag);
     }
     n->st.flows_finished++;
-    n->st.bytes_delivered += f->bytes * f->pairs;
-    sim_schedule_in(eng, now, f->tail, f->done_kind, f->done_id, f->done_data);
-    free(f->xpath); /* NULL unless coupled */
-    free(f->xslot); /* NULL unless coupled or long */
-    f->xpath = f->xslot = NULL;
+    n->st.bytes_delivered += fc->bytes * fc->pairs;
+    if (!n->in_batch || fc->tail == 0 || !deliver_later(n, now, fc))
+        sim_schedule_in(eng, now, fc->tail, fc->done_kind, fc->done_id, fc->done_data);
+    if (f->n_hops > NET_HOT_HOPS) {
+        if (f->owns_path) free((int *)f->p.path);
+        free(fc->u.x.xslot); /* NULL unless coupled or long */
+    }
+    f->owns_path = 0;
     f->version++;
     f->active = 0;
-    n->free_stack[n->n_free++] = (int)ev->id;
+    n->free_stack[n->n_free++] = id;
     n->active--;
+}
+
+static void on_done(void *model, sim_engine *eng, const sim_event *ev)
+{
+    net *n = model;
+    if ((uint32_t)ev->data != n->flows[ev->id].version) return; /* stale: the rate changed since */
+    depart(n, eng, (int)ev->id, ev->time);
+}
+
+static void on_batch(void *model, sim_engine *eng, const sim_event *ev)
+{
+    net *n = model;
+    net_batch *b = &n->batches[ev->id];
+    if (b->stale == 0)
+        for (int i = 0; i < b->n_lk; i++)
+            if (n->links[b->lk[i]].n == b->lcnt[i]) n->lempty[b->lk[i]] = 1;
+    n->in_batch = 1;
+    n->n_dg = 0;
+    for (int i = 0; i < b->n; i++) {
+        if (i + PF_AHEAD < b->n) {
+            uint32_t q = b->fid[i + PF_AHEAD];
+            PF(&n->flows[q]);
+            PF(&n->cold[q]);
+        }
+        net_flow *f = &n->flows[b->fid[i]];
+        if (f->version != b->ver[i]) continue; /* stale */
+        f->batch = -1;
+        depart(n, eng, (int)b->fid[i], ev->time);
+    }
+    n->in_batch = 0;
+    for (int g = 0; g < n->n_dg; g++) sim_schedule(eng, n->dg_t[g], n->k_deliver, (uint32_t)n->dg_id[g], 0);
+    for (int i = 0; i < b->n_lk; i++) n->lempty[b->lk[i]] = 0;
+    b->n = b->n_lk = 0;
+    b->next_free = n->free_batch;
+    n->free_batch = (int)ev->id;
 }
 
 static void grow_int(int **a, int *cap, int need)
@@ -770,13 +1063,161 @@ static void grow_int(int **a, int *cap, int need)
     *cap = c;
 }
 
+/* What sim_schedule_in(now, dt) schedules at. */
+static inline sim_time_t finish_at(sim_time_t now, sim_time_t dt)
+{
+    return now > 0 && dt > SIM_TIME_MAX - now ? SIM_TIME_MAX : now + dt;
+}
+
+static int batch_alloc(net *n)
+{
+    if (n->free_batch < 0) {
+        int old = n->n_batches, c = old ? 2 * old : 16;
+        n->batches = dt_xrealloc(n->batches, (size_t)c * sizeof *n->batches);
+        memset(n->batches + old, 0, (size_t)(c - old) * sizeof *n->batches);
+        for (int i = c - 1; i >= old; i--) {
+            n->batches[i].next_free = n->free_batch;
+            n->free_batch = i;
+        }
+        n->n_batches = c;
+    }
+    int id = n->free_batch;
+    net_batch *b = &n->batches[id];
+    n->free_batch = b->next_free;
+    b->n = b->n_lk = b->stale = 0;
+    return id;
+}
+
+static void ht_grow(net *n, int ng)
+{
+    int c = n->ht_cap ? 2 * n->ht_cap : 64;
+    while (c < 2 * ng) c *= 2;
+    n->ht = dt_xrealloc(n->ht, (size_t)c * sizeof *n->ht);
+    n->ht_gen = dt_xrealloc(n->ht_gen, (size_t)c * sizeof *n->ht_gen);
+    n->ht_cap = c;
+    memset(n->ht_gen, 0, (size_t)c * sizeof *n->ht_gen);
+    n->gen = 1;
+    for (int g = 0; g < ng; g++) {
+        int k = (int)(mix64((uint64_t)n->g_t[g]) & (uint64_t)(c - 1));
+        while (n->ht_gen[k] == n->gen) k = (k + 1) & (c - 1);
+        n->ht[k] = g;
+        n->ht_gen[k] = n->gen;
+    }
+}
+
+/* Schedule the completions of the m flows the recompute just re-rated (n->rs_i: component
+ * indices, n->rs_t: finish times, versions already bumped), grouped by finish time: a time
+ * with one flow gets its own data-done event, one with several a batch (net_batch). Every
+ * event scheduled here takes the next sequence number, so the grouping changes no order. */
+static void emit_finishes(net *n, int m)
+{
+    if (m == 0) return;
+    if (m == 1 || n->no_batch) {
+        for (int k = 0; k < m; k++) {
+            int fid = n->cf[n->rs_i[k]];
+            sim_schedule(n->eng, n->rs_t[k], n->k_done, (uint32_t)fid, n->flows[fid].version);
+        }
+        return;
+    }
+    int ng = 0;
+    if (n->ht_cap == 0 || n->gen == UINT32_MAX) ht_grow(n, 0);
+    else n->gen++;
+    int last = -1; /* the group of the previous flow: usually the next one's too */
+    for (int k = 0; k < m; k++) {
+        sim_time_t t = n->rs_t[k];
+        n->rs_next[k] = -1;
+        if (last >= 0 && n->g_t[last] == t) {
+            n->rs_next[n->g_tail[last]] = k;
+            n->g_tail[last] = k;
+            n->g_cnt[last]++;
+            continue;
+        }
+        int mask = n->ht_cap - 1, h = (int)(mix64((uint64_t)t) & (uint64_t)mask), g = -1;
+        while (n->ht_gen[h] == n->gen && n->g_t[g = n->ht[h]] != t) {
+            h = (h + 1) & mask;
+            g = -1;
+        }
+        if (g >= 0) {
+            n->rs_next[n->g_tail[g]] = k;
+            n->g_tail[g] = k;
+            n->g_cnt[g]++;
+            last = g;
+            continue;
+        }
+        if (ng == n->cap_g) {
+            n->cap_g = n->cap_g ? 2 * n->cap_g : 64;
+            n->g_t = dt_xrealloc(n->g_t, (size_t)n->cap_g * sizeof *n->g_t);
+            n->g_head = dt_xrealloc(n->g_head, (size_t)n->cap_g * sizeof *n->g_head);
+            n->g_tail = dt_xrealloc(n->g_tail, (size_t)n->cap_g * sizeof *n->g_tail);
+            n->g_cnt = dt_xrealloc(n->g_cnt, (size_t)n->cap_g * sizeof *n->g_cnt);
+        }
+        g = ng++;
+        n->g_t[g] = t;
+        n->g_head[g] = n->g_tail[g] = k;
+        n->g_cnt[g] = 1;
+        n->ht[h] = g;
+        n->ht_gen[h] = n->gen;
+        last = g;
+        if (2 * ng > n->ht_cap) ht_grow(n, ng);
+    }
+    for (int g = 0; g < ng; g++) {
+        int k = n->g_head[g];
+        if (n->g_cnt[g] == 1) {
+            int fid = n->cf[n->rs_i[k]];
+            sim_schedule(n->eng, n->g_t[g], n->k_done, (uint32_t)fid, n->flows[fid].version);
+            continue;
+        }
+        int bid = batch_alloc(n);
+        net_batch *b = &n->batches[bid];
+        if (n->g_cnt[g] > b->cap) {
+            b->cap = n->g_cnt[g];
+            b->fid = dt_xrealloc(b->fid, (size_t)b->cap * sizeof *b->fid);
+            b->ver = dt_xrealloc(b->ver, (size_t)b->cap * sizeof *b->ver);
+        }
+        int nt = 0, inc = 0;
+        for (int q = k; q >= 0; q = n->rs_next[q]) {
+            int i = n->rs_i[q];
+            inc += n->fstart[i + 1] - n->fstart[i];
+        }
+        /* Links to empty by count are worth finding when the members are short transfers
+         * sharing links (a direct collective's); coupled ring flows crossing thousands of
+         * links each would pay a count per incidence for nothing. */
+        int count_links = inc <= NET_INLINE_HOPS * n->g_cnt[g];
+        for (; k >= 0; k = n->rs_next[k]) {
+            if (k + PF_AHEAD < m) PF(&n->flows[n->cf[n->rs_i[k + PF_AHEAD]]]); /* (one group: the next ones) */
+            int i = n->rs_i[k], fid = n->cf[i];
+            net_flow *f = &n->flows[fid];
+            f->batch = bid;
+            b->fid[b->n] = (uint32_t)fid;
+            b->ver[b->n++] = f->version;
+            if (count_links)
+                for (int j = n->fstart[i]; j < n->fstart[i + 1]; j++) {
+                    int l = n->flinks[j];
+                    if (n->lcnt[l]++ == 0) n->ltouch[nt++] = l;
+                }
+        }
+        if (nt > b->cap_lk) {
+            b->cap_lk = nt;
+            b->lk = dt_xrealloc(b->lk, (size_t)b->cap_lk * sizeof *b->lk);
+            b->lcnt = dt_xrealloc(b->lcnt, (size_t)b->cap_lk * sizeof *b->lcnt);
+        }
+        for (int q = 0; q < nt; q++) {
+            b->lk[q] = n->cl[n->ltouch[q]];
+            b->lcnt[q] = n->lcnt[n->ltouch[q]];
+            n->lcnt[n->ltouch[q]] = 0;
+        }
+        b->n_lk = nt;
+        sim_schedule(n->eng, n->g_t[g], n->k_batch, (uint32_t)bid, 0);
+    }
+}
+
 static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
 {
     net *n = model;
     sim_time_t now = ev->time;
     n->recompute_pending = 0;
     uint32_t ep = ++n->epoch;
-    int nf = 0, nl = 0, ninc = 0;
+    int nf = 0, nl = 0, ninc = 0, weighted = 0;
 
     /* Walk the components touching dirty links, collecting each flow's links as local indices
      * (a link gets its index when first met). Scratch arrays grow to the largest component
@@ -798,17 +1239,31 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         while (sp > 0) {
             net_link *lk = &n->links[n->stack[--sp]];
             for (int k = 0; k < lk->n; k++) {
+                if (k + PF_AHEAD < lk->n) {
+                    int q = lk->e[k + PF_AHEAD].flow;
+                    PF(&n->fmark[q]);
+                    PF(&n->flows[q]);
+                }
                 int fid = lk->e[k].flow;
                 if (n->fmark[fid] == ep) continue;
                 n->fmark[fid] = ep;
                 const net_flow *f = &n->flows[fid];
+                const int *fp = f->n_hops <= NET_HOT_HOPS ? f->p.link : f->p.path;
                 grow_int(&n->cf, &n->cap_cf, nf + 2);
                 grow_int(&n->fstart, &n->cap_fs, nf + 2);
                 grow_int(&n->flinks, &n->cap_inc, ninc + f->n_hops);
+                if (nf + 1 > n->cap_rate) {
+                    n->cap_rate = n->cap_cf;
+                    n->rate = dt_xrealloc(n->rate, (size_t)n->cap_rate * sizeof *n->rate);
+                    n->bn = dt_xrealloc(n->bn, (size_t)n->cap_rate * sizeof *n->bn);
+                    n->wt = dt_xrealloc(n->wt, (size_t)n->cap_rate * sizeof *n->wt);
+                }
+                n->wt[nf] = f->w; /* read now: this pass has the record in cache */
+                weighted |= f->w != 1.0;
                 n->cf[nf] = fid;
                 n->fstart[nf++] = ninc;
                 for (int h = 0; h < f->n_hops; h++) {
-                    int m = f->path[h];
+                    int m = fp[h];
                     link_mark *lm = &n->lmark[m];
                     if (lm->mark != ep) {
                         *lm = (link_mark){ep, nl};
@@ -826,12 +1281,6 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     if (nf == 0) return;
     n->fstart[nf] = ninc;
 
-    if (nf > n->cap_rate) {
-        n->cap_rate = n->cap_cf;
-        n->rate = dt_xrealloc(n->rate, (size_t)n->cap_rate * sizeof *n->rate);
-        n->bn = dt_xrealloc(n->bn, (size_t)n->cap_rate * sizeof *n->bn);
-        n->wt = dt_xrealloc(n->wt, (size_t)n->cap_rate * sizeof *n->wt);
-    }
     if (nl > n->cap_ls) {
         n->cap_ls = n->cap_cl;
         n->cap = dt_xrealloc(n->cap, (size_t)n->cap_ls * sizeof *n->cap);
@@ -841,17 +1290,26 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         n->cap[j] = n->links[n->cl[j]].bw;
         n->used[j] = 0;
     }
-    int weighted = 0;
-    for (int i = 0; i < nf; i++) {
-        n->wt[i] = n->flows[n->cf[i]].w;
-        weighted |= n->wt[i] != 1.0;
-    }
     mm_solve_weighted(n->mm, nl, n->cap, nf, n->fstart, n->flinks, weighted ? n->wt : NULL,
                       n->rate, n->bn);
+    if (nf > n->cap_rs) {
+        n->cap_rs = n->cap_cf;
+        n->rs_i = dt_xrealloc(n->rs_i, (size_t)n->cap_rs * sizeof *n->rs_i);
+        n->rs_next = dt_xrealloc(n->rs_next, (size_t)n->cap_rs * sizeof *n->rs_next);
+        n->rs_t = dt_xrealloc(n->rs_t, (size_t)n->cap_rs * sizeof *n->rs_t);
+    }
+    if (nl > n->cap_lc) {
+        n->cap_lc = n->cap_cl;
+        n->lcnt = dt_xrealloc(n->lcnt, (size_t)n->cap_lc * sizeof *n->lcnt);
+        n->ltouch = dt_xrealloc(n->ltouch, (size_t)n->cap_lc * sizeof *n->ltouch);
+        memset(n->lcnt, 0, (size_t)n->cap_lc * sizeof *n->lcnt);
+    }
+    int m = 0; /* flows rescheduled */
     n->st.solves++;
     n->st.solved_flows += (uint64_t)nf;
 
     for (int i = 0; i < nf; i++) {
+        if (i + PF_AHEAD < nf) PF(&n->flows[n->cf[i + PF_AHEAD]]);
         int fid = n->cf[i];
         net_flow *f = &n->flows[fid];
         double r = n->rate[i];
@@ -870,8 +1328,15 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         f->t_last = now;
         f->rate = r;
         n->st.rate_updates++;
-        schedule_finish(n, fid, f, now);
+        if (f->batch >= 0) { /* its pending completion is a batch member: stale from now */
+            n->batches[f->batch].stale++;
+            f->batch = -1;
+        }
+        f->version++;
+        n->rs_i[m] = i;
+        n->rs_t[m++] = finish_at(now, ps_ceil(f->remaining / f->rate));
     }
+    emit_finishes(n, m);
     for (int j = 0; j < nl; j++) note_util(n, n->used[j], n->cap[j]);
     (void)eng;
 }
@@ -897,7 +1362,8 @@ int net_check_fair(net *n, double rel_tol)
         fs[nf] = k;
         w[nf] = f->w;
         ids[nf++] = i;
-        for (int h = 0; h < f->n_hops; h++) fl[k++] = f->path[h];
+        const int *fp = flow_path(n, i);
+        for (int h = 0; h < f->n_hops; h++) fl[k++] = fp[h];
     }
     fs[nf] = k;
     mm_solver *m = mm_create();

@@ -11,7 +11,9 @@
  *                16 pipeline stages divide them; tp 8, pp 16 1F1B, full recomputation, ZeRO-1;
  *                32 sequences per replica (weak scaling)
  * at 1,024 / 16,384 / 65,536 / 131,072 GPUs. Collectives (`dtsim collective`'s defaults, flow
- * mode, one switch): direct all-reduce of 1 GiB and all-to-all of 256 MiB on 256 to 2,048 GPUs.
+ * mode, one switch): direct all-reduce of 1 GiB and all-to-all of 256 MiB on 256 to 2,048 GPUs
+ * (up to --max-gpus), ring all-reduce of 1 GiB on 1,024 and 8,192 GPUs (ring model `exact`,
+ * which runs the fluid ring there: docs/collectives.md).
  *
  * Each case runs in a child process, so that its peak RSS is its own (wait4's rusage) and its
  * wall time includes everything a `dtsim` process would do but parsing arguments. Printed per
@@ -21,6 +23,9 @@
  *   build/bench_scale                    everything (about 5 minutes, 3.3 GiB at most)
  *   build/bench_scale --max-gpus 16384   the steps up to 16,384 GPUs (seconds)
  *   build/bench_scale --only coll        one group: gpt3, llama, coll
+ *   build/bench_scale --scenario gpt3 131072 flow > s.json   one step case's scenario, for
+ *                                        `/usr/bin/time -v build/dtsim run s.json` (its wall
+ *                                        time and peak RSS as a whole process)
  */
 #define _DEFAULT_SOURCE /* wait4: the peak RSS of one child */
 #include <math.h>
@@ -56,15 +61,14 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static outcome run_step(const char *model, int gpus, const char *network)
+/* The scenario of one step case, as JSON text. */
+static void step_scenario(char *text, size_t size, const char *model, int gpus, const char *network)
 {
-    outcome o = {0};
-    char text[4096];
     int nodes = gpus / 8;
     if (!strcmp(model, "gpt3-175b")) {
         int dp = gpus / 64;
         int batch = dp * 96 > 4096 ? 16 * dp : 1536 * (dp / 16 > 0 ? dp / 16 : 1);
-        snprintf(text, sizeof text,
+        snprintf(text, size,
                  "{\"topology\": {\"generator\": \"dgx\", \"nodes\": %d, \"gpus_per_node\": 8,"
                  " \"gpu\": \"H100-SXM\"},"
                  " \"model\": {\"kind\": \"transformer\", \"layers\": 96, \"hidden\": 12288,"
@@ -76,7 +80,7 @@ static outcome run_step(const char *model, int gpus, const char *network)
                  nodes, dp, batch, network);
     } else {
         int dp = gpus / 128;
-        snprintf(text, sizeof text,
+        snprintf(text, size,
                  "{\"topology\": {\"generator\": \"dgx\", \"nodes\": %d, \"gpus_per_node\": 8,"
                  " \"gpu\": \"H100-SXM\"},"
                  " \"model\": {\"kind\": \"transformer\", \"layers\": 128, \"hidden\": 16384,"
@@ -88,6 +92,13 @@ static outcome run_step(const char *model, int gpus, const char *network)
                  " \"global_batch\": %d, \"options\": {\"network\": \"%s\"}}",
                  nodes, dp, 32 * dp, network);
     }
+}
+
+static outcome run_step(const char *model, int gpus, const char *network)
+{
+    outcome o = {0};
+    char text[4096];
+    step_scenario(text, sizeof text, model, gpus, network);
     cJSON *j;
     dt_error e;
     dt_error_clear(&e);
@@ -106,7 +117,7 @@ static outcome run_step(const char *model, int gpus, const char *network)
     return o;
 }
 
-static outcome run_coll(coll_op op, int gpus, double bytes)
+static outcome run_coll(coll_op op, coll_algo algo, int gpus, double bytes)
 {
     outcome o = {0};
     topo *t = NULL;
@@ -116,7 +127,7 @@ static outcome run_coll(coll_op op, int gpus, double bytes)
     if (topo_generate(&p, &t, &e) != DT_OK) return o;
     int *group = malloc((size_t)gpus * sizeof *group);
     for (int i = 0; i < gpus; i++) group[i] = i;
-    coll_spec spec = {.op = op, .algo = COLL_DIRECT, .group = group, .n = gpus, .bytes = bytes,
+    coll_spec spec = {.op = op, .algo = algo, .group = group, .n = gpus, .bytes = bytes,
                       .elem_bytes = 2};
     coll_config cc = {.reduce_bw = -1, .ring_model = COLL_RING_EXACT};
     net_config nc = {.mode = NET_FLOW};
@@ -132,6 +143,7 @@ typedef struct job {
     int kind; /* 0 step, 1 collective */
     const char *model, *network;
     coll_op op;
+    coll_algo algo;
     double bytes;
     int gpus;
 } job;
@@ -148,7 +160,7 @@ static measured measure(const job *jb)
     if (pid == 0) {
         close(fd[0]);
         outcome o = jb->kind == 0 ? run_step(jb->model, jb->gpus, jb->network)
-                                  : run_coll(jb->op, jb->gpus, jb->bytes);
+                                  : run_coll(jb->op, jb->algo, jb->gpus, jb->bytes);
         ssize_t w = write(fd[1], &o, sizeof o);
         _exit(w == (ssize_t)sizeof o ? 0 : 1);
     }
@@ -183,8 +195,16 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--max-gpus") && i + 1 < argc) max_gpus = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
-        else {
-            fprintf(stderr, "usage: bench_scale [--max-gpus N] [--only gpt3|llama|coll]\n");
+        else if (!strcmp(argv[i], "--scenario") && i + 3 < argc) {
+            /* print one step case's scenario, to time `dtsim run` on it as a whole process */
+            const char *m = !strcmp(argv[i + 1], "gpt3") ? "gpt3-175b" : "llama3-405b";
+            char text[4096];
+            step_scenario(text, sizeof text, m, atoi(argv[i + 2]), argv[i + 3]);
+            printf("%s\n", text);
+            return 0;
+        } else {
+            fprintf(stderr, "usage: bench_scale [--max-gpus N] [--only gpt3|llama|coll]\n"
+                            "       bench_scale --scenario gpt3|llama GPUS analytic|flow\n");
             return 2;
         }
     }
@@ -215,16 +235,25 @@ int main(int argc, char **argv)
     }
     if (!only || !strcmp(only, "coll")) {
         static const int coll_n[] = {256, 512, 1024, 2048};
-        const struct { coll_op op; double bytes; const char *name; } cs[] = {
-            {COLL_ALLREDUCE, 1073741824.0, "direct all-reduce 1 GiB"},
-            {COLL_ALLTOALL, 268435456.0, "all-to-all 256 MiB"}};
-        for (int ci = 0; ci < 2; ci++) {
+        static const int ring_n[] = {1024, 8192};
+        const struct {
+            coll_op op;
+            coll_algo algo;
+            double bytes;
+            const char *name;
+            const int *n;
+        } cs[] = {{COLL_ALLREDUCE, COLL_DIRECT, 1073741824.0, "direct all-reduce 1 GiB", coll_n},
+                  {COLL_ALLTOALL, COLL_DIRECT, 268435456.0, "all-to-all 256 MiB", coll_n},
+                  {COLL_ALLREDUCE, COLL_RING, 1073741824.0, "ring all-reduce 1 GiB", ring_n}};
+        for (int ci = 0; ci < 3; ci++) {
             measured m[4];
             int n[4], k = 0;
-            for (int si = 0; si < 4 && coll_n[si] <= max_gpus; si++) {
-                job jb = {.kind = 1, .op = cs[ci].op, .bytes = cs[ci].bytes, .gpus = coll_n[si]};
+            int nn = cs[ci].n == ring_n ? 2 : 4;
+            for (int si = 0; si < nn && cs[ci].n[si] <= max_gpus; si++) {
+                job jb = {.kind = 1, .op = cs[ci].op, .algo = cs[ci].algo, .bytes = cs[ci].bytes,
+                          .gpus = cs[ci].n[si]};
                 m[k] = measure(&jb);
-                n[k] = coll_n[si];
+                n[k] = cs[ci].n[si];
                 if (!m[k].o.ok) rc = 1;
                 printf("%-24s %5d GPUs  time %10.6f s  events %10.0f  wall %7.3f s  %6.2f M events/s"
                        "  peak RSS %7.1f MiB\n",

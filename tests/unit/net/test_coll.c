@@ -8,7 +8,8 @@
  * by o(n-d)/(n-1)); hierarchical vs flat ring all-reduce on a dgx topology (both times and
  * their ratio from the closed forms); dbt's flow count; host-aware trees' NIC traffic (only chain
  * heads cross hosts, (H-1) S bytes); the incremental max-min sharing equals a
- * global re-solve throughout overlapping collectives; determinism; `auto` picks; input errors.
+ * global re-solve throughout overlapping collectives; completion batches change no link's
+ * bandwidth phase and no completion time; determinism; `auto` picks; input errors.
  * Leaves free: tie order of simultaneous events; tree shapes beyond flow counts. */
 #include <math.h>
 #include <string.h>
@@ -318,6 +319,123 @@ START_TEST(incremental_equals_global)
 }
 END_TEST
 
+/* Everything the network reports, in the order it reports it: each link's bandwidth phase
+ * (link observer, called as flows leave their links) and each collective's completion. */
+typedef struct obs_rec {
+    int n, cap;
+    int64_t *v; /* 5 numbers per observation */
+} obs_rec;
+
+static void obs_push(obs_rec *r, int64_t a, int64_t b, int64_t c, int64_t d, int64_t e)
+{
+    if (r->n + 5 > r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 4096;
+        r->v = realloc(r->v, (size_t)r->cap * sizeof *r->v);
+        ck_assert_ptr_nonnull(r->v);
+    }
+    int64_t x[5] = {a, b, c, d, e};
+    memcpy(r->v + r->n, x, sizeof x);
+    r->n += 5;
+}
+
+static void on_obs_link(void *ctx, int link, sim_time_t start, sim_time_t end, double bytes,
+                        uint32_t tag)
+{
+    obs_push(ctx, link, start, end, (int64_t)llround(bytes * 8), tag);
+}
+
+typedef struct mix_ctx {
+    coll_engine *c;
+    obs_rec *r;
+    uint32_t k_done;
+    coll_spec late; /* started by on_mix_start */
+} mix_ctx;
+
+static void on_mix_done(void *model, sim_engine *eng, const sim_event *ev)
+{
+    mix_ctx *m = model;
+    obs_push(m->r, -1, ev->id, ev->time, 0, 0);
+    (void)eng;
+}
+
+static void on_mix_start(void *model, sim_engine *eng, const sim_event *ev)
+{
+    mix_ctx *m = model;
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_start(m->c, &m->late, m->k_done, ev->id, 0, &err), DT_OK);
+    (void)eng;
+}
+
+/* Overlapping collectives on topology t, with the network's completion batches on or off:
+ * a direct all-reduce of all GPUs with reductions (a million-flow pattern in small: every flow
+ * of a phase finishes at once, its links empty in one batch), a ring all-reduce on the even
+ * GPUs from the start, and at 37 us a direct all-to-all of an odd size on the first half,
+ * whose arrivals re-rate flows already waiting in a batch (stale members). */
+static uint64_t run_mix(topo *t, int batching, obs_rec *r)
+{
+    sim_engine *e = sim_engine_create();
+    net *n = net_create(t, e, NULL);
+    net_set_batching(n, batching);
+    net_set_link_observer(n, on_obs_link, r);
+    coll_config cc = {.reduce_bw = -1};
+    coll_engine *c = coll_create(n, e, t, &cc);
+    int g = t->n_gpus, all[64], evens[32];
+    for (int i = 0; i < g; i++) all[i] = i;
+    for (int i = 0; i < g / 2; i++) evens[i] = 2 * i;
+    mix_ctx m = {.c = c, .r = r};
+    m.k_done = sim_kind_register(e, "test.mix_done", on_mix_done, &m);
+    uint32_t ks = sim_kind_register(e, "test.mix_start", on_mix_start, &m);
+    m.late = (coll_spec){.op = COLL_ALLTOALL, .algo = COLL_DIRECT, .group = all, .n = g / 2,
+                         .bytes = 1e7 + 6, .elem_bytes = 2};
+    coll_spec a = {.op = COLL_ALLREDUCE, .algo = COLL_DIRECT, .group = all, .n = g,
+                   .bytes = 16777216, .elem_bytes = 2};
+    coll_spec b = {.op = COLL_ALLREDUCE, .algo = COLL_RING, .group = evens, .n = g / 2,
+                   .bytes = 3e6, .elem_bytes = 2};
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_start(c, &a, m.k_done, 0, 0, &err), DT_OK);
+    ck_assert_int_eq(coll_start(c, &b, m.k_done, 1, 0, &err), DT_OK);
+    sim_schedule(e, 37 * SIM_US, ks, 2, 0);
+    sim_run(e, SIM_TIME_MAX);
+    uint64_t events = sim_events_handled(e);
+    coll_destroy(c);
+    net_destroy(n);
+    sim_engine_destroy(e);
+    return events;
+}
+
+START_TEST(batched_equals_per_flow)
+{
+    /* Completion batches (net.c: flows one recompute gives the same finish time leave in one
+     * event, links all of whose flows leave are emptied by count, completions handed back in
+     * one event per time) change the events, not the simulation: every link's bandwidth phase
+     * and every collective's completion come out identical, in the same order, to the
+     * picosecond, with batches on and off; with them on there are fewer events. On a switch
+     * (all flows of a direct phase end together) and on a 2:1 oversubscribed fat-tree (finish
+     * times spread). */
+    topo *ts[2] = {switch_topo(16),
+                   gen((topo_gen_params){.family = TOPO_FAMILY_FAT_TREE, .gpus = 32, .radix = 8,
+                                         .oversubscription = 2})};
+    for (int i = 0; i < 2; i++) {
+        obs_rec on = {0}, off = {0};
+        uint64_t ev_on = run_mix(ts[i], 1, &on), ev_off = run_mix(ts[i], 0, &off);
+        ck_assert_int_gt(on.n, 1000);
+        ck_assert_int_eq(on.n, off.n);
+        for (int k = 0; k < on.n; k++)
+            ck_assert_msg(on.v[k] == off.v[k], "topology %d: observation %d differs: %lld vs %lld",
+                          i, k / 5, (long long)on.v[k], (long long)off.v[k]);
+        int dones = 0;
+        for (int k = 0; k < on.n; k += 5) dones += on.v[k] == -1;
+        ck_assert_int_eq(dones, 3);
+        ck_assert_uint_lt(ev_on, ev_off);
+        free(on.v);
+        free(off.v);
+        topo_destroy(ts[i]);
+    }
+}
+END_TEST
+
 typedef struct nic_bytes {
     topo *t;
     double up[64]; /* per GPU: bytes it pushed into its NIC */
@@ -484,6 +602,7 @@ int main(void)
     tcase_add_test(tc, hier_beats_flat_ring_on_dgx);
     tcase_add_test(tc, dbt_and_tree_allreduce);
     tcase_add_test(tc, incremental_equals_global);
+    tcase_add_test(tc, batched_equals_per_flow);
     tcase_add_test(tc, host_aware_trees);
     tcase_add_test(tc, deterministic);
     tcase_add_test(tc, auto_rule);
