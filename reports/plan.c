@@ -100,8 +100,11 @@ static void set_str(cJSON *obj, const char *key, const char *v)
         cJSON_AddStringToObject(obj, key, v);
 }
 
+typedef enum fw_kind { FW_GENERIC, FW_MEGATRON, FW_FSDP } fw_kind;
+
 typedef struct space {
     const cJSON *scenario;
+    fw_kind framework;    /* the scenario's "framework" preset: whose rules apply */
     double layers, heads, kv_heads, global_batch, virtual_stages;
     bool generated, has_compression, interleaved;
     int own_mbs;
@@ -153,6 +156,37 @@ static cJSON *build(const space *sp, const plan_candidate *c)
     return s;
 }
 
+/* The frameworks' rules: plans dtsim can simulate but the framework a team would run them on
+ * refuses, so proposing them would send the user to a configuration that does not start.
+ * - ZeRO-2/3 with pipeline parallelism: DeepSpeed raises "ZeRO-2 and ZeRO-3 are incompatible
+ *   with pipeline parallelism" (PipelineEngine), Megatron-LM has no gradient or parameter
+ *   sharding beside its pipeline schedules; applies whatever the framework field says.
+ * - Megatron-LM (framework "megatron"): its distributed optimizer shards optimizer state only,
+ *   which is ZeRO-1; ZeRO-2/3 do not exist there.
+ * - FSDP (framework "fsdp"): no pipeline schedule (pp 1). */
+static bool rules(const space *sp, const plan_candidate *c, const char *lb, rejects *rj)
+{
+    char ex[320];
+    if (c->zero >= 2 && c->pp > 1) {
+        snprintf(ex, sizeof ex, "%s: ZeRO-%d with pp %d (DeepSpeed and Megatron-LM refuse ZeRO-2/3 "
+                 "with pipeline parallelism)", lb, c->zero, c->pp);
+        reject(rj, "rule: no ZeRO-2/3 with pp > 1", ex);
+        return false;
+    }
+    if (sp->framework == FW_MEGATRON && c->zero >= 2) {
+        snprintf(ex, sizeof ex, "%s: Megatron-LM's distributed optimizer is ZeRO-1; ZeRO-%d does "
+                 "not exist there", lb, c->zero);
+        reject(rj, "rule: megatron has ZeRO 0 or 1 only", ex);
+        return false;
+    }
+    if (sp->framework == FW_FSDP && c->pp > 1) {
+        snprintf(ex, sizeof ex, "%s: FSDP has no pipeline schedule (pp %d)", lb, c->pp);
+        reject(rj, "rule: fsdp has no pipeline (pp 1)", ex);
+        return false;
+    }
+    return true;
+}
+
 /* Structural checks; returns false (and records why) when the candidate cannot exist. */
 static bool structural(const space *sp, const plan_candidate *c, rejects *rj)
 {
@@ -181,7 +215,7 @@ static bool structural(const space *sp, const plan_candidate *c, rejects *rj)
         reject(rj, "indivisible: global batch by dp x micro batch", ex);
         return false;
     }
-    return true;
+    return rules(sp, c, lb, rj);
 }
 
 static int default_memory(void *ctx, const cJSON *s, const char *file, const char *base_dir,
@@ -273,6 +307,29 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
     sp.interleaved = cJSON_IsString(sched) && !strcmp(sched->valuestring, "interleaved");
     sp.has_compression = cJSON_IsObject(par) && cJSON_GetObjectItemCaseSensitive(par, "compression");
     sp.generated = cJSON_IsObject(topo_j) && cJSON_GetObjectItemCaseSensitive(topo_j, "generator");
+    {
+        const cJSON *fw = cJSON_GetObjectItemCaseSensitive(scenario, "framework");
+        if (cJSON_IsObject(fw)) fw = cJSON_GetObjectItemCaseSensitive(fw, "preset");
+        const char *name = cJSON_IsString(fw) ? fw->valuestring : "";
+        sp.framework = !strcmp(name, "megatron") ? FW_MEGATRON
+                       : !strcmp(name, "fsdp")   ? FW_FSDP
+                                                 : FW_GENERIC;
+    }
+    /* Usable memory: what --memory-limit says, else the GPU's less the headroom (--headroom,
+     * else options.memory_headroom, else 10 %: allocator fragmentation, NCCL buffers and the
+     * CUDA context take a few GiB that the closed forms do not count). */
+    double headroom = 0.1;
+    {
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(scenario, "options");
+        const cJSON *h = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, "memory_headroom") : NULL;
+        if (cJSON_IsNumber(h)) headroom = h->valuedouble;
+    }
+    if (opt->have_headroom) headroom = opt->headroom;
+    if (!(headroom >= 0 && headroom <= 0.9))
+        return dt_error_set(err, DT_EINPUT, "--headroom", NULL,
+                            "expected a fraction from 0 to 0.9, found %g", headroom);
+    if (opt->memory_limit > 0) headroom = 0;
+    out->headroom = headroom;
     sp.own_mbs = (int)get_num(par, "micro_batch_size", 1);
     /* As the scenario loader resolves it for the scenario's own plan: microbatches, else
      * gradient_accumulation (the same count), else one per pipeline stage. */
@@ -345,12 +402,19 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
             c->state = 2;
             continue;
         }
-        double limit = opt->memory_limit > 0 ? opt->memory_limit : c->c.memory.capacity;
-        if (opt->memory_limit > 0) fits = c->c.memory.peak <= limit;
+        double limit = opt->memory_limit > 0 ? opt->memory_limit
+                                             : (1 - headroom) * c->c.memory.capacity;
+        fits = c->c.memory.peak <= limit;
         if (!fits) {
             char g1[32], g2[32];
-            snprintf(ex, sizeof ex, "%s: %s > %s", lb, gib(c->c.memory.peak, g1, sizeof g1),
-                     gib(limit, g2, sizeof g2));
+            char g3[32];
+            if (headroom > 0)
+                snprintf(ex, sizeof ex, "%.180s: %s > %s (%s less %.3g %% headroom)", lb,
+                         gib(c->c.memory.peak, g1, sizeof g1), gib(limit, g2, sizeof g2),
+                         gib(c->c.memory.capacity, g3, sizeof g3), 100 * headroom);
+            else
+                snprintf(ex, sizeof ex, "%s: %s > %s", lb, gib(c->c.memory.peak, g1, sizeof g1),
+                         gib(limit, g2, sizeof g2));
             reject(&rj, "does not fit in memory", ex);
             c->state = 2;
             continue;
@@ -430,14 +494,8 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
             continue;
         }
         const run_result *r = &c->c.result;
-        double limit = opt->memory_limit > 0 ? opt->memory_limit : r->memory.capacity;
-        if (!r->fits && opt->memory_limit <= 0) {
-            char g1[32], g2[32];
-            snprintf(ex, sizeof ex, "%s: %s > %s (simulated peak)", lb,
-                     gib(r->memory.peak, g1, sizeof g1), gib(r->memory.capacity, g2, sizeof g2));
-            reject(&rj, "does not fit in memory", ex);
-            continue;
-        }
+        double limit = opt->memory_limit > 0 ? opt->memory_limit
+                                             : (1 - headroom) * r->memory.capacity;
         if (r->memory.peak > limit) {
             char g1[32], g2[32];
             snprintf(ex, sizeof ex, "%s: %s > %s (simulated peak)", lb,

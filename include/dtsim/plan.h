@@ -10,8 +10,10 @@
  * is dp x micro batch size x microbatches (it grows with dp; the work per replica is the same).
  *
  * Pruning, cheapest first: structural checks (layers divisible by pp, heads and kv_heads by tp,
- * global batch by dp x micro batch size), then run_memory() (no simulation) against the GPU's
- * memory or --memory-limit; of the candidates that fit, only the cheapest memory saving per
+ * global batch by dp x micro batch size), the frameworks' rules (no ZeRO-2/3 with pp > 1, which
+ * DeepSpeed and Megatron-LM refuse; Megatron: ZeRO 0 or 1; FSDP: pp 1), then run_memory() (no
+ * simulation) against the usable memory: (1 - headroom) x the GPU's memory (headroom 10 %
+ * unless options.memory_headroom or the caller says otherwise), or --memory-limit; of the candidates that fit, only the cheapest memory saving per
  * checkpointing level is simulated (for one (G, tp, pp, micro batch) and checkpointing level, a
  * higher ZeRO stage than the lowest that fits only adds communication), unless exhaustive.
  * Every rejected candidate is counted under a reason, with one example message.
@@ -42,7 +44,10 @@ typedef struct plan_options {
     int gpus;               /* N: the cluster size to plan for */
     int max_gpus;           /* also try 2N, 4N, ... up to this (0 = N only) */
     plan_objective objective;
-    double memory_limit;    /* bytes per GPU; 0 = the GPU's capacity */
+    double memory_limit;    /* usable bytes per GPU, as given (no headroom taken off); 0 = the
+                               GPU's capacity less the headroom */
+    bool have_headroom;     /* headroom given (--headroom): overrides options.memory_headroom */
+    double headroom;        /* fraction of capacity kept free, [0, 0.9]; default 0.1 */
     int top;                /* how many plans to keep (default 5) */
     int jobs;               /* threads for the simulations (default 1) */
     bool exhaustive;        /* simulate every candidate that fits (no dominance pruning) */
@@ -74,6 +79,7 @@ typedef struct plan_result {
     plan_reject *rejects;   /* n_rejects, most frequent first */
     int n_rejects;
     int considered, memory_checked, simulated, fitting;
+    double headroom;        /* the headroom applied (0 when memory_limit was given) */
     /* What the search held fixed: global_batch > 0 (the scenario's), or else
      * held_micro_batch_size and held_microbatches (per DP replica; 0 when global_batch > 0). */
     double global_batch;

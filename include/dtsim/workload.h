@@ -179,6 +179,8 @@ typedef struct wl_scenario {
     wl_plan plan;
     double global_batch;         /* samples per step */
     char calibration[512];       /* calibration file path ("" none), resolved by run.c */
+    double memory_headroom;      /* options.memory_headroom: fraction of GPU memory the planner
+                                    keeps free; -1 when not given */
     wl_env env;                  /* options, stragglers, jitter, degraded links, seed */
     /* a long job: what fails, checkpoints, the storage they and the input data go through
      * (goodput.h; present = false when the section is absent) */

@@ -451,7 +451,7 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "options");
     if (o) {
         static const char *const okeys[] = {"network", "calibration", "dp_algorithm",
-                                            "ring_model", "ps_servers", NULL};
+                                            "ring_model", "ps_servers", "memory_headroom", NULL};
         TRY(js_expect_object(c, o, "options"));
         TRY(js_check_keys(c, o, "options", okeys));
         int nm = NET_FLOW;
@@ -475,6 +475,11 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
         if (rm && coll_ring_model_parse(rm, &s->env.ring_model) != DT_OK)
             return js_fail(c, "options", "ring_model", "expected steps, fluid, auto or exact, found \"%s\"",
                            rm);
+        /* what the planner keeps free of each GPU's memory (fragmentation, NCCL buffers, the
+         * CUDA context): a fraction in [0, 0.9] */
+        if (cJSON_GetObjectItemCaseSensitive(o, "memory_headroom"))
+            TRY(js_get_number(c, o, "options", "memory_headroom", false, 0, 0.9,
+                              &s->memory_headroom));
         const char *cal = NULL;
         TRY(js_get_string(c, o, "options", "calibration", false, &cal));
         if (cal) snprintf(s->calibration, sizeof s->calibration, "%s", cal);
@@ -498,6 +503,7 @@ int wl_scenario_parse(const js_ctx *ctx, const cJSON *j, wl_scenario *s)
                         .placement = {WL_AXIS_DP, WL_AXIS_PP, WL_AXIS_TP}};
     s->env.network = NET_FLOW;
     s->env.seed = 1;
+    s->memory_headroom = -1;
     int rc = parse_all(ctx, j, s);
     if (rc != DT_OK) wl_scenario_free(s);
     return rc;

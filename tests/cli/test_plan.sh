@@ -45,6 +45,17 @@ assert "layers 6 not divisible by pp 4" in rej["indivisible: layers by pp"]["exa
 # (tp, pp) with tp*pp | 4: 6 pairs x 4 micro batches x 3 checkpointing x 4 ZeRO stages.
 assert d["considered"] == 6 * 4 * 3 * 4, d["considered"]
 assert sum(r["count"] for r in d["rejected"]) + len(best) == d["considered"], d
+# The default headroom: every proposal under 90 % of the GPU's memory; no ZeRO-2/3 with pp > 1,
+# and the rule that refused them is named.
+assert d["memory_headroom"] == 0.1, d["memory_headroom"]
+for b in best:
+    assert b["mem_peak_bytes"] <= 0.9 * b["mem_capacity_bytes"], b
+    assert not (b["zero"] >= 2 and b["pp"] > 1), b
+    # $/M tokens and tokens/$ from the step's cost and the tokens it trains (32 x 1024)
+    tok = 32 * 1024
+    assert abs(b["usd_per_mtokens"] - b["cost_per_step_usd"] / tok * 1e6) <= 1e-9 * b["usd_per_mtokens"], b
+    assert abs(b["tokens_per_usd"] * b["usd_per_mtokens"] - 1e6) <= 1e-6, b
+assert "refuse ZeRO-2/3 with pipeline parallelism" in rej["rule: no ZeRO-2/3 with pp > 1"]["example"], rej
 # The best plan, run by hand, gives the same step time and memory.
 s = json.load(open(f"{T}/p.json"))
 del s["sweep"]
@@ -104,7 +115,37 @@ r = json.loads(subprocess.check_output([os.environ["DTSIM"], "run", f"{T}/nogb_b
 assert r["step_time_s"] == b["step_time_s"], (r["step_time_s"], b)
 EOF
 
+# --headroom 50%: the limit is half the GPU; options.memory_headroom says the same in the file,
+# and the flag overrides it.
+"$DTSIM" plan "$T/p.json" --gpus 4 --headroom 50% --top 1000 --json > "$T/h50.json"
+python3 - "$T" <<'EOF'
+import json, sys
+T = sys.argv[1]
+s = json.load(open(f"{T}/p.json"))
+s["options"] = {"memory_headroom": 0.5}
+json.dump(s, open(f"{T}/h.json", "w"))
+s["options"] = {"memory_headroom": 1.5}
+json.dump(s, open(f"{T}/hb.json", "w"))
+d = json.load(open(f"{T}/h50.json"))
+assert d["memory_headroom"] == 0.5 and d["best"], d
+assert all(b["mem_peak_bytes"] <= 0.5 * b["mem_capacity_bytes"] for b in d["best"]), d["best"]
+EOF
+"$DTSIM" plan "$T/h.json" --gpus 4 --top 1000 --json > "$T/hs.json"
+"$DTSIM" plan "$T/h.json" --gpus 4 --headroom 0 --top 1000 --json > "$T/h0.json"
+python3 - "$T" <<'EOF'
+import json, sys
+T = sys.argv[1]
+a, b, z = (json.load(open(f"{T}/{n}.json")) for n in ("h50", "hs", "h0"))
+assert a["best"] == b["best"] and b["memory_headroom"] == 0.5, b
+assert z["memory_headroom"] == 0 and len(z["best"]) >= len(b["best"]), z
+EOF
+grep -q "10 % of GPU memory kept free" "$T/human.txt" || fail "$(head -2 "$T/human.txt")"
+grep -q '\$/M tokens   tokens/\$' "$T/human.txt" || fail "$(cat "$T/human.txt")"
+
 set +e
+"$DTSIM" plan "$T/p.json" --gpus 4 --headroom 95% 2> "$T/bh.err"; rc3=$?
+"$DTSIM" plan "$T/p.json" --gpus 4 --headroom 0.2 --memory-limit "40 GiB" 2> /dev/null; rc4=$?
+"$DTSIM" plan "$T/hb.json" --gpus 4 2> "$T/hb.err"; rc5=$?
 "$DTSIM" plan "$T/p.json" --gpus 4 --memory-limit "1 MiB" > "$T/none.txt" 2> "$T/none.err"; rc=$?
 "$DTSIM" plan "$T/p.json" --gpus 4 --objective fastest 2> "$T/bad.err"; rc2=$?
 set -e
@@ -112,4 +153,7 @@ set -e
 grep -q "no plan fits" "$T/none.err" || fail "$(cat "$T/none.err")"
 grep -q "does not fit in memory" "$T/none.txt" || fail "$(cat "$T/none.txt")"
 [[ $rc2 -eq 2 ]] || fail "expected exit 2 for a bad objective, got $rc2"
+[[ $rc3 -eq 2 ]] && grep -q "headroom expects a fraction" "$T/bh.err" || fail "headroom 95%: $rc3 $(cat "$T/bh.err")"
+[[ $rc4 -eq 2 ]] || fail "expected exit 2 for --headroom with --memory-limit, got $rc4"
+[[ $rc5 -eq 2 ]] && grep -q "options.memory_headroom" "$T/hb.err" || fail "bad options.memory_headroom: $rc5 $(cat "$T/hb.err")"
 echo "ok"
