@@ -17,11 +17,13 @@ static void help(FILE *out)
             "usage: dtsim plan SCENARIO --gpus N [--max-gpus M] [--objective time|cost|tokens-per-dollar]\n"
             "                  [--memory-limit SIZE | --headroom F] [--top K] [--jobs J] [--exhaustive] [--json]\n"
             "\n"
-            "Search tensor/pipeline/data parallel sizes, ZeRO stage, micro batch size and activation\n"
+            "Search tensor/pipeline/data parallel sizes, pipeline schedule (1F1B, interleaved with every\n"
+            "valid number of chunks), sequence parallelism, ZeRO stage, micro batch size and activation\n"
             "checkpointing for the scenario's model on N GPUs (and 2N, 4N, ... up to M with a\n"
             "generated topology). Plans that cannot exist (layers not divisible by pp, heads by tp,\n"
             "global batch by dp x micro batch) or do not fit in memory (checked without simulating)\n"
-            "are rejected; the rest are simulated and ranked. Prints the best K with step time,\n"
+            "are rejected; the rest are simulated in order of a closed-form lower bound on their\n"
+            "step time until no plan left can beat the K best. Prints the best K with step time,\n"
             "throughput, memory, $/step, $/M tokens and tokens/$, and the rejected plans counted by\n"
             "reason (frameworks' rules included: no ZeRO-2/3 with pp > 1).\n"
             "\n"
@@ -35,7 +37,8 @@ static void help(FILE *out)
             "                    such as 15%% (default: options.memory_headroom, else 10%%)\n"
             "  --top K           plans to show (default 5)\n"
             "  --jobs J          simulation threads (default: online CPUs)\n"
-            "  --exhaustive      also simulate plans a lower ZeRO stage already makes fit\n"
+            "  --exhaustive      simulate every plan that fits (brute force: the same best plans,\n"
+            "                    slower)\n"
             "  --json            one JSON document on stdout\n");
 }
 
@@ -93,7 +96,11 @@ static cJSON *candidate_json(const plan_candidate *c)
     cJSON_AddNumberToObject(o, "zero", c->zero);
     cJSON_AddStringToObject(o, "activation_checkpointing", plan_checkpointing_name(c->checkpointing));
     cJSON_AddNumberToObject(o, "micro_batch_size", c->micro_batch_size);
+    cJSON_AddStringToObject(o, "schedule", plan_schedule_name(c));
+    cJSON_AddNumberToObject(o, "virtual_stages", c->virtual_stages);
+    cJSON_AddBoolToObject(o, "sequence_parallel", c->sequence_parallel);
     cJSON_AddNumberToObject(o, "step_time_s", r->step_time_s);
+    cJSON_AddNumberToObject(o, "step_lower_bound_s", c->lower_bound_s);
     cJSON_AddNumberToObject(o, "tokens_per_s", r->throughput.tokens_per_s);
     cJSON_AddNumberToObject(o, "samples_per_s", r->throughput.samples_per_s);
     cJSON_AddNumberToObject(o, "mfu", r->throughput.mfu);
@@ -265,7 +272,7 @@ static int run(int argc, char **argv)
         if (res.n_best == 0) {
             printf("no plan fits\n");
         } else {
-            printf(" #  gpus   tp   pp   dp zero ckpt       mbs   step time    tokens/s    MFU"
+            printf(" #  gpus   tp   pp   dp sched    sp zero ckpt       mbs   step time    tokens/s    MFU"
                    "     memory/GPU         $/step     $/hour  $/M tokens   tokens/$\n");
             for (int i = 0; i < res.n_best; i++) {
                 const plan_candidate *c = &res.best[i];
@@ -273,8 +280,14 @@ static int run(int argc, char **argv)
                 char t[32], tk[32];
                 fmt_time(t, sizeof t, r->step_time_s);
                 fmt_rate(tk, sizeof tk, r->throughput.tokens_per_s);
-                printf("%2d %5d %4d %4d %4d %4d %-9s %4d %11s %11s %5.1f%%  %5.1f / %5.1f GiB",
-                       i + 1, c->gpus, c->tp, c->pp, c->dp, c->zero,
+                char sched[16];
+                if (c->pp > 1 && c->schedule == WL_INTERLEAVED)
+                    snprintf(sched, sizeof sched, "int. v=%d", c->virtual_stages);
+                else
+                    snprintf(sched, sizeof sched, "%s", c->pp > 1 ? "1f1b" : "-");
+                printf("%2d %5d %4d %4d %4d %-8s %3s %4d %-9s %4d %11s %11s %5.1f%%  %5.1f / %5.1f GiB",
+                       i + 1, c->gpus, c->tp, c->pp, c->dp, sched, c->sequence_parallel ? "on" : "-",
+                       c->zero,
                        plan_checkpointing_name(c->checkpointing), c->micro_batch_size, t, tk,
                        100 * r->throughput.mfu, r->memory.peak / GiB, r->memory.capacity / GiB);
                 double tok = r->throughput.tokens_per_s * r->step_time_s;

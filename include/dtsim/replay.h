@@ -122,6 +122,12 @@ void replay_result_free(replay_result *r);
 sim_time_t replay_coll_time(replay_path_fn path, void *ctx, coll_op op, const int *gpus, int n,
                          double bytes);
 
+/* The compute time of cost c on one GPU (spec NULL: its fixed part only), before slowdowns and
+ * jitter, summed over op classes with f (NULL: replay_roofline): what the replay charges a
+ * compute op, without its in-lane collectives. FP8 runs only the matmul class in FP8. */
+sim_time_t replay_cost_time(const wl_cost *c, const gpu_spec *spec, gpu_precision prec,
+                            replay_op_time_fn f);
+
 /* The built-in roofline: max(flops / (peak x eff), bytes / (hbm_bw x memory_eff)). */
 sim_time_t replay_roofline(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec, double flops,
                         double bytes);

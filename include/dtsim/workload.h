@@ -328,6 +328,13 @@ uint32_t wl_graph_coll_kind(wl_graph *g, coll_op op, double bytes, wl_comm_kind 
 /* Append an op with deps[0..n_deps); returns its id. Deps must be earlier ops. */
 uint32_t wl_graph_op(wl_graph *g, const wl_op *op, const uint32_t *deps, uint32_t n_deps);
 
+/* The cost of one forward (bwd false) or backward op over `layers` consecutive layers of a
+ * virtual stage, the first of the model (embedding) and/or the last (logits), with lc from
+ * wl_layer_cost_get: what wl_graph_build gives its compute ops, and what the planner's lower
+ * bound (run_probe) sums without building a graph. */
+void wl_chunk_cost(const wl_scenario *s, const wl_layer_cost *lc, bool bwd, bool first,
+                   bool last, int layers, wl_cost *out);
+
 /* Generate one training step of the scenario as an op graph over n_gpus GPUs. The plan must
  * have passed wl_scenario_resolve(). */
 wl_graph *wl_graph_build(const wl_scenario *s);

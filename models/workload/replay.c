@@ -106,19 +106,26 @@ static gpu_precision class_precision(gpu_precision prec, int cls)
     return prec == GPU_FP8 && cls != GPU_OP_MATMUL ? GPU_BF16 : prec;
 }
 
+sim_time_t replay_cost_time(const wl_cost *c, const gpu_spec *sp, gpu_precision prec,
+                            replay_op_time_fn f)
+{
+    sim_time_t t = c->fixed;
+    if (sp) {
+        if (!f) f = replay_roofline;
+        for (int k = 0; k < GPU_OP_CLASS_COUNT; k++)
+            if (c->flops[k] > 0 || c->bytes[k] > 0)
+                t = sim_time_add(t, f(sp, (gpu_op_class)k, class_precision(prec, k), c->flops[k],
+                                      c->bytes[k]));
+    }
+    return t;
+}
+
 static sim_time_t base_time(rep *R, uint32_t cost, int gpu)
 {
     const wl_cost *c = &R->g->costs[cost];
     if (R->homogeneous && R->cost_base[cost] >= 0) return R->cost_base[cost];
-    sim_time_t t = c->fixed;
-    if (R->cfg->gpus) {
-        const gpu_spec *sp = &R->cfg->gpus[gpu];
-        replay_op_time_fn f = R->cfg->op_time ? R->cfg->op_time : replay_roofline;
-        for (int k = 0; k < GPU_OP_CLASS_COUNT; k++)
-            if (c->flops[k] > 0 || c->bytes[k] > 0)
-                t = sim_time_add(t, f(sp, (gpu_op_class)k, class_precision(R->g->precision, k),
-                                      c->flops[k], c->bytes[k]));
-    }
+    sim_time_t t = replay_cost_time(c, R->cfg->gpus ? &R->cfg->gpus[gpu] : NULL, R->g->precision,
+                                    R->cfg->op_time);
     if (R->homogeneous) R->cost_base[cost] = t;
     return t;
 }

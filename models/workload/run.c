@@ -728,6 +728,211 @@ int run_memory(const cJSON *scenario, const char *file, const char *base_dir, st
     return DT_OK;
 }
 
+/* ------------------------------------------------------------ probes ---- */
+
+/* One topology with everything the scenario applies to it, and the network objects the
+ * in-lane collective costs need (coll_analytic_time reads routes through a net). */
+typedef struct probe_entry {
+    char *key;
+    topo *t;
+    sim_engine *eng;
+    net *n;
+    coll_analytic *an;
+    double cal_topk; /* the calibration's top-k throughput (0 none), applied as prepare() does */
+} probe_entry;
+
+struct run_probe_cache {
+    probe_entry *e;
+    int n, cap;
+};
+
+run_probe_cache *run_probe_cache_create(void) { return dt_xcalloc(1, sizeof(run_probe_cache)); }
+
+void run_probe_cache_destroy(run_probe_cache *c)
+{
+    if (!c) return;
+    for (int i = 0; i < c->n; i++) {
+        coll_analytic_destroy(c->e[i].an);
+        net_destroy(c->e[i].n);
+        sim_engine_destroy(c->e[i].eng);
+        topo_destroy(c->e[i].t);
+        free(c->e[i].key);
+    }
+    free(c->e);
+    free(c);
+}
+
+/* The topology of the scenario as prepare() makes it (GPU override, degraded links, link
+ * efficiency, calibration), from the cache or built into it. */
+static int probe_topology(run_probe_cache *cache, const cJSON *j, const js_ctx *c, wl_scenario *s,
+                          const char *base_dir, probe_entry **out)
+{
+    cJSON *copy = cJSON_Duplicate(j, 1);
+    cJSON_DeleteItemFromObjectCaseSensitive(copy, "parallel");
+    cJSON_DeleteItemFromObjectCaseSensitive(copy, "sweep");
+    char *key = cJSON_PrintUnformatted(copy);
+    cJSON_Delete(copy);
+    DT_ASSERT(key != NULL);
+    for (int i = 0; i < cache->n; i++)
+        if (!strcmp(cache->e[i].key, key)) {
+            free(key);
+            *out = &cache->e[i];
+            if ((*out)->cal_topk > 0 && s->plan.topk_throughput == 0)
+                s->plan.topk_throughput = (*out)->cal_topk;
+            return DT_OK;
+        }
+    probe_entry e = {.key = key};
+    double topk0 = s->plan.topk_throughput;
+    int rc = load_with_gpu(c, s->topology, s->gpu, base_dir, &e.t);
+    if (rc == DT_OK) rc = apply_degraded(c, s->env.degraded, s->env.n_degraded, e.t);
+    if (rc == DT_OK) apply_link_efficiency(&s->env, e.t);
+    if (rc == DT_OK && s->calibration[0]) rc = apply_calibration(c, s, base_dir, e.t, NULL, 0);
+    if (rc != DT_OK) {
+        topo_destroy(e.t);
+        free(key);
+        return rc;
+    }
+    if (topk0 == 0 && s->plan.topk_throughput > 0) e.cal_topk = s->plan.topk_throughput;
+    e.eng = sim_engine_create();
+    net_config nc = {.mode = NET_ANALYTIC};
+    e.n = net_create(e.t, e.eng, &nc);
+    coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18, .ring_model = s->env.ring_model};
+    e.an = coll_analytic_create(e.n, e.t, &cc);
+    if (cache->n == cache->cap) {
+        /* entries move on growth: the caller holds *out only until the next probe */
+        cache->cap = cache->cap ? 2 * cache->cap : 4;
+        cache->e = dt_xrealloc(cache->e, (size_t)cache->cap * sizeof *cache->e);
+    }
+    cache->e[cache->n] = e;
+    *out = &cache->e[cache->n++];
+    return DT_OK;
+}
+
+/* The lower bound of run_probe.step_lower_bound_s. Stage s's lane (DP rank 0) runs its compute
+ * ops one at a time: m microbatches x (forward + backward of each of its v chunks) and the
+ * optimizer step, T_s in all. Its first op (chunk 0, microbatch 0 forward) waits for the forward
+ * of chunk 0 on stages 0..s-1 (pre_s, the sends taking >= 0); its last backward (chunk 0,
+ * microbatch m-1, in every schedule: docs/sweeps.md) is followed by the same backward on stages
+ * s-1..0 (post_s) and stage 0's optimizer step. So step >= pre_s + T_s and step >= pre_s +
+ * (T_s - opt_s) + post_s + opt_0, for every s. Ops split per layer (ZeRO-3, gradient buckets)
+ * cost at least their unsplit chunk: a roofline's max of sums is at most the sum of maxes. */
+static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry *pe)
+{
+    const wl_plan *p = &s->plan;
+    if (s->env.jitter != WL_JITTER_NONE || p->backup_workers > 0 || p->staleness >= 0 ||
+        s->model.kind == WL_PARAMS)
+        return 0;
+    int pp = p->pp, v = p->virtual_stages, m = p->microbatches, tp = p->tp;
+    int n_vs = pp * v;
+    if (p->n_stage_layers != n_vs) return 0;
+    double *slow = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *slow);
+    bool hetero = false;
+    for (int i = 0; i < t->n_gpus; i++) slow[i] = 1;
+    for (int i = 0; i < s->env.n_stragglers; i++) slow[s->env.stragglers[i].gpu] *= s->env.stragglers[i].slowdown;
+    for (int i = 0; i < t->n_gpus; i++)
+        if (slow[i] != 1.0) hetero = true;
+    wl_layer_cost lc;
+    if (s->model.kind != WL_SYNTHETIC) wl_layer_cost_get(&s->model, p, &lc);
+    else memset(&lc, 0, sizeof lc);
+    gpu_precision prec = wl_gpu_precision(p->precision);
+    comm_ctx cc = {.an = pe->an, .elem_bytes = prec == GPU_FP32 ? 4 : 2, .algo = s->env.dp_algorithm,
+                   .servers = s->env.ps_servers};
+    int *gpus = dt_xmalloc((size_t)tp * sizeof *gpus);
+    double *F = dt_xcalloc((size_t)n_vs, sizeof *F), *B = dt_xcalloc((size_t)n_vs, sizeof *B);
+    double *opt = dt_xcalloc((size_t)pp, sizeof *opt);
+    double layer_psi = wl_layer_params(&s->model) / tp, emb = wl_embedding_params(&s->model) / tp;
+    bool dp = p->dp > 1 && !p->local_step;
+    for (int st = 0; st < pp; st++) {
+        for (int k = 0; k < tp; k++) gpus[k] = wl_gpu_of(p, 0, st, k);
+        double psi = 0;
+        for (int ch = 0; ch < v; ch++) {
+            int vs = ch * pp + st, nl = p->stage_layers[vs];
+            bool first = vs == 0, last = vs == n_vs - 1;
+            psi += layer_psi * nl + (first ? emb : 0) +
+                   (last && (!first || !s->model.tied_embeddings) ? emb : 0);
+            for (int bwd = 0; bwd < 2; bwd++) {
+                wl_cost c;
+                wl_chunk_cost(s, &lc, bwd, first, last, nl, &c);
+                /* as the replay's start_op: the lane's slowest GPU when any GPU is slowed,
+                 * else the first GPU's time */
+                double comp = 0;
+                for (int k = 0; k < (hetero ? tp : 1); k++) {
+                    double x = (double)replay_cost_time(&c, &t->gpus[gpus[k]], prec, gpu_op_time) *
+                               slow[gpus[k]];
+                    if (x > comp) comp = x;
+                }
+                double in = 0;
+                if (tp > 1)
+                    for (int i = 0; i < c.n_inlane; i++)
+                        in += (double)coll_time_fn(&cc, c.inlane[i].op, gpus, tp, c.inlane[i].bytes,
+                                                   true) * c.inlane[i].count;
+                double d = c.inlane_overlap ? fmax(comp, in) : comp + in;
+                (bwd ? B : F)[vs] = d * 1e-12;
+            }
+        }
+        /* the optimizer step on this GPU's shard (wl_schedule.c's gen_lane) */
+        if (s->model.kind != WL_TRANSFORMER) psi = s->model.params / tp / pp;
+        if (psi > 0) {
+            double shard = psi / (p->zero >= 1 && dp ? p->dp : 1);
+            wl_cost c = {0};
+            c.bytes[GPU_OP_OPTIMIZER] = shard * wl_optimizer_bytes(p);
+            opt[st] = (double)replay_cost_time(&c, &t->gpus[gpus[0]], prec, gpu_op_time) * 1e-12;
+        }
+    }
+    double lb = 0, pre = 0, post = 0;
+    for (int st = 0; st < pp; st++) {
+        double per_mb = 0;
+        for (int ch = 0; ch < v; ch++) per_mb += F[ch * pp + st] + B[ch * pp + st];
+        double work = m * per_mb;
+        lb = fmax(lb, pre + work + opt[st]);
+        lb = fmax(lb, pre + work + post + opt[0]);
+        pre += F[st];
+        post += B[st];
+    }
+    free(gpus);
+    free(F);
+    free(B);
+    free(opt);
+    free(slow);
+    /* the picosecond rounding of each op (ceil) and sums in double: stay a hair below */
+    return lb * (1 - 1e-9);
+}
+
+int run_probe_scenario(const cJSON *scenario, const char *file, const char *base_dir,
+                       run_probe_cache *cache, run_probe *out, dt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    run_probe_cache *own = cache ? NULL : run_probe_cache_create();
+    if (own) cache = own;
+    js_ctx c = {file ? file : "<scenario>", err};
+    wl_scenario s;
+    probe_entry *pe = NULL;
+    int rc = wl_scenario_parse(&c, scenario, &s);
+    if (rc != DT_OK) {
+        run_probe_cache_destroy(own);
+        return rc;
+    }
+    rc = probe_topology(cache, scenario, &c, &s, base_dir, &pe);
+    if (rc == DT_OK) rc = wl_scenario_resolve(&c, &s, pe->t->n_gpus);
+    if (rc == DT_OK && s.env.ps_servers > s.plan.dp)
+        rc = js_fail(&c, "options", "ps_servers",
+                     "expected at most dp = %d servers (each is one of the data-parallel group's "
+                     "GPUs), found %d", s.plan.dp, s.env.ps_servers);
+    if (rc == DT_OK) {
+        mem_breakdown mb;
+        mem_compute(&s.model, &s.plan, &mb);
+        fill_memory(&mb, pe->t, &out->memory, &out->fits);
+        out->step_lower_bound_s = step_lower_bound(&s, pe->t, pe);
+        int n = s.plan.dp * s.plan.tp * s.plan.pp;
+        out->n_gpus = n;
+        for (int i = 0; i < n && i < pe->t->n_gpus; i++) out->cost_per_hour_total += pe->t->gpus[i].cost_per_hour;
+        out->tokens_per_step = s.global_batch * s.model.seq_len;
+    }
+    wl_scenario_free(&s);
+    run_probe_cache_destroy(own);
+    return rc;
+}
+
 /* ----------------------------------------------------- storage and input ---- */
 
 /* Hosts among a set of GPUs (a GPU without a host is its own). */

@@ -189,11 +189,11 @@ static const char *const op_names[N_COUNT] = {
     "topk_compress", "topk_allgather", "optimizer_step", "zero_param_allgather",
     "embedding_allreduce"};
 
-/* The cost of one forward or backward op over `layers` layers of a virtual stage. */
-static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int layers)
+void wl_chunk_cost(const wl_scenario *s, const wl_layer_cost *lcost, bool bwd, bool first,
+                   bool last, int layers, wl_cost *out)
 {
-    const wl_model *m = &G->s->model;
-    const wl_plan *p = G->p;
+    const wl_model *m = &s->model;
+    const wl_plan *p = &s->plan;
     double n = layers;
     wl_cost c = {0};
     double mult = bwd ? 2 : 1;
@@ -206,7 +206,7 @@ static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int laye
             c.fixed = sim_time_add(c.fixed, m->t_fwd > 0 && k > SIM_TIME_MAX / m->t_fwd
                                                 ? SIM_TIME_MAX : k * m->t_fwd);
     } else {
-        const wl_layer_cost *lc = &G->lc;
+        const wl_layer_cost *lc = lcost;
         c.flops[GPU_OP_MATMUL] = n * mult * lc->fwd_matmul_flops;
         c.flops[GPU_OP_ATTENTION] = n * (bwd ? lc->bwd_attn_flops : lc->fwd_attn_flops);
         c.bytes[GPU_OP_ELEMENTWISE] = n * (mult * lc->fwd_elem_bytes +
@@ -239,7 +239,7 @@ static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int laye
          * with sequence parallelism each becomes an all-gather + reduce-scatter pair.
          * A fully recomputed backward repeats the forward's. */
         int per_layer = 2 * (bwd && p->checkpointing == WL_CKPT_FULL ? 2 : 1);
-        double bytes = G->lc.tp_bytes;
+        double bytes = lcost->tp_bytes;
         if (m->kind == WL_SYNTHETIC) bytes = 0;
         if (p->sequence_parallel) {
             c.inlane[0].op = COLL_ALLGATHER;
@@ -255,6 +255,14 @@ static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int laye
         }
         c.inlane_overlap = p->fw.tp_comm_overlap;
     }
+    *out = c;
+}
+
+/* The cost of one forward or backward op over `layers` layers of a virtual stage. */
+static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int layers)
+{
+    wl_cost c;
+    wl_chunk_cost(G->s, &G->lc, bwd, first, last, layers, &c);
     return wl_graph_cost(G->g, &c);
 }
 

@@ -42,8 +42,10 @@ assert times == sorted(times), times
 rej = {r["reason"]: r for r in d["rejected"]}
 assert "heads 6 not divisible by tp 4" in rej["indivisible: heads by tp"]["example"], rej
 assert "layers 6 not divisible by pp 4" in rej["indivisible: layers by pp"]["example"], rej
-# (tp, pp) with tp*pp | 4: 6 pairs x 4 micro batches x 3 checkpointing x 4 ZeRO stages.
-assert d["considered"] == 6 * 4 * 3 * 4, d["considered"]
+# (tp, pp) with tp*pp | 4: 6 pairs; schedules: none (pp 1), 1F1B (pp 2, 4) and interleaved v 3
+# (pp 2: 6 layers = 2 x 3); sequence parallelism off/on with tp 2, 4: 1 + 2 + 1 (tp 1) +
+# 2 + 4 (tp 2) + 2 (tp 4) = 12 x 4 micro batches x 3 checkpointing x 4 ZeRO stages.
+assert d["considered"] == 12 * 4 * 3 * 4, d["considered"]
 assert sum(r["count"] for r in d["rejected"]) + len(best) == d["considered"], d
 # The default headroom: every proposal under 90 % of the GPU's memory; no ZeRO-2/3 with pp > 1,
 # and the rule that refused them is named.
@@ -62,7 +64,12 @@ del s["sweep"]
 b = best[0]
 s["parallel"] = {"tp": b["tp"], "pp": b["pp"], "dp": b["dp"], "zero": b["zero"],
                  "micro_batch_size": b["micro_batch_size"],
-                 "activation_checkpointing": b["activation_checkpointing"]}
+                 "activation_checkpointing": b["activation_checkpointing"],
+                 "sequence_parallel": b["sequence_parallel"]}
+if b["pp"] > 1:
+    s["parallel"]["schedule"] = b["schedule"]
+    if b["schedule"] == "interleaved":
+        s["parallel"]["virtual_stages"] = b["virtual_stages"]
 json.dump(s, open(f"{T}/best.json", "w"))
 r = json.loads(subprocess.check_output([os.environ["DTSIM"], "run", f"{T}/best.json", "--json"]))
 assert r["step_time_s"] == b["step_time_s"], (r["step_time_s"], b)
@@ -103,13 +110,18 @@ import json, os, subprocess, sys
 T = sys.argv[1]
 d = json.load(open(f"{T}/nogb_all.json"))
 assert d["batch_held_fixed"] == {"micro_batch_size": 2, "microbatches_per_replica": 3}, d
-assert d["considered"] == 6 * 1 * 3 * 4, d["considered"]
+assert d["considered"] == 12 * 1 * 3 * 4, d["considered"]
 assert d["best"] and all(b["micro_batch_size"] == 2 for b in d["best"]), d["best"]
 b = d["best"][0]
 s = json.load(open(f"{T}/nogb.json"))
 s["parallel"] = {"tp": b["tp"], "pp": b["pp"], "dp": b["dp"], "zero": b["zero"],
                  "micro_batch_size": 2, "microbatches": 3,
-                 "activation_checkpointing": b["activation_checkpointing"]}
+                 "activation_checkpointing": b["activation_checkpointing"],
+                 "sequence_parallel": b["sequence_parallel"]}
+if b["pp"] > 1:
+    s["parallel"]["schedule"] = b["schedule"]
+    if b["schedule"] == "interleaved":
+        s["parallel"]["virtual_stages"] = b["virtual_stages"]
 json.dump(s, open(f"{T}/nogb_best.json", "w"))
 r = json.loads(subprocess.check_output([os.environ["DTSIM"], "run", f"{T}/nogb_best.json", "--json"]))
 assert r["step_time_s"] == b["step_time_s"], (r["step_time_s"], b)
@@ -141,6 +153,39 @@ assert z["memory_headroom"] == 0 and len(z["best"]) >= len(b["best"]), z
 EOF
 grep -q "10 % of GPU memory kept free" "$T/human.txt" || fail "$(head -2 "$T/human.txt")"
 grep -q '\$/M tokens   tokens/\$' "$T/human.txt" || fail "$(cat "$T/human.txt")"
+
+# Branch and bound against brute force (--exhaustive simulates every plan that fits): the same
+# best plans, number for number, for each objective, on 4 GPUs and on two 8-GPU boxes with a
+# 12-layer model (1F1B and interleaved v 2, 3, 6 searched), with fewer simulations.
+python3 - "$T" <<'EOF'
+import json, sys
+T = sys.argv[1]
+s = json.load(open(f"{T}/p.json"))
+del s["sweep"]
+s["topology"] = {"generator": "dgx", "nodes": 2, "gpus_per_node": 8, "gpu": "H100-SXM"}
+s["model"].update({"layers": 12, "heads": 12})
+s["global_batch"] = 64
+json.dump(s, open(f"{T}/p16.json", "w"))
+EOF
+for obj in time cost tokens-per-dollar; do
+  for spec in "p.json 4" "p16.json 16"; do
+    set -- $spec
+    "$DTSIM" plan "$T/$1" --gpus "$2" --objective $obj --top 4 --jobs 2 --json > "$T/bb.json"
+    "$DTSIM" plan "$T/$1" --gpus "$2" --objective $obj --top 4 --jobs 2 --exhaustive --json > "$T/bf.json"
+    python3 - "$T" "$obj $spec" <<'EOF'
+import json, sys
+T = sys.argv[1]
+a, b = json.load(open(f"{T}/bb.json")), json.load(open(f"{T}/bf.json"))
+assert a["best"] and a["best"] == b["best"], (sys.argv[2], a["best"], b["best"])
+assert a["simulated"] < b["simulated"], (a["simulated"], b["simulated"])
+for x in a["best"]:
+    assert 0 < x["step_lower_bound_s"] <= x["step_time_s"], x
+rej = {r["reason"]: r["count"] for r in a["rejected"]}
+assert rej.get("not simulated: bound above the top plans", 0) == b["simulated"] - a["simulated"], (rej, a["simulated"], b["simulated"])
+EOF
+  done
+done
+grep -q " sched " "$T/human.txt" || fail "no schedule column: $(cat "$T/human.txt")"
 
 set +e
 "$DTSIM" plan "$T/p.json" --gpus 4 --headroom 95% 2> "$T/bh.err"; rc3=$?
