@@ -42,7 +42,7 @@ typedef enum plan_objective { PLAN_TIME, PLAN_COST, PLAN_TOKENS_PER_USD } plan_o
 
 /* Plans simulated together between two updates of the bound: fixed, so that which plans are
  * simulated does not depend on the thread count. */
-#define PLAN_WAVE 8
+#define PLAN_WAVE 4
 
 /* Hooks default to run_probe_scenario()/run_scenario(); tests inject closed forms. Called from
  * the calling thread (probe) and worker threads (run): no shared mutable state. */

@@ -739,6 +739,12 @@ typedef struct probe_entry {
     net *n;
     coll_analytic *an;
     double cal_topk; /* the calibration's top-k throughput (0 none), applied as prepare() does */
+    /* Cuts for collective bounds: each host, and each GPU without a host; what their links
+     * can bring in from outside, B/s */
+    double *cut_in;
+    int n_cuts;
+    int *cnt, *touched; /* scratch, n_cuts */
+    double *need;       /* scratch, n_cuts */
 } probe_entry;
 
 struct run_probe_cache {
@@ -753,6 +759,10 @@ void run_probe_cache_destroy(run_probe_cache *c)
     if (!c) return;
     for (int i = 0; i < c->n; i++) {
         coll_analytic_destroy(c->e[i].an);
+        free(c->e[i].cut_in);
+        free(c->e[i].cnt);
+        free(c->e[i].touched);
+        free(c->e[i].need);
         net_destroy(c->e[i].n);
         sim_engine_destroy(c->e[i].eng);
         topo_destroy(c->e[i].t);
@@ -798,6 +808,22 @@ static int probe_topology(run_probe_cache *cache, const cJSON *j, const js_ctx *
     e.n = net_create(e.t, e.eng, &nc);
     coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18, .ring_model = s->env.ring_model};
     e.an = coll_analytic_create(e.n, e.t, &cc);
+    const topo *t = e.t;
+    e.n_cuts = t->n_hosts + t->n_gpus;
+    e.cut_in = dt_xcalloc((size_t)e.n_cuts + 1, sizeof *e.cut_in);
+    e.cnt = dt_xcalloc((size_t)e.n_cuts + 1, sizeof *e.cnt);
+    e.touched = dt_xcalloc((size_t)e.n_cuts + 1, sizeof *e.touched);
+    e.need = dt_xcalloc((size_t)e.n_cuts + 1, sizeof *e.need);
+    int *node_gpu = dt_xmalloc(((size_t)t->n_nodes + 1) * sizeof *node_gpu);
+    for (int v = 0; v < t->n_nodes; v++) node_gpu[v] = -1;
+    for (int g = 0; g < t->n_gpus; g++) node_gpu[t->gpu_node[g]] = g;
+    for (int l = 0; l < t->n_links; l++) {
+        const topo_link *k = &t->links[l];
+        int hs = t->nodes[k->src].host, hd = t->nodes[k->dst].host;
+        if (hd >= 0 && hs != hd) e.cut_in[hd] += k->bandwidth;
+        if (hd < 0 && node_gpu[k->dst] >= 0) e.cut_in[t->n_hosts + node_gpu[k->dst]] += k->bandwidth;
+    }
+    free(node_gpu);
     if (cache->n == cache->cap) {
         /* entries move on growth: the caller holds *out only until the next probe */
         cache->cap = cache->cap ? 2 * cache->cap : 4;
@@ -806,6 +832,52 @@ static int probe_topology(run_probe_cache *cache, const cJSON *j, const js_ctx *
     cache->e[cache->n] = e;
     *out = &cache->e[cache->n++];
     return DT_OK;
+}
+
+static int cut_of(const topo *t, int gpu)
+{
+    int h = t->nodes[t->gpu_node[gpu]].host;
+    return h >= 0 ? h : t->n_hosts + gpu;
+}
+
+/* A lower bound on the time of stage `stage`'s data-parallel collective instance of `bytes` per
+ * GPU (nccl-tests convention): tp concurrent groups, the k-th of the k-th GPU of every DP
+ * replica's lane. Whatever the algorithm, what the members inside a cut (a host, or a GPU
+ * without one) need from outside must cross the links into it: per group with `in` of its n
+ * members inside, all-gather (n - in) B/n (the shards held outside, each brought in once),
+ * reduce-scatter in B/n (each inside shard, reduced outside), all-reduce B. The instance lasts
+ * at least the most loaded cut's bytes over what its links bring in. In flow mode the tp groups
+ * share the cut; the analytic mode costs each group alone, so there only the largest group's
+ * bytes count. Latency is left out. */
+static double coll_cut_bound(probe_entry *pe, const topo *t, const wl_plan *p, int stage,
+                             coll_op op, double bytes, bool shared)
+{
+    int n = p->dp, n_touched = 0;
+    double worst = 0;
+    for (int k = 0; k < p->tp; k++) {
+        int nt = 0;
+        for (int d = 0; d < n; d++) {
+            int c = cut_of(t, wl_gpu_of(p, d, stage, k));
+            if (pe->cnt[c]++ == 0) pe->touched[n_touched + nt++] = c;
+        }
+        for (int i = n_touched; i < n_touched + nt; i++) {
+            int c = pe->touched[i], in = pe->cnt[c];
+            double need = in >= n ? 0
+                          : op == COLL_ALLGATHER      ? (double)(n - in) * bytes / n
+                          : op == COLL_REDUCE_SCATTER ? (double)in * bytes / n
+                                                      : bytes;
+            if (shared) pe->need[c] += need;
+            else if (pe->cut_in[c] > 0) worst = fmax(worst, need / pe->cut_in[c]);
+            pe->cnt[c] = 0;
+        }
+        if (shared) n_touched += nt;
+    }
+    for (int i = 0; i < n_touched; i++) {
+        int c = pe->touched[i];
+        if (pe->cut_in[c] > 0) worst = fmax(worst, pe->need[c] / pe->cut_in[c]);
+        pe->need[c] = 0;
+    }
+    return worst;
 }
 
 /* The lower bound of run_probe.step_lower_bound_s. Stage s's lane (DP rank 0) runs its compute
@@ -840,6 +912,9 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
     int *gpus = dt_xmalloc((size_t)tp * sizeof *gpus);
     double *F = dt_xcalloc((size_t)n_vs, sizeof *F), *B = dt_xcalloc((size_t)n_vs, sizeof *B);
     double *opt = dt_xcalloc((size_t)pp, sizeof *opt);
+    /* per stage: the last gradient collective before the optimizer, the ZeRO-1/2 parameter
+     * all-gather after it */
+    double *dp_last = dt_xcalloc((size_t)pp, sizeof *dp_last), *ag = dt_xcalloc((size_t)pp, sizeof *ag);
     double layer_psi = wl_layer_params(&s->model) / tp, emb = wl_embedding_params(&s->model) / tp;
     bool dp = p->dp > 1 && !p->local_step;
     for (int st = 0; st < pp; st++) {
@@ -878,14 +953,27 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
             c.bytes[GPU_OP_OPTIMIZER] = shard * wl_optimizer_bytes(p);
             opt[st] = (double)replay_cost_time(&c, &t->gpus[gpus[0]], prec, gpu_op_time) * 1e-12;
         }
+        /* Data parallelism (not for local SGD, whose local steps have none; not with top-k,
+         * whose all-gather of pairs is costed elsewhere): the optimizer waits for the last
+         * gradient bucket, which holds at least the gradients of the last layer its backward
+         * ran (buckets close at the end of every chunk); ZeRO-1/2 then gather the updated
+         * parameters, unless the gather overlaps the next forward. */
+        if (dp && p->local_sgd <= 1 && p->compression_ratio == 0 && s->model.kind == WL_TRANSFORMER) {
+            bool shared = s->env.network == NET_FLOW;
+            double pbytes = wl_precision_bytes(p->precision);
+            dp_last[st] = coll_cut_bound(pe, t, p, st, p->zero == 0 ? COLL_ALLREDUCE : COLL_REDUCE_SCATTER,
+                                         layer_psi * pbytes, shared);
+            if ((p->zero == 1 || p->zero == 2) && !p->fw.overlap_param_gather)
+                ag[st] = coll_cut_bound(pe, t, p, st, COLL_ALLGATHER, psi * pbytes, shared);
+        }
     }
     double lb = 0, pre = 0, post = 0;
     for (int st = 0; st < pp; st++) {
         double per_mb = 0;
         for (int ch = 0; ch < v; ch++) per_mb += F[ch * pp + st] + B[ch * pp + st];
         double work = m * per_mb;
-        lb = fmax(lb, pre + work + opt[st]);
-        lb = fmax(lb, pre + work + post + opt[0]);
+        lb = fmax(lb, pre + work + dp_last[st] + opt[st] + ag[st]);
+        lb = fmax(lb, pre + work + post + dp_last[0] + opt[0] + ag[0]);
         pre += F[st];
         post += B[st];
     }
@@ -893,6 +981,8 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
     free(F);
     free(B);
     free(opt);
+    free(dp_last);
+    free(ag);
     free(slow);
     /* the picosecond rounding of each op (ceil) and sums in double: stay a hair below */
     return lb * (1 - 1e-9);
