@@ -179,6 +179,7 @@ typedef struct wl_scenario {
     wl_plan plan;
     double global_batch;         /* samples per step */
     char calibration[512];       /* calibration file path ("" none), resolved by run.c */
+    char calibration_fit[128];   /* options.calibration_fit: which fits to apply ("" defaults) */
     double memory_headroom;      /* options.memory_headroom: fraction of GPU memory the planner
                                     keeps free; -1 when not given */
     wl_env env;                  /* options, stragglers, jitter, degraded links, seed */

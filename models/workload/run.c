@@ -683,7 +683,14 @@ static int apply_calibration(const js_ctx *c, wl_scenario *s, const char *base_d
     }
     if (rc != DT_OK) return rc;
     char local[256] = "";
-    rc = topo_apply_calibration(t, cal, note ? note : local, note ? note_size : sizeof local, c->err);
+    rc = topo_apply_calibration_fits(t, cal, s->calibration_fit, note ? note : local,
+                                     note ? note_size : sizeof local, c->err);
+    if (rc == DT_EINPUT && !strcmp(c->err->path, "fits")) {
+        /* a chosen fit the file lacks: the scenario's option is what to fix */
+        char msg[DT_ERR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", c->err->msg);
+        rc = js_fail(c, "options", "calibration_fit", "calibration file \"%s\": %s", path, msg);
+    }
     double topk = cal_topk_throughput(cal);
     if (rc == DT_OK && topk > 0 && s->plan.topk_throughput == 0) s->plan.topk_throughput = topk;
     cal_result_destroy(cal);

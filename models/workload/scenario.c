@@ -451,7 +451,8 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "options");
     if (o) {
         static const char *const okeys[] = {"network", "calibration", "dp_algorithm",
-                                            "ring_model", "ps_servers", "memory_headroom", NULL};
+                                            "ring_model", "ps_servers", "memory_headroom",
+                                            "calibration_fit", NULL};
         TRY(js_expect_object(c, o, "options"));
         TRY(js_check_keys(c, o, "options", okeys));
         int nm = NET_FLOW;
@@ -483,6 +484,16 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
         const char *cal = NULL;
         TRY(js_get_string(c, o, "options", "calibration", false, &cal));
         if (cal) snprintf(s->calibration, sizeof s->calibration, "%s", cal);
+        const char *fit = NULL;
+        TRY(js_get_string(c, o, "options", "calibration_fit", false, &fit));
+        if (fit && !cal)
+            return js_fail(c, "options", "calibration_fit",
+                           "chooses among the fits of options.calibration, which is not given");
+        if (fit && (!fit[0] || strlen(fit) >= sizeof s->calibration_fit))
+            return js_fail(c, "options", "calibration_fit",
+                           "expected fit names such as \"mpi_allreduce\" (comma-separated, one per "
+                           "scope), found \"%.40s\"", fit);
+        if (fit) snprintf(s->calibration_fit, sizeof s->calibration_fit, "%s", fit);
     }
     TRY(parse_faults(c, j, s));
     TRY(gp_parse(c, j, &s->failures, &s->checkpoint, &s->storage, &s->input));
