@@ -750,6 +750,11 @@ typedef struct probe_entry {
      * can bring in from outside, B/s */
     double *cut_in;
     int n_cuts;
+    /* Without GPU forwarding, per GPU: the bandwidth of its in-links that traffic from outside
+     * its host can reach without passing a GPU (a DGX GPU: its NIC's link, not the NVSwitch's);
+     * NULL when GPUs forward (ring, torus) */
+    double *ext_in;
+    double *cap;        /* scratch, n_cuts */
     int *cnt, *touched; /* scratch, n_cuts */
     double *need;       /* scratch, n_cuts */
 } probe_entry;
@@ -767,6 +772,8 @@ void run_probe_cache_destroy(run_probe_cache *c)
     for (int i = 0; i < c->n; i++) {
         coll_analytic_destroy(c->e[i].an);
         free(c->e[i].cut_in);
+        free(c->e[i].ext_in);
+        free(c->e[i].cap);
         free(c->e[i].cnt);
         free(c->e[i].touched);
         free(c->e[i].need);
@@ -830,6 +837,52 @@ static int probe_topology(run_probe_cache *cache, const cJSON *j, const js_ctx *
         if (hd >= 0 && hs != hd) e.cut_in[hd] += k->bandwidth;
         if (hd < 0 && node_gpu[k->dst] >= 0) e.cut_in[t->n_hosts + node_gpu[k->dst]] += k->bandwidth;
     }
+    e.cap = dt_xcalloc((size_t)e.n_cuts + 1, sizeof *e.cap);
+    if (!t->gpu_forwarding) {
+        /* in-links of every node, then per GPU which of its in-links the outside reaches */
+        int *in_start = dt_xcalloc((size_t)t->n_nodes + 2, sizeof *in_start);
+        int *in_links = dt_xmalloc(((size_t)t->n_links + 1) * sizeof *in_links);
+        for (int l = 0; l < t->n_links; l++) in_start[t->links[l].dst + 1]++;
+        for (int v = 0; v < t->n_nodes; v++) in_start[v + 1] += in_start[v];
+        int *fill = dt_xmalloc(((size_t)t->n_nodes + 1) * sizeof *fill);
+        memcpy(fill, in_start, (size_t)t->n_nodes * sizeof *fill);
+        for (int l = 0; l < t->n_links; l++) in_links[fill[t->links[l].dst]++] = l;
+        int *stack = dt_xmalloc(((size_t)t->n_nodes + 1) * sizeof *stack);
+        int *seen = dt_xcalloc((size_t)t->n_nodes + 1, sizeof *seen);
+        int stamp = 0;
+        e.ext_in = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *e.ext_in);
+        for (int g = 0; g < t->n_gpus; g++) {
+            int v = t->gpu_node[g], h = t->nodes[v].host;
+            for (int k = in_start[v]; k < in_start[v + 1]; k++) {
+                int u = t->links[in_links[k]].src;
+                /* backward from u through the host's non-GPU nodes: does a path start outside? */
+                bool outside = h < 0 || t->nodes[u].host != h;
+                int sp = 0;
+                stamp++;
+                if (!outside && t->nodes[u].kind != TOPO_GPU) {
+                    stack[sp++] = u;
+                    seen[u] = stamp;
+                }
+                while (!outside && sp > 0) {
+                    int x = stack[--sp];
+                    for (int q = in_start[x]; q < in_start[x + 1] && !outside; q++) {
+                        int y = t->links[in_links[q]].src;
+                        if (t->nodes[y].host != h) outside = true;
+                        else if (t->nodes[y].kind != TOPO_GPU && seen[y] != stamp) {
+                            seen[y] = stamp;
+                            stack[sp++] = y;
+                        }
+                    }
+                }
+                if (outside) e.ext_in[g] += t->links[in_links[k]].bandwidth;
+            }
+        }
+        free(in_start);
+        free(in_links);
+        free(fill);
+        free(stack);
+        free(seen);
+    }
     free(node_gpu);
     if (cache->n == cache->cap) {
         /* entries move on growth: the caller holds *out only until the next probe */
@@ -853,9 +906,12 @@ static int cut_of(const topo *t, int gpu)
  * without one) need from outside must cross the links into it: per group with `in` of its n
  * members inside, all-gather (n - in) B/n (the shards held outside, each brought in once),
  * reduce-scatter in B/n (each inside shard, reduced outside), all-reduce B. The instance lasts
- * at least the most loaded cut's bytes over what its links bring in. In flow mode the tp groups
- * share the cut; the analytic mode costs each group alone, so there only the largest group's
- * bytes count. Latency is left out. */
+ * at least the most loaded cut's bytes over what its links bring in: all its links, or, where
+ * GPUs relay nothing (topo.gpu_forwarding false: a DGX), only the links of its member GPUs that
+ * the outside reaches without passing a GPU (their NICs; data cannot come in through another
+ * GPU's NIC, nor through the NVSwitch, which only the host's GPUs feed). In flow mode the tp
+ * groups share the cut; the analytic mode costs each group alone, so there each group counts
+ * alone. Latency is left out. */
 static double coll_cut_bound(probe_entry *pe, const topo *t, const wl_plan *p, int stage,
                              coll_op op, double bytes, bool shared)
 {
@@ -864,8 +920,11 @@ static double coll_cut_bound(probe_entry *pe, const topo *t, const wl_plan *p, i
     for (int k = 0; k < p->tp; k++) {
         int nt = 0;
         for (int d = 0; d < n; d++) {
-            int c = cut_of(t, wl_gpu_of(p, d, stage, k));
+            int gpu = wl_gpu_of(p, d, stage, k), c = cut_of(t, gpu);
             if (pe->cnt[c]++ == 0) pe->touched[n_touched + nt++] = c;
+            /* what can bring data into the cut: without GPU forwarding only its members' own
+             * outside-facing links (a non-member GPU relays nothing), else the whole cut's */
+            if (pe->ext_in) pe->cap[c] += pe->ext_in[gpu];
         }
         for (int i = n_touched; i < n_touched + nt; i++) {
             int c = pe->touched[i], in = pe->cnt[c];
@@ -873,16 +932,21 @@ static double coll_cut_bound(probe_entry *pe, const topo *t, const wl_plan *p, i
                           : op == COLL_ALLGATHER      ? (double)(n - in) * bytes / n
                           : op == COLL_REDUCE_SCATTER ? (double)in * bytes / n
                                                       : bytes;
-            if (shared) pe->need[c] += need;
-            else if (pe->cut_in[c] > 0) worst = fmax(worst, need / pe->cut_in[c]);
+            pe->need[c] += need;
             pe->cnt[c] = 0;
+            if (!shared) {
+                double cap = pe->ext_in ? pe->cap[c] : pe->cut_in[c];
+                if (cap > 0) worst = fmax(worst, pe->need[c] / cap);
+                pe->need[c] = pe->cap[c] = 0;
+            }
         }
         if (shared) n_touched += nt;
     }
     for (int i = 0; i < n_touched; i++) {
         int c = pe->touched[i];
-        if (pe->cut_in[c] > 0) worst = fmax(worst, pe->need[c] / pe->cut_in[c]);
-        pe->need[c] = 0;
+        double cap = pe->ext_in ? pe->cap[c] : pe->cut_in[c];
+        if (cap > 0) worst = fmax(worst, pe->need[c] / cap);
+        pe->need[c] = pe->cap[c] = 0;
     }
     return worst;
 }

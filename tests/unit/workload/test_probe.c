@@ -26,14 +26,18 @@ static cJSON *parse(const char *text)
 /* A 12-layer GPT on `nodes` DGX H100 boxes with the given "parallel" object and extras. */
 static cJSON *scenario(int nodes, const char *parallel, const char *extra)
 {
-    char text[2048];
+    char text[2048], topology[256];
+    if (nodes > 0)
+        snprintf(topology, sizeof topology, "{\"generator\": \"dgx\", \"nodes\": %d, \"gpus_per_node\": 8,"
+                 " \"gpu\": \"H100-SXM\"}", nodes);
+    else /* a ring of 8 GPUs, which forward for each other */
+        snprintf(topology, sizeof topology, "{\"generator\": \"ring\", \"gpus\": 8, \"gpu\": \"H100-SXM\"}");
     snprintf(text, sizeof text,
-             "{\"topology\": {\"generator\": \"dgx\", \"nodes\": %d, \"gpus_per_node\": 8,"
-             " \"gpu\": \"H100-SXM\"},"
+             "{\"topology\": %s,"
              " \"model\": {\"kind\": \"transformer\", \"layers\": 12, \"hidden\": 1024,"
              " \"heads\": 16, \"seq_len\": 1024, \"vocab\": 50257},"
              " \"parallel\": %s, \"global_batch\": 32%s%s}",
-             nodes, parallel, extra[0] ? ", " : "", extra);
+             topology, parallel, extra[0] ? ", " : "", extra);
     return parse(text);
 }
 
@@ -80,6 +84,10 @@ START_TEST(bound_below_the_step)
         " \"sequence_parallel\": true}",
         "{\"tp\": 1, \"pp\": 2, \"stage_layers\": [4, 8]}",
         "{\"tp\": 1, \"pp\": 8, \"micro_batch_size\": 4}",
+        /* one DP member per host (2 nodes): the bound counts only the members' NICs */
+        "{\"tp\": 8, \"pp\": 1, \"zero\": 1}",
+        "{\"tp\": 4, \"pp\": 2, \"zero\": 1, \"placement\": \"pp,dp,tp\"}",
+        "{\"tp\": 8, \"pp\": 1}",
     };
     run_probe_cache *cache = run_probe_cache_create();
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
@@ -91,6 +99,12 @@ START_TEST(bound_below_the_step)
     check_bound(2, "{\"tp\": 2, \"pp\": 4}", "\"stragglers\": [{\"gpu\": 5, \"slowdown\": 1.5}]",
                 cache);
     check_bound(1, "{\"tp\": 2, \"pp\": 2}", "\"precision\": \"fp8\"", cache);
+    check_bound(2, "{\"tp\": 8, \"pp\": 1, \"zero\": 1}", "\"options\": {\"network\": \"analytic\"}",
+                cache);
+    check_bound(2, "{\"tp\": 1, \"pp\": 1, \"zero\": 2}", "\"options\": {\"network\": \"analytic\"}",
+                cache);
+    /* GPUs that relay (a ring): the host cut */
+    check_bound(0, "{\"tp\": 2, \"pp\": 1, \"zero\": 1}", "", cache);
     run_probe_cache_destroy(cache);
 }
 END_TEST
