@@ -272,7 +272,7 @@ static int run(int argc, char **argv)
         if (res.n_best == 0) {
             printf("no plan fits\n");
         } else {
-            printf(" #  gpus   tp   pp   dp sched    sp zero ckpt       mbs   step time    tokens/s    MFU"
+            printf(" #  gpus   tp   pp   dp sched     sp zero ckpt       mbs   step time    tokens/s    MFU"
                    "     memory/GPU         $/step     $/hour  $/M tokens   tokens/$\n");
             for (int i = 0; i < res.n_best; i++) {
                 const plan_candidate *c = &res.best[i];
@@ -285,7 +285,7 @@ static int run(int argc, char **argv)
                     snprintf(sched, sizeof sched, "int. v=%d", c->virtual_stages);
                 else
                     snprintf(sched, sizeof sched, "%s", c->pp > 1 ? "1f1b" : "-");
-                printf("%2d %5d %4d %4d %4d %-8s %3s %4d %-9s %4d %11s %11s %5.1f%%  %5.1f / %5.1f GiB",
+                printf("%2d %5d %4d %4d %4d %-9s %3s %4d %-9s %4d %11s %11s %5.1f%%  %5.1f / %5.1f GiB",
                        i + 1, c->gpus, c->tp, c->pp, c->dp, sched, c->sequence_parallel ? "on" : "-",
                        c->zero,
                        plan_checkpointing_name(c->checkpointing), c->micro_batch_size, t, tk,
