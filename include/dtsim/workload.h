@@ -120,6 +120,8 @@ typedef struct wl_plan {
     double bucket_bytes;         /* DP gradient bucket size */
     bool overlap_dp;             /* DP communication overlaps backward (DDP-style) */
     double compression_ratio;    /* top-k fraction kept, 0 = no compression */
+    bool sparse_allreduce;       /* compression.method "sparse_allreduce": the pairs are reduced
+                                    (density kept at the ratio) instead of all-gathered */
     double topk_throughput;      /* elements/s of the top-k selection kernel */
     wl_axis placement[3];        /* outermost first; default dp, pp, tp (TP innermost) */
     /* Beyond one synchronous step (docs/workloads.md, "Many steps"): */

@@ -195,11 +195,15 @@ static int parse_plan(const js_ctx *c, const cJSON *p, const char *path, wl_plan
     if (comp) {
         char cp[JS_PATH_MAX];
         js_path_key(cp, path, "compression");
-        static const char *const ckeys[] = {"ratio", "throughput", NULL};
+        static const char *const ckeys[] = {"ratio", "throughput", "method", NULL};
+        static const char *const methods[] = {"allgather", "sparse_allreduce", NULL};
         TRY(js_expect_object(c, comp, cp));
         TRY(js_check_keys(c, comp, cp, ckeys));
         TRY(js_get_number(c, comp, cp, "ratio", true, 1e-9, 1, &out->compression_ratio));
         TRY(js_get_number(c, comp, cp, "throughput", false, 1, 1e16, &out->topk_throughput));
+        int method = 0;
+        TRY(js_get_enum(c, comp, cp, "method", false, methods, &method));
+        out->sparse_allreduce = method == 1;
         if (out->zero > 0)
             return js_fail(c, path, "compression", "top-k compression needs zero 0, found zero %d",
                            out->zero);

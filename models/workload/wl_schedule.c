@@ -182,12 +182,12 @@ typedef struct gen {
 } gen;
 
 enum { N_FWD, N_BWD, N_SEND_ACT, N_SEND_GRAD, N_DP_AR, N_DP_RS, N_DP_AG, N_ZERO_GATHER,
-       N_ZERO_RS, N_TOPK, N_TOPK_AG, N_OPT, N_PARAM_AG, N_EMB_AR, N_COUNT };
+       N_ZERO_RS, N_TOPK, N_TOPK_AG, N_OPT, N_PARAM_AG, N_EMB_AR, N_TOPK_AR, N_COUNT };
 static const char *const op_names[N_COUNT] = {
     "forward", "backward", "send_activation", "send_gradient", "dp_allreduce",
     "dp_reduce_scatter", "dp_allgather", "zero3_param_gather", "zero_grad_reduce_scatter",
     "topk_compress", "topk_allgather", "optimizer_step", "zero_param_allgather",
-    "embedding_allreduce"};
+    "embedding_allreduce", "topk_sparse_allreduce"};
 
 void wl_chunk_cost(const wl_scenario *s, const wl_layer_cost *lcost, bool bwd, bool first,
                    bool last, int layers, wl_cost *out)
@@ -384,19 +384,31 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
     const wl_plan *p = G->p;
     if (p->compression_ratio > 0) {
         double elems = grad_bytes / wl_precision_bytes(p->precision);
-        wl_cost c = {.fixed = sim_time_from_s(elems / p->topk_throughput)};
+        double pair = 4 + wl_precision_bytes(p->precision);
+        double selected = elems;
+        if (p->sparse_allreduce)
+            /* each of the ring's 2(d-1) steps merges r G / d incoming pairs with its own and
+             * re-selects the top r G / d: 2 (d-1)/d r G more elements through the selection */
+            selected += 2.0 * (p->dp - 1) / p->dp * p->compression_ratio * elems;
+        wl_cost c = {.fixed = sim_time_from_s(selected / p->topk_throughput)};
         uint32_t cost = wl_graph_cost(G->g, &c);
         uint32_t deps[1] = {after};
         uint32_t tk = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_TOPK, mb, layer, cost, 0,
                              deps, 1);
         L->prev_compute = L->last_compute;
         L->last_compute = tk;
-        /* (index, value) pairs: a 4-byte index and the value per kept element; the all-gather
-         * output holds every rank's pairs. */
-        double out = p->dp * p->compression_ratio * elems * (4 + wl_precision_bytes(p->precision));
-        uint32_t inst = stage_coll(G, COLL_ALLGATHER, out, WL_COMM_DP);
+        /* (index, value) pairs: a 4-byte index and the value per kept element. All-gather: the
+         * output holds every rank's pairs, d r G (4 + e) bytes, growing with d. Sparse
+         * all-reduce (gTop-k, Ok-Topk style): a ring all-reduce whose every message carries
+         * the top fraction r of its chunk as pairs, re-selected after each merge so the
+         * density stays r: a dense all-reduce of r G (4 + e) bytes, 2 (d-1)/d of that sent
+         * per GPU whatever d (docs/workloads.md). */
+        double out = (p->sparse_allreduce ? 1 : p->dp) * p->compression_ratio * elems * pair;
+        uint32_t inst = stage_coll(G, p->sparse_allreduce ? COLL_ALLREDUCE : COLL_ALLGATHER, out,
+                                   WL_COMM_DP);
         uint32_t d2[1] = {tk};
-        L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_TOPK_AG, mb, layer, inst, 0, d2, 1);
+        L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, p->sparse_allreduce ? N_TOPK_AR : N_TOPK_AG,
+                            mb, layer, inst, 0, d2, 1);
         return;
     }
     coll_op op = p->zero == 0 ? COLL_ALLREDUCE : COLL_REDUCE_SCATTER;
