@@ -518,6 +518,8 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
             snprintf(ex, sizeof ex, "%s: %.110s", lb, e.msg[0] ? e.msg : dt_error_format(&e, buf, sizeof buf));
             reject(&rj, reason, ex);
             c->state = 2;
+            cJSON_Delete(c->scenario); /* only plans that fit keep theirs, for the simulation */
+            c->scenario = NULL;
             continue;
         }
         c->c.memory = pr.memory;
@@ -537,6 +539,8 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
                          gib(limit, g2, sizeof g2));
             reject(&rj, "does not fit in memory", ex);
             c->state = 2;
+            cJSON_Delete(c->scenario);
+            c->scenario = NULL;
             continue;
         }
         c->state = 1;
