@@ -122,6 +122,8 @@ typedef struct wl_plan {
     double compression_ratio;    /* top-k fraction kept, 0 = no compression */
     bool sparse_allreduce;       /* compression.method "sparse_allreduce": the pairs are reduced
                                     (density kept at the ratio) instead of all-gathered */
+    int quant_bits;              /* compression.method int8/fp8 (8), onebit (1): gradients
+                                    all-reduced quantised with error feedback; 0 = none */
     double topk_throughput;      /* elements/s of the top-k selection kernel */
     wl_axis placement[3];        /* outermost first; default dp, pp, tp (TP innermost) */
     /* Beyond one synchronous step (docs/workloads.md, "Many steps"): */

@@ -1024,12 +1024,13 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
             c.bytes[GPU_OP_OPTIMIZER] = shard * wl_optimizer_bytes(p);
             opt[st] = (double)replay_cost_time(&c, &t->gpus[gpus[0]], prec, gpu_op_time) * 1e-12;
         }
-        /* Data parallelism (not for local SGD, whose local steps have none; not with top-k,
-         * whose all-gather of pairs is costed elsewhere): the optimizer waits for the last
+        /* Data parallelism (not for local SGD, whose local steps have none; not with
+         * compression, whose collectives move fewer bytes): the optimizer waits for the last
          * gradient bucket, which holds at least the gradients of the last layer its backward
          * ran (buckets close at the end of every chunk); ZeRO-1/2 then gather the updated
          * parameters, unless the gather overlaps the next forward. */
-        if (dp && p->local_sgd <= 1 && p->compression_ratio == 0 && s->model.kind == WL_TRANSFORMER) {
+        if (dp && p->local_sgd <= 1 && p->compression_ratio == 0 && p->quant_bits == 0 &&
+            s->model.kind == WL_TRANSFORMER) {
             bool shared = s->env.network == NET_FLOW;
             double pbytes = wl_precision_bytes(p->precision);
             dp_last[st] = coll_cut_bound(pe, t, p, st, p->zero == 0 ? COLL_ALLREDUCE : COLL_REDUCE_SCATTER,

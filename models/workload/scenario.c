@@ -196,16 +196,25 @@ static int parse_plan(const js_ctx *c, const cJSON *p, const char *path, wl_plan
         char cp[JS_PATH_MAX];
         js_path_key(cp, path, "compression");
         static const char *const ckeys[] = {"ratio", "throughput", "method", NULL};
-        static const char *const methods[] = {"allgather", "sparse_allreduce", NULL};
+        static const char *const methods[] = {"allgather", "sparse_allreduce", "int8", "fp8",
+                                              "onebit", NULL};
         TRY(js_expect_object(c, comp, cp));
         TRY(js_check_keys(c, comp, cp, ckeys));
-        TRY(js_get_number(c, comp, cp, "ratio", true, 1e-9, 1, &out->compression_ratio));
-        TRY(js_get_number(c, comp, cp, "throughput", false, 1, 1e16, &out->topk_throughput));
         int method = 0;
         TRY(js_get_enum(c, comp, cp, "method", false, methods, &method));
+        if (method >= 2) {
+            /* quantisation: every element sent in 8 or 1 bits, no selection */
+            if (cJSON_GetObjectItemCaseSensitive(comp, "ratio"))
+                return js_fail(c, cp, "ratio", "applies to top-k (allgather, sparse_allreduce); "
+                               "\"%s\" sends every element quantised", methods[method]);
+            out->quant_bits = method == 4 ? 1 : 8;
+        } else {
+            TRY(js_get_number(c, comp, cp, "ratio", true, 1e-9, 1, &out->compression_ratio));
+        }
+        TRY(js_get_number(c, comp, cp, "throughput", false, 1, 1e16, &out->topk_throughput));
         out->sparse_allreduce = method == 1;
         if (out->zero > 0)
-            return js_fail(c, path, "compression", "top-k compression needs zero 0, found zero %d",
+            return js_fail(c, path, "compression", "gradient compression needs zero 0, found zero %d",
                            out->zero);
     }
     TRY(parse_placement(c, p, path, out));

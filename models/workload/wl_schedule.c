@@ -155,6 +155,8 @@ uint32_t wl_graph_op(wl_graph *g, const wl_op *op, const uint32_t *deps, uint32_
 
 typedef struct cost_slot { int key, n; uint32_t id; } cost_slot;
 
+#define N_OP_NAMES 32 /* room for the op names below (N_COUNT) */
+
 typedef struct gen {
     const wl_scenario *s;
     const wl_plan *p;
@@ -178,16 +180,18 @@ typedef struct gen {
     size_t *n_stage_colls, *cap_stage_colls;
     size_t coll_cursor;                /* next instance index while replaying dp > 0 */
     int dp_rank, stage;
-    uint32_t names[16];
+    uint32_t names[N_OP_NAMES];
 } gen;
 
 enum { N_FWD, N_BWD, N_SEND_ACT, N_SEND_GRAD, N_DP_AR, N_DP_RS, N_DP_AG, N_ZERO_GATHER,
-       N_ZERO_RS, N_TOPK, N_TOPK_AG, N_OPT, N_PARAM_AG, N_EMB_AR, N_TOPK_AR, N_COUNT };
+       N_ZERO_RS, N_TOPK, N_TOPK_AG, N_OPT, N_PARAM_AG, N_EMB_AR, N_TOPK_AR, N_QUANT, N_QUANT_AR,
+       N_COUNT };
+_Static_assert(N_COUNT <= N_OP_NAMES, "gen.names holds every op name");
 static const char *const op_names[N_COUNT] = {
     "forward", "backward", "send_activation", "send_gradient", "dp_allreduce",
     "dp_reduce_scatter", "dp_allgather", "zero3_param_gather", "zero_grad_reduce_scatter",
     "topk_compress", "topk_allgather", "optimizer_step", "zero_param_allgather",
-    "embedding_allreduce", "topk_sparse_allreduce"};
+    "embedding_allreduce", "topk_sparse_allreduce", "quantize", "quantized_allreduce"};
 
 void wl_chunk_cost(const wl_scenario *s, const wl_layer_cost *lcost, bool bwd, bool first,
                    bool last, int layers, wl_cost *out)
@@ -409,6 +413,25 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
         uint32_t d2[1] = {tk};
         L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, p->sparse_allreduce ? N_TOPK_AR : N_TOPK_AG,
                             mb, layer, inst, 0, d2, 1);
+        return;
+    }
+    if (p->quant_bits > 0) {
+        /* Quantised all-reduce with error feedback (1-bit Adam / DeepSpeed's compressed
+         * all-reduce; int8 and fp8 likewise): add the residual and quantise (G elements), then
+         * a reduce-scatter as an all-to-all of quantised chunks, each owner dequantises, sums,
+         * requantises its chunk (G/d x d), and an all-gather of the quantised chunks: on the
+         * wire a ring all-reduce of G b/8 bytes, 2 (d-1)/d of it sent per GPU; the compute
+         * stream passes over 2 G elements (quantise and dequantise) at the throughput. */
+        double elems = grad_bytes / wl_precision_bytes(p->precision);
+        wl_cost c = {.fixed = sim_time_from_s(2 * elems / p->topk_throughput)};
+        uint32_t cost = wl_graph_cost(G->g, &c);
+        uint32_t deps[1] = {after};
+        uint32_t q = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_QUANT, mb, layer, cost, 0, deps, 1);
+        L->prev_compute = L->last_compute;
+        L->last_compute = q;
+        uint32_t inst = stage_coll(G, COLL_ALLREDUCE, elems * p->quant_bits / 8.0, WL_COMM_DP);
+        uint32_t d2[1] = {q};
+        L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_QUANT_AR, mb, layer, inst, 0, d2, 1);
         return;
     }
     coll_op op = p->zero == 0 ? COLL_ALLREDUCE : COLL_REDUCE_SCATTER;
