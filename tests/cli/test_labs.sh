@@ -14,6 +14,8 @@
 # fast selection and r = 0.001, never at 400 Gb/s.
 # decentralised: the step times and DP exposed its README quotes, geo ring > geo sharded PS > data
 # centre, local SGD mean = (3 local + 1 averaging) / 4.
+# compression-break-even: quantisation's step difference from bf16 = 2Ψ/θ - 2(d-1)/d Ψ(e-b/8)/B
+# at every bandwidth, crossings at B* = 70 (int8) and 131.25 Gb/s (1-bit), as its README says.
 # The pipeline-bubble scenario's hints: every figure quoted is the measured one (45 ms, 47 %,
 # 18 % of 117 ms at m 32, 1F1B's activations equal GPipe's at m = p and a quarter at m 32, the
 # interleaved bubble's time halves while its share goes from 47 % to 30 %).
@@ -203,4 +205,35 @@ quoted("GPipe takes 90 ms with a 42 ms bubble (47%)"); quoted("= 21 ms")
 quoted("but not its share: 30% of a 69 ms step")
 assert "bubble halves)" not in desc and "far less activation memory" not in desc
 PY
+# compression-break-even: every point's step difference from bf16 is 2Ψ/θ - 2(d-1)/d Ψ (e - b/8)/B
+# (to a microsecond), the crossings bracket B* = (d-1)/d (e - b/8) θ = 70 and 131.25 Gb/s, and
+# the README quotes those figures.
+be=$labs/compression-break-even
+for f in base int8 onebit; do
+  "$DTSIM" sweep "$be/$f.json" --out "$tmp/be-$f" --no-progress --jobs 2 >/dev/null || fail "break-even $f sweep"
+done
+"$DTSIM" memory "$be/base.json" --json > "$tmp/be-mem.json"
+python3 - "$tmp" "$be/README.md" <<'PY'
+import csv, json, sys
+t, readme = sys.argv[1], open(sys.argv[2]).read()
+psi = json.load(open(f"{t}/be-mem.json"))["memory_per_gpu_bytes"]["params"] / 2
+d, e, theta = 8, 2.0, 1e10
+rows = {f: list(csv.DictReader(open(f"{t}/be-{f}/results.csv"))) for f in ("base", "int8", "onebit")}
+assert len(rows["base"]) == 11
+for f, bits, gbps in (("int8", 8, 70.0), ("onebit", 1, 131.25)):
+    bstar = (d - 1) / d * (e - bits / 8) * theta
+    assert abs(bstar * 8 / 1e9 - gbps) < 1e-9, (f, bstar)
+    assert f"**{gbps:g} Gb/s**" in readme, (f, gbps)
+    signs = []
+    for rb, rc in zip(rows["base"], rows[f]):
+        B = float(rb["topology.bandwidth"])
+        diff = float(rc["step_time_s"]) - float(rb["step_time_s"])
+        want = 2 * psi / theta - 2 * (d - 1) / d * psi * (e - bits / 8) / B
+        assert abs(diff - want) < 1e-6, (f, B, diff, want)
+        signs.append((B, diff < 0))
+    for (b0, pays0), (b1, pays1) in zip(signs, signs[1:]):
+        if pays0 != pays1:
+            assert pays0 and b0 < bstar < b1, (f, b0, b1, bstar)
+PY
+
 echo "ok"
