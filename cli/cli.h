@@ -4,7 +4,8 @@
  * cmd_*.c, parses its own flags, calls the library, and prints: people-friendly aligned text on
  * stdout by default, one JSON document with --json. Errors go to stderr.
  *
- * Exit statuses: 0 success, 1 runtime failure, 2 bad input or usage.
+ * Exit statuses: 0 success, 1 runtime failure, 2 bad input or usage, 128 + the signal when
+ * interrupted (130 SIGINT, 143 SIGTERM; cli/output.c, docs/reliability.md).
  */
 #ifndef DTSIM_CLI_H
 #define DTSIM_CLI_H
@@ -30,17 +31,43 @@ int cli_status(int code);
 /* True if argv contains --help or -h. */
 bool cli_wants_help(int argc, char **argv);
 
-/* Commit-or-nothing output files: write to PATH.tmp.PID, rename on success, remove on failure. */
+/* Output files (cli/output.c, docs/reliability.md). cli_outfile_open() checks the target (a
+ * missing or regular file is replaced through a hidden temporary DIR/.NAME.tmp.PID.N; "-" is
+ * stdout; a character device is written in place; anything else is refused) and hands back a
+ * stream whose write errors are kept with their errno. cli_outfile_close()/_commit() finish
+ * the file now (flush, fsync, close, checked); nothing is renamed until main() calls
+ * cli_output_commit_all() after the command succeeded, so a command's outputs appear together
+ * or not at all; cli_outfile_abort() drops one. The structs are the caller's and may move; the
+ * state behind them belongs to output.c until commit_all/abort_all. */
 typedef struct cli_outfile {
-    FILE *f;
-    char *path, *tmp;
+    FILE *f;                 /* write here; NULL once closed */
+    const char *path;        /* the target as given (valid until commit_all/abort_all) */
+    struct cli_out_rec *rec;
 } cli_outfile;
 int cli_outfile_open(cli_outfile *o, const char *path, dt_error *err);
+/* "-" or /dev/stdout: an output that is stdout (a command then prints its summary elsewhere). */
+bool cli_is_stdout(const char *path);
 int cli_outfile_commit(cli_outfile *o, dt_error *err);
-/* Close the temporary now (checked) and rename it at commit: for commands writing more files
- * than a process may hold open (one per rank of a Chakra trace). */
+/* The same as commit (both only finish the file): for commands writing more files than a
+ * process may hold open (one per rank of a Chakra trace). */
 int cli_outfile_close(cli_outfile *o, dt_error *err);
 void cli_outfile_abort(cli_outfile *o);
+/* A directory of outputs written by the library (report, goodput --plot): *stage is a fresh
+ * hidden directory beside DIR to write into (borrowed until commit_all/abort_all); at commit
+ * its files are renamed into DIR (created if missing), each refusing to replace a non-regular
+ * file. */
+int cli_outdir_stage(const char *dir, const char **stage, dt_error *err);
+/* Temporaries NAME.tmp.PID that the library writes into DIR (sweeps) are removed on a signal. */
+void cli_output_watch_dir(const char *dir);
+/* Installs the SIGINT/SIGTERM/SIGHUP/SIGPIPE handlers (exit 130/143/129/141 after removing
+ * this process's temporaries) and wraps stdout; main() calls it first. */
+void cli_output_init(void);
+/* A library writer says only "write error" (it sees a FILE *): name the output whose write
+ * failed and why. cli_report_error() calls it. */
+void cli_output_explain(dt_error *err);
+/* Finish every output, check stdout, then rename them all into place; on failure remove all. */
+int cli_output_commit_all(dt_error *err);
+void cli_output_abort_all(void);
 
 #define CLI_COMMAND(id) extern const cli_command id
 CLI_COMMAND(cmd_run);
@@ -53,5 +80,6 @@ CLI_COMMAND(cmd_plan);
 CLI_COMMAND(cmd_report);
 CLI_COMMAND(cmd_goodput);
 CLI_COMMAND(cmd_validate);
+CLI_COMMAND(cmd_federated);
 
 #endif

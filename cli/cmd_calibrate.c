@@ -49,8 +49,9 @@ static void help(FILE *out)
             "  --chunk SIZE       ring pipelining chunk (cpu, tcp; default 64KiB)\n"
             "  --topk-fraction F  top-k keeps F of the elements (default 0.01); 0 skips top-k\n"
             "  --seed N           seed of the gradient-like data (default 1)\n"
-            "  --out FILE         calibration JSON to write (required)\n"
-            "  --plot FILE.png    gnuplot plot of measured samples and fitted lines\n"
+            "  --out FILE         calibration JSON to write (required; - for stdout)\n"
+            "  --plot FILE.png    gnuplot plot of measured samples and fitted lines (- for\n"
+            "                     stdout; the summary then goes to stderr)\n"
             "  --json             print the calibration JSON on stdout instead of a table\n\n"
             "From nccl-tests logs instead (no kernels run; docs/calibration.md):\n"
             "  --from-nccl-tests LOG...  all_reduce_perf, all_gather_perf, reduce_scatter_perf,\n"
@@ -265,6 +266,8 @@ static int parse_args(int argc, char **argv, opts *o, dt_error *err)
         }
     }
     if (!o->out) return usage_error(err, "--out FILE is required (where to write the calibration)%s%s", "", "");
+    if (o->plot && cli_is_stdout(o->out) && cli_is_stdout(o->plot))
+        return usage_error(err, "--out and --plot cannot both be - (stdout)%s%s", "", "");
     if (o->n_logs && o->kernel_option)
         return usage_error(err, "--from-nccl-tests reads measurements: kernel options (--backend, --ranks, --sizes, "
                                 "--repeats, --warmup, --dtype, --chunk, --topk-fraction, --seed) do not apply%s%s", "", "");
@@ -558,22 +561,30 @@ static bool have_gnuplot(void)
     return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
+/* A string as a gnuplot single-quoted literal: nothing is special inside one but the quote
+ * itself, written twice; a control character (a newline would end the command) becomes a
+ * space. Hostnames come from nccl-tests logs: "h'; system('...'); '" must stay text. */
+static void gp_quote(FILE *g, const char *s)
+{
+    fputc('\'', g);
+    for (; *s; s++) {
+        if (*s == '\'') fputc('\'', g);
+        fputc((unsigned char)*s < 0x20 || *s == 0x7f ? ' ' : *s, g);
+    }
+    fputc('\'', g);
+}
+
 /* Measured samples (dots), medians (open circles) and fitted lines, log-log; all-reduce fits on
  * the left (time vs bytes), top-k on the right (time vs elements). Inline datablocks: no
- * temporary data files. */
-static int write_plot(const cal_result *c, const char *path, dt_error *err)
+ * temporary data files. The script never names a file: gnuplot draws to its stdout, a pipe
+ * read here into the output (cli/output.c), so the path is never script text, its writes are
+ * checked like every other output's, and `--plot -` is stdout. Strings from the data (names,
+ * hostname) are quoted by gp_quote and drawn noenhanced. */
+static void plot_script(const cal_result *c, FILE *g)
 {
-    cli_outfile out;
-    int rc = cli_outfile_open(&out, path, err);
-    if (rc) return rc;
-    FILE *g = popen("gnuplot", "w");
-    if (!g) {
-        cli_outfile_abort(&out);
-        return dt_error_set(err, DT_EUNSUPPORTED, path, NULL, "cannot run gnuplot");
-    }
     int n_ar = 0, n_tk = 0;
     for (int i = 0; i < c->n_algos; i++) *(c->algos[i].kind == CAL_KIND_TOPK ? &n_tk : &n_ar) += 1;
-    fprintf(g, "set terminal pngcairo size %d,560 enhanced font 'sans,10'\nset output '%s'\n", (n_ar && n_tk) ? 1300 : 760, out.tmp);
+    fprintf(g, "set terminal pngcairo size %d,560 enhanced font 'sans,10'\n", (n_ar && n_tk) ? 1300 : 760);
     for (int i = 0; i < c->n_algos; i++) {
         const cal_algo *a = &c->algos[i];
         fprintf(g, "$d%d << EOD\n", i);
@@ -587,10 +598,14 @@ static int write_plot(const cal_result *c, const char *path, dt_error *err)
     for (int pass = 0; pass < 2; pass++) {
         bool topk = pass == 1;
         if ((topk ? n_tk : n_ar) == 0) continue;
-        if (!topk)
-            fprintf(g, "set title '%s %s, %d ranks, %s (%s)'\nset xlabel 'buffer per rank'\n", c->backend,
-                    n_ar == 1 ? cal_kind_name(c->algos[0].kind) : "collectives", c->ranks, c->dtype, c->hostname);
-        else
+        if (!topk) {
+            char title[512];
+            snprintf(title, sizeof title, "%s %s, %d ranks, %s (%s)", c->backend,
+                     n_ar == 1 ? cal_kind_name(c->algos[0].kind) : "collectives", c->ranks, c->dtype, c->hostname);
+            fputs("set title ", g);
+            gp_quote(g, title);
+            fputs(" noenhanced\nset xlabel 'buffer per rank'\n", g);
+        } else
             fprintf(g, "set title 'top-k compression with error feedback (k = %g n)'\nset xlabel 'elements (fp32)'\n",
                     c->algos[0].kind == CAL_KIND_TOPK ? c->algos[0].k_fraction : c->algos[c->n_algos - 1].k_fraction);
         /* tics at the measured sizes (every other one when crowded), in our own units */
@@ -620,9 +635,16 @@ static int write_plot(const cal_result *c, const char *path, dt_error *err)
             if ((a->kind == CAL_KIND_TOPK) != topk) continue;
             const char *col = colors[ci++ % 4];
             char b1[32], b2[32];
-            fprintf(g, "%s$d%d u 1:2 w p pt 7 ps 0.4 lc rgb '%s' t '%s samples', $d%d u 1:3 w p pt 6 ps 1.2 lc rgb '%s' t '%s median', "
+            char ts[160], tm[160];
+            snprintf(ts, sizeof ts, "%s samples", a->name);
+            snprintf(tm, sizeof tm, "%s median", a->name);
+            fprintf(g, "%s$d%d u 1:2 w p pt 7 ps 0.4 lc rgb '%s' t ", first ? "" : ", ", i, col);
+            gp_quote(g, ts);
+            fprintf(g, " noenhanced, $d%d u 1:3 w p pt 6 ps 1.2 lc rgb '%s' t ", i, col);
+            gp_quote(g, tm);
+            fprintf(g, " noenhanced, "
                        "%.9g + x*%.9g w l lw 2 lc rgb '%s' t 'fit: {/Symbol a} = %s, 1/{/Symbol b} = %s'",
-                    first ? "" : ", ", i, col, a->name, i, col, a->name, a->fit.alpha, a->fit.beta, col,
+                    a->fit.alpha, a->fit.beta, col,
                     unit_fmt_seconds(a->fit.alpha, b1, sizeof b1),
                     topk ? (snprintf(b2, sizeof b2, "%.3g el/s", 1.0 / a->fit.beta), b2)
                                           : unit_fmt_bandwidth(1.0 / a->fit.beta, b2, sizeof b2));
@@ -631,11 +653,68 @@ static int write_plot(const cal_result *c, const char *path, dt_error *err)
         fprintf(g, "\n");
     }
     if (n_ar && n_tk) fprintf(g, "unset multiplot\n");
-    fprintf(g, "set output\n");
-    int st = pclose(g);
-    if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    fprintf(g, "unset output\n");
+}
+
+static int write_plot(const cal_result *c, const char *path, dt_error *err)
+{
+    cli_outfile out;
+    int rc = cli_outfile_open(&out, path, err);
+    if (rc) return rc;
+    /* the script in an unnamed file (nothing to clean up), gnuplot's stdout on a pipe */
+    FILE *script = tmpfile();
+    int pfd[2] = {-1, -1};
+    if (!script || pipe(pfd) != 0) {
+        rc = dt_error_set(err, DT_EIO, path, NULL, "cannot prepare gnuplot: %s", strerror(errno));
+        if (script) fclose(script);
         cli_outfile_abort(&out);
-        return dt_error_set(err, DT_EIO, path, NULL, "gnuplot failed (exit status %d)", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+        return rc;
+    }
+    plot_script(c, script);
+    if (fflush(script) != 0 || ferror(script) || fseek(script, 0, SEEK_SET) != 0) {
+        rc = dt_error_set(err, DT_EIO, path, NULL, "cannot write the gnuplot script: %s", strerror(errno));
+        fclose(script);
+        close(pfd[0]);
+        close(pfd[1]);
+        cli_outfile_abort(&out);
+        return rc;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (dup2(fileno(script), 0) < 0 || dup2(pfd[1], 1) < 0) _exit(126);
+        close(pfd[0]);
+        close(pfd[1]);
+        execlp("gnuplot", "gnuplot", (char *)NULL);
+        _exit(127);
+    }
+    close(pfd[1]);
+    fclose(script);
+    if (pid < 0) {
+        close(pfd[0]);
+        cli_outfile_abort(&out);
+        return dt_error_set(err, DT_EIO, path, NULL, "cannot run gnuplot: %s", strerror(errno));
+    }
+    char buf[65536];
+    ssize_t n;
+    size_t total = 0;
+    while ((n = read(pfd[0], buf, sizeof buf)) != 0) {
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        total += (size_t)n;
+        if (fwrite(buf, 1, (size_t)n, out.f) != (size_t)n) break; /* the error is kept; commit reports it */
+    }
+    close(pfd[0]); /* gnuplot gets SIGPIPE if it was still writing */
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || total == 0) {
+        cli_outfile_abort(&out);
+        return dt_error_set(err, DT_EIO, path, NULL, "gnuplot failed (%s %d)",
+                            WIFEXITED(st) ? "exit status" : "signal",
+                            WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? WTERMSIG(st) : -1);
     }
     return cli_outfile_commit(&out, err);
 }
@@ -653,11 +732,15 @@ static int write_outputs(const cal_result *c, const opts *o, dt_error *err)
         rc = cli_outfile_commit(&out, err);
     }
     if (!rc && o->plot) rc = write_plot(c, o->plot, err);
+    /* an output on stdout ("-") keeps stdout to itself: the summary goes to stderr */
+    bool out_std = cli_is_stdout(o->out), plot_std = o->plot && cli_is_stdout(o->plot);
     if (!rc) {
-        if (o->json)
-            printf("%s\n", text);
-        else
-            print_tables(c, o, stdout);
+        FILE *f = out_std || plot_std ? stderr : stdout;
+        if (o->json) {
+            if (!out_std) fprintf(f, "%s\n", text);
+        } else {
+            print_tables(c, o, f);
+        }
     }
     free(text);
     return rc;

@@ -223,28 +223,32 @@ static void print_human(const char *file, const gp_job *j, const run_result *ste
     printf("  %ld failures drawn over all runs\n", r->failures_drawn);
 }
 
+/* DIR/goodput.csv and its report, drawn into a hidden directory beside DIR and moved into it
+ * with the command's other outputs (cli/output.c). */
 static int write_plot(const char *dir, const gp_job *j, const gp_result *r, dt_error *err)
 {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return dt_error_set(err, DT_EIO, dir, NULL, "cannot create directory: %s", strerror(errno));
-    char path[1024];
-    snprintf(path, sizeof path, "%s/goodput.csv", dir);
-    cli_outfile o;
-    int rc = cli_outfile_open(&o, path, err);
+    const char *stage;
+    int rc = cli_outdir_stage(dir, &stage, err);
     if (rc) return rc;
-    fprintf(o.f, "steps,interval_s,goodput,goodput_ci95,renewal,tokens_per_day,tokens_per_day_ci95,"
-                 "lost_s,checkpoint_s,restart_s,failures,young_s,daly_s,best\n");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/goodput.csv", stage);
+    FILE *f = fopen(path, "w");
+    if (!f) return dt_error_set(err, DT_EIO, path, NULL, "cannot write: %s", strerror(errno));
+    fprintf(f, "steps,interval_s,goodput,goodput_ci95,renewal,tokens_per_day,tokens_per_day_ci95,"
+               "lost_s,checkpoint_s,restart_s,failures,young_s,daly_s,best\n");
     for (int i = 0; i < r->n_points; i++) {
         const gp_point *p = &r->points[i];
-        fprintf(o.f, "%ld,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%d\n",
+        fprintf(f, "%ld,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%d\n",
                 p->steps, p->interval_s, p->goodput, p->goodput_ci95, p->renewal,
                 tokens_day(j, p->goodput), tokens_day(j, p->goodput_ci95), p->lost_s, p->ckpt_s,
                 p->restart_s, p->failures, r->young_s, r->daly_s, i == r->best);
     }
-    rc = cli_outfile_commit(&o, err);
-    if (rc) return rc;
+    errno = 0;
+    int e = fflush(f) != 0 || ferror(f) ? (errno ? errno : EIO) : 0;
+    if (fclose(f) != 0 && !e) e = errno;
+    if (e) return dt_error_set(err, DT_EIO, dir, NULL, "writing goodput.csv failed: %s", strerror(e));
     rep_report_summary sum;
-    return rep_report_file(path, dir, &sum, err);
+    return rep_report_file(path, stage, &sum, err);
 }
 
 static int run(int argc, char **argv)

@@ -93,6 +93,10 @@ static cJSON *candidate_json(const plan_candidate *c)
     cJSON_AddNumberToObject(o, "tp", c->tp);
     cJSON_AddNumberToObject(o, "pp", c->pp);
     cJSON_AddNumberToObject(o, "dp", c->dp);
+    if (c->ep > 1 || c->cp > 1) { /* only where searched: dense plans keep their keys */
+        cJSON_AddNumberToObject(o, "ep", c->ep);
+        cJSON_AddNumberToObject(o, "cp", c->cp);
+    }
     cJSON_AddNumberToObject(o, "zero", c->zero);
     cJSON_AddStringToObject(o, "activation_checkpointing", plan_checkpointing_name(c->checkpointing));
     cJSON_AddNumberToObject(o, "micro_batch_size", c->micro_batch_size);
@@ -295,12 +299,14 @@ static int run(int argc, char **argv)
                 {
                     char tpd[32];
                     fmt_rate(tpd, sizeof tpd, tok / r->cost_per_step_usd);
-                    printf(" %10.4f %10.2f %11.4f %10s\n", r->cost_per_step_usd,
+                    printf(" %10.4f %10.2f %11.4f %10s", r->cost_per_step_usd,
                            r->cost_per_step_usd / r->step_time_s * 3600,
                            r->cost_per_step_usd / tok * 1e6, tpd);
                 }
                 else
-                    printf(" %10s %10s %11s %10s\n", "-", "-", "-", "-");
+                    printf(" %10s %10s %11s %10s", "-", "-", "-", "-");
+                if (c->ep > 1 || c->cp > 1) printf("  ep %d cp %d", c->ep, c->cp);
+                printf("\n");
             }
         }
         if (res.n_rejects > 0) {

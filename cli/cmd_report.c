@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "dtsim/report.h"
@@ -78,7 +79,15 @@ static int run(int argc, char **argv)
         size_t n = strlen(where);
         snprintf(where + n, sizeof where - n, "%s", strcmp(where, "/") ? "/report" : "report");
     }
-    int rc = is_file ? rep_report_file(dir, out, &sum, &err) : rep_report(dir, &sum, &err);
+    /* The report is drawn into a hidden directory beside its target and moved into place by
+     * main() once everything succeeded (cli/output.c): a failed or interrupted report leaves
+     * neither half a report nor the previous one mixed with a new one. */
+    char input[1024];
+    snprintf(input, sizeof input, is_file ? "%s" : "%s/results.csv", dir);
+    const char *stage = NULL;
+    /* (a missing input fails on reading, before anything is written: no stage for it) */
+    int rc = access(input, F_OK) != 0 ? DT_OK : cli_outdir_stage(where, &stage, &err);
+    if (!rc) rc = rep_report_file(input, stage ? stage : where, &sum, &err);
     if (rc) return cli_report_error(&err);
     if (json) {
         cJSON *o = cJSON_CreateObject();

@@ -125,6 +125,14 @@ static void add_steps_json(cJSON *j, const run_steps_result *s)
     for (int k = 0; k < s->n; k++) cJSON_AddItemToArray(a, cJSON_CreateNumber(s->step_s[k]));
 }
 
+/* Expert and context parallel kinds appear only in runs that have them, so a dense run's
+ * JSON keeps the keys it always had. */
+static bool kind_shown(const run_result *r, int k)
+{
+    return k < WL_COMM_EP || r->comm_exposed_by_kind_s[k] > 0 ||
+           r->comm_inflight_by_kind_s[k] > 0 || r->bytes_sent_per_gpu[k] > 0;
+}
+
 static void print_json(const run_result *r, const run_steps_result *steps)
 {
     cJSON *j = cJSON_CreateObject();
@@ -138,6 +146,7 @@ static void print_json(const run_result *r, const run_steps_result *steps)
     cJSON *ek = cJSON_AddObjectToObject(j, "comm_exposed_by_kind_s");
     cJSON *fk = cJSON_AddObjectToObject(j, "comm_in_flight_by_kind_s");
     for (int k = 0; k < WL_COMM_KIND_COUNT; k++) {
+        if (!kind_shown(r, k)) continue;
         cJSON_AddNumberToObject(ek, wl_comm_kind_name((wl_comm_kind)k), r->comm_exposed_by_kind_s[k]);
         cJSON_AddNumberToObject(fk, wl_comm_kind_name((wl_comm_kind)k), r->comm_inflight_by_kind_s[k]);
     }
@@ -176,7 +185,8 @@ static void print_json(const run_result *r, const run_steps_result *steps)
     cJSON *bs = cJSON_AddObjectToObject(j, "bytes_sent_per_gpu");
     cJSON_AddNumberToObject(bs, "total", r->bytes_sent_per_gpu_total);
     for (int k = 0; k < WL_COMM_KIND_COUNT; k++)
-        cJSON_AddNumberToObject(bs, wl_comm_kind_name((wl_comm_kind)k), r->bytes_sent_per_gpu[k]);
+        if (kind_shown(r, k))
+            cJSON_AddNumberToObject(bs, wl_comm_kind_name((wl_comm_kind)k), r->bytes_sent_per_gpu[k]);
     if (r->links) {
         cJSON_AddNumberToObject(j, "links_loaded", r->links_loaded);
         cJSON *ls = cJSON_AddArrayToObject(j, "links");
@@ -566,10 +576,10 @@ static int run(int argc, char **argv)
     if (!trace && !chakra && topology) return usage("--topology goes with --trace or --trace-chakra", NULL);
     if (!trace && !chakra && !scenario) return usage("missing the scenario file", NULL);
     if (opt.chakra_groups && !chakra) return usage("--chakra-groups goes with --trace-chakra", NULL);
-    if (trace || chakra) { /* the replays write their graph through on_graph */
-        gout.trace = opt.write_trace;
-        opt.write_trace = NULL;
-    }
+    /* every run writes its graph through on_graph, so the trace goes through cli/output.c
+     * like the command's other outputs (the library's own writer renames as it goes) */
+    gout.trace = opt.write_trace;
+    opt.write_trace = NULL;
     if (gout.trace || gout.chakra) {
         opt.on_graph = write_graph;
         opt.on_graph_ctx = &gout;

@@ -215,7 +215,13 @@ static int run(int argc, char **argv)
                             .mpi_rank = rank, .mpi_size = size};
         sweep_summary sum;
         rc = check_first_point(sc, file, &err);
-        if (rc == DT_OK) rc = sweep_run(&cfg, &sum, &err);
+        if (rc == DT_OK) { /* an interrupted sweep leaves no NAME.tmp.PID of its own */
+            char pts[4200];
+            snprintf(pts, sizeof pts, "%s/points", out);
+            cli_output_watch_dir(out);
+            cli_output_watch_dir(pts);
+            rc = sweep_run(&cfg, &sum, &err);
+        }
         if (rc) {
             status = rank == 0 ? cli_report_error(&err) : cli_status(rc);
         } else if (rank == 0) {

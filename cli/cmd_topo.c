@@ -374,7 +374,7 @@ static int run_gen(int argc, char **argv)
         topo_destroy(t);
         return cli_report_error(&err);
     }
-    if (strcmp(out, "-") != 0) {
+    if (!cli_is_stdout(out)) {
         topo_info in;
         if ((rc = topo_get_info(t, &in, &err))) {
             topo_destroy(t);

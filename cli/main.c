@@ -16,7 +16,7 @@
 
 static const cli_command *const commands[] = {
     &cmd_run, &cmd_memory, &cmd_collective, &cmd_topo, &cmd_calibrate,
-    &cmd_sweep, &cmd_plan, &cmd_report, &cmd_goodput, &cmd_validate, NULL};
+    &cmd_sweep, &cmd_plan, &cmd_report, &cmd_goodput, &cmd_validate, &cmd_federated, NULL};
 
 static void usage(FILE *out)
 {
@@ -79,7 +79,7 @@ static int exec_full(char **argv, const char *what)
 }
 #endif
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
@@ -121,4 +121,20 @@ int main(int argc, char **argv)
         return CLI_OK;
     }
     return c->run(argc - 1, argv + 1);
+}
+
+/* Every command's outputs are committed here, together, once it has succeeded (cli/output.c):
+ * a command that fails, or whose stdout cannot be written, leaves none of them. */
+int main(int argc, char **argv)
+{
+    cli_output_init();
+    int rc = dispatch(argc, argv);
+    if (rc == CLI_OK) {
+        dt_error err;
+        dt_error_clear(&err);
+        if (cli_output_commit_all(&err) != DT_OK) rc = cli_report_error(&err);
+    } else {
+        cli_output_abort_all();
+    }
+    return rc;
 }

@@ -88,8 +88,10 @@ static void label(const plan_candidate *c, char *buf, size_t n)
         snprintf(sched, sizeof sched, "interleaved v=%d", c->virtual_stages);
     else
         snprintf(sched, sizeof sched, "%s", plan_schedule_name(c));
-    snprintf(buf, n, "gpus=%d tp=%d pp=%d dp=%d sched=%s sp=%s zero=%d ckpt=%s mbs=%d", c->gpus,
-             c->tp, c->pp, c->dp, sched, c->sequence_parallel ? "on" : "off", c->zero,
+    char ec[32] = "";
+    if (c->ep > 1 || c->cp > 1) snprintf(ec, sizeof ec, " ep=%d cp=%d", c->ep, c->cp);
+    snprintf(buf, n, "gpus=%d tp=%d pp=%d dp=%d%s sched=%s sp=%s zero=%d ckpt=%s mbs=%d", c->gpus,
+             c->tp, c->pp, c->dp, ec, sched, c->sequence_parallel ? "on" : "off", c->zero,
              plan_checkpointing_name(c->checkpointing), c->micro_batch_size);
 }
 
@@ -116,6 +118,8 @@ typedef struct space {
     const cJSON *scenario;
     fw_kind framework;    /* the scenario's "framework" preset: whose rules apply */
     double layers, heads, kv_heads, global_batch;
+    double experts, seq_len;
+    bool search_cp;       /* context parallel degrees are searched (docs: plan.h) */
     bool generated, has_compression;
     int own_mbs;
     int own_microbatches; /* held per DP replica when the scenario has no global_batch */
@@ -135,6 +139,10 @@ static cJSON *build(const space *sp, const plan_candidate *c)
     set_num(par, "pp", c->pp);
     set_num(par, "dp", c->dp);
     set_num(par, "zero", c->zero);
+    if (c->ep > 1) set_num(par, "ep", c->ep);
+    else cJSON_DeleteItemFromObjectCaseSensitive(par, "ep");
+    if (c->cp > 1) set_num(par, "cp", c->cp);
+    else cJSON_DeleteItemFromObjectCaseSensitive(par, "cp");
     set_item(par, "sequence_parallel", cJSON_CreateBool(c->sequence_parallel));
     /* the scenario's stage_layers fit its own pp and v only: candidates get the default split */
     const cJSON *sl = cJSON_GetObjectItemCaseSensitive(par, "stage_layers");
@@ -224,6 +232,16 @@ static bool structural(const space *sp, const plan_candidate *c, rejects *rj)
     if (sp->kv_heads > 0 && fmod(sp->kv_heads, c->tp) != 0) {
         snprintf(ex, sizeof ex, "%s: kv_heads %g not divisible by tp %d", lb, sp->kv_heads, c->tp);
         reject(rj, "indivisible: kv_heads by tp", ex);
+        return false;
+    }
+    if (c->cp > 1 && sp->seq_len > 0 && fmod(sp->seq_len, 2.0 * c->cp) != 0) {
+        snprintf(ex, sizeof ex, "%s: seq_len %g not divisible by 2 x cp %d", lb, sp->seq_len, c->cp);
+        reject(rj, "indivisible: seq_len by 2 x cp", ex);
+        return false;
+    }
+    if (c->ep > 1 && c->zero >= 3) {
+        snprintf(ex, sizeof ex, "%s: ZeRO-3 with expert parallelism is not modelled", lb);
+        reject(rj, "unsupported: ZeRO-3 with ep", ex);
         return false;
     }
     double m = sp->own_microbatches;
@@ -328,11 +346,11 @@ static int cand_cmp(const void *pa, const void *pb)
 {
     const plan_candidate *a = pa, *b = pb;
     if (a->score != b->score) return a->score < b->score ? -1 : 1;
-    int ka[] = {a->gpus, a->tp, a->pp, a->zero, a->checkpointing, -a->micro_batch_size,
-                a->schedule, a->virtual_stages, a->sequence_parallel};
-    int kb[] = {b->gpus, b->tp, b->pp, b->zero, b->checkpointing, -b->micro_batch_size,
-                b->schedule, b->virtual_stages, b->sequence_parallel};
-    for (int i = 0; i < 9; i++)
+    int ka[] = {a->gpus, a->tp, a->pp, a->cp, a->ep, a->zero, a->checkpointing,
+                -a->micro_batch_size, a->schedule, a->virtual_stages, a->sequence_parallel};
+    int kb[] = {b->gpus, b->tp, b->pp, b->cp, b->ep, b->zero, b->checkpointing,
+                -b->micro_batch_size, b->schedule, b->virtual_stages, b->sequence_parallel};
+    for (int i = 0; i < 11; i++)
         if (ka[i] != kb[i]) return ka[i] < kb[i] ? -1 : 1;
     return 0;
 }
@@ -401,6 +419,13 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
     sp.layers = get_num(model, "layers", 0);
     sp.heads = get_num(model, "heads", 0);
     sp.kv_heads = get_num(model, "kv_heads", 0);
+    sp.experts = get_num(model, "experts", 1);
+    sp.seq_len = get_num(model, "seq_len", 0);
+    {
+        const cJSON *at = cJSON_IsObject(model) ? cJSON_GetObjectItemCaseSensitive(model, "attention") : NULL;
+        bool flash = !(cJSON_IsString(at) && !strcmp(at->valuestring, "unfused"));
+        sp.search_cp = flash && (get_num(par, "cp", 0) > 0 || sp.seq_len >= 16384);
+    }
     sp.global_batch = get_num(scenario, "global_batch", 0);
     sp.has_compression = cJSON_IsObject(par) && cJSON_GetObjectItemCaseSensitive(par, "compression");
     sp.generated = cJSON_IsObject(topo_j) && cJSON_GetObjectItemCaseSensitive(topo_j, "generator");
@@ -476,19 +501,27 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
                             scheds[n_sched++][1] = v;
                         }
                 }
-                for (int si = 0; si < n_sched; si++)
-                    for (int seq = 0; seq < (tp > 1 ? 2 : 1); seq++)
-                        for (int mi = 0; mi < n_mbs; mi++)
-                            for (int ck = 0; ck < 3; ck++)
-                                for (int z = 0; z < n_zero; z++)
-                                    add_cand(&cs, &n, &cap,
-                                             (plan_candidate){.gpus = (int)g, .tp = tp, .pp = pp,
-                                                              .dp = (int)(g / tp / pp), .zero = z,
-                                                              .micro_batch_size = mbs_list[mi],
-                                                              .checkpointing = ck,
-                                                              .schedule = scheds[si][0],
-                                                              .virtual_stages = scheds[si][1],
-                                                              .sequence_parallel = seq == 1});
+                for (int cp = 1; cp <= (sp.search_cp ? 16 : 1); cp *= 2) {
+                    if ((g / tp / pp) % cp) continue;
+                    int dp = (int)(g / tp / pp / cp);
+                    for (int ep = 1; ep <= dp && ep <= (int)sp.experts; ep++) {
+                        if (dp % ep || fmod(sp.experts, ep) != 0) continue;
+                        for (int si = 0; si < n_sched; si++)
+                            for (int seq = 0; seq < (tp > 1 ? 2 : 1); seq++)
+                                for (int mi = 0; mi < n_mbs; mi++)
+                                    for (int ck = 0; ck < 3; ck++)
+                                        for (int z = 0; z < n_zero; z++)
+                                            add_cand(&cs, &n, &cap,
+                                                     (plan_candidate){
+                                                         .gpus = (int)g, .tp = tp, .pp = pp,
+                                                         .dp = dp, .ep = ep, .cp = cp, .zero = z,
+                                                         .micro_batch_size = mbs_list[mi],
+                                                         .checkpointing = ck,
+                                                         .schedule = scheds[si][0],
+                                                         .virtual_stages = scheds[si][1],
+                                                         .sequence_parallel = seq == 1});
+                    }
+                }
             }
         }
         if (g > max_gpus / 2) break;

@@ -7,10 +7,15 @@
  * rows whose status is not "ok" are left out.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -329,10 +334,19 @@ static void gp_end(FILE *g, const char *name)
             name);
 }
 
+/* Flush and close both, checked; the message keeps the errno of the first failure (a write
+ * error the stream did not keep reads EIO). */
 static int close_pair(FILE *d, FILE *g, const char *dir, dt_error *err)
 {
-    bool bad = (d && (ferror(d) || fclose(d) != 0)) | (g && (ferror(g) || fclose(g) != 0));
-    if (bad) return dt_error_set(err, DT_EIO, dir, NULL, "writing the report files failed");
+    int e = 0;
+    FILE *fs[2] = {d, g};
+    for (int i = 0; i < 2; i++) {
+        if (!fs[i]) continue;
+        errno = 0;
+        if ((fflush(fs[i]) != 0 || ferror(fs[i])) && !e) e = errno ? errno : EIO;
+        if (fclose(fs[i]) != 0 && !e) e = errno;
+    }
+    if (e) return dt_error_set(err, DT_EIO, dir, NULL, "writing the report files failed: %s", strerror(e));
     return DT_OK;
 }
 
@@ -711,7 +725,9 @@ static const char *const trace_states[] = {"compute", "comm TP", "comm PP", "com
 static const char *const trace_colours[] = {"0x4477aa", "0xee6677", "0x66ccee", "0xccbb44",
                                             "0x228833", "0xee6677", "0xaa3377", "0xdddddd"};
 enum { TRACE_N_STATES = 8, TRACE_IDLE = 7 };
-_Static_assert(WL_COMM_KIND_COUNT == 4, "a new communication kind needs its timeline state here");
+/* Expert and context parallel communication ("comm EP", "comm CP") are drawn as "comm
+ * (exposed)": their own colours would change every existing chart's legend. */
+_Static_assert(WL_COMM_KIND_COUNT == 6, "a new communication kind needs its timeline state here");
 
 static int trace_state(const char *name)
 {
@@ -912,6 +928,40 @@ static int plot_parity(const table *t, const char *dir, bool *made, dt_error *er
     return close_pair(d, gp, dir, err);
 }
 
+/* gnuplot does not report a failed write of its pictures (a full disk leaves an empty or cut
+ * PNG and exit status 0): check that both are complete. A PNG ends with its IEND chunk (the
+ * 12 bytes below), an SVG with its closing tag and white space. */
+static int picture_complete(const char *path, bool png)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return errno;
+    unsigned char tail[64];
+    size_t n = 0;
+    if (fseek(f, -(long)sizeof tail, SEEK_END) != 0) rewind(f);
+    n = fread(tail, 1, sizeof tail, f);
+    fclose(f);
+    static const unsigned char iend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82};
+    if (png) return n >= 12 && !memcmp(tail + n - 12, iend, 12) ? 0 : EIO;
+    while (n > 0 && (tail[n - 1] == '\n' || tail[n - 1] == ' ' || tail[n - 1] == '\r')) n--;
+    return n >= 6 && !memcmp(tail + n - 6, "</svg>", 6) ? 0 : EIO;
+}
+
+static int check_pictures(const char *dir, const char *name, dt_error *err)
+{
+    for (int k = 0; k < 2; k++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s.%s", dir, name, k ? "svg" : "png");
+        int e = picture_complete(path, k == 0);
+        if (e)
+            return e == EIO ? dt_error_set(err, DT_EIO, path, NULL,
+                                           "gnuplot left this picture incomplete (a full disk? "
+                                           "gnuplot does not report failed writes)")
+                            : dt_error_set(err, DT_EIO, path, NULL, "gnuplot wrote no picture: %s",
+                                           strerror(e));
+    }
+    return DT_OK;
+}
+
 static int run_gnuplot(const char *dir, const char *name, dt_error *err)
 {
     const char *gnuplot = getenv("DTSIM_GNUPLOT");
@@ -922,9 +972,13 @@ static int run_gnuplot(const char *dir, const char *name, dt_error *err)
     pid_t pid = fork();
     if (pid < 0) return dt_error_set(err, DT_EINTERNAL, NULL, NULL, "fork failed: %s", strerror(errno));
     if (pid == 0) {
+#ifdef __linux__
+        /* dies with us: an interrupted report leaves no gnuplot drawing into a removed folder */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
         if (chdir(dir) != 0) _exit(126);
-        FILE *null = freopen("/dev/null", "w", stdout);
-        (void)null;
+        int null = open("/dev/null", O_WRONLY); /* not freopen: stdout may be no file stream */
+        if (null >= 0) dup2(null, STDOUT_FILENO);
         execlp(gnuplot, gnuplot, script, (char *)NULL);
         _exit(127);
     }
@@ -938,7 +992,7 @@ static int run_gnuplot(const char *dir, const char *name, dt_error *err)
                             gnuplot, dir);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         return dt_error_set(err, DT_EINTERNAL, NULL, NULL, "%s %s failed in %s", gnuplot, script, dir);
-    return DT_OK;
+    return check_pictures(dir, name, err);
 }
 
 static const char *describe(const char *name)

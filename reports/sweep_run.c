@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -405,9 +406,14 @@ static int open_tmp(const char *path, FILE **f, char **tmp, dt_error *err)
 
 static int commit_tmp(const char *path, FILE *f, char *tmp, int rc, dt_error *err)
 {
-    bool bad = ferror(f) != 0;
-    if (fclose(f) != 0) bad = true;
-    if (!rc && bad) rc = dt_error_set(err, DT_EIO, path, NULL, "write failed");
+    /* errno of the flush, fsync or close that failed; an earlier failed write whose cause the
+     * stream did not keep reads EIO */
+    int e = 0;
+    errno = 0;
+    if (fflush(f) != 0 || ferror(f)) e = errno ? errno : EIO;
+    if (!e && fsync(fileno(f)) != 0) e = errno;
+    if (fclose(f) != 0 && !e) e = errno;
+    if (!rc && e) rc = dt_error_set(err, DT_EIO, path, NULL, "write failed: %s", strerror(e));
     if (!rc && rename(tmp, path) != 0)
         rc = dt_error_set(err, DT_EIO, path, NULL, "cannot rename: %s", strerror(errno));
     if (rc) unlink(tmp);
@@ -504,8 +510,49 @@ static int lock_dir(const char *out_dir, dt_error *err)
     return fd;
 }
 
-/* Temporary record files a killed run left behind (NAME.tmp.PID): never complete, never read,
- * removed so they do not pile up over many interruptions. Safe under the directory lock. */
+/* Temporaries a killed run left behind: never complete, never read, removed so they do not
+ * pile up over many interruptions. Under the directory lock every sweep temporary (points/ and
+ * the top level's sweep.json/results.* NAME.tmp.PID) is stale. Others at the top level (the
+ * dtsim command's .NAME.tmp.PID.N, e.g. a report being staged into OUT/report) may belong to
+ * a live process that holds no lock: removed only once kill(PID, 0) says it is gone. */
+static bool sweep_temporary(const char *name)
+{
+    static const char *const own[] = {"sweep.json.tmp.", "results.csv.tmp.", "results.json.tmp."};
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (!strncmp(name, own[i], strlen(own[i]))) return true;
+    return false;
+}
+
+/* PID of NAME.tmp.PID or NAME.tmp.PID.N, 0 if NAME is not one. */
+static long temporary_pid(const char *name)
+{
+    const char *t = strstr(name, ".tmp.");
+    while (t) {
+        char *end;
+        long pid = strtol(t + 5, &end, 10);
+        if (end != t + 5 && pid > 0 && (*end == '\0' || *end == '.')) return pid;
+        t = strstr(t + 1, ".tmp.");
+    }
+    return 0;
+}
+
+static void remove_tree1(const char *path)
+{
+    if (unlink(path) == 0 || (errno != EISDIR && errno != EPERM)) return;
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+            char *f = path_join(path, de->d_name);
+            unlink(f);
+            free(f);
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}
+
 static void remove_stray_temporaries(const char *out_dir)
 {
     char *pts = path_join(out_dir, "points");
@@ -521,6 +568,20 @@ static void remove_stray_temporaries(const char *out_dir)
         closedir(d);
     }
     free(pts);
+    d = opendir(out_dir);
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            long pid = temporary_pid(de->d_name);
+            if (!pid) continue;
+            if (!sweep_temporary(de->d_name) && (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+                continue;
+            char *f = path_join(out_dir, de->d_name);
+            remove_tree1(f);
+            free(f);
+        }
+        closedir(d);
+    }
 }
 
 /* ---- the whole run ------------------------------------------------------------------------ */

@@ -32,7 +32,7 @@ declare -A public=(
   [kern.h]=kernels
   [topo.h]=topo
   [net.h]=net [coll.h]=net
-  [workload.h]=workload [replay.h]=workload [run.h]=workload [goodput.h]=workload [chakra.h]=workload
+  [workload.h]=workload [replay.h]=workload [run.h]=workload [goodput.h]=workload [chakra.h]=workload [federated.h]=workload
   [report.h]=reports [sweep.h]=reports [plan.h]=reports [validate.h]=reports
 )
 

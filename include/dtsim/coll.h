@@ -49,6 +49,10 @@ typedef enum coll_algo {
     COLL_DIRECT,
     COLL_HIER,
     COLL_PS,
+    /* the algorithm with the least estimated time (coll_analytic_time, no contention) among
+     * those that can run the spec; ties go to the earlier one in this list. Resolved by
+     * coll_start and the coll_analytic_* calls (coll_fastest_choice). */
+    COLL_FASTEST,
     COLL_ALGO_COUNT
 } coll_algo;
 
@@ -124,6 +128,12 @@ void coll_destroy(coll_engine *c);
  * range, bad root, an op the algorithm does not run); nothing is scheduled then. */
 int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32_t done_id,
                uint64_t done_data, dt_error *err);
+
+/* What `fastest` picks: the concrete algorithm (ring .. ps) with the least analytic time for
+ * the spec, or DT_EINPUT with err filled when none can run it (auto's error). */
+struct coll_analytic;
+int coll_fastest_choice(struct coll_analytic *a, const coll_spec *spec, coll_algo *out,
+                        dt_error *err);
 
 /* Which algorithm `auto` picks for this spec on this topology. */
 coll_algo coll_auto_choice(const topo *t, const coll_spec *spec);

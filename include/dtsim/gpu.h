@@ -1,7 +1,7 @@
 /* gpu.h - what a GPU is to the simulator: peak rates, memory, efficiencies, and the roofline
  * that turns an op's FLOPs and bytes into time.
  *
- * Specs come from a preset (A100-SXM, H100-SXM, H200-SXM, B200: datasheet dense peaks) or
+ * Specs come from a preset (A100-SXM, H100-SXM, H200-SXM, B200: datasheet dense peaks, SM counts) or
  * inline JSON, optionally a preset with overrides: {"preset": "H100-SXM", "hbm": "94 GB"}.
  * Owned by value (plain data, no pointers): copy freely.
  */
@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "dtsim/json.h"
 #include "dtsim/simtime.h"
@@ -56,6 +57,11 @@ typedef struct gpu_spec {
     double memory_eff;                      /* achieved fraction of hbm_bw, (0,1] */
     double reduce_bw;                       /* B/s a reduction kernel consumes input at */
     double cost_per_hour;                   /* USD per GPU-hour, 0 if unknown */
+    int sms;                                /* streaming multiprocessors (GEMM wave quantization);
+                                               0 = unknown: GEMMs at the flat matmul efficiency */
+    int gemm_tile[2];                       /* output tile of one thread block, long and short
+                                               side (both orientations and the short side
+                                               squared are tried): 256, 128 */
     gpu_table table[GPU_OP_CLASS_COUNT];    /* measured compute tables (n 0: roofline) */
 } gpu_spec;
 
@@ -91,5 +97,36 @@ int gpu_precision_parse(const char *s, gpu_precision *out);
  * with none of that quantity keeps the roofline. */
 sim_time_t gpu_op_time(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec,
                        double flops, double bytes);
+
+/* ------------------------------------------------------------- GEMM shapes ---- */
+
+/* One GEMM shape run `count` times: C (m x n) = A (m x k) . B (k x n), 2·m·n·k FLOPs each.
+ * Dimensions are positive (fractional only where an average is meant, e.g. tokens per expert);
+ * count is a whole number, held as a double so that layers x experts cannot overflow it. */
+typedef struct gpu_gemm {
+    double m, n, k;
+    double count;
+} gpu_gemm;
+
+/* The default output tile one thread block computes (NVIDIA, "Matrix Multiplication Background
+ * User's Guide": 256x128, one thread block per SM, so a wave is `sms` tiles); both orientations
+ * and the square of the short side are tried (cuBLAS has 256x128, 128x256 and 128x128 kernels
+ * and picks per shape). docs/workloads.md, "GEMM shapes". */
+#define GPU_GEMM_TILE_LONG 256
+#define GPU_GEMM_TILE_SHORT 128
+
+/* Fraction of the SMs' time a GEMM with an m x n output spends on useful output, in (0, 1]:
+ * m·n / (waves · sms · Tm·Tn), tiles = ceil(m/Tm)·ceil(n/Tn), waves = ceil(tiles / sms), for
+ * the better of the two orientations of spec->gemm_tile (tile and wave quantization). 1 when
+ * spec->sms <= 0. */
+double gpu_gemm_quantization(const gpu_spec *spec, double m, double n);
+
+/* Time of the GEMMs gemms[0..n) on spec, rounded up to whole picoseconds once for the sum:
+ * each shape count x max(2mnk / (peak[prec] x efficiency[matmul] x quantization),
+ * e·(mk + kn + mn) / (hbm_bw x memory_eff)) with e the bytes of an element at the precision
+ * run (the fallback of gpu_op_time for a precision the GPU lacks). A matmul compute table
+ * that applies (gpu_op_time's rule) replaces the formula: each GEMM is looked up with its own
+ * FLOPs (bytes for a by_bytes table), which already hold its shape's quantization. */
+sim_time_t gpu_gemm_time(const gpu_spec *spec, gpu_precision prec, const gpu_gemm *gemms, int n);
 
 #endif

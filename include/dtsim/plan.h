@@ -6,6 +6,10 @@
  * model chunks v >= 2 that divides the layers per stage; sequence parallelism off and on (tp >
  * 1); micro batch size 1, 2, 4, 8 (the global batch stays fixed, so the microbatch count
  * follows); activation checkpointing none/selective/full; ZeRO stage 0-3.
+ * Expert parallel degrees (divisors of the experts that divide dp) are searched for MoE models
+ * (experts >= 2), context parallel degrees (1, 2, 4, 8, 16 with 2 cp dividing seq_len, flash
+ * attention) when the scenario sets parallel.cp or its sequence is at least 16k tokens; other
+ * scenarios search ep = cp = 1 only. (Such plans get no lower bound: run.h.)
  * A scenario without "global_batch" has no batch to keep: then its own micro batch size and
  * microbatch count per DP replica (parallel.microbatches, else gradient_accumulation, else its
  * own pp) are held fixed for every plan, micro batch size is not searched, and the global batch
@@ -72,6 +76,7 @@ typedef struct plan_options {
 
 typedef struct plan_candidate {
     int gpus, tp, pp, dp, zero, micro_batch_size;
+    int ep, cp;             /* expert, context parallel degrees (1 unless searched) */
     int checkpointing;      /* 0 none, 1 selective, 2 full */
     int schedule;           /* wl_schedule_kind: WL_1F1B or WL_INTERLEAVED with pp > 1, else
                                WL_GPIPE (no pipeline: no schedule) */

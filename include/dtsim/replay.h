@@ -53,10 +53,18 @@ typedef struct replay_comm {
 typedef sim_time_t (*replay_op_time_fn)(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec,
                                      double flops, double bytes);
 
+/* Compute time of a cost's GEMM shapes (wl_cost.gemm_set) on a GPU: gpu_gemm_time. */
+typedef sim_time_t (*replay_gemm_time_fn)(const gpu_spec *spec, gpu_precision prec,
+                                          const gpu_gemm *gemms, int n);
+
 typedef struct replay_config {
     const gpu_spec *gpus;      /* n_gpus specs, borrowed */
     int n_gpus;
     replay_op_time_fn op_time;    /* NULL: the built-in roofline (same formula as gpu_op_time) */
+    /* The matmul class of a cost with GEMM shapes. NULL: gpu_gemm_time when op_time is NULL
+     * too; with an op_time of its own a program replaces the whole compute model, so the
+     * shapes are ignored and op_time gets the matmul FLOPs. */
+    replay_gemm_time_fn gemm_time;
     replay_coll_time_fn coll_time; /* contention-free collective costs (analytic mode; TP in
                                    both modes); NULL: the `path` fallback */
     void *coll_ctx;
@@ -121,12 +129,6 @@ void replay_result_free(replay_result *r);
  * runs, reductions charged). */
 sim_time_t replay_coll_time(replay_path_fn path, void *ctx, coll_op op, const int *gpus, int n,
                          double bytes);
-
-/* The compute time of cost c on one GPU (spec NULL: its fixed part only), before slowdowns and
- * jitter, summed over op classes with f (NULL: replay_roofline): what the replay charges a
- * compute op, without its in-lane collectives. FP8 runs only the matmul class in FP8. */
-sim_time_t replay_cost_time(const wl_cost *c, const gpu_spec *spec, gpu_precision prec,
-                            replay_op_time_fn f);
 
 /* The built-in roofline: max(flops / (peak x eff), bytes / (hbm_bw x memory_eff)). */
 sim_time_t replay_roofline(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec, double flops,

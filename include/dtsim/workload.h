@@ -49,6 +49,14 @@ typedef struct wl_model {
     int layers;
     /* transformer */
     double hidden, heads, seq_len, vocab, ffn, kv_heads, experts, top_k;
+    /* Mixture of experts (docs/workloads.md, "Expert parallelism"); zero reads as the
+     * default, so struct literals stay dense: expert_ffn 0 = ffn, moe_layer_freq 0 = 1. */
+    double expert_ffn;        /* MLP width of one routed (and one shared) expert */
+    double shared_experts;    /* experts every token passes through (DeepSeekMoE) */
+    double capacity_factor;   /* tokens an expert takes, x its balanced share; 0 = dropless */
+    double router_zipf;       /* Zipf exponent of tokens per expert; 0 = balanced router */
+    int moe_layer_freq;       /* every k-th layer (0, k, 2k, ...) is an MoE layer */
+    uint64_t router_seed;     /* seed of the router's skew (which experts are popular) */
     wl_mlp_kind mlp;
     bool tied_embeddings;     /* output layer shares the input embedding (GPT) */
     wl_attention attention;
@@ -68,6 +76,10 @@ typedef enum wl_ckpt { WL_CKPT_NONE, WL_CKPT_FULL, WL_CKPT_SELECTIVE } wl_ckpt;
 typedef enum wl_precision { WL_FP32, WL_FP16, WL_BF16, WL_FP8, WL_TF32 } wl_precision;
 typedef enum wl_optimizer { WL_ADAM, WL_SGD } wl_optimizer;
 typedef enum wl_axis { WL_AXIS_TP, WL_AXIS_PP, WL_AXIS_DP } wl_axis;
+/* How work is split over GPUs of different speeds ("parallel.balance", docs/workloads.md
+ * "Uneven work on mixed clusters"): evenly (the default), or by each stage's and each
+ * replica's speed as the compute model runs them. */
+typedef enum wl_balance { WL_BALANCE_NONE, WL_BALANCE_SPEED } wl_balance;
 
 /* How the training framework runs the plan (scenario "framework": a preset name or
  * {"preset": NAME, option: value, ...}; docs/workloads.md "Framework behaviour" gives every
@@ -92,17 +104,20 @@ double wl_optimizer_bytes(const struct wl_plan *p);
 /* What a piece of communication is for: the key of the per-kind accounting of exposed
  * communication (replay.h), bytes sent per GPU and link loads (run.h). Tensor-parallel
  * collectives inside layers, pipeline sends, data-parallel gradient reduction (compressed or
- * not, ZeRO's gradient reduce-scatter included) and ZeRO's parameter all-gathers. New kinds
- * (expert, context parallelism) go before the count; names are lower-case and stable: they are
- * JSON keys and CSV column suffixes. */
+ * not, ZeRO's gradient reduce-scatter included), ZeRO's parameter all-gathers, expert
+ * parallelism's all-to-alls and context parallelism's ring. New kinds go before the count;
+ * names are lower-case and stable: they are JSON keys and CSV column suffixes (ep and cp are
+ * printed only by runs that have them, and have no sweep column yet). */
 typedef enum wl_comm_kind {
     WL_COMM_TP,
     WL_COMM_PP,
     WL_COMM_DP,
     WL_COMM_ZERO,
+    WL_COMM_EP,   /* expert all-to-alls (dispatch, combine); expert-DP gradients count as dp */
+    WL_COMM_CP,   /* ring attention's KV blocks between context-parallel ranks */
     WL_COMM_KIND_COUNT
 } wl_comm_kind;
-/* "tp", "pp", "dp", "zero"; "?" out of range. */
+/* "tp", "pp", "dp", "zero", "ep", "cp"; "?" out of range. */
 const char *wl_comm_kind_name(wl_comm_kind k);
 /* For people: "tensor parallel", "pipeline", "data parallel", "ZeRO parameter gathers". */
 const char *wl_comm_kind_label(wl_comm_kind k);
@@ -112,6 +127,9 @@ int wl_comm_kind_parse(const char *s, wl_comm_kind *out); /* DT_OK / DT_EINPUT *
 
 typedef struct wl_plan {
     int dp, tp, pp, zero, virtual_stages, microbatches, micro_batch_size;
+    /* Expert and context parallelism (docs/workloads.md); 0 reads as 1 (wl_ep, wl_cp), so
+     * plans built in code stay what they were. dp x tp x pp x cp = GPUs; ep divides dp. */
+    int ep, cp;
     wl_schedule_kind schedule;
     wl_ckpt checkpointing;
     bool sequence_parallel;
@@ -126,6 +144,10 @@ typedef struct wl_plan {
                                     all-reduced quantised with error feedback; 0 = none */
     double topk_throughput;      /* elements/s of the top-k selection kernel */
     wl_axis placement[3];        /* outermost first; default dp, pp, tp (TP innermost) */
+    bool place_by_bandwidth;     /* "placement": "bandwidth": gpu_map from the topology */
+    /* GPU of each rank slot: wl_gpu_of's formula index -> GPU (wl_place_by_bandwidth); NULL =
+     * the formula itself. Owned by the wl_scenario; copies of a plan borrow it. */
+    int *gpu_map;
     /* Beyond one synchronous step (docs/workloads.md, "Many steps"): */
     int backup_workers;          /* drop the slowest k DP replicas' gradients each step (pp 1) */
     int staleness;               /* bounded-staleness asynchronous DP: a replica may run s steps
@@ -141,6 +163,11 @@ typedef struct wl_plan {
      * copies of a plan borrow it. */
     int *stage_layers;
     int n_stage_layers;
+    wl_balance balance;
+    /* Microbatches of each DP replica (dp entries summing to dp x microbatches), set by
+     * wl_balance_speed; NULL = every replica runs `microbatches`. Owned by the wl_scenario;
+     * copies of a plan borrow it. */
+    int *replica_microbatches;
 } wl_plan;
 
 typedef enum wl_jitter_kind { WL_JITTER_NONE, WL_JITTER_LOGNORMAL, WL_JITTER_NORMAL } wl_jitter_kind;
@@ -179,6 +206,7 @@ typedef struct wl_scenario {
     char name[128];
     const cJSON *topology;       /* borrowed raw value (path string, object or generator) */
     const cJSON *gpu;            /* borrowed raw value or NULL */
+    const cJSON *federated;      /* borrowed raw "federated" section or NULL (federated.h) */
     wl_model model;
     wl_plan plan;
     double global_batch;         /* samples per step */
@@ -208,8 +236,57 @@ int wl_scenario_resolve(const js_ctx *ctx, wl_scenario *s, int n_gpus);
  * one gets ceil(layers/n), then the surplus is taken one layer each from the ends inward - the
  * last (logits), the first (embedding), the second-to-last, the second, ... out[0..n). */
 void wl_default_stage_layers(int layers, int n, int *out);
+/* "placement": "bandwidth" (docs/workloads.md, "Placement from the bandwidth matrix"): with
+ * the topology known, choose which GPU holds each (dp, pp, tp) rank. TP groups are the GPUs with
+ * the fastest routes between them; of PP and DP, the axis that moves more bytes per step gets
+ * the next-fastest links (its groups formed inside fast domains) and the other crosses between
+ * them; pipeline stages are ordered along the path whose slowest link is fastest, replicas
+ * around the ring whose slowest link is fastest (exact for up to 16, greedy beyond). Fills
+ * s->plan.gpu_map (owned by s). No-op unless plan.place_by_bandwidth. */
+struct topo;
+int wl_place_by_bandwidth(const js_ctx *c, wl_scenario *s, struct topo *t);
+
+/* Microbatches DP replica d runs (plan.replica_microbatches, else plan.microbatches). */
+int wl_replica_microbatches(const wl_plan *p, int d);
+/* The most microbatches any replica runs. */
+int wl_max_replica_microbatches(const wl_plan *p);
+
+/* "balance": "speed" (docs/workloads.md, "Uneven work on mixed clusters"): with the cluster
+ * known, replace the resolved plan's layer split and per-replica microbatches by the ones that
+ * minimise the slowest stage and the slowest replica. A GPU's speed is the time the compute
+ * model gives one layer's forward and backward on its spec (op_time, gpu_op_time in a run),
+ * times its straggler slowdown (slowdown[gpu], NULL = 1). Layers: a stage runs at its slowest
+ * GPU (lanes are lockstep, replicas share the split); each stage gets at least one layer per
+ * model chunk, and the split minimises the slowest stage's time (its layers plus its
+ * embedding or logits) exactly: found by bisection on that time (balance.c), it is what
+ * handing layers one at a time to the stage that grows least gives. Microbatches
+ * likewise over replicas, a replica's time being (its microbatches + pp - 1) x its slowest
+ * stage (in units of pp with the interleaved schedule). A stage_layers list given by the user
+ * is refused at parse time (they cannot be combined). Fills s->plan (owning the arrays).
+ * Returns DT_OK (c is for errors of future inputs; a GPU that cannot run a layer gets the
+ * roofline's capped time and so the fewest layers). No-op unless plan.balance is
+ * WL_BALANCE_SPEED. */
+int wl_balance_speed(const js_ctx *c, wl_scenario *s, const gpu_spec *gpus, int n_gpus,
+                     const double *slowdown,
+                     sim_time_t (*op_time)(const gpu_spec *, gpu_op_class, gpu_precision,
+                                           double, double));
+
+/* The compute cost of one forward (bwd false) or backward op over `layers` layers of a
+ * virtual stage, holding the embedding (first) or the output layer (last): what the schedule
+ * generator puts on that op, in-lane TP collectives included. */
+struct wl_cost;
+void wl_layer_op_cost(const wl_scenario *s, const wl_plan *p, bool bwd, bool first, bool last,
+                      int layers, struct wl_cost *out);
+/* Time of a compute cost on one GPU: fixed + the op time of each class (fp8 runs only the
+ * matmul class at fp8, the rest at bf16), in-lane collectives not included. */
+sim_time_t wl_cost_time(const struct wl_cost *c, const gpu_spec *sp, gpu_precision prec,
+                        sim_time_t (*op_time)(const gpu_spec *, gpu_op_class, gpu_precision,
+                                              double, double));
+
 /* Layers held by pipeline stage `stage` (all its model chunks). */
 int wl_stage_layer_count(const wl_plan *p, int layers, int stage);
+/* First layer and layer count of virtual stage vs (model chunk vs / pp of stage vs % pp). */
+void wl_virtual_stage_layers(const wl_plan *p, int layers, int vs, int *first, int *n);
 
 /* Bytes per element of weights/activations/gradients in the compute precision. */
 double wl_precision_bytes(wl_precision p);
@@ -218,6 +295,12 @@ const char *wl_schedule_name(wl_schedule_kind k);
 
 /* GPU index of (dp, pp, tp) rank coordinates under the plan's placement. */
 int wl_gpu_of(const wl_plan *p, int dp_rank, int pp_rank, int tp_rank);
+/* The same with a context-parallel rank: CP ranks sit directly outside TP ranks (the
+ * placement's "tp" axis is tp x cp GPUs, CP rank c's TP group at offset c x tp). */
+int wl_gpu_of_cp(const wl_plan *p, int dp_rank, int cp_rank, int pp_rank, int tp_rank);
+
+static inline int wl_ep(const wl_plan *p) { return p->ep > 1 ? p->ep : 1; }
+static inline int wl_cp(const wl_plan *p) { return p->cp > 1 ? p->cp : 1; }
 
 /* --------------------------------------------------------- model arithmetic ---- */
 
@@ -228,13 +311,56 @@ typedef struct wl_layer_cost {
     double fwd_elem_bytes;                   /* memory-bound traffic of norms/activations */
     double fwd_score_bytes, bwd_score_bytes; /* unfused: traffic over the score matrix */
     double tp_bytes;                         /* bytes of each TP collective (activation size) */
+    /* Mixture of experts: fwd_matmul_flops is a dense layer's (experts 1) or an MoE layer's
+     * whole (experts balanced); an MoE layer splits into moe_matmul_flops (attention, router,
+     * shared experts) and expert_matmul_flops (the routed experts' tokens on this GPU,
+     * balanced). dense_matmul_flops is a dense layer's of an MoE model (moe_layer_freq > 1). */
+    double dense_matmul_flops, moe_matmul_flops, expert_matmul_flops;
 } wl_layer_cost;
 
-/* Parameters of one layer (whole, not divided by tp), embedding (V*h) and the total. */
+/* Parameters of one layer (whole, not divided by tp), embedding (V*h) and the total.
+ * wl_layer_params is an MoE layer's when the model has experts (every layer's otherwise);
+ * wl_layer_params_at the given layer's (dense or MoE, by moe_layer_freq), and
+ * wl_layer_expert_params_at its routed experts' share (0 for a dense layer): the part that
+ * expert parallelism shards over ep ranks. */
 double wl_layer_params(const wl_model *m);
+double wl_layer_params_at(const wl_model *m, int layer);
+double wl_layer_expert_params_at(const wl_model *m, int layer);
+bool wl_layer_is_moe(const wl_model *m, int layer);
+double wl_expert_ffn(const wl_model *m);
+/* Parameters of the layers [first, first + n) (with their experts whole). */
+double wl_layers_params(const wl_model *m, int first, int n);
+double wl_layers_expert_params(const wl_model *m, int first, int n);
+int wl_moe_layers_in(const wl_model *m, int first, int n);
+/* Tokens each of the ep ranks of an EP group computes in MoE layer `layer`, relative to a
+ * balanced router (mean 1 over ranks without drops): the model's experts get Zipf(router_zipf)
+ * shares of the routed tokens in an order drawn from the seeded stream "moe_router.<layer>"
+ * (sim_rng), rank e holds experts [e E/ep, (e+1) E/ep), and with a capacity factor cf an
+ * expert computes at most cf x its balanced share (the rest is dropped). loads[0..ep). */
+void wl_moe_rank_loads(const wl_model *m, int ep, int layer, uint64_t seed, double *loads);
+/* The busiest EP rank's load over the model's MoE layers (max of wl_moe_rank_loads): how much
+ * longer than balanced the slowest expert makes its layers' routed-expert compute. */
+double wl_moe_max_load(const wl_model *m, int ep);
+/* All-to-all bytes of one dispatch (or combine) of one MoE layer for one microbatch, per GPU,
+ * nccl-tests convention (the send buffer: b (s/cp) h e top_k; (ep-1)/ep of it leaves). */
+double wl_moe_alltoall_bytes(const wl_model *m, const wl_plan *p);
+/* Context parallelism: bytes one ring-attention step sends to the next CP rank, per GPU (the
+ * K and V blocks of s/cp tokens, kv heads over tp): 2 b (s/cp) h (g/a) e / t. */
+double wl_cp_ring_bytes(const wl_model *m, const wl_plan *p);
 double wl_embedding_params(const wl_model *m);
 double wl_total_params(const wl_model *m);
 void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out);
+/* The forward GEMMs of one transformer layer for one microbatch on one GPU (Megatron's tensor
+ * parallel split; docs/workloads.md "GEMM shapes"), count 1 each, into out[0..WL_LAYER_GEMMS_MAX);
+ * returns how many (0 for other model kinds). Their 2mnk sum to wl_layer_cost.fwd_matmul_flops.
+ * The backward of a forward GEMM (m, n, k) is its data gradient (m, k, n) and its weight
+ * gradient (k, n, m): wl_gemm_backward. */
+#define WL_LAYER_GEMMS_MAX 6
+int wl_layer_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_LAYER_GEMMS_MAX]);
+/* The output layer's GEMM (logits) for one microbatch on one GPU: (b·s, V/t, h). */
+gpu_gemm wl_logits_gemm(const wl_model *m, const wl_plan *p);
+/* The data-gradient and weight-gradient GEMMs of forward GEMM f, count as f's. */
+void wl_gemm_backward(gpu_gemm f, gpu_gemm out[2]);
 /* Model FLOPs of one training step (forward + backward = 3x forward), for the whole global batch,
  * counting neither recomputation nor padding: the MFU numerator. */
 double wl_model_flops_per_step(const wl_model *m, double global_batch);
@@ -253,8 +379,12 @@ typedef struct mem_breakdown {
  * (ZeRO paper accounting). */
 void mem_model_states(double psi, int dp, int zero, wl_precision prec, wl_optimizer opt,
                       double *params, double *grads, double *optimizer);
-/* Activation bytes of one layer for one microbatch on one GPU (Korthikanti et al. 2022). */
+/* Activation bytes of one layer for one microbatch on one GPU (Korthikanti et al. 2022); an
+ * MoE layer's when the model has experts. */
 double mem_activation_per_layer(const wl_model *m, const wl_plan *p);
+/* Expert parallelism: the all-to-all send and receive buffers of one MoE layer on one GPU
+ * (the receive side sized for the busiest rank, or the capacity). 0 without ep > 1. */
+double mem_moe_dispatch_buffers(const wl_model *m, const wl_plan *p);
 /* Microbatches' activations (in units of one microbatch through the stage's layers) that
  * stage `stage` holds at its peak. */
 double mem_inflight(const wl_plan *p, int stage);
@@ -268,10 +398,20 @@ typedef enum wl_stream { WL_STREAM_COMPUTE, WL_STREAM_TP, WL_STREAM_PP, WL_STREA
 
 #define WL_MAX_INLANE 2
 
+/* A set of GEMM shapes: gemms[start .. start + n) of its graph. */
+typedef struct wl_gemm_set {
+    uint32_t start, n;
+} wl_gemm_set;
+
 /* Compute cost, shared by every op with the same work (a graph has few distinct costs). */
 typedef struct wl_cost {
     double flops[GPU_OP_CLASS_COUNT];  /* roofline inputs per op class */
     double bytes[GPU_OP_CLASS_COUNT];
+    /* The GEMMs the matmul FLOPs are made of: 1 + index into wl_graph.gemm_sets, their 2mnk
+     * summing to flops[GPU_OP_MATMUL]; 0 = no shapes (the matmul class's roofline of the total,
+     * at the flat efficiency). The time of the shapes is the GPU's own (gpu_gemm_time: each GPU
+     * of a mixed cluster with its SM count), so the graph stays per op, not per GEMM. */
+    uint32_t gemm_set;
     sim_time_t fixed;                  /* duration given directly (synthetic, traces) */
     /* collectives among the lane's GPUs executed serially inside the op (tensor parallel) */
     struct { coll_op op; double bytes; int count; } inlane[WL_MAX_INLANE];
@@ -279,6 +419,11 @@ typedef struct wl_cost {
     /* the in-lane collectives run under the op's compute (Megatron-Core --tp-comm-overlap):
      * the op lasts max(compute, comm) instead of compute + comm */
     bool inlane_overlap;
+    /* Context parallelism: ring_count ring-attention passes, each cp - 1 steps sending
+     * ring_bytes from every GPU to its counterpart in the next CP lane (wl_graph.cp_next),
+     * each step overlapped with one block of the op's attention compute. */
+    double ring_bytes;
+    int ring_count;
 } wl_cost;
 
 /* A collective instance: every op naming it (one per participating lane) must be reached
@@ -315,10 +460,18 @@ typedef struct wl_graph {
     uint32_t n_costs, cap_costs;
     wl_coll *colls;
     uint32_t n_colls, cap_colls;
+    gpu_gemm *gemms;            /* GEMM shapes, referenced by gemm_sets */
+    uint32_t n_gemms, cap_gemms;
+    wl_gemm_set *gemm_sets;     /* referenced by wl_cost.gemm_set */
+    uint32_t n_gemm_sets, cap_gemm_sets;
     char **names;
     uint32_t n_names, cap_names;
     uint32_t *name_slots;       /* open-addressing index over names: 1 + name id, 0 = empty */
     uint32_t cap_name_slots;    /* power of two, at least twice n_names */
+    /* Context parallelism: cp lanes form a ring; cp_next[lane] is the next lane of lane's
+     * ring (NULL when cp is 1). Not written to traces (trace_write refuses such graphs). */
+    int cp;
+    uint32_t *cp_next;
     /* Step metadata carried into results and traces. */
     double samples_per_step, tokens_per_step, model_flops_per_step;
     gpu_precision precision;
@@ -328,17 +481,15 @@ wl_graph *wl_graph_create(int n_gpus, int n_lanes, int lane_size);
 void wl_graph_destroy(wl_graph *g);
 uint32_t wl_graph_name(wl_graph *g, const char *name);      /* intern */
 uint32_t wl_graph_cost(wl_graph *g, const wl_cost *c);      /* append (no dedup) */
+/* Append a GEMM set of gemms[0..n) (copied); returns the value for wl_cost.gemm_set (1 + its
+ * index). */
+uint32_t wl_graph_gemm_set(wl_graph *g, const gpu_gemm *gemms, uint32_t n);
+/* The GEMMs of cost c (NULL, *n = 0 when it has none). Borrowed from g. */
+const gpu_gemm *wl_cost_gemms(const wl_graph *g, const wl_cost *c, uint32_t *n);
 uint32_t wl_graph_coll(wl_graph *g, coll_op op, double bytes);       /* kind WL_COMM_DP */
 uint32_t wl_graph_coll_kind(wl_graph *g, coll_op op, double bytes, wl_comm_kind kind);
 /* Append an op with deps[0..n_deps); returns its id. Deps must be earlier ops. */
 uint32_t wl_graph_op(wl_graph *g, const wl_op *op, const uint32_t *deps, uint32_t n_deps);
-
-/* The cost of one forward (bwd false) or backward op over `layers` consecutive layers of a
- * virtual stage, the first of the model (embedding) and/or the last (logits), with lc from
- * wl_layer_cost_get: what wl_graph_build gives its compute ops, and what the planner's lower
- * bound (run_probe) sums without building a graph. */
-void wl_chunk_cost(const wl_scenario *s, const wl_layer_cost *lc, bool bwd, bool first,
-                   bool last, int layers, wl_cost *out);
 
 /* Generate one training step of the scenario as an op graph over n_gpus GPUs. The plan must
  * have passed wl_scenario_resolve(). */

@@ -35,17 +35,23 @@ typedef struct preset {
     const char *name;
     double flops[GPU_PRECISION_COUNT];
     double hbm_bytes, hbm_bw, nvlink_bw, cost_per_hour;
+    int sms;
 } preset;
 
 /* Datasheet dense peaks (fp32 is the non-tensor rate). NVLink is per direction: the datasheet
  * figure (600 GB/s, 900 GB/s, 1.8 TB/s) is both directions together. Costs are assumptions
- * (rough 2025 cloud on-demand rates per GPU-hour), documented as such. */
+ * (rough 2025 cloud on-demand rates per GPU-hour), documented as such. SM counts: A100 SXM4 108
+ * (A100 architecture whitepaper, 2020), H100 SXM5 132 (H100 architecture whitepaper, 2022),
+ * H200 132 (the same GH100 configuration: the same peaks at the same clock), B200 148 (74 per
+ * die as the device reports them; NVIDIA's datasheet gives none); docs/formats.md checks each
+ * against peak = SMs x tensor cores x FLOP/clock x boost clock. */
 static const preset presets[] = {
-    {"A100-SXM", {19.5 * T, 156 * T, 312 * T, 312 * T, 0}, 80 * GiB, 2039e9, 300e9, 1.80},
+    {"A100-SXM", {19.5 * T, 156 * T, 312 * T, 312 * T, 0}, 80 * GiB, 2039e9, 300e9, 1.80, 108},
     {"H100-SXM", {67 * T, 494.5 * T, 989.5 * T, 989.5 * T, 1979 * T}, 80 * GiB, 3.35e12, 450e9,
-     2.50},
-    {"H200-SXM", {67 * T, 494.5 * T, 989.5 * T, 989.5 * T, 1979 * T}, 141e9, 4.8e12, 450e9, 3.50},
-    {"B200", {75 * T, 1100 * T, 2250 * T, 2250 * T, 4500 * T}, 180e9, 7.7e12, 900e9, 5.00},
+     2.50, 132},
+    {"H200-SXM", {67 * T, 494.5 * T, 989.5 * T, 989.5 * T, 1979 * T}, 141e9, 4.8e12, 450e9, 3.50,
+     132},
+    {"B200", {75 * T, 1100 * T, 2250 * T, 2250 * T, 4500 * T}, 180e9, 7.7e12, 900e9, 5.00, 148},
 };
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
@@ -82,6 +88,8 @@ static void set_defaults(gpu_spec *s)
     s->compute_eff[GPU_OP_ELEMENTWISE] = EFF_ELEMENTWISE;
     s->compute_eff[GPU_OP_OPTIMIZER] = EFF_OPTIMIZER;
     s->memory_eff = EFF_MEMORY;
+    s->gemm_tile[0] = GPU_GEMM_TILE_LONG;
+    s->gemm_tile[1] = GPU_GEMM_TILE_SHORT;
 }
 
 int gpu_preset(const char *name, gpu_spec *out, dt_error *err)
@@ -95,6 +103,7 @@ int gpu_preset(const char *name, gpu_spec *out, dt_error *err)
         out->hbm_bw = presets[i].hbm_bw;
         out->nvlink_bw = presets[i].nvlink_bw;
         out->cost_per_hour = presets[i].cost_per_hour;
+        out->sms = presets[i].sms;
         set_defaults(out);
         /* A reduction reads two operands and writes one: a third of HBM bandwidth. */
         out->reduce_bw = out->hbm_bw / 3.0;
@@ -120,7 +129,7 @@ static int preset_at(const js_ctx *ctx, const char *name, const char *path, gpu_
 static const char *const spec_keys[] = {"preset",     "name",      "flops",  "hbm",
                                         "hbm_bw",     "nvlink_bw", "efficiency",
                                         "memory_eff", "reduce_bw", "cost_per_hour",
-                                        "compute",    NULL};
+                                        "compute",    "sms",       "gemm_tile", NULL};
 
 /* One class's table: an array of points, or {"precision": "bf16", "points": [...]}. Every point
  * is {"flops": q, "time": q} or {"bytes": q, "time": q}, one key for the whole table. */
@@ -322,6 +331,28 @@ int gpu_spec_from_json(const js_ctx *ctx, const cJSON *v, const char *path, gpu_
         return rc;
     if ((rc = js_get_number(ctx, v, path, "cost_per_hour", false, 0, 1e6, &s.cost_per_hour)))
         return rc;
+    /* 0 is allowed: the SM count is unknown and GEMMs run at the flat matmul efficiency. A
+     * bound well above any GPU (B200: 148) catches a core count typed by mistake. */
+    long long sms = s.sms;
+    if ((rc = js_get_int(ctx, v, path, "sms", false, 0, 4096, &sms))) return rc;
+    s.sms = (int)sms;
+    const cJSON *gt = cJSON_GetObjectItemCaseSensitive(v, "gemm_tile");
+    if (gt) {
+        js_path_key(sub, path, "gemm_tile");
+        if (!cJSON_IsArray(gt) || cJSON_GetArraySize(gt) != 2)
+            return js_fail(ctx, sub, NULL, "expected [long, short], two tile sides in elements "
+                           "(e.g. [256, 128]), found %s", js_describe(gt, d, sizeof d));
+        int i = 0;
+        for (const cJSON *x = gt->child; x; x = x->next, i++) {
+            char xp[JS_PATH_MAX];
+            if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) ||
+                x->valuedouble < 1 || x->valuedouble > 4096)
+                return js_fail(ctx, js_path_index(xp, sub, i), NULL,
+                               "expected a tile side of 1 to 4096 elements, found %s",
+                               js_describe(x, d, sizeof d));
+            s.gemm_tile[i] = (int)x->valuedouble;
+        }
+    }
     const cJSON *co = cJSON_GetObjectItemCaseSensitive(v, "compute");
     if (co && (rc = gpu_tables_from_json(ctx, co, js_path_key(sub, path, "compute"), s.table)))
         return rc;
@@ -362,9 +393,38 @@ cJSON *gpu_spec_to_json(const gpu_spec *s)
     cJSON_AddNumberToObject(o, "memory_eff", s->memory_eff);
     cJSON_AddItemToObject(o, "reduce_bw", quantity(s->reduce_bw, 1e9, "GB/s"));
     cJSON_AddNumberToObject(o, "cost_per_hour", s->cost_per_hour);
+    cJSON_AddNumberToObject(o, "sms", s->sms);
+    cJSON *gt = cJSON_AddArrayToObject(o, "gemm_tile");
+    for (int i = 0; i < 2; i++) cJSON_AddItemToArray(gt, cJSON_CreateNumber(s->gemm_tile[i]));
     cJSON *co = gpu_tables_to_json(s->table);
     if (co) cJSON_AddItemToObject(o, "compute", co);
     return o;
+}
+
+/* Round up to whole picoseconds, but let a result within rounding noise of an integer stay
+ * that integer (1e-3 s must be 1e9 ps, not 1e9 + 1). */
+static sim_time_t round_ps(double t)
+{
+    double ps = t * 1e12, r = nearbyint(ps);
+    ps = fabs(ps - r) <= 1e-9 * ps ? r : ceil(ps);
+    if (ps >= 9.2e18) return SIM_TIME_MAX;
+    return (sim_time_t)ps;
+}
+
+/* Fall back towards wider formats (fp8 -> bf16 -> fp16 -> tf32 -> fp32): a GPU without fp8
+ * tensor cores runs the op at its 16-bit rate. */
+static int run_precision(const gpu_spec *spec, gpu_precision prec)
+{
+    int p = (int)prec;
+    while (p > 0 && !(spec->peak_flops[p] > 0)) p--;
+    return p;
+}
+
+/* A table of class cls that holds for prec, keyed by the quantity the op has. */
+static bool table_applies(const gpu_table *tab, gpu_precision prec, double flops, double bytes)
+{
+    return tab->n > 0 && (tab->precision < 0 || tab->precision == (int)prec) &&
+           (tab->by_bytes ? bytes : flops) > 0;
 }
 
 sim_time_t gpu_op_time(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec, double flops,
@@ -372,16 +432,12 @@ sim_time_t gpu_op_time(const gpu_spec *spec, gpu_op_class cls, gpu_precision pre
 {
     DT_ASSERT(cls >= 0 && cls < GPU_OP_CLASS_COUNT);
     DT_ASSERT(prec >= 0 && prec < GPU_PRECISION_COUNT);
-    /* Fall back towards wider formats (fp8 -> bf16 -> fp16 -> tf32 -> fp32): a GPU without fp8
-     * tensor cores runs the op at its 16-bit rate. */
-    int p = (int)prec;
-    while (p > 0 && !(spec->peak_flops[p] > 0)) p--;
+    int p = run_precision(spec, prec);
     double t = 0;
     const gpu_table *tab = &spec->table[cls];
     /* An op with none of the table's quantity (a FLOP-free copy under a FLOPs table) has nothing
      * to look up: it keeps the roofline rather than taking no time. */
-    bool measured = tab->n > 0 && (tab->precision < 0 || tab->precision == (int)prec) &&
-                    (tab->by_bytes ? bytes : flops) > 0;
+    bool measured = table_applies(tab, prec, flops, bytes);
     if (measured) { /* the measured time already holds the op's memory traffic */
         t = gpu_table_time(tab, tab->by_bytes ? bytes : flops);
     } else if (flops > 0) {
@@ -395,10 +451,57 @@ sim_time_t gpu_op_time(const gpu_spec *spec, gpu_op_class cls, gpu_precision pre
         double tm = bytes / rate;
         if (tm > t) t = tm;
     }
-    /* Round up to whole picoseconds, but let a result within rounding noise of an integer
-     * stay that integer (1e-3 s must be 1e9 ps, not 1e9 + 1). */
-    double ps = t * 1e12, r = nearbyint(ps);
-    ps = fabs(ps - r) <= 1e-9 * ps ? r : ceil(ps);
-    if (ps >= 9.2e18) return SIM_TIME_MAX;
-    return (sim_time_t)ps;
+    return round_ps(t);
+}
+
+/* Useful fraction of `waves` full waves of tm x tn tiles for an m x n output. */
+static double tiled(int sms, double m, double n, double tm, double tn)
+{
+    double tiles = ceil(m / tm) * ceil(n / tn);
+    double waves = ceil(tiles / sms);
+    return m * n / (waves * sms * tm * tn);
+}
+
+double gpu_gemm_quantization(const gpu_spec *spec, double m, double n)
+{
+    int sms = spec->sms;
+    if (sms <= 0 || !(m > 0) || !(n > 0)) return 1;
+    double tl = spec->gemm_tile[0], ts = spec->gemm_tile[1];
+    DT_ASSERT(tl >= 1 && ts >= 1);
+    double a = tiled(sms, m, n, tl, ts);
+    double b = tiled(sms, m, n, ts, tl);
+    /* cuBLAS also has a square tile of the short side (128 x 128) and picks per shape what runs
+     * fastest: take the best of the three, all at the same full-wave efficiency */
+    double c = tiled(sms, m, n, ts, ts);
+    double q = a > b ? a : b;
+    return c > q ? c : q;
+}
+
+static const double precision_bytes[GPU_PRECISION_COUNT] = {4, 4, 2, 2, 1};
+
+sim_time_t gpu_gemm_time(const gpu_spec *spec, gpu_precision prec, const gpu_gemm *gemms, int n)
+{
+    DT_ASSERT(prec >= 0 && prec < GPU_PRECISION_COUNT);
+    int p = run_precision(spec, prec);
+    double rate = spec->peak_flops[p] * spec->compute_eff[GPU_OP_MATMUL];
+    double bw = spec->hbm_bw * spec->memory_eff;
+    double e = precision_bytes[p];
+    const gpu_table *tab = &spec->table[GPU_OP_MATMUL];
+    double t = 0;
+    for (int i = 0; i < n; i++) {
+        const gpu_gemm *g = &gemms[i];
+        if (!(g->m > 0 && g->n > 0 && g->k > 0) || !(g->count > 0)) continue; /* no work */
+        double flops = 2 * g->m * g->n * g->k;
+        double bytes = e * (g->m * g->k + g->k * g->n + g->m * g->n);
+        double one;
+        if (table_applies(tab, prec, flops, bytes)) {
+            one = gpu_table_time(tab, tab->by_bytes ? bytes : flops);
+        } else {
+            DT_ASSERT(rate > 0 && bw > 0);
+            one = flops / (rate * gpu_gemm_quantization(spec, g->m, g->n));
+            if (bytes / bw > one) one = bytes / bw;
+        }
+        t += g->count * one;
+    }
+    return round_ps(t);
 }

@@ -62,6 +62,7 @@ struct coll_engine {
     int cap_send;
     sim_time_t *reduce_free; /* per GPU: when its reduction unit is next idle */
     uint64_t n_fluid, n_ring_steps; /* ring collectives started fluid / as step programs */
+    coll_analytic *an;       /* estimates for `fastest`, created on first use */
 };
 
 static const char *const op_names[COLL_OP_COUNT] = {
@@ -83,8 +84,8 @@ int coll_ring_model_parse(const char *s, coll_ring_model *out)
     return DT_EINPUT;
 }
 
-static const char *const algo_names[COLL_ALGO_COUNT] = {"auto", "ring", "tree", "dbt",
-                                                        "hd",   "direct", "hier", "ps"};
+static const char *const algo_names[COLL_ALGO_COUNT] = {"auto", "ring",   "tree", "dbt",    "hd",
+                                                        "direct", "hier", "ps", "fastest"};
 
 const char *coll_op_name(coll_op op) { return (unsigned)op < COLL_OP_COUNT ? op_names[op] : "?"; }
 const char *coll_algo_name(coll_algo a)
@@ -219,6 +220,7 @@ void coll_destroy(coll_engine *c)
     free(c->inst);
     free(c->sendbuf);
     free(c->reduce_free);
+    coll_analytic_destroy(c->an);
     free(c);
 }
 
@@ -573,6 +575,7 @@ int coll_prepare(topo *t, const coll_config *cfg, const coll_spec *spec, coll_pr
 
     coll_algo algo = spec->algo == COLL_AUTO ? coll_auto_choice(t, spec) : spec->algo;
     if (spec->op == COLL_SENDRECV) algo = COLL_DIRECT; /* one transfer: no algorithm to pick */
+    DT_ASSERT(algo != COLL_FASTEST); /* resolved by the callers (coll_fastest_choice) */
     coll_prog p = {.op = spec->op, .n = n, .bytes = spec->bytes,
                    .elem = spec->elem_bytes > 0 ? spec->elem_bytes : 2.0, .root = root,
                    .servers = spec->servers,
@@ -589,9 +592,22 @@ int coll_prepare(topo *t, const coll_config *cfg, const coll_spec *spec, coll_pr
     return DT_OK;
 }
 
+/* The engine's estimator, for `fastest`. */
+static coll_analytic *engine_analytic(coll_engine *c)
+{
+    if (!c->an) c->an = coll_analytic_create(c->net, c->t, &c->cfg);
+    return c->an;
+}
+
 int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32_t done_id,
                uint64_t done_data, dt_error *err)
 {
+    if (spec->algo == COLL_FASTEST && spec->op != COLL_SENDRECV) {
+        coll_spec s = *spec;
+        int rc = coll_fastest_choice(engine_analytic(c), spec, &s.algo, err);
+        if (rc != DT_OK) return rc;
+        return coll_start(c, &s, done_kind, done_id, done_data, err);
+    }
     int n = spec->n;
     coll_prog p;
     coll_algo algo;
@@ -675,7 +691,9 @@ int coll_simulate(topo *t, const coll_spec *spec, const coll_config *cc, const n
     uint32_t k = sim_kind_register(eng, "coll.simulate.done", on_sim_done, &d);
     out->algo = spec->algo == COLL_AUTO ? coll_auto_choice(t, spec) : spec->algo;
     if (spec->op == COLL_SENDRECV) out->algo = COLL_DIRECT;
-    int rc = coll_start(c, spec, k, 0, 0, err);
+    int rc = DT_OK;
+    if (out->algo == COLL_FASTEST) rc = coll_fastest_choice(engine_analytic(c), spec, &out->algo, err);
+    if (rc == DT_OK) rc = coll_start(c, spec, k, 0, 0, err);
     if (rc == DT_OK) {
         sim_run(eng, SIM_TIME_MAX);
         DT_ASSERT(d.fired);

@@ -487,9 +487,53 @@ static sim_time_t to_time(double ps)
     return !(ps < 9.0e18) ? SIM_TIME_MAX : ps <= 0 ? 0 : (sim_time_t)ceil(ps - ps * 1e-12);
 }
 
+/* `fastest`: every concrete algorithm that can run the spec, costed as above; the least time
+ * wins, ties to the earlier algorithm. Each candidate's program is cached like any other
+ * spec, so a data-parallel group's buckets cost one walk per algorithm, then lookups. */
+int coll_fastest_choice(coll_analytic *A, const coll_spec *spec, coll_algo *out, dt_error *err)
+{
+    coll_spec s = *spec;
+    sim_time_t best = 0;
+    coll_algo pick = COLL_AUTO;
+    for (int a = COLL_RING; a < COLL_FASTEST; a++) {
+        s.algo = (coll_algo)a;
+        sim_time_t t;
+        dt_error e;
+        dt_error_clear(&e);
+        if (coll_analytic_time(A, &s, &t, NULL, &e) == DT_OK && (pick == COLL_AUTO || t < best)) {
+            best = t;
+            pick = (coll_algo)a;
+        }
+    }
+    if (pick == COLL_AUTO) {
+        /* nothing runs it: the error auto would give */
+        s.algo = COLL_AUTO;
+        sim_time_t t;
+        int rc = coll_analytic_time(A, &s, &t, NULL, err);
+        if (rc != DT_OK) return rc;
+        return dt_error_set(err, DT_EINPUT, NULL, "algo", "no algorithm can run %s over this group",
+                            coll_op_name(spec->op));
+    }
+    *out = pick;
+    return DT_OK;
+}
+
+/* A spec with `fastest` resolved into *s (a copy); DT_OK or fastest's error. */
+static int resolve_fastest(coll_analytic *A, const coll_spec *spec, coll_spec *s, dt_error *err)
+{
+    *s = *spec;
+    if (spec->algo != COLL_FASTEST || spec->op == COLL_SENDRECV) return DT_OK;
+    return coll_fastest_choice(A, spec, &s->algo, err);
+}
+
 int coll_analytic_time(coll_analytic *A, const coll_spec *spec, sim_time_t *time,
                        coll_algo *algo, dt_error *err)
 {
+    if (spec->algo == COLL_FASTEST && spec->op != COLL_SENDRECV) {
+        coll_spec s;
+        int rc = resolve_fastest(A, spec, &s, err);
+        return rc != DT_OK ? rc : coll_analytic_time(A, &s, time, algo, err);
+    }
     if (spec->op == COLL_SENDRECV && spec->n == 2 && spec->group && (spec->root == 0 || spec->root == 1) &&
         spec->bytes >= 0 && isfinite(spec->bytes)) {
         /* One transfer (as coll_start runs it: direct) takes one lane's route whole: latency
@@ -576,6 +620,11 @@ static void loads_emit(coll_analytic *A, coll_load_fn fn, void *ctx)
 int coll_analytic_loads(coll_analytic *A, const coll_spec *spec, coll_load_fn fn, void *ctx,
                         dt_error *err)
 {
+    if (spec->algo == COLL_FASTEST && spec->op != COLL_SENDRECV) {
+        coll_spec s;
+        int rc = resolve_fastest(A, spec, &s, err);
+        return rc != DT_OK ? rc : coll_analytic_loads(A, &s, fn, ctx, err);
+    }
     if (spec->op == COLL_SENDRECV && spec->n == 2 && spec->group && spec->bytes > 0) {
         int a = spec->group[0], b = spec->group[1]; /* group[0] sends (coll.h) */
         const int *path = NULL;
@@ -638,6 +687,11 @@ static void host_shape(const topo *t, const int *g, int n, int *hosts, int *per_
 int coll_analytic_bytes(coll_analytic *A, const coll_spec *spec, double *sent, dt_error *err)
 {
     *sent = 0;
+    if (spec->algo == COLL_FASTEST && spec->op != COLL_SENDRECV) {
+        coll_spec s;
+        int rc = resolve_fastest(A, spec, &s, err);
+        return rc != DT_OK ? rc : coll_analytic_bytes(A, &s, sent, err);
+    }
     if (spec->op == COLL_SENDRECV && spec->n == 2 && spec->group) {
         *sent = spec->group[0] != spec->group[1] ? spec->bytes : 0;
         return DT_OK;

@@ -1425,6 +1425,10 @@ int chakra_export_create(const wl_graph *g, const trace_env *env, const gpu_spec
                          dt_error *err)
 {
     *out = NULL;
+    if (g->cp_next)
+        return dt_error_set(err, DT_EINPUT, NULL, "parallel.cp",
+                            "a context-parallel step (cp > 1) cannot be written as a Chakra "
+                            "trace yet");
     chakra_export *x = dt_xcalloc(1, sizeof *x);
     x->g = g;
     x->gpus = gpus;
@@ -1626,9 +1630,16 @@ static sim_time_t compute_ps(const chakra_export *x, const wl_cost *c, int gpu)
 {
     sim_time_t t = c->fixed;
     if (!x->gpus) return t;
-    for (int k = 0; k < GPU_OP_CLASS_COUNT; k++)
-        if (c->flops[k] > 0 || c->bytes[k] > 0)
-            t = sim_time_add(t, gpu_op_time(&x->gpus[gpu], (gpu_op_class)k, x->g->precision, c->flops[k], c->bytes[k]));
+    uint32_t ng = 0;
+    const gpu_gemm *gs = wl_cost_gemms(x->g, c, &ng);
+    for (int k = 0; k < GPU_OP_CLASS_COUNT; k++) {
+        /* fp8 runs only the GEMMs in fp8 (replay.c, class_precision) */
+        gpu_precision prec = x->g->precision == GPU_FP8 && k != GPU_OP_MATMUL ? GPU_BF16 : x->g->precision;
+        double fl = k == GPU_OP_MATMUL && ng ? 0 : c->flops[k];
+        if (k == GPU_OP_MATMUL && ng) t = sim_time_add(t, gpu_gemm_time(&x->gpus[gpu], prec, gs, (int)ng));
+        if (fl > 0 || c->bytes[k] > 0)
+            t = sim_time_add(t, gpu_op_time(&x->gpus[gpu], (gpu_op_class)k, prec, fl, c->bytes[k]));
+    }
     return t;
 }
 

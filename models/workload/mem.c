@@ -4,6 +4,7 @@
  * and their assumptions are in docs/workloads.md.
  */
 #include <math.h>
+#include <stdlib.h>
 
 #include "dtsim/workload.h"
 
@@ -24,31 +25,55 @@ void mem_model_states(double psi, int dp, int zero, wl_precision prec, wl_optimi
     *optimizer = ko * psi / (zero >= 1 ? dp : 1);
 }
 
-double mem_activation_per_layer(const wl_model *m, const wl_plan *p)
+/* One layer's activations; moe: an MoE layer's (its MLP is top_k + shared experts of width
+ * expert_ffn), else a dense layer's. Context parallelism keeps s/cp tokens per GPU. */
+static double activation_layer(const wl_model *m, const wl_plan *p, bool moe)
 {
-    if (m->kind == WL_SYNTHETIC) return m->act_bytes_per_layer;
-    if (m->kind != WL_TRANSFORMER) return 0;
-    double s = m->seq_len, b = p->micro_batch_size, h = m->hidden, f = m->ffn, a = m->heads;
+    double s = m->seq_len / wl_cp(p), b = p->micro_batch_size, h = m->hidden, f = m->ffn;
+    double a = m->heads;
     double t = p->tp;
     double scale = wl_precision_bytes(p->precision) / 2; /* formulas count 16-bit activations */
     if (p->checkpointing == WL_CKPT_FULL)
         return scale * 2 * s * b * h / (p->sequence_parallel ? t : 1);
+    double width = m->top_k;
+    if (moe) {
+        f = wl_expert_ffn(m);
+        width = m->top_k + m->shared_experts;
+    }
     double mlp = (m->mlp == WL_MLP_SWIGLU ? 3 * s * b * h + 6 * s * b * f
-                                          : 3 * s * b * h + 4 * s * b * f) * m->top_k;
+                                          : 3 * s * b * h + 4 * s * b * f) * width;
     double linear = 11 * s * b * h + mlp + 4 * s * b * h; /* attention, MLP, two norms */
     /* the score matrix kept for the backward: softmax output (2 B), dropout mask (1 B) and
      * output (2 B) per element, 5as^2b; without dropout the softmax output alone, 2as^2b; a
      * flash kernel keeps none (only per-row statistics, O(as b)), nor does selective recompute */
     double scores = p->checkpointing == WL_CKPT_SELECTIVE || m->attention == WL_ATTN_FLASH
                         ? 0
-                        : (m->no_attention_dropout ? 2 : 5) * a * s * s * b;
+                        : (m->no_attention_dropout ? 2 : 5) * a * s * m->seq_len * b;
     double replicated = (t > 1 && !p->sequence_parallel) ? 10 * s * b * h : 0;
     return scale * (replicated + (linear - replicated) / t + scores / t);
 }
 
+double mem_activation_per_layer(const wl_model *m, const wl_plan *p)
+{
+    if (m->kind == WL_SYNTHETIC) return m->act_bytes_per_layer;
+    if (m->kind != WL_TRANSFORMER) return 0;
+    return activation_layer(m, p, m->experts > 1);
+}
+
+double mem_moe_dispatch_buffers(const wl_model *m, const wl_plan *p)
+{
+    int ep = wl_ep(p);
+    if (m->kind != WL_TRANSFORMER || m->experts < 2 || ep < 2) return 0;
+    /* the tokens this GPU sends (b (s/cp) top_k rows of h) and receives: as many times the
+     * busiest rank's load over the MoE layers, or the capacity its experts accept */
+    double send = wl_moe_alltoall_bytes(m, p);
+    double worst = m->capacity_factor > 0 ? m->capacity_factor : fmax(1, wl_moe_max_load(m, ep));
+    return send * (1 + worst);
+}
+
 double mem_inflight(const wl_plan *p, int stage)
 {
-    int pp = p->pp, m = p->microbatches, v = p->virtual_stages;
+    int pp = p->pp, m = wl_max_replica_microbatches(p), v = p->virtual_stages;
     if (pp == 1) return 1; /* gradient accumulation: forward then backward, one at a time */
     switch (p->schedule) {
     case WL_GPIPE: return m;
@@ -67,23 +92,51 @@ void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out)
 {
     *out = (mem_breakdown){0};
     out->peak = -1;
-    int pp = p->pp;
+    int pp = p->pp, ep = wl_ep(p), cp = wl_cp(p);
+    bool moe = m->kind == WL_TRANSFORMER && m->experts > 1;
     double layer_psi = wl_layer_params(m) / p->tp;
     double emb = wl_embedding_params(m) / p->tp;
     double act_layer = mem_activation_per_layer(m, p);
+    double act_dense = moe ? activation_layer(m, p, false) : act_layer;
+    /* dense weights are replicated over dp x cp ranks (ZeRO shards over them); routed experts
+     * over the expert-data-parallel group, dp/ep x cp ranks */
+    int dense_dp = p->dp * cp, expert_dp = p->dp / ep * cp;
     for (int st = 0; st < pp; st++) {
         /* the stage's own layers (uneven stages: plan.stage_layers) */
         double layers_per_stage = m->kind == WL_PARAMS ? (double)m->layers / pp
                                                         : wl_stage_layer_count(p, m->layers, st);
-        double psi = layers_per_stage * layer_psi;
+        double psi = layers_per_stage * layer_psi, psi_expert = 0, moe_layers = 0;
+        if (moe) {
+            /* layer by layer: dense and MoE layers differ (moe_layer_freq), experts / ep */
+            psi = 0;
+            for (int c = 0; c < p->virtual_stages; c++) {
+                int first, n;
+                wl_virtual_stage_layers(p, m->layers, c * pp + st, &first, &n);
+                psi += (wl_layers_params(m, first, n) - wl_layers_expert_params(m, first, n)) / p->tp;
+                psi_expert += wl_layers_expert_params(m, first, n) / ep / p->tp;
+                moe_layers += wl_moe_layers_in(m, first, n);
+            }
+        }
         if (m->kind == WL_PARAMS) psi = m->params / p->tp / pp;
         if (st == 0) psi += emb;
         if (st == pp - 1 && (pp > 1 || !m->tied_embeddings)) psi += emb;
         mem_breakdown b = {.stage = st, .inflight_microbatches = mem_inflight(p, st)};
-        mem_model_states(psi, p->dp, p->zero, p->precision, p->optimizer, &b.params, &b.grads,
+        mem_model_states(psi, dense_dp, p->zero, p->precision, p->optimizer, &b.params, &b.grads,
                          &b.optimizer);
+        if (psi_expert > 0) {
+            double xp, xg, xo;
+            mem_model_states(psi_expert, expert_dp, p->zero, p->precision, p->optimizer, &xp,
+                             &xg, &xo);
+            b.params += xp;
+            b.grads += xg;
+            b.optimizer += xo;
+        }
         if (m->kind != WL_PARAMS) {
-            b.activations = b.inflight_microbatches * layers_per_stage * act_layer;
+            if (moe)
+                b.activations = b.inflight_microbatches *
+                                (moe_layers * act_layer + (layers_per_stage - moe_layers) * act_dense);
+            else
+                b.activations = b.inflight_microbatches * layers_per_stage * act_layer;
             if (p->checkpointing == WL_CKPT_FULL && m->kind == WL_TRANSFORMER) {
                 /* The layer being recomputed holds its full activations for a moment. */
                 wl_plan full = *p;
@@ -93,7 +146,8 @@ void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out)
         }
         if (m->kind == WL_TRANSFORMER && st == pp - 1)
             /* fp32 logits of one microbatch for the softmax / cross-entropy */
-            b.buffers += 4 * m->seq_len * p->micro_batch_size * m->vocab / p->tp;
+            b.buffers += 4 * (m->seq_len / cp) * p->micro_batch_size * m->vocab / p->tp;
+        if (moe && ep > 1) b.buffers += mem_moe_dispatch_buffers(m, p);
         if (p->zero >= 3 && p->dp > 1 && m->kind != WL_PARAMS)
             /* ZeRO-3 gathers a layer's full parameters (current + prefetched next) */
             b.buffers += 2 * layer_psi * wl_precision_bytes(p->precision);

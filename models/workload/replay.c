@@ -14,6 +14,7 @@
 #include "dtsim/replay.h"
 
 #define N_STREAMS 4
+#define MAX_SPECS 64 /* distinct GPU specs whose compute times are cached */
 
 sim_time_t replay_roofline(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec, double flops,
                         double bytes)
@@ -86,10 +87,16 @@ typedef struct rep {
     uint32_t *pending_coll;        /* per collective instance */
     sim_time_t *start, *launch, *end;
     sim_time_t *own;               /* per op x lane member compute time (when heterogeneous) */
-    sim_time_t *cost_base;         /* per cost, homogeneous GPUs: base compute time */
+    sim_time_t *cost_base;         /* per (cost, distinct GPU spec): base compute time, -1 unknown */
+    int *spec_of;                  /* per GPU: index of its spec among the distinct ones */
+    int n_specs;
     sim_time_t *inlane_cache;      /* per (cost, lane) in-lane comm time, -1 = unknown */
     sim_time_t *inl;               /* per op exposed in-lane time, when some cost overlaps it */
-    bool homogeneous, hetero_time;
+    sim_time_t *ring_cache;        /* per (cost, lane) exposed ring-attention time (cp > 1) */
+    sim_time_t *ring_total;        /* per (cost, lane) all of its sends' time (cp > 1) */
+    sim_time_t *inl_cp;            /* per op: the ring-attention part of inl (cp > 1) */
+    sim_time_t *ring_hid;          /* per op: ring sends hidden under its compute (cp > 1) */
+    bool hetero_time;
     sim_rng **rng;                 /* per GPU jitter streams */
     int *scratch;                  /* group building */
     /* backup workers (replay_config.backup_drop) */
@@ -106,27 +113,32 @@ static gpu_precision class_precision(gpu_precision prec, int cls)
     return prec == GPU_FP8 && cls != GPU_OP_MATMUL ? GPU_BF16 : prec;
 }
 
-sim_time_t replay_cost_time(const wl_cost *c, const gpu_spec *sp, gpu_precision prec,
-                            replay_op_time_fn f)
-{
-    sim_time_t t = c->fixed;
-    if (sp) {
-        if (!f) f = replay_roofline;
-        for (int k = 0; k < GPU_OP_CLASS_COUNT; k++)
-            if (c->flops[k] > 0 || c->bytes[k] > 0)
-                t = sim_time_add(t, f(sp, (gpu_op_class)k, class_precision(prec, k), c->flops[k],
-                                      c->bytes[k]));
-    }
-    return t;
-}
-
+/* A compute op's time on one GPU without stragglers or jitter: cached per cost and distinct GPU
+ * spec (a mixed cluster has a few), since GEMM shapes make it more than a few divisions. */
 static sim_time_t base_time(rep *R, uint32_t cost, int gpu)
 {
     const wl_cost *c = &R->g->costs[cost];
-    if (R->homogeneous && R->cost_base[cost] >= 0) return R->cost_base[cost];
-    sim_time_t t = replay_cost_time(c, R->cfg->gpus ? &R->cfg->gpus[gpu] : NULL, R->g->precision,
-                                    R->cfg->op_time);
-    if (R->homogeneous) R->cost_base[cost] = t;
+    int k0 = R->spec_of ? R->spec_of[gpu] : 0;
+    size_t slot = (size_t)cost * R->n_specs + (size_t)(k0 < 0 ? 0 : k0);
+    if (k0 >= 0 && R->cost_base[slot] >= 0) return R->cost_base[slot];
+    sim_time_t t = c->fixed;
+    if (R->cfg->gpus) {
+        const gpu_spec *sp = &R->cfg->gpus[gpu];
+        replay_op_time_fn f = R->cfg->op_time ? R->cfg->op_time : replay_roofline;
+        replay_gemm_time_fn gf = R->cfg->gemm_time;
+        if (!gf && !R->cfg->op_time) gf = gpu_gemm_time;
+        uint32_t ng = 0;
+        const gpu_gemm *gs = gf ? wl_cost_gemms(R->g, c, &ng) : NULL;
+        for (int k = 0; k < GPU_OP_CLASS_COUNT; k++) {
+            gpu_precision prec = class_precision(R->g->precision, k);
+            if (k == GPU_OP_MATMUL && ng > 0)
+                t = sim_time_add(t, sim_time_add(gf(sp, prec, gs, (int)ng),
+                                                 c->bytes[k] > 0 ? f(sp, (gpu_op_class)k, prec, 0, c->bytes[k]) : 0));
+            else if (c->flops[k] > 0 || c->bytes[k] > 0)
+                t = sim_time_add(t, f(sp, (gpu_op_class)k, prec, c->flops[k], c->bytes[k]));
+        }
+    }
+    if (k0 >= 0) R->cost_base[slot] = t;
     return t;
 }
 
@@ -152,6 +164,44 @@ static sim_time_t inlane_time(rep *R, uint32_t cost, uint32_t lane)
     }
     *slot = t;
     return t;
+}
+
+/* Context parallelism's ring attention, exposed: each of the op's ring_count passes sends the
+ * KV block to the next CP lane cp - 1 times, every send overlapped with one block of the
+ * attention compute (the op's attention-class time spread evenly over its passes' cp blocks);
+ * only a send longer than its block shows. The TP ranks send to their counterparts at once,
+ * the slowest pair paces the step. */
+static sim_time_t ring_time(rep *R, uint32_t cost, uint32_t lane)
+{
+    const wl_cost *c = &R->g->costs[cost];
+    if (!R->ring_cache || c->ring_count == 0 || c->ring_bytes <= 0) return 0;
+    sim_time_t *slot = &R->ring_cache[(size_t)cost * R->g->n_lanes + lane];
+    if (*slot >= 0) return *slot;
+    const int *gpus = &R->g->lane_gpus[(size_t)lane * R->ts];
+    const int *next = &R->g->lane_gpus[(size_t)R->g->cp_next[lane] * R->ts];
+    int cp = R->g->cp;
+    sim_time_t send = 0;
+    for (int k = 0; k < R->ts; k++) {
+        int pair[2] = {gpus[k], next[k]};
+        sim_time_t x = comm_time(R, COLL_SENDRECV, pair, 2, c->ring_bytes, false);
+        if (x > send) send = x;
+    }
+    double attn = 0;
+    if (R->cfg->gpus) {
+        replay_op_time_fn f = R->cfg->op_time ? R->cfg->op_time : replay_roofline;
+        if (c->flops[GPU_OP_ATTENTION] > 0 || c->bytes[GPU_OP_ATTENTION] > 0)
+            attn = (double)f(&R->cfg->gpus[gpus[0]], GPU_OP_ATTENTION,
+                             class_precision(R->g->precision, GPU_OP_ATTENTION),
+                             c->flops[GPU_OP_ATTENTION], c->bytes[GPU_OP_ATTENTION]);
+    }
+    double block = attn / ((double)c->ring_count * cp);
+    double exposed = (double)send > block ? (double)send - block : 0;
+    double t = (double)c->ring_count * (cp - 1) * exposed;
+    double all = (double)c->ring_count * (cp - 1) * (double)send;
+    *slot = t < 9.2e18 ? (sim_time_t)llround(t) : SIM_TIME_MAX;
+    R->ring_total[(size_t)cost * R->g->n_lanes + lane] = all < 9.2e18 ? (sim_time_t)llround(all)
+                                                                      : SIM_TIME_MAX;
+    return *slot;
 }
 
 static double jitter_draw(rep *R, int gpu)
@@ -194,6 +244,15 @@ static void start_op(rep *R, uint32_t id)
         /* overlapped in-lane collectives (--tp-comm-overlap) run under the op's compute:
          * only what exceeds it is exposed */
         if (R->g->costs[o->arg].inlane_overlap) in = in > max ? in - max : 0;
+        if (R->inl_cp) {
+            sim_time_t ring = ring_time(R, o->arg, o->lane);
+            R->inl_cp[id] = ring;
+            /* what the compute hid: in flight, never exposed (it lies under the compute) */
+            sim_time_t all = R->g->costs[o->arg].ring_count
+                                 ? R->ring_total[(size_t)o->arg * R->g->n_lanes + o->lane] : 0;
+            R->ring_hid[id] = all > ring ? all - ring : 0;
+            in = sim_time_add(in, ring);
+        }
         if (R->inl) R->inl[id] = in;
         sim_schedule_in(R->eng, now, sim_time_add(max, in), R->k_op_done, id, 0);
     } else if (o->kind == WL_OP_SEND) {
@@ -428,10 +487,15 @@ static void breakdown(rep *R, uint32_t lane, int member, replay_result *out)
             int kind = op_comm_kind(g, o);
             if (o->kind == WL_OP_COMPUTE) {
                 sim_time_t in = R->inl ? R->inl[id] : inlane_time(R, o->arg, o->lane);
+                sim_time_t ring = R->inl_cp ? R->inl_cp[id] : 0;
                 sim_time_t own = R->hetero_time ? R->own[(size_t)id * R->ts + member] : e - s - in;
                 ADD(s, s + own, CAT_COMPUTE, 0);
+                if (R->ring_hid && R->ring_hid[id] > 0)
+                    /* ring sends under the attention: in flight, hidden (compute wins) */
+                    ADD(s, s + (R->ring_hid[id] < own ? R->ring_hid[id] : own), CAT_COMM, WL_COMM_CP);
                 ADD(s + own, e - in, CAT_WAIT, 0);
-                ADD(e - in, e, CAT_COMM, kind);
+                ADD(e - in, e - ring, CAT_COMM, kind);
+                ADD(e - ring, e, CAT_COMM, WL_COMM_CP);
             } else {
                 ADD(s, l, CAT_WAIT, 0);
                 ADD(l, e, CAT_COMM, kind);
@@ -558,15 +622,24 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     R.end = dt_xcalloc((size_t)n + 1, sizeof *R.end);
     for (uint32_t i = 0; i < n; i++) R.end[i] = -1;
     /* compute-time caches */
-    R.homogeneous = true;
-    if (cfg->gpus)
-        for (int i = 1; i < g->n_gpus; i++)
-            if (memcmp(&cfg->gpus[i], &cfg->gpus[0], sizeof cfg->gpus[0])) {
-                R.homogeneous = false;
-                break;
-            }
-    R.cost_base = dt_xmalloc(((size_t)g->n_costs + 1) * sizeof *R.cost_base);
-    for (uint32_t i = 0; i < g->n_costs; i++) R.cost_base[i] = -1;
+    R.n_specs = 1;
+    if (cfg->gpus && g->n_gpus > 1) {
+        /* distinct specs by content, in order of first appearance: a mixed cluster has a
+         * few, and a GPU whose spec equals an earlier one's shares its times */
+        R.spec_of = dt_xcalloc((size_t)g->n_gpus, sizeof *R.spec_of);
+        int first[MAX_SPECS]; /* a GPU of each distinct spec */
+        first[0] = 0;
+        for (int i = 1; i < g->n_gpus; i++) {
+            int k = 0;
+            while (k < R.n_specs && memcmp(&cfg->gpus[i], &cfg->gpus[first[k]], sizeof cfg->gpus[0]))
+                k++;
+            if (k == R.n_specs && R.n_specs < MAX_SPECS) first[R.n_specs++] = i;
+            R.spec_of[i] = k < R.n_specs ? k : -1; /* beyond MAX_SPECS: computed every time */
+        }
+    }
+    size_t ncb = (size_t)g->n_costs * R.n_specs;
+    R.cost_base = dt_xmalloc((ncb + 1) * sizeof *R.cost_base);
+    for (size_t i = 0; i < ncb; i++) R.cost_base[i] = -1;
     size_t nic = (size_t)g->n_costs * g->n_lanes;
     R.inlane_cache = dt_xmalloc((nic + 1) * sizeof *R.inlane_cache);
     for (size_t i = 0; i < nic; i++) R.inlane_cache[i] = -1;
@@ -575,6 +648,14 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
             R.inl = dt_xcalloc((size_t)n + 1, sizeof *R.inl);
             break;
         }
+    if (g->cp_next && g->cp > 1) {
+        R.ring_cache = dt_xmalloc((nic + 1) * sizeof *R.ring_cache);
+        for (size_t i = 0; i < nic; i++) R.ring_cache[i] = -1;
+        R.ring_total = dt_xcalloc(nic + 1, sizeof *R.ring_total);
+        R.inl_cp = dt_xcalloc((size_t)n + 1, sizeof *R.inl_cp);
+        R.ring_hid = dt_xcalloc((size_t)n + 1, sizeof *R.ring_hid);
+        if (!R.inl) R.inl = dt_xcalloc((size_t)n + 1, sizeof *R.inl);
+    }
     bool slow = false;
     if (cfg->slowdown)
         for (int i = 0; i < g->n_gpus; i++)
@@ -665,7 +746,12 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     free(R.waiting);
     free(R.own);
     free(R.inl);
+    free(R.inl_cp);
+    free(R.ring_hid);
+    free(R.ring_cache);
+    free(R.ring_total);
     free(R.cost_base);
+    free(R.spec_of);
     free(R.inlane_cache);
     free(R.start);
     free(R.launch);

@@ -5,11 +5,13 @@
  * the GPU count -> memory -> op graph (-> trace file) -> replay -> results.
  * run_memory stops after the memory step: no graph, no engine (the planner calls it a lot).
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dtsim/calib.h"
 #include "dtsim/chakra.h"
@@ -333,7 +335,9 @@ static void fill_links(run_result *out, const link_acc *acc, const topo *t, cons
             used[best] = true;
             uint32_t nm = REPLAY_TAG_NAME(a->tag[best]);
             snprintf(x->users[u].op, sizeof x->users[u].op, "%s",
-                     nm == REPLAY_TAG_INLANE ? "tp_collectives"
+                     nm == REPLAY_TAG_INLANE
+                         ? (REPLAY_TAG_KIND(a->tag[best]) == WL_COMM_CP ? "ring_attention"
+                                                                         : "tp_collectives")
                      : nm < g->n_names       ? g->names[nm]
                                              : "?");
             x->users[u].kind = REPLAY_TAG_KIND(a->tag[best]);
@@ -578,6 +582,7 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
     /* Analytic mode needs no flows: coll_analytic_time charges the algorithm flow mode would
      * run, alpha-beta over its routes (exact for uncontended links), with no events per step. */
     replay_config rc = {.gpus = t->gpus, .n_gpus = t->n_gpus, .op_time = gpu_op_time,
+                     .gemm_time = gpu_gemm_time,
                      .coll_time = coll_time_fn, .coll_ctx = &ctx,
                      .comm = J->env->network == NET_FLOW ? &comm : NULL, .eng = eng,
                      .slowdown = slow, .jitter = J->env->jitter,
@@ -697,6 +702,31 @@ static int apply_calibration(const js_ctx *c, wl_scenario *s, const char *base_d
     return rc;
 }
 
+/* The plan against the topology: resolved, placed, balanced, checked (prepare and the
+ * planner's probes share it). */
+static int resolve_plan(const js_ctx *cx, wl_scenario *s, topo *t)
+{
+    js_ctx c = *cx;
+    int rc = wl_scenario_resolve(&c, s, t->n_gpus);
+    /* placement before balancing: speeds are read per rank through wl_gpu_of */
+    if (rc == DT_OK && s->plan.place_by_bandwidth) rc = wl_place_by_bandwidth(&c, s, t);
+    if (rc == DT_OK && s->plan.balance == WL_BALANCE_SPEED) {
+        /* speeds as the replay will run them: the op time of each GPU's own spec, times its
+         * straggler slowdown (jitter is random and left out) */
+        double *slow = dt_xmalloc(((size_t)t->n_gpus + 1) * sizeof *slow);
+        for (int i = 0; i < t->n_gpus; i++) slow[i] = 1;
+        for (int i = 0; i < s->env.n_stragglers; i++)
+            slow[s->env.stragglers[i].gpu] *= s->env.stragglers[i].slowdown;
+        rc = wl_balance_speed(&c, s, t->gpus, t->n_gpus, slow, gpu_op_time);
+        free(slow);
+    }
+    if (rc == DT_OK && s->env.ps_servers > s->plan.dp)
+        rc = js_fail(&c, "options", "ps_servers",
+                     "expected at most dp = %d servers (each is one of the data-parallel group's "
+                     "GPUs), found %d", s->plan.dp, s->env.ps_servers);
+    return rc;
+}
+
 static int prepare(const cJSON *j, const char *file, const char *base_dir, wl_scenario *s,
                    topo **t, char *note, size_t note_size, dt_error *err)
 {
@@ -708,17 +738,19 @@ static int prepare(const cJSON *j, const char *file, const char *base_dir, wl_sc
     /* the framework's protocol efficiency first: a calibration replaces the links it measured */
     if (rc == DT_OK) apply_link_efficiency(&s->env, *t);
     if (rc == DT_OK && s->calibration[0]) rc = apply_calibration(&c, s, base_dir, *t, note, note_size);
-    if (rc == DT_OK) rc = wl_scenario_resolve(&c, s, (*t)->n_gpus);
-    if (rc == DT_OK && s->env.ps_servers > s->plan.dp)
-        rc = js_fail(&c, "options", "ps_servers",
-                     "expected at most dp = %d servers (each is one of the data-parallel group's "
-                     "GPUs), found %d", s->plan.dp, s->env.ps_servers);
+    if (rc == DT_OK) rc = resolve_plan(&c, s, *t);
     if (rc != DT_OK) {
         topo_destroy(*t);
         *t = NULL;
         wl_scenario_free(s);
     }
     return rc;
+}
+
+int run_prepare(const cJSON *scenario, const char *file, const char *base_dir, wl_scenario *s,
+                topo **t, dt_error *err)
+{
+    return prepare(scenario, file, base_dir, s, t, NULL, 0, err);
 }
 
 int run_memory(const cJSON *scenario, const char *file, const char *base_dir, struct run_memory *out,
@@ -962,9 +994,16 @@ static double coll_cut_bound(probe_entry *pe, const topo *t, const wl_plan *p, i
 static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry *pe)
 {
     const wl_plan *p = &s->plan;
+    /* Mixture-of-experts and context-parallel plans split a layer's work in ways the
+     * graph-less cost (whole layers) does not, so no bound is given for them. */
     if (s->env.jitter != WL_JITTER_NONE || p->backup_workers > 0 || p->staleness >= 0 ||
-        s->model.kind == WL_PARAMS)
+        s->model.kind == WL_PARAMS || s->model.experts > 1 || wl_cp(p) > 1)
         return 0;
+    /* A measured matmul table times each GEMM of a graph by its own FLOPs; summed, that need not
+     * be above one lookup of their total, so the flat cost bounds nothing there. (The GEMM shape
+     * model's wave quantisation only adds time: the flat roofline stays below it.) */
+    for (int i = 0; i < t->n_gpus; i++)
+        if (t->gpus[i].table[GPU_OP_MATMUL].n > 0) return 0;
     int pp = p->pp, v = p->virtual_stages, m = p->microbatches, tp = p->tp;
     int n_vs = pp * v;
     if (p->n_stage_layers != n_vs) return 0;
@@ -974,9 +1013,6 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
     for (int i = 0; i < s->env.n_stragglers; i++) slow[s->env.stragglers[i].gpu] *= s->env.stragglers[i].slowdown;
     for (int i = 0; i < t->n_gpus; i++)
         if (slow[i] != 1.0) hetero = true;
-    wl_layer_cost lc;
-    if (s->model.kind != WL_SYNTHETIC) wl_layer_cost_get(&s->model, p, &lc);
-    else memset(&lc, 0, sizeof lc);
     gpu_precision prec = wl_gpu_precision(p->precision);
     comm_ctx cc = {.an = pe->an, .elem_bytes = prec == GPU_FP32 ? 4 : 2, .algo = s->env.dp_algorithm,
                    .servers = s->env.ps_servers};
@@ -998,12 +1034,12 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
                    (last && (!first || !s->model.tied_embeddings) ? emb : 0);
             for (int bwd = 0; bwd < 2; bwd++) {
                 wl_cost c;
-                wl_chunk_cost(s, &lc, bwd, first, last, nl, &c);
+                wl_layer_op_cost(s, p, bwd, first, last, nl, &c);
                 /* as the replay's start_op: the lane's slowest GPU when any GPU is slowed,
                  * else the first GPU's time */
                 double comp = 0;
                 for (int k = 0; k < (hetero ? tp : 1); k++) {
-                    double x = (double)replay_cost_time(&c, &t->gpus[gpus[k]], prec, gpu_op_time) *
+                    double x = (double)wl_cost_time(&c, &t->gpus[gpus[k]], prec, gpu_op_time) *
                                slow[gpus[k]];
                     if (x > comp) comp = x;
                 }
@@ -1022,7 +1058,7 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
             double shard = psi / (p->zero >= 1 && dp ? p->dp : 1);
             wl_cost c = {0};
             c.bytes[GPU_OP_OPTIMIZER] = shard * wl_optimizer_bytes(p);
-            opt[st] = (double)replay_cost_time(&c, &t->gpus[gpus[0]], prec, gpu_op_time) * 1e-12;
+            opt[st] = (double)wl_cost_time(&c, &t->gpus[gpus[0]], prec, gpu_op_time) * 1e-12;
         }
         /* Data parallelism (not for local SGD, whose local steps have none; not with
          * compression, whose collectives move fewer bytes): the optimizer waits for the last
@@ -1075,11 +1111,7 @@ int run_probe_scenario(const cJSON *scenario, const char *file, const char *base
         return rc;
     }
     rc = probe_topology(cache, scenario, &c, &s, base_dir, &pe);
-    if (rc == DT_OK) rc = wl_scenario_resolve(&c, &s, pe->t->n_gpus);
-    if (rc == DT_OK && s.env.ps_servers > s.plan.dp)
-        rc = js_fail(&c, "options", "ps_servers",
-                     "expected at most dp = %d servers (each is one of the data-parallel group's "
-                     "GPUs), found %d", s.plan.dp, s.env.ps_servers);
+    if (rc == DT_OK) rc = resolve_plan(&c, &s, pe->t);
     if (rc == DT_OK) {
         mem_breakdown mb;
         mem_compute(&s.model, &s.plan, &mb);
@@ -1143,21 +1175,24 @@ static int storage_path(const js_ctx *c, const stor_spec *st, const topo *t, con
  * waits the whole read. The wait is put at the start of the step (every GPU waits for the
  * first stage's data): run_scenario stretches the step by it. */
 
-/* Writes PATH.tmp and hands its name back in *tmp_out (caller-owned): run_scenario renames it
- * into place only once the step has simulated, so a failed run leaves no trace file. */
+/* Writes PATH.tmp.PID and hands its name back in *tmp_out (caller-owned): run_scenario renames
+ * it into place only once the step has simulated, so a failed run leaves no trace file. The
+ * PID keeps two processes writing one path from sharing a temporary. (The dtsim command does
+ * not come here: it writes the trace through its own output layer, cli/output.c.) */
 static int write_trace_file(const char *path, const wl_graph *g, const trace_env *env,
                             char **tmp_out, dt_error *err)
 {
     size_t n = strlen(path) + 32;
     char *tmp = dt_xmalloc(n);
-    snprintf(tmp, n, "%s.tmp", path);
+    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) {
         free(tmp);
-        return dt_error_set(err, DT_EIO, path, NULL, "cannot write the trace");
+        return dt_error_set(err, DT_EIO, path, NULL, "cannot write the trace: %s", strerror(errno));
     }
     int rc = trace_write(f, g, env, err);
-    if (fclose(f) != 0 && rc == DT_OK) rc = dt_error_set(err, DT_EIO, path, NULL, "write failed");
+    if (fclose(f) != 0 && rc == DT_OK)
+        rc = dt_error_set(err, DT_EIO, path, NULL, "write failed: %s", strerror(errno));
     if (rc != DT_OK) {
         remove(tmp);
         free(tmp);
@@ -1165,6 +1200,29 @@ static int write_trace_file(const char *path, const wl_graph *g, const trace_env
     }
     *tmp_out = tmp;
     return rc;
+}
+
+/* ", balanced by speed: layers 4+2, microbatches 3+1" (long lists cut with "..."). */
+static void append_balance(const wl_plan *p, char *line, size_t size)
+{
+    size_t n = strlen(line);
+    n += (size_t)snprintf(line + n, n < size ? size - n : 0, ", balanced by speed");
+    if (p->pp > 1) {
+        n += (size_t)snprintf(line + n, n < size ? size - n : 0, ": layers");
+        for (int st = 0; st < p->pp && n + 16 < size; st++) {
+            int l = 0;
+            for (int c = 0; c < p->virtual_stages; c++) l += p->stage_layers[c * p->pp + st];
+            n += (size_t)snprintf(line + n, size - n, "%s%d", st ? "+" : " ", l);
+        }
+    }
+    if (p->dp > 1) {
+        n += (size_t)snprintf(line + n, n < size ? size - n : 0, "%s microbatches",
+                              p->pp > 1 ? "," : ":");
+        for (int d = 0; d < p->dp && n + 16 < size; d++)
+            n += (size_t)snprintf(line + n, size - n, "%s%d", d ? "+" : " ",
+                                  wl_replica_microbatches(p, d));
+    }
+    if (n + 16 >= size && n + 4 < size) snprintf(line + n, size - n, "...");
 }
 
 /* The plan summary line people read above the results. */
@@ -1176,19 +1234,34 @@ static void fill_summary(const wl_scenario *s, run_result *out)
     double P = wl_total_params(&s->model);
     snprintf(np, sizeof np, P >= 1e9 ? "%.3g B" : "%.3g M", P >= 1e9 ? P / 1e9 : P / 1e6);
     if (p->schedule == WL_INTERLEAVED) snprintf(v, sizeof v, " v %d", p->virtual_stages);
+    char ep[48] = "";
+    /* expert and context parallelism only where used: dense summaries keep their text */
+    if (wl_ep(p) > 1 && wl_cp(p) > 1) snprintf(ep, sizeof ep, " (ep %d) x cp %d", wl_ep(p), wl_cp(p));
+    else if (wl_ep(p) > 1) snprintf(ep, sizeof ep, " (ep %d)", wl_ep(p));
+    else if (wl_cp(p) > 1) snprintf(ep, sizeof ep, " x cp %d", wl_cp(p));
+    char skew[64] = "";
+    if (wl_ep(p) > 1 && s->model.router_zipf > 0)
+        /* what the router's skew costs: the busiest EP rank's tokens over the mean */
+        snprintf(skew, sizeof skew, ", router Zipf %g: busiest EP rank %.2fx", s->model.router_zipf,
+                 wl_moe_max_load(&s->model, wl_ep(p)));
     if (p->backup_workers > 0) snprintf(dp, sizeof dp, ", %d backup workers", p->backup_workers);
     else if (p->staleness >= 0) snprintf(dp, sizeof dp, ", asynchronous (staleness %d)", p->staleness);
     else if (p->local_sgd > 1) snprintf(dp, sizeof dp, ", local SGD (averaging every %d steps)", p->local_sgd);
     char line[512];
     snprintf(line, sizeof line,
-             "%s (%s params), tp %d x pp %d x dp %d, %s%s, %d microbatch%s of %d, %s, "
-             "ZeRO-%d%s%s%s%s",
-             s->model.name, np, p->tp, p->pp, p->dp,
+             "%s (%s params), tp %d x pp %d x dp %d%s, %s%s, %d microbatch%s of %d, %s, "
+             "ZeRO-%d%s%s%s%s%s",
+             s->model.name, np, p->tp, p->pp, p->dp, ep,
              p->pp > 1 ? wl_schedule_name(p->schedule) : "no pipeline", v, p->microbatches,
              p->microbatches == 1 ? "" : "es", p->micro_batch_size, prec[p->precision], p->zero,
              dp, s->env.network == NET_ANALYTIC ? ", analytic network" : "",
              p->fw.preset != WL_FW_GENERIC ? ", framework " : "",
-             p->fw.preset != WL_FW_GENERIC ? wl_framework_name(p->fw.preset) : "");
+             p->fw.preset != WL_FW_GENERIC ? wl_framework_name(p->fw.preset) : "", skew);
+    if (p->place_by_bandwidth) {
+        size_t n = strlen(line);
+        snprintf(line + n, sizeof line - n, ", placed by bandwidth");
+    }
+    if (p->balance == WL_BALANCE_SPEED) append_balance(p, line, sizeof out->summary);
     size_t len = strlen(line);
     if (len >= sizeof out->summary) len = sizeof out->summary - 1; /* a long model name */
     memcpy(out->summary, line, len);
@@ -1222,7 +1295,11 @@ int run_prep_scenario(const cJSON *scenario, const char *file, const char *base_
     fill_summary(s, out);
     out->staleness = -1;
     int rc = DT_OK;
-    if (s->model.kind == WL_PARAMS) {
+    if (s->federated) {
+        rc = dt_error_set(err, DT_EINPUT, file, "federated",
+                          "a federated scenario simulates rounds of clients, edge servers and "
+                          "a cloud: run it with `dtsim federated`");
+    } else if (s->model.kind == WL_PARAMS) {
         rc = dt_error_set(err, DT_EINPUT, file, "model.kind",
                           "a \"params\" model only plans memory (dtsim memory); use "
                           "\"transformer\" or \"synthetic\" to simulate a step");
@@ -1232,8 +1309,12 @@ int run_prep_scenario(const cJSON *scenario, const char *file, const char *base_
      * The estimate over-counts (4 ops per lane, microbatch and model chunk, plus per-layer DP
      * or ZeRO-3 ops); 2^26 ops is a few GB. */
     const wl_plan *P = &s->plan;
-    double est_ops = 4.0 * P->dp * P->pp * P->microbatches * P->virtual_stages +
+    double est_ops = 4.0 * P->dp * P->pp * wl_max_replica_microbatches(P) * P->virtual_stages +
                      4.0 * P->dp * s->model.layers * (P->zero == 3 ? P->microbatches : 1);
+    /* context parallelism multiplies the lanes; expert parallelism splits every MoE layer
+     * into 4 ops (6 backward with full recomputation) per microbatch */
+    est_ops *= wl_cp(P);
+    if (wl_ep(P) > 1) est_ops += 12.0 * P->dp * wl_cp(P) * s->model.layers * P->microbatches;
     if (rc == DT_OK && est_ops > (double)(1 << 26))
         rc = dt_error_set(err, DT_EINPUT, file, "parallel.microbatches",
                           "the step's op graph would have about %.3g ops (dp %d x pp %d x "
@@ -1258,7 +1339,8 @@ int run_input_read_s(const run_prep *p, double *read_s, dt_error *err)
     js_ctx c = {p->file ? p->file : "<scenario>", err};
     int dp = s->plan.dp;
     int *g = dt_xmalloc(((size_t)dp + 1) * sizeof *g);
-    for (int d = 0; d < dp; d++) g[d] = wl_gpu_of(&s->plan, d, 0, 0);
+    /* the first GPU of each DP replica (CP rank 0: the placement's tp axis is tp x cp wide) */
+    for (int d = 0; d < dp; d++) g[d] = wl_gpu_of_cp(&s->plan, d, 0, 0, 0);
     double bw;
     int rc = storage_path(&c, &s->storage, p->t, g, dp, false, &bw);
     int hosts = count_hosts(p->t, g, dp);

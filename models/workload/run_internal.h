@@ -41,6 +41,12 @@ int run_prep_scenario(const cJSON *scenario, const char *file, const char *base_
                       const run_options *opt, run_prep *p, run_result *out, dt_error *err);
 void run_prep_free(run_prep *p);
 
+/* Parse, topology (GPU override, degraded links, link efficiency, calibration) and resolved
+ * plan only: what `dtsim federated` (federated.c) builds its rounds on. On success the caller
+ * frees both (wl_scenario_free, topo_destroy); on error nothing is left to free. */
+int run_prepare(const cJSON *scenario, const char *file, const char *base_dir, wl_scenario *s,
+                topo **t, dt_error *err);
+
 /* The time to read one step's samples (scenario `input`) through the storage model. */
 int run_input_read_s(const run_prep *p, double *read_s, dt_error *err);
 

@@ -44,7 +44,9 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
     static const char *const keys[] = {
         "kind", "name", "layers", "hidden", "heads", "seq_len", "vocab", "ffn", "kv_heads",
         "experts", "top_k", "mlp", "tied_embeddings", "forward_time", "backward_time", "params",
-        "activation_bytes", "flops_per_layer", "attention", "causal", "attention_dropout", NULL};
+        "activation_bytes", "flops_per_layer", "attention", "causal", "attention_dropout",
+        "expert_ffn", "shared_experts", "capacity_factor", "router_zipf", "moe_layer_freq",
+        "router_seed", NULL};
     TRY(js_expect_object(c, m, path));
     TRY(js_check_keys(c, m, path, keys));
     int kind = WL_TRANSFORMER;
@@ -57,7 +59,9 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
     static const char *const tf_only[] = {"hidden", "heads", "seq_len", "vocab", "ffn",
                                           "kv_heads", "experts", "top_k", "mlp",
                                           "tied_embeddings", "attention", "causal",
-                                          "attention_dropout", NULL};
+                                          "attention_dropout", "expert_ffn", "shared_experts",
+                                          "capacity_factor", "router_zipf", "moe_layer_freq",
+                                          "router_seed", NULL};
     static const char *const syn_only[] = {"forward_time", "backward_time", "activation_bytes",
                                            "flops_per_layer", NULL};
     const char *const *foreign[3][2] = {{syn_only, NULL}, {tf_only, NULL}, {tf_only, syn_only}};
@@ -84,6 +88,34 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
         TRY(js_get_number(c, m, path, "experts", false, 1, 1e5, &out->experts));
         out->top_k = 1;
         TRY(js_get_number(c, m, path, "top_k", false, 1, out->experts, &out->top_k));
+        /* mixture of experts (docs/workloads.md, "Expert parallelism") */
+        static const char *const moe_keys[] = {"expert_ffn", "shared_experts", "capacity_factor",
+                                               "router_zipf", "moe_layer_freq", "router_seed",
+                                               NULL};
+        if (out->experts < 2)
+            for (const char *const *k = moe_keys; *k; k++)
+                if (cJSON_GetObjectItemCaseSensitive(m, *k))
+                    return js_fail(c, path, *k, "needs a mixture of experts (\"experts\" >= 2), "
+                                   "found experts %g", out->experts);
+        if (floor(out->experts) != out->experts)
+            return js_fail(c, path, "experts", "a whole number, found %g", out->experts);
+        if (floor(out->top_k) != out->top_k)
+            return js_fail(c, path, "top_k", "a whole number, found %g", out->top_k);
+        TRY(js_get_number(c, m, path, "expert_ffn", false, 1, 1e8, &out->expert_ffn));
+        TRY(js_get_number(c, m, path, "shared_experts", false, 0, 1e4, &out->shared_experts));
+        TRY(js_get_number(c, m, path, "capacity_factor", false, 0, 1e4, &out->capacity_factor));
+        TRY(js_get_number(c, m, path, "router_zipf", false, 0, 100, &out->router_zipf));
+        if (floor(out->shared_experts) != out->shared_experts)
+            return js_fail(c, path, "shared_experts", "a whole number, found %g", out->shared_experts);
+        if (out->capacity_factor > 0 && out->capacity_factor < 1)
+            return js_fail(c, path, "capacity_factor",
+                           "0 (dropless) or at least 1 (an expert takes its balanced share), "
+                           "found %g", out->capacity_factor);
+        long long freq = 1, rseed = 1;
+        TRY(js_get_int(c, m, path, "moe_layer_freq", false, 1, 1 << 20, &freq));
+        out->moe_layer_freq = (int)freq;
+        TRY(js_get_int(c, m, path, "router_seed", false, 0, (1LL << 53), &rseed));
+        out->router_seed = (uint64_t)rseed;
         int mlp = WL_MLP_GELU;
         TRY(js_get_enum(c, m, path, "mlp", false, mlp_names, &mlp));
         out->mlp = (wl_mlp_kind)mlp;
@@ -126,6 +158,10 @@ static int parse_placement(const js_ctx *c, const cJSON *p, const char *path, wl
     const char *s = NULL;
     TRY(js_get_string(c, p, path, "placement", false, &s));
     if (!s) return DT_OK;
+    if (!strcmp(s, "bandwidth")) {
+        out->place_by_bandwidth = true; /* the map is made once the topology is known */
+        return DT_OK;
+    }
     char buf[64];
     snprintf(buf, sizeof buf, "%s", s);
     int n = 0, seen = 0;
@@ -139,7 +175,7 @@ static int parse_placement(const js_ctx *c, const cJSON *p, const char *path, wl
         else
             return js_fail(c, path, "placement",
                            "expected an order of tp, pp, dp such as \"dp,pp,tp\" "
-                           "(outermost first), found \"%s\"", s);
+                           "(outermost first) or \"bandwidth\", found \"%s\"", s);
         if (n >= 3 || (seen & (1 << a)))
             return js_fail(c, path, "placement", "each of tp, pp, dp exactly once, found \"%s\"",
                            s);
@@ -155,15 +191,17 @@ static int parse_plan(const js_ctx *c, const cJSON *p, const char *path, wl_plan
                       double *global_batch)
 {
     static const char *const keys[] = {
-        "dp", "tp", "pp", "zero", "schedule", "virtual_stages", "microbatches",
+        "dp", "tp", "pp", "ep", "cp", "zero", "schedule", "virtual_stages", "microbatches",
         "micro_batch_size", "gradient_accumulation", "activation_checkpointing",
         "sequence_parallel", "bucket_size", "overlap_dp", "compression", "placement",
-        "backup_workers", "staleness", "local_sgd", "stage_layers", NULL};
+        "backup_workers", "staleness", "local_sgd", "stage_layers", "balance", NULL};
     TRY(js_expect_object(c, p, path));
     TRY(js_check_keys(c, p, path, keys));
     TRY(get_pos_int(c, p, path, "dp", false, &out->dp));
     TRY(get_pos_int(c, p, path, "tp", false, &out->tp));
     TRY(get_pos_int(c, p, path, "pp", false, &out->pp));
+    TRY(get_pos_int(c, p, path, "ep", false, &out->ep));
+    TRY(get_pos_int(c, p, path, "cp", false, &out->cp));
     long long z = 0;
     TRY(js_get_int(c, p, path, "zero", false, 0, 3, &z));
     out->zero = (int)z;
@@ -238,6 +276,14 @@ static int parse_plan(const js_ctx *c, const cJSON *p, const char *path, wl_plan
             out->stage_layers[i] = (int)e->valuedouble;
         }
     }
+    static const char *const balance_names[] = {"none", "speed", NULL};
+    int bal = WL_BALANCE_NONE;
+    TRY(js_get_enum(c, p, path, "balance", false, balance_names, &bal));
+    out->balance = (wl_balance)bal;
+    if (out->balance == WL_BALANCE_SPEED && out->stage_layers)
+        return js_fail(c, path, "balance",
+                       "\"speed\" computes the layers of each stage; it cannot be combined with "
+                       "stage_layers (drop one of them)");
     long long k = 0;
     TRY(js_get_int(c, p, path, "backup_workers", false, 0, 1 << 30, &k));
     out->backup_workers = (int)k;
@@ -433,7 +479,7 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
                                        "parallel", "global_batch", "precision", "optimizer",
                                        "options", "stragglers", "jitter", "degraded_links",
                                        "seed", "sweep", "failures", "checkpoint", "storage",
-                                       "input", "framework", NULL};
+                                       "input", "framework", "federated", NULL};
     /* "sweep" belongs to `dtsim sweep` (reports/sweep_spec.c validates it); a single run is the
      * scenario as written, so it is allowed here and not read. */
     TRY(js_expect_object(c, j, ""));
@@ -448,6 +494,8 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
                        "required: a topology file name, an inline topology or a generator "
                        "such as {\"generator\": \"dgx\", \"nodes\": 2}");
     s->gpu = cJSON_GetObjectItemCaseSensitive(j, "gpu");
+    /* read by `dtsim federated` (federated.c, once the topology is known) */
+    s->federated = cJSON_GetObjectItemCaseSensitive(j, "federated");
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
     if (!m) return js_fail(c, "", "model", "required: the model to train");
     TRY(parse_model(c, m, "model", &s->model));
@@ -475,14 +523,16 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
         TRY(js_get_string(c, o, "options", "dp_algorithm", false, &algo));
         if (algo && coll_algo_parse(algo, &s->env.dp_algorithm) != DT_OK)
             return js_fail(c, "options", "dp_algorithm",
-                           "expected auto, ring, tree, dbt, hd, direct, hier or ps, found \"%s\"",
+                           "expected auto, ring, tree, dbt, hd, direct, hier, ps or fastest, found "
+                           "\"%s\"",
                            algo);
         long long servers = 0;
         TRY(js_get_int(c, o, "options", "ps_servers", false, 1, 1 << 22, &servers));
-        if (servers && s->env.dp_algorithm != COLL_PS)
+        if (servers && s->env.dp_algorithm != COLL_PS && s->env.dp_algorithm != COLL_FASTEST)
             return js_fail(c, "options", "ps_servers",
-                           "parameter servers apply to \"dp_algorithm\": \"ps\" only, found "
-                           "dp_algorithm \"%s\"", coll_algo_name(s->env.dp_algorithm));
+                           "parameter servers apply to \"dp_algorithm\": \"ps\" only (or \"fastest\", "
+                           "which may pick ps), found dp_algorithm \"%s\"",
+                           coll_algo_name(s->env.dp_algorithm));
         s->env.ps_servers = (int)servers;
         const char *rm = NULL;
         TRY(js_get_string(c, o, "options", "ring_model", false, &rm));
@@ -521,7 +571,7 @@ int wl_scenario_parse(const js_ctx *ctx, const cJSON *j, wl_scenario *s)
     memset(s, 0, sizeof *s);
     s->env.ring_model = COLL_RING_AUTO;
     s->file = ctx->file;
-    s->plan = (wl_plan){.dp = 0, .tp = 1, .pp = 1, .virtual_stages = 1, .micro_batch_size = 1,
+    s->plan = (wl_plan){.dp = 0, .tp = 1, .pp = 1, .ep = 1, .cp = 1, .virtual_stages = 1, .micro_batch_size = 1,
                         .schedule = WL_GPIPE, .precision = WL_BF16, .bucket_bytes = 25e6,
                         .overlap_dp = true, .topk_throughput = 0, .staleness = -1,
                         .placement = {WL_AXIS_DP, WL_AXIS_PP, WL_AXIS_TP}};
@@ -539,11 +589,61 @@ void wl_scenario_free(wl_scenario *s)
     free(s->env.stragglers);
     free(s->env.degraded);
     free(s->plan.stage_layers);
+    free(s->plan.replica_microbatches);
+    s->plan.replica_microbatches = NULL;
+    free(s->plan.gpu_map);
+    s->plan.gpu_map = NULL;
     s->plan.stage_layers = NULL;
     s->plan.n_stage_layers = 0;
     s->env.stragglers = NULL;
     s->env.degraded = NULL;
     s->env.n_stragglers = s->env.n_degraded = 0;
+}
+
+/* What expert and context parallelism need of the model and plan, and what they do not
+ * (yet) combine with; docs/workloads.md. */
+static int check_ep_cp(const js_ctx *c, const wl_scenario *s)
+{
+    const wl_plan *p = &s->plan;
+    const wl_model *m = &s->model;
+    int ep = wl_ep(p), cp = wl_cp(p);
+    const char *key = ep > 1 ? "ep" : "cp";
+    if (ep == 1 && cp == 1) return DT_OK;
+    if (m->kind != WL_TRANSFORMER)
+        return js_fail(c, "parallel", key, "needs a \"transformer\" model, found \"%s\"",
+                       m->kind == WL_SYNTHETIC ? "synthetic" : "params");
+    if (ep > 1) {
+        if (m->experts < 2 || fmod(m->experts, ep) != 0)
+            return js_fail(c, "parallel", "ep",
+                           "must divide the model's experts (%g; at least 2), found %d",
+                           m->experts, ep);
+        if (p->dp % ep)
+            return js_fail(c, "parallel", "ep",
+                           "must divide dp (%d): expert-parallel ranks are data-parallel ranks "
+                           "(Megatron-Core), found %d", p->dp, ep);
+        if (p->zero >= 3)
+            return js_fail(c, "parallel", "zero",
+                           "ZeRO-3 with expert parallelism is not modelled, found zero 3 with ep %d", ep);
+    }
+    if (cp > 1) {
+        if (m->attention != WL_ATTN_FLASH)
+            return js_fail(c, "model", "attention",
+                           "context parallelism needs \"flash\" (ring attention runs fused "
+                           "kernels on KV blocks), found \"unfused\"");
+        if (fmod(m->seq_len, 2.0 * cp) != 0)
+            return js_fail(c, "parallel", "cp",
+                           "2 x cp must divide seq_len (%g): the sequence is split in 2 cp "
+                           "chunks, two per rank, to balance the causal mask, found cp %d",
+                           m->seq_len, cp);
+    }
+    if (p->compression_ratio > 0)
+        return js_fail(c, "parallel", "compression", "not modelled with %s > 1", key);
+    if (p->backup_workers > 0 || p->staleness >= 0 || p->local_sgd > 1)
+        return js_fail(c, "parallel",
+                       p->backup_workers > 0 ? "backup_workers"
+                                             : (p->staleness >= 0 ? "staleness" : "local_sgd"),
+                       "not modelled with %s > 1", key);
+    return DT_OK;
 }
 
 int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
@@ -552,6 +652,26 @@ int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
     /* tp, pp, dp are each <= 2^30: their products are taken in long long / double, an int
      * (or a long long for all three) overflows on {"tp": 65536, "pp": 65536}. */
     long long tpp = (long long)p->tp * p->pp;
+    if (wl_cp(p) > 1) {
+        /* context parallelism takes its GPUs beside TP: dp x tp x pp x cp (each <= 2^30: the
+         * product of three can overflow a long long, so it is checked in double first) */
+        if ((double)tpp * wl_cp(p) > n_gpus)
+            return js_fail(c, "parallel", NULL,
+                           "tp x pp x cp = %.17g must divide the topology's %d GPUs",
+                           (double)tpp * wl_cp(p), n_gpus);
+        tpp *= wl_cp(p);
+        if (p->dp == 0) {
+            if (n_gpus % tpp)
+                return js_fail(c, "parallel", NULL,
+                               "tp x pp x cp = %lld must divide the topology's %d GPUs", tpp, n_gpus);
+            p->dp = (int)(n_gpus / tpp);
+        }
+        if ((double)p->dp * (double)tpp != n_gpus)
+            return js_fail(c, "parallel", NULL,
+                           "dp x tp x pp x cp = %d x %d x %d x %d = %.17g must equal the "
+                           "topology's %d GPUs", p->dp, p->tp, p->pp, p->cp,
+                           (double)p->dp * (double)tpp, n_gpus);
+    }
     if (p->dp == 0) {
         if (n_gpus % tpp)
             return js_fail(c, "parallel", NULL,
@@ -562,6 +682,7 @@ int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
         return js_fail(c, "parallel", NULL,
                        "dp x tp x pp = %d x %d x %d = %.17g must equal the topology's %d GPUs",
                        p->dp, p->tp, p->pp, (double)p->dp * (double)tpp, n_gpus);
+    TRY(check_ep_cp(c, s));
     double per_step = (double)p->dp * p->micro_batch_size;
     if (p->microbatches == 0) {
         if (s->global_batch > 0) {
@@ -625,6 +746,20 @@ int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
                            "needs pp 1 (a replica is dropped as a whole; with a pipeline its "
                            "stages would decide apart), found pp %d", p->pp);
     }
+    if (p->balance == WL_BALANCE_SPEED && p->zero >= 2 && p->dp > 1)
+        return js_fail(c, "parallel", "balance",
+                       "\"speed\" gives replicas different microbatches; ZeRO-%d reduces "
+                       "gradients every microbatch, which needs the same count on every replica: "
+                       "use zero 0 or 1", p->zero);
+    if (p->balance == WL_BALANCE_SPEED && (wl_cp(p) > 1 || wl_ep(p) > 1))
+        return js_fail(c, "parallel", "balance",
+                       "\"speed\" balances pipeline stages and data-parallel replicas; it does not "
+                       "yet split work over context- or expert-parallel ranks (cp %d, ep %d): use "
+                       "cp 1 and ep 1, or no balancing", wl_cp(p), wl_ep(p));
+    if (p->balance == WL_BALANCE_SPEED && p->backup_workers > 0 && p->dp > 1)
+        return js_fail(c, "parallel", "balance",
+                       "\"speed\" gives replicas different microbatches; backup workers drop "
+                       "whole replicas and count samples as if they were equal: choose one");
     if ((p->staleness >= 0 || p->local_sgd > 1) && p->zero > 0)
         return js_fail(c, "parallel", p->staleness >= 0 ? "staleness" : "local_sgd",
                        "needs zero 0: every replica keeps its own optimizer state between "
@@ -652,12 +787,47 @@ void wl_default_stage_layers(int layers, int n, int *out)
     for (int k = 0; k < surplus; k++) out[k % 2 ? k / 2 : n - 1 - k / 2]--;
 }
 
+int wl_replica_microbatches(const wl_plan *p, int d)
+{
+    return p->replica_microbatches ? p->replica_microbatches[d] : p->microbatches;
+}
+
+int wl_max_replica_microbatches(const wl_plan *p)
+{
+    int m = p->microbatches;
+    if (p->replica_microbatches)
+        for (int d = 0; d < p->dp; d++)
+            if (p->replica_microbatches[d] > m) m = p->replica_microbatches[d];
+    return m;
+}
+
 int wl_stage_layer_count(const wl_plan *p, int layers, int stage)
 {
     if (p->n_stage_layers != p->pp * p->virtual_stages) return layers / p->pp;
     int n = 0;
     for (int c = 0; c < p->virtual_stages; c++) n += p->stage_layers[c * p->pp + stage];
     return n;
+}
+
+void wl_virtual_stage_layers(const wl_plan *p, int layers, int vs, int *first, int *n)
+{
+    int nv = p->pp * p->virtual_stages;
+    if (p->n_stage_layers != nv) {
+        *n = layers / nv;
+        *first = vs * *n;
+        return;
+    }
+    int acc = 0;
+    for (int i = 0; i < vs; i++) acc += p->stage_layers[i];
+    *first = acc;
+    *n = p->stage_layers[vs];
+}
+
+int wl_gpu_of_cp(const wl_plan *p, int dp_rank, int cp_rank, int pp_rank, int tp_rank)
+{
+    wl_plan q = *p;
+    q.tp = p->tp * wl_cp(p);
+    return wl_gpu_of(&q, dp_rank, pp_rank, cp_rank * p->tp + tp_rank);
 }
 
 int wl_gpu_of(const wl_plan *p, int dp_rank, int pp_rank, int tp_rank)
@@ -671,5 +841,5 @@ int wl_gpu_of(const wl_plan *p, int dp_rank, int pp_rank, int tp_rank)
     size[WL_AXIS_DP] = p->dp;
     int g = 0;
     for (int i = 0; i < 3; i++) g = g * size[p->placement[i]] + coord[p->placement[i]];
-    return g;
+    return p->gpu_map ? p->gpu_map[g] : g;
 }

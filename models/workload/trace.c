@@ -24,7 +24,7 @@ static const char *const coll_names[] = {"allreduce", "reduce_scatter", "allgath
                                          "reduce", "alltoall", "sendrecv", NULL};
 static const char *const prec_names[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
 static const char *const jitter_names[] = {"none", "lognormal", "normal", NULL};
-static const char *const comm_names[] = {"tp", "pp", "dp", "zero", NULL};
+static const char *const comm_names[] = {"tp", "pp", "dp", "zero", "ep", "cp", NULL};
 _Static_assert(sizeof comm_names / sizeof *comm_names == WL_COMM_KIND_COUNT + 1,
                "one trace name per communication kind");
 static const char *const network_names[] = {"flow", "analytic", NULL};
@@ -63,6 +63,10 @@ static void put_name(FILE *f, const char *s)
 
 int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
 {
+    if (g->cp_next)
+        /* the CP ring (wl_graph.cp_next) and the ring costs have no trace fields yet */
+        return dt_error_set(err, DT_EINPUT, NULL, "parallel.cp",
+                            "a context-parallel step (cp > 1) cannot be written as a trace yet");
     fprintf(f, "{\n\"format\": \"dtsim-trace\",\n\"version\": 1,\n\"name\": ");
     {
         cJSON *s = cJSON_CreateString(env->name);
@@ -129,7 +133,22 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
             fprintf(f, "%s%d", k ? ", " : "", g->lane_gpus[(size_t)l * g->lane_size + k]);
         fprintf(f, "]");
     }
-    fprintf(f, "],\n\"costs\": [\n");
+    fprintf(f, "],\n");
+    if (g->n_gemm_sets) {
+        fprintf(f, "\"gemm_sets\": [\n");
+        for (uint32_t i = 0; i < g->n_gemm_sets; i++) {
+            const wl_gemm_set *gs = &g->gemm_sets[i];
+            fprintf(f, "%s[", i ? ",\n" : "");
+            for (uint32_t k = 0; k < gs->n; k++) {
+                const gpu_gemm *x = &g->gemms[gs->start + k];
+                fprintf(f, "%s{\"m\": %.17g, \"n\": %.17g, \"k\": %.17g, \"count\": %.17g}",
+                        k ? ", " : "", x->m, x->n, x->k, x->count);
+            }
+            fprintf(f, "]");
+        }
+        fprintf(f, "],\n");
+    }
+    fprintf(f, "\"costs\": [\n");
     for (uint32_t i = 0; i < g->n_costs; i++) {
         const wl_cost *c = &g->costs[i];
         fprintf(f, "%s{\"duration\": %.17g", i ? ",\n" : "", sim_time_to_s(c->fixed));
@@ -147,6 +166,7 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
                 any = true;
             }
         if (any) fprintf(f, "}");
+        if (c->gemm_set) fprintf(f, ", \"gemms\": %u", c->gemm_set - 1);
         if (c->n_inlane) {
             fprintf(f, ", \"inlane\": [");
             for (int k = 0; k < c->n_inlane; k++)
@@ -272,10 +292,43 @@ static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
     return DT_OK;
 }
 
-static int read_cost(const js_ctx *c, const cJSON *v, const char *p, wl_cost *out)
+/* gemm_sets[i]: an array of GEMM shapes {"m", "n", "k", "count"}. */
+static int read_gemm_set(const js_ctx *c, const cJSON *v, const char *p, wl_graph *g)
 {
-    static const char *const keys[] = {"duration", "flops", "bytes", "inlane", "inlane_overlap",
-                                       NULL};
+    TRY(js_expect_array(c, v, p));
+    int n = cJSON_GetArraySize(v);
+    if (n < 1 || n > 1 << 16)
+        return js_fail(c, p, NULL, "expected 1 to %d GEMM shapes, found %d", 1 << 16, n);
+    gpu_gemm *gs = dt_xmalloc((size_t)n * sizeof *gs);
+    int i = 0, rc = DT_OK;
+    for (const cJSON *x = v->child; x && rc == DT_OK; x = x->next, i++) {
+        static const char *const gk[] = {"m", "n", "k", "count", NULL};
+        char xp[JS_PATH_MAX];
+        js_path_index(xp, p, i);
+        double d[3] = {0, 0, 0};
+        long long cnt = 1;
+        /* dimensions may be fractional (tokens per expert are an average), not beyond any
+         * matrix a GPU holds */
+        if ((rc = js_expect_object(c, x, xp)) || (rc = js_check_keys(c, x, xp, gk)) ||
+            (rc = js_get_number(c, x, xp, "m", true, 0, 1e12, &d[0])) ||
+            (rc = js_get_number(c, x, xp, "n", true, 0, 1e12, &d[1])) ||
+            (rc = js_get_number(c, x, xp, "k", true, 0, 1e12, &d[2])) ||
+            (rc = js_get_int(c, x, xp, "count", false, 1, 1LL << 53, &cnt)))
+            break;
+        for (int q = 0; q < 3 && rc == DT_OK; q++)
+            if (!(d[q] > 0)) rc = js_fail(c, xp, gk[q], "expected a positive dimension, found 0");
+        gs[i] = (gpu_gemm){d[0], d[1], d[2], (double)cnt};
+    }
+    if (rc == DT_OK) wl_graph_gemm_set(g, gs, (uint32_t)n);
+    free(gs);
+    return rc;
+}
+
+static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_graph *g,
+                     wl_cost *out)
+{
+    static const char *const keys[] = {"duration", "flops", "bytes", "gemms", "inlane",
+                                       "inlane_overlap", NULL};
     TRY(js_expect_object(c, v, p));
     TRY(js_check_keys(c, v, p, keys));
     memset(out, 0, sizeof *out);
@@ -291,6 +344,28 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, wl_cost *ou
         for (int k = 0; k < GPU_OP_CLASS_COUNT; k++)
             TRY(js_get_quantity(c, o, sp, class_names[k], s ? UNIT_SIZE : UNIT_WORK, false, false,
                                 s ? &out->bytes[k] : &out->flops[k]));
+    }
+    if (cJSON_GetObjectItemCaseSensitive(v, "gemms")) {
+        if (g->n_gemm_sets == 0)
+            return js_fail(c, p, "gemms", "names a GEMM set, but the trace has no \"gemm_sets\"");
+        long long gi = 0;
+        TRY(js_get_int(c, v, p, "gemms", false, 0, (long long)g->n_gemm_sets - 1, &gi));
+        out->gemm_set = (uint32_t)gi + 1;
+        /* the shapes are the matmul FLOPs: absent, they are the shapes' sum; given, they
+         * must agree (a shape set replaces the total in the time) */
+        uint32_t n;
+        const gpu_gemm *gs = wl_cost_gemms(g, out, &n);
+        double sum = 0;
+        for (uint32_t i = 0; i < n; i++) sum += 2 * gs[i].m * gs[i].n * gs[i].k * gs[i].count;
+        double *fm = &out->flops[GPU_OP_MATMUL];
+        if (*fm == 0) {
+            *fm = sum;
+        } else if (!(fabs(*fm - sum) <= 1e-9 * sum)) {
+            char fp[JS_PATH_MAX];
+            return js_fail(c, js_path_key(fp, p, "flops"), "matmul",
+                           "is %.17g FLOP, but the GEMMs of gemm_sets[%lld] sum to %.17g: give "
+                           "the same work, or leave it out", *fm, gi, sum);
+        }
     }
     TRY(js_get_bool(c, v, p, "inlane_overlap", false, &out->inlane_overlap));
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(v, "inlane");
@@ -323,8 +398,8 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, wl_cost *ou
 static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env *env)
 {
     static const char *const keys[] = {"format", "version", "name", "gpus", "precision", "step",
-                                       "environment", "lanes", "costs", "collectives", "ops",
-                                       NULL};
+                                       "environment", "lanes", "gemm_sets", "costs",
+                                       "collectives", "ops", NULL};
     TRY(js_expect_object(c, j, ""));
     TRY(js_check_keys(c, j, "", keys));
     const char *fmt = NULL;
@@ -406,6 +481,15 @@ static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env 
         TRY(js_get_quantity(c, step, "step", "model_flops", UNIT_WORK, false, false,
                             &g->model_flops_per_step));
     }
+    const cJSON *sets = cJSON_GetObjectItemCaseSensitive(j, "gemm_sets");
+    if (sets) {
+        TRY(js_expect_array(c, sets, "gemm_sets"));
+        int i = 0;
+        for (const cJSON *x = sets->child; x; x = x->next, i++) {
+            char p[JS_PATH_MAX];
+            TRY(read_gemm_set(c, x, js_path_index(p, "gemm_sets", i), g));
+        }
+    }
     const cJSON *costs = cJSON_GetObjectItemCaseSensitive(j, "costs");
     if (costs) {
         TRY(js_expect_array(c, costs, "costs"));
@@ -413,7 +497,7 @@ static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env 
         for (const cJSON *x = costs->child; x; x = x->next, i++) {
             char p[JS_PATH_MAX];
             wl_cost cost;
-            TRY(read_cost(c, x, js_path_index(p, "costs", i), &cost));
+            TRY(read_cost(c, x, js_path_index(p, "costs", i), g, &cost));
             wl_graph_cost(g, &cost);
         }
     }

@@ -127,6 +127,14 @@ void traffic_bytes(const wl_graph *g, const traffic_env *e, double sent[WL_COMM_
             }
         free(sum);
     }
+    if (g->cp_next && g->cp > 1)
+        /* ring attention: every GPU sends its KV block cp - 1 times per pass */
+        for (uint32_t i = 0; i < g->n_ops; i++) {
+            const wl_op *o = &g->ops[i];
+            if (o->kind != WL_OP_COMPUTE) continue;
+            const wl_cost *c = &g->costs[o->arg];
+            sent[WL_COMM_CP] += (double)ts * c->ring_count * (g->cp - 1) * c->ring_bytes;
+        }
     for (uint32_t i = 0; i < g->n_ops; i++) {
         const wl_op *o = &g->ops[i];
         if (o->kind != WL_OP_SEND) continue;
@@ -167,6 +175,22 @@ void traffic_loads(const wl_graph *g, const traffic_env *e, bool all, traffic_lo
                              &lc);
             }
         free(sum);
+    }
+    if (g->cp_next && g->cp > 1) {
+        /* ring attention runs inside compute ops, never as flows: always static load */
+        lc.tag = REPLAY_TAG(WL_COMM_CP, REPLAY_TAG_INLANE);
+        for (uint32_t i = 0; i < g->n_ops; i++) {
+            const wl_op *o = &g->ops[i];
+            if (o->kind != WL_OP_COMPUTE) continue;
+            const wl_cost *c = &g->costs[o->arg];
+            double b = (double)c->ring_count * (g->cp - 1) * c->ring_bytes;
+            if (b <= 0) continue;
+            for (int k = 0; k < ts; k++) {
+                int pair[2] = {g->lane_gpus[(size_t)o->lane * ts + k],
+                               g->lane_gpus[(size_t)g->cp_next[o->lane] * ts + k]};
+                if (pair[0] != pair[1]) loads_of(e, spec_of(e, COLL_SENDRECV, pair, 2, b, false), &lc);
+            }
+        }
     }
     if (!all) return;
     for (uint32_t i = 0; i < g->n_ops; i++) {

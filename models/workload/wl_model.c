@@ -6,28 +6,83 @@
  * the FLOPs (they are memory bound and costed as bytes). With h hidden, f = 4h, no GQA and no
  * MoE this reproduces 96·B·s·l·h²·(1 + s/6h + V/16lh) with full recomputation.
  */
+#include <gsl/gsl_randist.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 
+#include "dtsim/sim.h"
 #include "dtsim/workload.h"
 
-/* Weights a token passes through in one layer (MoE: only its top_k experts). */
-static double layer_matmul_params(const wl_model *m, bool active_only)
+double wl_expert_ffn(const wl_model *m) { return m->expert_ffn > 0 ? m->expert_ffn : m->ffn; }
+
+bool wl_layer_is_moe(const wl_model *m, int layer)
+{
+    int k = m->moe_layer_freq > 1 ? m->moe_layer_freq : 1;
+    return m->experts > 1 && layer % k == 0;
+}
+
+static double attn_params(const wl_model *m)
 {
     double h = m->hidden;
-    double kv = h * m->kv_heads / m->heads;
-    double attn = 2 * h * h + 2 * h * kv;
-    double mlp = (m->mlp == WL_MLP_SWIGLU ? 3.0 : 2.0) * h * m->ffn;
+    return 2 * h * h + 2 * h * (h * m->kv_heads / m->heads);
+}
+
+static double mlp_params(const wl_model *m, double f)
+{
+    return (m->mlp == WL_MLP_SWIGLU ? 3.0 : 2.0) * m->hidden * f;
+}
+
+/* Weights a token passes through in one layer (MoE: only its top_k experts and the shared
+ * ones), or all of them. */
+static double layer_matmul_params(const wl_model *m, bool moe, bool active_only)
+{
+    if (!moe) return attn_params(m) + mlp_params(m, m->ffn);
     double experts = active_only ? m->top_k : m->experts;
-    double router = m->experts > 1 ? h * m->experts : 0;
-    return attn + mlp * experts + router;
+    return attn_params(m) + mlp_params(m, wl_expert_ffn(m)) * (experts + m->shared_experts) +
+           m->hidden * m->experts; /* router */
 }
 
 double wl_layer_params(const wl_model *m)
 {
     switch (m->kind) {
-    case WL_TRANSFORMER: return layer_matmul_params(m, false) + 4 * m->hidden; /* + 2 norms */
+    case WL_TRANSFORMER: /* + 2 norms */
+        return layer_matmul_params(m, m->experts > 1, false) + 4 * m->hidden;
     default: return m->params / m->layers;
     }
+}
+
+double wl_layer_params_at(const wl_model *m, int layer)
+{
+    if (m->kind != WL_TRANSFORMER) return m->params / m->layers;
+    return layer_matmul_params(m, wl_layer_is_moe(m, layer), false) + 4 * m->hidden;
+}
+
+double wl_layer_expert_params_at(const wl_model *m, int layer)
+{
+    if (m->kind != WL_TRANSFORMER || !wl_layer_is_moe(m, layer)) return 0;
+    return mlp_params(m, wl_expert_ffn(m)) * m->experts;
+}
+
+int wl_moe_layers_in(const wl_model *m, int first, int n)
+{
+    int k = 0;
+    for (int i = first; i < first + n; i++) k += wl_layer_is_moe(m, i);
+    return k;
+}
+
+double wl_layers_params(const wl_model *m, int first, int n)
+{
+    if (m->kind != WL_TRANSFORMER) return n * wl_layer_params(m);
+    int moe = wl_moe_layers_in(m, first, n);
+    return moe * (layer_matmul_params(m, true, false) + 4 * m->hidden) +
+           (n - moe) * (layer_matmul_params(m, false, false) + 4 * m->hidden);
+}
+
+double wl_layers_expert_params(const wl_model *m, int first, int n)
+{
+    if (m->kind != WL_TRANSFORMER || m->experts < 2) return 0;
+    return wl_moe_layers_in(m, first, n) * mlp_params(m, wl_expert_ffn(m)) * m->experts;
 }
 
 double wl_embedding_params(const wl_model *m)
@@ -38,8 +93,70 @@ double wl_embedding_params(const wl_model *m)
 double wl_total_params(const wl_model *m)
 {
     if (m->kind != WL_TRANSFORMER) return m->params;
-    return m->layers * wl_layer_params(m) +
+    return wl_layers_params(m, 0, m->layers) +
            wl_embedding_params(m) * (m->tied_embeddings ? 1 : 2) + 2 * m->hidden;
+}
+
+void wl_moe_rank_loads(const wl_model *m, int ep, int layer, uint64_t seed, double *loads)
+{
+    int E = (int)m->experts;
+    if (ep < 1) ep = 1;
+    if (E < 2 || E % ep) {
+        for (int e = 0; e < ep; e++) loads[e] = 1;
+        return;
+    }
+    /* Share of routed tokens of the expert at Zipf rank i: i^-s / H(E, s); s = 0: 1/E. */
+    double *w = dt_xmalloc((size_t)E * sizeof *w);
+    size_t *order = dt_xmalloc((size_t)E * sizeof *order);
+    double H = 0;
+    for (int i = 0; i < E; i++) H += w[i] = pow(i + 1.0, -m->router_zipf);
+    for (int i = 0; i < E; i++) order[i] = (size_t)i;
+    if (m->router_zipf > 0) {
+        /* which expert is the popular one: a seeded shuffle per layer, so that layers differ
+         * and a layer's draw does not depend on which other layers were drawn */
+        char name[48];
+        snprintf(name, sizeof name, "moe_router.%d", layer);
+        sim_rng *r = sim_rng_create(seed, name);
+        gsl_ran_shuffle(sim_rng_gsl(r), order, (size_t)E, sizeof *order);
+        sim_rng_destroy(r);
+    }
+    int per = E / ep;
+    for (int e = 0; e < ep; e++) {
+        double sum = 0;
+        for (int j = 0; j < per; j++) {
+            double x = w[order[e * per + j]] / H * E; /* tokens of the expert / balanced share */
+            if (m->capacity_factor > 0 && x > m->capacity_factor) x = m->capacity_factor;
+            sum += x;
+        }
+        loads[e] = sum / per;
+    }
+    free(w);
+    free(order);
+}
+
+double wl_moe_max_load(const wl_model *m, int ep)
+{
+    if (m->kind != WL_TRANSFORMER || m->experts < 2 || ep < 2) return 1;
+    double worst = 0, *loads = dt_xmalloc((size_t)ep * sizeof *loads);
+    for (int l = 0; l < m->layers; l++) {
+        if (!wl_layer_is_moe(m, l)) continue;
+        wl_moe_rank_loads(m, ep, l, m->router_seed, loads);
+        for (int e = 0; e < ep; e++) worst = fmax(worst, loads[e]);
+    }
+    free(loads);
+    return worst > 0 ? worst : 1;
+}
+
+double wl_moe_alltoall_bytes(const wl_model *m, const wl_plan *p)
+{
+    return p->micro_batch_size * m->seq_len / wl_cp(p) * m->hidden *
+           wl_precision_bytes(p->precision) * m->top_k;
+}
+
+double wl_cp_ring_bytes(const wl_model *m, const wl_plan *p)
+{
+    return 2 * p->micro_batch_size * m->seq_len / wl_cp(p) * m->hidden * m->kv_heads / m->heads *
+           wl_precision_bytes(p->precision) / p->tp;
 }
 
 void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
@@ -49,10 +166,18 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
         *out = (wl_layer_cost){.fwd_matmul_flops = m->flops_per_layer / t};
         return;
     }
-    double s = m->seq_len, h = m->hidden;
-    out->fwd_matmul_flops = 2 * b * s * layer_matmul_params(m, true) / t;
+    /* Context parallelism: this GPU holds s/cp of the sequence - its share of every
+     * token-wise term - and computes its queries against all s keys: 1/cp of the attention
+     * (Megatron's load-balanced causal split gives every CP rank the same share). */
+    double cp = wl_cp(p);
+    double s = m->seq_len / cp, h = m->hidden;
+    bool moe = m->experts > 1;
+    out->fwd_matmul_flops = 2 * b * s * layer_matmul_params(m, moe, true) / t;
+    out->dense_matmul_flops = 2 * b * s * layer_matmul_params(m, false, true) / t;
+    out->expert_matmul_flops = moe ? 2 * b * s * mlp_params(m, wl_expert_ffn(m)) * m->top_k / t : 0;
+    out->moe_matmul_flops = moe ? out->fwd_matmul_flops - out->expert_matmul_flops : 0;
     /* QK^T and attention x V: 4 b s^2 h (the model FLOPs count them whole) */
-    double attn = 4 * b * s * s * h / t;
+    double attn = 4 * b * s * m->seq_len * h / t;
     double e = wl_precision_bytes(p->precision);
     if (m->attention == WL_ATTN_FLASH) {
         /* FlashAttention runs both GEMMs tile by tile in SRAM: with a causal mask the tiles
@@ -73,7 +198,7 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
          * without dropout: forward 4e (softmax output read by PV), backward 7e. */
         out->fwd_attn_flops = attn;
         out->bwd_attn_flops = 2 * attn;
-        double scores = b * m->heads / t * s * s;
+        double scores = b * m->heads / t * s * m->seq_len;
         bool dr = !m->no_attention_dropout;
         out->fwd_score_bytes = scores * (dr ? 6 * e + 1 : 4 * e);
         out->bwd_score_bytes = scores * (dr ? 9 * e + 1 : 7 * e);
@@ -87,6 +212,50 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
     out->tp_bytes = b * s * h * wl_precision_bytes(p->precision);
 }
 
+/* Megatron's tensor-parallel layer (Shoeybi et al. 2019): the QKV and first MLP GEMMs are split
+ * by output columns (n / t), the attention projection and the second MLP GEMM by input rows
+ * (k / t); every GEMM sees all b·s tokens of the microbatch (b·s/cp with context parallelism) (with sequence parallelism they are
+ * all-gathered first). Q has h columns and K, V h·g/a each (GQA); SwiGLU's up and gate
+ * projections are one GEMM of 2f columns (Megatron's fused linear_fc1). MoE: the router runs
+ * on the b·s/t tokens of the rank's sequence shard (the closed form divides it by t too), and
+ * each of the E experts gets b·s·top_k/E tokens (balanced routing) for its two GEMMs. Sums to
+ * 2·b·s·P_active/t exactly (layer_matmul_params). */
+int wl_layer_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_LAYER_GEMMS_MAX])
+{
+    if (m->kind != WL_TRANSFORMER) return 0;
+    /* context parallelism: the rank's s/cp tokens (wl_layer_cost_get) */
+    double t = p->tp, h = m->hidden, tok = p->micro_batch_size * m->seq_len / wl_cp(p);
+    double kv = h * m->kv_heads / m->heads;
+    double up = (m->mlp == WL_MLP_SWIGLU ? 2.0 : 1.0) * m->ffn / t;
+    int n = 0;
+    out[n++] = (gpu_gemm){tok, (h + 2 * kv) / t, h, 1}; /* QKV */
+    out[n++] = (gpu_gemm){tok, h, h / t, 1};            /* attention output projection */
+    if (m->experts > 1) out[n++] = (gpu_gemm){tok / t, m->experts, h, 1}; /* router */
+    /* the MLP of each expert (one without MoE) on its share of the routed tokens; a
+     * fractional expert count (allowed by the scenario, meaningless as a count) runs as one
+     * GEMM over all routed tokens */
+    double e = m->experts > 1 ? m->experts : 1;
+    double ne = e == floor(e) ? e : 1;
+    double per = tok * m->top_k / ne;
+    if (per > 0) {
+        out[n++] = (gpu_gemm){per, up, h, ne};         /* MLP up (and gate) */
+        out[n++] = (gpu_gemm){per, h, m->ffn / t, ne}; /* MLP down */
+    }
+    return n;
+}
+
+gpu_gemm wl_logits_gemm(const wl_model *m, const wl_plan *p)
+{
+    return (gpu_gemm){p->micro_batch_size * m->seq_len / wl_cp(p), m->vocab / p->tp, m->hidden, 1};
+}
+
+/* Y = X·W with X (m x k), W (k x n): dX = dY·Wᵀ is (m x n)·(n x k), dW = Xᵀ·dY is (k x m)·(m x n). */
+void wl_gemm_backward(gpu_gemm f, gpu_gemm out[2])
+{
+    out[0] = (gpu_gemm){f.m, f.k, f.n, f.count};
+    out[1] = (gpu_gemm){f.k, f.n, f.m, f.count};
+}
+
 /* Forward FLOPs of one sample through the whole model. */
 static double fwd_flops_per_sample(const wl_model *m, double *attn_part, double *logits_part)
 {
@@ -96,10 +265,16 @@ static double fwd_flops_per_sample(const wl_model *m, double *attn_part, double 
     }
     if (m->kind != WL_TRANSFORMER) return *attn_part = *logits_part = 0;
     double s = m->seq_len, h = m->hidden;
-    double layer = 2 * s * layer_matmul_params(m, true) + 4 * s * s * h;
+    int moe = wl_moe_layers_in(m, 0, m->layers);
     *attn_part = m->layers * 4 * s * s * h;
     *logits_part = 2 * s * h * m->vocab;
-    return m->layers * layer + *logits_part;
+    if (moe == 0 || moe == m->layers) {
+        double layer = 2 * s * layer_matmul_params(m, moe > 0, true) + 4 * s * s * h;
+        return m->layers * layer + *logits_part;
+    }
+    double matmul = moe * layer_matmul_params(m, true, true) +
+                    (m->layers - moe) * layer_matmul_params(m, false, true);
+    return 2 * s * matmul + *attn_part + *logits_part;
 }
 
 double wl_model_flops_per_step(const wl_model *m, double global_batch)

@@ -41,7 +41,10 @@ void wl_graph_destroy(wl_graph *g)
     free(g->ops);
     free(g->deps);
     free(g->costs);
+    free(g->gemms);
+    free(g->gemm_sets);
     free(g->colls);
+    free(g->cp_next);
     free(g);
 }
 
@@ -91,9 +94,35 @@ uint32_t wl_graph_cost(wl_graph *g, const wl_cost *c)
     return g->n_costs++;
 }
 
-static const char *const comm_kind_names[WL_COMM_KIND_COUNT] = {"tp", "pp", "dp", "zero"};
+uint32_t wl_graph_gemm_set(wl_graph *g, const gpu_gemm *gemms, uint32_t n)
+{
+    while (g->n_gemms + n > g->cap_gemms) {
+        g->cap_gemms = g->cap_gemms ? 2 * g->cap_gemms : 64;
+        g->gemms = dt_xrealloc(g->gemms, (size_t)g->cap_gemms * sizeof *g->gemms);
+    }
+    if (n) memcpy(g->gemms + g->n_gemms, gemms, n * sizeof *gemms);
+    GROW(g->gemm_sets, g->n_gemm_sets, g->cap_gemm_sets);
+    g->gemm_sets[g->n_gemm_sets] = (wl_gemm_set){g->n_gemms, n};
+    g->n_gemms += n;
+    return ++g->n_gemm_sets;
+}
+
+const gpu_gemm *wl_cost_gemms(const wl_graph *g, const wl_cost *c, uint32_t *n)
+{
+    if (c->gemm_set == 0 || c->gemm_set > g->n_gemm_sets) {
+        *n = 0;
+        return NULL;
+    }
+    const wl_gemm_set *s = &g->gemm_sets[c->gemm_set - 1];
+    *n = s->n;
+    return g->gemms + s->start;
+}
+
+static const char *const comm_kind_names[WL_COMM_KIND_COUNT] = {"tp", "pp", "dp", "zero",
+                                                                 "ep", "cp"};
 static const char *const comm_kind_labels[WL_COMM_KIND_COUNT] = {
-    "tensor parallel", "pipeline", "data parallel", "ZeRO parameter gathers"};
+    "tensor parallel", "pipeline", "data parallel", "ZeRO parameter gathers",
+    "expert all-to-all", "context parallel ring"};
 
 const char *wl_comm_kind_name(wl_comm_kind k)
 {
@@ -107,7 +136,7 @@ const char *wl_comm_kind_label(wl_comm_kind k)
 
 const char *wl_comm_kind_abbrev(wl_comm_kind k)
 {
-    static const char *const abbrev[WL_COMM_KIND_COUNT] = {"TP", "PP", "DP", "ZeRO"};
+    static const char *const abbrev[WL_COMM_KIND_COUNT] = {"TP", "PP", "DP", "ZeRO", "EP", "CP"};
     return (unsigned)k < WL_COMM_KIND_COUNT ? abbrev[k] : "?";
 }
 
@@ -155,16 +184,38 @@ uint32_t wl_graph_op(wl_graph *g, const wl_op *op, const uint32_t *deps, uint32_
 
 typedef struct cost_slot { int key, n; uint32_t id; } cost_slot;
 
-#define N_OP_NAMES 32 /* room for the op names below (N_COUNT) */
+#define N_OP_NAMES 32 /* room for the op names below (N_COUNT_EP) */
+
+/* Collective instances of groups of lanes: ids[key] lists a group's instances in issue order. */
+typedef struct gtab { uint32_t **ids; size_t *n, *cap; size_t n_keys; } gtab;
+
+static void gtab_init(gtab *t, size_t n_keys)
+{
+    t->n_keys = n_keys;
+    t->ids = dt_xcalloc(n_keys, sizeof *t->ids);
+    t->n = dt_xcalloc(n_keys, sizeof *t->n);
+    t->cap = dt_xcalloc(n_keys, sizeof *t->cap);
+}
+
+static void gtab_free(gtab *t)
+{
+    for (size_t i = 0; i < t->n_keys; i++) free(t->ids[i]);
+    free(t->ids);
+    free(t->n);
+    free(t->cap);
+}
 
 typedef struct gen {
     const wl_scenario *s;
     const wl_plan *p;
     wl_graph *g;
-    int pp, v, m, dp, tp;
+    int pp, v, m, dp, tp;              /* m: the current lane's replica's microbatches */
+    int mstride;                       /* the most microbatches of any replica (send tables) */
     const int *vs_layers;              /* layers of each virtual stage (plan.stage_layers) */
     int *vs_first;                     /* its first layer */
     wl_layer_cost lc;
+    gpu_gemm layer_gemms[WL_LAYER_GEMMS_MAX]; /* forward GEMMs of one layer (count 1) */
+    int n_layer_gemms;
     double layer_grad_bytes;           /* gradient bytes of one layer on one GPU */
     double layer_param_bytes;
     double emb_grad_bytes;
@@ -179,28 +230,56 @@ typedef struct gen {
     uint32_t **stage_colls;            /* [stage][k]: k-th collective instance of a stage */
     size_t *n_stage_colls, *cap_stage_colls;
     size_t coll_cursor;                /* next instance index while replaying dp > 0 */
+    /* dp_rank is the replica: r = d x cp + c over dp x cp (CP ranks are replicas of the
+     * weights, reduced together with DP ranks; Megatron's dp-cp group) */
     int dp_rank, stage;
+    int cp, ep, reps;                  /* context, expert parallel degrees; dp x cp replicas */
+    /* Expert parallelism (moe_split: MoE layers run as pre-op, dispatch all-to-all, expert
+     * op, combine all-to-all): instances of the EP groups' all-to-alls and of the expert-DP
+     * groups' gradient collectives, each created by the group's first lane and replayed by
+     * the others in the same order (tables indexed stage x group). */
+    bool moe_split;
+    gtab ep_tab, edp_tab;
+    size_t ep_cursor, edp_cursor;
+    double *loads;                     /* [layer x ep]: tokens of each EP rank / balanced */
+    uint32_t *expert_costs;            /* [(layer x ep + e) x 2 + bwd] */
+    double a2a_bytes;
     uint32_t names[N_OP_NAMES];
 } gen;
 
 enum { N_FWD, N_BWD, N_SEND_ACT, N_SEND_GRAD, N_DP_AR, N_DP_RS, N_DP_AG, N_ZERO_GATHER,
        N_ZERO_RS, N_TOPK, N_TOPK_AG, N_OPT, N_PARAM_AG, N_EMB_AR, N_TOPK_AR, N_QUANT, N_QUANT_AR,
-       N_COUNT };
-_Static_assert(N_COUNT <= N_OP_NAMES, "gen.names holds every op name");
-static const char *const op_names[N_COUNT] = {
+       N_COUNT,
+       /* interned only by graphs with expert parallelism (dense graphs keep their names) */
+       N_EP_DISPATCH = N_COUNT, N_EP_COMBINE, N_EXPERT_FWD, N_EXPERT_BWD, N_EDP_AR, N_EDP_RS,
+       N_EDP_AG, N_COUNT_EP };
+_Static_assert(N_COUNT_EP <= N_OP_NAMES, "gen.names holds every op name");
+static const char *const op_names[N_COUNT_EP] = {
     "forward", "backward", "send_activation", "send_gradient", "dp_allreduce",
     "dp_reduce_scatter", "dp_allgather", "zero3_param_gather", "zero_grad_reduce_scatter",
     "topk_compress", "topk_allgather", "optimizer_step", "zero_param_allgather",
-    "embedding_allreduce", "topk_sparse_allreduce", "quantize", "quantized_allreduce"};
+    "embedding_allreduce", "topk_sparse_allreduce", "quantize", "quantized_allreduce", "ep_dispatch", "ep_combine", "expert_forward", "expert_backward",
+    "expert_dp_allreduce", "expert_dp_reduce_scatter", "expert_param_allgather"};
 
-void wl_chunk_cost(const wl_scenario *s, const wl_layer_cost *lcost, bool bwd, bool first,
-                   bool last, int layers, wl_cost *out)
+/* The cost of one forward or backward op over `layers` layers of a virtual stage, `moe` of
+ * them MoE layers, with the layer's work lc (wl_layer_cost_get of the model and plan) and cp the
+ * context-parallel degree; with moe_split (expert parallelism) a single MoE layer without its
+ * routed experts (they are their own ops). With a graph g, a dense model's GEMM shapes (the
+ * layer's forward GEMMs lgs[0..nlg), wl_layer_gemms) go into the op's GEMM set; without one
+ * (speed balancing, federated clients: costs timed outside a graph), and for MoE ops that mix
+ * dense and MoE layers or split off the routed experts (ep > 1), the matmul FLOPs stay on the
+ * flat roofline. */
+static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_layer_cost *lc,
+                            int cp, bool moe_split, const gpu_gemm *lgs, int nlg, wl_graph *g,
+                            bool bwd, bool first, bool last, int layers, int moe, wl_cost *out)
 {
     const wl_model *m = &s->model;
-    const wl_plan *p = &s->plan;
     double n = layers;
     wl_cost c = {0};
     double mult = bwd ? 2 : 1;
+    /* the shapes describe whole layers of one kind (wl_layer_gemms): an op mixing dense and MoE
+     * layers, or MoE layers without their routed experts (split off under ep), has none */
+    if (m->experts > 1 && (moe_split || moe != layers)) nlg = 0;
     if (m->kind == WL_SYNTHETIC) {
         /* saturating (sim_time_add): "forward_time": "5000000 s" must not overflow here; the
          * replay reports a step beyond the clock's range */
@@ -210,8 +289,12 @@ void wl_chunk_cost(const wl_scenario *s, const wl_layer_cost *lcost, bool bwd, b
             c.fixed = sim_time_add(c.fixed, m->t_fwd > 0 && k > SIM_TIME_MAX / m->t_fwd
                                                 ? SIM_TIME_MAX : k * m->t_fwd);
     } else {
-        const wl_layer_cost *lc = lcost;
-        c.flops[GPU_OP_MATMUL] = n * mult * lc->fwd_matmul_flops;
+        /* matmul FLOPs of one forward through the op's layers */
+        double fwd_matmul = n * lc->fwd_matmul_flops;
+        if (m->experts > 1)
+            fwd_matmul = (n - moe) * lc->dense_matmul_flops +
+                         moe * (moe_split ? lc->moe_matmul_flops : lc->fwd_matmul_flops);
+        c.flops[GPU_OP_MATMUL] = mult * fwd_matmul;
         c.flops[GPU_OP_ATTENTION] = n * (bwd ? lc->bwd_attn_flops : lc->fwd_attn_flops);
         c.bytes[GPU_OP_ELEMENTWISE] = n * (mult * lc->fwd_elem_bytes +
                                            (bwd ? lc->bwd_score_bytes : lc->fwd_score_bytes));
@@ -222,20 +305,50 @@ void wl_chunk_cost(const wl_scenario *s, const wl_layer_cost *lcost, bool bwd, b
             c.bytes[GPU_OP_ELEMENTWISE] += n * lc->fwd_score_bytes;
         }
         if (bwd && p->checkpointing == WL_CKPT_FULL) {
-            c.flops[GPU_OP_MATMUL] += n * lc->fwd_matmul_flops;
+            c.flops[GPU_OP_MATMUL] += fwd_matmul;
             c.bytes[GPU_OP_ELEMENTWISE] += n * lc->fwd_elem_bytes;
         }
-        double b = p->micro_batch_size, sq = m->seq_len, h = m->hidden;
+        /* the same FLOPs as GEMM shapes: each layer GEMM n times (forward; backward: its data
+         * and weight gradients, and the forward again under full recomputation), then the
+         * logits */
+        gpu_gemm gs[3 * WL_LAYER_GEMMS_MAX + 2];
+        uint32_t ng = 0;
+        for (int i = 0; g && i < nlg; i++) {
+            gpu_gemm f = lgs[i];
+            f.count *= layers;
+            if (!bwd || p->checkpointing == WL_CKPT_FULL) gs[ng++] = f;
+            if (bwd) {
+                wl_gemm_backward(f, &gs[ng]);
+                ng += 2;
+            }
+        }
+        double b = p->micro_batch_size, sq = m->seq_len / cp, h = m->hidden;
         double pb = wl_precision_bytes(p->precision);
         if (first) c.bytes[GPU_OP_ELEMENTWISE] += mult * 2 * b * sq * h * pb; /* embedding */
         if (last) {
             double logits = b * sq * m->vocab / p->tp; /* elements on this TP rank */
             c.flops[GPU_OP_MATMUL] += mult * 2 * logits * h;
+            gpu_gemm lg = wl_logits_gemm(m, p);
+            if (!g || nlg == 0) {
+                /* no shapes: its FLOPs stay on the flat roofline */
+            } else if (bwd) {
+                wl_gemm_backward(lg, &gs[ng]);
+                ng += 2;
+            } else {
+                gs[ng++] = lg;
+            }
             /* the cross-entropy over the logits, in fp32 (Megatron casts them, autocast does
              * the same): forward cast (read e, write 4), max (read 4), subtract (4 + 4), exp
              * (4 + 4), sum (4), softmax kept for the backward (4 + 4) = e + 32 bytes; backward
              * scale by the loss gradient (4 + 4) and cast back (read 4, write e) = 12 + e */
             c.bytes[GPU_OP_ELEMENTWISE] += logits * (bwd ? 12 + pb : 32 + pb);
+        }
+        if (ng) {
+            /* the shapes replace the total in the time, so they must be the same FLOPs */
+            double sum = 0;
+            for (uint32_t i = 0; i < ng; i++) sum += 2 * gs[i].m * gs[i].n * gs[i].k * gs[i].count;
+            DT_ASSERT(fabs(sum - c.flops[GPU_OP_MATMUL]) <= 1e-9 * c.flops[GPU_OP_MATMUL]);
+            c.gemm_set = wl_graph_gemm_set(g, gs, ng);
         }
     }
     if (p->tp > 1) {
@@ -243,7 +356,7 @@ void wl_chunk_cost(const wl_scenario *s, const wl_layer_cost *lcost, bool bwd, b
          * with sequence parallelism each becomes an all-gather + reduce-scatter pair.
          * A fully recomputed backward repeats the forward's. */
         int per_layer = 2 * (bwd && p->checkpointing == WL_CKPT_FULL ? 2 : 1);
-        double bytes = lcost->tp_bytes;
+        double bytes = lc->tp_bytes;
         if (m->kind == WL_SYNTHETIC) bytes = 0;
         if (p->sequence_parallel) {
             c.inlane[0].op = COLL_ALLGATHER;
@@ -259,23 +372,54 @@ void wl_chunk_cost(const wl_scenario *s, const wl_layer_cost *lcost, bool bwd, b
         }
         c.inlane_overlap = p->fw.tp_comm_overlap;
     }
+    if (cp > 1) {
+        /* ring attention: each layer passes K and V around the CP ring, cp - 1 steps; the
+         * backward also returns their gradients (dK, dV: twice the bytes), and a fully
+         * recomputed backward runs the forward's ring again (folded into one pass here) */
+        double kv = wl_cp_ring_bytes(m, p);
+        c.ring_bytes = !bwd ? kv : (p->checkpointing == WL_CKPT_FULL ? 3 * kv : 2 * kv);
+        c.ring_count = (int)n;
+    }
     *out = c;
 }
 
-/* The cost of one forward or backward op over `layers` layers of a virtual stage. */
-static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int layers)
+void wl_layer_op_cost(const wl_scenario *s, const wl_plan *p, bool bwd, bool first, bool last,
+                      int layers, wl_cost *out)
+{
+    wl_layer_cost lc;
+    wl_layer_cost_get(&s->model, p, &lc);
+    /* every layer whole (routed experts included): the work one GPU does for it */
+    int moe = s->model.experts > 1 ? layers : 0;
+    fill_layer_cost(s, p, &lc, wl_cp(p), false, NULL, 0, NULL, bwd, first, last, layers, moe, out);
+}
+
+static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int layers, int moe)
 {
     wl_cost c;
-    wl_chunk_cost(G->s, &G->lc, bwd, first, last, layers, &c);
+    fill_layer_cost(G->s, G->p, &G->lc, G->cp, G->moe_split, G->layer_gemms, G->n_layer_gemms,
+                    G->g, bwd, first, last, layers, moe, &c);
     return wl_graph_cost(G->g, &c);
 }
 
-static uint32_t layer_cost(gen *G, bool bwd, bool first, bool last, int layers)
+/* The routed experts of MoE layer `layer` on EP rank e: the balanced expert FLOPs times the
+ * rank's share of the tokens (wl_moe_rank_loads), so the busiest rank sets the layer time at
+ * the combine all-to-all. Backward twice, plus the forward again with full recomputation. */
+static uint32_t expert_cost(gen *G, int layer, int e, bool bwd)
 {
-    int key = bwd * 4 + first * 2 + last;
+    uint32_t *slot = &G->expert_costs[((size_t)layer * G->ep + e) * 2 + bwd];
+    if (*slot != UINT32_MAX) return *slot;
+    double f = G->lc.expert_matmul_flops * G->loads[(size_t)layer * G->ep + e];
+    wl_cost c = {0};
+    c.flops[GPU_OP_MATMUL] = bwd ? (G->p->checkpointing == WL_CKPT_FULL ? 3 : 2) * f : f;
+    return *slot = wl_graph_cost(G->g, &c);
+}
+
+static uint32_t layer_cost(gen *G, bool bwd, bool first, bool last, int layers, int moe)
+{
+    int key = (moe * 2 + bwd) * 4 + first * 2 + last;
     for (int i = 0; i < G->n_cost_cache; i++)
         if (G->cost_cache[i].key == key && G->cost_cache[i].n == layers) return G->cost_cache[i].id;
-    uint32_t id = layer_cost_new(G, bwd, first, last, layers);
+    uint32_t id = layer_cost_new(G, bwd, first, last, layers, moe);
     if (G->n_cost_cache < (int)(sizeof G->cost_cache / sizeof G->cost_cache[0]))
         G->cost_cache[G->n_cost_cache++] = (cost_slot){key, layers, id};
     return id;
@@ -302,6 +446,49 @@ static uint32_t stage_coll(gen *G, coll_op op, double bytes, wl_comm_kind kind)
     uint32_t id = G->stage_colls[st][G->coll_cursor++];
     DT_ASSERT(G->g->colls[id].op == op);
     return id;
+}
+
+/* A collective instance of a group of lanes (tab, key): created by its first lane (leader),
+ * replayed in the same order by the others through their cursor. */
+static uint32_t group_coll(gen *G, gtab *t, size_t key, bool leader, size_t *cursor, coll_op op,
+                           double bytes, wl_comm_kind kind)
+{
+    if (leader) {
+        uint32_t id = wl_graph_coll_kind(G->g, op, bytes, kind);
+        if (t->n[key] >= t->cap[key]) {
+            t->cap[key] = t->cap[key] ? 2 * t->cap[key] : 64;
+            t->ids[key] = dt_xrealloc(t->ids[key], t->cap[key] * sizeof **t->ids);
+        }
+        t->ids[key][t->n[key]++] = id;
+        return id;
+    }
+    DT_ASSERT(*cursor < t->n[key]);
+    uint32_t id = t->ids[key][(*cursor)++];
+    DT_ASSERT(G->g->colls[id].op == op);
+    return id;
+}
+
+/* Group arithmetic (Megatron-Core, expert tensor parallelism = tp): replica r = d x cp + c;
+ * data-parallel rank d = edp x ep + e. The EP group of r: the ep replicas with the same
+ * (edp, c) - consecutive DP ranks; the expert-data-parallel group: the dp/ep x cp replicas
+ * with the same e, which hold the same experts. */
+static int rep_e(const gen *G) { return (G->dp_rank / G->cp) % G->ep; }
+
+static uint32_t ep_coll(gen *G, double bytes)
+{
+    int d = G->dp_rank / G->cp, c = G->dp_rank % G->cp;
+    size_t groups = (size_t)(G->p->dp / G->ep) * G->cp;
+    size_t key = (size_t)G->stage * groups + (size_t)(d / G->ep) * G->cp + (size_t)c;
+    return group_coll(G, &G->ep_tab, key, d % G->ep == 0, &G->ep_cursor, COLL_ALLTOALL, bytes,
+                      WL_COMM_EP);
+}
+
+static uint32_t edp_coll(gen *G, coll_op op, double bytes, wl_comm_kind kind)
+{
+    int d = G->dp_rank / G->cp;
+    size_t key = (size_t)G->stage * G->ep + (size_t)rep_e(G);
+    return group_coll(G, &G->edp_tab, key, d / G->ep == 0 && G->dp_rank % G->cp == 0,
+                      &G->edp_cursor, op, bytes, kind);
 }
 
 #define PLACEHOLDER (UINT32_MAX - 1)
@@ -377,15 +564,45 @@ static int schedule_items(const gen *G, int stage, item *out)
 typedef struct lane_state {
     uint32_t last_compute, prev_compute, last_dp;
     double *held;     /* no-overlap buckets waiting for the end of backward */
+    bool *held_expert; /* ... of expert gradients (reduced over the expert-DP group) */
     size_t n_held, cap_held;
 } lane_state;
 
 /* DP gradient collective (or top-k compression + all-gather) for `grad_bytes` of gradients,
  * after op `after`. */
 static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t after, int mb,
-                            int layer)
+                            int layer, bool expert)
 {
     const wl_plan *p = G->p;
+    if (expert) {
+        /* routed experts' gradients: over the expert-DP group (absent when it is one lane) */
+        if ((p->dp / G->ep) * G->cp < 2) return;
+        coll_op op = p->zero == 0 ? COLL_ALLREDUCE : COLL_REDUCE_SCATTER;
+        uint32_t inst = edp_coll(G, op, grad_bytes, WL_COMM_DP);
+        uint32_t deps[1] = {after};
+        L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, p->zero == 0 ? N_EDP_AR : N_EDP_RS, mb,
+                            layer, inst, 0, deps, 1);
+        return;
+    }
+    if (p->quant_bits > 0) {
+        /* Quantised all-reduce with error feedback (1-bit Adam / DeepSpeed's compressed
+         * all-reduce; int8 and fp8 likewise): add the residual and quantise (G elements), then
+         * a reduce-scatter as an all-to-all of quantised chunks, each owner dequantises, sums,
+         * requantises its chunk (G/d x d), and an all-gather of the quantised chunks: on the
+         * wire a ring all-reduce of G b/8 bytes, 2 (d-1)/d of it sent per GPU; the compute
+         * stream passes over 2 G elements (quantise and dequantise) at the throughput. */
+        double elems = grad_bytes / wl_precision_bytes(p->precision);
+        wl_cost c = {.fixed = sim_time_from_s(2 * elems / p->topk_throughput)};
+        uint32_t cost = wl_graph_cost(G->g, &c);
+        uint32_t deps[1] = {after};
+        uint32_t q = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_QUANT, mb, layer, cost, 0, deps, 1);
+        L->prev_compute = L->last_compute;
+        L->last_compute = q;
+        uint32_t inst = stage_coll(G, COLL_ALLREDUCE, elems * p->quant_bits / 8.0, WL_COMM_DP);
+        uint32_t d2[1] = {q};
+        L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_QUANT_AR, mb, layer, inst, 0, d2, 1);
+        return;
+    }
     if (p->compression_ratio > 0) {
         double elems = grad_bytes / wl_precision_bytes(p->precision);
         double pair = 4 + wl_precision_bytes(p->precision);
@@ -415,25 +632,6 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
                             mb, layer, inst, 0, d2, 1);
         return;
     }
-    if (p->quant_bits > 0) {
-        /* Quantised all-reduce with error feedback (1-bit Adam / DeepSpeed's compressed
-         * all-reduce; int8 and fp8 likewise): add the residual and quantise (G elements), then
-         * a reduce-scatter as an all-to-all of quantised chunks, each owner dequantises, sums,
-         * requantises its chunk (G/d x d), and an all-gather of the quantised chunks: on the
-         * wire a ring all-reduce of G b/8 bytes, 2 (d-1)/d of it sent per GPU; the compute
-         * stream passes over 2 G elements (quantise and dequantise) at the throughput. */
-        double elems = grad_bytes / wl_precision_bytes(p->precision);
-        wl_cost c = {.fixed = sim_time_from_s(2 * elems / p->topk_throughput)};
-        uint32_t cost = wl_graph_cost(G->g, &c);
-        uint32_t deps[1] = {after};
-        uint32_t q = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_QUANT, mb, layer, cost, 0, deps, 1);
-        L->prev_compute = L->last_compute;
-        L->last_compute = q;
-        uint32_t inst = stage_coll(G, COLL_ALLREDUCE, elems * p->quant_bits / 8.0, WL_COMM_DP);
-        uint32_t d2[1] = {q};
-        L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_QUANT_AR, mb, layer, inst, 0, d2, 1);
-        return;
-    }
     coll_op op = p->zero == 0 ? COLL_ALLREDUCE : COLL_REDUCE_SCATTER;
     int name = p->zero == 0 ? N_DP_AR : (p->zero >= 2 ? N_ZERO_RS : N_DP_RS);
     uint32_t inst = stage_coll(G, op, grad_bytes, WL_COMM_DP);
@@ -447,7 +645,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
     int st = G->stage, pp = G->pp, v = G->v, m = G->m;
     uint32_t lane = lane_of(G, G->dp_rank, st);
     int n_vs = pp * v;
-    bool dp = p->dp > 1 && !p->local_step; /* a local step keeps its gradients to itself */
+    bool dp = G->reps > 1 && !p->local_step; /* a local step keeps its gradients to itself */
     bool zero3 = p->zero >= 3 && dp;
     uint32_t pending_gather = NONE; /* ZeRO-3: the next compute op's gather, issued ahead */
     uint32_t blocking_send = NONE;  /* pp_blocking_sends: the send the next compute waits for */
@@ -458,7 +656,9 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
     bool gather_ahead = dp && (p->zero == 1 || p->zero == 2) && p->fw.overlap_param_gather;
     L->last_compute = L->prev_compute = L->last_dp = NONE;
     L->n_held = 0;
-    double stage_psi = 0;
+    double stage_psi = 0, stage_psi_expert = 0; /* bytes; experts: this GPU's (1/ep) */
+    const wl_model *mo = &G->s->model;
+    bool moe_model = mo->kind == WL_TRANSFORMER && mo->experts > 1;
 
     for (int it = 0; it < n_items; it++) {
         item I = items[it];
@@ -470,21 +670,40 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
          * so buckets fire as their layers finish. */
         bool reduce = I.bwd && dp && (p->zero >= 2 || I.mb == m - 1);
         bool per_layer = I.bwd ? reduce : zero3 || (gather_ahead && I.mb == 0);
-        if (!I.bwd && I.mb == 0)
+        /* expert parallelism: every MoE layer is its own ops around its all-to-alls */
+        if (G->moe_split && wl_moe_layers_in(mo, layer0, nl) > 0) per_layer = true;
+        double pb = wl_precision_bytes(p->precision);
+        if (!I.bwd && I.mb == 0) {
             /* parameter bytes held by this stage: its layers, the embedding on the first
              * chunk, the output layer on the last (one shared copy when tied and unsplit) */
-            stage_psi += G->layer_param_bytes * nl + (first ? G->emb_grad_bytes : 0) +
+            double layers_bytes = G->layer_param_bytes * nl;
+            if (moe_model) {
+                /* layer by layer (moe_layer_freq); with ep > 1 the routed experts (1/ep of
+                 * them) are kept apart: their optimizer shard and gathers use the expert-DP
+                 * group */
+                double all = wl_layers_params(mo, layer0, nl), ex = wl_layers_expert_params(mo, layer0, nl);
+                layers_bytes = all / p->tp * pb;
+                if (G->ep > 1) {
+                    layers_bytes = (all - ex) / p->tp * pb;
+                    stage_psi_expert += ex / G->ep / p->tp * pb;
+                }
+            }
+            stage_psi += layers_bytes + (first ? G->emb_grad_bytes : 0) +
                          (last && (!first || !G->s->model.tied_embeddings) ? G->emb_grad_bytes : 0);
+        }
         int n_ops = per_layer ? nl : 1;
-        double bucket = 0;
+        double bucket = 0, ebucket = 0;
         for (int k = 0; k < n_ops; k++) {
             /* backward runs from the chunk's last layer down */
             int li = I.bwd ? n_ops - 1 - k : k;
             int layer = per_layer ? layer0 + li : layer0;
             bool f = first && (!per_layer || li == 0);
             bool l = last && (!per_layer || li == n_ops - 1);
-            uint32_t cost = layer_cost(G, I.bwd, f, l, per_layer ? 1 : nl);
-            uint32_t gather = NONE;
+            int n_in = per_layer ? 1 : nl;
+            int moe_in = moe_model ? wl_moe_layers_in(mo, layer, n_in) : 0;
+            bool split = G->moe_split && moe_in > 0; /* one MoE layer with its all-to-alls */
+            uint32_t cost = layer_cost(G, I.bwd, f, l, n_in, moe_in);
+            uint32_t gather = NONE, gather2 = NONE; /* gather2: the experts' (EP) */
             if (zero3) {
                 if (pending_gather != NONE) {
                     gather = pending_gather;
@@ -510,45 +729,122 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                 /* this layer's parameters (+ the embedding / output layer it holds), gathered
                  * on the DP stream in layer order: layer k's gather overlaps layer k-1's
                  * forward */
-                double bytes = G->layer_param_bytes * (per_layer ? 1 : nl) +
-                               (f ? G->emb_grad_bytes : 0) +
+                double layers_bytes = G->layer_param_bytes * (per_layer ? 1 : nl);
+                if (moe_model && G->ep > 1) {
+                    /* expert parallelism: the dense part over all replicas, the routed
+                     * experts (1/ep of them here) over their expert-DP group */
+                    double all = wl_layers_params(mo, layer, n_in), ex = wl_layers_expert_params(mo, layer, n_in);
+                    layers_bytes = (all - ex) / p->tp * pb;
+                    if (ex > 0 && (p->dp / G->ep) * G->cp > 1) {
+                        uint32_t xi = edp_coll(G, COLL_ALLGATHER, ex / G->ep / p->tp * pb, WL_COMM_ZERO);
+                        gather2 = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_EDP_AG, -1, layer, xi, 0,
+                                         NULL, 0);
+                    }
+                }
+                double bytes = layers_bytes + (f ? G->emb_grad_bytes : 0) +
                                (l && (!first || !G->s->model.tied_embeddings) ? G->emb_grad_bytes : 0);
                 uint32_t inst = stage_coll(G, COLL_ALLGATHER, bytes, WL_COMM_ZERO);
                 gather = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_PARAM_AG, -1, layer, inst, 0, NULL, 0);
                 L->last_dp = gather;
             }
-            uint32_t deps[3] = {gather, blocking_send, NONE};
-            uint32_t nd = 2;
+            uint32_t deps[4] = {gather, gather2, blocking_send, NONE};
+            uint32_t nd = 3;
             blocking_send = NONE;
             int src_vs = I.bwd ? vs + 1 : vs - 1;
             bool needs = k == 0 && (I.bwd ? !last : !first);
             uint32_t src_lane = needs ? lane_of(G, G->dp_rank, src_vs % pp) : lane;
             if (needs && src_lane != lane) deps[nd++] = PLACEHOLDER;
-            uint32_t id = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, I.bwd ? N_BWD : N_FWD,
-                                 I.mb, layer, cost, 0, deps, nd);
+            uint32_t id, first_op;
+            if (!split) {
+                id = first_op = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, I.bwd ? N_BWD : N_FWD,
+                                       I.mb, layer, cost, 0, deps, nd);
+            } else {
+                /* forward: attention (+ router, shared experts) -> dispatch all-to-all ->
+                 * routed experts -> combine all-to-all; backward the reverse, after the
+                 * recomputed forward's two all-to-alls with full checkpointing. The
+                 * all-to-alls block the compute stream, as NCCL's do in Megatron's
+                 * dispatcher. */
+                uint32_t ex = expert_cost(G, layer, rep_e(G), I.bwd);
+                uint32_t d1[1];
+                if (!I.bwd) {
+                    id = first_op = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_FWD, I.mb,
+                                           layer, cost, 0, deps, nd);
+                    d1[0] = id;
+                    id = add_op(G, WL_OP_COLL, WL_STREAM_COMPUTE, N_EP_DISPATCH, I.mb, layer,
+                                ep_coll(G, G->a2a_bytes), 0, d1, 1);
+                    d1[0] = id;
+                    id = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_EXPERT_FWD, I.mb, layer, ex,
+                                0, d1, 1);
+                    d1[0] = id;
+                    id = add_op(G, WL_OP_COLL, WL_STREAM_COMPUTE, N_EP_COMBINE, I.mb, layer,
+                                ep_coll(G, G->a2a_bytes), 0, d1, 1);
+                } else {
+                    int pre = p->checkpointing == WL_CKPT_FULL ? 2 : 0;
+                    first_op = NONE;
+                    for (int r = 0; r < pre + 2; r++) {
+                        /* recompute: dispatch, combine; backward: combine, dispatch */
+                        bool dispatch = r < pre ? r == 0 : r == pre + 1;
+                        uint32_t inst = ep_coll(G, G->a2a_bytes);
+                        if (first_op == NONE) {
+                            id = first_op = add_op(G, WL_OP_COLL, WL_STREAM_COMPUTE,
+                                                   dispatch ? N_EP_DISPATCH : N_EP_COMBINE, I.mb,
+                                                   layer, inst, 0, deps, nd);
+                        } else {
+                            d1[0] = id;
+                            id = add_op(G, WL_OP_COLL, WL_STREAM_COMPUTE,
+                                        dispatch ? N_EP_DISPATCH : N_EP_COMBINE, I.mb, layer,
+                                        inst, 0, d1, 1);
+                        }
+                        if (r == pre) {
+                            /* the experts' backward between the combine and the dispatch */
+                            d1[0] = id;
+                            id = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_EXPERT_BWD, I.mb,
+                                        layer, ex, 0, d1, 1);
+                        }
+                    }
+                    d1[0] = id;
+                    id = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_BWD, I.mb, layer, cost, 0,
+                                d1, 1);
+                }
+            }
             if (needs && src_lane != lane) {
-                const wl_op *o = &G->g->ops[id];
+                const wl_op *o = &G->g->ops[first_op];
                 add_patch(G, o->dep_start + o->n_deps - 1, I.bwd, (int)src_lane,
-                          (src_vs / pp) * m + I.mb);
+                          (src_vs / pp) * G->mstride + I.mb);
             }
             L->prev_compute = L->last_compute;
             L->last_compute = id;
             if (reduce) {
-                double gb = G->layer_grad_bytes * (per_layer ? 1 : nl);
+                double gb = G->layer_grad_bytes * (per_layer ? 1 : nl), eb = 0;
+                if (moe_model) {
+                    double all = wl_layers_params(mo, layer, n_in);
+                    double ex = wl_layers_expert_params(mo, layer, n_in);
+                    gb = (all - ex) / p->tp * pb;
+                    if (G->ep > 1) eb = ex / G->ep / p->tp * pb;
+                    else gb += ex / p->tp * pb;
+                }
                 if (l) gb += G->emb_grad_bytes;
                 if (f && (pp > 1 || !G->s->model.tied_embeddings)) gb += G->emb_grad_bytes;
                 bucket += gb;
-                if (bucket >= p->bucket_bytes || k == n_ops - 1) {
-                    if (p->overlap_dp) {
-                        grad_collective(G, L, bucket, id, I.mb, layer);
-                    } else {
-                        if (L->n_held >= L->cap_held) {
-                            L->cap_held = L->cap_held ? 2 * L->cap_held : 64;
-                            L->held = dt_xrealloc(L->held, L->cap_held * sizeof *L->held);
+                ebucket += eb;
+                for (int x = 0; x < 2; x++) {
+                    double *bk = x ? &ebucket : &bucket;
+                    if (x && *bk == 0) continue;
+                    if (*bk >= p->bucket_bytes || k == n_ops - 1) {
+                        if (p->overlap_dp) {
+                            grad_collective(G, L, *bk, id, I.mb, layer, x);
+                        } else {
+                            if (L->n_held >= L->cap_held) {
+                                L->cap_held = L->cap_held ? 2 * L->cap_held : 64;
+                                L->held = dt_xrealloc(L->held, L->cap_held * sizeof *L->held);
+                                L->held_expert = dt_xrealloc(L->held_expert,
+                                                             L->cap_held * sizeof *L->held_expert);
+                            }
+                            L->held_expert[L->n_held] = x;
+                            L->held[L->n_held++] = *bk;
                         }
-                        L->held[L->n_held++] = bucket;
+                        *bk = 0;
                     }
-                    bucket = 0;
                 }
             }
         }
@@ -558,9 +854,10 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
             uint32_t dst_lane = lane_of(G, G->dp_rank, dst_vs % pp);
             double bytes;
             if (G->s->model.kind == WL_TRANSFORMER)
-                /* Megatron's scatter-gather: each TP rank sends 1/tp of the activation. */
-                bytes = p->micro_batch_size * G->s->model.seq_len * G->s->model.hidden *
-                        wl_precision_bytes(p->precision) / p->tp;
+                /* Megatron's scatter-gather: each TP rank sends 1/tp of the activation (of
+                 * its s/cp tokens with context parallelism). */
+                bytes = p->micro_batch_size * (G->s->model.seq_len / G->cp) *
+                        G->s->model.hidden * wl_precision_bytes(p->precision) / p->tp;
             else
                 bytes = G->s->model.act_bytes_per_layer / p->tp;
             if (dst_lane != lane) {
@@ -569,14 +866,15 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                                       I.bwd ? N_SEND_GRAD : N_SEND_ACT, I.mb, layer0,
                                       dst_lane, bytes, d, 1);
                 uint32_t *tab = I.bwd ? G->bsend : G->fsend;
-                tab[(size_t)lane * v * m + (size_t)I.chunk * m + I.mb] = sid;
+                tab[(size_t)lane * v * G->mstride + (size_t)I.chunk * G->mstride + I.mb] = sid;
                 if (p->fw.pp_blocking_sends) blocking_send = sid;
             }
         }
     }
     /* Without overlap, every bucket waits for the end of the backward pass. */
     for (size_t i = 0; i < L->n_held; i++)
-        grad_collective(G, L, L->held[i], L->last_compute, m - 1, -1);
+        grad_collective(G, L, L->held[i], L->last_compute, m - 1, -1,
+                        L->held_expert && L->held_expert[i]);
     /* Tied input and output embeddings on different stages hold two copies of one matrix:
      * the first and the last stage all-reduce its gradient after the data-parallel reduction
      * (Megatron's _allreduce_word_embedding_grads; DeepSpeed's tied layers likewise). One
@@ -593,7 +891,10 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
         double psi = stage_psi / wl_precision_bytes(p->precision);
         if (G->s->model.kind != WL_TRANSFORMER)
             psi = G->s->model.params / p->tp / pp;
-        double shard = psi / (p->zero >= 1 && dp ? p->dp : 1);
+        double shard = psi / (p->zero >= 1 && dp ? G->reps : 1);
+        /* routed experts: sharded over their expert-DP group (dp/ep x cp) */
+        double psi_expert = stage_psi_expert / wl_precision_bytes(p->precision);
+        if (psi_expert > 0) shard += psi_expert / (p->zero >= 1 ? (p->dp / G->ep) * G->cp : 1);
         /* bytes moved per parameter (wl_optimizer_bytes, docs/workloads.md) */
         double per = wl_optimizer_bytes(p);
         wl_cost c = {0};
@@ -607,6 +908,10 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                                        WL_COMM_ZERO);
             uint32_t d[1] = {opt};
             L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_PARAM_AG, -1, -1, inst, 0, d, 1);
+            if (psi_expert > 0 && (p->dp / G->ep) * G->cp > 1) {
+                inst = edp_coll(G, COLL_ALLGATHER, stage_psi_expert, WL_COMM_ZERO);
+                L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_EDP_AG, -1, -1, inst, 0, d, 1);
+            }
         }
     }
 }
@@ -615,7 +920,9 @@ wl_graph *wl_graph_build(const wl_scenario *s)
 {
     const wl_plan *p = &s->plan;
     gen G = {.s = s, .p = p, .pp = p->pp, .v = p->virtual_stages, .m = p->microbatches,
-             .dp = p->dp, .tp = p->tp};
+             .mstride = wl_max_replica_microbatches(p), .dp = p->dp, .tp = p->tp, .cp = wl_cp(p), .ep = wl_ep(p)};
+    G.reps = p->dp * G.cp;
+    G.moe_split = G.ep > 1 && s->model.kind == WL_TRANSFORMER && s->model.experts > 1;
     /* layers per virtual stage: the resolved plan's stage_layers (wl_scenario_resolve fills
      * them); one layer each for a plan built without (params models, hand-made plans) */
     int n_vs = p->pp * p->virtual_stages;
@@ -633,50 +940,81 @@ wl_graph *wl_graph_build(const wl_scenario *s)
         G.vs_first[i] = acc;
         acc += G.vs_layers[i];
     }
-    int n_gpus = p->dp * p->tp * p->pp;
-    int n_lanes = p->dp * p->pp;
+    int n_gpus = G.reps * p->tp * p->pp;
+    int n_lanes = G.reps * p->pp;
     wl_graph *g = wl_graph_create(n_gpus, n_lanes, p->tp);
     G.g = g;
-    for (int d = 0; d < p->dp; d++)
+    for (int r = 0; r < G.reps; r++)
         for (int st = 0; st < p->pp; st++)
             for (int k = 0; k < p->tp; k++)
-                g->lane_gpus[(size_t)lane_of(&G, d, st) * p->tp + k] = wl_gpu_of(p, d, st, k);
+                g->lane_gpus[(size_t)lane_of(&G, r, st) * p->tp + k] =
+                    G.cp > 1 ? wl_gpu_of_cp(p, r / G.cp, r % G.cp, st, k) : wl_gpu_of(p, r, st, k);
+    if (G.cp > 1) {
+        /* the CP ring of a lane: the same DP rank and stage, the next CP rank */
+        g->cp = G.cp;
+        g->cp_next = dt_xmalloc((size_t)n_lanes * sizeof *g->cp_next);
+        for (int r = 0; r < G.reps; r++)
+            for (int st = 0; st < p->pp; st++)
+                g->cp_next[lane_of(&G, r, st)] =
+                    lane_of(&G, r / G.cp * G.cp + (r % G.cp + 1) % G.cp, st);
+    }
     for (int i = 0; i < N_COUNT; i++) G.names[i] = wl_graph_name(g, op_names[i]);
+    if (G.moe_split) {
+        for (int i = N_COUNT; i < N_COUNT_EP; i++) G.names[i] = wl_graph_name(g, op_names[i]);
+        gtab_init(&G.ep_tab, (size_t)p->pp * (p->dp / G.ep) * G.cp);
+        gtab_init(&G.edp_tab, (size_t)p->pp * G.ep);
+        int L = s->model.layers;
+        G.loads = dt_xmalloc((size_t)L * G.ep * sizeof *G.loads);
+        for (int l = 0; l < L; l++) wl_moe_rank_loads(&s->model, G.ep, l, s->model.router_seed,
+                                                      G.loads + (size_t)l * G.ep);
+        G.expert_costs = dt_xmalloc((size_t)L * G.ep * 2 * sizeof *G.expert_costs);
+        memset(G.expert_costs, 0xff, (size_t)L * G.ep * 2 * sizeof *G.expert_costs);
+        G.a2a_bytes = wl_moe_alltoall_bytes(&s->model, p);
+    }
     wl_layer_cost_get(&s->model, p, &G.lc);
+    G.n_layer_gemms = wl_layer_gemms(&s->model, p, G.layer_gemms);
     double pb = wl_precision_bytes(p->precision);
     double layer_psi = wl_layer_params(&s->model) / p->tp;
     G.layer_grad_bytes = layer_psi * pb;
     G.layer_param_bytes = layer_psi * pb;
     G.emb_grad_bytes = wl_embedding_params(&s->model) / p->tp * pb;
 
-    size_t slots = (size_t)n_lanes * G.v * G.m;
+    size_t slots = (size_t)n_lanes * G.v * G.mstride;
     if (p->pp > 1 && s->model.kind == WL_TRANSFORMER && s->model.tied_embeddings) {
-        G.emb_inst = dt_xmalloc((size_t)p->dp * sizeof *G.emb_inst);
-        memset(G.emb_inst, 0xff, (size_t)p->dp * sizeof *G.emb_inst);
+        G.emb_inst = dt_xmalloc((size_t)G.reps * sizeof *G.emb_inst);
+        memset(G.emb_inst, 0xff, (size_t)G.reps * sizeof *G.emb_inst);
     }
     G.fsend = dt_xmalloc(slots * sizeof *G.fsend);
     G.bsend = dt_xmalloc(slots * sizeof *G.bsend);
     memset(G.fsend, 0xff, slots * sizeof *G.fsend);
     memset(G.bsend, 0xff, slots * sizeof *G.bsend);
-    size_t items_max = (size_t)2 * G.m * G.v;
+    size_t items_max = (size_t)2 * G.mstride * G.v;
     G.stage_colls = dt_xcalloc((size_t)p->pp, sizeof *G.stage_colls);
     G.n_stage_colls = dt_xcalloc((size_t)p->pp, sizeof *G.n_stage_colls);
     G.cap_stage_colls = dt_xcalloc((size_t)p->pp, sizeof *G.cap_stage_colls);
     item *items = dt_xmalloc(items_max * sizeof *items);
     lane_state L = {0};
-    for (int d = 0; d < p->dp; d++) {
+    for (int d = 0; d < G.reps; d++) {
         for (int st = 0; st < p->pp; st++) {
             G.dp_rank = d;
             G.stage = st;
-            G.coll_cursor = 0;
+            G.m = wl_replica_microbatches(p, d / G.cp); /* replica d / cp, cp of its CP ranks */
+            G.coll_cursor = G.ep_cursor = G.edp_cursor = 0;
             int n_items = schedule_items(&G, st, items);
             gen_lane(&G, items, n_items, &L);
         }
     }
     free(L.held);
+    free(L.held_expert);
+    if (G.moe_split) {
+        gtab_free(&G.ep_tab);
+        gtab_free(&G.edp_tab);
+        free(G.loads);
+        free(G.expert_costs);
+    }
     for (size_t i = 0; i < G.n_patch; i++) {
         uint32_t *tab = G.patch_kind[i] ? G.bsend : G.fsend;
-        uint32_t src = tab[(size_t)G.patch_lane[i] * G.v * G.m + (size_t)G.patch_idx[i]];
+        uint32_t src = tab[(size_t)G.patch_lane[i] * G.v * G.mstride + (size_t)G.patch_idx[i]];
         DT_ASSERT(src != NONE);
         g->deps[G.patch_slot[i]] = src;
     }

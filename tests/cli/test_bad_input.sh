@@ -38,6 +38,16 @@ scen("mb40.json", parallel={"microbatches": 2**40})
 scen("mb30.json", parallel={"microbatches": 2**30})
 scen("gb.json", global_batch=1e12)
 scen("tpbig.json", parallel={"tp": 65536, "pp": 65536})
+scen("cpbig.json", parallel={"tp": 65536, "pp": 65536, "cp": 65536})
+moe = {"experts": 8, "top_k": 2}
+scen("ep_experts.json", model=moe, parallel={"ep": 3})
+scen("ep_dp.json", model=moe, parallel={"tp": 2, "ep": 8})
+scen("ep_zero3.json", model=moe, parallel={"ep": 2, "zero": 3})
+scen("moe_key.json", model={"router_zipf": 1.5})
+scen("moe_cap.json", model=dict(moe, capacity_factor=0.5))
+scen("cp_unfused.json", model={"attention": "unfused"}, parallel={"cp": 2})
+scen("cp_seq.json", model={"seq_len": 130}, parallel={"cp": 2})
+scen("cp_ok.json", parallel={"cp": 2})
 scen("tpheads.json", model={"heads": 12, "hidden": 768}, parallel={"tp": 8})
 scen("product.json", parallel={"tp": 2, "pp": 2, "dp": 3})
 scen("straggler.json", stragglers=[{"gpu": 99, "slowdown": 2}])
@@ -62,6 +72,14 @@ scen("gp_node.json", failures=FAIL, checkpoint={}, storage={"node": "nas"})
 scen("in_nostor.json", input={"bytes_per_sample": "1 MB"})
 scen("backup.json", parallel={"backup_workers": 8})
 scen("stale.json", parallel={"staleness": 2, "zero": 1})
+scen("balance.json", parallel={"balance": "fastest"})
+scen("placement.json", parallel={"placement": "bandwith"})
+scen("fed_cloud.json", federated={"cloud": 99})
+scen("fed_ok.json", federated={"cloud": 0})
+scen("fed_edges.json", federated={"cloud": 0, "edges": [{"server": 1, "clients": [2, 2]}]})
+scen("balance_zero.json", parallel={"balance": "speed", "zero": 3})
+scen("balance_sl.json", parallel={"balance": "speed", "pp": 2, "stage_layers": [2, 2]})
+scen("balance_cp.json", parallel={"balance": "speed", "cp": 2})
 scen("in_size.json", input={"bytes_per_sample": "1 MBq"}, storage=STOR)
 w("empty.json", "")
 w("trailing.json", '{"topology": "x"} x')
@@ -165,6 +183,15 @@ t 2 'mb40.json: parallel.microbatches: expected an integer from 1 to' - run mb40
 t 2 'mb30.json: parallel.microbatches: the step' never.json run mb30.json --write-trace never.json
 t 2 'gb.json: global_batch: gives' - memory gb.json
 t 2 'tpbig.json: parallel: tp x pp = 4294967296 must divide' - memory tpbig.json
+t 2 'cpbig.json: parallel: tp x pp x cp = 281474976710656 must divide' - memory cpbig.json
+t 2 "ep_experts.json: parallel.ep: must divide the model's experts" - run ep_experts.json
+t 2 'ep_dp.json: parallel.ep: must divide dp (4)' - memory ep_dp.json
+t 2 'ep_zero3.json: parallel.zero: ZeRO-3 with expert parallelism' - run ep_zero3.json
+t 2 'moe_key.json: model.router_zipf: needs a mixture of experts' - run moe_key.json
+t 2 'moe_cap.json: model.capacity_factor: 0 (dropless) or at least 1' - memory moe_cap.json
+t 2 'cp_unfused.json: model.attention: context parallelism needs "flash"' - run cp_unfused.json
+t 2 'cp_seq.json: parallel.cp: 2 x cp must divide seq_len' - run cp_seq.json
+t 2 'cp_ok.json: parallel.cp: a context-parallel step (cp > 1) cannot be written as a trace' cpt.json run cp_ok.json --write-trace cpt.json
 t 2 'tpheads.json: parallel.tp: must divide the model' - run tpheads.json
 t 2 'product.json: parallel: dp x tp x pp = 3 x 2 x 2 = 12 must equal' - run product.json
 t 2 'straggler.json: stragglers[0].gpu: the topology has GPUs 0..7, found 99' - run straggler.json
@@ -181,7 +208,7 @@ t 2 'array.json: (top level): expected an object, found an array' - run array.js
 t 1 'adir: cannot read: Is a directory' - run adir
 t 2 '/dev/zero:1:1: unexpected NUL byte' - memory /dev/zero
 t 1 'nope.json: cannot open' - memory nope.json
-t 1 'notafile/t.json: cannot write the trace' - run ok.json --write-trace notafile/t.json
+t 1 'notafile/t.json: cannot write' - run ok.json --write-trace notafile/t.json
 t 2 '--timeline-gpus' never.json run ok.json --timeline never.json --timeline-gpus 5-2
 t 2 '--seed' - run ok.json --seed -1
 t 2 '--network' - run ok.json --network fast
@@ -192,6 +219,17 @@ t 2 '--jobs expects 1 to 1024' - run ok.json --steps 4 --jobs x
 t 2 '--steps needs a scenario' - run --trace cycle.json --topology "$SRC/topologies/ring-8.json" --steps 4
 t 2 'backup.json: parallel.backup_workers: must be below dp' - run backup.json --steps 4
 t 2 'stale.json: parallel.staleness: needs zero 0' - run stale.json
+t 2 'balance.json: parallel.balance' - run balance.json
+t 2 'placement.json: parallel.placement: expected an order of tp, pp, dp such as "dp,pp,tp" (outermost first) or "bandwidth"' - memory placement.json
+t 2 'fed_cloud.json: federated.cloud: expected a GPU index 0..7' - federated fed_cloud.json
+t 2 'fed_edges.json: federated.edges[0].clients[1]: GPU 2' - federated fed_edges.json --json
+t 2 'fed_ok.json: federated: a federated scenario' - run fed_ok.json
+t 2 'ok.json: federated: required' - federated ok.json
+t 2 'dtsim federated: --rounds needs a whole number' - federated fed_ok.json --rounds 0
+t 2 'dtsim federated: missing the scenario file' - federated
+t 2 'balance_zero.json: parallel.balance: "speed" gives replicas different microbatches; ZeRO-3' - memory balance_zero.json
+t 2 'balance_sl.json: parallel.balance: "speed" computes the layers' - run balance_sl.json
+t 2 'balance_cp.json: parallel.balance: "speed" balances pipeline stages and data-parallel replicas; it does not yet split work over context- or expert-parallel ranks (cp 2' - run balance_cp.json
 # ---- failures, checkpoints, storage, input; dtsim goodput
 t 2 'gp_nofail.json: failures: required by dtsim goodput' gpp goodput gp_nofail.json --plot gpp
 t 2 'gp_nockpt.json: checkpoint: required by dtsim goodput' - goodput gp_nockpt.json

@@ -13,7 +13,13 @@
 # traffic bound; top-k adds exactly Psi/throughput of selection compute, pays at 100 Gb/s with
 # fast selection and r = 0.001, never at 400 Gb/s.
 # decentralised: the step times and DP exposed its README quotes, geo ring > geo sharded PS > data
-# centre, local SGD mean = (3 local + 1 averaging) / 4.
+# centre, local SGD mean = (3 local + 1 averaging) / 4; "dp_algorithm": "fastest" = the sharded PS;
+# "placement": "bandwidth" between the default ring and the PS.
+# federated: the committed scenarios are what make.py writes; the four times its README quotes
+# (4 digits), hierarchical < flat PS every 20 < ring every 5 < flat PS every 5; the flat PS and
+# hierarchical rounds against their closed forms (derived in the README) to 1e-9.
+# moe-imbalance: step(s) = step(0) + m L 3 Tx (min(E/H(E,s), cf) - 1) at every Zipf exponent s and
+# capacity factor cf; the README's figures; EP inside a box vs across the rails.
 # compression-break-even: quantisation's step difference from bf16 = 2Ψ/θ - 2(d-1)/d Ψ(e-b/8)/B
 # at every bandwidth, crossings at B* = 70 (int8) and 131.25 Gb/s (1-bit), as its README says.
 # The pipeline-bubble scenario's hints: every figure quoted is the measured one (45 ms, 47 %,
@@ -138,18 +144,20 @@ PY
 # and the ordering the lab's argument rests on: geo with a ring > geo with a sharded PS > data
 # centre; local SGD's mean step = (3 local + 1 averaging) / 4.
 dec=$labs/decentralised
-for s in datacenter geo-default geo-ps geo-localsgd; do
+for s in datacenter geo-default geo-placed geo-ps geo-fastest geo-localsgd; do
   "$DTSIM" run "$dec/$s.json" --json 2>/dev/null > "$tmp/dec-$s.json" || fail "decentralised $s"
 done
 python3 - "$tmp" <<'PY'
 import json, sys
 t = sys.argv[1]
-d = {s: json.load(open(f"{t}/dec-{s}.json")) for s in ["datacenter", "geo-default", "geo-ps", "geo-localsgd"]}
-want = {"datacenter": (8.739, 2.264), "geo-default": (24.45, 17.97), "geo-ps": (11.45, 4.972)}
+d = {s: json.load(open(f"{t}/dec-{s}.json")) for s in ["datacenter", "geo-default", "geo-placed", "geo-ps", "geo-fastest", "geo-localsgd"]}
+want = {"datacenter": (8.739, 2.264), "geo-default": (24.45, 17.97), "geo-placed": (18.48, 11.91), "geo-ps": (11.45, 4.972)}
 for s, (step, dp) in want.items():
     assert abs(d[s]["step_time_s"] / step - 1) < 6e-4, (s, d[s]["step_time_s"])
     assert abs(d[s]["comm_exposed_by_kind_s"]["dp"] / dp - 1) < 6e-4, (s, d[s]["comm_exposed_by_kind_s"])
-assert d["geo-default"]["step_time_s"] > d["geo-ps"]["step_time_s"] > d["datacenter"]["step_time_s"]
+assert d["geo-default"]["step_time_s"] > d["geo-placed"]["step_time_s"] > d["geo-ps"]["step_time_s"] > d["datacenter"]["step_time_s"]
+# "fastest" finds the sharded parameter server's step without the hint
+assert abs(d["geo-fastest"]["step_time_s"] / d["geo-ps"]["step_time_s"] - 1) < 1e-9, d["geo-fastest"]["step_time_s"]
 l = d["geo-localsgd"]["local_sgd"]
 assert abs(d["geo-localsgd"]["step_time_s"] - (3 * l["local_step_s"] + l["sync_step_s"]) / 4) < 1e-9
 assert abs(l["sync_step_s"] / d["geo-ps"]["step_time_s"] - 1) < 1e-9
@@ -236,4 +244,69 @@ for f, bits, gbps in (("int8", 8, 70.0), ("onebit", 1, 131.25)):
             assert pays0 and b0 < bstar < b1, (f, b0, b1, bstar)
 PY
 
+fed=$labs/federated
+(cd "$tmp" && python3 "$fed/make.py" && for f in topology hier ps-5 ps-20 allreduce-5; do
+  cmp -s "$f.json" "$fed/$f.json" || fail "federated: make.py no longer writes the committed $f.json"; done)
+for s in hier ps-5 ps-20 allreduce-5; do
+  "$DTSIM" federated "$fed/$s.json" --json > "$tmp/fed-$s.json" || fail "federated $s"
+done
+python3 - "$tmp" <<'PY'
+import json, sys
+t = sys.argv[1]
+d = {s: json.load(open(f"{t}/fed-{s}.json")) for s in ["hier", "ps-5", "ps-20", "allreduce-5"]}
+want = {"hier": 24.63, "ps-5": 156.6, "ps-20": 43.27, "allreduce-5": 145.6}
+for s, v in want.items():
+    assert abs(d[s]["total_s"] / v - 1) < 5e-4, (s, d[s]["total_s"])
+assert d["hier"]["total_s"] < d["ps-20"]["total_s"] < d["allreduce-5"]["total_s"] < d["ps-5"]["total_s"]
+U, R, W, A, E = 46.8e6, 3.35e12 / 3, 125e6, 1.25e9, 125e6  # update, H100 reduce, WAN, 10 Gb/s, access
+tau = 18 * 3e-3 + 11.7e6 * 20 / (320e9 * 0.8)  # local step: layers + SGD (20 B/param, memory-bound)
+assert abs(d["ps-5"]["local_step_min_s"] / tau - 1) < 1e-9
+ps = 5 * tau + 2 * (10 * U / W + 0.0325) + 50 * U / R
+assert abs(d["ps-5"]["round_s"] / ps - 1) < 1e-9, (d["ps-5"]["round_s"], ps)
+leg = max(U / E, 10 * U / A) + 0.0025                 # clients <-> edge, 10 flows share its link
+edge = 5 * tau + leg + 10 * U / R + leg
+wan = max(U / W, 5 * U / A) + 0.031                   # edge <-> cloud
+hier = 3 * edge + 5 * tau + leg + 10 * U / R + wan + 5 * U / R + wan + leg
+assert abs(d["hier"]["round_s"] / hier - 1) < 1e-9, (d["hier"]["round_s"], hier)
+PY
+# moe-imbalance: every point of zipf-sweep.json on step(0) + m L 3 Tx (min(E/H(E,s), cf) - 1) to
+# 1e-9, the exposed communication the same at every skew; the README's table (4 significant
+# digits); box.json and rails.json: step, EP and DP exposed as quoted, EP bytes 3.5 GiB by hand.
+moe=$labs/moe-imbalance
+"$DTSIM" sweep "$moe/zipf-sweep.json" --out "$tmp/moe" --no-progress --jobs 2 >/dev/null || fail "moe sweep"
+for s in box rails; do
+  "$DTSIM" run "$moe/$s.json" --json 2>/dev/null > "$tmp/moe-$s.json" || fail "moe $s"
+done
+python3 - "$tmp" <<'PY'
+import csv, json, sys
+t = sys.argv[1]
+r = list(csv.DictReader(open(f"{t}/moe/results.csv")))
+assert len(r) == 18, len(r)
+E, m, L = 8, 2, 8
+Tx = 2 * 4096 * 3 * 4096 * 14336 * 2 / (989.5e12 * 0.7)
+base = {x["model.capacity_factor"]: float(x["step_time_s"]) for x in r if float(x["model.router_zipf"]) == 0}
+comm = float(r[0]["comm_exposed_s"])
+for x in r:
+    s, cf = float(x["model.router_zipf"]), float(x["model.capacity_factor"])
+    mx = E / sum(i ** -s for i in range(1, E + 1))
+    if cf > 0: mx = min(mx, cf)
+    want = base[x["model.capacity_factor"]] + m * L * 3 * Tx * (mx - 1)
+    assert abs(float(x["step_time_s"]) / want - 1) < 1e-9, (s, cf, x["step_time_s"], want)
+    assert abs(float(x["comm_exposed_s"]) - comm) < 1e-9, (s, cf, x["comm_exposed_s"])
+quoted = {(0, 0): (327.1, 0, 54.0), (0.25, 0): (401.8, 62.2, 43.9), (0.5, 0): (493.2, 140.1, 35.8),
+          (1, 0): (715.9, 337.7, 24.7), (2, 0): (1174.7, 778.3, 15.0), (1, 1.25): (377.1, None, None)}
+for x in r:
+    k = (float(x["model.router_zipf"]), float(x["model.capacity_factor"]))
+    if k not in quoted: continue
+    step, wait, mfu = quoted[k]
+    assert abs(float(x["step_time_s"]) * 1e3 - step) < 0.051, (k, x["step_time_s"])
+    if wait is not None: assert abs(float(x["straggler_wait_s"]) * 1e3 - wait) < 0.051, (k, x["straggler_wait_s"])
+    if mfu is not None: assert abs(float(x["mfu"]) * 100 - mfu) < 0.051, (k, x["mfu"])
+for s, (step, ep, dp) in {"box": (715.9, 10.46, 6.797), "rails": (821.7, 78.37, 44.68)}.items():
+    d = json.load(open(f"{t}/moe-{s}.json"))
+    assert abs(d["step_time_s"] * 1e3 / step - 1) < 6e-4, (s, d["step_time_s"])
+    assert abs(d["comm_exposed_by_kind_s"]["ep"] * 1e3 / ep - 1) < 6e-4, (s, d["comm_exposed_by_kind_s"])
+    assert abs(d["comm_exposed_by_kind_s"]["dp"] * 1e3 / dp - 1) < 6e-4, (s, d["comm_exposed_by_kind_s"])
+    assert abs(d["bytes_sent_per_gpu"]["ep"] - 2 * 8 * 4 * 4096 * 4096 * 2 * 2 * 7 / 8) < 1, d["bytes_sent_per_gpu"]
+PY
 echo "ok"

@@ -5,7 +5,10 @@
 # numbers named (heads 6 not divisible by tp 4, layers 6 by pp 4) and add up to the plans
 # considered, and an impossible limit exits 1 saying why. Without global_batch the header and
 # the JSON say the micro batch size and microbatches per replica are held, and the best plan
-# run by hand with those gives the same step time.
+# run by hand with those gives the same step time. An MoE scenario searches ep over the divisors
+# of its experts that divide dp (8 GPUs: 20 (tp, pp, ep) triples x 4 micro batches x 3
+# checkpointing x 4 ZeRO = 960 plans), its ep plans run as `dtsim run` gives them, and a long
+# sequence (32k) searches cp.
 set -euo pipefail
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -201,4 +204,48 @@ grep -q "does not fit in memory" "$T/none.txt" || fail "$(cat "$T/none.txt")"
 [[ $rc3 -eq 2 ]] && grep -q "headroom expects a fraction" "$T/bh.err" || fail "headroom 95%: $rc3 $(cat "$T/bh.err")"
 [[ $rc4 -eq 2 ]] || fail "expected exit 2 for --headroom with --memory-limit, got $rc4"
 [[ $rc5 -eq 2 ]] && grep -q "options.memory_headroom" "$T/hb.err" || fail "bad options.memory_headroom: $rc5 $(cat "$T/hb.err")"
+# Expert parallelism in the search (MoE lab scenario, 8 GPUs, 8 experts).
+moe="${SRC:-$(dirname "$0")/../..}/examples/labs/moe-imbalance/box.json"
+"$DTSIM" plan "$moe" --gpus 8 --top 1000 --jobs 2 --json > "$T/moe.json" || fail "plan moe"
+python3 - "$T/moe.json" <<'PY' || fail "moe plan search"
+import json, sys
+d = json.load(open(sys.argv[1]))
+# (tp, pp, ep) with tp pp | 8 and ep | dp, 8 experts: 20; with the schedules of pp > 1 (8 layers:
+# 1F1B, and interleaved v with pp v | 8) and sequence parallelism (tp > 1): 52; x 4 x 3 x 4
+assert d["considered"] == 52 * 48, d["considered"]
+eps = {c.get("ep", 1) for c in d["best"]}
+assert eps >= {1, 2, 4, 8}, eps
+for c in d["best"]:
+    assert c["tp"] * c["pp"] * c["dp"] * c.get("cp", 1) == 8, c
+    assert c["dp"] % c.get("ep", 1) == 0, c
+PY
+python3 - "$moe" "$T/moe.json" "$T/moe-ep.json" <<'PY'
+import json, sys
+s, d = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+c = next(c for c in d["best"] if c.get("ep", 1) == 4)
+s["parallel"].update({"tp": c["tp"], "pp": c["pp"], "dp": c["dp"], "ep": 4, "zero": c["zero"],
+                      "activation_checkpointing": c["activation_checkpointing"],
+                      "micro_batch_size": c["micro_batch_size"]})
+s["parallel"]["sequence_parallel"] = c["sequence_parallel"]
+if c["pp"] > 1:
+    s["parallel"]["schedule"] = c["schedule"]
+    if c["schedule"] == "interleaved":
+        s["parallel"]["virtual_stages"] = c["virtual_stages"]
+    else:
+        s["parallel"].pop("virtual_stages", None)
+json.dump({"scenario": s, "step": c["step_time_s"]}, open(sys.argv[3], "w"))
+PY
+python3 -c "import json,sys; json.dump(json.load(open(sys.argv[1]))['scenario'], open(sys.argv[2],'w'))" "$T/moe-ep.json" "$T/moe-ep-s.json"
+want=$(python3 -c "import json,sys; print(repr(json.load(open(sys.argv[1]))['step']))" "$T/moe-ep.json")
+got=$(cd "$(dirname "$moe")" && "$DTSIM" run "$T/moe-ep-s.json" --json | python3 -c "import json,sys; print(repr(json.load(sys.stdin)['step_time_s']))")
+[[ "$want" == "$got" ]] || fail "plan's ep 4 step $want, dtsim run $got"
+# Context parallelism: a 32k sequence searches cp (4 GPUs: cp 1, 2, 4)
+sed 's/"seq_len": 1024/"seq_len": 32768/; s/"global_batch": 32/"global_batch": 4/' "$T/p.json" > "$T/long.json"
+"$DTSIM" plan "$T/long.json" --gpus 4 --top 1000 --json > "$T/long-plan.json" || fail "plan long"
+python3 - "$T/long-plan.json" <<'PY' || fail "cp plan search"
+import json, sys
+d = json.load(open(sys.argv[1]))
+cps = {c.get("cp", 1) for c in d["best"]}
+assert cps >= {1, 2, 4}, cps
+PY
 echo "ok"

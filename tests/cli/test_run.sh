@@ -2,7 +2,8 @@
 # test_run.sh - `dtsim run` and `dtsim memory` end to end.
 # Pins down: the quickstart runs and prints every JSON key; --steps N prints N step times whose
 # first is `dtsim run`'s, mean/p50/p99/max consistent with them, the same for any --jobs; breakdown sums to the step time;
-# a written trace replayed on the same topology prints byte-identical --json (minus wall_s);
+# a written trace replayed on the same topology prints byte-identical --json (minus wall_s), and
+# carries the GEMM shapes (stripped of them, the same FLOPs step faster);
 # memory --json says "fits": false for a plan that cannot fit; bad input exits 2 with the path;
 # --help exits 0.
 set -euo pipefail
@@ -37,6 +38,22 @@ J
 "$DTSIM" run "$SRC/scenarios/quickstart.json" --json --write-trace "$tmp/t.json" | grep -v wall_s > "$tmp/a"
 "$DTSIM" run --trace "$tmp/t.json" --topology "$tmp/topo.json" --json | grep -v wall_s > "$tmp/b"
 cmp "$tmp/a" "$tmp/b" || { diff "$tmp/a" "$tmp/b" >&2; fail "trace replay differs"; }
+# the GEMM shapes travel in the trace: without them the same FLOPs run unquantized, faster
+grep -q '"gemm_sets"' "$tmp/t.json" || fail "trace lacks gemm_sets"
+python3 - "$tmp/t.json" "$tmp/flat.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+del t["gemm_sets"]
+for c in t["costs"]:
+    c.pop("gemms", None)
+json.dump(t, open(sys.argv[2], "w"))
+PY
+"$DTSIM" run --trace "$tmp/flat.json" --topology "$tmp/topo.json" --json > "$tmp/flat"
+python3 - "$tmp/b" "$tmp/flat" <<'PY' || fail "a trace without its GEMM shapes should step faster"
+import re, sys
+a, b = (float(re.search(r'"step_time_s":\s*([0-9.e+-]+)', open(f).read()).group(1)) for f in sys.argv[1:3])
+sys.exit(0 if b < a else 1)
+PY
 # the same with a framework: TP overlap and link efficiency travel in the trace
 python3 - "$SRC/scenarios/quickstart.json" "$tmp/fw.json" <<'PY'
 import json, sys

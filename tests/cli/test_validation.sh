@@ -5,7 +5,8 @@
 # uncovers a compensating error, as docs/validation.md's history table says);
 # the JSON summary agrees with its rows (median of |error|, worst case); the error sign
 # (+ optimistic) from the rows' measured and predicted values; --case selects; `dtsim report`
-# draws the parity plot from the JSON; bad manifests and unknown cases exit 2 naming the path.
+# draws the parity plot from the JSON; bad manifests and unknown cases exit 2 naming the path;
+# the ungated expert/context-parallel cases run and predict the figures docs/validation.md quotes.
 # Leaves free: the predicted figures themselves (docs/validation.md shows them).
 set -euo pipefail
 : "${DTSIM:?}" "${SRC:?}"
@@ -13,9 +14,23 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# Expert and context parallelism (tests/validation-ep-cp, not gated: docs/validation.md says
+# why): every case runs, and predicts what the page quotes (4 significant digits).
+"$DTSIM" validate "$SRC/tests/validation-ep-cp" --json > "$tmp/epcp.json" || fail "ep/cp validation cases"
+python3 - "$tmp/epcp.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+want = {"E-mixtral-8x7b-64-h100": 531.9, "N-llama2-7b-32k-cp2": 901.7, "N-llama2-7b-128k-cp4": 867.1}
+got = {r["id"]: r for r in d["cases"]}
+assert set(got) == set(want), got.keys()
+for k, v in want.items():
+    assert got[k]["status"] == "ok", got[k]
+    assert abs(got[k]["predicted"] / v - 1) < 2e-4, (k, got[k]["predicted"], v)
+PY
+
 # The gate (percent). docs/validation.md states the figures they were set from.
-MAX_MEDIAN=6
-MAX_WORST=29
+MAX_MEDIAN=7
+MAX_WORST=27
 
 "$DTSIM" validate "$SRC/tests/validation" --json --max-median $MAX_MEDIAN --max-worst $MAX_WORST \
   >"$tmp/v.json" || fail "validation suite outside median $MAX_MEDIAN % / worst $MAX_WORST %"

@@ -11,6 +11,9 @@
  * A small scenario with "failures" and "checkpoint" also builds its goodput job and simulates
  * 2 runs of an hour (the search included): DT_EINPUT or goodputs in [0, 1].
  *
+ * A small scenario with "federated" also simulates 2 of its rounds (fl_run): DT_EINPUT or a
+ * finite, non-negative time.
+ *
  * A "sweep" object is expanded too (sweep_spec_parse; the first and last points built with
  * sweep_point_scenario): errors must be DT_EINPUT, a parsed sweep has at least one point.
  *
@@ -24,6 +27,7 @@
 #include <string.h>
 
 #include "dtsim/error.h"
+#include "dtsim/federated.h"
 #include "dtsim/goodput.h"
 #include "dtsim/json.h"
 #include "dtsim/run.h"
@@ -118,6 +122,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
             }
             run_result_free(&r);
+        }
+        if (cJSON_GetObjectItemCaseSensitive(root, "federated")) {
+            fl_options fo = {.rounds = 2};
+            fl_result fr;
+            dt_error_clear(&err);
+            rc = fl_run(root, "fuzz-scenario.json", "/nonexistent", &fo, &fr, &err);
+            if (rc != DT_OK) expect_error(&err, rc);
+            else if (!(fr.total_s >= 0) || !isfinite(fr.total_s) || fr.clients < 1) abort();
         }
         if (cJSON_GetObjectItemCaseSensitive(root, "failures")) {
             gp_job job;

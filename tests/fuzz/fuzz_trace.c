@@ -3,7 +3,7 @@
  * js_parse_text, then trace_read on the result: every key, lanes, costs, collectives, ops and
  * their deps. Failures must be DT_EINPUT with a non-empty message and leave no graph behind.
  * A trace read successfully is written (trace_write) and read back, which must give the same
- * op, dep, cost and collective counts. Small ones (at most 16 GPUs, 256 ops) are then replayed
+ * op, dep, cost, GEMM set and collective counts. Small ones (at most 16 GPUs, 256 ops) are then replayed
  * on a 16-GPU two-box DGX topology in both network modes through run_trace_file, the path
  * `dtsim run --trace` takes: cyclic deps, collectives with missing participants, sends to odd
  * lanes, lanes sharing GPUs must all end as DT_EINPUT, never as an assertion or a hang.
@@ -86,7 +86,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     js_ctx ctx2 = {.file = "written.json", .err = &err};
     if (trace_read(&ctx2, again, &g2, &env2) != DT_OK) abort();
     if (g2->n_ops != g->n_ops || g2->n_deps != g->n_deps || g2->n_colls != g->n_colls ||
-        g2->n_lanes != g->n_lanes || g2->n_gpus != g->n_gpus)
+        g2->n_lanes != g->n_lanes || g2->n_gpus != g->n_gpus || g2->n_costs != g->n_costs ||
+        g2->n_gemm_sets != g->n_gemm_sets || g2->n_gemms != g->n_gemms)
         abort();
     wl_graph_destroy(g2);
     trace_env_free(&env2);

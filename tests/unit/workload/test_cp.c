@@ -1,0 +1,212 @@
+/* test_cp.c - context parallelism and ring attention (docs/workloads.md, "Context
+ * parallelism").
+ * Pins down: the KV block one ring step sends, 2 b (s/cp) h (g/a) e / t; cp - 1 steps per
+ * layer and pass, forward K and V, backward K, V and their gradients (twice the bytes), so a
+ * step's CP bytes per GPU are 3 m L (cp - 1) kv, checked in a run; the exposed ring time on a
+ * slow switch against its closed form, per op ring_count (cp - 1) max(0, send - attention/(
+ * ring_count cp)), and its in-flight time ring_count (cp - 1) send; with tp, pp, dp and cp together every GPU holds one lane position, the CP
+ * ring joins the lanes of one DP rank and stage in CP order, CP ranks sit right outside TP
+ * ranks; activations per GPU are the cp = 1 figure / cp; the dense FLOPs of a step do not
+ * change; bad input names its key. Leaves free: the attention's own cost model (test_attention).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "dtsim/replay.h"
+#include "dtsim/run.h"
+#include "dtsim/workload.h"
+#include "testutil.h"
+
+static run_result run_text(const char *text)
+{
+    cJSON *j;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "s.json", &j, &e), DT_OK);
+    run_result r;
+    run_options opt = {0};
+    int rc = run_scenario(j, "s.json", ".", &opt, &r, &e);
+    ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
+    cJSON_Delete(j);
+    return r;
+}
+
+static wl_scenario sc;
+static cJSON *sc_json;
+
+static int try_load(const char *text, int n_gpus, dt_error *e)
+{
+    dt_error_clear(e);
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &sc_json, e), DT_OK);
+    js_ctx c = {"t.json", e};
+    int rc = wl_scenario_parse(&c, sc_json, &sc);
+    if (rc == DT_OK) {
+        rc = wl_scenario_resolve(&c, &sc, n_gpus);
+        if (rc != DT_OK) wl_scenario_free(&sc);
+    }
+    if (rc != DT_OK) cJSON_Delete(sc_json);
+    return rc;
+}
+
+static void load(const char *text, int n_gpus)
+{
+    dt_error e;
+    ck_assert_msg(try_load(text, n_gpus, &e) == DT_OK, "load: %s: %s", e.path, e.msg);
+}
+
+static void unload(void)
+{
+    wl_scenario_free(&sc);
+    cJSON_Delete(sc_json);
+}
+
+/* 4 GPUs on one switch at 1 GB/s without latency: cp 4, one microbatch, two layers. */
+#define SLOW_RING(cp, gpus)                                                                     \
+    "{\"topology\": {\"generator\": \"switch\", \"gpus\": " #gpus ", \"bandwidth\": \"1 GB/s\","   \
+    " \"latency\": \"0 s\", \"switch_latency\": \"0 s\", \"gpu\": \"H100-SXM\"},"                  \
+    " \"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 1024, \"heads\": 16,"      \
+    " \"kv_heads\": 4, \"seq_len\": 8192, \"vocab\": 1000}, \"parallel\": {\"cp\": " #cp "},"      \
+    " \"global_batch\": 1, \"options\": {\"network\": \"analytic\"}}"
+
+START_TEST(ring_bytes_and_exposed_time)
+{
+    load(SLOW_RING(4, 4), 4);
+    double b = 1, s = 8192, h = 1024, g = 4, a = 16, e = 2, cp = 4, L = 2;
+    double kv = 2 * b * (s / cp) * h * (g / a) * e; /* 2.1 MB */
+    ck_assert_rel(wl_cp_ring_bytes(&sc.model, &sc.plan), kv, 1e-15);
+    wl_layer_cost lc;
+    wl_layer_cost_get(&sc.model, &sc.plan, &lc);
+    /* 1/cp of the causal attention: b (s/cp) s h x 4 / 2 */
+    ck_assert_rel(lc.fwd_attn_flops, 0.5 * 4 * b * (s / cp) * s * h, 1e-15);
+    gpu_spec h100;
+    dt_error err;
+    ck_assert_int_eq(gpu_preset("H100-SXM", &h100, &err), DT_OK);
+    /* one op per direction (pp 1, one microbatch): ring_count = L passes of cp - 1 steps */
+    double want = 0, all = 0;
+    for (int bwd = 0; bwd < 2; bwd++) {
+        double attn = (double)replay_roofline(&h100, GPU_OP_ATTENTION, GPU_BF16,
+                                              L * (bwd ? lc.bwd_attn_flops : lc.fwd_attn_flops), 0);
+        double send = (double)sim_time_from_s((bwd ? 2 : 1) * kv / 1e9);
+        double block = attn / (L * cp);
+        ck_assert_double_lt(block, send); /* exposed: the link is slow */
+        want += llround(L * (cp - 1) * (send - block));
+        all += llround(L * (cp - 1) * send);
+    }
+    unload();
+    run_result r = run_text(SLOW_RING(4, 4));
+    ck_assert_rel(r.bytes_sent_per_gpu[WL_COMM_CP], 3 * 1 * L * (cp - 1) * kv, 1e-12);
+    ck_assert_rel(r.comm_exposed_by_kind_s[WL_COMM_CP], sim_time_to_s((sim_time_t)want), 1e-12);
+    /* in flight: every send, the hidden part under the attention blocks included */
+    ck_assert_rel(r.comm_inflight_by_kind_s[WL_COMM_CP], sim_time_to_s((sim_time_t)all), 1e-12);
+    ck_assert_double_gt(r.comm_exposed_by_kind_s[WL_COMM_CP], 0.02); /* 6 x 2.1 MB + 6 x 4.2 MB */
+    run_result_free(&r);
+}
+END_TEST
+
+START_TEST(with_tp_pp_dp)
+{
+    const char *text =
+        "{\"topology\": {\"generator\": \"dgx\", \"nodes\": 2, \"gpus_per_node\": 8,"
+        " \"gpu\": \"H100-SXM\"}, \"model\": {\"kind\": \"transformer\", \"layers\": 4,"
+        " \"hidden\": 1024, \"heads\": 16, \"kv_heads\": 8, \"seq_len\": 8192, \"vocab\": 32000,"
+        " \"mlp\": \"swiglu\", \"ffn\": 2816}, \"parallel\": {\"tp\": 2, \"pp\": 2, \"cp\": 2,"
+        " \"sequence_parallel\": true, \"schedule\": \"1f1b\", \"zero\": 1}, \"global_batch\": 8}";
+    load(text, 16);
+    ck_assert_int_eq(sc.plan.dp, 2);
+    wl_graph *g = wl_graph_build(&sc);
+    ck_assert_int_eq(g->n_lanes, 2 * 2 * 2); /* dp x cp x pp lanes of tp GPUs */
+    int seen[16] = {0};
+    for (int l = 0; l < g->n_lanes; l++)
+        for (int k = 0; k < 2; k++) seen[g->lane_gpus[l * 2 + k]]++;
+    for (int i = 0; i < 16; i++) ck_assert_int_eq(seen[i], 1);
+    /* replica r = d x cp + c, lane r x pp + stage; CP rank c's TP group at c x tp, so the
+     * ring partner of a lane is 2 GPUs away (tp 2) and the two CP ranks share the same box */
+    for (int r = 0; r < 4; r++)
+        for (int st = 0; st < 2; st++) {
+            int l = r * 2 + st, nx = (int)g->cp_next[l];
+            ck_assert_int_eq(nx, (r / 2 * 2 + (r % 2 + 1) % 2) * 2 + st);
+            ck_assert_int_eq(abs(g->lane_gpus[nx * 2] - g->lane_gpus[l * 2]), 2);
+            ck_assert_int_eq(g->lane_gpus[nx * 2] / 8, g->lane_gpus[l * 2] / 8);
+        }
+    /* dense gradients are reduced over the dp x cp = 4 replicas of a stage */
+    for (uint32_t c = 0; c < g->n_colls; c++) {
+        int n = 0;
+        for (uint32_t i = 0; i < g->n_ops; i++) n += g->ops[i].kind == WL_OP_COLL && g->ops[i].arg == c;
+        if (g->colls[c].kind == WL_COMM_DP || g->colls[c].kind == WL_COMM_ZERO) ck_assert_int_eq(n, 4);
+    }
+    wl_graph_destroy(g);
+    /* activations per GPU: the cp = 1 figure over cp; the model FLOPs do not change */
+    double act = mem_activation_per_layer(&sc.model, &sc.plan);
+    wl_plan one = sc.plan;
+    one.cp = 1;
+    ck_assert_rel(act, mem_activation_per_layer(&sc.model, &one) / 2, 1e-15);
+    ck_assert_rel(wl_model_flops_per_step(&sc.model, 8), 3 * 8 * (4 * (2 * 8192.0 *
+                      (2 * 1024.0 * 1024 + 2 * 1024.0 * 512 + 3 * 1024.0 * 2816) +
+                      4 * 8192.0 * 8192 * 1024) + 2 * 8192.0 * 1024 * 32000), 1e-14);
+    unload();
+    run_result r = run_text(text);
+    ck_assert_int_eq(r.n_gpus, 16);
+    /* 2 layers per stage x 4 microbatches x 3 kv per layer (forward kv, backward 2 kv) */
+    double kv = 2 * 1.0 * 4096 * 1024 * 0.5 * 2 / 2;
+    ck_assert_rel(r.bytes_sent_per_gpu[WL_COMM_CP], 2 * 4 * 3 * (2 - 1) * kv, 1e-12);
+    ck_assert_double_gt(r.step_time_s, 0);
+    run_result_free(&r);
+}
+END_TEST
+
+static void bad(const char *text, int n_gpus, const char *path, const char *needle)
+{
+    dt_error e;
+    ck_assert_int_ne(try_load(text, n_gpus, &e), DT_OK);
+    ck_assert_msg(strstr(e.path, path) != NULL, "path %s, want %s", e.path, path);
+    ck_assert_msg(strstr(e.msg, needle) != NULL, "message %s, want %s", e.msg, needle);
+}
+
+#define MODEL(extra)                                                                            \
+    "\"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 64, \"heads\": 4,"         \
+    " \"seq_len\": 96, \"vocab\": 100" extra "}"
+
+START_TEST(bad_input)
+{
+    bad("{\"topology\": \"x\", " MODEL(", \"attention\": \"unfused\"") ", \"parallel\": {\"cp\": 2}}",
+        2, "model.attention", "needs \"flash\"");
+    bad("{\"topology\": \"x\", " MODEL("") ", \"parallel\": {\"cp\": 5}}", 5, "parallel.cp",
+        "2 x cp must divide seq_len");
+    bad("{\"topology\": \"x\", " MODEL("") ", \"parallel\": {\"cp\": 2, \"dp\": 2}}", 2,
+        "parallel", "dp x tp x pp x cp");
+    bad("{\"topology\": \"x\", " MODEL("") ", \"parallel\": {\"cp\": 4}}", 6, "parallel",
+        "must divide the topology's 6 GPUs");
+    bad("{\"topology\": \"x\", " MODEL("") ", \"parallel\": {\"cp\": 2, \"local_sgd\": 4}}", 4,
+        "parallel.local_sgd", "not modelled with cp > 1");
+}
+END_TEST
+
+START_TEST(trace_refused)
+{
+    load(SLOW_RING(2, 2), 2);
+    wl_graph *g = wl_graph_build(&sc);
+    trace_env env = {0};
+    snprintf(env.name, sizeof env.name, "x");
+    dt_error e;
+    dt_error_clear(&e);
+    FILE *f = tmpfile();
+    ck_assert_int_eq(trace_write(f, g, &env, &e), DT_EINPUT);
+    ck_assert(strstr(e.msg, "cannot be written as a trace") != NULL);
+    fclose(f);
+    wl_graph_destroy(g);
+    unload();
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cp");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, ring_bytes_and_exposed_time);
+    tcase_add_test(tc, with_tp_pp_dp);
+    tcase_add_test(tc, bad_input);
+    tcase_add_test(tc, trace_refused);
+    suite_add_tcase(s, tc);
+    return dt_run_suite(s);
+}

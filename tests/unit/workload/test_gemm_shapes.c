@@ -1,0 +1,320 @@
+/* test_gemm_shapes.c - a transformer's GEMMs as shapes, and how the op graph and traces carry
+ * them (docs/workloads.md, "GEMM shapes").
+ * Pins down: the forward GEMMs of one layer (Llama-3-8B-like: h 4096, 32 heads, 8 KV heads,
+ * SwiGLU f 14336, tp 4, b 2, s 8192) are QKV (16384, 1536, 4096), the attention projection
+ * (16384, 4096, 1024), the fused up/gate (16384, 7168, 4096) and the down projection
+ * (16384, 4096, 3584), hand-computed; their 2mnk sum to the closed form's forward matmul FLOPs
+ * for GPT (f = 4h, GELU), GQA + SwiGLU and MoE (8 experts, top 2: E GEMMs of b·s·k/E tokens);
+ * backward shapes are (m, k, n) and (k, n, m); in a built graph every compute op's shapes sum
+ * to its matmul FLOPs (forward, backward, full recomputation, the logits on the last stage), and
+ * counts beyond 32 bits (50,000 layers x 100,000 experts) stay exact; a synthetic model has none; the time of a graph's op is the GPU's own (two GPUs differing only
+ * in their SM count run the same op in their own gpu_gemm_time), and a program's own op_time
+ * without gemm_time sees the FLOPs, not the shapes; a trace with gemm_sets written, read and
+ * written again is the same bytes, and bad gemm_sets / gemms name their JSON paths.
+ * Leaves free: op order and ids, the quantization itself (tests/unit/gpu/test_gemm.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtsim/replay.h"
+#include "dtsim/workload.h"
+#include "testutil.h"
+
+static wl_graph *build(const char *model, const char *parallel, int gpus, wl_scenario *sc,
+                       cJSON **j)
+{
+    char text[2048];
+    snprintf(text, sizeof text, "{\"topology\": \"x\", \"model\": %s, \"parallel\": %s}", model,
+             parallel);
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", j, &e), DT_OK);
+    js_ctx c = {"t.json", &e};
+    ck_assert_msg(wl_scenario_parse(&c, *j, sc) == DT_OK, "%s: %s", e.path, e.msg);
+    ck_assert_msg(wl_scenario_resolve(&c, sc, gpus) == DT_OK, "%s: %s", e.path, e.msg);
+    return wl_graph_build(sc);
+}
+
+#define LLAMA "{\"kind\": \"transformer\", \"layers\": 4, \"hidden\": 4096, \"heads\": 32, " \
+              "\"kv_heads\": 8, \"ffn\": 14336, \"mlp\": \"swiglu\", \"seq_len\": 8192, " \
+              "\"vocab\": 128256}"
+#define GPT "{\"kind\": \"transformer\", \"layers\": 4, \"hidden\": 1024, \"heads\": 16, " \
+            "\"seq_len\": 2048, \"vocab\": 50257}"
+#define MOE "{\"kind\": \"transformer\", \"layers\": 4, \"hidden\": 2048, \"heads\": 16, " \
+            "\"ffn\": 5632, \"mlp\": \"swiglu\", \"experts\": 8, \"top_k\": 2, " \
+            "\"seq_len\": 4096, \"vocab\": 32000}"
+
+static double gemm_flops(const gpu_gemm *g, uint32_t n)
+{
+    double s = 0;
+    for (uint32_t i = 0; i < n; i++) s += 2 * g[i].m * g[i].n * g[i].k * g[i].count;
+    return s;
+}
+
+START_TEST(layer_shapes_by_hand)
+{
+    wl_scenario sc;
+    cJSON *j;
+    wl_graph *g = build(LLAMA, "{\"tp\": 4, \"micro_batch_size\": 2, \"sequence_parallel\": true}",
+                        4, &sc, &j);
+    gpu_gemm f[WL_LAYER_GEMMS_MAX];
+    ck_assert_int_eq(wl_layer_gemms(&sc.model, &sc.plan, f), 4);
+    const double want[4][3] = {{16384, 1536, 4096}, /* QKV: (4096 + 2 x 1024) / 4 columns */
+                               {16384, 4096, 1024}, /* attention projection: 4096 / 4 rows */
+                               {16384, 7168, 4096}, /* up and gate: 2 x 14336 / 4 */
+                               {16384, 4096, 3584}}; /* down: 14336 / 4 rows */
+    for (int i = 0; i < 4; i++) {
+        ck_assert(f[i].m == want[i][0] && f[i].n == want[i][1] && f[i].k == want[i][2]);
+        ck_assert(f[i].count == 1);
+    }
+    gpu_gemm b[2];
+    wl_gemm_backward(f[0], b);
+    ck_assert(b[0].m == 16384 && b[0].n == 4096 && b[0].k == 1536); /* dX = dY Wᵀ */
+    ck_assert(b[1].m == 4096 && b[1].n == 1536 && b[1].k == 16384); /* dW = Xᵀ dY */
+    gpu_gemm lg = wl_logits_gemm(&sc.model, &sc.plan);
+    ck_assert(lg.m == 16384 && lg.n == 128256 / 4.0 && lg.k == 4096);
+    wl_graph_destroy(g);
+    wl_scenario_free(&sc);
+    cJSON_Delete(j);
+}
+END_TEST
+
+START_TEST(layer_shapes_sum_to_closed_form)
+{
+    const char *models[3] = {GPT, LLAMA, MOE};
+    const char *plans[3] = {"{\"tp\": 1, \"micro_batch_size\": 4}",
+                            "{\"tp\": 8, \"micro_batch_size\": 1, \"sequence_parallel\": true}",
+                            "{\"tp\": 2, \"micro_batch_size\": 2}"};
+    const int gpus[3] = {1, 8, 2};
+    for (int k = 0; k < 3; k++) {
+        wl_scenario sc;
+        cJSON *j;
+        wl_graph *g = build(models[k], plans[k], gpus[k], &sc, &j);
+        gpu_gemm f[WL_LAYER_GEMMS_MAX];
+        int n = wl_layer_gemms(&sc.model, &sc.plan, f);
+        ck_assert_int_eq(n, k == 2 ? 5 : 4); /* MoE: the router too */
+        wl_layer_cost lc;
+        wl_layer_cost_get(&sc.model, &sc.plan, &lc);
+        ck_assert_rel(gemm_flops(f, (uint32_t)n), lc.fwd_matmul_flops, 1e-14);
+        if (k == 2) { /* 8 experts, each 2 x 4096 x 2 / 8 = 2048 tokens */
+            ck_assert(f[3].m == 2048 && f[3].count == 8 && f[4].count == 8);
+            ck_assert(f[2].m == 4096 && f[2].n == 8 && f[2].k == 2048); /* router on b s / t */
+        }
+        wl_graph_destroy(g);
+        wl_scenario_free(&sc);
+        cJSON_Delete(j);
+    }
+}
+END_TEST
+
+/* Every compute op of g with shapes has them summing to its matmul FLOPs; returns how many. */
+static int check_graph(const wl_graph *g)
+{
+    int with = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->kind != WL_OP_COMPUTE) continue;
+        const wl_cost *c = &g->costs[o->arg];
+        uint32_t n;
+        const gpu_gemm *gs = wl_cost_gemms(g, c, &n);
+        if (!n) continue;
+        with++;
+        ck_assert_rel(gemm_flops(gs, n), c->flops[GPU_OP_MATMUL], 1e-12);
+    }
+    return with;
+}
+
+START_TEST(graph_costs_carry_shapes)
+{
+    /* pp 2 (the logits on the last stage), full recomputation (forward shapes again in the
+     * backward), per-layer backward ops (dp 2 reduces the last microbatch per layer) */
+    wl_scenario sc;
+    cJSON *j;
+    wl_graph *g = build(GPT, "{\"tp\": 2, \"pp\": 2, \"dp\": 2, \"micro_batch_size\": 2, "
+                             "\"microbatches\": 4, \"activation_checkpointing\": \"full\"}", 8, &sc, &j);
+    ck_assert_int_gt(check_graph(g), 0);
+    /* a last-stage backward of one layer with the logits: 4 layer GEMMs forward again, their
+     * 8 gradients, the logits' 2 gradients */
+    bool seen = false;
+    for (uint32_t i = 0; i < g->n_ops && !seen; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->kind != WL_OP_COMPUTE || o->layer != 3 || strcmp(g->names[o->name], "backward"))
+            continue;
+        uint32_t n;
+        const gpu_gemm *gs = wl_cost_gemms(g, &g->costs[o->arg], &n);
+        if (n != 14) continue;
+        ck_assert(gs[12].m == 4096 && gs[12].n == 1024 && gs[12].k == 50257 / 2.0); /* logits dX */
+        seen = true;
+    }
+    ck_assert(seen);
+    wl_graph_destroy(g);
+    wl_scenario_free(&sc);
+    cJSON_Delete(j);
+    /* counts beyond 32 bits: 50,000 layers of 100,000 experts in one op (5e9 GEMMs a shape) */
+    g = build("{\"kind\": \"transformer\", \"layers\": 50000, \"hidden\": 64, \"heads\": 1, "
+              "\"experts\": 100000, \"seq_len\": 8, \"vocab\": 10}", "{\"micro_batch_size\": 1}",
+              1, &sc, &j);
+    ck_assert_int_gt(check_graph(g), 0);
+    wl_graph_destroy(g);
+    wl_scenario_free(&sc);
+    cJSON_Delete(j);
+    /* a synthetic model has no shapes */
+    g = build("{\"kind\": \"synthetic\", \"layers\": 2, \"forward_time\": \"1 ms\", "
+              "\"backward_time\": \"2 ms\", \"params\": 1e6}", "{\"dp\": 2}", 2, &sc, &j);
+    ck_assert_uint_eq(g->n_gemm_sets, 0);
+    wl_graph_destroy(g);
+    wl_scenario_free(&sc);
+    cJSON_Delete(j);
+}
+END_TEST
+
+/* Two lanes, one GPU each, one forward-layer op each on the same cost with shapes. */
+static wl_graph *two_lane_graph(void)
+{
+    wl_graph *g = wl_graph_create(2, 2, 1);
+    g->lane_gpus[0] = 0;
+    g->lane_gpus[1] = 1;
+    gpu_gemm gs[2] = {{4096, 3072, 8192, 1}, {2048, 1536, 4096, 2}};
+    wl_cost c = {0};
+    c.flops[GPU_OP_MATMUL] = gemm_flops(gs, 2);
+    c.gemm_set = wl_graph_gemm_set(g, gs, 2);
+    uint32_t cost = wl_graph_cost(g, &c);
+    for (uint32_t l = 0; l < 2; l++) {
+        wl_op o = {.lane = l, .kind = WL_OP_COMPUTE, .stream = WL_STREAM_COMPUTE, .mb = -1,
+                   .layer = -1, .arg = cost, .name = (uint16_t)wl_graph_name(g, "forward")};
+        wl_graph_op(g, &o, NULL, 0);
+    }
+    return g;
+}
+
+START_TEST(time_per_gpu)
+{
+    wl_graph *g = two_lane_graph();
+    gpu_spec sp[2];
+    dt_error e;
+    ck_assert_int_eq(gpu_preset("H100-SXM", &sp[0], &e), DT_OK);
+    sp[1] = sp[0];
+    sp[1].sms = 100; /* other waves: 4 of 100 tiles for 384, 1 of 100 for 96 */
+    replay_config cfg = {.n_gpus = 2, .gpus = sp, .record = true};
+    replay_result r;
+    ck_assert_int_eq(replay_run(g, &cfg, &r, &e), DT_OK);
+    const gpu_gemm *gs = g->gemms;
+    ck_assert_int_eq(r.op_end[0], gpu_gemm_time(&sp[0], GPU_BF16, gs, 2));
+    ck_assert_int_eq(r.op_end[1], gpu_gemm_time(&sp[1], GPU_BF16, gs, 2));
+    ck_assert_int_ne(r.op_end[0], r.op_end[1]);
+    replay_result_free(&r);
+    /* a program with its own op_time and no gemm_time replaces the compute model: it sees
+     * the matmul FLOPs */
+    cfg.op_time = gpu_op_time;
+    ck_assert_int_eq(replay_run(g, &cfg, &r, &e), DT_OK);
+    sim_time_t flat = gpu_op_time(&sp[0], GPU_OP_MATMUL, GPU_BF16, g->costs[0].flops[GPU_OP_MATMUL], 0);
+    ck_assert_int_eq(r.op_end[0], flat);
+    ck_assert_int_eq(r.op_end[1], flat);
+    replay_result_free(&r);
+    wl_graph_destroy(g);
+}
+END_TEST
+
+static char *write_mem(const wl_graph *g, size_t *len)
+{
+    char *buf = NULL;
+    FILE *f = open_memstream(&buf, len);
+    trace_env env;
+    memset(&env, 0, sizeof env);
+    dt_error e;
+    ck_assert_int_eq(trace_write(f, g, &env, &e), DT_OK);
+    fclose(f);
+    return buf;
+}
+
+static int read_text(const char *text, wl_graph **g, dt_error *e)
+{
+    cJSON *j = NULL;
+    dt_error_clear(e);
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &j, e), DT_OK);
+    js_ctx c = {"t.json", e};
+    trace_env env;
+    int rc = trace_read(&c, j, g, &env);
+    if (rc == DT_OK) trace_env_free(&env);
+    cJSON_Delete(j);
+    return rc;
+}
+
+START_TEST(trace_identity)
+{
+    wl_scenario sc;
+    cJSON *j;
+    wl_graph *g = build(LLAMA, "{\"tp\": 2, \"pp\": 2, \"micro_batch_size\": 1, "
+                               "\"microbatches\": 2}", 4, &sc, &j);
+    size_t n1, n2;
+    char *t1 = write_mem(g, &n1);
+    ck_assert(strstr(t1, "\"gemm_sets\"") && strstr(t1, "\"gemms\": 0"));
+    wl_graph *back = NULL;
+    dt_error e;
+    ck_assert_msg(read_text(t1, &back, &e) == DT_OK, "%s: %s", e.path, e.msg);
+    ck_assert_uint_eq(back->n_gemm_sets, g->n_gemm_sets);
+    ck_assert_int_eq(check_graph(back), check_graph(g));
+    char *t2 = write_mem(back, &n2);
+    ck_assert_uint_eq(n1, n2);
+    ck_assert(memcmp(t1, t2, n1) == 0);
+    free(t1);
+    free(t2);
+    wl_graph_destroy(back);
+    wl_graph_destroy(g);
+    wl_scenario_free(&sc);
+    cJSON_Delete(j);
+}
+END_TEST
+
+static void bad(const char *sets, const char *cost, const char *path, const char *needle)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{\"format\": \"dtsim-trace\", \"version\": 1, \"gpus\": 1, %s%s \"costs\": [%s],"
+             " \"ops\": [{\"gpu\": 0, \"kind\": \"compute\", \"cost\": 0}]}",
+             sets, sets[0] ? "," : "", cost);
+    wl_graph *g = NULL;
+    dt_error e;
+    ck_assert_msg(read_text(text, &g, &e) == DT_EINPUT, "accepted: %s", text);
+    ck_assert_msg(!strcmp(e.path, path), "path '%s', expected '%s' (%s)", e.path, path, e.msg);
+    ck_assert_msg(strstr(e.msg, needle) != NULL, "message '%s' lacks '%s'", e.msg, needle);
+}
+
+START_TEST(trace_errors)
+{
+    const char *ok = "\"gemm_sets\": [[{\"m\": 128, \"n\": 256, \"k\": 64, \"count\": 2}]]";
+    /* the matmul FLOPs are the shapes' when left out */
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{\"format\": \"dtsim-trace\", \"version\": 1, \"gpus\": 1, %s, \"costs\": "
+             "[{\"gemms\": 0}], \"ops\": [{\"gpu\": 0, \"kind\": \"compute\", \"cost\": 0}]}", ok);
+    wl_graph *g = NULL;
+    dt_error e;
+    ck_assert_msg(read_text(text, &g, &e) == DT_OK, "%s: %s", e.path, e.msg);
+    ck_assert(g->costs[0].flops[GPU_OP_MATMUL] == 2.0 * 2 * 128 * 256 * 64);
+    wl_graph_destroy(g);
+    bad("", "{\"gemms\": 0}", "costs[0].gemms", "no \"gemm_sets\"");
+    bad(ok, "{\"gemms\": 1}", "costs[0].gemms", "from 0 to 0");
+    bad(ok, "{\"gemms\": 0, \"flops\": {\"matmul\": 5}}", "costs[0].flops.matmul", "sum to");
+    bad("\"gemm_sets\": [[{\"m\": 0, \"n\": 1, \"k\": 1}]]", "{}", "gemm_sets[0][0].m", "positive");
+    bad("\"gemm_sets\": [[{\"m\": 1, \"n\": 1, \"k\": 1, \"count\": 0}]]", "{}",
+        "gemm_sets[0][0].count", "1");
+    bad("\"gemm_sets\": [[{\"m\": 1, \"n\": 1, \"kk\": 1}]]", "{}", "gemm_sets[0][0].kk", "k");
+    bad("\"gemm_sets\": [[]]", "{}", "gemm_sets[0]", "1 to");
+    bad("\"gemm_sets\": {}", "{}", "gemm_sets", "array");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("gemm_shapes");
+    TCase *tc = tcase_create("shapes");
+    tcase_add_test(tc, layer_shapes_by_hand);
+    tcase_add_test(tc, layer_shapes_sum_to_closed_form);
+    tcase_add_test(tc, graph_costs_carry_shapes);
+    tcase_add_test(tc, time_per_gpu);
+    tcase_add_test(tc, trace_identity);
+    tcase_add_test(tc, trace_errors);
+    suite_add_tcase(s, tc);
+    return dt_run_suite(s);
+}

@@ -1,0 +1,344 @@
+/* test_moe.c - mixture of experts and expert parallelism (docs/workloads.md, "Expert
+ * parallelism").
+ * Pins down: the all-to-all bytes of one MoE layer, b s h e top_k per GPU of which (ep-1)/ep
+ * leave, checked in the function and in a run's bytes sent (16 GPUs, 224 MiB by hand); the
+ * graph's EP groups (ep consecutive DP ranks of one stage: one DGX box with placement pp,dp,tp)
+ * and expert-DP groups (dp/ep ranks with the same EP rank), forward and backward all-to-alls
+ * per MoE layer and microbatch; ZeRO-1's layer-by-layer parameter gathers split the same way
+ * (dense over dp, experts over dp/ep); parameters, gradients and optimizer state per GPU by hand
+ * (experts over ep, their ZeRO shards over dp/ep) and the dispatch buffers; the router's skew:
+ * with one expert per rank the loads' max/mean is E / H(E, s) (generalised harmonic number),
+ * capped at the capacity factor, the same for the same seed, mean 1 for any ep; and that the
+ * busiest rank sets each MoE layer's time: a skewed step is longer than a balanced one by the
+ * extra expert time of the busiest rank, layer by layer (within 10 ps). Bad input names its
+ * key. Leaves free: which expert is the popular one (a seeded draw), the dense part's costs
+ * (test_wl_replay, test_mem). */
+#include <math.h>
+#include <string.h>
+
+#include "dtsim/replay.h"
+#include "dtsim/run.h"
+#include "dtsim/workload.h"
+#include "testutil.h"
+
+/* 16 H100 in 2 DGX boxes; pp 2, dp 8, ep 8: an EP group is one box. */
+#define MOE_MODEL(extra)                                                                        \
+    "\"model\": {\"kind\": \"transformer\", \"name\": \"moe\", \"layers\": 4, \"hidden\": 1024,"  \
+    " \"heads\": 16, \"seq_len\": 2048, \"vocab\": 32000, \"experts\": 8, \"top_k\": 2,"          \
+    " \"expert_ffn\": 2816, \"mlp\": \"swiglu\"" extra "}"
+#define MOE_SCENARIO(nodes, extra, parallel)                                                    \
+    "{\"topology\": {\"generator\": \"dgx\", \"nodes\": " #nodes ", \"gpus_per_node\": 8,"        \
+    " \"gpu\": \"H100-SXM\"}, " MOE_MODEL(extra) ", \"parallel\": {\"tp\": 1, \"pp\": 2,"         \
+    " \"ep\": 8, \"micro_batch_size\": 1, \"placement\": \"pp,dp,tp\"" parallel "},"              \
+    " \"global_batch\": 32, \"seed\": 1}"
+
+static run_result run_text(const char *text)
+{
+    cJSON *j;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "s.json", &j, &e), DT_OK);
+    run_result r;
+    run_options opt = {0};
+    int rc = run_scenario(j, "s.json", ".", &opt, &r, &e);
+    ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
+    cJSON_Delete(j);
+    return r;
+}
+
+static wl_scenario sc;
+static cJSON *sc_json;
+
+static int try_load(const char *text, int n_gpus, dt_error *e)
+{
+    dt_error_clear(e);
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &sc_json, e), DT_OK);
+    js_ctx c = {"t.json", e};
+    int rc = wl_scenario_parse(&c, sc_json, &sc);
+    if (rc == DT_OK) {
+        rc = wl_scenario_resolve(&c, &sc, n_gpus);
+        if (rc != DT_OK) wl_scenario_free(&sc);
+    }
+    if (rc != DT_OK) cJSON_Delete(sc_json);
+    return rc;
+}
+
+static void load(const char *text, int n_gpus)
+{
+    dt_error e;
+    ck_assert_msg(try_load(text, n_gpus, &e) == DT_OK, "load: %s: %s", e.path, e.msg);
+}
+
+static void unload(void)
+{
+    wl_scenario_free(&sc);
+    cJSON_Delete(sc_json);
+}
+
+START_TEST(alltoall_bytes)
+{
+    load(MOE_SCENARIO(2, "", ""), 16);
+    double b = 1, s = 2048, h = 1024, e = 2, k = 2, ep = 8;
+    ck_assert_rel(wl_moe_alltoall_bytes(&sc.model, &sc.plan), b * s * h * e * k, 1e-15);
+    unload();
+    /* per GPU: 2 layers per stage x 4 microbatches x 4 all-to-alls (dispatch and combine,
+     * forward and backward) x (ep-1)/ep of 8 MiB = 224 MiB */
+    run_result r = run_text(MOE_SCENARIO(2, "", ""));
+    double want = 2 * 4 * 4 * b * s * h * e * k * (ep - 1) / ep;
+    ck_assert_rel(want, 224.0 * 1024 * 1024, 1e-15);
+    ck_assert_rel(r.bytes_sent_per_gpu[WL_COMM_EP], want, 1e-12);
+    ck_assert_double_gt(r.comm_inflight_by_kind_s[WL_COMM_EP], 0);
+    run_result_free(&r);
+}
+END_TEST
+
+/* GPUs of the participants of collective instance c, in op order (k-th GPU of each lane). */
+static int coll_gpus(const wl_graph *g, uint32_t c, int *out)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++)
+        if (g->ops[i].kind == WL_OP_COLL && g->ops[i].arg == c)
+            out[n++] = g->lane_gpus[(size_t)g->ops[i].lane * g->lane_size];
+    return n;
+}
+
+START_TEST(groups)
+{
+    /* 32 GPUs: pp 2 x dp 16, ep 8 -> expert-DP groups of dp/ep = 2 */
+    load(MOE_SCENARIO(4, "", ""), 32);
+    ck_assert_int_eq(sc.plan.dp, 16);
+    wl_graph *g = wl_graph_build(&sc);
+    uint32_t dispatch = wl_graph_name(g, "ep_dispatch"), combine = wl_graph_name(g, "ep_combine");
+    uint32_t edp = wl_graph_name(g, "expert_dp_allreduce");
+    int n_disp = 0, n_comb = 0, n_edp = 0, gpus[64];
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->lane != 0) continue;
+        n_disp += o->name == dispatch;
+        n_comb += o->name == combine;
+        n_edp += o->name == edp;
+    }
+    /* lane 0: 2 MoE layers x 2 microbatches (global 32 / dp 16) x forward and backward */
+    ck_assert_int_eq(n_disp, 2 * 2 * 2);
+    ck_assert_int_eq(n_comb, 2 * 2 * 2);
+    ck_assert_int_eq(n_edp, 1); /* one bucket: 2 layers of experts are 44 MB / 8 < 25 MB */
+    int seen_ep = 0, seen_edp = 0;
+    for (uint32_t c = 0; c < g->n_colls; c++) {
+        int n = coll_gpus(g, c, gpus);
+        if (g->colls[c].op == COLL_ALLTOALL) {
+            /* 8 consecutive GPUs: one box (placement pp,dp,tp: gpu = (stage x 16 + d)) */
+            ck_assert_int_eq(g->colls[c].kind, WL_COMM_EP);
+            ck_assert_int_eq(n, 8);
+            for (int i = 0; i < n; i++) ck_assert_int_eq(gpus[i] / 8, gpus[0] / 8);
+            seen_ep++;
+        } else if (n == 2 && g->colls[c].kind == WL_COMM_DP) {
+            /* expert-DP: DP ranks d and d + ep of one stage, holding the same experts */
+            ck_assert_int_eq(gpus[1] - gpus[0], 8);
+            seen_edp++;
+        } else {
+            /* dense gradients: all DP ranks of a stage; or the tied embedding's two stages */
+            ck_assert_int_eq(n, g->colls[c].kind == WL_COMM_PP ? 2 : 16);
+        }
+    }
+    /* instances: 2 stages x 2 EP groups x 2 layers x 2 microbatches x 4 */
+    ck_assert_int_eq(seen_ep, 2 * 2 * 2 * 2 * 4);
+    ck_assert_int_eq(seen_edp, 2 * 8);
+    wl_graph_destroy(g);
+    unload();
+}
+END_TEST
+
+/* ZeRO-1 with the parameter gather in the next forward (Megatron --overlap-param-gather): each
+ * layer's dense parameters are gathered over all DP ranks, its routed experts (1/ep of them)
+ * over their expert-DP group only. */
+START_TEST(param_gather_groups)
+{
+    load("{\"topology\": \"x\", " MOE_MODEL("") ", \"parallel\": {\"pp\": 2, \"ep\": 8,"
+         " \"zero\": 1, \"placement\": \"pp,dp,tp\"}, \"global_batch\": 32, \"framework\":"
+         " {\"preset\": \"megatron\", \"overlap_param_gather\": true}}", 32);
+    wl_graph *g = wl_graph_build(&sc);
+    double h = 1024, E = 8, f = 2816, ep = 8, pb = 2;
+    double dense = 2 * h * h + 2 * h * h + h * E + 4 * h, experts = E * 3 * h * f / ep;
+    uint32_t dense_ag = wl_graph_name(g, "zero_param_allgather");
+    uint32_t expert_ag = wl_graph_name(g, "expert_param_allgather");
+    int n_dense = 0, n_expert = 0, gpus[64];
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->kind != WL_OP_COLL || o->lane != 1 || o->layer < 0) continue; /* stage 1 of DP rank 0 */
+        const wl_coll *c = &g->colls[o->arg];
+        if (o->name == dense_ag) {
+            /* layers 2 and 3: the last one also holds the output layer (untied: V h) */
+            double want = dense * pb + (o->layer == 3 ? 32000 * h * pb : 0);
+            ck_assert_rel(c->bytes, want, 1e-15);
+            ck_assert_int_eq(coll_gpus(g, o->arg, gpus), 16);
+            n_dense++;
+        } else if (o->name == expert_ag) {
+            ck_assert_rel(c->bytes, experts * pb, 1e-15);
+            ck_assert_int_eq(coll_gpus(g, o->arg, gpus), 2);
+            n_expert++;
+        }
+    }
+    ck_assert_int_eq(n_dense, 2);
+    ck_assert_int_eq(n_expert, 2);
+    wl_graph_destroy(g);
+    unload();
+}
+END_TEST
+
+START_TEST(memory_by_hand)
+{
+    /* pp 1 on 8 GPUs, dp 8, ep 4, ZeRO-1; untied embeddings on one stage (both matrices) */
+    load("{\"topology\": \"x\", " MOE_MODEL(", \"tied_embeddings\": false, \"shared_experts\": 1")
+         ", \"parallel\": {\"ep\": 4, \"zero\": 1}, \"global_batch\": 8}", 8);
+    double L = 4, h = 1024, V = 32000, E = 8, f = 2816, ep = 4, dp = 8, kv = 1024;
+    double attn = 2 * h * h + 2 * h * kv, expert = 3 * h * f;
+    double dense = L * (attn + expert /* shared */ + h * E /* router */ + 4 * h) + 2 * V * h;
+    double routed = L * E * expert / ep;
+    ck_assert_rel(wl_total_params(&sc.model), dense + L * E * expert + 2 * h, 1e-15);
+    mem_breakdown mb;
+    mem_compute(&sc.model, &sc.plan, &mb);
+    ck_assert_rel(mb.params, 2 * (dense + routed), 1e-12);
+    ck_assert_rel(mb.grads, 2 * (dense + routed), 1e-12);
+    /* ZeRO-1: dense states over dp 8, the experts' over their dp/ep = 2 replicas */
+    ck_assert_rel(mb.optimizer, 12 * dense / dp + 12 * routed / (dp / ep), 1e-12);
+    /* dispatch buffers: send b s k h e, receive as much times the busiest rank's load
+     * (balanced router: 1) */
+    double a2a = 2048.0 * 2 * h * 2;
+    ck_assert_rel(mem_moe_dispatch_buffers(&sc.model, &sc.plan), 2 * a2a, 1e-15);
+    unload();
+}
+END_TEST
+
+START_TEST(imbalance_max_over_mean)
+{
+    wl_model m = {.kind = WL_TRANSFORMER, .layers = 4, .hidden = 64, .heads = 4, .kv_heads = 4,
+                  .seq_len = 64, .vocab = 100, .ffn = 256, .experts = 16, .top_k = 2,
+                  .router_zipf = 1.2, .router_seed = 7};
+    double H = 0;
+    for (int i = 1; i <= 16; i++) H += pow(i, -1.2);
+    double loads[16], again[16];
+    for (int layer = 0; layer < 4; layer++) {
+        /* one expert per rank: the busiest holds the top Zipf share, E / H(E, s) of the mean */
+        wl_moe_rank_loads(&m, 16, layer, m.router_seed, loads);
+        double mx = 0, sum = 0;
+        for (int e = 0; e < 16; e++) {
+            mx = fmax(mx, loads[e]);
+            sum += loads[e];
+        }
+        ck_assert_rel(sum / 16, 1, 1e-14);
+        ck_assert_rel(mx, 16 / H, 1e-14); /* 5.21 */
+        wl_moe_rank_loads(&m, 16, layer, m.router_seed, again);
+        ck_assert(!memcmp(loads, again, sizeof loads));
+    }
+    ck_assert_rel(wl_moe_max_load(&m, 16), 16 / H, 1e-14); /* over all MoE layers */
+    /* 4 experts per rank: still mean 1, max at most the one-per-rank max */
+    for (int layer = 0; layer < 4; layer++) {
+        wl_moe_rank_loads(&m, 4, layer, m.router_seed, loads);
+        double mx = 0, sum = 0;
+        for (int e = 0; e < 4; e++) {
+            mx = fmax(mx, loads[e]);
+            sum += loads[e];
+        }
+        ck_assert_rel(sum / 4, 1, 1e-14);
+        ck_assert(mx > 1 && mx < 16 / H);
+    }
+    /* capacity factor 2: no expert computes more than twice its share (the rest is dropped) */
+    m.capacity_factor = 2;
+    wl_moe_rank_loads(&m, 16, 0, m.router_seed, loads);
+    double mx = 0;
+    for (int e = 0; e < 16; e++) mx = fmax(mx, loads[e]);
+    ck_assert_rel(mx, 2, 1e-15);
+    /* balanced router */
+    m.capacity_factor = 0;
+    m.router_zipf = 0;
+    wl_moe_rank_loads(&m, 8, 0, m.router_seed, loads);
+    for (int e = 0; e < 8; e++) ck_assert_rel(loads[e], 1, 1e-15);
+}
+END_TEST
+
+/* The busiest EP rank sets the layer time: pp 1, one microbatch, 8 GPUs in one box, ep 8 (one
+ * expert per GPU), gradients reduced after the backward. Skewed minus balanced step time =
+ * sum over MoE layers of the busiest rank's extra expert time, forward and backward. */
+#define ONE_BOX(zipf)                                                                           \
+    "{\"topology\": {\"generator\": \"dgx\", \"nodes\": 1, \"gpus_per_node\": 8,"                 \
+    " \"gpu\": \"H100-SXM\"}, " MOE_MODEL(", \"router_zipf\": " zipf)                             \
+    ", \"parallel\": {\"ep\": 8, \"overlap_dp\": false}, \"global_batch\": 8,"                    \
+    " \"options\": {\"network\": \"analytic\"}}"
+
+START_TEST(slowest_expert_sets_layer_time)
+{
+    run_result flat = run_text(ONE_BOX("0"));
+    run_result skew = run_text(ONE_BOX("1.5"));
+    load(ONE_BOX("1.5"), 8);
+    wl_layer_cost lc;
+    wl_layer_cost_get(&sc.model, &sc.plan, &lc);
+    ck_assert_rel(lc.expert_matmul_flops, 2 * 2048.0 * 3 * 1024 * 2816 * 2, 1e-15);
+    gpu_spec h100;
+    dt_error e;
+    ck_assert_int_eq(gpu_preset("H100-SXM", &h100, &e), DT_OK);
+    double F = lc.expert_matmul_flops, loads[8];
+    sim_time_t extra = 0;
+    for (int l = 0; l < 4; l++) {
+        wl_moe_rank_loads(&sc.model, 8, l, sc.model.router_seed, loads);
+        double mx = 0;
+        for (int i = 0; i < 8; i++) mx = fmax(mx, loads[i]);
+        ck_assert_rel(mx, 8 / (1 + pow(2, -1.5) + pow(3, -1.5) + pow(4, -1.5) + pow(5, -1.5) +
+                               pow(6, -1.5) + pow(7, -1.5) + pow(8, -1.5)), 1e-14);
+        for (int bwd = 1; bwd <= 2; bwd++)
+            /* (the generator's order of operations: a 1-ulp change may move a picosecond) */
+            extra += replay_roofline(&h100, GPU_OP_MATMUL, GPU_BF16, bwd * (F * mx), 0) -
+                     replay_roofline(&h100, GPU_OP_MATMUL, GPU_BF16, bwd * F, 0);
+    }
+    unload();
+    ck_assert_double_gt(sim_time_to_s(extra), 1e-4);
+    /* within 10 ps over the 8 expert ops (each op rounds up to the picosecond on its own) */
+    ck_assert(fabs(skew.step_time_s - flat.step_time_s - sim_time_to_s(extra)) <= 10e-12);
+    /* the other ranks wait for it at the combine all-to-all: straggler wait, not compute */
+    ck_assert_double_gt(skew.max_straggler_wait_s, 0.5 * sim_time_to_s(extra));
+    run_result_free(&flat);
+    run_result_free(&skew);
+}
+END_TEST
+
+static void bad(const char *text, int n_gpus, const char *path, const char *needle)
+{
+    dt_error e;
+    ck_assert_int_ne(try_load(text, n_gpus, &e), DT_OK);
+    ck_assert_msg(strstr(e.path, path) != NULL, "path %s, want %s", e.path, path);
+    ck_assert_msg(strstr(e.msg, needle) != NULL, "message %s, want %s", e.msg, needle);
+}
+
+START_TEST(bad_input)
+{
+    bad("{\"topology\": \"x\", " MOE_MODEL("") ", \"parallel\": {\"ep\": 3}}", 6, "parallel.ep",
+        "divide the model's experts");
+    bad("{\"topology\": \"x\", " MOE_MODEL("") ", \"parallel\": {\"ep\": 8, \"dp\": 4}}", 4,
+        "parallel.ep", "must divide dp");
+    bad("{\"topology\": \"x\", " MOE_MODEL("") ", \"parallel\": {\"ep\": 2, \"zero\": 3}}", 8,
+        "parallel.zero", "ZeRO-3");
+    bad("{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 64,"
+        " \"heads\": 4, \"seq_len\": 64, \"vocab\": 100, \"router_zipf\": 1}}", 1,
+        "model.router_zipf", "needs a mixture of experts");
+    bad("{\"topology\": \"x\", " MOE_MODEL(", \"capacity_factor\": 0.5") "}", 1,
+        "model.capacity_factor", "at least 1");
+    bad("{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 64,"
+        " \"heads\": 4, \"seq_len\": 64, \"vocab\": 100}, \"parallel\": {\"ep\": 2}}", 2,
+        "parallel.ep", "divide the model's experts");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("moe");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, alltoall_bytes);
+    tcase_add_test(tc, groups);
+    tcase_add_test(tc, param_gather_groups);
+    tcase_add_test(tc, memory_by_hand);
+    tcase_add_test(tc, imbalance_max_over_mean);
+    tcase_add_test(tc, slowest_expert_sets_layer_time);
+    tcase_add_test(tc, bad_input);
+    suite_add_tcase(s, tc);
+    return dt_run_suite(s);
+}
