@@ -277,6 +277,12 @@ int wl_balance_speed(const js_ctx *c, wl_scenario *s, const gpu_spec *gpus, int 
 struct wl_cost;
 void wl_layer_op_cost(const wl_scenario *s, const wl_plan *p, bool bwd, bool first, bool last,
                       int layers, struct wl_cost *out);
+/* The same as a graph op gets it: with g, a dense model's GEMM shapes go into g's GEMM sets (as
+ * wl_graph_build attaches them; replay_op_compute_time then times them by the GEMM shape model).
+ * For the planner's bound, which builds no step graph. */
+struct wl_graph;
+void wl_layer_op_cost_graph(const wl_scenario *s, const wl_plan *p, struct wl_graph *g, bool bwd,
+                            bool first, bool last, int layers, struct wl_cost *out);
 /* Time of a compute cost on one GPU: fixed + the op time of each class (fp8 runs only the
  * matmul class at fp8, the rest at bf16), in-lane collectives not included. */
 sim_time_t wl_cost_time(const struct wl_cost *c, const gpu_spec *sp, gpu_precision prec,

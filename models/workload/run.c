@@ -999,11 +999,7 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
     if (s->env.jitter != WL_JITTER_NONE || p->backup_workers > 0 || p->staleness >= 0 ||
         s->model.kind == WL_PARAMS || s->model.experts > 1 || wl_cp(p) > 1)
         return 0;
-    /* A measured matmul table times each GEMM of a graph by its own FLOPs; summed, that need not
-     * be above one lookup of their total, so the flat cost bounds nothing there. (The GEMM shape
-     * model's wave quantisation only adds time: the flat roofline stays below it.) */
-    for (int i = 0; i < t->n_gpus; i++)
-        if (t->gpus[i].table[GPU_OP_MATMUL].n > 0) return 0;
+
     int pp = p->pp, v = p->virtual_stages, m = p->microbatches, tp = p->tp;
     int n_vs = pp * v;
     if (p->n_stage_layers != n_vs) return 0;
@@ -1017,6 +1013,9 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
     comm_ctx cc = {.an = pe->an, .elem_bytes = prec == GPU_FP32 ? 4 : 2, .algo = s->env.dp_algorithm,
                    .servers = s->env.ps_servers};
     int *gpus = dt_xmalloc((size_t)tp * sizeof *gpus);
+    /* a scratch graph for the ops' GEMM shapes, timed as the replay times them */
+    wl_graph *gg = wl_graph_create(1, 1, 1);
+    gg->precision = prec;
     double *F = dt_xcalloc((size_t)n_vs, sizeof *F), *B = dt_xcalloc((size_t)n_vs, sizeof *B);
     double *opt = dt_xcalloc((size_t)pp, sizeof *opt);
     /* per stage: the last gradient collective before the optimizer, the ZeRO-1/2 parameter
@@ -1034,12 +1033,13 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
                    (last && (!first || !s->model.tied_embeddings) ? emb : 0);
             for (int bwd = 0; bwd < 2; bwd++) {
                 wl_cost c;
-                wl_layer_op_cost(s, p, bwd, first, last, nl, &c);
+                wl_layer_op_cost_graph(s, p, gg, bwd, first, last, nl, &c);
                 /* as the replay's start_op: the lane's slowest GPU when any GPU is slowed,
                  * else the first GPU's time */
                 double comp = 0;
                 for (int k = 0; k < (hetero ? tp : 1); k++) {
-                    double x = (double)wl_cost_time(&c, &t->gpus[gpus[k]], prec, gpu_op_time) *
+                    double x = (double)replay_op_compute_time(gg, &c, &t->gpus[gpus[k]], gpu_op_time,
+                                                              gpu_gemm_time) *
                                slow[gpus[k]];
                     if (x > comp) comp = x;
                 }
@@ -1058,7 +1058,8 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
             double shard = psi / (p->zero >= 1 && dp ? p->dp : 1);
             wl_cost c = {0};
             c.bytes[GPU_OP_OPTIMIZER] = shard * wl_optimizer_bytes(p);
-            opt[st] = (double)wl_cost_time(&c, &t->gpus[gpus[0]], prec, gpu_op_time) * 1e-12;
+            opt[st] = (double)replay_op_compute_time(gg, &c, &t->gpus[gpus[0]], gpu_op_time,
+                                                     gpu_gemm_time) * 1e-12;
         }
         /* Data parallelism (not for local SGD, whose local steps have none; not with
          * compression, whose collectives move fewer bytes): the optimizer waits for the last
@@ -1085,6 +1086,7 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
         pre += F[st];
         post += B[st];
     }
+    wl_graph_destroy(gg);
     free(gpus);
     free(F);
     free(B);
