@@ -192,6 +192,14 @@ static int parse_args(int argc, char **argv, opts *o, dt_error *err)
             continue;
         }
         if (strncmp(a, "--", 2) != 0) return usage_error(err, "unexpected argument \"%s\" (see dtsim calibrate --help)%s", a, "");
+        static const char *const valued[] = {"--nccl-op", "--fit-range", "--fit-tolerance",
+                                             "--backend", "--ranks", "--sizes", "--repeats",
+                                             "--warmup", "--dtype", "--chunk", "--topk-fraction",
+                                             "--seed", "--out", "--plot", NULL};
+        bool known = false; /* an unknown option is that, not an option missing its value */
+        for (const char *const *k = valued; *k && !known; k++) known = !strcmp(a, *k);
+        if (!known)
+            return usage_error(err, "unknown option \"%s\" (see dtsim calibrate --help)%s", a, "");
         if (i + 1 >= argc) return usage_error(err, "%s needs a value%s", a, "");
         const char *v = argv[++i];
         long x;

@@ -128,7 +128,9 @@ static void print_json(const char *file, const gp_job *j, const run_result *step
     cJSON_AddNumberToObject(root, "gpus", step->n_gpus);
     cJSON_AddNumberToObject(root, "horizon_s", o->horizon_s);
     cJSON_AddNumberToObject(root, "runs", o->runs);
-    cJSON_AddNumberToObject(root, "seed", (double)o->seed);
+    char seed[24]; /* as an exact integer: a double would round seeds above 2^53 */
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
+    cJSON_AddRawToObject(root, "seed", seed);
     cJSON_AddNumberToObject(root, "step_time_s", j->step_s);
     cJSON_AddNumberToObject(root, "tokens_per_step", j->tokens_per_step);
     cJSON *parts = cJSON_AddObjectToObject(root, "parts");
@@ -288,8 +290,10 @@ static int run(int argc, char **argv)
         } else if (!strcmp(a, "--seed")) {
             if (!has_val) return usage("--seed needs a value", NULL);
             char *e;
+            errno = 0; /* strtoull saturates at 2^64 - 1 with ERANGE: refuse, do not clamp */
             unsigned long long v = strtoull(argv[++i], &e, 10);
-            if (*e || argv[i][0] == '-' || !argv[i][0]) return usage("--seed expects a non-negative integer", argv[i]);
+            if (*e || errno == ERANGE || argv[i][0] == '-' || !argv[i][0])
+                return usage("--seed expects a non-negative integer below 2^64", argv[i]);
             have_seed = true;
             seed = v;
         } else if (!strcmp(a, "--plot")) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "dtsim/limits.h"
 #include "dtsim/report.h"
 
 static void help(FILE *out)
@@ -66,6 +67,14 @@ static int run(int argc, char **argv)
         return CLI_USAGE;
     }
     if (!is_file && out) {
+        /* a table file that is missing or not a file: say that, not how --out is used */
+        size_t n = strlen(dir);
+        bool table = (n > 5 && !strcmp(dir + n - 5, ".json")) || (n > 4 && !strcmp(dir + n - 4, ".csv"));
+        if (table && !(stat(dir, &st) == 0 && S_ISDIR(st.st_mode))) {
+            FILE *f = dt_open_input(dir, "r", NULL, &err);
+            if (f) fclose(f);
+            if (!f) return cli_report_error(&err);
+        }
         fprintf(stderr, "dtsim report: --out goes with a table file; a sweep directory's plots go "
                         "to DIR/report\n");
         return CLI_USAGE;

@@ -1,4 +1,5 @@
 /* cmd_run.c - `dtsim run`: simulate one training step of a scenario (or replay a trace). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,7 +214,9 @@ static void print_json(const run_result *r, const run_steps_result *steps)
         }
     }
     cJSON_AddNumberToObject(j, "events", (double)r->events);
-    cJSON_AddNumberToObject(j, "seed", (double)r->seed);
+    char seed[24]; /* as an exact integer: a double would round seeds above 2^53 */
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)r->seed);
+    cJSON_AddRawToObject(j, "seed", seed);
     add_dp_json(j, r);
     if (steps) add_steps_json(j, steps);
     if (r->has_input) {
@@ -507,8 +510,10 @@ static int run(int argc, char **argv)
         else if (!strcmp(a, "--seed")) {
             if (!has_val) return usage("--seed needs a value", NULL);
             char *e;
+            errno = 0; /* strtoull saturates at 2^64 - 1 with ERANGE: refuse, do not clamp */
             unsigned long long v = strtoull(argv[++i], &e, 10);
-            if (*e || argv[i][0] == '-' || !argv[i][0]) return usage("--seed expects a non-negative integer", argv[i]);
+            if (*e || errno == ERANGE || argv[i][0] == '-' || !argv[i][0])
+                return usage("--seed expects a non-negative integer below 2^64", argv[i]);
             opt.have_seed = true;
             opt.seed = v;
         } else if (!strcmp(a, "--network")) {

@@ -104,6 +104,8 @@ static void print_summary_json(const topo *t, const topo_info *in, const char *f
         cJSON_AddNumberToObject(o, "bisection_bandwidth", in->bisection_bw);
         cJSON_AddStringToObject(o, "bisection_method",
                                 in->bisection_exact ? "closed form" : "max-flow between GPU halves");
+    } else if (in->metrics_skipped) {
+        cJSON_AddBoolToObject(o, "metrics_skipped", true);
     }
     if (in->n_tiers > 0) {
         cJSON *ts = cJSON_AddArrayToObject(o, "tiers");
@@ -174,6 +176,9 @@ static void print_info_text(const topo *t, const topo_info *in, const char *file
         printf("%-14s %s per direction (%s)\n", "bisection",
                unit_fmt_bandwidth(in->bisection_bw, b1, sizeof b1),
                in->bisection_exact ? "closed form" : "max-flow between GPU halves");
+    } else if (in->metrics_skipped) {
+        printf("%-14s not computed: GPUs x (nodes + links) is past the %.0e the exact diameter "
+               "and bisection are run for\n", "diameter", TOPO_INFO_MAX_WORK);
     }
     if (in->n_tiers > 0) {
         printf("tiers          links up from each level (oversubscription: bandwidth in from below"

@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "dtsim/sweep.h"
+#include "dtsim/units.h"
 
 static const cli_command *const commands[] = {
     &cmd_run, &cmd_memory, &cmd_collective, &cmd_topo, &cmd_calibrate,
@@ -30,6 +31,8 @@ static void usage(FILE *out)
     for (const cli_command *const *c = commands; *c; c++)
         fprintf(out, "  %-12s %s\n", (*c)->name, (*c)->summary);
     fprintf(out, "\nEvery command accepts --json for machine-readable output and --help.\n"
+                 "--max-memory SIZE (any command) bounds the memory dtsim plans to use (default: half\n"
+                 "the physical memory); an input that would need more is refused.\n"
                  "Exit status: 0 success, 1 failure, 2 invalid input or usage.\n");
 }
 
@@ -79,8 +82,43 @@ static int exec_full(char **argv, const char *what)
 }
 #endif
 
+/* `--max-memory SIZE` (or --max-memory=SIZE), accepted by every command anywhere after
+ * `dtsim`: removed from argv here and handed to the library as DTSIM_MAX_MEMORY, which
+ * dt_memory_limit() reads (and dtsim-full inherits through exec). Returns -1 on a bad value. */
+static int take_max_memory(int *argc, char **argv)
+{
+    int out = 1;
+    for (int i = 1; i < *argc; i++) {
+        const char *v = NULL;
+        if (!strcmp(argv[i], "--max-memory")) {
+            if (i + 1 >= *argc) {
+                fprintf(stderr, "dtsim: --max-memory needs a size such as 8GiB\n");
+                return -1;
+            }
+            v = argv[++i];
+        } else if (!strncmp(argv[i], "--max-memory=", 13)) {
+            v = argv[i] + 13;
+        } else {
+            argv[out++] = argv[i];
+            continue;
+        }
+        double b = 0;
+        char why[256];
+        if (unit_parse_size(v, &b, why, sizeof why) != DT_OK || !(b >= 1 << 20)) {
+            fprintf(stderr, "dtsim: --max-memory: expected a size of at least 1 MiB such as "
+                            "8GiB, found '%s'\n", v);
+            return -1;
+        }
+        setenv("DTSIM_MAX_MEMORY", v, 1);
+    }
+    argv[out] = NULL;
+    *argc = out;
+    return 0;
+}
+
 static int dispatch(int argc, char **argv)
 {
+    if (take_max_memory(&argc, argv)) return CLI_USAGE;
     if (argc < 2) {
         usage(stderr);
         return CLI_USAGE;

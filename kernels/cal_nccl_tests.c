@@ -33,6 +33,7 @@
 
 #include "dtsim/calib.h"
 #include "dtsim/kern.h"
+#include "dtsim/limits.h"
 #include "dtsim/units.h"
 
 /* ---------------------------------------------------------------- small helpers */
@@ -937,6 +938,13 @@ int cal_from_nccl_runs(const cal_nccl_run *runs, int n_runs, const cal_nccl_opti
                               "the times are not those of a collective",
                               op_test_names[R->kind], fit.alpha, fit.alpha_ci, fit.beta, fit.beta_ci, fit.r2);
         }
+        /* ... and the reader refuses a negative alpha whose interval does not reach 0 */
+        if (rc == DT_OK && fit.alpha + fit.alpha_ci < 0) {
+            rc = dt_error_set(err, DT_EINPUT, R->file, NULL,
+                              "%s_perf: the fitted latency is negative (alpha %.3g s +- %.3g) beyond its 95 %% "
+                              "interval: fit a range that includes small sizes (--fit-range)",
+                              op_test_names[R->kind], fit.alpha, fit.alpha_ci);
+        }
         if (rc == DT_OK) {
             char name[32];
             snprintf(name, sizeof name, "nccltests_%s%s", cal_kind_name(R->kind), scope == CAL_SCOPE_INTER ? "_inter" : "");
@@ -977,8 +985,9 @@ int cal_from_nccl_runs(const cal_nccl_run *runs, int n_runs, const cal_nccl_opti
 int cal_nccl_parse_file(const char *path, int op_hint, cal_nccl_log *out, dt_error *err)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f) return dt_error_set(err, DT_EIO, path, NULL, "cannot read: %s", strerror(errno));
+    /* dt_open_input: a FIFO would block fopen itself, before the check below could refuse it */
+    FILE *f = dt_open_input(path, "rb", NULL, err);
+    if (!f) return err ? err->code : DT_EIO;
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
         fclose(f);

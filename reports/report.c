@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "dtsim/json.h"
+#include "dtsim/limits.h"
 #include "dtsim/report.h"
 
 typedef struct table {
@@ -92,8 +93,20 @@ static int csv_record(FILE *f, char ***fields)
 static int table_read(const char *path, table *t, dt_error *err)
 {
     memset(t, 0, sizeof *t);
-    FILE *f = fopen(path, "r");
-    if (!f) return dt_error_set(err, DT_EIO, path, NULL, "cannot read: %s", strerror(errno));
+    size_t size = 0;
+    FILE *f = dt_open_input(path, "r", &size, err);
+    if (!f) return err ? err->code : DT_EIO;
+    /* Every field is a separate allocation (about 40 bytes with its pointers and headers):
+     * count them before storing any, so a file of "1\n" lines cannot exhaust memory. */
+    size_t seps = 1;
+    for (int ch; (ch = getc(f)) != EOF;) seps += ch == ',' || ch == '\n';
+    rewind(f);
+    int mrc = dt_check_memory(40.0 * (double)seps + (double)size, "reading this CSV file", path,
+                              NULL, err);
+    if (mrc) {
+        fclose(f);
+        return mrc;
+    }
     int n = csv_record(f, &t->head);
     if (n <= 0) {
         fclose(f);

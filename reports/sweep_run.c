@@ -498,7 +498,8 @@ static int lock_dir(const char *out_dir, dt_error *err)
         int e = errno;
         close(fd);
         if (e == EWOULDBLOCK)
-            dt_error_set(err, DT_EINPUT, out_dir, NULL,
+            /* a run-time condition, not bad input: exit 1 (README), as other busy resources */
+            dt_error_set(err, DT_EIO, out_dir, NULL,
                          "another dtsim sweep is writing into this directory; wait for it or "
                          "use another --out");
         else

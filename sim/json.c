@@ -8,11 +8,13 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define JS_MAX_FILE_BYTES ((size_t)1 << 31)
+#include "dtsim/limits.h"
 
 static void position_of(const char *text, const char *at, int *line, int *col)
 {
@@ -29,16 +31,69 @@ static void position_of(const char *text, const char *at, int *line, int *col)
     *col = c;
 }
 
+static int fail_at(dt_error *err, const char *name, const char *text, const char *at,
+                   const char *msg)
+{
+    int line, col;
+    position_of(text, at, &line, &col);
+    dt_error_set(err, DT_EINPUT, name, NULL, "%s", msg);
+    if (err) {
+        err->line = line;
+        err->column = col;
+    }
+    return DT_EINPUT;
+}
+
+static uint64_t key_hash(const char *s)
+{
+    uint64_t h = 14695981039346656037ull; /* FNV-1a */
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* Duplicate keys of one object. Small objects (most of them) compare pairwise; larger ones go
+ * through an open-addressing set of their keys, so an object of n keys costs O(n), not O(n^2)
+ * (1 M keys took over a minute pairwise). */
+static const cJSON *duplicate_key(const cJSON *obj)
+{
+    size_t n = 0;
+    for (const cJSON *a = obj->child; a; a = a->next) n++;
+    if (n <= 16) {
+        for (const cJSON *a = obj->child; a; a = a->next)
+            for (const cJSON *b = a->next; b; b = b->next)
+                if (strcmp(a->string, b->string) == 0) return b;
+        return NULL;
+    }
+    size_t cap = 32;
+    while (cap < 2 * n) cap *= 2;
+    const cJSON **set = dt_xcalloc(cap, sizeof *set);
+    const cJSON *dup = NULL;
+    for (const cJSON *a = obj->child; a && !dup; a = a->next) {
+        size_t i = (size_t)key_hash(a->string) & (cap - 1);
+        for (; set[i]; i = (i + 1) & (cap - 1)) {
+            if (strcmp(set[i]->string, a->string) == 0) {
+                dup = a;
+                break;
+            }
+        }
+        if (!dup) set[i] = a;
+    }
+    free(set);
+    return dup;
+}
+
 static int check_duplicates(const cJSON *v, const char *path, const char *name, dt_error *err)
 {
     char child[JS_PATH_MAX];
     if (cJSON_IsObject(v)) {
+        const cJSON *d = duplicate_key(v);
+        if (d)
+            return dt_error_set(err, DT_EINPUT, name, path[0] ? path : "(top level)",
+                                "duplicate key \"%.200s\"", d->string);
         for (const cJSON *a = v->child; a; a = a->next) {
-            for (const cJSON *b = a->next; b; b = b->next) {
-                if (strcmp(a->string, b->string) == 0)
-                    return dt_error_set(err, DT_EINPUT, name, path[0] ? path : "(top level)",
-                                        "duplicate key \"%s\"", a->string);
-            }
             int rc = check_duplicates(a, js_path_key(child, path, a->string), name, err);
             if (rc) return rc;
         }
@@ -52,47 +107,84 @@ static int check_duplicates(const cJSON *v, const char *path, const char *name, 
     return DT_OK;
 }
 
-int js_parse_text(const char *text, size_t len, const char *name, cJSON **out, dt_error *err)
+/* One pass over the text before cJSON sees it: the nesting depth (cJSON's own limit is 1000
+ * levels, deep enough to be slow and to recurse through every later walk of the tree), and an
+ * estimate of the memory the parsed tree will take, checked against the budget. Every value
+ * but the first of a container follows a comma, so commas + containers + 1 bounds the number
+ * of cJSON nodes (64 bytes each, 80 with malloc's header); strings are copied with a header. */
+static int prescan(const char *buf, size_t len, const char *name, dt_error *err)
 {
-    /* cJSON needs NUL termination to detect trailing garbage; copy to be safe. */
-    char *buf = dt_xmalloc(len + 1);
-    memcpy(buf, text, len);
-    buf[len] = '\0';
-    if (strlen(buf) != len) {
-        int line, col;
-        position_of(buf, buf + strlen(buf), &line, &col);
-        dt_error_set(err, DT_EINPUT, name, NULL, "unexpected NUL byte in JSON text");
-        if (err) {
-            err->line = line;
-            err->column = col;
+    int depth = 0;
+    bool in_str = false;
+    size_t nodes = 1, strings = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = buf[i];
+        if (in_str) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                in_str = false;
+            continue;
         }
-        free(buf);
-        return DT_EINPUT;
+        switch (ch) {
+        case '"':
+            in_str = true;
+            strings++;
+            break;
+        case '{':
+        case '[':
+            nodes++;
+            if (++depth > DT_MAX_JSON_DEPTH) {
+                char msg[96];
+                snprintf(msg, sizeof msg, "nested deeper than %d arrays and objects",
+                         DT_MAX_JSON_DEPTH);
+                return fail_at(err, name, buf, buf + i, msg);
+            }
+            break;
+        case '}':
+        case ']':
+            depth--;
+            break;
+        case ',':
+            if (++nodes > DT_MAX_JSON_VALUES) {
+                char msg[96];
+                snprintf(msg, sizeof msg, "more than %zu values in one JSON file",
+                         DT_MAX_JSON_VALUES);
+                return fail_at(err, name, buf, buf + i, msg);
+            }
+            break;
+        default:
+            break;
+        }
     }
+    double bytes = 80.0 * (double)nodes + 32.0 * (double)strings + (double)len;
+    return dt_check_memory(bytes, "parsing this JSON file", name, NULL, err);
+}
+
+/* Parse buf[0..len), which must be followed by a NUL at buf[len]. */
+static int parse_terminated(const char *buf, size_t len, const char *name, cJSON **out,
+                            dt_error *err)
+{
+    size_t real = strlen(buf);
+    if (real != len) return fail_at(err, name, buf, buf + real, "unexpected NUL byte in JSON text");
+    int rc = prescan(buf, len, name, err);
+    if (rc) return rc;
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(buf, len + 1, &end, 1);
     if (!root) {
         const char *at = end ? end : buf;
         if (at < buf || at > buf + len) at = buf + len;
-        int line, col;
-        position_of(buf, at, &line, &col);
-        char near[24];
+        char near[24], msg[64];
         size_t k = 0;
         for (const char *p = at; *p && *p != '\n' && k < sizeof near - 1; p++) near[k++] = *p;
         near[k] = '\0';
         if (k)
-            dt_error_set(err, DT_EINPUT, name, NULL, "JSON syntax error near '%s'", near);
+            snprintf(msg, sizeof msg, "JSON syntax error near '%s'", near);
         else
-            dt_error_set(err, DT_EINPUT, name, NULL, "JSON syntax error (unexpected end of input)");
-        if (err) {
-            err->line = line;
-            err->column = col;
-        }
-        free(buf);
-        return DT_EINPUT;
+            snprintf(msg, sizeof msg, "JSON syntax error (unexpected end of input)");
+        return fail_at(err, name, buf, at, msg);
     }
-    free(buf);
-    int rc = check_duplicates(root, "", name, err);
+    rc = check_duplicates(root, "", name, err);
     if (rc) {
         cJSON_Delete(root);
         return rc;
@@ -101,36 +193,47 @@ int js_parse_text(const char *text, size_t len, const char *name, cJSON **out, d
     return DT_OK;
 }
 
+int js_parse_text(const char *text, size_t len, const char *name, cJSON **out, dt_error *err)
+{
+    if (len > DT_MAX_INPUT_BYTES)
+        return dt_error_set(err, DT_EINPUT, name, NULL,
+                            "%zu bytes: larger than the %zu MiB dtsim reads from one file", len,
+                            DT_MAX_INPUT_BYTES >> 20);
+    /* cJSON needs NUL termination to detect trailing garbage; copy to be safe. */
+    char *buf = dt_xmalloc(len + 1);
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    int rc = parse_terminated(buf, len, name, out, err);
+    free(buf);
+    return rc;
+}
+
 int js_parse_file(const char *filename, cJSON **out, dt_error *err)
 {
-    FILE *f = fopen(filename, "rb");
-    if (!f) return dt_error_set(err, DT_EIO, filename, NULL, "cannot open: %s", strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    char *buf = dt_xmalloc(cap);
-    for (;;) {
-        size_t n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (n == 0) break;
-        /* JSON holds no NUL byte: stop at the first (js_parse_text reports where) rather than
-         * reading 2 GiB of /dev/zero before refusing it */
-        if (memchr(buf + len - n, 0, n)) break;
-        if (len == cap) {
-            if (cap >= JS_MAX_FILE_BYTES) {
-                fclose(f);
-                free(buf);
-                return dt_error_set(err, DT_EINPUT, filename, NULL, "file larger than 2 GiB");
-            }
-            cap *= 2;
-            buf = dt_xrealloc(buf, cap);
-        }
+    size_t size = 0;
+    FILE *f = dt_open_input(filename, "rb", &size, err);
+    if (!f) return err ? err->code : DT_EIO;
+    /* A regular file's size is known (and at most DT_MAX_INPUT_BYTES); read one byte more to
+     * see a file that grew meanwhile, and refuse it rather than read without end. */
+    int rc = dt_check_memory((double)size, "reading this file", filename, NULL, err);
+    if (rc) {
+        fclose(f);
+        return rc;
     }
-    int bad = ferror(f), why = errno; /* a directory opens but reads fail with EISDIR */
+    char *buf = dt_xmalloc(size + 2);
+    size_t len = fread(buf, 1, size + 1, f);
+    int bad = ferror(f), why = errno;
     fclose(f);
     if (bad) {
         free(buf);
         return dt_error_set(err, DT_EIO, filename, NULL, "cannot read: %s", strerror(why));
     }
-    int rc = js_parse_text(buf, len, filename, out, err);
+    if (len > size) {
+        free(buf);
+        return dt_error_set(err, DT_EIO, filename, NULL, "cannot read: the file grew while read");
+    }
+    buf[len] = '\0';
+    rc = parse_terminated(buf, len, filename, out, err);
     free(buf);
     return rc;
 }

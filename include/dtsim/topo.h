@@ -174,11 +174,17 @@ typedef struct topo_tier {
 } topo_tier;
 
 #define TOPO_INFO_GPU_TYPES 8
+/* Largest GPUs x (nodes + links) for which topo_get_info runs the exact diameter (a shortest-
+ * path search per GPU) and bisection (max-flow) when no closed form applies: 32,768 GPUs on
+ * one switch (3.2e9) take 13.5 s, 16,384 (8e8) 4 s; the bound is about 17 s. */
+#define TOPO_INFO_MAX_WORK 4e9
 typedef struct topo_info {
     int n_gpus, n_switches, n_nics, n_hosts, n_links; /* n_links counts directed links */
     int diameter_hops;                                /* max over GPU pairs of route hops */
     double bisection_bw;                              /* B/s, one direction */
     bool bisection_exact;                             /* closed form (generated) vs method */
+    bool metrics_skipped; /* no closed form and the exact methods would cost more than
+                             TOPO_INFO_MAX_WORK: diameter_hops is -1, bisection_bw 0 */
     int n_tiers;
     topo_tier tiers[TOPO_MAX_TIERS];
     double tier_bisection;        /* min over tiers of their bisection: the bound they set */

@@ -231,6 +231,11 @@ void wl_scenario_free(wl_scenario *s);
  * global_batch are derived from each other; then dp*tp*pp must equal n_gpus, layers split over
  * pp*virtual_stages, stragglers name existing GPUs. Error paths name the keys involved. */
 int wl_scenario_resolve(const js_ctx *ctx, wl_scenario *s, int n_gpus);
+/* Stragglers listed more than once for a GPU multiply; fail (at list_path[i].slowdown) when a
+ * GPU's product leaves the 0.001..10^6 one entry may have. GPUs outside 0..n_gpus-1 are
+ * skipped (checked by the caller). */
+int wl_check_straggler_product(const js_ctx *c, const wl_env *env, int n_gpus,
+                               const char *list_path);
 
 /* Default layers per virtual stage for `layers` over n virtual stages (layers >= n): every
  * one gets ceil(layers/n), then the surplus is taken one layer each from the ends inward - the

@@ -300,6 +300,13 @@ static int load_fit(const js_ctx *ctx, const cJSON *f, const char *path, const c
         (rc = js_get_number(ctx, f, path, "r2", true, -1e9, 1.0, &a->fit.r2)) ||
         (rc = js_get_int(ctx, f, path, "samples", true, 3, 1LL << 40, &ns)))
         return rc;
+    /* A negative alpha within its own 95 % interval is a latency below the noise: applied as 0
+     * (docs/calibration.md). One whose interval does not reach 0 is a wrong fit (a fit range of
+     * large sizes only, a broken log): applied as 0 it silently removed every latency. */
+    if (a->fit.alpha < 0 && a->fit.alpha + a->fit.alpha_ci < 0)
+        return js_fail(ctx, path, "alpha", "a negative latency (%.6g s) whose 95 %% interval "
+                       "(+-%.3g s) does not reach 0: the fit is wrong; re-run the calibration "
+                       "with smaller sizes in its fit range", a->fit.alpha, a->fit.alpha_ci);
     a->fit.n_samples = (int)ns;
     a->fit.dof = (int)ns - 2;
     (void)dummy;

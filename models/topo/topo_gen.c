@@ -14,9 +14,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dtsim/limits.h"
 #include "topo_internal.h"
 
-#define MAX_GPUS (1 << 22)
+#define MAX_GPUS DT_MAX_GPUS
 
 static int bad(dt_error *err, const char *opt, const char *fmt, int v)
 {
@@ -41,7 +42,15 @@ static int resolve(const topo_gen_params *in, topo_gen_params *p, gpu_spec *spec
         p->switch_latency < 0 ||
         (p->nvlink_latency < 0 && p->nvlink_latency != TOPO_GEN_ZERO_LATENCY) || p->oversubscription < 0)
         return dt_error_set(err, DT_EINPUT, NULL, NULL, "negative generator parameter");
-    static const sim_time_t max_lat = (sim_time_t)1 << 40; /* ~1.1 s */
+    /* documented: at least 1 B/s (a 1e-300 B/s link only failed later, as a collective
+     * longer than the simulated clock, without saying which parameter) */
+    const double bws[] = {p->bandwidth, p->nvlink_bw, p->nic_bw, p->wan_bw};
+    const char *const bw_keys[] = {"bandwidth", "nvlink", "nic", "wan"};
+    for (int i = 0; i < 4; i++)
+        if (bws[i] > 0 && bws[i] < 1)
+            return dt_error_set(err, DT_EINPUT, NULL, bw_keys[i],
+                                "expected a bandwidth of at least 1 B/s, found %g B/s", bws[i]);
+    static const sim_time_t max_lat = SIM_S; /* documented: below 1 s */
     if (p->latency >= max_lat || p->switch_latency >= max_lat || p->nvlink_latency >= max_lat)
         return dt_error_set(err, DT_EINPUT, NULL,
                             p->latency >= max_lat ? "latency"
@@ -50,7 +59,7 @@ static int resolve(const topo_gen_params *in, topo_gen_params *p, gpu_spec *spec
     if (p->bandwidth == 0) p->bandwidth = TOPO_DEFAULT_BANDWIDTH;
     if (p->latency == 0 && !zero_lat) p->latency = TOPO_DEFAULT_LATENCY;
     if (p->switch_latency == 0 && !zero_sw) p->switch_latency = TOPO_DEFAULT_SWITCH_LATENCY;
-    if (p->gpus < 0 || p->gpus > MAX_GPUS) return bad(err, "gpus", "expected 1 to 4194304 GPUs, found %d", p->gpus);
+    if (p->gpus < 0 || p->gpus > MAX_GPUS) return bad(err, "gpus", "expected 1 to 262144 GPUs, found %d", p->gpus);
     if (p->oversubscription == 0) p->oversubscription = 1;
     if (p->oversubscription < 1)
         return dt_error_set(err, DT_EINPUT, NULL, "oversubscription",
@@ -259,7 +268,7 @@ static int gen_dragonfly(topo_gen_params *p, const gpu_spec *spec, topo_builder 
         return dt_error_set(err, DT_EINPUT, NULL, "groups",
                             "%d groups cannot all be linked directly with %d global ports per group "
                             "(at most %d groups)", g, a * h, a * h + 1);
-    if ((long long)g * per_group > MAX_GPUS) return bad(err, "groups", "dragonfly too large (%d groups)", g);
+    if ((long long)g * per_group > MAX_GPUS) return bad(err, "groups", "dragonfly too large (%d groups): more than 262144 GPUs", g);
     p->df_groups = g;
     p->gpus = g * per_group;
     char name[64];
@@ -316,7 +325,7 @@ static int gen_dgx(topo_gen_params *p, const gpu_spec *spec, topo_builder *b, dt
         p->nodes = p->gpus / gn;
     }
     if (p->nodes < 1) return bad(err, "nodes", "dgx needs at least 1 node, found %d", p->nodes);
-    if ((long long)p->nodes * gn > MAX_GPUS) return bad(err, "nodes", "dgx too large (%d nodes)", p->nodes);
+    if ((long long)p->nodes * gn > MAX_GPUS) return bad(err, "nodes", "dgx too large (%d nodes): more than 262144 GPUs", p->nodes);
     p->gpus = p->nodes * gn;
     if (p->nvlink_bw == 0) p->nvlink_bw = spec->nvlink_bw;
     if (p->nvlink_bw == 0) p->nvlink_bw = 450e9;
@@ -385,7 +394,7 @@ static int gen_geo(topo_gen_params *p, const gpu_spec *spec, topo_builder *b, dt
     if (p->gpus_per_region == 0) p->gpus_per_region = p->gpus ? p->gpus / R : 8;
     int G = p->gpus_per_region;
     if (G < 1 || (long long)G * R > MAX_GPUS)
-        return bad(err, "gpus_per_region", "expected 1 or more GPUs per region (4194304 in all), found %d", G);
+        return bad(err, "gpus_per_region", "expected 1 or more GPUs per region (262144 in all), found %d", G);
     if (p->gpus && p->gpus != G * R)
         return dt_error_set(err, DT_EINPUT, NULL, "gpus",
                             "gpus %d disagrees with %d regions of %d GPUs", p->gpus, R, G);
@@ -404,7 +413,7 @@ static int gen_geo(topo_gen_params *p, const gpu_spec *spec, topo_builder *b, dt
     if (p->wan_bw == 0) p->wan_bw = TOPO_DEFAULT_WAN_BANDWIDTH;
     if (p->wan_latency == TOPO_GEN_ZERO_LATENCY) p->wan_latency = 0;
     else if (p->wan_latency == 0) p->wan_latency = TOPO_DEFAULT_WAN_LATENCY;
-    if (p->wan_latency < 0 || p->wan_latency >= (sim_time_t)1 << 40)
+    if (p->wan_latency < 0 || p->wan_latency >= SIM_S)
         return dt_error_set(err, DT_EINPUT, NULL, "wan_latency", "expected a latency below 1 s");
     char name[96];
     int sw0 = b->t->n_nodes;
@@ -461,6 +470,24 @@ int topo_generate(const topo_gen_params *params, topo **out, dt_error *err)
     gpu_spec spec;
     int rc = resolve(params, &p, &spec, err);
     if (rc) return rc;
+    /* The GPUs the parameters ask for, known before any is built (the generators check the
+     * exact count against DT_MAX_GPUS themselves); each costs its gpu_spec (measured compute
+     * tables included) plus about 400 B of nodes, links and names: checked against the memory
+     * budget so that a limit says so instead of an allocation failing (an abort). */
+    double want = 0;
+    switch (p.family) {
+    case TOPO_FAMILY_TORUS:
+        want = 1;
+        for (int i = 0; i < p.n_dims; i++) want *= p.dims[i] > 0 ? p.dims[i] : 1;
+        break;
+    case TOPO_FAMILY_DGX: want = (double)p.nodes * (p.gpus_per_node > 0 ? p.gpus_per_node : 8); break;
+    case TOPO_FAMILY_GEO: want = (double)p.regions * p.gpus_per_region; break;
+    default: want = p.gpus; break;
+    }
+    if (want > DT_MAX_GPUS) want = DT_MAX_GPUS; /* beyond it the generator refuses anyway */
+    if ((rc = dt_check_memory(want * (sizeof(gpu_spec) + 400.0), "a topology of this size",
+                              NULL, "gpus", err)))
+        return rc;
     topo_builder b;
     char name[96];
     tb_begin(&b, topo_family_name(p.family));

@@ -440,10 +440,19 @@ int topo_get_info(topo *t, topo_info *out, dt_error *err)
         out->n_nics += t->nodes[v].kind == TOPO_NIC;
     }
     int d = t->gen.family == TOPO_FAMILY_FILE ? -1 : closed_diameter(t);
-    out->diameter_hops = d >= 0 ? d : topo_route_diameter(t);
     double b = t->gen.family == TOPO_FAMILY_FILE ? -1 : closed_bisection(t);
-    out->bisection_exact = b >= 0;
-    out->bisection_bw = b >= 0 ? b : topo_bisection_maxflow(t);
+    /* The exact methods cost a search per GPU: a 262,144-GPU file would take hours. Past the
+     * bound both are left out (and said so) rather than half-computed. */
+    double work = (double)t->n_gpus * ((double)t->n_nodes + (double)t->n_links);
+    if ((d < 0 || b < 0) && work > TOPO_INFO_MAX_WORK) {
+        out->metrics_skipped = true;
+        out->diameter_hops = -1;
+        out->bisection_bw = 0;
+    } else {
+        out->diameter_hops = d >= 0 ? d : topo_route_diameter(t);
+        out->bisection_exact = b >= 0;
+        out->bisection_bw = b >= 0 ? b : topo_bisection_maxflow(t);
+    }
     find_tiers(t, out);
     for (int i = 0; i < t->n_gpus; i++) {
         const gpu_spec *g = &t->gpus[i];

@@ -11,10 +11,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtsim/limits.h"
 #include "topo_internal.h"
 
 #define TOPO_FORMAT "dtsim-topology"
 #define TOPO_MAX_NODES (1 << 24)
+/* Slowest link bandwidth accepted: 1 B/s. A 1e-300 B/s link passed as "positive" and failed
+ * later as a collective longer than the clock's range, with neither file nor path. */
+#define TOPO_MIN_BANDWIDTH 1.0
+
+static int check_min_bw(const js_ctx *ctx, const char *path, const char *key, double bw)
+{
+    if (bw == 0 || bw >= TOPO_MIN_BANDWIDTH) return DT_OK; /* 0: absent (the default) */
+    return js_fail(ctx, path, key, "expected a bandwidth of at least 1 B/s, found %g B/s", bw);
+}
+
+/* Directed links of one topology: 2^24, 16 per GPU at DT_MAX_GPUS; about 1 GB with routes. */
+#define TOPO_MAX_LINKS (1 << 24)
 
 /* ---- name -> index hash table (open addressing, power-of-two size) ---- */
 
@@ -253,7 +266,7 @@ static int load_graph(const js_ctx *ctx, const cJSON *v, const char *path, topo 
     if (g && (rc = gpu_spec_from_json(ctx, g, js_path_key(sub, path, "gpu"), &def))) return rc;
     sim_time_t swlat = 0;
     if ((rc = js_get_time(ctx, v, path, "switch_latency", false, &swlat))) return rc;
-    if (swlat >= ((sim_time_t)1 << 40))
+    if (swlat >= SIM_S)
         return js_fail(ctx, path, "switch_latency", "expected a switch latency below 1 s");
     bool fwd = true;
     if ((rc = js_get_bool(ctx, v, path, "gpu_forwarding", false, &fwd))) return rc;
@@ -269,6 +282,39 @@ static int load_graph(const js_ctx *ctx, const cJSON *v, const char *path, topo 
     int n_nodes = cJSON_GetArraySize(nodes);
     if (n_nodes > TOPO_MAX_NODES) return js_fail(ctx, sub, NULL, "more than %d nodes", TOPO_MAX_NODES);
 
+    /* Pass 0: GPUs counted before any node is built. Each GPU node holds its own gpu_spec
+     * (2.2 KB with its compute tables): 262,144 of them are 600 MB, so the count is checked
+     * against DT_MAX_GPUS and the memory budget first. */
+    {
+        size_t n_gpu = 0;
+        int k = 0;
+        for (const cJSON *nd = nodes->child; nd; nd = nd->next, k++) {
+            const cJSON *kd = cJSON_IsObject(nd) ? cJSON_GetObjectItemCaseSensitive(nd, "kind") : NULL;
+            if (!cJSON_IsString(kd) || strcmp(kd->valuestring, "gpu")) continue;
+            if (++n_gpu > DT_MAX_GPUS)
+                return js_fail(ctx, js_path_index(item, sub, k), NULL,
+                               "more than %d GPUs (dtsim's limit for one topology)", DT_MAX_GPUS);
+        }
+        /* Directed links likewise: "count" (up to 4,096) and "duplex" multiply an entry, so a
+         * small file could ask for billions. Malformed entries count 1 here and are reported
+         * by pass 2 with their path. */
+        double n_dir = 0;
+        k = 0;
+        for (const cJSON *l = links->child; l; l = l->next, k++) {
+            const cJSON *cn = cJSON_IsObject(l) ? cJSON_GetObjectItemCaseSensitive(l, "count") : NULL;
+            const cJSON *dx = cJSON_IsObject(l) ? cJSON_GetObjectItemCaseSensitive(l, "duplex") : NULL;
+            double c = cJSON_IsNumber(cn) && cn->valuedouble >= 1 && cn->valuedouble <= 4096
+                           ? floor(cn->valuedouble) : 1;
+            n_dir += c * (cJSON_IsFalse(dx) ? 1 : 2);
+            if (n_dir > TOPO_MAX_LINKS)
+                return js_fail(ctx, js_path_index(item, links_path, k), NULL,
+                               "more than %d directed links (dtsim's limit for one topology; "
+                               "\"count\" and \"duplex\" multiply an entry)", TOPO_MAX_LINKS);
+        }
+        rc = dt_check_memory((double)n_gpu * (sizeof(gpu_spec) + 400.0) + n_dir * 100.0,
+                             "a topology of this size", ctx->file, sub, ctx->err);
+        if (rc) return rc;
+    }
     /* Pass 1: names, kinds, duplicates. */
     name_table nt, hosts;
     nt_init(&nt, (size_t)n_nodes);
@@ -321,6 +367,11 @@ static int load_graph(const js_ctx *ctx, const cJSON *v, const char *path, topo 
             goto fail;
         }
         if (ng && (rc = gpu_spec_from_json(ctx, ng, js_path_key(d, item, "gpu"), &spec))) goto fail;
+        if (kind == TOPO_GPU && n_gpu_nodes == DT_MAX_GPUS) {
+            rc = js_fail(ctx, item, NULL, "more than %d GPUs (dtsim's limit for one topology)",
+                         DT_MAX_GPUS);
+            goto fail;
+        }
         tb_node(&b, nm, (topo_node_kind)kind, hidx, kind == TOPO_GPU ? &spec : NULL);
         n_gpu_nodes += kind == TOPO_GPU;
     }
@@ -347,19 +398,23 @@ static int load_graph(const js_ctx *ctx, const cJSON *v, const char *path, topo 
         long long count = 1;
         bool duplex = true;
         if ((rc = js_get_quantity(ctx, l, item, "bandwidth", UNIT_BANDWIDTH, true, true, &bw)) ||
+            (rc = check_min_bw(ctx, item, "bandwidth", bw)) ||
             (rc = js_get_time(ctx, l, item, "latency", true, &lat)) ||
             (rc = js_get_int(ctx, l, item, "count", false, 1, 4096, &count)) ||
             (rc = js_get_bool(ctx, l, item, "duplex", false, &duplex)))
             goto fail;
-        if (lat >= ((sim_time_t)1 << 40)) {
+        if (lat >= SIM_S) { /* documented: below 1 s (1 << 40 ps let 1.0 s through) */
             rc = js_fail(ctx, item, "latency", "expected a link latency below 1 s");
             goto fail;
         }
-        for (long long c = 0; c < count; c++) tb_link(&b, s, t, bw, lat, duplex);
-        if (b.t->n_links > (1 << 28)) {
-            rc = js_fail(ctx, item, NULL, "too many links");
+        /* Checked before the links are made: "count": 4096 on every entry multiplies a small
+         * file into billions of links. */
+        if ((long long)b.t->n_links + count * (duplex ? 2 : 1) > TOPO_MAX_LINKS) {
+            rc = js_fail(ctx, item, NULL, "more than %d directed links (dtsim's limit for one "
+                         "topology; \"count\" and \"duplex\" multiply an entry)", TOPO_MAX_LINKS);
             goto fail;
         }
+        for (long long c = 0; c < count; c++) tb_link(&b, s, t, bw, lat, duplex);
     }
     nt_free(&nt);
     nt_free(&hosts);
@@ -449,7 +504,7 @@ static int parse_dims(const js_ctx *ctx, const cJSON *v, const char *path, topo_
 static int get_count(const js_ctx *ctx, const cJSON *v, const char *path, const char *key, int *out)
 {
     long long x = *out;
-    int rc = js_get_int(ctx, v, path, key, false, 1, 1 << 22, &x);
+    int rc = js_get_int(ctx, v, path, key, false, 1, DT_MAX_GPUS, &x);
     if (rc == DT_OK) *out = (int)x;
     return rc;
 }
@@ -478,6 +533,7 @@ static int wan_matrix(const js_ctx *ctx, const char *path, const char *key, cons
             double val;
             int rc = js_quantity_value(ctx, y, cell, u, u == UNIT_BANDWIDTH, &val);
             if (rc) return rc;
+            if (u == UNIT_BANDWIDTH && (rc = check_min_bw(ctx, cell, NULL, val))) return rc;
             if (u == UNIT_TIME && !(val >= 0 && val < 1))
                 return js_fail(ctx, cell, NULL, "expected a latency from 0 to below 1 s, found %s",
                                js_describe(y, d, sizeof d));
@@ -557,6 +613,10 @@ static int load_generator(const js_ctx *ctx, const cJSON *v, const char *path, t
     if ((rc = js_get_quantity(ctx, v, path, "bandwidth", UNIT_BANDWIDTH, false, true, &p.bandwidth)) ||
         (rc = js_get_quantity(ctx, v, path, "nvlink", UNIT_BANDWIDTH, false, true, &p.nvlink_bw)) ||
         (rc = js_get_quantity(ctx, v, path, "nic", UNIT_BANDWIDTH, false, true, &p.nic_bw)) ||
+        (rc = check_min_bw(ctx, path, "bandwidth", p.bandwidth)) ||
+        (rc = check_min_bw(ctx, path, "nvlink", p.nvlink_bw)) ||
+        (rc = check_min_bw(ctx, path, "nic", p.nic_bw)) ||
+        (rc = check_min_bw(ctx, path, "wan", p.wan_bw)) ||
         (rc = js_get_time(ctx, v, path, "latency", false, &p.latency)) ||
         (rc = js_get_time(ctx, v, path, "switch_latency", false, &p.switch_latency)) ||
         (rc = js_get_time(ctx, v, path, "nvlink_latency", false, &p.nvlink_latency)))
@@ -593,7 +653,9 @@ static int load_generator(const js_ctx *ctx, const cJSON *v, const char *path, t
     dt_error gerr;
     dt_error_clear(&gerr);
     if ((rc = topo_generate(&p, out, &gerr))) {
-        return js_fail(ctx, path, gerr.path[0] ? gerr.path : NULL, "%s", gerr.msg);
+        int r2 = js_fail(ctx, path, gerr.path[0] ? gerr.path : NULL, "%s", gerr.msg);
+        if (rc == DT_ENOMEM && ctx->err) ctx->err->code = rc; /* over budget: not bad input */
+        return rc == DT_ENOMEM ? rc : r2;
     }
     if (custom)
         for (int i = 0; i < (*out)->n_gpus; i++) (*out)->gpus[i] = spec;
@@ -623,6 +685,10 @@ int topo_from_json(const js_ctx *ctx, const cJSON *v, const char *path, const ch
     *out = NULL;
     if (cJSON_IsString(v)) {
         const char *f = v->valuestring;
+        /* "" would resolve to the scenario's own directory ("Is a directory") */
+        if (!f[0])
+            return js_fail(ctx, path[0] ? path : "(top level)", NULL,
+                           "expected a topology file name or an object, found \"\"");
         char *full = NULL;
         if (f[0] != '/' && base_dir && base_dir[0]) {
             size_t n = strlen(base_dir) + strlen(f) + 2;

@@ -42,6 +42,7 @@
 
 #include "dtsim/chakra.h"
 #include "dtsim/json.h"
+#include "dtsim/limits.h"
 
 typedef ChakraProtoMsg__Node pb_node;
 typedef ChakraProtoMsg__AttributeProto pb_attr;
@@ -1217,8 +1218,9 @@ static int read_file(const char *path, unsigned char **out, size_t *len, dt_erro
 {
     *out = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return dt_error_set(err, DT_EIO, path, NULL, "cannot read: %s", strerror(errno));
+    /* dt_open_input: a FIFO would block fopen itself, before the check below could refuse it */
+    FILE *f = dt_open_input(path, "rb", NULL, err);
+    if (!f) return err ? err->code : DT_EIO;
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
         fclose(f);

@@ -16,6 +16,7 @@
 #include "dtsim/calib.h"
 #include "dtsim/chakra.h"
 #include "dtsim/coll.h"
+#include "dtsim/limits.h"
 #include "dtsim/net.h"
 #include "dtsim/replay.h"
 #include "dtsim/run.h"
@@ -1323,6 +1324,12 @@ int run_prep_scenario(const cJSON *scenario, const char *file, const char *base_
                           "%d microbatches x %d virtual stages x 4), more than dtsim simulates "
                           "(%d); use fewer microbatches (dtsim memory still works)",
                           est_ops, P->dp, P->pp, P->microbatches, P->virtual_stages, 1 << 26);
+    /* Below the cap the graph may still not fit the budget (--max-memory, ulimit -v): an op,
+     * its dependencies and the replay's per-op state take about 128 B (the estimate above
+     * over-counts ops, so this errs on the side of refusing late rather than aborting). */
+    if (rc == DT_OK)
+        rc = dt_check_memory(est_ops * 128.0, "the step's op graph", file,
+                             "parallel.microbatches", err);
     if (rc == DT_OK) {
         p->g = wl_graph_build(s);
         if (P->local_sgd > 1 || P->staleness >= 0) {
@@ -1518,6 +1525,8 @@ static int run_graph(wl_graph *g, trace_env *tr, const char *source, const char 
                 rc = js_fail(&c, p, "gpu", "the trace has GPUs 0..%d, found %d", g->n_gpus - 1,
                              tr->env.stragglers[i].gpu);
             }
+        if (rc == DT_OK)
+            rc = wl_check_straggler_product(&c, &tr->env, g->n_gpus, "environment.stragglers");
     }
     if (rc == DT_OK) {
         if (opt && opt->have_seed) tr->env.seed = opt->seed;

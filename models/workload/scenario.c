@@ -546,6 +546,12 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
                               &s->memory_headroom));
         const char *cal = NULL;
         TRY(js_get_string(c, o, "options", "calibration", false, &cal));
+        if (cal && !cal[0])
+            return js_fail(c, "options", "calibration", "expected a calibration file name, "
+                                                        "found \"\"");
+        if (cal && strlen(cal) >= sizeof s->calibration)
+            return js_fail(c, "options", "calibration", "a file name of at most %zu bytes, "
+                           "found %zu", sizeof s->calibration - 1, strlen(cal));
         if (cal) snprintf(s->calibration, sizeof s->calibration, "%s", cal);
         const char *fit = NULL;
         TRY(js_get_string(c, o, "options", "calibration_fit", false, &fit));
@@ -776,7 +782,31 @@ int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
             return js_fail(c, path, "gpu", "the topology has GPUs 0..%d, found %d", n_gpus - 1,
                            s->env.stragglers[i].gpu);
         }
-    return DT_OK;
+    return wl_check_straggler_product(c, &s->env, n_gpus, "stragglers");
+}
+
+int wl_check_straggler_product(const js_ctx *c, const wl_env *env, int n_gpus,
+                               const char *list_path)
+{
+    /* Entries for one GPU multiply (run.c); the product must stay within the range one entry
+     * may have, or two entries of 10^6 would make a GPU 10^12 times slower. */
+    if (env->n_stragglers < 2 || n_gpus < 1) return DT_OK;
+    double *prod = dt_xmalloc((size_t)n_gpus * sizeof *prod);
+    for (int g = 0; g < n_gpus; g++) prod[g] = 1;
+    int rc = DT_OK;
+    for (int i = 0; i < env->n_stragglers && !rc; i++) {
+        int g = env->stragglers[i].gpu;
+        if (g < 0 || g >= n_gpus) continue;
+        prod[g] *= env->stragglers[i].slowdown;
+        if (prod[g] < 1e-3 || prod[g] > 1e6) {
+            char path[JS_PATH_MAX];
+            js_path_index(path, list_path, i);
+            rc = js_fail(c, path, "slowdown", "GPU %d's slowdowns multiply to %g: the product "
+                         "of the entries for one GPU must lie from 0.001 to 10^6", g, prod[g]);
+        }
+    }
+    free(prod);
+    return rc;
 }
 
 void wl_default_stage_layers(int layers, int n, int *out)

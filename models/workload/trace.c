@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtsim/limits.h"
 #include "dtsim/replay.h"
 
 #define TRY(x)                                                                              \
@@ -412,7 +413,7 @@ static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env 
     TRY(js_get_string(c, j, "", "name", false, &name));
     snprintf(env->name, sizeof env->name, "%s", name ? name : "");
     long long n_gpus = 0;
-    TRY(js_get_int(c, j, "", "gpus", true, 1, 1 << 24, &n_gpus));
+    TRY(js_get_int(c, j, "", "gpus", true, 1, DT_MAX_GPUS, &n_gpus)); /* a topology holds no more */
     int prec = GPU_BF16;
     TRY(js_get_enum(c, j, "", "precision", false, prec_names, &prec));
     env->env.seed = 1;
@@ -547,6 +548,19 @@ static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env 
         long long gpu = -1;
         CK(js_get_int(c, x, p, "gpu", false, 0, n_gpus - 1, &gpu));
         if (lane < 0 && gpu >= 0 && !lanes) lane = gpu;
+        /* Both given: they must name the same place, or the op would silently run where
+         * "lane" says and not where "gpu" says. */
+        if (lane >= 0 && gpu >= 0) {
+            bool in = false;
+            for (int k = 0; k < g->lane_size && !in; k++)
+                in = g->lane_gpus[(size_t)lane * g->lane_size + k] == gpu;
+            if (!in) {
+                rc = js_fail(c, p, "gpu", "GPU %lld is not in lane %lld (%s); give one of "
+                             "\"lane\" and \"gpu\", or both naming the same place", gpu, lane,
+                             lanes ? "see lanes" : "without \"lanes\", lane i is GPU i");
+                break;
+            }
+        }
         if (lane < 0) {
             rc = js_fail(c, p, "lane", lanes ? "required: the lane (index into lanes) running the op"
                                              : "required: \"gpu\" or \"lane\"");

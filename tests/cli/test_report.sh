@@ -48,5 +48,5 @@ set +e
 "$DTSIM" report "$T/nothing" 2> "$T/err.txt"; rc=$?
 set -e
 [[ $rc -eq 1 ]] || fail "expected exit 1 without results.csv, got $rc"
-grep -q "results.csv: cannot read" "$T/err.txt" || fail "$(cat "$T/err.txt")"
+grep -q "results.csv: cannot open" "$T/err.txt" || fail "$(cat "$T/err.txt")"
 echo "ok"

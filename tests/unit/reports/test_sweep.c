@@ -384,7 +384,7 @@ START_TEST(lock_and_strays)
     dt_error e = {0};
     sweep_config cfg = {.scenario = sc, .file = "s.json", .base_dir = ".", .out_dir = tmpl,
                         .jobs = 1, .eval = fake_eval, .mpi_size = 1};
-    ck_assert_int_eq(sweep_run(&cfg, &sum, &e), DT_EINPUT);
+    ck_assert_int_eq(sweep_run(&cfg, &sum, &e), DT_EIO);
     ck_assert_msg(strstr(e.msg, "another dtsim sweep"), "%s", e.msg);
     close(fd);
     /* A temporary left by a killed run is removed; the sweep then runs whole. */
