@@ -243,13 +243,17 @@ int run_memory_file(const char *filename, struct run_memory *out, bool *fits, dt
 typedef struct run_probe {
     struct run_memory memory;
     bool fits;
-    /* A lower bound on run_scenario's step_time_s, from the compute model alone (see
-     * docs/sweeps.md, "Lower bounds"): per pipeline stage, every compute op of its lane (in-lane
-     * tensor-parallel collectives included, as the replay charges them) one after another, plus
-     * the forward chunks of the stages before it that its first op waits for and the backward
-     * chunks they run after its last one. Communication between lanes, waits for peers and the
-     * memory-bound DP stream count nothing. 0 when no bound is given (jitter, backup workers,
-     * bounded staleness: steps whose time is not a lane's own work). */
+    /* A lower bound on run_scenario's step_time_s (docs/sweeps.md, "The lower bound"): per
+     * pipeline stage, every compute op of its lane (in-lane tensor-parallel collectives and GEMM
+     * shapes included, as the replay charges them) one after another, plus the forward chunks
+     * of the stages before it that its first op waits for and the backward chunks they run
+     * after its last one. Communication between lanes and waits for peers count nothing,
+     * except the data-parallel tail: the last gradient
+     * bucket's collective before the optimizer and the ZeRO-1/2 parameter gather after it, each
+     * at least what must cross into a host over that host's links. 0 when no bound is given
+     * (jitter, backup workers, bounded staleness: steps whose time is not a lane's own work;
+     * mixture-of-experts or context-parallel plans, whose split layers the whole-layer cost
+     * does not follow). */
     double step_lower_bound_s;
     double cost_per_hour_total; /* $/hour of the GPUs the plan uses */
     double tokens_per_step;
