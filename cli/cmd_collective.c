@@ -25,7 +25,8 @@ static void help(FILE *out)
             "                        [--algo ALGO] [--group LIST] [--network flow|analytic]\n"
             "                        [--root I] [--servers N] [--chunk SIZE] [--reduce-bw BW]\n"
             "                        [--elem-bytes N] [--ring-model exact|steps|fluid|auto]\n"
-            "                        [--calibration FILE] [--link-efficiency nccl|line|NV,NET]\n"
+            "                        [--calibration FILE [--calibration-fit NAME]]\n"
+            "                        [--link-efficiency nccl|line|NV,NET]\n"
             "                        [--analytic-time] [--json]\n\n"
             "Simulate one collective on a topology and print time and bandwidths like nccl-tests.\n\n"
             "  --topology   a topology file, or a generator spec such as\n"
@@ -54,6 +55,9 @@ static void help(FILE *out)
             "               transfer), fluid (one flow per ring edge, docs/collectives.md)\n"
             "               or auto (fluid from 64 ranks, as scenarios do)\n"
             "  --calibration FILE  apply a calibration file to the topology first\n"
+            "  --calibration-fit NAME  which of its fits sets the links (e.g. mpi_rs_ag; default:\n"
+            "                      ring, nccl, tcp_ring, mpi_allreduce, mpi_rs_ag, others, first\n"
+            "                      present); fits with R² < 0.5 are refused, < 0.9 warned about\n"
             "  --link-efficiency  fraction of line rate collectives achieve per link class:\n"
             "               nccl (NVLink 0.80, network 0.96: NCCL's protocol overhead as its\n"
             "               maintainer states it, docs/collectives.md), line (default: 1, 1)\n"
@@ -69,7 +73,7 @@ static void help(FILE *out)
 }
 
 typedef struct opts {
-    const char *topology, *op, *algo, *size, *group, *network, *calibration;
+    const char *topology, *op, *algo, *size, *group, *network, *calibration, *calibration_fit;
     const char *root, *servers, *chunk, *reduce_bw, *elem, *ring_model, *link_eff;
     int json, analytic_time;
 } opts;
@@ -325,6 +329,7 @@ static int run(int argc, char **argv)
         else if (!strcmp(a, "--group")) slot = &o.group;
         else if (!strcmp(a, "--network")) slot = &o.network;
         else if (!strcmp(a, "--calibration")) slot = &o.calibration;
+        else if (!strcmp(a, "--calibration-fit")) slot = &o.calibration_fit;
         else if (!strcmp(a, "--root")) slot = &o.root;
         else if (!strcmp(a, "--servers")) slot = &o.servers;
         else if (!strcmp(a, "--chunk")) slot = &o.chunk;
@@ -404,6 +409,8 @@ static int run(int argc, char **argv)
         dt_error_set(&err, DT_EINPUT, NULL, "--link-efficiency", "%s", why);
         return cli_report_error(&err);
     }
+    if (o.calibration_fit && !o.calibration)
+        return usage_err("--calibration-fit chooses among the fits of --calibration FILE%s%s", "", "");
     double *sizes = NULL;
     int n_sizes = 0;
     if (parse_sizes(o.size, &sizes, &n_sizes, &err) != DT_OK) return cli_report_error(&err);
@@ -428,8 +435,11 @@ static int run(int argc, char **argv)
         /* measured link figures replace the topology's before anything is routed */
         cal_result *cal = NULL;
         rc = cal_load_file(o.calibration, &cal, &err);
-        if (rc == DT_OK) rc = topo_apply_calibration(t, cal, cal_note, sizeof cal_note, &err);
+        if (rc == DT_OK)
+            rc = topo_apply_calibration_fits(t, cal, o.calibration_fit, cal_note, sizeof cal_note, &err);
         cal_result_destroy(cal);
+        const char *w = strstr(cal_note, "warning: ");
+        if (rc == DT_OK && w) fprintf(stderr, "dtsim collective: %s\n", w);
     }
     int *group = NULL;
     if (rc == DT_OK) {

@@ -15,23 +15,30 @@ static void help(FILE *out)
 {
     fprintf(out,
             "usage: dtsim plan SCENARIO --gpus N [--max-gpus M] [--objective time|cost|tokens-per-dollar]\n"
-            "                  [--memory-limit SIZE] [--top K] [--jobs J] [--exhaustive] [--json]\n"
+            "                  [--memory-limit SIZE | --headroom F] [--top K] [--jobs J] [--exhaustive] [--json]\n"
             "\n"
-            "Search tensor/pipeline/data parallel sizes, ZeRO stage, micro batch size and activation\n"
+            "Search tensor/pipeline/data parallel sizes, pipeline schedule (1F1B, interleaved with every\n"
+            "valid number of chunks), sequence parallelism, ZeRO stage, micro batch size and activation\n"
             "checkpointing for the scenario's model on N GPUs (and 2N, 4N, ... up to M with a\n"
             "generated topology). Plans that cannot exist (layers not divisible by pp, heads by tp,\n"
             "global batch by dp x micro batch) or do not fit in memory (checked without simulating)\n"
-            "are rejected; the rest are simulated and ranked. Prints the best K with step time,\n"
-            "throughput, memory and cost, and the rejected plans counted by reason.\n"
+            "are rejected; the rest are simulated in order of a closed-form lower bound on their\n"
+            "step time until no plan left can beat the K best. Prints the best K with step time,\n"
+            "throughput, memory, $/step, $/M tokens and tokens/$, and the rejected plans counted by\n"
+            "reason (frameworks' rules included: no ZeRO-2/3 with pp > 1).\n"
             "\n"
             "  --gpus N          cluster size to plan for (required)\n"
             "  --max-gpus M      also try 2N, 4N, ... <= M GPUs\n"
             "  --objective O     time (default): shortest step; cost: cheapest step ($/GPU-hour\n"
             "                    of the GPU spec); tokens-per-dollar: most tokens per dollar\n"
-            "  --memory-limit S  usable memory per GPU, e.g. \"72 GiB\" (default: the GPU's capacity)\n"
+            "  --memory-limit S  usable memory per GPU, e.g. \"72 GiB\" (default: the GPU's capacity\n"
+            "                    less the headroom)\n"
+            "  --headroom F      fraction of each GPU's memory kept free, 0 to 0.9, or a percentage\n"
+            "                    such as 15%% (default: options.memory_headroom, else 10%%)\n"
             "  --top K           plans to show (default 5)\n"
             "  --jobs J          simulation threads (default: online CPUs)\n"
-            "  --exhaustive      also simulate plans a lower ZeRO stage already makes fit\n"
+            "  --exhaustive      simulate every plan that fits (brute force: the same best plans,\n"
+            "                    slower)\n"
             "  --json            one JSON document on stdout\n");
 }
 
@@ -93,7 +100,11 @@ static cJSON *candidate_json(const plan_candidate *c)
     cJSON_AddNumberToObject(o, "zero", c->zero);
     cJSON_AddStringToObject(o, "activation_checkpointing", plan_checkpointing_name(c->checkpointing));
     cJSON_AddNumberToObject(o, "micro_batch_size", c->micro_batch_size);
+    cJSON_AddStringToObject(o, "schedule", plan_schedule_name(c));
+    cJSON_AddNumberToObject(o, "virtual_stages", c->virtual_stages);
+    cJSON_AddBoolToObject(o, "sequence_parallel", c->sequence_parallel);
     cJSON_AddNumberToObject(o, "step_time_s", r->step_time_s);
+    cJSON_AddNumberToObject(o, "step_lower_bound_s", c->lower_bound_s);
     cJSON_AddNumberToObject(o, "tokens_per_s", r->throughput.tokens_per_s);
     cJSON_AddNumberToObject(o, "samples_per_s", r->throughput.samples_per_s);
     cJSON_AddNumberToObject(o, "mfu", r->throughput.mfu);
@@ -102,6 +113,10 @@ static cJSON *candidate_json(const plan_candidate *c)
     cJSON_AddNumberToObject(o, "cost_per_step_usd", r->cost_per_step_usd);
     cJSON_AddNumberToObject(o, "usd_per_hour",
                             r->step_time_s > 0 ? r->cost_per_step_usd / r->step_time_s * 3600 : 0);
+    double tok = r->throughput.tokens_per_s * r->step_time_s; /* tokens the update used */
+    cJSON_AddNumberToObject(o, "usd_per_mtokens", tok > 0 ? r->cost_per_step_usd / tok * 1e6 : 0);
+    cJSON_AddNumberToObject(o, "tokens_per_usd",
+                            r->cost_per_step_usd > 0 ? tok / r->cost_per_step_usd : 0);
     return o;
 }
 
@@ -136,11 +151,26 @@ static int run(int argc, char **argv)
                         opt.memory_limit <= 0 ? "expected a size > 0 such as \"72 GiB\"" : why);
                 return CLI_USAGE;
             }
+        } else if (!strcmp(a, "--headroom") && has) {
+            const char *v = argv[++i];
+            char *end = NULL;
+            double h = strtod(v, &end);
+            if (end != v && *end == '%' && !end[1]) {
+                h /= 100;
+                end++;
+            }
+            if (end == v || *end || !(h >= 0 && h <= 0.9)) {
+                fprintf(stderr, "dtsim plan: --headroom expects a fraction from 0 to 0.9 or a "
+                                "percentage such as 15%%, found \"%s\"\n", v);
+                return CLI_USAGE;
+            }
+            opt.headroom = h;
+            opt.have_headroom = true;
         } else if (!strcmp(a, "--exhaustive")) {
             opt.exhaustive = true;
         } else if (!strcmp(a, "--json")) {
             json = true;
-        } else if (!strcmp(a, "--gpus") || !strcmp(a, "--max-gpus") || !strcmp(a, "--top") || !strcmp(a, "--jobs") || !strcmp(a, "--objective") || !strcmp(a, "--memory-limit")) {
+        } else if (!strcmp(a, "--gpus") || !strcmp(a, "--max-gpus") || !strcmp(a, "--top") || !strcmp(a, "--jobs") || !strcmp(a, "--objective") || !strcmp(a, "--memory-limit") || !strcmp(a, "--headroom")) {
             fprintf(stderr, "dtsim plan: %s needs a value (see dtsim plan --help)\n", a);
             return CLI_USAGE;
         } else if (a[0] == '-' && a[1]) {
@@ -153,6 +183,11 @@ static int run(int argc, char **argv)
             return CLI_USAGE;
         }
         if (rc) return rc;
+    }
+    if (opt.have_headroom && opt.memory_limit > 0) {
+        fprintf(stderr, "dtsim plan: --memory-limit is the usable memory itself; it takes no "
+                        "--headroom (give one or the other)\n");
+        return CLI_USAGE;
     }
     if (!file || opt.gpus == 0) {
         fprintf(stderr, "dtsim plan: expected SCENARIO and --gpus N (see dtsim plan --help)\n");
@@ -193,6 +228,7 @@ static int run(int argc, char **argv)
         cJSON_AddNumberToObject(o, "max_gpus", opt.max_gpus ? opt.max_gpus : opt.gpus);
         cJSON_AddStringToObject(o, "objective", plan_objective_name(opt.objective));
         if (opt.memory_limit > 0) cJSON_AddNumberToObject(o, "memory_limit_bytes", opt.memory_limit);
+        cJSON_AddNumberToObject(o, "memory_headroom", res.headroom);
         cJSON_AddNumberToObject(o, "considered", res.considered);
         cJSON_AddNumberToObject(o, "memory_checked", res.memory_checked);
         cJSON_AddNumberToObject(o, "simulated", res.simulated);
@@ -223,6 +259,7 @@ static int run(int argc, char **argv)
         if (opt.max_gpus > opt.gpus) printf(" (up to %d)", opt.max_gpus);
         printf(", objective %s", plan_objective_name(opt.objective));
         if (opt.memory_limit > 0) printf(", memory limit %.1f GiB", opt.memory_limit / GiB);
+        else printf(", %g %% of GPU memory kept free", 100 * res.headroom);
         if (res.global_batch > 0)
             printf("\nbatch      global batch %g held fixed; micro batch size 1, 2, 4, 8 searched, "
                    "microbatches follow", res.global_batch);
@@ -239,23 +276,35 @@ static int run(int argc, char **argv)
         if (res.n_best == 0) {
             printf("no plan fits\n");
         } else {
-            printf(" #  gpus   tp   pp   dp zero ckpt       mbs   step time    tokens/s    MFU"
-                   "     memory/GPU         $/step     $/hour\n");
+            printf(" #  gpus   tp   pp   dp sched     sp zero ckpt       mbs   step time    tokens/s    MFU"
+                   "     memory/GPU         $/step     $/hour  $/M tokens   tokens/$\n");
             for (int i = 0; i < res.n_best; i++) {
                 const plan_candidate *c = &res.best[i];
                 const run_result *r = &c->result;
                 char t[32], tk[32];
                 fmt_time(t, sizeof t, r->step_time_s);
                 fmt_rate(tk, sizeof tk, r->throughput.tokens_per_s);
-                printf("%2d %5d %4d %4d %4d %4d %-9s %4d %11s %11s %5.1f%%  %5.1f / %5.1f GiB",
-                       i + 1, c->gpus, c->tp, c->pp, c->dp, c->zero,
+                char sched[16];
+                if (c->pp > 1 && c->schedule == WL_INTERLEAVED)
+                    snprintf(sched, sizeof sched, "int. v=%d", c->virtual_stages);
+                else
+                    snprintf(sched, sizeof sched, "%s", c->pp > 1 ? "1f1b" : "-");
+                printf("%2d %5d %4d %4d %4d %-9s %3s %4d %-9s %4d %11s %11s %5.1f%%  %5.1f / %5.1f GiB",
+                       i + 1, c->gpus, c->tp, c->pp, c->dp, sched, c->sequence_parallel ? "on" : "-",
+                       c->zero,
                        plan_checkpointing_name(c->checkpointing), c->micro_batch_size, t, tk,
                        100 * r->throughput.mfu, r->memory.peak / GiB, r->memory.capacity / GiB);
-                if (r->cost_per_step_usd > 0)
-                    printf(" %10.4f %10.2f", r->cost_per_step_usd,
-                           r->cost_per_step_usd / r->step_time_s * 3600);
+                double tok = r->throughput.tokens_per_s * r->step_time_s;
+                if (r->cost_per_step_usd > 0 && tok > 0)
+                {
+                    char tpd[32];
+                    fmt_rate(tpd, sizeof tpd, tok / r->cost_per_step_usd);
+                    printf(" %10.4f %10.2f %11.4f %10s", r->cost_per_step_usd,
+                           r->cost_per_step_usd / r->step_time_s * 3600,
+                           r->cost_per_step_usd / tok * 1e6, tpd);
+                }
                 else
-                    printf(" %10s %10s", "-", "-");
+                    printf(" %10s %10s %11s %10s", "-", "-", "-", "-");
                 if (c->ep > 1 || c->cp > 1) printf("  ep %d cp %d", c->ep, c->cp);
                 printf("\n");
             }

@@ -1,9 +1,12 @@
 /* plan.c - capacity planning search (see plan.h for the space and the pruning).
  *
- * Cost: the space is (divisor pairs of G) x 4 micro batch sizes x 3 checkpointing levels x 4
- * ZeRO stages per GPU count - a few thousand candidates for G = 1024. Structural checks cost
- * nothing, run_memory() microseconds, a simulation milliseconds to seconds, so the expensive
- * step only sees candidates that fit and are not dominated, spread over `jobs` threads.
+ * Cost: the space is (divisor pairs of G) x schedules x 2 sequence parallelism x 4 micro batch
+ * sizes x 3 checkpointing levels x 4 ZeRO stages per GPU count - tens of thousands of
+ * candidates for G = 1024, most of them refused by arithmetic. A probe (memory and the lower
+ * bound, no graph) costs tens of microseconds with the topology cached, a simulation 0.1 to
+ * 1 s at 1,024 GPUs; so every candidate that can exist is probed, and only those whose bound
+ * can still beat the top plans found so far are simulated, best bound first. At larger scale
+ * the probes would want threads too (one cache each).
  */
 #include <math.h>
 #include <pthread.h>
@@ -35,10 +38,16 @@ int plan_objective_parse(const char *s, plan_objective *out)
     return DT_EINPUT;
 }
 
+const char *plan_schedule_name(const plan_candidate *c)
+{
+    return c->pp <= 1 ? "none" : c->schedule == WL_INTERLEAVED ? "interleaved" : "1f1b";
+}
+
 typedef struct cand {
     plan_candidate c;
-    int state;            /* 0 pending, 1 fits (simulate), 2 rejected, 3 simulated ok */
-    cJSON *scenario;      /* built for the memory check, kept for the simulation */
+    int state;            /* 0 pending, 1 fits (may be simulated), 2 rejected */
+    double bound;         /* the objective's lower bound (score units) */
+    cJSON *scenario;      /* built for the probe, kept for the simulation */
 } cand;
 
 typedef struct rejects {
@@ -74,10 +83,16 @@ static const char *gib(double bytes, char *buf, size_t n)
 
 static void label(const plan_candidate *c, char *buf, size_t n)
 {
+    char sched[32];
+    if (c->pp > 1 && c->schedule == WL_INTERLEAVED)
+        snprintf(sched, sizeof sched, "interleaved v=%d", c->virtual_stages);
+    else
+        snprintf(sched, sizeof sched, "%s", plan_schedule_name(c));
     char ec[32] = "";
     if (c->ep > 1 || c->cp > 1) snprintf(ec, sizeof ec, " ep=%d cp=%d", c->ep, c->cp);
-    snprintf(buf, n, "gpus=%d tp=%d pp=%d dp=%d%s zero=%d ckpt=%s mbs=%d", c->gpus, c->tp, c->pp,
-             c->dp, ec, c->zero, plan_checkpointing_name(c->checkpointing), c->micro_batch_size);
+    snprintf(buf, n, "gpus=%d tp=%d pp=%d dp=%d%s sched=%s sp=%s zero=%d ckpt=%s mbs=%d", c->gpus,
+             c->tp, c->pp, c->dp, ec, sched, c->sequence_parallel ? "on" : "off", c->zero,
+             plan_checkpointing_name(c->checkpointing), c->micro_batch_size);
 }
 
 static double get_num(const cJSON *obj, const char *key, double dflt)
@@ -86,28 +101,26 @@ static double get_num(const cJSON *obj, const char *key, double dflt)
     return cJSON_IsNumber(v) ? v->valuedouble : dflt;
 }
 
-static void set_num(cJSON *obj, const char *key, double v)
+static void set_item(cJSON *obj, const char *key, cJSON *v)
 {
     if (cJSON_GetObjectItemCaseSensitive(obj, key))
-        cJSON_ReplaceItemInObjectCaseSensitive(obj, key, cJSON_CreateNumber(v));
+        cJSON_ReplaceItemInObjectCaseSensitive(obj, key, v);
     else
-        cJSON_AddNumberToObject(obj, key, v);
+        cJSON_AddItemToObject(obj, key, v);
 }
 
-static void set_str(cJSON *obj, const char *key, const char *v)
-{
-    if (cJSON_GetObjectItemCaseSensitive(obj, key))
-        cJSON_ReplaceItemInObjectCaseSensitive(obj, key, cJSON_CreateString(v));
-    else
-        cJSON_AddStringToObject(obj, key, v);
-}
+static void set_num(cJSON *obj, const char *key, double v) { set_item(obj, key, cJSON_CreateNumber(v)); }
+static void set_str(cJSON *obj, const char *key, const char *v) { set_item(obj, key, cJSON_CreateString(v)); }
+
+typedef enum fw_kind { FW_GENERIC, FW_MEGATRON, FW_FSDP } fw_kind;
 
 typedef struct space {
     const cJSON *scenario;
-    double layers, heads, kv_heads, global_batch, virtual_stages;
+    fw_kind framework;    /* the scenario's "framework" preset: whose rules apply */
+    double layers, heads, kv_heads, global_batch;
     double experts, seq_len;
     bool search_cp;       /* context parallel degrees are searched (docs: plan.h) */
-    bool generated, has_compression, interleaved;
+    bool generated, has_compression;
     int own_mbs;
     int own_microbatches; /* held per DP replica when the scenario has no global_batch */
 } space;
@@ -130,9 +143,10 @@ static cJSON *build(const space *sp, const plan_candidate *c)
     else cJSON_DeleteItemFromObjectCaseSensitive(par, "ep");
     if (c->cp > 1) set_num(par, "cp", c->cp);
     else cJSON_DeleteItemFromObjectCaseSensitive(par, "cp");
-    /* the scenario's stage_layers fit its own pp only: candidates get the default split */
+    set_item(par, "sequence_parallel", cJSON_CreateBool(c->sequence_parallel));
+    /* the scenario's stage_layers fit its own pp and v only: candidates get the default split */
     const cJSON *sl = cJSON_GetObjectItemCaseSensitive(par, "stage_layers");
-    if (sl && cJSON_GetArraySize(sl) != c->pp * (c->pp > 1 ? (int)sp->virtual_stages : 1))
+    if (sl && cJSON_GetArraySize(sl) != c->pp * c->virtual_stages)
         cJSON_DeleteItemFromObjectCaseSensitive(par, "stage_layers");
     set_str(par, "activation_checkpointing", ckpt_names[c->checkpointing]);
     if (sp->global_batch > 0) {
@@ -152,6 +166,12 @@ static cJSON *build(const space *sp, const plan_candidate *c)
     if (c->pp == 1) {
         cJSON_DeleteItemFromObjectCaseSensitive(par, "schedule");
         cJSON_DeleteItemFromObjectCaseSensitive(par, "virtual_stages");
+    } else {
+        set_str(par, "schedule", c->schedule == WL_INTERLEAVED ? "interleaved" : "1f1b");
+        if (c->schedule == WL_INTERLEAVED)
+            set_num(par, "virtual_stages", c->virtual_stages);
+        else
+            cJSON_DeleteItemFromObjectCaseSensitive(par, "virtual_stages");
     }
     if (sp->generated) {
         cJSON *topo_j = cJSON_GetObjectItemCaseSensitive(s, "topology");
@@ -161,15 +181,46 @@ static cJSON *build(const space *sp, const plan_candidate *c)
     return s;
 }
 
+/* The frameworks' rules: plans dtsim can simulate but the framework a team would run them on
+ * refuses, so proposing them would send the user to a configuration that does not start.
+ * - ZeRO-2/3 with pipeline parallelism: DeepSpeed raises "ZeRO-2 and ZeRO-3 are incompatible
+ *   with pipeline parallelism" (PipelineEngine), Megatron-LM has no gradient or parameter
+ *   sharding beside its pipeline schedules; applies whatever the framework field says.
+ * - Megatron-LM (framework "megatron"): its distributed optimizer shards optimizer state only,
+ *   which is ZeRO-1; ZeRO-2/3 do not exist there.
+ * - FSDP (framework "fsdp"): no pipeline schedule (pp 1). */
+static bool rules(const space *sp, const plan_candidate *c, const char *lb, rejects *rj)
+{
+    char ex[320];
+    if (c->zero >= 2 && c->pp > 1) {
+        snprintf(ex, sizeof ex, "%s: ZeRO-%d with pp %d (DeepSpeed and Megatron-LM refuse ZeRO-2/3 "
+                 "with pipeline parallelism)", lb, c->zero, c->pp);
+        reject(rj, "rule: no ZeRO-2/3 with pp > 1", ex);
+        return false;
+    }
+    if (sp->framework == FW_MEGATRON && c->zero >= 2) {
+        snprintf(ex, sizeof ex, "%s: Megatron-LM's distributed optimizer is ZeRO-1; ZeRO-%d does "
+                 "not exist there", lb, c->zero);
+        reject(rj, "rule: megatron has ZeRO 0 or 1 only", ex);
+        return false;
+    }
+    if (sp->framework == FW_FSDP && c->pp > 1) {
+        snprintf(ex, sizeof ex, "%s: FSDP has no pipeline schedule (pp %d)", lb, c->pp);
+        reject(rj, "rule: fsdp has no pipeline (pp 1)", ex);
+        return false;
+    }
+    return true;
+}
+
 /* Structural checks; returns false (and records why) when the candidate cannot exist. */
 static bool structural(const space *sp, const plan_candidate *c, rejects *rj)
 {
     char ex[320], lb[200];
     label(c, lb, sizeof lb);
-    double stages = c->pp * (sp->interleaved && c->pp > 1 ? sp->virtual_stages : 1);
+    double stages = (double)c->pp * c->virtual_stages;
     if (sp->layers > 0 && fmod(sp->layers, stages) != 0) {
         snprintf(ex, sizeof ex, "%s: layers %g not divisible by pp %d%s", lb, sp->layers, c->pp,
-                 stages != c->pp ? " x virtual stages" : "");
+                 c->virtual_stages > 1 ? " x virtual stages" : "");
         reject(rj, "indivisible: layers by pp", ex);
         return false;
     }
@@ -193,19 +244,28 @@ static bool structural(const space *sp, const plan_candidate *c, rejects *rj)
         reject(rj, "unsupported: ZeRO-3 with ep", ex);
         return false;
     }
-    if (sp->global_batch > 0 && fmod(sp->global_batch, (double)c->dp * c->micro_batch_size) != 0) {
-        snprintf(ex, sizeof ex, "%s: global batch %g not divisible by dp %d x micro batch %d", lb,
-                 sp->global_batch, c->dp, c->micro_batch_size);
-        reject(rj, "indivisible: global batch by dp x micro batch", ex);
+    double m = sp->own_microbatches;
+    if (sp->global_batch > 0) {
+        if (fmod(sp->global_batch, (double)c->dp * c->micro_batch_size) != 0) {
+            snprintf(ex, sizeof ex, "%s: global batch %g not divisible by dp %d x micro batch %d",
+                     lb, sp->global_batch, c->dp, c->micro_batch_size);
+            reject(rj, "indivisible: global batch by dp x micro batch", ex);
+            return false;
+        }
+        m = sp->global_batch / ((double)c->dp * c->micro_batch_size);
+    }
+    if (c->pp > 1 && c->schedule == WL_INTERLEAVED && fmod(m, c->pp) != 0) {
+        snprintf(ex, sizeof ex, "%s: %g microbatches not divisible by pp %d", lb, m, c->pp);
+        reject(rj, "indivisible: microbatches by pp (interleaved)", ex);
         return false;
     }
-    return true;
+    return rules(sp, c, lb, rj);
 }
 
-static int default_memory(void *ctx, const cJSON *s, const char *file, const char *base_dir,
-                          struct run_memory *out, bool *fits, dt_error *err)
+static int default_probe(void *ctx, const cJSON *s, const char *file, const char *base_dir,
+                         run_probe *out, dt_error *err)
 {
-    return run_memory(s, file, base_dir, out, fits, err);
+    return run_probe_scenario(s, file, base_dir, ctx, out, err);
 }
 
 static int default_run(void *ctx, const cJSON *s, const char *file, const char *base_dir,
@@ -248,16 +308,62 @@ static void *sim_worker(void *arg)
     }
 }
 
+/* Simulate todo[0..n) on up to `jobs` threads; progress reports base + done of total. */
+static void simulate(sim_pool *p, cand **todo, size_t n, int jobs, size_t base, size_t total)
+{
+    p->todo = todo;
+    p->n = n;
+    p->next = p->done = 0;
+    if ((size_t)jobs > n) jobs = (int)(n ? n : 1);
+    pthread_t th[64];
+    if (jobs > 64) jobs = 64;
+    int started = 0;
+    for (int i = 0; i < jobs; i++, started++)
+        if (pthread_create(&th[i], NULL, sim_worker, p) != 0) break;
+    if (started == 0) sim_worker(p);
+    if (p->opt->progress) {
+        /* The calling thread reports progress while the workers simulate. */
+        pthread_mutex_lock(&p->mu);
+        size_t shown = (size_t)-1;
+        while (p->done < p->n) {
+            if (p->done != shown) {
+                shown = p->done;
+                pthread_mutex_unlock(&p->mu);
+                p->opt->progress(p->opt->progress_ctx, base + shown, total);
+                pthread_mutex_lock(&p->mu);
+                continue;
+            }
+            pthread_cond_wait(&p->cv, &p->mu);
+        }
+        pthread_mutex_unlock(&p->mu);
+    }
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+}
+
+/* Best first: score, then fewer GPUs, less model parallelism, less memory saving, larger micro
+ * batches, 1F1B before interleaving, fewer chunks, sequence parallelism off. */
 static int cand_cmp(const void *pa, const void *pb)
 {
     const plan_candidate *a = pa, *b = pb;
     if (a->score != b->score) return a->score < b->score ? -1 : 1;
-    /* Ties: fewer GPUs, then less model parallelism, then less memory saving. */
-    int ka[] = {a->gpus, a->tp, a->pp, a->cp, a->ep, a->zero, a->checkpointing, -a->micro_batch_size};
-    int kb[] = {b->gpus, b->tp, b->pp, b->cp, b->ep, b->zero, b->checkpointing, -b->micro_batch_size};
-    for (int i = 0; i < 8; i++)
+    int ka[] = {a->gpus, a->tp, a->pp, a->cp, a->ep, a->zero, a->checkpointing,
+                -a->micro_batch_size, a->schedule, a->virtual_stages, a->sequence_parallel};
+    int kb[] = {b->gpus, b->tp, b->pp, b->cp, b->ep, b->zero, b->checkpointing,
+                -b->micro_batch_size, b->schedule, b->virtual_stages, b->sequence_parallel};
+    for (int i = 0; i < 11; i++)
         if (ka[i] != kb[i]) return ka[i] < kb[i] ? -1 : 1;
     return 0;
+}
+
+/* Order of simulation: the bound, then the same keys (a total order, so the waves and hence
+ * everything simulated are the same every run). */
+static int bound_cmp(const void *pa, const void *pb)
+{
+    const cand *a = *(cand *const *)pa, *b = *(cand *const *)pb;
+    if (a->bound != b->bound) return a->bound < b->bound ? -1 : 1;
+    plan_candidate x = a->c, y = b->c;
+    x.score = y.score = 0;
+    return cand_cmp(&x, &y);
 }
 
 static int rej_cmp(const void *pa, const void *pb)
@@ -265,6 +371,34 @@ static int rej_cmp(const void *pa, const void *pb)
     const plan_reject *a = pa, *b = pb;
     if (a->count != b->count) return a->count > b->count ? -1 : 1;
     return strcmp(a->reason, b->reason);
+}
+
+/* The objective of a simulated plan, lower is better. */
+static double score_of(plan_objective o, const run_result *r)
+{
+    double tokens = r->throughput.tokens_per_s * r->step_time_s;
+    return o == PLAN_TIME   ? r->step_time_s
+           : o == PLAN_COST ? r->cost_per_step_usd
+                            : -(r->cost_per_step_usd > 0 ? tokens / r->cost_per_step_usd : 0);
+}
+
+/* The same objective's bound from a probe: step >= lb gives $/step >= lb x $/hour / 3600 and
+ * tokens/$ <= tokens / that. No bound: the weakest value (prunes nothing). */
+static double bound_of(plan_objective o, const run_probe *p)
+{
+    double lb = p->step_lower_bound_s;
+    if (o == PLAN_TIME) return lb > 0 ? lb : 0;
+    double usd = lb * p->cost_per_hour_total / 3600;
+    if (o == PLAN_COST) return usd > 0 ? usd : 0;
+    return usd > 0 ? -p->tokens_per_step / usd : -INFINITY;
+}
+
+static void add_cand(cand **cs, size_t *n, size_t *cap, plan_candidate c)
+{
+    if (*n == *cap) *cs = dt_xrealloc(*cs, (*cap = *cap ? 2 * *cap : 256) * sizeof **cs);
+    cand *x = &(*cs)[(*n)++];
+    memset(x, 0, sizeof *x);
+    x->c = c;
 }
 
 int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
@@ -293,11 +427,31 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
         sp.search_cp = flash && (get_num(par, "cp", 0) > 0 || sp.seq_len >= 16384);
     }
     sp.global_batch = get_num(scenario, "global_batch", 0);
-    sp.virtual_stages = get_num(par, "virtual_stages", 1);
-    const cJSON *sched = cJSON_IsObject(par) ? cJSON_GetObjectItemCaseSensitive(par, "schedule") : NULL;
-    sp.interleaved = cJSON_IsString(sched) && !strcmp(sched->valuestring, "interleaved");
     sp.has_compression = cJSON_IsObject(par) && cJSON_GetObjectItemCaseSensitive(par, "compression");
     sp.generated = cJSON_IsObject(topo_j) && cJSON_GetObjectItemCaseSensitive(topo_j, "generator");
+    {
+        const cJSON *fw = cJSON_GetObjectItemCaseSensitive(scenario, "framework");
+        if (cJSON_IsObject(fw)) fw = cJSON_GetObjectItemCaseSensitive(fw, "preset");
+        const char *name = cJSON_IsString(fw) ? fw->valuestring : "";
+        sp.framework = !strcmp(name, "megatron") ? FW_MEGATRON
+                       : !strcmp(name, "fsdp")   ? FW_FSDP
+                                                 : FW_GENERIC;
+    }
+    /* Usable memory: what --memory-limit says, else the GPU's less the headroom (--headroom,
+     * else options.memory_headroom, else 10 %: allocator fragmentation, NCCL buffers and the
+     * CUDA context take a few GiB that the closed forms do not count). */
+    double headroom = 0.1;
+    {
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(scenario, "options");
+        const cJSON *h = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, "memory_headroom") : NULL;
+        if (cJSON_IsNumber(h)) headroom = h->valuedouble;
+    }
+    if (opt->have_headroom) headroom = opt->headroom;
+    if (!(headroom >= 0 && headroom <= 0.9))
+        return dt_error_set(err, DT_EINPUT, "--headroom", NULL,
+                            "expected a fraction from 0 to 0.9, found %g", headroom);
+    if (opt->memory_limit > 0) headroom = 0;
+    out->headroom = headroom;
     sp.own_mbs = (int)get_num(par, "micro_batch_size", 1);
     /* As the scenario loader resolves it for the scenario's own plan: microbatches, else
      * gradient_accumulation (the same count), else one per pipeline stage. */
@@ -322,6 +476,9 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
         mbs_list[n_mbs++] = sp.own_mbs;
     int n_zero = sp.has_compression ? 1 : 4;
 
+    /* Enumerate. Schedules of a pp > 1 plan: 1F1B, and interleaved with every v >= 2 whose
+     * pp x v divides the layers (others cannot split the model; with layers unknown, v up to
+     * 8 and the loader judges). */
     cand *cs = NULL;
     size_t n = 0, cap = 0;
     rejects rj = {0};
@@ -330,24 +487,39 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
             if (g % tp) continue;
             for (int pp = 1; pp <= g / tp; pp++) {
                 if ((g / tp) % pp) continue;
+                int scheds[64][2], n_sched = 0;
+                if (pp == 1) {
+                    scheds[n_sched][0] = WL_GPIPE;
+                    scheds[n_sched++][1] = 1;
+                } else {
+                    scheds[n_sched][0] = WL_1F1B;
+                    scheds[n_sched++][1] = 1;
+                    int vmax = sp.layers > 0 ? (int)(sp.layers / pp) : 8;
+                    for (int v = 2; v <= vmax && n_sched < 64; v++)
+                        if (sp.layers <= 0 || fmod(sp.layers, (double)pp * v) == 0) {
+                            scheds[n_sched][0] = WL_INTERLEAVED;
+                            scheds[n_sched++][1] = v;
+                        }
+                }
                 for (int cp = 1; cp <= (sp.search_cp ? 16 : 1); cp *= 2) {
                     if ((g / tp / pp) % cp) continue;
                     int dp = (int)(g / tp / pp / cp);
                     for (int ep = 1; ep <= dp && ep <= (int)sp.experts; ep++) {
                         if (dp % ep || fmod(sp.experts, ep) != 0) continue;
-                        for (int mi = 0; mi < n_mbs; mi++)
-                            for (int ck = 0; ck < 3; ck++)
-                                for (int z = 0; z < n_zero; z++) {
-                                    if (n == cap)
-                                        cs = dt_xrealloc(cs, (cap = cap ? 2 * cap : 256) * sizeof *cs);
-                                    cand *c = &cs[n++];
-                                    memset(c, 0, sizeof *c);
-                                    c->c = (plan_candidate){.gpus = (int)g, .tp = tp, .pp = pp,
-                                                            .dp = dp, .ep = ep, .cp = cp,
-                                                            .zero = z,
-                                                            .micro_batch_size = mbs_list[mi],
-                                                            .checkpointing = ck};
-                                }
+                        for (int si = 0; si < n_sched; si++)
+                            for (int seq = 0; seq < (tp > 1 ? 2 : 1); seq++)
+                                for (int mi = 0; mi < n_mbs; mi++)
+                                    for (int ck = 0; ck < 3; ck++)
+                                        for (int z = 0; z < n_zero; z++)
+                                            add_cand(&cs, &n, &cap,
+                                                     (plan_candidate){
+                                                         .gpus = (int)g, .tp = tp, .pp = pp,
+                                                         .dp = dp, .ep = ep, .cp = cp, .zero = z,
+                                                         .micro_batch_size = mbs_list[mi],
+                                                         .checkpointing = ck,
+                                                         .schedule = scheds[si][0],
+                                                         .virtual_stages = scheds[si][1],
+                                                         .sequence_parallel = seq == 1});
                     }
                 }
             }
@@ -356,8 +528,10 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
     }
     out->considered = (int)n;
 
-    /* Structure, then memory. */
-    plan_memory_fn memfn = opt->memory ? opt->memory : default_memory;
+    /* Structure and rules, then the probe: memory and the bound. */
+    run_probe_cache *cache = opt->probe ? NULL : run_probe_cache_create();
+    plan_probe_fn probe = opt->probe ? opt->probe : default_probe;
+    void *probe_ctx = opt->probe ? opt->ctx : cache;
     char lb[200], ex[320], buf[DT_ERR_FILE_MAX + DT_ERR_PATH_MAX + DT_ERR_MSG_MAX + 64];
     for (size_t i = 0; i < n; i++) {
         cand *c = &cs[i];
@@ -368,127 +542,131 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
         c->scenario = build(&sp, &c->c);
         dt_error e;
         dt_error_clear(&e);
-        bool fits = false;
+        run_probe pr;
         out->memory_checked++;
         label(&c->c, lb, sizeof lb);
-        if (memfn(opt->ctx, c->scenario, file, base_dir, &c->c.memory, &fits, &e) != DT_OK) {
+        if (probe(probe_ctx, c->scenario, file, base_dir, &pr, &e) != DT_OK) {
             char reason[96];
             snprintf(reason, sizeof reason, "invalid: %.80s", e.path[0] ? e.path : "scenario");
             snprintf(ex, sizeof ex, "%s: %.110s", lb, e.msg[0] ? e.msg : dt_error_format(&e, buf, sizeof buf));
             reject(&rj, reason, ex);
             c->state = 2;
+            cJSON_Delete(c->scenario); /* only plans that fit keep theirs, for the simulation */
+            c->scenario = NULL;
             continue;
         }
-        double limit = opt->memory_limit > 0 ? opt->memory_limit : c->c.memory.capacity;
-        if (opt->memory_limit > 0) fits = c->c.memory.peak <= limit;
-        if (!fits) {
+        c->c.memory = pr.memory;
+        c->c.lower_bound_s = pr.step_lower_bound_s;
+        c->bound = bound_of(opt->objective, &pr);
+        double limit = opt->memory_limit > 0 ? opt->memory_limit
+                                             : (1 - headroom) * c->c.memory.capacity;
+        if (!(c->c.memory.peak <= limit)) {
             char g1[32], g2[32];
-            snprintf(ex, sizeof ex, "%s: %s > %s", lb, gib(c->c.memory.peak, g1, sizeof g1),
-                     gib(limit, g2, sizeof g2));
+            char g3[32];
+            if (headroom > 0)
+                snprintf(ex, sizeof ex, "%.180s: %s > %s (%s less %.3g %% headroom)", lb,
+                         gib(c->c.memory.peak, g1, sizeof g1), gib(limit, g2, sizeof g2),
+                         gib(c->c.memory.capacity, g3, sizeof g3), 100 * headroom);
+            else
+                snprintf(ex, sizeof ex, "%s: %s > %s", lb, gib(c->c.memory.peak, g1, sizeof g1),
+                         gib(limit, g2, sizeof g2));
             reject(&rj, "does not fit in memory", ex);
             c->state = 2;
+            cJSON_Delete(c->scenario);
+            c->scenario = NULL;
             continue;
         }
         c->state = 1;
         out->fitting++;
     }
-    /* Dominance: ZeRO is the innermost loop, ascending, so the first fitting stage of each
-     * (G, tp, pp, mbs, ckpt) group is the one to simulate. */
-    if (!opt->exhaustive) {
-        for (size_t i = 0; i < n; i += (size_t)n_zero) {
-            bool kept = false;
-            for (int z = 0; z < n_zero; z++) {
-                cand *c = &cs[i + (size_t)z];
-                if (c->state != 1) continue;
-                if (!kept) {
-                    kept = true;
-                    continue;
-                }
-                label(&c->c, lb, sizeof lb);
-                for (int k = 0; k < z; k++)
-                    if (cs[i + (size_t)k].state == 1) {
-                        snprintf(ex, sizeof ex, "%s: zero=%d already fits", lb, k);
-                        break;
-                    }
-                reject(&rj, "not simulated: a lower ZeRO stage fits", ex);
-                c->state = 2;
-            }
-        }
-    }
-    /* Simulate the survivors. */
+    run_probe_cache_destroy(cache);
+
+    /* Branch and bound over the plans that fit, best bound first. */
+    cand **order = dt_xcalloc(n + 1, sizeof *order);
+    size_t n_fit = 0;
+    for (size_t i = 0; i < n; i++)
+        if (cs[i].state == 1) order[n_fit++] = &cs[i];
+    qsort(order, n_fit, sizeof *order, bound_cmp);
+    int top = opt->top > 0 ? opt->top : 5;
+    plan_candidate *ok = dt_xcalloc(n_fit + 1, sizeof *ok);
+    int n_ok = 0;
+    double *kept = dt_xcalloc((size_t)top + 1, sizeof *kept); /* best scores so far, ascending */
+    int n_kept = 0;
     sim_pool p = {.opt = opt, .file = file, .base_dir = base_dir};
     pthread_mutex_init(&p.mu, NULL);
     pthread_cond_init(&p.cv, NULL);
-    p.todo = dt_xcalloc(n + 1, sizeof *p.todo);
-    for (size_t i = 0; i < n; i++)
-        if (cs[i].state == 1) p.todo[p.n++] = &cs[i];
-    p.errs = dt_xcalloc(p.n + 1, sizeof *p.errs);
-    p.rcs = dt_xcalloc(p.n + 1, sizeof *p.rcs);
+    p.errs = dt_xcalloc(PLAN_WAVE, sizeof *p.errs);
+    p.rcs = dt_xcalloc(PLAN_WAVE, sizeof *p.rcs);
     int jobs = opt->jobs > 0 ? opt->jobs : 1;
-    if ((size_t)jobs > p.n) jobs = (int)(p.n ? p.n : 1);
-    pthread_t *th = dt_xcalloc((size_t)jobs, sizeof *th);
-    int started = 0;
-    for (int i = 0; i < jobs; i++, started++)
-        if (pthread_create(&th[i], NULL, sim_worker, &p) != 0) break;
-    if (started == 0) sim_worker(&p);
-    if (opt->progress) {
-        /* The calling thread reports progress while the workers simulate. */
-        pthread_mutex_lock(&p.mu);
-        size_t shown = (size_t)-1;
-        while (p.done < p.n) {
-            if (p.done != shown) {
-                shown = p.done;
-                pthread_mutex_unlock(&p.mu);
-                opt->progress(opt->progress_ctx, shown, p.n);
-                pthread_mutex_lock(&p.mu);
+    size_t next = 0, simulated = 0;
+    while (next < n_fit) {
+        /* The top-th best score so far: a plan whose bound is above it cannot enter the top,
+         * and nor can any after it (they are in bound order). */
+        double threshold = n_kept == top ? kept[top - 1] : INFINITY;
+        if (!opt->exhaustive && order[next]->bound > threshold) break;
+        cand *wave[PLAN_WAVE];
+        size_t w = 0;
+        while (w < PLAN_WAVE && next < n_fit &&
+               (opt->exhaustive || order[next]->bound <= threshold))
+            wave[w++] = order[next++];
+        simulate(&p, wave, w, jobs, simulated, n_fit);
+        simulated += w;
+        for (size_t k = 0; k < w; k++) {
+            cand *c = wave[k];
+            label(&c->c, lb, sizeof lb);
+            if (p.rcs[k] != DT_OK) {
+                char reason[96];
+                snprintf(reason, sizeof reason, "invalid: %.80s", p.errs[k].path[0] ? p.errs[k].path : "scenario");
+                snprintf(ex, sizeof ex, "%s: %.110s", lb, p.errs[k].msg);
+                reject(&rj, reason, ex);
                 continue;
             }
-            pthread_cond_wait(&p.cv, &p.mu);
+            const run_result *r = &c->c.result;
+            double limit = opt->memory_limit > 0 ? opt->memory_limit
+                                                 : (1 - headroom) * r->memory.capacity;
+            if (r->memory.peak > limit) {
+                char g1[32], g2[32];
+                snprintf(ex, sizeof ex, "%s: %s > %s (simulated peak)", lb,
+                         gib(r->memory.peak, g1, sizeof g1), gib(limit, g2, sizeof g2));
+                reject(&rj, "does not fit in memory", ex);
+                continue;
+            }
+            c->c.score = score_of(opt->objective, r);
+            ok[n_ok++] = c->c;
+            /* keep the top best scores, ascending */
+            double sc = c->c.score;
+            int at;
+            if (n_kept < top)
+                at = n_kept++;
+            else if (sc < kept[top - 1])
+                at = top - 1;
+            else
+                continue;
+            kept[at] = sc;
+            for (int q = at; q > 0 && kept[q] < kept[q - 1]; q--) {
+                double t = kept[q];
+                kept[q] = kept[q - 1];
+                kept[q - 1] = t;
+            }
         }
-        pthread_mutex_unlock(&p.mu);
-        opt->progress(opt->progress_ctx, p.n, p.n);
     }
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-    free(th);
-    out->simulated = (int)p.n;
-    plan_candidate *ok = dt_xcalloc(p.n + 1, sizeof *ok);
-    int n_ok = 0;
-    for (size_t k = 0; k < p.n; k++) {
-        cand *c = p.todo[k];
+    if (opt->progress && n_fit) opt->progress(opt->progress_ctx, n_fit, n_fit);
+    out->simulated = (int)simulated;
+    if (next < n_fit) {
+        const cand *c = order[next];
         label(&c->c, lb, sizeof lb);
-        if (p.rcs[k] != DT_OK) {
-            char reason[96];
-            snprintf(reason, sizeof reason, "invalid: %.80s", p.errs[k].path[0] ? p.errs[k].path : "scenario");
-            snprintf(ex, sizeof ex, "%s: %.110s", lb, p.errs[k].msg);
-            reject(&rj, reason, ex);
-            continue;
-        }
-        const run_result *r = &c->c.result;
-        double limit = opt->memory_limit > 0 ? opt->memory_limit : r->memory.capacity;
-        if (!r->fits && opt->memory_limit <= 0) {
-            char g1[32], g2[32];
-            snprintf(ex, sizeof ex, "%s: %s > %s (simulated peak)", lb,
-                     gib(r->memory.peak, g1, sizeof g1), gib(r->memory.capacity, g2, sizeof g2));
-            reject(&rj, "does not fit in memory", ex);
-            continue;
-        }
-        if (r->memory.peak > limit) {
-            char g1[32], g2[32];
-            snprintf(ex, sizeof ex, "%s: %s > %s (simulated peak)", lb,
-                     gib(r->memory.peak, g1, sizeof g1), gib(limit, g2, sizeof g2));
-            reject(&rj, "does not fit in memory", ex);
-            continue;
-        }
-        double tokens_per_usd = r->cost_per_step_usd > 0
-                                    ? r->throughput.tokens_per_s * r->step_time_s / r->cost_per_step_usd
-                                    : 0;
-        c->c.score = opt->objective == PLAN_TIME   ? r->step_time_s
-                     : opt->objective == PLAN_COST ? r->cost_per_step_usd
-                                                   : -tokens_per_usd;
-        ok[n_ok++] = c->c;
+        if (opt->objective == PLAN_TIME)
+            snprintf(ex, sizeof ex, "%.200s: step >= %.6g s, the #%d plan takes %.6g s", lb,
+                     c->bound, top, kept[top - 1]);
+        else if (opt->objective == PLAN_COST)
+            snprintf(ex, sizeof ex, "%.200s: $/step >= %.6g, the #%d plan costs %.6g", lb,
+                     c->bound, top, kept[top - 1]);
+        else
+            snprintf(ex, sizeof ex, "%.200s: tokens/$ <= %.6g, the #%d plan gives %.6g", lb,
+                     -c->bound, top, -kept[top - 1]);
+        for (size_t i = next; i < n_fit; i++) reject(&rj, "not simulated: bound above the top plans", ex);
     }
     qsort(ok, (size_t)n_ok, sizeof *ok, cand_cmp);
-    int top = opt->top > 0 ? opt->top : 5;
     out->n_best = n_ok < top ? n_ok : top;
     out->best = ok;
     qsort(rj.v, (size_t)rj.n, sizeof *rj.v, rej_cmp);
@@ -496,7 +674,8 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
     out->n_rejects = rj.n;
     for (size_t i = 0; i < n; i++) cJSON_Delete(cs[i].scenario);
     free(cs);
-    free(p.todo);
+    free(order);
+    free(kept);
     free(p.errs);
     free(p.rcs);
     pthread_cond_destroy(&p.cv);

@@ -128,12 +128,21 @@ int cal_from_json(const js_ctx *ctx, const cJSON *root, cal_result **out);
 void cal_result_destroy(cal_result *c);
 
 /* The collective fit that describes the links of a scope, or NULL: all-reduce fits first, in
- * the order ring, nccl, tcp_ring, mpi_rs_ag, mpi_allreduce, others (ring-shaped algorithms first,
+ * the order ring, nccl, tcp_ring, mpi_allreduce, mpi_rs_ag, others (ring-shaped algorithms first,
  * since the link mapping assumes a ring), then reduce-scatter, all-gather, sendrecv, all-to-all,
  * broadcast, reduce. cal_link_fit is the intra-host one (what every machine-local kernel
  * measures). */
 const cal_algo *cal_link_fit(const cal_result *c);
 const cal_algo *cal_link_fit_scope(const cal_result *c, cal_scope scope);
+/* Index in c->algos of the fit named `name` ("mpi_allreduce"), -1 if none. */
+int cal_find_fit(const cal_result *c, const char *name);
+
+/* Fit quality gates of topo_apply_calibration: a fit whose line explains less than half of the
+ * variance of its medians (R^2 < CAL_R2_REFUSE) is refused, one below CAL_R2_WARN is applied
+ * with a warning. */
+#define CAL_R2_REFUSE 0.5
+#define CAL_R2_WARN 0.9
+
 /* The ranks a fit ran over: its own (nccl-tests fits), else the file's. */
 int cal_fit_ranks(const cal_result *c, const cal_algo *a);
 

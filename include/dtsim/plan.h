@@ -2,22 +2,32 @@
  *
  * The search space, per GPU count G (N, 2N, 4N, ... up to max_gpus; G other than the scenario's
  * own needs a generated topology, whose "gpus" is set): tp and pp over the divisors of G,
- * dp = G / (tp pp), ZeRO stage 0-3, activation checkpointing none/selective/full, and micro
- * batch size 1, 2, 4, 8 (the global batch stays fixed, so the microbatch count follows).
+ * dp = G / (tp pp); with pp > 1 the schedule, 1F1B or interleaved 1F1B with every number of
+ * model chunks v >= 2 that divides the layers per stage; sequence parallelism off and on (tp >
+ * 1); micro batch size 1, 2, 4, 8 (the global batch stays fixed, so the microbatch count
+ * follows); activation checkpointing none/selective/full; ZeRO stage 0-3.
  * Expert parallel degrees (divisors of the experts that divide dp) are searched for MoE models
  * (experts >= 2), context parallel degrees (1, 2, 4, 8, 16 with 2 cp dividing seq_len, flash
  * attention) when the scenario sets parallel.cp or its sequence is at least 16k tokens; other
- * scenarios search ep = cp = 1 only (their search space is unchanged).
+ * scenarios search ep = cp = 1 only. (Such plans get no lower bound: run.h.)
  * A scenario without "global_batch" has no batch to keep: then its own micro batch size and
  * microbatch count per DP replica (parallel.microbatches, else gradient_accumulation, else its
  * own pp) are held fixed for every plan, micro batch size is not searched, and the global batch
  * is dp x micro batch size x microbatches (it grows with dp; the work per replica is the same).
  *
- * Pruning, cheapest first: structural checks (layers divisible by pp, heads and kv_heads by tp,
- * global batch by dp x micro batch size), then run_memory() (no simulation) against the GPU's
- * memory or --memory-limit; of the candidates that fit, only the cheapest memory saving per
- * checkpointing level is simulated (for one (G, tp, pp, micro batch) and checkpointing level, a
- * higher ZeRO stage than the lowest that fits only adds communication), unless exhaustive.
+ * Pruning, cheapest first, none of it able to drop the best plans (docs/sweeps.md):
+ * 1. structural checks (layers divisible by pp x v, heads and kv_heads by tp, global batch by
+ *    dp x micro batch size, microbatches by pp when interleaved) and the frameworks' rules (no
+ *    ZeRO-2/3 with pp > 1, which DeepSpeed and Megatron-LM refuse; Megatron: ZeRO 0 or 1; FSDP:
+ *    pp 1);
+ * 2. a probe without simulating (run_probe_scenario): memory against the usable memory,
+ *    (1 - headroom) x the GPU's memory (headroom 10 % unless options.memory_headroom or the
+ *    caller says otherwise) or --memory-limit; and a lower bound on the step time;
+ * 3. branch and bound: the plans that fit are simulated in order of their bound, in waves of
+ *    PLAN_WAVE (on `jobs` threads); a plan whose bound (as the objective: time, cost or tokens
+ *    per dollar) is worse than the top-th best simulated so far cannot enter the top and is not
+ *    simulated. The waves do not depend on `jobs`, so neither does anything in the result.
+ * exhaustive: simulate every plan that fits (brute force; the same best plans, slower).
  * Every rejected candidate is counted under a reason, with one example message.
  *
  * Ownership: plan_result arrays are malloc'd by plan_search and freed by plan_result_free.
@@ -34,11 +44,14 @@
 
 typedef enum plan_objective { PLAN_TIME, PLAN_COST, PLAN_TOKENS_PER_USD } plan_objective;
 
-/* Hooks default to run_memory()/run_scenario(); tests inject closed forms. Called from worker
- * threads: no shared mutable state. */
-typedef int (*plan_memory_fn)(void *ctx, const cJSON *scenario, const char *file,
-                              const char *base_dir, struct run_memory *out, bool *fits,
-                              dt_error *err);
+/* Plans simulated together between two updates of the bound: fixed, so that which plans are
+ * simulated does not depend on the thread count. */
+#define PLAN_WAVE 4
+
+/* Hooks default to run_probe_scenario()/run_scenario(); tests inject closed forms. Called from
+ * the calling thread (probe) and worker threads (run): no shared mutable state. */
+typedef int (*plan_probe_fn)(void *ctx, const cJSON *scenario, const char *file,
+                             const char *base_dir, run_probe *out, dt_error *err);
 typedef int (*plan_run_fn)(void *ctx, const cJSON *scenario, const char *file,
                            const char *base_dir, run_result *out, dt_error *err);
 
@@ -46,14 +59,17 @@ typedef struct plan_options {
     int gpus;               /* N: the cluster size to plan for */
     int max_gpus;           /* also try 2N, 4N, ... up to this (0 = N only) */
     plan_objective objective;
-    double memory_limit;    /* bytes per GPU; 0 = the GPU's capacity */
+    double memory_limit;    /* usable bytes per GPU, as given (no headroom taken off); 0 = the
+                               GPU's capacity less the headroom */
+    bool have_headroom;     /* headroom given (--headroom): overrides options.memory_headroom */
+    double headroom;        /* fraction of capacity kept free, [0, 0.9]; default 0.1 */
     int top;                /* how many plans to keep (default 5) */
     int jobs;               /* threads for the simulations (default 1) */
-    bool exhaustive;        /* simulate every candidate that fits (no dominance pruning) */
+    bool exhaustive;        /* simulate every candidate that fits (no bound pruning) */
     /* Called from the calling thread as simulations finish: (done, total). May be NULL. */
     void (*progress)(void *ctx, size_t done, size_t total);
     void *progress_ctx;
-    plan_memory_fn memory;  /* NULL: run_memory */
+    plan_probe_fn probe;    /* NULL: run_probe_scenario */
     plan_run_fn run;        /* NULL: run_scenario */
     void *ctx;
 } plan_options;
@@ -62,7 +78,12 @@ typedef struct plan_candidate {
     int gpus, tp, pp, dp, zero, micro_batch_size;
     int ep, cp;             /* expert, context parallel degrees (1 unless searched) */
     int checkpointing;      /* 0 none, 1 selective, 2 full */
+    int schedule;           /* wl_schedule_kind: WL_1F1B or WL_INTERLEAVED with pp > 1, else
+                               WL_GPIPE (no pipeline: no schedule) */
+    int virtual_stages;     /* model chunks per stage (interleaved), else 1 */
+    bool sequence_parallel;
     struct run_memory memory;
+    double lower_bound_s;   /* the probe's bound on the step time (0: none) */
     run_result result;      /* timeline never recorded */
     double score;           /* the objective, lower is better (tokens/$ negated) */
 } plan_candidate;
@@ -79,6 +100,7 @@ typedef struct plan_result {
     plan_reject *rejects;   /* n_rejects, most frequent first */
     int n_rejects;
     int considered, memory_checked, simulated, fitting;
+    double headroom;        /* the headroom applied (0 when memory_limit was given) */
     /* What the search held fixed: global_batch > 0 (the scenario's), or else
      * held_micro_batch_size and held_microbatches (per DP replica; 0 when global_batch > 0). */
     double global_batch;
@@ -88,6 +110,8 @@ typedef struct plan_result {
 const char *plan_checkpointing_name(int level);
 const char *plan_objective_name(plan_objective o);
 int plan_objective_parse(const char *s, plan_objective *out);
+/* "1f1b", "interleaved" or "none" (pp 1) */
+const char *plan_schedule_name(const plan_candidate *c);
 
 /* Search; scenario is borrowed (its "sweep", if any, is ignored). */
 int plan_search(const cJSON *scenario, const char *file, const char *base_dir,

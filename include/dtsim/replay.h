@@ -130,6 +130,14 @@ void replay_result_free(replay_result *r);
 sim_time_t replay_coll_time(replay_path_fn path, void *ctx, coll_op op, const int *gpus, int n,
                          double bytes);
 
+/* What the replay charges compute op cost c of graph g on one GPU (spec NULL: its fixed part),
+ * before slowdowns and jitter and without its in-lane collectives: the GEMMs g attaches to c
+ * through the GEMM shape model (gemm_time; NULL: gpu_gemm_time unless op_time is given), the
+ * rest per op class with op_time (NULL: replay_roofline). The planner's bound times its ops
+ * with it (run_probe_scenario). */
+sim_time_t replay_op_compute_time(const wl_graph *g, const wl_cost *c, const gpu_spec *spec,
+                                  replay_op_time_fn op_time, replay_gemm_time_fn gemm_time);
+
 /* The built-in roofline: max(flops / (peak x eff), bytes / (hbm_bw x memory_eff)). */
 sim_time_t replay_roofline(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec, double flops,
                         double bytes);

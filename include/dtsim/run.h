@@ -238,6 +238,41 @@ int run_scenario_file(const char *filename, const run_options *opt, run_result *
                       dt_error *err);
 int run_memory_file(const char *filename, struct run_memory *out, bool *fits, dt_error *err);
 
+/* A planner's quick look at one plan, without simulating it (run_probe_scenario): the memory
+ * run_memory gives, and a lower bound on the step time the simulation will report. */
+typedef struct run_probe {
+    struct run_memory memory;
+    bool fits;
+    /* A lower bound on run_scenario's step_time_s (docs/sweeps.md, "The lower bound"): per
+     * pipeline stage, every compute op of its lane (in-lane tensor-parallel collectives and GEMM
+     * shapes included, as the replay charges them) one after another, plus the forward chunks
+     * of the stages before it that its first op waits for and the backward chunks they run
+     * after its last one. Communication between lanes and waits for peers count nothing,
+     * except the data-parallel tail: the last gradient
+     * bucket's collective before the optimizer and the ZeRO-1/2 parameter gather after it, each
+     * at least what must cross into a host over that host's links. 0 when no bound is given
+     * (jitter, backup workers, bounded staleness: steps whose time is not a lane's own work;
+     * mixture-of-experts or context-parallel plans, whose split layers the whole-layer cost
+     * does not follow). */
+    double step_lower_bound_s;
+    double cost_per_hour_total; /* $/hour of the GPUs the plan uses */
+    double tokens_per_step;
+    int n_gpus;
+} run_probe;
+
+/* Topologies a probe built, kept for the next probe of the same scenario but another plan: the
+ * planner probes thousands of plans on a few cluster sizes, and generating a 1,024-GPU topology
+ * costs more than the rest of a probe. Keyed by the scenario's text without "parallel". Not
+ * thread safe: one cache per thread. */
+typedef struct run_probe_cache run_probe_cache;
+run_probe_cache *run_probe_cache_create(void);
+void run_probe_cache_destroy(run_probe_cache *c);
+
+/* Probe one plan: parse and validate as run_scenario does (errors alike), then memory and the
+ * lower bound. cache may be NULL (nothing kept). */
+int run_probe_scenario(const cJSON *scenario, const char *file, const char *base_dir,
+                       run_probe_cache *cache, run_probe *out, dt_error *err);
+
 /* What a goodput simulation needs from a scenario with `failures` and `checkpoint` sections
  * (goodput.h): one simulated step (written to *step, as run_scenario), the parts that can fail
  * counted on the topology, the checkpoint's size (the memory model's weights and optimizer

@@ -229,6 +229,14 @@ double topo_maxflow(const topo *t, const int *src, int n_src, const int *dst, in
 struct cal_result;
 int topo_apply_calibration(topo *t, const struct cal_result *c, char *note, size_t note_size,
                            dt_error *err);
+/* The same with the fits chosen by name: `choose` is NULL or "" (the defaults of
+ * cal_link_fit_scope), or fit names separated by commas ("mpi_rs_ag", "nccl,nccltests_all_reduce
+ * _inter"), each replacing the default of its own scope; a name the file lacks, or a top-k fit, is
+ * DT_EINPUT naming the fits it has. Every fit applied passes the quality gates of calib.h: R^2
+ * below CAL_R2_REFUSE is DT_EINPUT (file, "fits[i].r2", the R^2 and what to do), below
+ * CAL_R2_WARN adds "warning: ..." to note. */
+int topo_apply_calibration_fits(topo *t, const struct cal_result *c, const char *choose, char *note,
+                                size_t note_size, dt_error *err);
 
 /* Collective traffic does not reach a link's line rate: NCCL's protocols spend part of it on
  * flags and chunk headers. Achieved fraction per link class as NCCL's maintainer states it

@@ -138,6 +138,10 @@ typedef struct wl_plan {
     double bucket_bytes;         /* DP gradient bucket size */
     bool overlap_dp;             /* DP communication overlaps backward (DDP-style) */
     double compression_ratio;    /* top-k fraction kept, 0 = no compression */
+    bool sparse_allreduce;       /* compression.method "sparse_allreduce": the pairs are reduced
+                                    (density kept at the ratio) instead of all-gathered */
+    int quant_bits;              /* compression.method int8/fp8 (8), onebit (1): gradients
+                                    all-reduced quantised with error feedback; 0 = none */
     double topk_throughput;      /* elements/s of the top-k selection kernel */
     wl_axis placement[3];        /* outermost first; default dp, pp, tp (TP innermost) */
     bool place_by_bandwidth;     /* "placement": "bandwidth": gpu_map from the topology */
@@ -207,6 +211,9 @@ typedef struct wl_scenario {
     wl_plan plan;
     double global_batch;         /* samples per step */
     char calibration[512];       /* calibration file path ("" none), resolved by run.c */
+    char calibration_fit[128];   /* options.calibration_fit: which fits to apply ("" defaults) */
+    double memory_headroom;      /* options.memory_headroom: fraction of GPU memory the planner
+                                    keeps free; -1 when not given */
     wl_env env;                  /* options, stragglers, jitter, degraded links, seed */
     /* a long job: what fails, checkpoints, the storage they and the input data go through
      * (goodput.h; present = false when the section is absent) */
@@ -275,6 +282,12 @@ int wl_balance_speed(const js_ctx *c, wl_scenario *s, const gpu_spec *gpus, int 
 struct wl_cost;
 void wl_layer_op_cost(const wl_scenario *s, const wl_plan *p, bool bwd, bool first, bool last,
                       int layers, struct wl_cost *out);
+/* The same as a graph op gets it: with g, a dense model's GEMM shapes go into g's GEMM sets (as
+ * wl_graph_build attaches them; replay_op_compute_time then times them by the GEMM shape model).
+ * For the planner's bound, which builds no step graph. */
+struct wl_graph;
+void wl_layer_op_cost_graph(const wl_scenario *s, const wl_plan *p, struct wl_graph *g, bool bwd,
+                            bool first, bool last, int layers, struct wl_cost *out);
 /* Time of a compute cost on one GPU: fixed + the op time of each class (fp8 runs only the
  * matmul class at fp8, the rest at bf16), in-lane collectives not included. */
 sim_time_t wl_cost_time(const struct wl_cost *c, const gpu_spec *sp, gpu_precision prec,

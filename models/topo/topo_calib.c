@@ -135,11 +135,74 @@ static int apply_inter(topo *t, const int *hops, double la, double lb, bool *gpu
 
 int topo_apply_calibration(topo *t, const cal_result *c, char *note, size_t note_size, dt_error *err)
 {
+    return topo_apply_calibration_fits(t, c, NULL, note, note_size, err);
+}
+
+/* "ring (R² 0.99), topk (R² 0.95)": the fits a file has, for messages. */
+static void fit_list(const cal_result *c, char *buf, size_t n)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    for (int i = 0; i < c->n_algos && len < n; i++) {
+        snprintf(buf + len, n - len, "%s%s (%s, R² %.3g)", i ? ", " : "", c->algos[i].name,
+                 cal_kind_name(c->algos[i].kind), c->algos[i].fit.r2);
+        len = strlen(buf);
+    }
+}
+
+int topo_apply_calibration_fits(topo *t, const cal_result *c, const char *choose, char *note,
+                                size_t note_size, dt_error *err)
+{
     const cal_algo *ai = cal_link_fit_scope(c, CAL_SCOPE_INTRA), *ae = cal_link_fit_scope(c, CAL_SCOPE_INTER);
     const char *src = c->source[0] ? c->source : "calibration";
     const char *efile = c->source[0] ? c->source : NULL;
+    char have[512];
+    /* The user's choice, per scope: "a,b" names one fit each. */
+    for (const char *p = choose; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), p);
+        int i = len ? cal_find_fit(c, name) : -1;
+        fit_list(c, have, sizeof have);
+        if (i < 0)
+            return dt_error_set(err, DT_EINPUT, efile, "fits",
+                                "no fit named \"%s\" to apply (the file has: %s)", name, have);
+        if (c->algos[i].kind == CAL_KIND_TOPK)
+            return dt_error_set(err, DT_EINPUT, efile, "fits",
+                                "fit \"%s\" is top-k compression, not a collective: it sets no links "
+                                "(the file has: %s)", name, have);
+        if (c->algos[i].scope == CAL_SCOPE_INTER) ae = &c->algos[i];
+        else ai = &c->algos[i];
+        p = e ? e + 1 : p + len;
+    }
     if (!ai && !ae) return dt_error_set(err, DT_EINPUT, efile, "fits", "no collective fit to take link figures from");
     const cal_algo *fits[2] = {ai, ae};
+    /* Quality: a line that does not describe its medians would put made-up figures on every
+     * link. Refuse below CAL_R2_REFUSE, warn below CAL_R2_WARN (in the note). */
+    char warn[1024] = "";
+    for (int k = 0; k < 2; k++) {
+        if (!fits[k]) continue;
+        const cal_algo *a = fits[k];
+        char path[32];
+        snprintf(path, sizeof path, "fits[%d].r2", (int)(a - c->algos));
+        if (!(a->fit.r2 >= CAL_R2_REFUSE)) {
+            fit_list(c, have, sizeof have);
+            return dt_error_set(err, DT_EINPUT, efile, path,
+                                "fit \"%s\" has R² = %.3g, below %.2g: its line T = α + S·β does "
+                                "not describe its own measurements, so the link figures it would "
+                                "give are meaningless; measure again (more --repeats, a quieter "
+                                "machine, a narrower --sizes range) or choose another fit "
+                                "(--calibration-fit NAME, options.calibration_fit; the file has: %s)",
+                                a->name, a->fit.r2, CAL_R2_REFUSE, have);
+        }
+        if (a->fit.r2 < CAL_R2_WARN) {
+            size_t wl = strlen(warn);
+            snprintf(warn + wl, sizeof warn - wl,
+                     "; warning: %.200s fit \"%.32s\" (%s) has R² = %.3g, below %.2g: the figures "
+                     "applied are rough", src, a->name, path, a->fit.r2, CAL_R2_WARN);
+        }
+    }
     for (int k = 0; k < 2; k++)
         if (fits[k] && cal_fit_ranks(c, fits[k]) < 2)
             return dt_error_set(err, DT_EINPUT, efile, "ranks", "link figures need a ring of 2 or more ranks, found %d",
@@ -252,6 +315,8 @@ int topo_apply_calibration(topo *t, const cal_result *c, char *note, size_t note
         any = true;
     }
     if (any && len < note_size) snprintf(note + len, note_size - len, " on %d GPUs", t->n_gpus);
+    len = strlen(note);
+    if (warn[0] && len < note_size) snprintf(note + len, note_size - len, "%s", warn);
     return DT_OK;
 }
 

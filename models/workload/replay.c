@@ -115,29 +115,35 @@ static gpu_precision class_precision(gpu_precision prec, int cls)
 
 /* A compute op's time on one GPU without stragglers or jitter: cached per cost and distinct GPU
  * spec (a mixed cluster has a few), since GEMM shapes make it more than a few divisions. */
+sim_time_t replay_op_compute_time(const wl_graph *g, const wl_cost *c, const gpu_spec *sp,
+                                  replay_op_time_fn op_time, replay_gemm_time_fn gemm_time)
+{
+    sim_time_t t = c->fixed;
+    if (!sp) return t;
+    replay_op_time_fn f = op_time ? op_time : replay_roofline;
+    replay_gemm_time_fn gf = gemm_time;
+    if (!gf && !op_time) gf = gpu_gemm_time;
+    uint32_t ng = 0;
+    const gpu_gemm *gs = gf ? wl_cost_gemms(g, c, &ng) : NULL;
+    for (int k = 0; k < GPU_OP_CLASS_COUNT; k++) {
+        gpu_precision prec = class_precision(g->precision, k);
+        if (k == GPU_OP_MATMUL && ng > 0)
+            t = sim_time_add(t, sim_time_add(gf(sp, prec, gs, (int)ng),
+                                             c->bytes[k] > 0 ? f(sp, (gpu_op_class)k, prec, 0, c->bytes[k]) : 0));
+        else if (c->flops[k] > 0 || c->bytes[k] > 0)
+            t = sim_time_add(t, f(sp, (gpu_op_class)k, prec, c->flops[k], c->bytes[k]));
+    }
+    return t;
+}
+
 static sim_time_t base_time(rep *R, uint32_t cost, int gpu)
 {
     const wl_cost *c = &R->g->costs[cost];
     int k0 = R->spec_of ? R->spec_of[gpu] : 0;
     size_t slot = (size_t)cost * R->n_specs + (size_t)(k0 < 0 ? 0 : k0);
     if (k0 >= 0 && R->cost_base[slot] >= 0) return R->cost_base[slot];
-    sim_time_t t = c->fixed;
-    if (R->cfg->gpus) {
-        const gpu_spec *sp = &R->cfg->gpus[gpu];
-        replay_op_time_fn f = R->cfg->op_time ? R->cfg->op_time : replay_roofline;
-        replay_gemm_time_fn gf = R->cfg->gemm_time;
-        if (!gf && !R->cfg->op_time) gf = gpu_gemm_time;
-        uint32_t ng = 0;
-        const gpu_gemm *gs = gf ? wl_cost_gemms(R->g, c, &ng) : NULL;
-        for (int k = 0; k < GPU_OP_CLASS_COUNT; k++) {
-            gpu_precision prec = class_precision(R->g->precision, k);
-            if (k == GPU_OP_MATMUL && ng > 0)
-                t = sim_time_add(t, sim_time_add(gf(sp, prec, gs, (int)ng),
-                                                 c->bytes[k] > 0 ? f(sp, (gpu_op_class)k, prec, 0, c->bytes[k]) : 0));
-            else if (c->flops[k] > 0 || c->bytes[k] > 0)
-                t = sim_time_add(t, f(sp, (gpu_op_class)k, prec, c->flops[k], c->bytes[k]));
-        }
-    }
+    sim_time_t t = replay_op_compute_time(R->g, c, R->cfg->gpus ? &R->cfg->gpus[gpu] : NULL,
+                                          R->cfg->op_time, R->cfg->gemm_time);
     if (k0 >= 0) R->cost_base[slot] = t;
     return t;
 }

@@ -689,10 +689,42 @@ static int apply_calibration(const js_ctx *c, wl_scenario *s, const char *base_d
     }
     if (rc != DT_OK) return rc;
     char local[256] = "";
-    rc = topo_apply_calibration(t, cal, note ? note : local, note ? note_size : sizeof local, c->err);
+    rc = topo_apply_calibration_fits(t, cal, s->calibration_fit, note ? note : local,
+                                     note ? note_size : sizeof local, c->err);
+    if (rc == DT_EINPUT && !strcmp(c->err->path, "fits")) {
+        /* a chosen fit the file lacks: the scenario's option is what to fix */
+        char msg[DT_ERR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", c->err->msg);
+        rc = js_fail(c, "options", "calibration_fit", "calibration file \"%s\": %s", path, msg);
+    }
     double topk = cal_topk_throughput(cal);
     if (rc == DT_OK && topk > 0 && s->plan.topk_throughput == 0) s->plan.topk_throughput = topk;
     cal_result_destroy(cal);
+    return rc;
+}
+
+/* The plan against the topology: resolved, placed, balanced, checked (prepare and the
+ * planner's probes share it). */
+static int resolve_plan(const js_ctx *cx, wl_scenario *s, topo *t)
+{
+    js_ctx c = *cx;
+    int rc = wl_scenario_resolve(&c, s, t->n_gpus);
+    /* placement before balancing: speeds are read per rank through wl_gpu_of */
+    if (rc == DT_OK && s->plan.place_by_bandwidth) rc = wl_place_by_bandwidth(&c, s, t);
+    if (rc == DT_OK && s->plan.balance == WL_BALANCE_SPEED) {
+        /* speeds as the replay will run them: the op time of each GPU's own spec, times its
+         * straggler slowdown (jitter is random and left out) */
+        double *slow = dt_xmalloc(((size_t)t->n_gpus + 1) * sizeof *slow);
+        for (int i = 0; i < t->n_gpus; i++) slow[i] = 1;
+        for (int i = 0; i < s->env.n_stragglers; i++)
+            slow[s->env.stragglers[i].gpu] *= s->env.stragglers[i].slowdown;
+        rc = wl_balance_speed(&c, s, t->gpus, t->n_gpus, slow, gpu_op_time);
+        free(slow);
+    }
+    if (rc == DT_OK && s->env.ps_servers > s->plan.dp)
+        rc = js_fail(&c, "options", "ps_servers",
+                     "expected at most dp = %d servers (each is one of the data-parallel group's "
+                     "GPUs), found %d", s->plan.dp, s->env.ps_servers);
     return rc;
 }
 
@@ -707,23 +739,7 @@ static int prepare(const cJSON *j, const char *file, const char *base_dir, wl_sc
     /* the framework's protocol efficiency first: a calibration replaces the links it measured */
     if (rc == DT_OK) apply_link_efficiency(&s->env, *t);
     if (rc == DT_OK && s->calibration[0]) rc = apply_calibration(&c, s, base_dir, *t, note, note_size);
-    if (rc == DT_OK) rc = wl_scenario_resolve(&c, s, (*t)->n_gpus);
-    /* placement before balancing: speeds are read per rank through wl_gpu_of */
-    if (rc == DT_OK && s->plan.place_by_bandwidth) rc = wl_place_by_bandwidth(&c, s, *t);
-    if (rc == DT_OK && s->plan.balance == WL_BALANCE_SPEED) {
-        /* speeds as the replay will run them: the op time of each GPU's own spec, times its
-         * straggler slowdown (jitter is random and left out) */
-        double *slow = dt_xmalloc(((size_t)(*t)->n_gpus + 1) * sizeof *slow);
-        for (int i = 0; i < (*t)->n_gpus; i++) slow[i] = 1;
-        for (int i = 0; i < s->env.n_stragglers; i++)
-            slow[s->env.stragglers[i].gpu] *= s->env.stragglers[i].slowdown;
-        rc = wl_balance_speed(&c, s, (*t)->gpus, (*t)->n_gpus, slow, gpu_op_time);
-        free(slow);
-    }
-    if (rc == DT_OK && s->env.ps_servers > s->plan.dp)
-        rc = js_fail(&c, "options", "ps_servers",
-                     "expected at most dp = %d servers (each is one of the data-parallel group's "
-                     "GPUs), found %d", s->plan.dp, s->env.ps_servers);
+    if (rc == DT_OK) rc = resolve_plan(&c, s, *t);
     if (rc != DT_OK) {
         topo_destroy(*t);
         *t = NULL;
@@ -750,6 +766,368 @@ int run_memory(const cJSON *scenario, const char *file, const char *base_dir, st
     topo_destroy(t);
     wl_scenario_free(&s);
     return DT_OK;
+}
+
+/* ------------------------------------------------------------ probes ---- */
+
+/* One topology with everything the scenario applies to it, and the network objects the
+ * in-lane collective costs need (coll_analytic_time reads routes through a net). */
+typedef struct probe_entry {
+    char *key;
+    topo *t;
+    sim_engine *eng;
+    net *n;
+    coll_analytic *an;
+    double cal_topk; /* the calibration's top-k throughput (0 none), applied as prepare() does */
+    /* Cuts for collective bounds: each host, and each GPU without a host; what their links
+     * can bring in from outside, B/s */
+    double *cut_in;
+    int n_cuts;
+    /* Without GPU forwarding, per GPU: the bandwidth of its in-links that traffic from outside
+     * its host can reach without passing a GPU (a DGX GPU: its NIC's link, not the NVSwitch's);
+     * NULL when GPUs forward (ring, torus) */
+    double *ext_in;
+    double *cap;        /* scratch, n_cuts */
+    int *cnt, *touched; /* scratch, n_cuts */
+    double *need;       /* scratch, n_cuts */
+} probe_entry;
+
+struct run_probe_cache {
+    probe_entry *e;
+    int n, cap;
+};
+
+run_probe_cache *run_probe_cache_create(void) { return dt_xcalloc(1, sizeof(run_probe_cache)); }
+
+void run_probe_cache_destroy(run_probe_cache *c)
+{
+    if (!c) return;
+    for (int i = 0; i < c->n; i++) {
+        coll_analytic_destroy(c->e[i].an);
+        free(c->e[i].cut_in);
+        free(c->e[i].ext_in);
+        free(c->e[i].cap);
+        free(c->e[i].cnt);
+        free(c->e[i].touched);
+        free(c->e[i].need);
+        net_destroy(c->e[i].n);
+        sim_engine_destroy(c->e[i].eng);
+        topo_destroy(c->e[i].t);
+        free(c->e[i].key);
+    }
+    free(c->e);
+    free(c);
+}
+
+/* The topology of the scenario as prepare() makes it (GPU override, degraded links, link
+ * efficiency, calibration), from the cache or built into it. */
+static int probe_topology(run_probe_cache *cache, const cJSON *j, const js_ctx *c, wl_scenario *s,
+                          const char *base_dir, probe_entry **out)
+{
+    cJSON *copy = cJSON_Duplicate(j, 1);
+    cJSON_DeleteItemFromObjectCaseSensitive(copy, "parallel");
+    cJSON_DeleteItemFromObjectCaseSensitive(copy, "sweep");
+    char *key = cJSON_PrintUnformatted(copy);
+    cJSON_Delete(copy);
+    DT_ASSERT(key != NULL);
+    for (int i = 0; i < cache->n; i++)
+        if (!strcmp(cache->e[i].key, key)) {
+            free(key);
+            *out = &cache->e[i];
+            if ((*out)->cal_topk > 0 && s->plan.topk_throughput == 0)
+                s->plan.topk_throughput = (*out)->cal_topk;
+            return DT_OK;
+        }
+    probe_entry e = {.key = key};
+    double topk0 = s->plan.topk_throughput;
+    int rc = load_with_gpu(c, s->topology, s->gpu, base_dir, &e.t);
+    if (rc == DT_OK) rc = apply_degraded(c, s->env.degraded, s->env.n_degraded, e.t);
+    if (rc == DT_OK) apply_link_efficiency(&s->env, e.t);
+    if (rc == DT_OK && s->calibration[0]) rc = apply_calibration(c, s, base_dir, e.t, NULL, 0);
+    if (rc != DT_OK) {
+        topo_destroy(e.t);
+        free(key);
+        return rc;
+    }
+    if (topk0 == 0 && s->plan.topk_throughput > 0) e.cal_topk = s->plan.topk_throughput;
+    e.eng = sim_engine_create();
+    net_config nc = {.mode = NET_ANALYTIC};
+    e.n = net_create(e.t, e.eng, &nc);
+    coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18, .ring_model = s->env.ring_model};
+    e.an = coll_analytic_create(e.n, e.t, &cc);
+    const topo *t = e.t;
+    e.n_cuts = t->n_hosts + t->n_gpus;
+    e.cut_in = dt_xcalloc((size_t)e.n_cuts + 1, sizeof *e.cut_in);
+    e.cnt = dt_xcalloc((size_t)e.n_cuts + 1, sizeof *e.cnt);
+    e.touched = dt_xcalloc((size_t)e.n_cuts + 1, sizeof *e.touched);
+    e.need = dt_xcalloc((size_t)e.n_cuts + 1, sizeof *e.need);
+    int *node_gpu = dt_xmalloc(((size_t)t->n_nodes + 1) * sizeof *node_gpu);
+    for (int v = 0; v < t->n_nodes; v++) node_gpu[v] = -1;
+    for (int g = 0; g < t->n_gpus; g++) node_gpu[t->gpu_node[g]] = g;
+    for (int l = 0; l < t->n_links; l++) {
+        const topo_link *k = &t->links[l];
+        int hs = t->nodes[k->src].host, hd = t->nodes[k->dst].host;
+        if (hd >= 0 && hs != hd) e.cut_in[hd] += k->bandwidth;
+        if (hd < 0 && node_gpu[k->dst] >= 0) e.cut_in[t->n_hosts + node_gpu[k->dst]] += k->bandwidth;
+    }
+    e.cap = dt_xcalloc((size_t)e.n_cuts + 1, sizeof *e.cap);
+    if (!t->gpu_forwarding) {
+        /* in-links of every node, then per GPU which of its in-links the outside reaches */
+        int *in_start = dt_xcalloc((size_t)t->n_nodes + 2, sizeof *in_start);
+        int *in_links = dt_xmalloc(((size_t)t->n_links + 1) * sizeof *in_links);
+        for (int l = 0; l < t->n_links; l++) in_start[t->links[l].dst + 1]++;
+        for (int v = 0; v < t->n_nodes; v++) in_start[v + 1] += in_start[v];
+        int *fill = dt_xmalloc(((size_t)t->n_nodes + 1) * sizeof *fill);
+        memcpy(fill, in_start, (size_t)t->n_nodes * sizeof *fill);
+        for (int l = 0; l < t->n_links; l++) in_links[fill[t->links[l].dst]++] = l;
+        int *stack = dt_xmalloc(((size_t)t->n_nodes + 1) * sizeof *stack);
+        int *seen = dt_xcalloc((size_t)t->n_nodes + 1, sizeof *seen);
+        int stamp = 0;
+        e.ext_in = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *e.ext_in);
+        for (int g = 0; g < t->n_gpus; g++) {
+            int v = t->gpu_node[g], h = t->nodes[v].host;
+            for (int k = in_start[v]; k < in_start[v + 1]; k++) {
+                int u = t->links[in_links[k]].src;
+                /* backward from u through the host's non-GPU nodes: does a path start outside? */
+                bool outside = h < 0 || t->nodes[u].host != h;
+                int sp = 0;
+                stamp++;
+                if (!outside && t->nodes[u].kind != TOPO_GPU) {
+                    stack[sp++] = u;
+                    seen[u] = stamp;
+                }
+                while (!outside && sp > 0) {
+                    int x = stack[--sp];
+                    for (int q = in_start[x]; q < in_start[x + 1] && !outside; q++) {
+                        int y = t->links[in_links[q]].src;
+                        if (t->nodes[y].host != h) outside = true;
+                        else if (t->nodes[y].kind != TOPO_GPU && seen[y] != stamp) {
+                            seen[y] = stamp;
+                            stack[sp++] = y;
+                        }
+                    }
+                }
+                if (outside) e.ext_in[g] += t->links[in_links[k]].bandwidth;
+            }
+        }
+        free(in_start);
+        free(in_links);
+        free(fill);
+        free(stack);
+        free(seen);
+    }
+    free(node_gpu);
+    if (cache->n == cache->cap) {
+        /* entries move on growth: the caller holds *out only until the next probe */
+        cache->cap = cache->cap ? 2 * cache->cap : 4;
+        cache->e = dt_xrealloc(cache->e, (size_t)cache->cap * sizeof *cache->e);
+    }
+    cache->e[cache->n] = e;
+    *out = &cache->e[cache->n++];
+    return DT_OK;
+}
+
+static int cut_of(const topo *t, int gpu)
+{
+    int h = t->nodes[t->gpu_node[gpu]].host;
+    return h >= 0 ? h : t->n_hosts + gpu;
+}
+
+/* A lower bound on the time of stage `stage`'s data-parallel collective instance of `bytes` per
+ * GPU (nccl-tests convention): tp concurrent groups, the k-th of the k-th GPU of every DP
+ * replica's lane. Whatever the algorithm, what the members inside a cut (a host, or a GPU
+ * without one) need from outside must cross the links into it: per group with `in` of its n
+ * members inside, all-gather (n - in) B/n (the shards held outside, each brought in once),
+ * reduce-scatter in B/n (each inside shard, reduced outside), all-reduce B. The instance lasts
+ * at least the most loaded cut's bytes over what its links bring in: all its links, or, where
+ * GPUs relay nothing (topo.gpu_forwarding false: a DGX), only the links of its member GPUs that
+ * the outside reaches without passing a GPU (their NICs; data cannot come in through another
+ * GPU's NIC, nor through the NVSwitch, which only the host's GPUs feed). In flow mode the tp
+ * groups share the cut; the analytic mode costs each group alone, so there each group counts
+ * alone. Latency is left out. */
+static double coll_cut_bound(probe_entry *pe, const topo *t, const wl_plan *p, int stage,
+                             coll_op op, double bytes, bool shared)
+{
+    int n = p->dp, n_touched = 0;
+    double worst = 0;
+    for (int k = 0; k < p->tp; k++) {
+        int nt = 0;
+        for (int d = 0; d < n; d++) {
+            int gpu = wl_gpu_of(p, d, stage, k), c = cut_of(t, gpu);
+            if (pe->cnt[c]++ == 0) pe->touched[n_touched + nt++] = c;
+            /* what can bring data into the cut: without GPU forwarding only its members' own
+             * outside-facing links (a non-member GPU relays nothing), else the whole cut's */
+            if (pe->ext_in) pe->cap[c] += pe->ext_in[gpu];
+        }
+        for (int i = n_touched; i < n_touched + nt; i++) {
+            int c = pe->touched[i], in = pe->cnt[c];
+            double need = in >= n ? 0
+                          : op == COLL_ALLGATHER      ? (double)(n - in) * bytes / n
+                          : op == COLL_REDUCE_SCATTER ? (double)in * bytes / n
+                                                      : bytes;
+            pe->need[c] += need;
+            pe->cnt[c] = 0;
+            if (!shared) {
+                double cap = pe->ext_in ? pe->cap[c] : pe->cut_in[c];
+                if (cap > 0) worst = fmax(worst, pe->need[c] / cap);
+                pe->need[c] = pe->cap[c] = 0;
+            }
+        }
+        if (shared) n_touched += nt;
+    }
+    for (int i = 0; i < n_touched; i++) {
+        int c = pe->touched[i];
+        double cap = pe->ext_in ? pe->cap[c] : pe->cut_in[c];
+        if (cap > 0) worst = fmax(worst, pe->need[c] / cap);
+        pe->need[c] = pe->cap[c] = 0;
+    }
+    return worst;
+}
+
+/* The lower bound of run_probe.step_lower_bound_s. Stage s's lane (DP rank 0) runs its compute
+ * ops one at a time: m microbatches x (forward + backward of each of its v chunks) and the
+ * optimizer step, T_s in all. Its first op (chunk 0, microbatch 0 forward) waits for the forward
+ * of chunk 0 on stages 0..s-1 (pre_s, the sends taking >= 0); its last backward (chunk 0,
+ * microbatch m-1, in every schedule: docs/sweeps.md) is followed by the same backward on stages
+ * s-1..0 (post_s) and stage 0's optimizer step. So step >= pre_s + T_s and step >= pre_s +
+ * (T_s - opt_s) + post_s + opt_0, for every s. Ops split per layer (ZeRO-3, gradient buckets)
+ * cost at least their unsplit chunk: a roofline's max of sums is at most the sum of maxes. */
+static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry *pe)
+{
+    const wl_plan *p = &s->plan;
+    /* Mixture-of-experts and context-parallel plans split a layer's work in ways the
+     * graph-less cost (whole layers) does not, so no bound is given for them. */
+    if (s->env.jitter != WL_JITTER_NONE || p->backup_workers > 0 || p->staleness >= 0 ||
+        s->model.kind == WL_PARAMS || s->model.experts > 1 || wl_cp(p) > 1)
+        return 0;
+
+    int pp = p->pp, v = p->virtual_stages, m = p->microbatches, tp = p->tp;
+    int n_vs = pp * v;
+    if (p->n_stage_layers != n_vs) return 0;
+    double *slow = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *slow);
+    bool hetero = false;
+    for (int i = 0; i < t->n_gpus; i++) slow[i] = 1;
+    for (int i = 0; i < s->env.n_stragglers; i++) slow[s->env.stragglers[i].gpu] *= s->env.stragglers[i].slowdown;
+    for (int i = 0; i < t->n_gpus; i++)
+        if (slow[i] != 1.0) hetero = true;
+    gpu_precision prec = wl_gpu_precision(p->precision);
+    comm_ctx cc = {.an = pe->an, .elem_bytes = prec == GPU_FP32 ? 4 : 2, .algo = s->env.dp_algorithm,
+                   .servers = s->env.ps_servers};
+    int *gpus = dt_xmalloc((size_t)tp * sizeof *gpus);
+    /* a scratch graph for the ops' GEMM shapes, timed as the replay times them */
+    wl_graph *gg = wl_graph_create(1, 1, 1);
+    gg->precision = prec;
+    double *F = dt_xcalloc((size_t)n_vs, sizeof *F), *B = dt_xcalloc((size_t)n_vs, sizeof *B);
+    double *opt = dt_xcalloc((size_t)pp, sizeof *opt);
+    /* per stage: the last gradient collective before the optimizer, the ZeRO-1/2 parameter
+     * all-gather after it */
+    double *dp_last = dt_xcalloc((size_t)pp, sizeof *dp_last), *ag = dt_xcalloc((size_t)pp, sizeof *ag);
+    double layer_psi = wl_layer_params(&s->model) / tp, emb = wl_embedding_params(&s->model) / tp;
+    bool dp = p->dp > 1 && !p->local_step;
+    for (int st = 0; st < pp; st++) {
+        for (int k = 0; k < tp; k++) gpus[k] = wl_gpu_of(p, 0, st, k);
+        double psi = 0;
+        for (int ch = 0; ch < v; ch++) {
+            int vs = ch * pp + st, nl = p->stage_layers[vs];
+            bool first = vs == 0, last = vs == n_vs - 1;
+            psi += layer_psi * nl + (first ? emb : 0) +
+                   (last && (!first || !s->model.tied_embeddings) ? emb : 0);
+            for (int bwd = 0; bwd < 2; bwd++) {
+                wl_cost c;
+                wl_layer_op_cost_graph(s, p, gg, bwd, first, last, nl, &c);
+                /* as the replay's start_op: the lane's slowest GPU when any GPU is slowed,
+                 * else the first GPU's time */
+                double comp = 0;
+                for (int k = 0; k < (hetero ? tp : 1); k++) {
+                    double x = (double)replay_op_compute_time(gg, &c, &t->gpus[gpus[k]], gpu_op_time,
+                                                              gpu_gemm_time) *
+                               slow[gpus[k]];
+                    if (x > comp) comp = x;
+                }
+                double in = 0;
+                if (tp > 1)
+                    for (int i = 0; i < c.n_inlane; i++)
+                        in += (double)coll_time_fn(&cc, c.inlane[i].op, gpus, tp, c.inlane[i].bytes,
+                                                   true) * c.inlane[i].count;
+                double d = c.inlane_overlap ? fmax(comp, in) : comp + in;
+                (bwd ? B : F)[vs] = d * 1e-12;
+            }
+        }
+        /* the optimizer step on this GPU's shard (wl_schedule.c's gen_lane) */
+        if (s->model.kind != WL_TRANSFORMER) psi = s->model.params / tp / pp;
+        if (psi > 0) {
+            double shard = psi / (p->zero >= 1 && dp ? p->dp : 1);
+            wl_cost c = {0};
+            c.bytes[GPU_OP_OPTIMIZER] = shard * wl_optimizer_bytes(p);
+            opt[st] = (double)replay_op_compute_time(gg, &c, &t->gpus[gpus[0]], gpu_op_time,
+                                                     gpu_gemm_time) * 1e-12;
+        }
+        /* Data parallelism (not for local SGD, whose local steps have none; not with
+         * compression, whose collectives move fewer bytes): the optimizer waits for the last
+         * gradient bucket, which holds at least the gradients of the last layer its backward
+         * ran (buckets close at the end of every chunk); ZeRO-1/2 then gather the updated
+         * parameters, unless the gather overlaps the next forward. */
+        if (dp && p->local_sgd <= 1 && p->compression_ratio == 0 && p->quant_bits == 0 &&
+            s->model.kind == WL_TRANSFORMER) {
+            bool shared = s->env.network == NET_FLOW;
+            double pbytes = wl_precision_bytes(p->precision);
+            dp_last[st] = coll_cut_bound(pe, t, p, st, p->zero == 0 ? COLL_ALLREDUCE : COLL_REDUCE_SCATTER,
+                                         layer_psi * pbytes, shared);
+            if ((p->zero == 1 || p->zero == 2) && !p->fw.overlap_param_gather)
+                ag[st] = coll_cut_bound(pe, t, p, st, COLL_ALLGATHER, psi * pbytes, shared);
+        }
+    }
+    double lb = 0, pre = 0, post = 0;
+    for (int st = 0; st < pp; st++) {
+        double per_mb = 0;
+        for (int ch = 0; ch < v; ch++) per_mb += F[ch * pp + st] + B[ch * pp + st];
+        double work = m * per_mb;
+        lb = fmax(lb, pre + work + dp_last[st] + opt[st] + ag[st]);
+        lb = fmax(lb, pre + work + post + dp_last[0] + opt[0] + ag[0]);
+        pre += F[st];
+        post += B[st];
+    }
+    wl_graph_destroy(gg);
+    free(gpus);
+    free(F);
+    free(B);
+    free(opt);
+    free(dp_last);
+    free(ag);
+    free(slow);
+    /* the picosecond rounding of each op (ceil) and sums in double: stay a hair below */
+    return lb * (1 - 1e-9);
+}
+
+int run_probe_scenario(const cJSON *scenario, const char *file, const char *base_dir,
+                       run_probe_cache *cache, run_probe *out, dt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    run_probe_cache *own = cache ? NULL : run_probe_cache_create();
+    if (own) cache = own;
+    js_ctx c = {file ? file : "<scenario>", err};
+    wl_scenario s;
+    probe_entry *pe = NULL;
+    int rc = wl_scenario_parse(&c, scenario, &s);
+    if (rc != DT_OK) {
+        run_probe_cache_destroy(own);
+        return rc;
+    }
+    rc = probe_topology(cache, scenario, &c, &s, base_dir, &pe);
+    if (rc == DT_OK) rc = resolve_plan(&c, &s, pe->t);
+    if (rc == DT_OK) {
+        mem_breakdown mb;
+        mem_compute(&s.model, &s.plan, &mb);
+        fill_memory(&mb, pe->t, &out->memory, &out->fits);
+        out->step_lower_bound_s = step_lower_bound(&s, pe->t, pe);
+        int n = s.plan.dp * s.plan.tp * s.plan.pp;
+        out->n_gpus = n;
+        for (int i = 0; i < n && i < pe->t->n_gpus; i++) out->cost_per_hour_total += pe->t->gpus[i].cost_per_hour;
+        out->tokens_per_step = s.global_batch * s.model.seq_len;
+    }
+    wl_scenario_free(&s);
+    run_probe_cache_destroy(own);
+    return rc;
 }
 
 /* ----------------------------------------------------- storage and input ---- */

@@ -233,13 +233,26 @@ static int parse_plan(const js_ctx *c, const cJSON *p, const char *path, wl_plan
     if (comp) {
         char cp[JS_PATH_MAX];
         js_path_key(cp, path, "compression");
-        static const char *const ckeys[] = {"ratio", "throughput", NULL};
+        static const char *const ckeys[] = {"ratio", "throughput", "method", NULL};
+        static const char *const methods[] = {"allgather", "sparse_allreduce", "int8", "fp8",
+                                              "onebit", NULL};
         TRY(js_expect_object(c, comp, cp));
         TRY(js_check_keys(c, comp, cp, ckeys));
-        TRY(js_get_number(c, comp, cp, "ratio", true, 1e-9, 1, &out->compression_ratio));
+        int method = 0;
+        TRY(js_get_enum(c, comp, cp, "method", false, methods, &method));
+        if (method >= 2) {
+            /* quantisation: every element sent in 8 or 1 bits, no selection */
+            if (cJSON_GetObjectItemCaseSensitive(comp, "ratio"))
+                return js_fail(c, cp, "ratio", "applies to top-k (allgather, sparse_allreduce); "
+                               "\"%s\" sends every element quantised", methods[method]);
+            out->quant_bits = method == 4 ? 1 : 8;
+        } else {
+            TRY(js_get_number(c, comp, cp, "ratio", true, 1e-9, 1, &out->compression_ratio));
+        }
         TRY(js_get_number(c, comp, cp, "throughput", false, 1, 1e16, &out->topk_throughput));
+        out->sparse_allreduce = method == 1;
         if (out->zero > 0)
-            return js_fail(c, path, "compression", "top-k compression needs zero 0, found zero %d",
+            return js_fail(c, path, "compression", "gradient compression needs zero 0, found zero %d",
                            out->zero);
     }
     TRY(parse_placement(c, p, path, out));
@@ -499,7 +512,8 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "options");
     if (o) {
         static const char *const okeys[] = {"network", "calibration", "dp_algorithm",
-                                            "ring_model", "ps_servers", NULL};
+                                            "ring_model", "ps_servers", "memory_headroom",
+                                            "calibration_fit", NULL};
         TRY(js_expect_object(c, o, "options"));
         TRY(js_check_keys(c, o, "options", okeys));
         int nm = NET_FLOW;
@@ -525,6 +539,11 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
         if (rm && coll_ring_model_parse(rm, &s->env.ring_model) != DT_OK)
             return js_fail(c, "options", "ring_model", "expected steps, fluid, auto or exact, found \"%s\"",
                            rm);
+        /* what the planner keeps free of each GPU's memory (fragmentation, NCCL buffers, the
+         * CUDA context): a fraction in [0, 0.9] */
+        if (cJSON_GetObjectItemCaseSensitive(o, "memory_headroom"))
+            TRY(js_get_number(c, o, "options", "memory_headroom", false, 0, 0.9,
+                              &s->memory_headroom));
         const char *cal = NULL;
         TRY(js_get_string(c, o, "options", "calibration", false, &cal));
         if (cal && !cal[0])
@@ -534,6 +553,16 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
             return js_fail(c, "options", "calibration", "a file name of at most %zu bytes, "
                            "found %zu", sizeof s->calibration - 1, strlen(cal));
         if (cal) snprintf(s->calibration, sizeof s->calibration, "%s", cal);
+        const char *fit = NULL;
+        TRY(js_get_string(c, o, "options", "calibration_fit", false, &fit));
+        if (fit && !cal)
+            return js_fail(c, "options", "calibration_fit",
+                           "chooses among the fits of options.calibration, which is not given");
+        if (fit && (!fit[0] || strlen(fit) >= sizeof s->calibration_fit))
+            return js_fail(c, "options", "calibration_fit",
+                           "expected fit names such as \"mpi_allreduce\" (comma-separated, one per "
+                           "scope), found \"%.40s\"", fit);
+        if (fit) snprintf(s->calibration_fit, sizeof s->calibration_fit, "%s", fit);
     }
     TRY(parse_faults(c, j, s));
     TRY(gp_parse(c, j, &s->failures, &s->checkpoint, &s->storage, &s->input));
@@ -554,6 +583,7 @@ int wl_scenario_parse(const js_ctx *ctx, const cJSON *j, wl_scenario *s)
                         .placement = {WL_AXIS_DP, WL_AXIS_PP, WL_AXIS_TP}};
     s->env.network = NET_FLOW;
     s->env.seed = 1;
+    s->memory_headroom = -1;
     int rc = parse_all(ctx, j, s);
     if (rc != DT_OK) wl_scenario_free(s);
     return rc;

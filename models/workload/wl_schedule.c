@@ -184,6 +184,8 @@ uint32_t wl_graph_op(wl_graph *g, const wl_op *op, const uint32_t *deps, uint32_
 
 typedef struct cost_slot { int key, n; uint32_t id; } cost_slot;
 
+#define N_OP_NAMES 32 /* room for the op names below (N_COUNT_EP) */
+
 /* Collective instances of groups of lanes: ids[key] lists a group's instances in issue order. */
 typedef struct gtab { uint32_t **ids; size_t *n, *cap; size_t n_keys; } gtab;
 
@@ -242,19 +244,21 @@ typedef struct gen {
     double *loads;                     /* [layer x ep]: tokens of each EP rank / balanced */
     uint32_t *expert_costs;            /* [(layer x ep + e) x 2 + bwd] */
     double a2a_bytes;
-    uint32_t names[24];
+    uint32_t names[N_OP_NAMES];
 } gen;
 
 enum { N_FWD, N_BWD, N_SEND_ACT, N_SEND_GRAD, N_DP_AR, N_DP_RS, N_DP_AG, N_ZERO_GATHER,
-       N_ZERO_RS, N_TOPK, N_TOPK_AG, N_OPT, N_PARAM_AG, N_EMB_AR, N_COUNT,
+       N_ZERO_RS, N_TOPK, N_TOPK_AG, N_OPT, N_PARAM_AG, N_EMB_AR, N_TOPK_AR, N_QUANT, N_QUANT_AR,
+       N_COUNT,
        /* interned only by graphs with expert parallelism (dense graphs keep their names) */
        N_EP_DISPATCH = N_COUNT, N_EP_COMBINE, N_EXPERT_FWD, N_EXPERT_BWD, N_EDP_AR, N_EDP_RS,
        N_EDP_AG, N_COUNT_EP };
+_Static_assert(N_COUNT_EP <= N_OP_NAMES, "gen.names holds every op name");
 static const char *const op_names[N_COUNT_EP] = {
     "forward", "backward", "send_activation", "send_gradient", "dp_allreduce",
     "dp_reduce_scatter", "dp_allgather", "zero3_param_gather", "zero_grad_reduce_scatter",
     "topk_compress", "topk_allgather", "optimizer_step", "zero_param_allgather",
-    "embedding_allreduce", "ep_dispatch", "ep_combine", "expert_forward", "expert_backward",
+    "embedding_allreduce", "topk_sparse_allreduce", "quantize", "quantized_allreduce", "ep_dispatch", "ep_combine", "expert_forward", "expert_backward",
     "expert_dp_allreduce", "expert_dp_reduce_scatter", "expert_param_allgather"};
 
 /* The cost of one forward or backward op over `layers` layers of a virtual stage, `moe` of
@@ -387,6 +391,17 @@ void wl_layer_op_cost(const wl_scenario *s, const wl_plan *p, bool bwd, bool fir
     /* every layer whole (routed experts included): the work one GPU does for it */
     int moe = s->model.experts > 1 ? layers : 0;
     fill_layer_cost(s, p, &lc, wl_cp(p), false, NULL, 0, NULL, bwd, first, last, layers, moe, out);
+}
+
+void wl_layer_op_cost_graph(const wl_scenario *s, const wl_plan *p, wl_graph *g, bool bwd,
+                            bool first, bool last, int layers, wl_cost *out)
+{
+    wl_layer_cost lc;
+    wl_layer_cost_get(&s->model, p, &lc);
+    gpu_gemm lgs[WL_LAYER_GEMMS_MAX];
+    int nlg = wl_layer_gemms(&s->model, p, lgs);
+    int moe = s->model.experts > 1 ? layers : 0;
+    fill_layer_cost(s, p, &lc, wl_cp(p), false, lgs, nlg, g, bwd, first, last, layers, moe, out);
 }
 
 static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int layers, int moe)
@@ -580,21 +595,52 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
                             layer, inst, 0, deps, 1);
         return;
     }
+    if (p->quant_bits > 0) {
+        /* Quantised all-reduce with error feedback (1-bit Adam / DeepSpeed's compressed
+         * all-reduce; int8 and fp8 likewise): add the residual and quantise (G elements), then
+         * a reduce-scatter as an all-to-all of quantised chunks, each owner dequantises, sums,
+         * requantises its chunk (G/d x d), and an all-gather of the quantised chunks: on the
+         * wire a ring all-reduce of G b/8 bytes, 2 (d-1)/d of it sent per GPU; the compute
+         * stream passes over 2 G elements (quantise and dequantise) at the throughput. */
+        double elems = grad_bytes / wl_precision_bytes(p->precision);
+        wl_cost c = {.fixed = sim_time_from_s(2 * elems / p->topk_throughput)};
+        uint32_t cost = wl_graph_cost(G->g, &c);
+        uint32_t deps[1] = {after};
+        uint32_t q = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_QUANT, mb, layer, cost, 0, deps, 1);
+        L->prev_compute = L->last_compute;
+        L->last_compute = q;
+        uint32_t inst = stage_coll(G, COLL_ALLREDUCE, elems * p->quant_bits / 8.0, WL_COMM_DP);
+        uint32_t d2[1] = {q};
+        L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_QUANT_AR, mb, layer, inst, 0, d2, 1);
+        return;
+    }
     if (p->compression_ratio > 0) {
         double elems = grad_bytes / wl_precision_bytes(p->precision);
-        wl_cost c = {.fixed = sim_time_from_s(elems / p->topk_throughput)};
+        double pair = 4 + wl_precision_bytes(p->precision);
+        double selected = elems;
+        if (p->sparse_allreduce)
+            /* each of the ring's 2(d-1) steps merges r G / d incoming pairs with its own and
+             * re-selects the top r G / d: 2 (d-1)/d r G more elements through the selection */
+            selected += 2.0 * (p->dp - 1) / p->dp * p->compression_ratio * elems;
+        wl_cost c = {.fixed = sim_time_from_s(selected / p->topk_throughput)};
         uint32_t cost = wl_graph_cost(G->g, &c);
         uint32_t deps[1] = {after};
         uint32_t tk = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_TOPK, mb, layer, cost, 0,
                              deps, 1);
         L->prev_compute = L->last_compute;
         L->last_compute = tk;
-        /* (index, value) pairs: a 4-byte index and the value per kept element; the all-gather
-         * output holds every rank's pairs. */
-        double out = p->dp * p->compression_ratio * elems * (4 + wl_precision_bytes(p->precision));
-        uint32_t inst = stage_coll(G, COLL_ALLGATHER, out, WL_COMM_DP);
+        /* (index, value) pairs: a 4-byte index and the value per kept element. All-gather: the
+         * output holds every rank's pairs, d r G (4 + e) bytes, growing with d. Sparse
+         * all-reduce (gTop-k, Ok-Topk style): a ring all-reduce whose every message carries
+         * the top fraction r of its chunk as pairs, re-selected after each merge so the
+         * density stays r: a dense all-reduce of r G (4 + e) bytes, 2 (d-1)/d of that sent
+         * per GPU whatever d (docs/workloads.md). */
+        double out = (p->sparse_allreduce ? 1 : p->dp) * p->compression_ratio * elems * pair;
+        uint32_t inst = stage_coll(G, p->sparse_allreduce ? COLL_ALLREDUCE : COLL_ALLGATHER, out,
+                                   WL_COMM_DP);
         uint32_t d2[1] = {tk};
-        L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_TOPK_AG, mb, layer, inst, 0, d2, 1);
+        L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, p->sparse_allreduce ? N_TOPK_AR : N_TOPK_AG,
+                            mb, layer, inst, 0, d2, 1);
         return;
     }
     coll_op op = p->zero == 0 ? COLL_ALLREDUCE : COLL_REDUCE_SCATTER;

@@ -40,8 +40,18 @@ assert all(len(p["samples"]) == 4 for p in f["points"])
 assert abs(f["link"]["latency"] / (f["alpha"] / 4) - 1) < 1e-9
 assert abs(f["link"]["bandwidth"] / (4 / (3 * f["beta"])) - 1) < 1e-9
 PY
+# What is checked here is the mapping of the line onto links, which holds whatever the line's
+# quality: a loaded machine can leave R² < 0.5, which dtsim refuses to apply (test_calib_fit.sh
+# tests that), so such a fit is marked good in a copy for this check.
+python3 - "$tmp/t.json" "$tmp/t-apply.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for f in d["fits"]:
+    f["r2"] = max(f["r2"], 0.95)
+json.dump(d, open(sys.argv[2], "w"))
+PY
 "$DTSIM" collective --topology gen:ring:gpus=3 --op allreduce --algo ring --size 256KiB --elem-bytes 4 \
-  --calibration "$tmp/t.json" --json >"$tmp/sim.json"
+  --calibration "$tmp/t-apply.json" --json >"$tmp/sim.json"
 python3 - "$tmp/t.json" "$tmp/sim.json" <<'PY'
 import json, sys
 f = json.load(open(sys.argv[1]))["fits"][0]

@@ -45,16 +45,34 @@ assert times == sorted(times), times
 rej = {r["reason"]: r for r in d["rejected"]}
 assert "heads 6 not divisible by tp 4" in rej["indivisible: heads by tp"]["example"], rej
 assert "layers 6 not divisible by pp 4" in rej["indivisible: layers by pp"]["example"], rej
-# (tp, pp) with tp*pp | 4: 6 pairs x 4 micro batches x 3 checkpointing x 4 ZeRO stages.
-assert d["considered"] == 6 * 4 * 3 * 4, d["considered"]
+# (tp, pp) with tp*pp | 4: 6 pairs; schedules: none (pp 1), 1F1B (pp 2, 4) and interleaved v 3
+# (pp 2: 6 layers = 2 x 3); sequence parallelism off/on with tp 2, 4: 1 + 2 + 1 (tp 1) +
+# 2 + 4 (tp 2) + 2 (tp 4) = 12 x 4 micro batches x 3 checkpointing x 4 ZeRO stages.
+assert d["considered"] == 12 * 4 * 3 * 4, d["considered"]
 assert sum(r["count"] for r in d["rejected"]) + len(best) == d["considered"], d
+# The default headroom: every proposal under 90 % of the GPU's memory; no ZeRO-2/3 with pp > 1,
+# and the rule that refused them is named.
+assert d["memory_headroom"] == 0.1, d["memory_headroom"]
+for b in best:
+    assert b["mem_peak_bytes"] <= 0.9 * b["mem_capacity_bytes"], b
+    assert not (b["zero"] >= 2 and b["pp"] > 1), b
+    # $/M tokens and tokens/$ from the step's cost and the tokens it trains (32 x 1024)
+    tok = 32 * 1024
+    assert abs(b["usd_per_mtokens"] - b["cost_per_step_usd"] / tok * 1e6) <= 1e-9 * b["usd_per_mtokens"], b
+    assert abs(b["tokens_per_usd"] * b["usd_per_mtokens"] - 1e6) <= 1e-6, b
+assert "refuse ZeRO-2/3 with pipeline parallelism" in rej["rule: no ZeRO-2/3 with pp > 1"]["example"], rej
 # The best plan, run by hand, gives the same step time and memory.
 s = json.load(open(f"{T}/p.json"))
 del s["sweep"]
 b = best[0]
 s["parallel"] = {"tp": b["tp"], "pp": b["pp"], "dp": b["dp"], "zero": b["zero"],
                  "micro_batch_size": b["micro_batch_size"],
-                 "activation_checkpointing": b["activation_checkpointing"]}
+                 "activation_checkpointing": b["activation_checkpointing"],
+                 "sequence_parallel": b["sequence_parallel"]}
+if b["pp"] > 1:
+    s["parallel"]["schedule"] = b["schedule"]
+    if b["schedule"] == "interleaved":
+        s["parallel"]["virtual_stages"] = b["virtual_stages"]
 json.dump(s, open(f"{T}/best.json", "w"))
 r = json.loads(subprocess.check_output([os.environ["DTSIM"], "run", f"{T}/best.json", "--json"]))
 assert r["step_time_s"] == b["step_time_s"], (r["step_time_s"], b)
@@ -95,19 +113,87 @@ import json, os, subprocess, sys
 T = sys.argv[1]
 d = json.load(open(f"{T}/nogb_all.json"))
 assert d["batch_held_fixed"] == {"micro_batch_size": 2, "microbatches_per_replica": 3}, d
-assert d["considered"] == 6 * 1 * 3 * 4, d["considered"]
+assert d["considered"] == 12 * 1 * 3 * 4, d["considered"]
 assert d["best"] and all(b["micro_batch_size"] == 2 for b in d["best"]), d["best"]
 b = d["best"][0]
 s = json.load(open(f"{T}/nogb.json"))
 s["parallel"] = {"tp": b["tp"], "pp": b["pp"], "dp": b["dp"], "zero": b["zero"],
                  "micro_batch_size": 2, "microbatches": 3,
-                 "activation_checkpointing": b["activation_checkpointing"]}
+                 "activation_checkpointing": b["activation_checkpointing"],
+                 "sequence_parallel": b["sequence_parallel"]}
+if b["pp"] > 1:
+    s["parallel"]["schedule"] = b["schedule"]
+    if b["schedule"] == "interleaved":
+        s["parallel"]["virtual_stages"] = b["virtual_stages"]
 json.dump(s, open(f"{T}/nogb_best.json", "w"))
 r = json.loads(subprocess.check_output([os.environ["DTSIM"], "run", f"{T}/nogb_best.json", "--json"]))
 assert r["step_time_s"] == b["step_time_s"], (r["step_time_s"], b)
 EOF
 
+# --headroom 50%: the limit is half the GPU; options.memory_headroom says the same in the file,
+# and the flag overrides it.
+"$DTSIM" plan "$T/p.json" --gpus 4 --headroom 50% --top 1000 --json > "$T/h50.json"
+python3 - "$T" <<'EOF'
+import json, sys
+T = sys.argv[1]
+s = json.load(open(f"{T}/p.json"))
+s["options"] = {"memory_headroom": 0.5}
+json.dump(s, open(f"{T}/h.json", "w"))
+s["options"] = {"memory_headroom": 1.5}
+json.dump(s, open(f"{T}/hb.json", "w"))
+d = json.load(open(f"{T}/h50.json"))
+assert d["memory_headroom"] == 0.5 and d["best"], d
+assert all(b["mem_peak_bytes"] <= 0.5 * b["mem_capacity_bytes"] for b in d["best"]), d["best"]
+EOF
+"$DTSIM" plan "$T/h.json" --gpus 4 --top 1000 --json > "$T/hs.json"
+"$DTSIM" plan "$T/h.json" --gpus 4 --headroom 0 --top 1000 --json > "$T/h0.json"
+python3 - "$T" <<'EOF'
+import json, sys
+T = sys.argv[1]
+a, b, z = (json.load(open(f"{T}/{n}.json")) for n in ("h50", "hs", "h0"))
+assert a["best"] == b["best"] and b["memory_headroom"] == 0.5, b
+assert z["memory_headroom"] == 0 and len(z["best"]) >= len(b["best"]), z
+EOF
+grep -q "10 % of GPU memory kept free" "$T/human.txt" || fail "$(head -2 "$T/human.txt")"
+grep -q '\$/M tokens   tokens/\$' "$T/human.txt" || fail "$(cat "$T/human.txt")"
+
+# Branch and bound against brute force (--exhaustive simulates every plan that fits): the same
+# best plans, number for number, for each objective, on 4 GPUs and on two 8-GPU boxes with a
+# 12-layer model (1F1B and interleaved v 2, 3, 6 searched), with fewer simulations.
+python3 - "$T" <<'EOF'
+import json, sys
+T = sys.argv[1]
+s = json.load(open(f"{T}/p.json"))
+del s["sweep"]
+s["topology"] = {"generator": "dgx", "nodes": 2, "gpus_per_node": 8, "gpu": "H100-SXM"}
+s["model"].update({"layers": 12, "heads": 12})
+s["global_batch"] = 64
+json.dump(s, open(f"{T}/p16.json", "w"))
+EOF
+for obj in time cost tokens-per-dollar; do
+  for spec in "p.json 4" "p16.json 16"; do
+    set -- $spec
+    "$DTSIM" plan "$T/$1" --gpus "$2" --objective $obj --top 4 --jobs 2 --json > "$T/bb.json"
+    "$DTSIM" plan "$T/$1" --gpus "$2" --objective $obj --top 4 --jobs 2 --exhaustive --json > "$T/bf.json"
+    python3 - "$T" "$obj $spec" <<'EOF'
+import json, sys
+T = sys.argv[1]
+a, b = json.load(open(f"{T}/bb.json")), json.load(open(f"{T}/bf.json"))
+assert a["best"] and a["best"] == b["best"], (sys.argv[2], a["best"], b["best"])
+assert a["simulated"] < b["simulated"], (a["simulated"], b["simulated"])
+for x in a["best"]:
+    assert 0 < x["step_lower_bound_s"] <= x["step_time_s"], x
+rej = {r["reason"]: r["count"] for r in a["rejected"]}
+assert rej.get("not simulated: bound above the top plans", 0) == b["simulated"] - a["simulated"], (rej, a["simulated"], b["simulated"])
+EOF
+  done
+done
+grep -q " sched " "$T/human.txt" || fail "no schedule column: $(cat "$T/human.txt")"
+
 set +e
+"$DTSIM" plan "$T/p.json" --gpus 4 --headroom 95% 2> "$T/bh.err"; rc3=$?
+"$DTSIM" plan "$T/p.json" --gpus 4 --headroom 0.2 --memory-limit "40 GiB" 2> /dev/null; rc4=$?
+"$DTSIM" plan "$T/hb.json" --gpus 4 2> "$T/hb.err"; rc5=$?
 "$DTSIM" plan "$T/p.json" --gpus 4 --memory-limit "1 MiB" > "$T/none.txt" 2> "$T/none.err"; rc=$?
 "$DTSIM" plan "$T/p.json" --gpus 4 --objective fastest 2> "$T/bad.err"; rc2=$?
 set -e
@@ -115,13 +201,18 @@ set -e
 grep -q "no plan fits" "$T/none.err" || fail "$(cat "$T/none.err")"
 grep -q "does not fit in memory" "$T/none.txt" || fail "$(cat "$T/none.txt")"
 [[ $rc2 -eq 2 ]] || fail "expected exit 2 for a bad objective, got $rc2"
+[[ $rc3 -eq 2 ]] && grep -q "headroom expects a fraction" "$T/bh.err" || fail "headroom 95%: $rc3 $(cat "$T/bh.err")"
+[[ $rc4 -eq 2 ]] || fail "expected exit 2 for --headroom with --memory-limit, got $rc4"
+[[ $rc5 -eq 2 ]] && grep -q "options.memory_headroom" "$T/hb.err" || fail "bad options.memory_headroom: $rc5 $(cat "$T/hb.err")"
 # Expert parallelism in the search (MoE lab scenario, 8 GPUs, 8 experts).
 moe="${SRC:-$(dirname "$0")/../..}/examples/labs/moe-imbalance/box.json"
 "$DTSIM" plan "$moe" --gpus 8 --top 1000 --jobs 2 --json > "$T/moe.json" || fail "plan moe"
 python3 - "$T/moe.json" <<'PY' || fail "moe plan search"
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["considered"] == 960, d["considered"]
+# (tp, pp, ep) with tp pp | 8 and ep | dp, 8 experts: 20; with the schedules of pp > 1 (8 layers:
+# 1F1B, and interleaved v with pp v | 8) and sequence parallelism (tp > 1): 52; x 4 x 3 x 4
+assert d["considered"] == 52 * 48, d["considered"]
 eps = {c.get("ep", 1) for c in d["best"]}
 assert eps >= {1, 2, 4, 8}, eps
 for c in d["best"]:
@@ -135,6 +226,13 @@ c = next(c for c in d["best"] if c.get("ep", 1) == 4)
 s["parallel"].update({"tp": c["tp"], "pp": c["pp"], "dp": c["dp"], "ep": 4, "zero": c["zero"],
                       "activation_checkpointing": c["activation_checkpointing"],
                       "micro_batch_size": c["micro_batch_size"]})
+s["parallel"]["sequence_parallel"] = c["sequence_parallel"]
+if c["pp"] > 1:
+    s["parallel"]["schedule"] = c["schedule"]
+    if c["schedule"] == "interleaved":
+        s["parallel"]["virtual_stages"] = c["virtual_stages"]
+    else:
+        s["parallel"].pop("virtual_stages", None)
 json.dump({"scenario": s, "step": c["step_time_s"]}, open(sys.argv[3], "w"))
 PY
 python3 -c "import json,sys; json.dump(json.load(open(sys.argv[1]))['scenario'], open(sys.argv[2],'w'))" "$T/moe-ep.json" "$T/moe-ep-s.json"

@@ -1,0 +1,174 @@
+/* test_probe.c - run_probe_scenario: the planner's memory and step-time lower bound.
+ * Pins down: the bound never exceeds the simulated step (flow mode) over a grid of plans on 8
+ * and 16 H100s (tp, pp, GPipe-free schedules 1F1B and interleaved v 2, micro batch 1 and 2,
+ * ZeRO 0/1/3, checkpointing none/selective/full, sequence parallelism, Megatron's overlapped
+ * TP, a straggler, an uneven split, one DP member per host, analytic mode, a relaying ring); on
+ * one GPU without wave quantisation ("sms": 0: the GEMM shape model then is the flat roofline
+ * the bound uses), where nothing but compute happens, it equals the step to a nanosecond; the
+ * memory equals run_memory's; the cache gives the same answers as no cache; a bad plan is the scenario
+ * loader's error; jitter gives no bound (0).
+ * Leaves free: how tight the bound is (docs/sweeps.md quotes it for GPT-3). */
+#include <stdio.h>
+#include <string.h>
+
+#include "dtsim/json.h"
+#include "dtsim/run.h"
+#include "testutil.h"
+
+static cJSON *parse(const char *text)
+{
+    cJSON *j = NULL;
+    dt_error e = {0};
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "p.json", &j, &e), DT_OK);
+    return j;
+}
+
+/* A 12-layer GPT on `nodes` DGX H100 boxes with the given "parallel" object and extras. */
+static cJSON *scenario(int nodes, const char *parallel, const char *extra)
+{
+    char text[2048], topology[256];
+    if (nodes > 0)
+        snprintf(topology, sizeof topology, "{\"generator\": \"dgx\", \"nodes\": %d, \"gpus_per_node\": 8,"
+                 " \"gpu\": \"H100-SXM\"}", nodes);
+    else /* a ring of 8 GPUs, which forward for each other */
+        snprintf(topology, sizeof topology, "{\"generator\": \"ring\", \"gpus\": 8, \"gpu\": \"H100-SXM\"}");
+    snprintf(text, sizeof text,
+             "{\"topology\": %s,"
+             " \"model\": {\"kind\": \"transformer\", \"layers\": 12, \"hidden\": 1024,"
+             " \"heads\": 16, \"seq_len\": 1024, \"vocab\": 50257},"
+             " \"parallel\": %s, \"global_batch\": 32%s%s}",
+             topology, parallel, extra[0] ? ", " : "", extra);
+    return parse(text);
+}
+
+static void check_bound(int nodes, const char *parallel, const char *extra, run_probe_cache *cache)
+{
+    cJSON *j = scenario(nodes, parallel, extra);
+    dt_error e = {0};
+    run_probe pr;
+    ck_assert_msg(run_probe_scenario(j, "p.json", ".", cache, &pr, &e) == DT_OK, "%s: %s: %s",
+                  parallel, e.path, e.msg);
+    run_options o = {0};
+    run_result r;
+    ck_assert_msg(run_scenario(j, "p.json", ".", &o, &r, &e) == DT_OK, "%s: %s", parallel, e.msg);
+    double T = r.step_time_s, lb = pr.step_lower_bound_s;
+    ck_assert_msg(lb > 0 && lb <= T, "%s %s: bound %.9g s above the step %.9g s", parallel, extra,
+                  lb, T);
+    ck_assert(pr.memory.peak == r.memory.peak && pr.fits == r.fits);
+    ck_assert_rel(pr.cost_per_hour_total * T / 3600, r.cost_per_step_usd, 1e-12);
+    ck_assert_rel(pr.tokens_per_step, 32.0 * 1024, 0);
+    run_result_free(&r);
+    cJSON_Delete(j);
+}
+
+START_TEST(bound_below_the_step)
+{
+    static const char *const plans[] = {
+        "{\"tp\": 1, \"pp\": 1}",
+        "{\"tp\": 2, \"pp\": 1, \"zero\": 1}",
+        "{\"tp\": 8, \"pp\": 1, \"sequence_parallel\": true}",
+        "{\"tp\": 1, \"pp\": 1, \"zero\": 3, \"micro_batch_size\": 2}",
+        "{\"tp\": 2, \"pp\": 2, \"schedule\": \"1f1b\"}",
+        "{\"tp\": 2, \"pp\": 2, \"schedule\": \"interleaved\", \"virtual_stages\": 2}",
+        "{\"tp\": 1, \"pp\": 4, \"schedule\": \"interleaved\", \"virtual_stages\": 3,"
+        " \"micro_batch_size\": 2}",
+        "{\"tp\": 4, \"pp\": 2, \"activation_checkpointing\": \"full\", \"zero\": 1}",
+        "{\"tp\": 2, \"pp\": 4, \"activation_checkpointing\": \"selective\","
+        " \"sequence_parallel\": true}",
+        "{\"tp\": 1, \"pp\": 2, \"stage_layers\": [4, 8]}",
+        "{\"tp\": 1, \"pp\": 8, \"micro_batch_size\": 4}",
+        /* one DP member per host (2 nodes): the bound counts only the members' NICs */
+        "{\"tp\": 8, \"pp\": 1, \"zero\": 1}",
+        "{\"tp\": 4, \"pp\": 2, \"zero\": 1, \"placement\": \"pp,dp,tp\"}",
+        "{\"tp\": 8, \"pp\": 1}",
+    };
+    run_probe_cache *cache = run_probe_cache_create();
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+        check_bound(1, plans[i], "", cache);
+        check_bound(2, plans[i], "", NULL);
+    }
+    check_bound(1, "{\"tp\": 4, \"pp\": 2}", "\"framework\": {\"preset\": \"megatron\","
+                " \"tp_comm_overlap\": true}", cache);
+    check_bound(2, "{\"tp\": 2, \"pp\": 4}", "\"stragglers\": [{\"gpu\": 5, \"slowdown\": 1.5}]",
+                cache);
+    check_bound(1, "{\"tp\": 2, \"pp\": 2}", "\"precision\": \"fp8\"", cache);
+    check_bound(2, "{\"tp\": 8, \"pp\": 1, \"zero\": 1}", "\"options\": {\"network\": \"analytic\"}",
+                cache);
+    check_bound(2, "{\"tp\": 1, \"pp\": 1, \"zero\": 2}", "\"options\": {\"network\": \"analytic\"}",
+                cache);
+    /* GPUs that relay (a ring): the host cut */
+    check_bound(0, "{\"tp\": 2, \"pp\": 1, \"zero\": 1}", "", cache);
+    run_probe_cache_destroy(cache);
+}
+END_TEST
+
+/* One GPU: no communication, no pipeline; the step is the compute ops back to back. */
+START_TEST(one_gpu_is_exact)
+{
+    static const char *const plans[] = {"{\"micro_batch_size\": 4}",
+                                        "{\"micro_batch_size\": 1, \"activation_checkpointing\": \"full\"}"};
+    for (int i = 0; i < 2; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "{\"topology\": {\"generator\": \"switch\", \"gpus\": 1},"
+                 /* no SMs to quantise waves over: GEMMs on the flat roofline, as the bound */
+                 " \"gpu\": {\"preset\": \"A100-SXM\", \"sms\": 0},"
+                 " \"model\": {\"kind\": \"transformer\", \"layers\": 4, \"hidden\": 512,"
+                 " \"heads\": 8, \"seq_len\": 512, \"vocab\": 1000},"
+                 " \"parallel\": %s, \"global_batch\": 8}", plans[i]);
+        cJSON *j = parse(text);
+        dt_error e = {0};
+        run_probe pr;
+        ck_assert_int_eq(run_probe_scenario(j, "p.json", ".", NULL, &pr, &e), DT_OK);
+        run_options o = {0};
+        run_result r;
+        ck_assert_int_eq(run_scenario(j, "p.json", ".", &o, &r, &e), DT_OK);
+        ck_assert_msg(pr.step_lower_bound_s <= r.step_time_s &&
+                          r.step_time_s - pr.step_lower_bound_s < 1e-9,
+                      "bound %.12g, step %.12g", pr.step_lower_bound_s, r.step_time_s);
+        run_result_free(&r);
+        cJSON_Delete(j);
+    }
+}
+END_TEST
+
+START_TEST(memory_errors_and_no_bound)
+{
+    run_probe_cache *cache = run_probe_cache_create();
+    cJSON *j = scenario(1, "{\"tp\": 2, \"pp\": 2, \"zero\": 1}", "");
+    dt_error e = {0};
+    run_probe pr;
+    ck_assert_int_eq(run_probe_scenario(j, "p.json", ".", cache, &pr, &e), DT_OK);
+    struct run_memory m;
+    bool fits;
+    ck_assert_int_eq(run_memory(j, "p.json", ".", &m, &fits, &e), DT_OK);
+    ck_assert(m.peak == pr.memory.peak && m.capacity == pr.memory.capacity && fits == pr.fits);
+    ck_assert_int_eq(pr.n_gpus, 8);
+    cJSON_Delete(j);
+    /* tp 3 does not divide 16 heads: the loader's error, path and all */
+    j = scenario(1, "{\"tp\": 4, \"pp\": 3}", "");
+    ck_assert_int_eq(run_probe_scenario(j, "p.json", ".", cache, &pr, &e), DT_EINPUT);
+    ck_assert_msg(strstr(e.msg, "must divide") || strstr(e.msg, "must equal"), "%s", e.msg);
+    cJSON_Delete(j);
+    /* jitter: a step is not a lane's own work, no bound */
+    j = scenario(1, "{\"tp\": 2, \"pp\": 2}", "\"jitter\": {\"distribution\": \"lognormal\", \"sigma\": 0.1}");
+    ck_assert_msg(run_probe_scenario(j, "p.json", ".", cache, &pr, &e) == DT_OK, "%s", e.msg);
+    ck_assert(pr.step_lower_bound_s == 0);
+    cJSON_Delete(j);
+    run_probe_cache_destroy(cache);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("probe");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, bound_below_the_step);
+    tcase_add_test(tc, one_gpu_is_exact);
+    tcase_add_test(tc, memory_errors_and_no_bound);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return dt_run_suite(suite()); }
