@@ -366,7 +366,7 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out);
  * returns how many (0 for other model kinds). Their 2mnk sum to wl_layer_cost.fwd_matmul_flops.
  * The backward of a forward GEMM (m, n, k) is its data gradient (m, k, n) and its weight
  * gradient (k, n, m): wl_gemm_backward. */
-#define WL_LAYER_GEMMS_MAX 6
+#define WL_LAYER_GEMMS_MAX 8
 int wl_layer_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_LAYER_GEMMS_MAX]);
 /* The output layer's GEMM (logits) for one microbatch on one GPU: (b·s, V/t, h). */
 gpu_gemm wl_logits_gemm(const wl_model *m, const wl_plan *p);

@@ -226,7 +226,9 @@ int wl_layer_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_LAYER_GE
     /* context parallelism: the rank's s/cp tokens (wl_layer_cost_get) */
     double t = p->tp, h = m->hidden, tok = p->micro_batch_size * m->seq_len / wl_cp(p);
     double kv = h * m->kv_heads / m->heads;
-    double up = (m->mlp == WL_MLP_SWIGLU ? 2.0 : 1.0) * m->ffn / t;
+    /* the MLP width: an MoE layer's experts (routed and shared) have expert_ffn */
+    double f = m->experts > 1 ? wl_expert_ffn(m) : m->ffn;
+    double up = (m->mlp == WL_MLP_SWIGLU ? 2.0 : 1.0) * f / t;
     int n = 0;
     out[n++] = (gpu_gemm){tok, (h + 2 * kv) / t, h, 1}; /* QKV */
     out[n++] = (gpu_gemm){tok, h, h / t, 1};            /* attention output projection */
@@ -239,7 +241,12 @@ int wl_layer_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_LAYER_GE
     double per = tok * m->top_k / ne;
     if (per > 0) {
         out[n++] = (gpu_gemm){per, up, h, ne};         /* MLP up (and gate) */
-        out[n++] = (gpu_gemm){per, h, m->ffn / t, ne}; /* MLP down */
+        out[n++] = (gpu_gemm){per, h, f / t, ne}; /* MLP down */
+    }
+    if (m->experts > 1 && m->shared_experts > 0) {
+        /* shared experts see every token (counted as top_k + shared in the closed form) */
+        out[n++] = (gpu_gemm){tok, up, h, m->shared_experts};
+        out[n++] = (gpu_gemm){tok, h, f / t, m->shared_experts};
     }
     return n;
 }

@@ -43,6 +43,10 @@ static wl_graph *build(const char *model, const char *parallel, int gpus, wl_sce
 #define MOE "{\"kind\": \"transformer\", \"layers\": 4, \"hidden\": 2048, \"heads\": 16, " \
             "\"ffn\": 5632, \"mlp\": \"swiglu\", \"experts\": 8, \"top_k\": 2, " \
             "\"seq_len\": 4096, \"vocab\": 32000}"
+/* experts narrower than the dense MLP, and a shared expert every token passes through */
+#define MOE_SHARED "{\"kind\": \"transformer\", \"layers\": 4, \"hidden\": 2048, \"heads\": 16, " \
+                   "\"ffn\": 5632, \"expert_ffn\": 1408, \"shared_experts\": 1, \"mlp\": \"swiglu\", " \
+                   "\"experts\": 8, \"top_k\": 2, \"seq_len\": 4096, \"vocab\": 32000}"
 
 static double gemm_flops(const gpu_gemm *g, uint32_t n)
 {
@@ -81,24 +85,28 @@ END_TEST
 
 START_TEST(layer_shapes_sum_to_closed_form)
 {
-    const char *models[3] = {GPT, LLAMA, MOE};
-    const char *plans[3] = {"{\"tp\": 1, \"micro_batch_size\": 4}",
+    const char *models[4] = {GPT, LLAMA, MOE, MOE_SHARED};
+    const char *plans[4] = {"{\"tp\": 1, \"micro_batch_size\": 4}",
                             "{\"tp\": 8, \"micro_batch_size\": 1, \"sequence_parallel\": true}",
-                            "{\"tp\": 2, \"micro_batch_size\": 2}"};
-    const int gpus[3] = {1, 8, 2};
-    for (int k = 0; k < 3; k++) {
+                            "{\"tp\": 2, \"micro_batch_size\": 2}", "{\"tp\": 2, \"micro_batch_size\": 2}"};
+    const int gpus[4] = {1, 8, 2, 2};
+    for (int k = 0; k < 4; k++) {
         wl_scenario sc;
         cJSON *j;
         wl_graph *g = build(models[k], plans[k], gpus[k], &sc, &j);
         gpu_gemm f[WL_LAYER_GEMMS_MAX];
         int n = wl_layer_gemms(&sc.model, &sc.plan, f);
-        ck_assert_int_eq(n, k == 2 ? 5 : 4); /* MoE: the router too */
+        ck_assert_int_eq(n, k == 3 ? 7 : k == 2 ? 5 : 4); /* MoE: the router too; shared: 2 more */
         wl_layer_cost lc;
         wl_layer_cost_get(&sc.model, &sc.plan, &lc);
         ck_assert_rel(gemm_flops(f, (uint32_t)n), lc.fwd_matmul_flops, 1e-14);
         if (k == 2) { /* 8 experts, each 2 x 4096 x 2 / 8 = 2048 tokens */
             ck_assert(f[3].m == 2048 && f[3].count == 8 && f[4].count == 8);
             ck_assert(f[2].m == 4096 && f[2].n == 8 && f[2].k == 2048); /* router on b s / t */
+        }
+        if (k == 3) { /* experts of 1408 (fc1 2 x 1408 / 2 columns); the shared one on all 8192 tokens */
+            ck_assert(f[3].m == 2048 && f[3].n == 1408 && f[4].k == 704);
+            ck_assert(f[5].m == 8192 && f[5].n == 1408 && f[5].count == 1 && f[6].k == 704);
         }
         wl_graph_destroy(g);
         wl_scenario_free(&sc);
