@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduce this walkthrough's outputs (about half a minute on 2 cores). Usage: run.sh [path/to/dtsim]
+# Reproduce this walkthrough's outputs (a few seconds on 2 cores). Usage: run.sh [path/to/dtsim]
 set -euo pipefail
 cd "$(dirname "$0")"
 dtsim=${1:-../../build/dtsim}

@@ -1,7 +1,7 @@
 # scaling.gp - written by `dtsim report`; edit and run `gnuplot scaling.gp` to restyle.
 set terminal pngcairo size 900,560 noenhanced font 'Sans,10'
 set output 'scaling.png'
-set title "Scaling: throughput and efficiency vs GPUs"
+set title 'Scaling: throughput and efficiency vs GPUs (plans that fit)' . "\n" . 'scaling sweep: GPT 2.7B on 1 to 16 DGX H100 nodes (scaling-sweep.json)'
 set key outside right top
 set grid ytics
 set logscale x 2
