@@ -982,12 +982,16 @@ static int run_gnuplot(const char *dir, const char *name, dt_error *err)
     char script[128];
     snprintf(script, sizeof script, "%s.gp", name);
     fflush(NULL);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) return dt_error_set(err, DT_EINTERNAL, NULL, NULL, "fork failed: %s", strerror(errno));
     if (pid == 0) {
 #ifdef __linux__
-        /* dies with us: an interrupted report leaves no gnuplot drawing into a removed folder */
+        /* dies with us: an interrupted report leaves no gnuplot drawing into a removed folder.
+         * A parent killed (kill -9) before prctl ran sends no signal: then stop here, or gnuplot
+         * would draw into the stage that the next run is removing as a dead process's. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(126);
 #endif
         if (chdir(dir) != 0) _exit(126);
         int null = open("/dev/null", O_WRONLY); /* not freopen: stdout may be no file stream */
