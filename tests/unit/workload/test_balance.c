@@ -15,37 +15,7 @@
 #include "dtsim/replay.h"
 #include "dtsim/run.h"
 #include "dtsim/workload.h"
-#include "testutil.h"
-
-static wl_scenario sc;
-static cJSON *sc_json;
-
-static int try_load(const char *text, int n_gpus, dt_error *e)
-{
-    dt_error_clear(e);
-    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &sc_json, e), DT_OK);
-    js_ctx c = {"t.json", e};
-    int rc = wl_scenario_parse(&c, sc_json, &sc);
-    if (rc == DT_OK) {
-        rc = wl_scenario_resolve(&c, &sc, n_gpus);
-        if (rc != DT_OK) wl_scenario_free(&sc);
-    }
-    if (rc != DT_OK) cJSON_Delete(sc_json);
-    return rc;
-}
-
-static void load(const char *text, int n_gpus)
-{
-    dt_error e;
-    int rc = try_load(text, n_gpus, &e);
-    ck_assert_msg(rc == DT_OK, "load: %s: %s", e.path, e.msg);
-}
-
-static void unload(void)
-{
-    wl_scenario_free(&sc);
-    cJSON_Delete(sc_json);
-}
+#include "wl_testutil.h"
 
 /* Balance over n H100s with these slowdowns, then replay with free communication. */
 static sim_time_t balance_and_step(int n, const double *slow)

@@ -14,7 +14,8 @@
 
 #include "dtsim/calib.h"
 #include "dtsim/run.h"
-#include "testutil.h"
+#define WL_TESTUTIL_NO_FIXTURE
+#include "wl_testutil.h"
 
 /* 100 TFLOP/s at efficiency 1 for every class, 1 TB/s HBM at memory_eff 1. dtsim's transformer
  * ops carry FLOPs only (matmul, attention) or bytes only (elementwise, optimizer), so each op's
@@ -34,20 +35,6 @@
     "{\"topology\": {\"generator\": \"dgx\", \"nodes\": 1, \"gpus_per_node\": 2, \"gpu\": " gpu \
     "}, \"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 512, \"heads\": 8,"  \
     " \"seq_len\": 256, \"vocab\": 8000}, \"parallel\": {\"dp\": 2}" options "}"
-
-static run_result run_text(const char *text)
-{
-    cJSON *j;
-    dt_error e;
-    dt_error_clear(&e);
-    ck_assert_int_eq(js_parse_text(text, strlen(text), "s.json", &j, &e), DT_OK);
-    run_result r;
-    run_options opt = {0};
-    int rc = run_scenario(j, "s.json", ".", &opt, &r, &e);
-    ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
-    cJSON_Delete(j);
-    return r;
-}
 
 START_TEST(half_rate_doubles_compute)
 {

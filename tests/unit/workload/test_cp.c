@@ -15,50 +15,7 @@
 #include "dtsim/replay.h"
 #include "dtsim/run.h"
 #include "dtsim/workload.h"
-#include "testutil.h"
-
-static run_result run_text(const char *text)
-{
-    cJSON *j;
-    dt_error e;
-    dt_error_clear(&e);
-    ck_assert_int_eq(js_parse_text(text, strlen(text), "s.json", &j, &e), DT_OK);
-    run_result r;
-    run_options opt = {0};
-    int rc = run_scenario(j, "s.json", ".", &opt, &r, &e);
-    ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
-    cJSON_Delete(j);
-    return r;
-}
-
-static wl_scenario sc;
-static cJSON *sc_json;
-
-static int try_load(const char *text, int n_gpus, dt_error *e)
-{
-    dt_error_clear(e);
-    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &sc_json, e), DT_OK);
-    js_ctx c = {"t.json", e};
-    int rc = wl_scenario_parse(&c, sc_json, &sc);
-    if (rc == DT_OK) {
-        rc = wl_scenario_resolve(&c, &sc, n_gpus);
-        if (rc != DT_OK) wl_scenario_free(&sc);
-    }
-    if (rc != DT_OK) cJSON_Delete(sc_json);
-    return rc;
-}
-
-static void load(const char *text, int n_gpus)
-{
-    dt_error e;
-    ck_assert_msg(try_load(text, n_gpus, &e) == DT_OK, "load: %s: %s", e.path, e.msg);
-}
-
-static void unload(void)
-{
-    wl_scenario_free(&sc);
-    cJSON_Delete(sc_json);
-}
+#include "wl_testutil.h"
 
 /* 4 GPUs on one switch at 1 GB/s without latency: cp 4, one microbatch, two layers. */
 #define SLOW_RING(cp, gpus)                                                                     \

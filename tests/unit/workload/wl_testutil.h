@@ -1,0 +1,63 @@
+/* wl_testutil.h - helpers of the workload room's Check suites: a scenario from JSON text, run
+ * whole (run_text) or parsed and resolved for a GPU count (the fixture: load, try_load, unload
+ * on the file-level `sc` and `sc_json`). A suite that only runs scenarios defines
+ * WL_TESTUTIL_NO_FIXTURE before including this. */
+#ifndef DTSIM_WL_TESTUTIL_H
+#define DTSIM_WL_TESTUTIL_H
+
+#include <string.h>
+
+#include "dtsim/run.h"
+#include "dtsim/workload.h"
+#include "testutil.h"
+
+/* One step of the scenario `text` (named s.json, relative paths from "."); must succeed. */
+static inline run_result run_text(const char *text)
+{
+    cJSON *j;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "s.json", &j, &e), DT_OK);
+    run_result r;
+    run_options opt = {0};
+    int rc = run_scenario(j, "s.json", ".", &opt, &r, &e);
+    ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
+    cJSON_Delete(j);
+    return r;
+}
+
+#ifndef WL_TESTUTIL_NO_FIXTURE
+/* The scenario under test (one at a time per suite) and the JSON it was parsed from. */
+static wl_scenario sc;
+static cJSON *sc_json;
+
+/* Parse and resolve `text` (named t.json) for n_gpus; on failure nothing stays allocated. */
+static inline int try_load(const char *text, int n_gpus, dt_error *e)
+{
+    dt_error_clear(e);
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &sc_json, e), DT_OK);
+    js_ctx c = {"t.json", e};
+    int rc = wl_scenario_parse(&c, sc_json, &sc);
+    if (rc == DT_OK) {
+        rc = wl_scenario_resolve(&c, &sc, n_gpus);
+        if (rc != DT_OK) wl_scenario_free(&sc);
+    }
+    if (rc != DT_OK) cJSON_Delete(sc_json);
+    return rc;
+}
+
+static inline void load(const char *text, int n_gpus)
+{
+    dt_error e;
+    int rc = try_load(text, n_gpus, &e);
+    ck_assert_msg(rc == DT_OK, "load: %s: %s", e.path, e.msg);
+}
+
+static inline void unload(void)
+{
+    wl_scenario_free(&sc);
+    cJSON_Delete(sc_json);
+}
+#endif
+
+#endif
