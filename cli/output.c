@@ -563,8 +563,10 @@ void cli_output_explain(dt_error *err)
         dt_error_set(err, DT_EIO, "stdout", NULL, "write failed: %s", strerror(g_stdout_werr));
 }
 
-/* Every staged file: its target must be absent or regular; fsync it now. */
-static int check_stage(struct cli_out_rec *r, dt_error *err)
+/* Calls fn(target, staged) for every file staged in r's directory, in directory order, until
+ * one fails. */
+static int each_staged(struct cli_out_rec *r, int (*fn)(const char *target, const char *staged, dt_error *err),
+                       dt_error *err)
 {
     DIR *d = opendir(r->tmp);
     if (!d) return dt_error_set(err, DT_EIO, r->path, NULL, "staged output lost: %s", strerror(errno));
@@ -575,36 +577,40 @@ static int check_stage(struct cli_out_rec *r, dt_error *err)
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
         snprintf(p, sizeof p, "%s/%s", r->path, de->d_name);
         snprintf(s, sizeof s, "%s/%s", r->tmp, de->d_name);
-        struct stat st;
-        if (lstat(p, &st) == 0 && !S_ISREG(st.st_mode))
-            rc = dt_error_set(err, DT_EIO, p, NULL, "is %s: refusing to replace it with a regular file",
-                              kind_of(st.st_mode));
-        int fd = rc ? -1 : open(s, O_RDONLY | O_CLOEXEC);
-        if (!rc && (fd < 0 || fsync(fd) != 0))
-            rc = dt_error_set(err, DT_EIO, p, NULL, "write failed: %s", strerror(errno));
-        if (fd >= 0) close(fd);
+        rc = fn(p, s, err);
     }
     closedir(d);
     return rc;
 }
 
+/* A staged file's target must be absent or regular; the file is fsynced now. */
+static int check_staged_file(const char *p, const char *s, dt_error *err)
+{
+    struct stat st;
+    if (lstat(p, &st) == 0 && !S_ISREG(st.st_mode))
+        return dt_error_set(err, DT_EIO, p, NULL, "is %s: refusing to replace it with a regular file",
+                            kind_of(st.st_mode));
+    int fd = open(s, O_RDONLY | O_CLOEXEC), rc = DT_OK;
+    if (fd < 0 || fsync(fd) != 0) rc = dt_error_set(err, DT_EIO, p, NULL, "write failed: %s", strerror(errno));
+    if (fd >= 0) close(fd);
+    return rc;
+}
+
+static int rename_staged_file(const char *p, const char *s, dt_error *err)
+{
+    if (rename(s, p) != 0)
+        return dt_error_set(err, DT_EIO, p, NULL, "cannot rename into place: %s", strerror(errno));
+    return DT_OK;
+}
+
+/* Every staged file: its target must be absent or regular; fsync it now. */
+static int check_stage(struct cli_out_rec *r, dt_error *err) { return each_staged(r, check_staged_file, err); }
+
 static int commit_stage(struct cli_out_rec *r, dt_error *err)
 {
     if (mkdir(r->path, 0777) != 0 && errno != EEXIST)
         return dt_error_set(err, DT_EIO, r->path, NULL, "cannot create directory: %s", strerror(errno));
-    DIR *d = opendir(r->tmp);
-    if (!d) return dt_error_set(err, DT_EIO, r->path, NULL, "staged output lost: %s", strerror(errno));
-    int rc = DT_OK;
-    struct dirent *de;
-    char p[PATH_MAX], s[PATH_MAX];
-    while (!rc && (de = readdir(d)) != NULL) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-        snprintf(p, sizeof p, "%s/%s", r->path, de->d_name);
-        snprintf(s, sizeof s, "%s/%s", r->tmp, de->d_name);
-        if (rename(s, p) != 0) rc = dt_error_set(err, DT_EIO, p, NULL, "cannot rename into place: %s", strerror(errno));
-    }
-    closedir(d);
-    return rc;
+    return each_staged(r, rename_staged_file, err);
 }
 
 static void free_all(void)
