@@ -12,7 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$DTSIM" collective --help | grep -q "analytic_time_s" || fail "help lacks analytic_time_s"
+"$DTSIM" collective --help | grep -c "analytic_time_s" >/dev/null || fail "help lacks analytic_time_s"
 for algo in auto ring hd; do
   "$DTSIM" collective --topology gen:dgx:nodes=2,gpus_per_node=8 --op allreduce --algo $algo \
     --size 256MiB --chunk 1GiB --analytic-time --json >"$tmp/$algo.json" || fail "$algo run failed"

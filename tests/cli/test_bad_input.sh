@@ -159,7 +159,7 @@ t() {
     rc=$?
     local why=""
     [[ $rc == "$want" ]] || why="exit $rc, expected $want"
-    [[ -n $why ]] || grep -qF -- "$text" <<<"$err" || why="message lacks '$text'"
+    [[ -n $why ]] || grep -cF -- "$text" <<<"$err" >/dev/null || why="message lacks '$text'"
     [[ -n $why ]] || ! grep -qE 'internal error|Sanitizer|runtime error' <<<"$err" || why="crash report"
     [[ -n $why || $left == - || ! -e $left ]] || why="left $left behind"
     [[ -n $why ]] || ! compgen -G '*.tmp*' >/dev/null || why="left $(compgen -G '*.tmp*') behind"

@@ -12,7 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$DTSIM" collective --help | grep -q -- "--network" || fail "help lacks --network"
+"$DTSIM" collective --help | grep -c -- "--network" >/dev/null || fail "help lacks --network"
 
 # Ring of 8, 100 GB/s, 1 us links: 2(n-1) a + 2(n-1)/n S/B with reductions free.
 "$DTSIM" collective --topology gen:ring:gpus=8,bandwidth=100GB/s,latency=1us --op allreduce \
@@ -118,7 +118,7 @@ PY
   --size 64MiB --json | grep -v wall_s >"$tmp/short.json"
 cmp -s "$tmp/long.json" "$tmp/short.json" || fail "nvlink/nic differ from nvlink_bw/nic_bw"
 "$DTSIM" collective --topology gen:dragonfly:routers=2,terminals=2,global_links=1 --op alltoall \
-  --size 1MiB --json | grep -q '"gpus":.*12' || fail "dragonfly long names: expected 12 GPUs"
+  --size 1MiB --json | grep -c '"gpus":.*12' >/dev/null || fail "dragonfly long names: expected 12 GPUs"
 # --link-efficiency: on one DGX box (NVLink only, no reductions) a 1 GiB ring all-reduce reaches
 # the line rate x the NVLink fraction: 'nccl' is 0.80 of 'line', '0.5,1' half; bad values exit 2.
 for e in line nccl 0.5,1; do

@@ -14,7 +14,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$DTSIM" goodput --help | grep -q -- "--horizon" || fail "goodput --help"
+"$DTSIM" goodput --help | grep -c -- "--horizon" >/dev/null || fail "goodput --help"
 
 cat > "$tmp/g.json" <<'J'
 {"topology": {"generator": "dgx", "nodes": 4, "gpus_per_node": 8},
@@ -60,12 +60,12 @@ for p in r["points"]:
     s = p["useful_s"] + p["lost_s"] + p["checkpoint_s"] + p["restart_s"]
     assert abs(s - r["horizon_s"]) <= 1e-6 * r["horizon_s"], p
 PY
-"$DTSIM" goodput "$tmp/g.json" --runs 50 --horizon 2d | grep -q "best - Daly" || fail "human output"
+"$DTSIM" goodput "$tmp/g.json" --runs 50 --horizon 2d | grep -c "best - Daly" >/dev/null || fail "human output"
 "$DTSIM" goodput "$tmp/g.json" --runs 50 --horizon 2d --no-search --json | python3 -c \
     'import json,sys; r=json.load(sys.stdin); assert "best" not in r and len(r["points"]) == 1' \
     || fail "--no-search"
 "$DTSIM" goodput "$tmp/g.json" --runs 50 --horizon 2d --plot "$tmp/plot" --json > /dev/null
-head -1 "$tmp/plot/goodput.csv" | grep -q '^steps,interval_s,goodput,goodput_ci95,renewal' || fail "goodput.csv"
+head -1 "$tmp/plot/goodput.csv" | grep -c '^steps,interval_s,goodput,goodput_ci95,renewal' >/dev/null || fail "goodput.csv"
 if command -v gnuplot >/dev/null; then
     [[ -s $tmp/plot/goodput.png && -s $tmp/plot/goodput.gp ]] || fail "goodput figure"
 fi

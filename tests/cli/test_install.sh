@@ -58,7 +58,10 @@ if [[ -e $libdir/libdtsim.so ]]; then
   [[ $soname == "libdtsim.so.${ver%.*}" ]] || fail "soname $soname, expected libdtsim.so.${ver%.*}"
   "$cc" -std=c17 -Wall -Wextra -Werror "$SRC/examples/embed/embed.c" $(pkg-config --cflags --libs dtsim) \
     -Wl,-rpath,"$libdir" -o "$tmp/embed-shared"
-  ldd "$tmp/embed-shared" | grep -q "$soname => $libdir/" || { ldd "$tmp/embed-shared"; fail "not linked to the installed $soname"; }
+  # ldd's output taken whole first: `ldd | grep -q` under pipefail fails whenever grep stops
+  # reading at its match before ldd has written its last line (ldd then dies of SIGPIPE)
+  linked=$(ldd "$tmp/embed-shared")
+  grep -qF "$soname => $libdir/" <<<"$linked" || { echo "$linked"; fail "not linked to the installed $soname"; }
   "$tmp/embed-shared" >"$tmp/shared.out"
   got=$(awk '$1 == "step_time_s" {print $2}' "$tmp/shared.out")
   echo "embed (shared, $soname): $got s"

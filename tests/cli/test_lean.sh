@@ -20,7 +20,7 @@ if command -v ldd >/dev/null; then
     fail "dtsim links a hardware library"
   fi
 fi
-"$DTSIM" --version | grep -q '^dtsim ' || fail "--version"
+"$DTSIM" --version | grep -c '^dtsim ' >/dev/null || fail "--version"
 "$DTSIM" run "$SRC/scenarios/quickstart.json" --json >"$tmp/run.json" || fail "run failed"
 grep -q '"step_time_s"' "$tmp/run.json" || fail "run printed no step time"
 

@@ -44,7 +44,7 @@ expect() {
     "$DTSIM" "$@" > out.txt 2> err.txt
     local rc=$?
     [[ $rc == "$want" ]] || fail "dtsim $*: exit $rc, expected $want; stderr: $(head -c 300 err.txt)"
-    [[ -z $text ]] || grep -qF -- "$text" err.txt || fail "dtsim $*: stderr lacks '$text': $(head -c 300 err.txt)"
+    [[ -z $text ]] || grep -cF -- "$text" err.txt >/dev/null || fail "dtsim $*: stderr lacks '$text': $(head -c 300 err.txt)"
     [[ -z $(tmps .) ]] || fail "dtsim $*: left $(tmps .)"
     sane err.txt "dtsim $*"
 }
@@ -294,7 +294,7 @@ if ((have_gnuplot)); then
     "$DTSIM" calibrate --from-nccl-tests "$LOG" --out c.json --plot "$evil" > /dev/null 2> ../err.txt ||
         fail "calibrate --plot with quotes in the path: $(cat ../err.txt)"
     [[ ! -e PWNED && ! -e y.png ]] || fail "calibrate --plot ran script text from its path"
-    head -c 8 "$evil" 2> /dev/null | od -An -c | grep -q 'P   N   G' || fail "no PNG at the quoted path"
+    head -c 8 "$evil" 2> /dev/null | od -An -c | grep -c 'P   N   G' >/dev/null || fail "no PNG at the quoted path"
     nl=$'a\nset output "z.png"; system("touch PWNED2") #.png'
     "$DTSIM" calibrate --from-nccl-tests "$LOG" --out c2.json --plot "$nl" > /dev/null 2> ../err.txt ||
         fail "calibrate --plot with a newline in the path: $(cat ../err.txt)"
@@ -309,7 +309,7 @@ if ((have_gnuplot)); then
     "$DTSIM" calibrate --from-nccl-tests "$LOG" --out c4.json --plot - > plot.bin 2> ../err.txt ||
         fail "calibrate --plot -: $(cat ../err.txt)"
     [[ ! -e '(null)' ]] || fail "calibrate --plot - wrote a file named (null)"
-    head -c 8 plot.bin | od -An -c | grep -q 'P   N   G' || fail "calibrate --plot -: stdout is not a PNG"
+    head -c 8 plot.bin | od -An -c | grep -c 'P   N   G' >/dev/null || fail "calibrate --plot -: stdout is not a PNG"
     grep -q 'nccltests_allreduce' ../err.txt || fail "calibrate --plot -: no summary on stderr"
     # report: names from the data and an output directory with quotes, semicolons, newlines
     printf 'size_bytes,busbw_GBps,algo\n1,2,"a'"'"'; system('"'"'touch PWNED4'"'"'); print '"'"'"\n2,3,"b\n""; system(""touch PWNED4"")"\n' > evil.csv

@@ -33,13 +33,13 @@ for p in scaling breakdown memory; do
   for ext in png svg dat gp; do
     [[ -s "$T/r/report/$p.$ext" ]] || fail "$p.$ext missing or empty"
   done
-  head -c 8 "$T/r/report/$p.png" | od -An -c | grep -q 'P   N   G' || fail "$p.png is not a PNG"
+  head -c 8 "$T/r/report/$p.png" | od -An -c | grep -c 'P   N   G' >/dev/null || fail "$p.png is not a PNG"
   grep -q "<svg" "$T/r/report/$p.svg" || fail "$p.svg is not SVG"
   grep -q "($p.png)" "$T/r/report/index.md" || fail "index.md lacks $p"
   grep -q "$p.svg" "$T/r/report/index.html" || fail "index.html lacks $p"
 done
 # Scaling: GPUs 2, 4, 8; the first row is the ideal itself.
-awk '!/^#/ {print $1}' "$T/r/report/scaling.dat" | tr '\n' ' ' | grep -qx '2 4 8 ' || fail "$(cat "$T/r/report/scaling.dat")"
+awk '!/^#/ {print $1}' "$T/r/report/scaling.dat" | tr '\n' ' ' | grep -cx '2 4 8 ' >/dev/null || fail "$(cat "$T/r/report/scaling.dat")"
 awk '!/^#/ {print; exit}' "$T/r/report/scaling.dat" | awk '$2 != $3 || $4 != 100 {exit 1}' || fail "first scaling row"
 # The report is re-runnable by hand from its own files.
 (cd "$T/r/report" && rm scaling.png && gnuplot scaling.gp && [[ -s scaling.png ]]) || fail "scaling.gp does not rerun"

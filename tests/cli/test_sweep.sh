@@ -56,7 +56,7 @@ EOF
 # --list: the expansion only, nothing run or written.
 "$DTSIM" sweep "$T/s.json" --list > "$T/list.txt"
 [[ $(wc -l < "$T/list.txt") -eq 10 ]] || fail "--list: $(cat "$T/list.txt")"
-sed -n 6p "$T/list.txt" | grep -qx '4,4,2' || fail "--list point 4: $(sed -n 6p "$T/list.txt")"
+sed -n 6p "$T/list.txt" | grep -cx '4,4,2' >/dev/null || fail "--list point 4: $(sed -n 6p "$T/list.txt")"
 
 # Same bytes with more threads.
 "$DTSIM" sweep "$T/s.json" --out "$T/b" --jobs 3 --json > "$T/b.json"

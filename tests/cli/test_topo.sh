@@ -16,7 +16,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 py=/usr/bin/python3
 [[ -x $py ]] || py=python3
 
-"$DTSIM" topo --help | grep -q -- "--gpus-per-node" || fail "help lacks --gpus-per-node"
+"$DTSIM" topo --help | grep -c -- "--gpus-per-node" >/dev/null || fail "help lacks --gpus-per-node"
 
 # jget FILE KEY: a top-level value of a JSON document
 jget() { "$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
@@ -53,7 +53,7 @@ grep -q '"host":"node3"' "$tmp/dgx.json" || fail "dgx file lacks hosts"
 for kind in "switch --gpus 16" "dragonfly --routers 4 --terminals 2 --global-links 2" "fat-tree --gpus 64 --radix 8 --tiers 3"; do
   # shellcheck disable=SC2086
   "$DTSIM" topo gen $kind -o "$tmp/k.json" >/dev/null || fail "gen $kind"
-  "$DTSIM" topo validate "$tmp/k.json" | grep -q "valid" || fail "validate $kind"
+  "$DTSIM" topo validate "$tmp/k.json" | grep -c "valid" >/dev/null || fail "validate $kind"
 done
 # without -o the topology goes to stdout
 "$DTSIM" topo gen switch --gpus 4 | "$py" -c 'import json,sys; d=json.load(sys.stdin); assert d["format"]=="dtsim-topology" and len(d["nodes"])==5'
@@ -75,7 +75,7 @@ set -e
 [[ $rc == 2 ]] || fail "too many GPUs: exit $rc"
 grep -q -- "--gpus:.*tiers 3" "$tmp/err.txt" || { cat "$tmp/err.txt"; fail "message lacks --gpus"; }
 [[ ! -e "$tmp/bad.json" ]] || fail "output written on error"
-ls "$tmp" | grep -q "tmp\." && fail "temporary file left behind"
+ls "$tmp" | grep -c "tmp\." >/dev/null && fail "temporary file left behind"
 
 set +e
 "$DTSIM" topo gen fat-tree --gpus 8 --radiks 4 2>"$tmp/err.txt"; rc=$?
