@@ -128,31 +128,6 @@ static void table_remove(int slot)
 
 /* ---- removal, usable from the signal handler (no malloc, no stdio) ------------------------ */
 
-/* Remove a directory and the files in it (one level: stages hold plain files). */
-static void rm_stage(const char *dir)
-{
-    char buf[4096] __attribute__((aligned(8)));
-    for (int tries = 0; tries < 8; tries++) {
-        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0) return;
-        ssize_t n;
-        while ((n = getdents64(fd, buf, sizeof buf)) > 0)
-            for (ssize_t off = 0; off < n;) {
-                struct dirent64 *d = (struct dirent64 *)(buf + off);
-                off += d->d_reclen;
-                if (strcmp(d->d_name, ".") && strcmp(d->d_name, "..")) unlinkat(fd, d->d_name, 0);
-            }
-        close(fd);
-        /* gnuplot may still be creating a picture in it: go round again */
-        if (rmdir(dir) == 0 || errno != ENOTEMPTY) return;
-    }
-}
-
-static void rm_path(const char *p)
-{
-    if (unlink(p) != 0 && (errno == EISDIR || errno == EPERM)) rm_stage(p);
-}
-
 /* Does NAME carry this process's tag: ".tmp.PID" followed by the end or a '.'? */
 static int has_tag(const char *name, const char *tag)
 {
@@ -162,7 +137,8 @@ static int has_tag(const char *name, const char *tag)
     return 0;
 }
 
-static void rm_tagged_in(const char *dir)
+/* Unlink the entries of dir that carry `tag` (every entry but "." and ".." when tag is NULL). */
+static void unlink_entries(const char *dir, const char *tag)
 {
     char buf[4096] __attribute__((aligned(8)));
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -172,10 +148,28 @@ static void rm_tagged_in(const char *dir)
         for (ssize_t off = 0; off < n;) {
             struct dirent64 *d = (struct dirent64 *)(buf + off);
             off += d->d_reclen;
-            if (has_tag(d->d_name, g_tag)) unlinkat(fd, d->d_name, 0);
+            if (tag ? has_tag(d->d_name, tag) : strcmp(d->d_name, ".") && strcmp(d->d_name, ".."))
+                unlinkat(fd, d->d_name, 0);
         }
     close(fd);
 }
+
+/* Remove a directory and the files in it (one level: stages hold plain files). */
+static void rm_stage(const char *dir)
+{
+    /* gnuplot may still be creating a picture in it: go round again */
+    for (int tries = 0; tries < 8; tries++) {
+        unlink_entries(dir, NULL);
+        if (rmdir(dir) == 0 || errno != ENOTEMPTY) return;
+    }
+}
+
+static void rm_path(const char *p)
+{
+    if (unlink(p) != 0 && (errno == EISDIR || errno == EPERM)) rm_stage(p);
+}
+
+static void rm_tagged_in(const char *dir) { unlink_entries(dir, g_tag); }
 
 static void on_signal(int sig)
 {
