@@ -111,29 +111,21 @@ START_TEST(with_tp_pp_dp)
 }
 END_TEST
 
-static void bad(const char *text, int n_gpus, const char *path, const char *needle)
-{
-    dt_error e;
-    ck_assert_int_ne(try_load(text, n_gpus, &e), DT_OK);
-    ck_assert_msg(strstr(e.path, path) != NULL, "path %s, want %s", e.path, path);
-    ck_assert_msg(strstr(e.msg, needle) != NULL, "message %s, want %s", e.msg, needle);
-}
-
 #define MODEL(extra)                                                                            \
     "\"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 64, \"heads\": 4,"         \
     " \"seq_len\": 96, \"vocab\": 100" extra "}"
 
 START_TEST(bad_input)
 {
-    bad("{\"topology\": \"x\", " MODEL(", \"attention\": \"unfused\"") ", \"parallel\": {\"cp\": 2}}",
+    load_refused("{\"topology\": \"x\", " MODEL(", \"attention\": \"unfused\"") ", \"parallel\": {\"cp\": 2}}",
         2, "model.attention", "needs \"flash\"");
-    bad("{\"topology\": \"x\", " MODEL("") ", \"parallel\": {\"cp\": 5}}", 5, "parallel.cp",
+    load_refused("{\"topology\": \"x\", " MODEL("") ", \"parallel\": {\"cp\": 5}}", 5, "parallel.cp",
         "2 x cp must divide seq_len");
-    bad("{\"topology\": \"x\", " MODEL("") ", \"parallel\": {\"cp\": 2, \"dp\": 2}}", 2,
+    load_refused("{\"topology\": \"x\", " MODEL("") ", \"parallel\": {\"cp\": 2, \"dp\": 2}}", 2,
         "parallel", "dp x tp x pp x cp");
-    bad("{\"topology\": \"x\", " MODEL("") ", \"parallel\": {\"cp\": 4}}", 6, "parallel",
+    load_refused("{\"topology\": \"x\", " MODEL("") ", \"parallel\": {\"cp\": 4}}", 6, "parallel",
         "must divide the topology's 6 GPUs");
-    bad("{\"topology\": \"x\", " MODEL("") ", \"parallel\": {\"cp\": 2, \"local_sgd\": 4}}", 4,
+    load_refused("{\"topology\": \"x\", " MODEL("") ", \"parallel\": {\"cp\": 2, \"local_sgd\": 4}}", 4,
         "parallel.local_sgd", "not modelled with cp > 1");
 }
 END_TEST

@@ -257,28 +257,20 @@ START_TEST(slowest_expert_sets_layer_time)
 }
 END_TEST
 
-static void bad(const char *text, int n_gpus, const char *path, const char *needle)
-{
-    dt_error e;
-    ck_assert_int_ne(try_load(text, n_gpus, &e), DT_OK);
-    ck_assert_msg(strstr(e.path, path) != NULL, "path %s, want %s", e.path, path);
-    ck_assert_msg(strstr(e.msg, needle) != NULL, "message %s, want %s", e.msg, needle);
-}
-
 START_TEST(bad_input)
 {
-    bad("{\"topology\": \"x\", " MOE_MODEL("") ", \"parallel\": {\"ep\": 3}}", 6, "parallel.ep",
+    load_refused("{\"topology\": \"x\", " MOE_MODEL("") ", \"parallel\": {\"ep\": 3}}", 6, "parallel.ep",
         "divide the model's experts");
-    bad("{\"topology\": \"x\", " MOE_MODEL("") ", \"parallel\": {\"ep\": 8, \"dp\": 4}}", 4,
+    load_refused("{\"topology\": \"x\", " MOE_MODEL("") ", \"parallel\": {\"ep\": 8, \"dp\": 4}}", 4,
         "parallel.ep", "must divide dp");
-    bad("{\"topology\": \"x\", " MOE_MODEL("") ", \"parallel\": {\"ep\": 2, \"zero\": 3}}", 8,
+    load_refused("{\"topology\": \"x\", " MOE_MODEL("") ", \"parallel\": {\"ep\": 2, \"zero\": 3}}", 8,
         "parallel.zero", "ZeRO-3");
-    bad("{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 64,"
+    load_refused("{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 64,"
         " \"heads\": 4, \"seq_len\": 64, \"vocab\": 100, \"router_zipf\": 1}}", 1,
         "model.router_zipf", "needs a mixture of experts");
-    bad("{\"topology\": \"x\", " MOE_MODEL(", \"capacity_factor\": 0.5") "}", 1,
+    load_refused("{\"topology\": \"x\", " MOE_MODEL(", \"capacity_factor\": 0.5") "}", 1,
         "model.capacity_factor", "at least 1");
-    bad("{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 64,"
+    load_refused("{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 64,"
         " \"heads\": 4, \"seq_len\": 64, \"vocab\": 100}, \"parallel\": {\"ep\": 2}}", 2,
         "parallel.ep", "divide the model's experts");
 }

@@ -1,7 +1,7 @@
 /* wl_testutil.h - helpers of the workload room's Check suites: a scenario from JSON text, run
  * whole (run_text) or parsed and resolved for a GPU count (the fixture: load, try_load, unload
- * on the file-level `sc` and `sc_json`). A suite that only runs scenarios defines
- * WL_TESTUTIL_NO_FIXTURE before including this. */
+ * on the file-level `sc` and `sc_json`; load_refused for bad input). A suite that only runs
+ * scenarios defines WL_TESTUTIL_NO_FIXTURE before including this. */
 #ifndef DTSIM_WL_TESTUTIL_H
 #define DTSIM_WL_TESTUTIL_H
 
@@ -57,6 +57,15 @@ static inline void unload(void)
 {
     wl_scenario_free(&sc);
     cJSON_Delete(sc_json);
+}
+
+/* `text` must be refused, with a JSON path containing `path` and a message containing `needle`. */
+static inline void load_refused(const char *text, int n_gpus, const char *path, const char *needle)
+{
+    dt_error e;
+    ck_assert_int_ne(try_load(text, n_gpus, &e), DT_OK);
+    ck_assert_msg(strstr(e.path, path) != NULL, "path %s, want %s", e.path, path);
+    ck_assert_msg(strstr(e.msg, needle) != NULL, "message %s, want %s", e.msg, needle);
 }
 #endif
 
