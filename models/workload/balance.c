@@ -21,24 +21,12 @@
 #include "dtsim/replay.h"
 #include "dtsim/workload.h"
 
-/* FP8 training runs only the GEMMs of linear layers in FP8 (Transformer Engine); attention,
- * elementwise and optimizer kernels stay in 16 bits. */
-static gpu_precision class_precision(gpu_precision prec, int cls)
-{
-    return prec == GPU_FP8 && cls != GPU_OP_MATMUL ? GPU_BF16 : prec;
-}
-
 sim_time_t wl_cost_time(const wl_cost *c, const gpu_spec *sp, gpu_precision prec,
                         sim_time_t (*op_time)(const gpu_spec *, gpu_op_class, gpu_precision,
                                               double, double))
 {
-    sim_time_t t = c->fixed;
-    if (!op_time) op_time = replay_roofline;
-    for (int k = 0; k < GPU_OP_CLASS_COUNT; k++)
-        if (c->flops[k] > 0 || c->bytes[k] > 0)
-            t = sim_time_add(t, op_time(sp, (gpu_op_class)k, class_precision(prec, k), c->flops[k],
-                                        c->bytes[k]));
-    return t;
+    /* a cost built outside a graph has no GEMM shapes: the replay's formula without them */
+    return replay_cost_time(c, sp, prec, NULL, 0, op_time, NULL);
 }
 
 /* Units of bin i at largest cost V (A_i = 0: a free bin takes everything). */

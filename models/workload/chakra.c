@@ -1630,19 +1630,7 @@ static const int comm_type_of_op[COLL_OP_COUNT] = {
  * time (replay.c), which run.c costs with gpu_op_time. */
 static sim_time_t compute_ps(const chakra_export *x, const wl_cost *c, int gpu)
 {
-    sim_time_t t = c->fixed;
-    if (!x->gpus) return t;
-    uint32_t ng = 0;
-    const gpu_gemm *gs = wl_cost_gemms(x->g, c, &ng);
-    for (int k = 0; k < GPU_OP_CLASS_COUNT; k++) {
-        /* fp8 runs only the GEMMs in fp8 (replay.c, class_precision) */
-        gpu_precision prec = x->g->precision == GPU_FP8 && k != GPU_OP_MATMUL ? GPU_BF16 : x->g->precision;
-        double fl = k == GPU_OP_MATMUL && ng ? 0 : c->flops[k];
-        if (k == GPU_OP_MATMUL && ng) t = sim_time_add(t, gpu_gemm_time(&x->gpus[gpu], prec, gs, (int)ng));
-        if (fl > 0 || c->bytes[k] > 0)
-            t = sim_time_add(t, gpu_op_time(&x->gpus[gpu], (gpu_op_class)k, prec, fl, c->bytes[k]));
-    }
-    return t;
+    return replay_op_compute_time(x->g, c, x->gpus ? &x->gpus[gpu] : NULL, gpu_op_time, gpu_gemm_time);
 }
 
 int chakra_export_write_rank(const chakra_export *x, int rank, FILE *f, dt_error *err)

@@ -113,20 +113,16 @@ static gpu_precision class_precision(gpu_precision prec, int cls)
     return prec == GPU_FP8 && cls != GPU_OP_MATMUL ? GPU_BF16 : prec;
 }
 
-/* A compute op's time on one GPU without stragglers or jitter: cached per cost and distinct GPU
- * spec (a mixed cluster has a few), since GEMM shapes make it more than a few divisions. */
-sim_time_t replay_op_compute_time(const wl_graph *g, const wl_cost *c, const gpu_spec *sp,
-                                  replay_op_time_fn op_time, replay_gemm_time_fn gemm_time)
+sim_time_t replay_cost_time(const wl_cost *c, const gpu_spec *sp, gpu_precision precision,
+                            const gpu_gemm *gs, uint32_t ng, replay_op_time_fn op_time,
+                            replay_gemm_time_fn gf)
 {
     sim_time_t t = c->fixed;
     if (!sp) return t;
     replay_op_time_fn f = op_time ? op_time : replay_roofline;
-    replay_gemm_time_fn gf = gemm_time;
-    if (!gf && !op_time) gf = gpu_gemm_time;
-    uint32_t ng = 0;
-    const gpu_gemm *gs = gf ? wl_cost_gemms(g, c, &ng) : NULL;
+    if (!gf) ng = 0;
     for (int k = 0; k < GPU_OP_CLASS_COUNT; k++) {
-        gpu_precision prec = class_precision(g->precision, k);
+        gpu_precision prec = class_precision(precision, k);
         if (k == GPU_OP_MATMUL && ng > 0)
             t = sim_time_add(t, sim_time_add(gf(sp, prec, gs, (int)ng),
                                              c->bytes[k] > 0 ? f(sp, (gpu_op_class)k, prec, 0, c->bytes[k]) : 0));
@@ -134,6 +130,18 @@ sim_time_t replay_op_compute_time(const wl_graph *g, const wl_cost *c, const gpu
             t = sim_time_add(t, f(sp, (gpu_op_class)k, prec, c->flops[k], c->bytes[k]));
     }
     return t;
+}
+
+/* A compute op's time on one GPU without stragglers or jitter: cached per cost and distinct GPU
+ * spec (a mixed cluster has a few), since GEMM shapes make it more than a few divisions. */
+sim_time_t replay_op_compute_time(const wl_graph *g, const wl_cost *c, const gpu_spec *sp,
+                                  replay_op_time_fn op_time, replay_gemm_time_fn gemm_time)
+{
+    replay_gemm_time_fn gf = gemm_time;
+    if (!gf && !op_time) gf = gpu_gemm_time;
+    uint32_t ng = 0;
+    const gpu_gemm *gs = gf ? wl_cost_gemms(g, c, &ng) : NULL;
+    return replay_cost_time(c, sp, g->precision, gs, ng, op_time, gf);
 }
 
 static sim_time_t base_time(rep *R, uint32_t cost, int gpu)
