@@ -247,7 +247,9 @@ void wl_default_stage_layers(int layers, int n, int *out);
  * the next-fastest links (its groups formed inside fast domains) and the other crosses between
  * them; pipeline stages are ordered along the path whose slowest link is fastest, replicas
  * around the ring whose slowest link is fastest (exact for up to 16, greedy beyond). Fills
- * s->plan.gpu_map (owned by s). No-op unless plan.place_by_bandwidth. */
+ * s->plan.gpu_map (owned by s). No-op unless plan.place_by_bandwidth. Its work is quadratic in
+ * the GPUs: more than WL_PLACE_MAX_GPUS is refused (DT_EINPUT at parallel.placement). */
+#define WL_PLACE_MAX_GPUS 4096
 struct topo;
 int wl_place_by_bandwidth(const js_ctx *c, wl_scenario *s, struct topo *t);
 

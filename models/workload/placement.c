@@ -237,11 +237,18 @@ static double unit_bw(void *c, int a, int b)
 
 int wl_place_by_bandwidth(const js_ctx *c, wl_scenario *s, topo *t)
 {
-    (void)c;
     wl_plan *p = &s->plan;
     if (!p->place_by_bandwidth) return DT_OK;
     int tp = p->tp, pp = p->pp, dp = p->dp, n = t->n_gpus, nu = n / tp;
     DT_ASSERT(n == tp * pp * dp);
+    /* the search compares every pair of GPUs (TP groups) and holds a units x units bandwidth
+     * matrix: quadratic, so bounded here, before anything is allocated, rather than by the
+     * machine's memory (1,024 GPUs: 0.3 s; 4,096: 16x that) */
+    if (n > WL_PLACE_MAX_GPUS)
+        return js_fail(c, "parallel", "placement",
+                       "\"bandwidth\" searches over pairs of GPUs: at most %d GPUs, found %d; "
+                       "use a fixed placement order for larger clusters",
+                       WL_PLACE_MAX_GPUS, n);
     hosts_t hs;
     hosts_init(&hs, t);
     ctx_t x = {.t = t, .h = &hs, .n_units = nu};

@@ -74,6 +74,7 @@ scen("backup.json", parallel={"backup_workers": 8})
 scen("stale.json", parallel={"staleness": 2, "zero": 1})
 scen("balance.json", parallel={"balance": "fastest"})
 scen("placement.json", parallel={"placement": "bandwith"})
+scen("placement_big.json", topology={"nodes": 1024}, parallel={"placement": "bandwidth", "dp": 8192})
 scen("fed_cloud.json", federated={"cloud": 99})
 scen("fed_ok.json", federated={"cloud": 0})
 scen("fed_edges.json", federated={"cloud": 0, "edges": [{"server": 1, "clients": [2, 2]}]})
@@ -220,6 +221,7 @@ t 2 '--steps needs a scenario' - run --trace cycle.json --topology "$SRC/topolog
 t 2 'backup.json: parallel.backup_workers: must be below dp' - run backup.json --steps 4
 t 2 'stale.json: parallel.staleness: needs zero 0' - run stale.json
 t 2 'balance.json: parallel.balance' - run balance.json
+t 2 'placement_big.json: parallel.placement: "bandwidth" searches over pairs of GPUs: at most 4096 GPUs, found 8192' - run placement_big.json
 t 2 'placement.json: parallel.placement: expected an order of tp, pp, dp such as "dp,pp,tp" (outermost first) or "bandwidth"' - memory placement.json
 t 2 'fed_cloud.json: federated.cloud: expected a GPU index 0..7' - federated fed_cloud.json
 t 2 'fed_edges.json: federated.edges[0].clients[1]: GPU 2' - federated fed_edges.json --json
