@@ -383,16 +383,6 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
     *out = c;
 }
 
-void wl_layer_op_cost(const wl_scenario *s, const wl_plan *p, bool bwd, bool first, bool last,
-                      int layers, wl_cost *out)
-{
-    wl_layer_cost lc;
-    wl_layer_cost_get(&s->model, p, &lc);
-    /* every layer whole (routed experts included): the work one GPU does for it */
-    int moe = s->model.experts > 1 ? layers : 0;
-    fill_layer_cost(s, p, &lc, wl_cp(p), false, NULL, 0, NULL, bwd, first, last, layers, moe, out);
-}
-
 void wl_layer_op_cost_graph(const wl_scenario *s, const wl_plan *p, wl_graph *g, bool bwd,
                             bool first, bool last, int layers, wl_cost *out)
 {
@@ -400,8 +390,15 @@ void wl_layer_op_cost_graph(const wl_scenario *s, const wl_plan *p, wl_graph *g,
     wl_layer_cost_get(&s->model, p, &lc);
     gpu_gemm lgs[WL_LAYER_GEMMS_MAX];
     int nlg = wl_layer_gemms(&s->model, p, lgs);
+    /* every layer whole (routed experts included): the work one GPU does for it */
     int moe = s->model.experts > 1 ? layers : 0;
     fill_layer_cost(s, p, &lc, wl_cp(p), false, lgs, nlg, g, bwd, first, last, layers, moe, out);
+}
+
+void wl_layer_op_cost(const wl_scenario *s, const wl_plan *p, bool bwd, bool first, bool last,
+                      int layers, wl_cost *out)
+{
+    wl_layer_op_cost_graph(s, p, NULL, bwd, first, last, layers, out); /* no graph: no shapes */
 }
 
 static uint32_t layer_cost_new(gen *G, bool bwd, bool first, bool last, int layers, int moe)
