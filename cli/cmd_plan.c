@@ -232,6 +232,7 @@ static int run(int argc, char **argv)
         cJSON_AddNumberToObject(o, "considered", res.considered);
         cJSON_AddNumberToObject(o, "memory_checked", res.memory_checked);
         cJSON_AddNumberToObject(o, "simulated", res.simulated);
+        cJSON_AddNumberToObject(o, "stopped_early", res.stopped);
         cJSON *hb = cJSON_AddObjectToObject(o, "batch_held_fixed");
         if (res.global_batch > 0) {
             cJSON_AddNumberToObject(hb, "global_batch", res.global_batch);
@@ -271,8 +272,10 @@ static int run(int argc, char **argv)
                    "it and search micro batch sizes",
                    res.held_micro_batch_size, res.held_microbatches,
                    res.held_micro_batch_size * res.held_microbatches);
-        printf("\nsearched   %d plans: %d checked for memory, %d simulated\n\n", res.considered,
+        printf("\nsearched   %d plans: %d checked for memory, %d simulated", res.considered,
                res.memory_checked, res.simulated);
+        if (res.stopped) printf(" (%d stopped once slower than the top plans)", res.stopped);
+        printf("\n\n");
         if (res.n_best == 0) {
             printf("no plan fits\n");
         } else {

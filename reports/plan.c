@@ -47,6 +47,9 @@ typedef struct cand {
     plan_candidate c;
     int state;            /* 0 pending, 1 fits (may be simulated), 2 rejected */
     double bound;         /* the objective's lower bound (score units) */
+    double usd_per_hour;  /* the probe's $/hour of the plan's GPUs and tokens per step: turn */
+    double tokens;        /* a score threshold into a step time (deadline_of) */
+    double deadline;      /* seconds past which the simulation may stop (0: none) */
     cJSON *scenario;      /* built for the probe, kept for the simulation */
 } cand;
 
@@ -269,10 +272,11 @@ static int default_probe(void *ctx, const cJSON *s, const char *file, const char
 }
 
 static int default_run(void *ctx, const cJSON *s, const char *file, const char *base_dir,
-                       run_result *out, dt_error *err)
+                       double deadline_s, run_result *out, dt_error *err)
 {
     run_options o;
     memset(&o, 0, sizeof o);
+    o.deadline_s = deadline_s;
     return run_scenario(s, file, base_dir, &o, out, err);
 }
 
@@ -299,7 +303,8 @@ static void *sim_worker(void *arg)
         cand *c = p->todo[k];
         dt_error_clear(&p->errs[k]);
         memset(&c->c.result, 0, sizeof c->c.result);
-        p->rcs[k] = run(p->opt->ctx, c->scenario, p->file, p->base_dir, &c->c.result, &p->errs[k]);
+        p->rcs[k] = run(p->opt->ctx, c->scenario, p->file, p->base_dir, c->deadline,
+                        &c->c.result, &p->errs[k]);
         run_result_free(&c->c.result); /* no timeline was asked for; keep the numbers */
         pthread_mutex_lock(&p->mu);
         p->done++;
@@ -391,6 +396,19 @@ static double bound_of(plan_objective o, const run_probe *p)
     double usd = lb * p->cost_per_hour_total / 3600;
     if (o == PLAN_COST) return usd > 0 ? usd : 0;
     return usd > 0 ? -p->tokens_per_step / usd : -INFINITY;
+}
+
+/* The step time above which a plan's score is worse than `threshold` (the top-th best so far),
+ * so that its simulation may stop there: the inverse of score_of. 0 (run to the end) without a
+ * threshold, or when the objective's money figures are missing. A hair above the exact value:
+ * a plan that ties the threshold still runs to the end (ties break by the plan's keys). */
+static double deadline_of(plan_objective o, const cand *c, double threshold)
+{
+    if (!(threshold < INFINITY)) return 0;
+    double t = o == PLAN_TIME ? threshold
+               : o == PLAN_COST ? (c->usd_per_hour > 0 ? threshold * 3600 / c->usd_per_hour : 0)
+               : (c->usd_per_hour > 0 && threshold < 0 ? c->tokens * 3600 / (c->usd_per_hour * -threshold) : 0);
+    return t > 0 ? t * (1 + 1e-9) : 0;
 }
 
 static void add_cand(cand **cs, size_t *n, size_t *cap, plan_candidate c)
@@ -558,6 +576,8 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
         c->c.memory = pr.memory;
         c->c.lower_bound_s = pr.step_lower_bound_s;
         c->bound = bound_of(opt->objective, &pr);
+        c->usd_per_hour = pr.cost_per_hour_total;
+        c->tokens = pr.tokens_per_step;
         double limit = opt->memory_limit > 0 ? opt->memory_limit
                                              : (1 - headroom) * c->c.memory.capacity;
         if (!(c->c.memory.peak <= limit)) {
@@ -607,8 +627,11 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
         cand *wave[PLAN_WAVE];
         size_t w = 0;
         while (w < PLAN_WAVE && next < n_fit &&
-               (opt->exhaustive || order[next]->bound <= threshold))
+               (opt->exhaustive || order[next]->bound <= threshold)) {
+            /* Early termination: a plan still to beat the top-th must finish before it. */
+            order[next]->deadline = opt->exhaustive ? 0 : deadline_of(opt->objective, order[next], threshold);
             wave[w++] = order[next++];
+        }
         simulate(&p, wave, w, jobs, simulated, n_fit);
         simulated += w;
         for (size_t k = 0; k < w; k++) {
@@ -622,6 +645,14 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
                 continue;
             }
             const run_result *r = &c->c.result;
+            if (r->stopped_at_deadline) {
+                /* longer than the top-th plan when the wave began: it cannot enter the top */
+                out->stopped++;
+                snprintf(ex, sizeof ex, "%.200s: stopped at %.6g s of simulated time, the #%d plan was better",
+                         lb, r->step_time_s, top);
+                reject(&rj, "simulation stopped: slower than the top plans", ex);
+                continue;
+            }
             double limit = opt->memory_limit > 0 ? opt->memory_limit
                                                  : (1 - headroom) * r->memory.capacity;
             if (r->memory.peak > limit) {

@@ -52,8 +52,11 @@ typedef enum plan_objective { PLAN_TIME, PLAN_COST, PLAN_TOKENS_PER_USD } plan_o
  * the calling thread (probe) and worker threads (run): no shared mutable state. */
 typedef int (*plan_probe_fn)(void *ctx, const cJSON *scenario, const char *file,
                              const char *base_dir, run_probe *out, dt_error *err);
+/* deadline_s > 0: the plan cannot enter the top if its step is longer; the run may stop there
+ * and set out->stopped_at_deadline (run_options.deadline_s), or run to the end. */
 typedef int (*plan_run_fn)(void *ctx, const cJSON *scenario, const char *file,
-                           const char *base_dir, run_result *out, dt_error *err);
+                           const char *base_dir, double deadline_s, run_result *out,
+                           dt_error *err);
 
 typedef struct plan_options {
     int gpus;               /* N: the cluster size to plan for */
@@ -100,6 +103,7 @@ typedef struct plan_result {
     plan_reject *rejects;   /* n_rejects, most frequent first */
     int n_rejects;
     int considered, memory_checked, simulated, fitting;
+    int stopped;            /* of the simulated: stopped once past the top plans (not exhaustive) */
     double headroom;        /* the headroom applied (0 when memory_limit was given) */
     /* What the search held fixed: global_batch > 0 (the scenario's), or else
      * held_micro_batch_size and held_microbatches (per DP replica; 0 when global_batch > 0). */

@@ -85,6 +85,11 @@ typedef struct replay_config {
      * with the quorum's last op and their remaining compute is cancelled (it counts for
      * nothing). 0: synchronous, every lane waits for every other. */
     int backup_drop;
+    /* Stop once simulated time passes this (0: run to the end): a planner that only wants
+     * steps shorter than its incumbent's spends nothing on the rest of a longer one. When an op
+     * is left unfinished the result has stopped_at_deadline set, step_time = deadline (the step
+     * takes longer) and nothing else filled in. Not with backup_drop (dropped lanes' ops). */
+    sim_time_t deadline;
 } replay_config;
 
 typedef struct replay_result {
@@ -106,6 +111,7 @@ typedef struct replay_result {
     sim_time_t max_straggler_wait;
     int max_straggler_wait_gpu;
     uint64_t events;
+    bool stopped_at_deadline;  /* replay_config.deadline passed: the step takes longer */
     /* Per op (record only; owned): start (reached its stream head with deps done), launch
      * (communication began, after waiting for peers; = start for compute), end, and for
      * compute ops the in-lane (TP) communication time at the op's end. */

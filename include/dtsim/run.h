@@ -90,6 +90,12 @@ typedef struct run_options {
     void (*warn)(void *ctx, const dt_error *warning); /* run_chakra's warnings (NULL: dropped) */
     void *warn_ctx;
     int links;                /* report this many of the most loaded links (run_result.links) */
+    /* Stop simulating once the step is known to take longer than this many seconds (0: run
+     * to the end; a planner's incumbent). Then run_result.stopped_at_deadline is set,
+     * step_time_s is the deadline and the rest of the result is not filled in. Applies to a
+     * single synchronous step whose time is the replay's (no backup workers, bounded
+     * staleness or local SGD: their step is not one replay's end); ignored otherwise. */
+    double deadline_s;
 } run_options;
 
 /* One of the most loaded links of a run (run_options.links). Load = bytes / bandwidth, the
@@ -170,6 +176,7 @@ typedef struct run_result {
     int n_links;
     int links_loaded;           /* links that carried anything */
     uint64_t events;
+    bool stopped_at_deadline;   /* run_options.deadline_s passed: the step takes longer */
     double wall_s;
     uint64_t seed;
     /* Data parallelism beyond one synchronous step (plan options; docs/workloads.md, "Many

@@ -691,13 +691,20 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
 
     uint64_t ev0 = sim_events_handled(R.eng);
     for (uint32_t k = 0; k < n_keys; k++) try_start(&R, k);
-    sim_run(R.eng, SIM_TIME_MAX);
+    bool deadline = cfg->deadline > 0 && cfg->backup_drop == 0;
+    sim_run(R.eng, deadline ? cfg->deadline : SIM_TIME_MAX);
     out->events = sim_events_handled(R.eng) - ev0;
 
     int rc = DT_OK;
+    /* An op is marked ended by the event that ends it, and sim_run handled every event up to
+     * the deadline: an op left without an end ends after it (or never: a cycle, which a full
+     * run would report; a caller with a deadline learns only that the step is longer). */
+    for (uint32_t i = 0; deadline && i < n && !out->stopped_at_deadline; i++)
+        if (R.end[i] < 0) out->stopped_at_deadline = true;
+    if (out->stopped_at_deadline) out->step_time = cfg->deadline; /* and nothing else */
     sim_time_t T = 0;
     uint32_t crit_lane = 0;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < n && !out->stopped_at_deadline; i++) {
         if (R.end[i] < 0) {
             char op_path[32]; /* op ids are trace positions: ops[i] in a trace file */
             snprintf(op_path, sizeof op_path, "ops[%u]", i);
@@ -717,7 +724,7 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
         rc = dt_error_set(err, DT_EINPUT, NULL, NULL,
                           "the step would take longer than the simulated clock's range (about "
                           "50 days): check durations, FLOPs, bytes and bandwidths");
-    if (rc == DT_OK) {
+    if (rc == DT_OK && !out->stopped_at_deadline) {
         out->step_time = T;
         out->critical_gpu = g->lane_gpus[(size_t)crit_lane * R.ts];
         breakdown(&R, crit_lane, 0, out);

@@ -588,10 +588,16 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
                      .comm = J->env->network == NET_FLOW ? &comm : NULL, .eng = eng,
                      .slowdown = slow, .jitter = J->env->jitter,
                      .jitter_sigma = J->env->jitter_sigma,
-                     .seed = J->env->seed, .record = record, .backup_drop = J->backup_drop};
+                     .seed = J->env->seed, .record = record, .backup_drop = J->backup_drop,
+                     .deadline = J->deadline};
     replay_result r;
     int st = replay_run(g, &rc, &r, err);
-    if (st == DT_OK) {
+    if (st == DT_OK && r.stopped_at_deadline) {
+        out->stopped_at_deadline = true;
+        out->step_time_s = sim_time_to_s(r.step_time);
+        out->events = sim_events_handled(eng);
+        out->n_gpus = g->n_gpus;
+    } else if (st == DT_OK) {
         out->step_time_s = sim_time_to_s(r.step_time);
         out->breakdown_s.compute = sim_time_to_s(r.compute);
         out->breakdown_s.comm_exposed = sim_time_to_s(r.comm_exposed);
@@ -1022,6 +1028,9 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
     /* per stage: the last gradient collective before the optimizer, the ZeRO-1/2 parameter
      * all-gather after it */
     double *dp_last = dt_xcalloc((size_t)pp, sizeof *dp_last), *ag = dt_xcalloc((size_t)pp, sizeof *ag);
+    /* per stage: everything its lane's DP stream runs before the optimizer (it runs one
+     * collective at a time, so their durations add up) */
+    double *dp_all = dt_xcalloc((size_t)pp, sizeof *dp_all);
     double layer_psi = wl_layer_params(&s->model) / tp, emb = wl_embedding_params(&s->model) / tp;
     bool dp = p->dp > 1 && !p->local_step;
     for (int st = 0; st < pp; st++) {
@@ -1071,10 +1080,30 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
             s->model.kind == WL_TRANSFORMER) {
             bool shared = s->env.network == NET_FLOW;
             double pbytes = wl_precision_bytes(p->precision);
-            dp_last[st] = coll_cut_bound(pe, t, p, st, p->zero == 0 ? COLL_ALLREDUCE : COLL_REDUCE_SCATTER,
-                                         layer_psi * pbytes, shared);
-            if ((p->zero == 1 || p->zero == 2) && !p->fw.overlap_param_gather)
-                ag[st] = coll_cut_bound(pe, t, p, st, COLL_ALLGATHER, psi * pbytes, shared);
+            coll_op gop = p->zero == 0 ? COLL_ALLREDUCE : COLL_REDUCE_SCATTER;
+            /* the cut bound is linear in the bytes: one call per kind of collective serves
+             * the sum over its instances */
+            double grads = coll_cut_bound(pe, t, p, st, gop, psi * pbytes, shared);
+            /* without overlap (overlap_dp false) every bucket (every microbatch's with
+             * ZeRO-2/3) waits for the end of the backward; with it, the last bucket holds at
+             * least the last layer */
+            dp_last[st] = p->overlap_dp ? coll_cut_bound(pe, t, p, st, gop, layer_psi * pbytes, shared)
+                                        : (p->zero >= 2 ? m : 1) * grads;
+            double gather = (p->zero == 1 || p->zero == 2)
+                                ? coll_cut_bound(pe, t, p, st, COLL_ALLGATHER, psi * pbytes, shared)
+                                : 0;
+            if (!p->fw.overlap_param_gather) ag[st] = gather;
+            /* The lane's DP stream before its optimizer step: the gradients once (ZeRO-0/1),
+             * or every microbatch's (ZeRO-2/3 reduce-scatter each backward); ZeRO-3 gathers
+             * one layer's parameters before each of its 2 m L_s per-layer compute ops;
+             * overlapped ZeRO-1/2 gathers (overlap_param_gather) run during microbatch 0. */
+            int layers_s = 0;
+            for (int ch = 0; ch < v; ch++) layers_s += p->stage_layers[ch * pp + st];
+            dp_all[st] = (p->zero >= 2 ? m : 1) * grads +
+                         (p->fw.overlap_param_gather ? gather : 0);
+            if (p->zero >= 3)
+                dp_all[st] += 2.0 * m * layers_s *
+                              coll_cut_bound(pe, t, p, st, COLL_ALLGATHER, layer_psi * pbytes, shared);
         }
     }
     double lb = 0, pre = 0, post = 0;
@@ -1084,6 +1113,7 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
         double work = m * per_mb;
         lb = fmax(lb, pre + work + dp_last[st] + opt[st] + ag[st]);
         lb = fmax(lb, pre + work + post + dp_last[0] + opt[0] + ag[0]);
+        lb = fmax(lb, dp_all[st] + opt[st] + ag[st]);
         pre += F[st];
         post += B[st];
     }
@@ -1093,6 +1123,7 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
     free(B);
     free(opt);
     free(dp_last);
+    free(dp_all);
     free(ag);
     free(slow);
     /* the picosecond rounding of each op (ceil) and sums in double: stay a hair below */
@@ -1414,6 +1445,10 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
         run_steps_result_free(&sr);
     } else if (rc == DT_OK) {
         run_job J = {.g = p.g, .t = p.t, .env = &s->env, .backup_drop = s->plan.backup_workers};
+        /* the deadline bounds the step only when the step is this replay's end (run.h);
+         * rounded up, so a step stopped there is longer than deadline_s */
+        if (opt && opt->deadline_s > 0 && s->plan.backup_workers == 0 && s->plan.local_sgd <= 1)
+            J.deadline = opt->deadline_s < 1e6 ? sim_time_from_s(opt->deadline_s) + 1 : 0;
         rc = run_job_simulate(&J, opt, out, err);
         if (rc == DT_OK && s->plan.backup_workers > 0) run_count_used_samples(&s->plan, out, J.n_dropped);
         if (rc == DT_OK && s->plan.local_sgd > 1) {
@@ -1439,7 +1474,7 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
         }
     }
     if (rc == DT_EINPUT && !err->file[0] && file) snprintf(err->file, sizeof err->file, "%s", file);
-    if (rc == DT_OK && s->input.present) {
+    if (rc == DT_OK && s->input.present && !out->stopped_at_deadline) {
         double r = 0;
         rc = run_input_read_s(&p, &r, err);
         if (rc == DT_OK) {

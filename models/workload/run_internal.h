@@ -18,6 +18,7 @@ typedef struct run_job {
     topo *t;
     const wl_env *env;       /* the scenario's or the trace's (seed and network overrides applied) */
     int backup_drop;         /* replay_config.backup_drop */
+    sim_time_t deadline;     /* replay_config.deadline (0: none) */
     sim_time_t *lane_end;    /* out, optional: each lane's last op end (g->n_lanes entries) */
     int n_dropped;           /* out: lanes the step dropped (backup workers) */
 } run_job;

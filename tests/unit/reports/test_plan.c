@@ -103,12 +103,18 @@ static int fake_probe(void *ctx, const cJSON *s, const char *file, const char *b
     return DT_OK;
 }
 
+/* Honours the deadline as run_scenario does: a step longer than it stops there. */
 static int fake_run(void *ctx, const cJSON *s, const char *file, const char *base_dir,
-                    run_result *out, dt_error *err)
+                    double deadline_s, run_result *out, dt_error *err)
 {
     plan_in x = read_plan(s);
     memset(out, 0, sizeof *out);
     out->step_time_s = time_of(x);
+    if (deadline_s > 0 && out->step_time_s > deadline_s) {
+        out->stopped_at_deadline = true;
+        out->step_time_s = deadline_s;
+        return DT_OK;
+    }
     out->memory.peak = peak_of(x);
     out->memory.capacity = 40 * GiB;
     out->fits = out->memory.peak <= out->memory.capacity;
@@ -198,7 +204,7 @@ static int held_memory(void *ctx, const cJSON *s, const char *file, const char *
 }
 
 static int held_run(void *ctx, const cJSON *s, const char *file, const char *base_dir,
-                    run_result *out, dt_error *err)
+                    double deadline_s, run_result *out, dt_error *err)
 {
     const cJSON *p = cJSON_GetObjectItem(s, "parallel");
     memset(out, 0, sizeof *out);
@@ -300,7 +306,10 @@ START_TEST(finds_the_optimum)
     plan_result_free(&r);
     plan_result_free(&x);
 
-    /* The same for every objective and top, on 8 to 32 GPUs. */
+    /* The same for every objective and top, on 8 to 32 GPUs; some simulations are stopped once
+     * slower than the top plans (early termination), none in the brute force, and the stopped
+     * ones are counted among the simulated and as rejected. */
+    int stopped = 0;
     for (int o = 0; o < 3; o++)
         for (int top = 1; top <= 7; top += 3) {
             plan_options po = {.gpus = 8, .max_gpus = 32, .objective = (plan_objective)o,
@@ -313,9 +322,15 @@ START_TEST(finds_the_optimum)
                 ck_assert_msg(a.best[i].score == e.best[i].score && !cand_differs(&a.best[i], &e.best[i]),
                               "objective %d top %d: #%d differs", o, top, i);
             ck_assert_int_le(a.simulated, e.simulated);
+            ck_assert_int_eq(e.stopped, 0);
+            const plan_reject *st = find(&a, "simulation stopped: slower than the top plans");
+            ck_assert_int_eq(st ? st->count : 0, a.stopped);
+            ck_assert(!st || strstr(st->example, "s of simulated time, the #"));
+            stopped += a.stopped;
             plan_result_free(&a);
             plan_result_free(&e);
         }
+    ck_assert_int_gt(stopped, 0);
 }
 END_TEST
 
