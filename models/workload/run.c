@@ -1001,11 +1001,12 @@ static double coll_cut_bound(probe_entry *pe, const topo *t, const wl_plan *p, i
 static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry *pe)
 {
     const wl_plan *p = &s->plan;
-    /* Mixture-of-experts and context-parallel plans split a layer's work in ways the
-     * graph-less cost (whole layers) does not, so no bound is given for them. */
     if (s->env.jitter != WL_JITTER_NONE || p->backup_workers > 0 || p->staleness >= 0 ||
-        s->model.kind == WL_PARAMS || s->model.experts > 1 || wl_cp(p) > 1)
+        s->model.kind == WL_PARAMS)
         return 0;
+    /* Mixture-of-experts and context-parallel plans split a layer's work in ways the
+     * graph-less cost (whole layers) does not: their bound comes from the op graph */
+    if (s->model.experts > 1 || wl_cp(p) > 1) return -1;
 
     int pp = p->pp, v = p->virtual_stages, m = p->microbatches, tp = p->tp;
     int n_vs = pp * v;
@@ -1130,6 +1131,73 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
     return lb * (1 - 1e-9);
 }
 
+/* Op graphs the probe builds for a bound (MoE and CP plans): beyond this many ops (estimated
+ * as run_prep_scenario does) the probe gives no bound rather than spend a simulation's memory
+ * on it. */
+#define PROBE_GRAPH_OPS_MAX (1 << 21)
+
+/* The lower bound of an MoE or context-parallel plan, from its op graph: every lane runs its
+ * compute stream one op at a time, and each compute op lasts at least its compute time as the
+ * replay charges it (replay_op_compute_time, GEMM shapes included; the lane's slowest member
+ * when GPUs are slowed), to which the replay adds in-lane communication (>= 0; overlapped TP
+ * communication only where it exceeds the compute), ring attention and, on the same stream, the
+ * expert all-to-alls (>= 0). So the step lasts at least the busiest lane's sum. Exact in
+ * costing (the graph is the one simulated, experts' token loads and CP's split included) and
+ * blind to everything between lanes. 0 (no bound) when the graph would be large. */
+static double graph_lower_bound(const wl_scenario *s, const topo *t)
+{
+    const wl_plan *P = &s->plan;
+    double est_ops = 4.0 * P->dp * P->pp * wl_max_replica_microbatches(P) * P->virtual_stages +
+                     4.0 * P->dp * s->model.layers * (P->zero == 3 ? P->microbatches : 1);
+    est_ops *= wl_cp(P);
+    if (wl_ep(P) > 1) est_ops += 12.0 * P->dp * wl_cp(P) * s->model.layers * P->microbatches;
+    if (est_ops > PROBE_GRAPH_OPS_MAX) return 0;
+    wl_graph *g = wl_graph_build(s);
+    int ts = g->lane_size;
+    double *slow = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *slow);
+    bool hetero = false;
+    for (int i = 0; i < t->n_gpus; i++) slow[i] = 1;
+    for (int i = 0; i < s->env.n_stragglers; i++) slow[s->env.stragglers[i].gpu] *= s->env.stragglers[i].slowdown;
+    for (int i = 0; i < t->n_gpus; i++)
+        if (slow[i] != 1.0) hetero = true;
+    /* a cost's time on a GPU, once per (cost, GPU spec): the graph shares costs among ops */
+    double *cost_t = dt_xmalloc(((size_t)g->n_costs + 1) * sizeof *cost_t);
+    for (uint32_t c = 0; c < g->n_costs; c++) cost_t[c] = -1;
+    double *busy = dt_xcalloc((size_t)g->n_lanes + 1, sizeof *busy);
+    const gpu_spec *spec0 = &t->gpus[g->lane_gpus[0]];
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->kind != WL_OP_COMPUTE || o->stream != WL_STREAM_COMPUTE) continue;
+        const int *gpus = &g->lane_gpus[(size_t)o->lane * ts];
+        /* as the replay's start_op: the lane's first GPU, or with slowed GPUs the slowest */
+        double x = 0;
+        if (!hetero && !memcmp(&t->gpus[gpus[0]], spec0, sizeof *spec0)) {
+            if (cost_t[o->arg] < 0)
+                cost_t[o->arg] = (double)replay_op_compute_time(g, &g->costs[o->arg], spec0,
+                                                                gpu_op_time, gpu_gemm_time);
+            x = cost_t[o->arg];
+        } else if (!hetero) {
+            x = (double)replay_op_compute_time(g, &g->costs[o->arg], &t->gpus[gpus[0]],
+                                               gpu_op_time, gpu_gemm_time);
+        } else {
+            for (int k = 0; k < ts; k++) {
+                double y = (double)replay_op_compute_time(g, &g->costs[o->arg], &t->gpus[gpus[k]],
+                                                          gpu_op_time, gpu_gemm_time) * slow[gpus[k]];
+                if (y > x) x = y;
+            }
+        }
+        busy[o->lane] += x;
+    }
+    double lb = 0;
+    for (int l = 0; l < g->n_lanes; l++) lb = fmax(lb, busy[l]);
+    free(busy);
+    free(cost_t);
+    free(slow);
+    wl_graph_destroy(g);
+    /* ops are whole picoseconds, summed in double: stay a hair below */
+    return lb * 1e-12 * (1 - 1e-9);
+}
+
 int run_probe_scenario(const cJSON *scenario, const char *file, const char *base_dir,
                        run_probe_cache *cache, run_probe *out, dt_error *err)
 {
@@ -1151,7 +1219,11 @@ int run_probe_scenario(const cJSON *scenario, const char *file, const char *base
         mem_compute(&s.model, &s.plan, &mb);
         fill_memory(&mb, pe->t, &out->memory, &out->fits);
         out->step_lower_bound_s = step_lower_bound(&s, pe->t, pe);
-        int n = s.plan.dp * s.plan.tp * s.plan.pp;
+        /* MoE and CP: from the op graph, for plans that fit the GPU (the planner simulates
+         * no other; the graph costs more than the rest of the probe) */
+        if (out->step_lower_bound_s < 0)
+            out->step_lower_bound_s = out->fits ? graph_lower_bound(&s, pe->t) : 0;
+        int n = s.plan.dp * s.plan.tp * s.plan.pp * wl_cp(&s.plan); /* the GPUs the run counts */
         out->n_gpus = n;
         for (int i = 0; i < n && i < pe->t->n_gpus; i++) out->cost_per_hour_total += pe->t->gpus[i].cost_per_hour;
         out->tokens_per_step = s.global_batch * s.model.seq_len;
