@@ -47,6 +47,8 @@ typedef struct cand {
     plan_candidate c;
     int state;            /* 0 pending, 1 fits (may be simulated), 2 rejected */
     double bound;         /* the objective's lower bound (score units) */
+    double estimate;      /* the probe's estimate in the same units: the order of simulation */
+    bool skipped;         /* not simulated: its bound was above the top-th plan's score */
     double usd_per_hour;  /* the probe's $/hour of the plan's GPUs and tokens per step: turn */
     double tokens;        /* a score threshold into a step time (deadline_of) */
     double deadline;      /* seconds past which the simulation may stop (0: none) */
@@ -360,11 +362,12 @@ static int cand_cmp(const void *pa, const void *pb)
     return 0;
 }
 
-/* Order of simulation: the bound, then the same keys (a total order, so the waves and hence
- * everything simulated are the same every run). */
-static int bound_cmp(const void *pa, const void *pb)
+/* Order of simulation: the estimate, then the bound, then the same keys (a total order, so the
+ * waves and hence everything simulated are the same every run). */
+static int order_cmp(const void *pa, const void *pb)
 {
     const cand *a = *(cand *const *)pa, *b = *(cand *const *)pb;
+    if (a->estimate != b->estimate) return a->estimate < b->estimate ? -1 : 1;
     if (a->bound != b->bound) return a->bound < b->bound ? -1 : 1;
     plan_candidate x = a->c, y = b->c;
     x.score = y.score = 0;
@@ -389,9 +392,8 @@ static double score_of(plan_objective o, const run_result *r)
 
 /* The same objective's bound from a probe: step >= lb gives $/step >= lb x $/hour / 3600 and
  * tokens/$ <= tokens / that. No bound: the weakest value (prunes nothing). */
-static double bound_of(plan_objective o, const run_probe *p)
+static double bound_of(plan_objective o, const run_probe *p, double lb)
 {
-    double lb = p->step_lower_bound_s;
     if (o == PLAN_TIME) return lb > 0 ? lb : 0;
     double usd = lb * p->cost_per_hour_total / 3600;
     if (o == PLAN_COST) return usd > 0 ? usd : 0;
@@ -575,7 +577,9 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
         }
         c->c.memory = pr.memory;
         c->c.lower_bound_s = pr.step_lower_bound_s;
-        c->bound = bound_of(opt->objective, &pr);
+        c->bound = bound_of(opt->objective, &pr, pr.step_lower_bound_s);
+        /* an estimate below the bound (a hook's) orders no worse than the bound */
+        c->estimate = bound_of(opt->objective, &pr, fmax(pr.step_estimate_s, pr.step_lower_bound_s));
         c->usd_per_hour = pr.cost_per_hour_total;
         c->tokens = pr.tokens_per_step;
         double limit = opt->memory_limit > 0 ? opt->memory_limit
@@ -601,12 +605,13 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
     }
     run_probe_cache_destroy(cache);
 
-    /* Branch and bound over the plans that fit, best bound first. */
+    /* Branch and bound over the plans that fit, best estimate first: the top plans come early,
+     * the threshold falls soon, and the rest are skipped by their bound or stopped at it. */
     cand **order = dt_xcalloc(n + 1, sizeof *order);
     size_t n_fit = 0;
     for (size_t i = 0; i < n; i++)
         if (cs[i].state == 1) order[n_fit++] = &cs[i];
-    qsort(order, n_fit, sizeof *order, bound_cmp);
+    qsort(order, n_fit, sizeof *order, order_cmp);
     int top = opt->top > 0 ? opt->top : 5;
     plan_candidate *ok = dt_xcalloc(n_fit + 1, sizeof *ok);
     int n_ok = 0;
@@ -620,18 +625,22 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
     int jobs = opt->jobs > 0 ? opt->jobs : 1;
     size_t next = 0, simulated = 0;
     while (next < n_fit) {
-        /* The top-th best score so far: a plan whose bound is above it cannot enter the top,
-         * and nor can any after it (they are in bound order). */
+        /* The top-th best score so far: a plan whose bound is above it cannot enter the top
+         * (the threshold only falls, so it never could later). */
         double threshold = n_kept == top ? kept[top - 1] : INFINITY;
-        if (!opt->exhaustive && order[next]->bound > threshold) break;
         cand *wave[PLAN_WAVE];
         size_t w = 0;
-        while (w < PLAN_WAVE && next < n_fit &&
-               (opt->exhaustive || order[next]->bound <= threshold)) {
+        while (w < PLAN_WAVE && next < n_fit) {
+            cand *c = order[next++];
+            if (!opt->exhaustive && c->bound > threshold) {
+                c->skipped = true;
+                continue;
+            }
             /* Early termination: a plan still to beat the top-th must finish before it. */
-            order[next]->deadline = opt->exhaustive ? 0 : deadline_of(opt->objective, order[next], threshold);
-            wave[w++] = order[next++];
+            c->deadline = opt->exhaustive ? 0 : deadline_of(opt->objective, c, threshold);
+            wave[w++] = c;
         }
+        if (w == 0) break;
         simulate(&p, wave, w, jobs, simulated, n_fit);
         simulated += w;
         for (size_t k = 0; k < w; k++) {
@@ -683,8 +692,10 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
     }
     if (opt->progress && n_fit) opt->progress(opt->progress_ctx, n_fit, n_fit);
     out->simulated = (int)simulated;
-    if (next < n_fit) {
-        const cand *c = order[next];
+    const cand *c = NULL; /* the first plan skipped, the example */
+    for (size_t i = 0; i < n_fit && !c; i++)
+        if (order[i]->skipped) c = order[i];
+    if (c) {
         label(&c->c, lb, sizeof lb);
         if (opt->objective == PLAN_TIME)
             snprintf(ex, sizeof ex, "%.200s: step >= %.6g s, the #%d plan takes %.6g s", lb,
@@ -695,7 +706,8 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
         else
             snprintf(ex, sizeof ex, "%.200s: tokens/$ <= %.6g, the #%d plan gives %.6g", lb,
                      -c->bound, top, -kept[top - 1]);
-        for (size_t i = next; i < n_fit; i++) reject(&rj, "not simulated: bound above the top plans", ex);
+        for (size_t i = 0; i < n_fit; i++)
+            if (order[i]->skipped) reject(&rj, "not simulated: bound above the top plans", ex);
     }
     qsort(ok, (size_t)n_ok, sizeof *ok, cand_cmp);
     out->n_best = n_ok < top ? n_ok : top;

@@ -262,6 +262,11 @@ typedef struct run_probe {
      * mixture-of-experts or context-parallel plans, whose split layers the whole-layer cost
      * does not follow). */
     double step_lower_bound_s;
+    /* Not a bound: the bound, or where larger the lane's data-parallel stream (as above) with
+     * each collective costed by its algorithm's contention-free closed form plus the optimizer
+     * step. A planner simulates in this order so that its best plans come early; 0 with no
+     * bound. */
+    double step_estimate_s;
     double cost_per_hour_total; /* $/hour of the GPUs the plan uses */
     double tokens_per_step;
     int n_gpus;

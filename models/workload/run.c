@@ -998,8 +998,9 @@ static double coll_cut_bound(probe_entry *pe, const topo *t, const wl_plan *p, i
  * s-1..0 (post_s) and stage 0's optimizer step. So step >= pre_s + T_s and step >= pre_s +
  * (T_s - opt_s) + post_s + opt_0, for every s. Ops split per layer (ZeRO-3, gradient buckets)
  * cost at least their unsplit chunk: a roofline's max of sums is at most the sum of maxes. */
-static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry *pe)
+static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry *pe, double *estimate)
 {
+    *estimate = 0;
     const wl_plan *p = &s->plan;
     if (s->env.jitter != WL_JITTER_NONE || p->backup_workers > 0 || p->staleness >= 0 ||
         s->model.kind == WL_PARAMS)
@@ -1032,6 +1033,9 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
     /* per stage: everything its lane's DP stream runs before the optimizer (it runs one
      * collective at a time, so their durations add up) */
     double *dp_all = dt_xcalloc((size_t)pp, sizeof *dp_all);
+    /* the same DP stream costed by the algorithm's own closed form (run_probe.step_estimate_s) */
+    double dp_est = 0;
+    int *dgpus = dt_xmalloc(((size_t)p->dp + 1) * sizeof *dgpus);
     double layer_psi = wl_layer_params(&s->model) / tp, emb = wl_embedding_params(&s->model) / tp;
     bool dp = p->dp > 1 && !p->local_step;
     for (int st = 0; st < pp; st++) {
@@ -1105,6 +1109,18 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
             if (p->zero >= 3)
                 dp_all[st] += 2.0 * m * layers_s *
                               coll_cut_bound(pe, t, p, st, COLL_ALLGATHER, layer_psi * pbytes, shared);
+            /* An estimate, not a bound: the contention-free time of the algorithm the run will
+             * use, on the first DP group of the stage (coll_analytic's cache makes it linear
+             * in the bytes after the first call). */
+            for (int d = 0; d < p->dp; d++) dgpus[d] = wl_gpu_of(p, d, st, 0);
+            double e = (p->zero >= 2 ? m : 1) * 1e-12 *
+                       (double)coll_time_fn(&cc, gop, dgpus, p->dp, psi * pbytes, false);
+            if (p->zero == 1 || p->zero == 2)
+                e += 1e-12 * (double)coll_time_fn(&cc, COLL_ALLGATHER, dgpus, p->dp, psi * pbytes, false);
+            if (p->zero >= 3)
+                e += 2.0 * m * layers_s * 1e-12 *
+                     (double)coll_time_fn(&cc, COLL_ALLGATHER, dgpus, p->dp, layer_psi * pbytes, false);
+            dp_est = fmax(dp_est, e + opt[st]);
         }
     }
     double lb = 0, pre = 0, post = 0;
@@ -1125,10 +1141,13 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
     free(opt);
     free(dp_last);
     free(dp_all);
+    free(dgpus);
     free(ag);
     free(slow);
     /* the picosecond rounding of each op (ceil) and sums in double: stay a hair below */
-    return lb * (1 - 1e-9);
+    lb *= 1 - 1e-9;
+    *estimate = fmax(lb, dp_est);
+    return lb;
 }
 
 /* Op graphs the probe builds for a bound (MoE and CP plans): beyond this many ops (estimated
@@ -1218,11 +1237,13 @@ int run_probe_scenario(const cJSON *scenario, const char *file, const char *base
         mem_breakdown mb;
         mem_compute(&s.model, &s.plan, &mb);
         fill_memory(&mb, pe->t, &out->memory, &out->fits);
-        out->step_lower_bound_s = step_lower_bound(&s, pe->t, pe);
+        out->step_lower_bound_s = step_lower_bound(&s, pe->t, pe, &out->step_estimate_s);
         /* MoE and CP: from the op graph, for plans that fit the GPU (the planner simulates
          * no other; the graph costs more than the rest of the probe) */
-        if (out->step_lower_bound_s < 0)
+        if (out->step_lower_bound_s < 0) {
             out->step_lower_bound_s = out->fits ? graph_lower_bound(&s, pe->t) : 0;
+            out->step_estimate_s = out->step_lower_bound_s;
+        }
         int n = s.plan.dp * s.plan.tp * s.plan.pp * wl_cp(&s.plan); /* the GPUs the run counts */
         out->n_gpus = n;
         for (int i = 0; i < n && i < pe->t->n_gpus; i++) out->cost_per_hour_total += pe->t->gpus[i].cost_per_hour;
