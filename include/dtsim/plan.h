@@ -9,7 +9,7 @@
  * Expert parallel degrees (divisors of the experts that divide dp) are searched for MoE models
  * (experts >= 2), context parallel degrees (1, 2, 4, 8, 16 with 2 cp dividing seq_len, flash
  * attention) when the scenario sets parallel.cp or its sequence is at least 16k tokens; other
- * scenarios search ep = cp = 1 only. (Such plans get no lower bound: run.h.)
+ * scenarios search ep = cp = 1 only. (Their lower bound comes from the op graph: run.h.)
  * A scenario without "global_batch" has no batch to keep: then its own micro batch size and
  * microbatch count per DP replica (parallel.microbatches, else gradient_accumulation, else its
  * own pp) are held fixed for every plan, micro batch size is not searched, and the global batch
@@ -22,12 +22,15 @@
  *    pp 1);
  * 2. a probe without simulating (run_probe_scenario): memory against the usable memory,
  *    (1 - headroom) x the GPU's memory (headroom 10 % unless options.memory_headroom or the
- *    caller says otherwise) or --memory-limit; and a lower bound on the step time;
- * 3. branch and bound: the plans that fit are simulated in order of their bound, in waves of
- *    PLAN_WAVE (on `jobs` threads); a plan whose bound (as the objective: time, cost or tokens
+ *    caller says otherwise) or --memory-limit; a lower bound on the step time and an estimate;
+ * 3. branch and bound: the plans that fit are simulated in order of their estimate, in waves
+ *    of PLAN_WAVE (on `jobs` threads); a plan whose bound (as the objective: time, cost or tokens
  *    per dollar) is worse than the top-th best simulated so far cannot enter the top and is not
- *    simulated. The waves do not depend on `jobs`, so neither does anything in the result.
- * exhaustive: simulate every plan that fits (brute force; the same best plans, slower).
+ *    simulated; one that is simulated stops once its step is known to be worse than that
+ *    (the run's deadline: early termination; plan_result.stopped). The waves do not depend on
+ *    `jobs`, so neither does anything in the result.
+ * exhaustive: simulate every plan that fits to its end (brute force; the same best plans,
+ * slower).
  * Every rejected candidate is counted under a reason, with one example message.
  *
  * Ownership: plan_result arrays are malloc'd by plan_search and freed by plan_result_free.

@@ -255,12 +255,15 @@ typedef struct run_probe {
      * shapes included, as the replay charges them) one after another, plus the forward chunks
      * of the stages before it that its first op waits for and the backward chunks they run
      * after its last one. Communication between lanes and waits for peers count nothing,
-     * except the data-parallel tail: the last gradient
-     * bucket's collective before the optimizer and the ZeRO-1/2 parameter gather after it, each
-     * at least what must cross into a host over that host's links. 0 when no bound is given
-     * (jitter, backup workers, bounded staleness: steps whose time is not a lane's own work;
-     * mixture-of-experts or context-parallel plans, whose split layers the whole-layer cost
-     * does not follow). */
+     * except data parallelism: the last gradient bucket's collective before the optimizer (all
+     * of them without overlap_dp) and the ZeRO-1/2 parameter gather after it, and the lane's
+     * DP stream (one collective at a time: ZeRO-2/3 reduce-scatters, ZeRO-3 gathers) before
+     * the optimizer, each collective at least what must cross into a host over that host's
+     * links. Mixture-of-experts and context-parallel plans, whose split layers the whole-layer
+     * cost does not follow, are bounded from their op graph instead (the busiest lane's compute
+     * ops; only for plans that fit the GPU, graphs under 2 M ops, else 0). 0 when no bound is
+     * given (jitter, backup workers, bounded staleness: steps whose time is not a lane's own
+     * work). */
     double step_lower_bound_s;
     /* Not a bound: the bound, or where larger the lane's data-parallel stream (as above) with
      * each collective costed by its algorithm's contention-free closed form plus the optimizer
