@@ -169,6 +169,47 @@ START_TEST(zero3_bound_follows_the_dp_stream)
 }
 END_TEST
 
+/* run_options.deadline_s: a step longer than the deadline stops there (stopped_at_deadline, the
+ * step reported as the deadline, fewer events); one at or under it runs to the very same end;
+ * backup workers (whose step is not one replay's end) ignore it. */
+START_TEST(deadline_stops_the_step)
+{
+    cJSON *j = scenario(2, "{\"tp\": 2, \"pp\": 4, \"zero\": 1}", "");
+    dt_error e = {0};
+    run_options o = {0};
+    run_result full, cut, over, same;
+    ck_assert_int_eq(run_scenario(j, "p.json", ".", &o, &full, &e), DT_OK);
+    ck_assert(!full.stopped_at_deadline);
+    double T = full.step_time_s;
+    o.deadline_s = 0.5 * T;
+    ck_assert_int_eq(run_scenario(j, "p.json", ".", &o, &cut, &e), DT_OK);
+    ck_assert(cut.stopped_at_deadline);
+    ck_assert_rel(cut.step_time_s, 0.5 * T, 1e-9);
+    ck_assert(cut.events < full.events);
+    o.deadline_s = T * (1 + 1e-9);
+    ck_assert_int_eq(run_scenario(j, "p.json", ".", &o, &over, &e), DT_OK);
+    ck_assert(!over.stopped_at_deadline && over.step_time_s == T && over.events == full.events);
+    /* exactly the step: the last op ends at the deadline, which counts as within it */
+    o.deadline_s = T;
+    ck_assert_int_eq(run_scenario(j, "p.json", ".", &o, &same, &e), DT_OK);
+    ck_assert(!same.stopped_at_deadline && same.step_time_s == T);
+    run_result_free(&full);
+    run_result_free(&cut);
+    run_result_free(&over);
+    run_result_free(&same);
+    cJSON_Delete(j);
+    j = scenario(2, "{\"tp\": 1, \"pp\": 1, \"backup_workers\": 1}", "");
+    o.deadline_s = 0;
+    ck_assert_int_eq(run_scenario(j, "p.json", ".", &o, &full, &e), DT_OK);
+    o.deadline_s = 0.5 * full.step_time_s;
+    ck_assert_int_eq(run_scenario(j, "p.json", ".", &o, &cut, &e), DT_OK);
+    ck_assert(!cut.stopped_at_deadline && cut.step_time_s == full.step_time_s);
+    run_result_free(&full);
+    run_result_free(&cut);
+    cJSON_Delete(j);
+}
+END_TEST
+
 /* MoE (ep 1, 2, 4, 8; with pp and tp) and context parallelism (cp 2, 4, 8) now get a bound from
  * the op graph: positive, never above the step. */
 START_TEST(moe_and_cp_bound_below_the_step)
@@ -263,6 +304,7 @@ static Suite *suite(void)
     tcase_add_test(tc, bound_below_the_step);
     tcase_add_test(tc, one_gpu_is_exact);
     tcase_add_test(tc, zero3_bound_follows_the_dp_stream);
+    tcase_add_test(tc, deadline_stops_the_step);
     tcase_add_test(tc, moe_and_cp_bound_below_the_step);
     tcase_add_test(tc, memory_errors_and_no_bound);
     suite_add_tcase(s, tc);
