@@ -1160,9 +1160,14 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
  * replay charges it (replay_op_compute_time, GEMM shapes included; the lane's slowest member
  * when GPUs are slowed), to which the replay adds in-lane communication (>= 0; overlapped TP
  * communication only where it exceeds the compute), ring attention and, on the same stream, the
- * expert all-to-alls (>= 0). So the step lasts at least the busiest lane's sum. Exact in
- * costing (the graph is the one simulated, experts' token loads and CP's split included) and
- * blind to everything between lanes. 0 (no bound) when the graph would be large. */
+ * expert all-to-alls. So the step lasts at least the busiest lane's sum. Exact in costing (the
+ * graph is the one simulated, experts' token loads and CP's split included).
+ * The all-to-alls (COLL_DIRECT: each of the n members sends every other its 1/n part) hold the
+ * compute stream until they finish; in flow mode every byte a member receives comes over one of
+ * its GPU's in-links, whose flows share their capacity, so an all-to-all lasts at least the
+ * (n - 1)/n of the buffer (less one element of part rounding) over the sum of those links'
+ * bandwidth, for each member. (Analytic mode costs each pair alone, below that: counted 0.)
+ * 0 (no bound) when the graph would be large. */
 static double graph_lower_bound(const wl_scenario *s, const topo *t)
 {
     const wl_plan *P = &s->plan;
@@ -1184,10 +1189,36 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t)
     for (uint32_t c = 0; c < g->n_costs; c++) cost_t[c] = -1;
     double *busy = dt_xcalloc((size_t)g->n_lanes + 1, sizeof *busy);
     const gpu_spec *spec0 = &t->gpus[g->lane_gpus[0]];
+    /* all-to-alls: members per instance (one op per member lane), each GPU's in-link bandwidth */
+    bool flow = s->env.network == NET_FLOW;
+    int *members = dt_xcalloc((size_t)g->n_colls + 1, sizeof *members);
+    double *in_bw = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *in_bw);
+    if (flow) {
+        for (uint32_t i = 0; i < g->n_ops; i++)
+            if (g->ops[i].kind == WL_OP_COLL) members[g->ops[i].arg]++;
+        int *node_gpu = dt_xmalloc(((size_t)t->n_nodes + 1) * sizeof *node_gpu);
+        for (int v = 0; v < t->n_nodes; v++) node_gpu[v] = -1;
+        for (int q = 0; q < t->n_gpus; q++) node_gpu[t->gpu_node[q]] = q;
+        for (int l = 0; l < t->n_links; l++)
+            if (node_gpu[t->links[l].dst] >= 0) in_bw[node_gpu[t->links[l].dst]] += t->links[l].bandwidth;
+        free(node_gpu);
+    }
+    double elem = wl_precision_bytes(P->precision);
     for (uint32_t i = 0; i < g->n_ops; i++) {
         const wl_op *o = &g->ops[i];
-        if (o->kind != WL_OP_COMPUTE || o->stream != WL_STREAM_COMPUTE) continue;
+        if (o->stream != WL_STREAM_COMPUTE) continue;
         const int *gpus = &g->lane_gpus[(size_t)o->lane * ts];
+        if (o->kind == WL_OP_COLL) {
+            const wl_coll *cl = &g->colls[o->arg];
+            int n = members[o->arg];
+            if (!flow || cl->op != COLL_ALLTOALL || n < 2) continue;
+            double recv = cl->bytes * (n - 1) / n - elem, x = 0;
+            for (int k = 0; k < ts && recv > 0; k++)
+                if (in_bw[gpus[k]] > 0) x = fmax(x, recv / in_bw[gpus[k]] * 1e12);
+            busy[o->lane] += x;
+            continue;
+        }
+        if (o->kind != WL_OP_COMPUTE) continue;
         /* as the replay's start_op: the lane's first GPU, or with slowed GPUs the slowest */
         double x = 0;
         if (!hetero && !memcmp(&t->gpus[gpus[0]], spec0, sizeof *spec0)) {
@@ -1210,6 +1241,8 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t)
     double lb = 0;
     for (int l = 0; l < g->n_lanes; l++) lb = fmax(lb, busy[l]);
     free(busy);
+    free(members);
+    free(in_bw);
     free(cost_t);
     free(slow);
     wl_graph_destroy(g);
