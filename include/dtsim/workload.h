@@ -142,6 +142,13 @@ typedef struct wl_plan {
                                     (density kept at the ratio) instead of all-gathered */
     int quant_bits;              /* compression.method int8/fp8 (8), onebit (1): gradients
                                     all-reduced quantised with error feedback; 0 = none */
+    bool topk_ps;                /* compression.method "ps": workers push their top-k pairs to
+                                    the parameter servers (options.dp_algorithm "ps"), which
+                                    sum them; the union is pulled back (docs/workloads.md) */
+    int lowrank_rank;            /* compression.method "powersgd": rank r of P (m x r) and
+                                    Q (n x r) per weight matrix; 0 = none */
+    double lowrank_min_rate;     /* PowerSGD compresses a matrix only when m n > rate r (m+n)
+                                    (PyTorch's min_compression_rate, default 2) */
     double topk_throughput;      /* elements/s of the top-k selection kernel */
     wl_axis placement[3];        /* outermost first; default dp, pp, tp (TP innermost) */
     bool place_by_bandwidth;     /* "placement": "bandwidth": gpu_map from the topology */
@@ -370,6 +377,26 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out);
  * gradient (k, n, m): wl_gemm_backward. */
 #define WL_LAYER_GEMMS_MAX 8
 int wl_layer_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_LAYER_GEMMS_MAX]);
+/* PowerSGD (Vogels et al. 2019, as PyTorch's powerSGD_hook runs it) on one GPU's gradient of
+ * one transformer layer (embedding false) or of the V/t x h embedding matrix (true), rank
+ * plan.lowrank_rank: a weight matrix of R x C elements (R output features) is compressed when
+ * R C > min_rate q (R + C), q = min(r, R, C); the rest goes uncompressed. docs/workloads.md. */
+typedef struct wl_lowrank {
+    double p_elems;      /* all-reduced P elements: sum of q R over compressed matrices */
+    double q_elems;      /* all-reduced Q elements: sum of q C */
+    double dense_elems;  /* all-reduced uncompressed: vectors, matrices not worth compressing */
+    double matrix_elems; /* elements of the compressed matrices */
+    double flops;        /* P = M Q, Q = Mᵀ P, P Qᵀ (2 R C q each) and Gram-Schmidt (2 R q²) */
+} wl_lowrank;
+#define WL_LOWRANK_GEMMS_MAX 32
+/* Fills *out and, when gemms is not NULL, the matmuls' shapes (4 per compressed matrix: the
+ * three products and the orthogonalisation as an (R x q)·(q x q) GEMM); returns their number. */
+int wl_lowrank_get(const wl_model *m, const wl_plan *p, bool embedding, wl_lowrank *out,
+                   gpu_gemm gemms[WL_LOWRANK_GEMMS_MAX]);
+/* Expected size of the union of n top-k index sets of density r each over G elements, drawn
+ * independently and uniformly: G (1 - (1 - r)^n) (docs/workloads.md). */
+double wl_topk_union(double G, double r, int n);
+
 /* The output layer's GEMM (logits) for one microbatch on one GPU: (b·s, V/t, h). */
 gpu_gemm wl_logits_gemm(const wl_model *m, const wl_plan *p);
 /* The data-gradient and weight-gradient GEMMs of forward GEMM f, count as f's. */

@@ -496,6 +496,8 @@ int coll_fastest_choice(coll_analytic *A, const coll_spec *spec, coll_algo *out,
     sim_time_t best = 0;
     coll_algo pick = COLL_AUTO;
     for (int a = COLL_RING; a < COLL_FASTEST; a++) {
+        /* ps reduces to its S servers, not to the root asked for (coll_ps.c) */
+        if (a == COLL_PS && spec->op != COLL_ALLREDUCE) continue;
         s.algo = (coll_algo)a;
         sim_time_t t;
         dt_error e;

@@ -144,6 +144,22 @@ void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out)
                 b.buffers += mem_activation_per_layer(m, &full);
             }
         }
+        if (p->dp > 1 && (p->lowrank_rank > 0 || p->topk_ps)) {
+            /* error feedback: the residual is one more gradient-sized buffer (PyTorch's
+             * powerSGD_hook error_dict; a top-k worker's residual likewise), and PowerSGD keeps
+             * every matrix's P and Q for the next step's warm start (p_memory_dict,
+             * q_memory_dict) */
+            double pb = wl_precision_bytes(p->precision);
+            b.buffers += psi * pb;
+            if (p->lowrank_rank > 0) {
+                wl_lowrank lr, le;
+                wl_lowrank_get(m, p, false, &lr, NULL);
+                wl_lowrank_get(m, p, true, &le, NULL);
+                int embs = (st == 0) + (st == pp - 1 && (pp > 1 || !m->tied_embeddings));
+                b.buffers += (layers_per_stage * (lr.p_elems + lr.q_elems) +
+                              embs * (le.p_elems + le.q_elems)) * pb;
+            }
+        }
         if (m->kind == WL_TRANSFORMER && st == pp - 1)
             /* fp32 logits of one microbatch for the softmax / cross-entropy */
             b.buffers += 4 * (m->seq_len / cp) * p->micro_batch_size * m->vocab / p->tp;

@@ -233,23 +233,43 @@ static int parse_plan(const js_ctx *c, const cJSON *p, const char *path, wl_plan
     if (comp) {
         char cp[JS_PATH_MAX];
         js_path_key(cp, path, "compression");
-        static const char *const ckeys[] = {"ratio", "throughput", "method", NULL};
+        static const char *const ckeys[] = {"ratio", "throughput", "method", "rank",
+                                            "min_compression_rate", NULL};
         static const char *const methods[] = {"allgather", "sparse_allreduce", "int8", "fp8",
-                                              "onebit", NULL};
+                                              "onebit", "ps", "powersgd", NULL};
         TRY(js_expect_object(c, comp, cp));
         TRY(js_check_keys(c, comp, cp, ckeys));
         int method = 0;
         TRY(js_get_enum(c, comp, cp, "method", false, methods, &method));
-        if (method >= 2) {
-            /* quantisation: every element sent in 8 or 1 bits, no selection */
+        bool topk = method <= 1 || method == 5, lowrank = method == 6;
+        if (!lowrank) {
+            for (int k = 3; k <= 4; k++)
+                if (cJSON_GetObjectItemCaseSensitive(comp, ckeys[k]))
+                    return js_fail(c, cp, ckeys[k], "applies to \"powersgd\" only, found method "
+                                   "\"%s\"", methods[method]);
+        }
+        if (!topk) {
+            /* quantisation and low rank: no selection */
             if (cJSON_GetObjectItemCaseSensitive(comp, "ratio"))
-                return js_fail(c, cp, "ratio", "applies to top-k (allgather, sparse_allreduce); "
-                               "\"%s\" sends every element quantised", methods[method]);
-            out->quant_bits = method == 4 ? 1 : 8;
+                return js_fail(c, cp, "ratio", "applies to top-k (allgather, sparse_allreduce, "
+                               "ps); \"%s\" sends %s", methods[method],
+                               lowrank ? "rank-r factors of every matrix" : "every element quantised");
+            if (!lowrank) out->quant_bits = method == 4 ? 1 : 8;
         } else {
             TRY(js_get_number(c, comp, cp, "ratio", true, 1e-9, 1, &out->compression_ratio));
         }
-        TRY(js_get_number(c, comp, cp, "throughput", false, 1, 1e16, &out->topk_throughput));
+        if (lowrank) {
+            long long r = 0;
+            TRY(js_get_int(c, comp, cp, "rank", true, 1, 1 << 20, &r));
+            out->lowrank_rank = (int)r;
+            out->lowrank_min_rate = 2;
+            TRY(js_get_number(c, comp, cp, "min_compression_rate", false, 1, 1e9,
+                              &out->lowrank_min_rate));
+            if (cJSON_GetObjectItemCaseSensitive(comp, "throughput"))
+                return js_fail(c, cp, "throughput", "applies to top-k and quantisation; "
+                               "\"powersgd\" runs GEMMs timed by the GPU's model");
+        }
+        out->topk_ps = method == 5;
         out->sparse_allreduce = method == 1;
         if (out->zero > 0)
             return js_fail(c, path, "compression", "gradient compression needs zero 0, found zero %d",
@@ -642,7 +662,7 @@ static int check_ep_cp(const js_ctx *c, const wl_scenario *s)
                            "chunks, two per rank, to balance the causal mask, found cp %d",
                            m->seq_len, cp);
     }
-    if (p->compression_ratio > 0)
+    if (p->compression_ratio > 0 || p->lowrank_rank > 0)
         return js_fail(c, "parallel", "compression", "not modelled with %s > 1", key);
     if (p->backup_workers > 0 || p->staleness >= 0 || p->local_sgd > 1)
         return js_fail(c, "parallel",
@@ -742,6 +762,16 @@ int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
                            s->model.heads, s->model.kv_heads, p->tp);
     }
     if (p->topk_throughput == 0) p->topk_throughput = 2e10; /* elements/s, docs/workloads.md */
+    if (p->topk_ps && s->env.dp_algorithm != COLL_PS)
+        return js_fail(c, "parallel.compression", "method",
+                       "\"ps\" pushes to and pulls from the parameter servers of "
+                       "\"options\": {\"dp_algorithm\": \"ps\"} (with ps_servers), found "
+                       "dp_algorithm \"%s\"", coll_algo_name(s->env.dp_algorithm));
+    if (p->lowrank_rank > 0 && (s->model.kind != WL_TRANSFORMER || s->model.experts > 1))
+        return js_fail(c, "parallel.compression", "method",
+                       "\"powersgd\" needs the weight matrices' shapes: a dense transformer "
+                       "model, found %s", s->model.kind != WL_TRANSFORMER ? "a model without "
+                       "layer shapes" : "a mixture of experts");
     if (p->backup_workers > 0) {
         if (p->backup_workers >= p->dp)
             return js_fail(c, "parallel", "backup_workers",

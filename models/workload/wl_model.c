@@ -251,6 +251,60 @@ int wl_layer_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_LAYER_GE
     return n;
 }
 
+/* One weight matrix of R x C elements (R output features: PyTorch's Linear weight is
+ * out x in), `count` of them: compressed or sent as it is. */
+static void lowrank_matrix(const wl_plan *p, double R, double C, double count, wl_lowrank *o,
+                           gpu_gemm *g, int *ng)
+{
+    double q = fmin(p->lowrank_rank, fmin(R, C));
+    double rate = p->lowrank_min_rate > 0 ? p->lowrank_min_rate : 2;
+    if (!(rate * q * (R + C) < R * C)) {
+        /* PyTorch's _should_compress: not worth it, joins the uncompressed all-reduce */
+        o->dense_elems += R * C * count;
+        return;
+    }
+    o->matrix_elems += R * C * count;
+    o->p_elems += q * R * count;
+    o->q_elems += q * C * count;
+    o->flops += count * (6 * R * C * q + 2 * R * q * q);
+    if (g) {
+        g[(*ng)++] = (gpu_gemm){R, q, C, count}; /* P = M Q */
+        g[(*ng)++] = (gpu_gemm){R, q, q, count}; /* Gram-Schmidt of P: 2 R q² FLOPs */
+        g[(*ng)++] = (gpu_gemm){C, q, R, count}; /* Q = Mᵀ P */
+        g[(*ng)++] = (gpu_gemm){R, C, q, count}; /* the approximation P Qᵀ */
+    }
+}
+
+int wl_lowrank_get(const wl_model *m, const wl_plan *p, bool embedding, wl_lowrank *out,
+                   gpu_gemm gemms[WL_LOWRANK_GEMMS_MAX])
+{
+    *out = (wl_lowrank){0};
+    int ng = 0;
+    if (m->kind != WL_TRANSFORMER) return 0;
+    if (embedding) {
+        lowrank_matrix(p, m->vocab / p->tp, m->hidden, 1, out, gemms, &ng);
+        return ng;
+    }
+    /* the weights are the forward GEMMs' k x n operands (wl_layer_gemms: (tokens, n, k)) */
+    gpu_gemm f[WL_LAYER_GEMMS_MAX];
+    int nf = wl_layer_gemms(m, p, f);
+    double matrices = 0;
+    for (int i = 0; i < nf; i++) {
+        lowrank_matrix(p, f[i].n, f[i].k, f[i].count, out, gemms, &ng);
+        matrices += f[i].n * f[i].k * f[i].count;
+    }
+    /* norms (and anything else that is not a GEMM weight) go uncompressed */
+    double rest = wl_layer_params(m) / p->tp - matrices;
+    if (rest > 0) out->dense_elems += rest;
+    return ng;
+}
+
+double wl_topk_union(double G, double r, int n)
+{
+    /* an index is missed by each of the n sets with probability 1 - r */
+    return G * -expm1(n * log1p(-r));
+}
+
 gpu_gemm wl_logits_gemm(const wl_model *m, const wl_plan *p)
 {
     return (gpu_gemm){p->micro_batch_size * m->seq_len / wl_cp(p), m->vocab / p->tp, m->hidden, 1};

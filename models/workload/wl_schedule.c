@@ -205,6 +205,11 @@ static void gtab_free(gtab *t)
     free(t->cap);
 }
 
+typedef struct lr_slot {
+    double layers, embs;
+    uint32_t cost;
+} lr_slot;
+
 typedef struct gen {
     const wl_scenario *s;
     const wl_plan *p;
@@ -219,6 +224,13 @@ typedef struct gen {
     double layer_grad_bytes;           /* gradient bytes of one layer on one GPU */
     double layer_param_bytes;
     double emb_grad_bytes;
+    /* PowerSGD of one layer's and of the embedding's gradient (wl_lowrank_get), their GEMMs */
+    wl_lowrank lr_layer, lr_emb;
+    gpu_gemm lr_layer_gemms[WL_LOWRANK_GEMMS_MAX], lr_emb_gemms[WL_LOWRANK_GEMMS_MAX];
+    int n_lr_layer_gemms, n_lr_emb_gemms;
+    /* compress-op costs by bucket content (layers, embeddings): buckets repeat a few */
+    lr_slot lr_cache[8];
+    int n_lr_cache;
     uint32_t *emb_inst;                /* [dp rank]: the tied-embedding all-reduce instance */
     /* layer costs by (bwd, first vs, last vs, layers in the op): few distinct ones */
     cost_slot cost_cache[64];
@@ -252,14 +264,19 @@ enum { N_FWD, N_BWD, N_SEND_ACT, N_SEND_GRAD, N_DP_AR, N_DP_RS, N_DP_AG, N_ZERO_
        N_COUNT,
        /* interned only by graphs with expert parallelism (dense graphs keep their names) */
        N_EP_DISPATCH = N_COUNT, N_EP_COMBINE, N_EXPERT_FWD, N_EXPERT_BWD, N_EDP_AR, N_EDP_RS,
-       N_EDP_AG, N_COUNT_EP };
-_Static_assert(N_COUNT_EP <= N_OP_NAMES, "gen.names holds every op name");
-static const char *const op_names[N_COUNT_EP] = {
+       N_EDP_AG, N_COUNT_EP,
+       /* interned only by graphs with top-k through a parameter server or PowerSGD */
+       N_PS_PUSH = N_COUNT_EP, N_PS_PULL, N_LR_COMPRESS, N_LR_AR_DENSE, N_LR_AR_P, N_LR_AR_Q,
+       N_COUNT_ALL };
+_Static_assert(N_COUNT_ALL <= N_OP_NAMES, "gen.names holds every op name");
+static const char *const op_names[N_COUNT_ALL] = {
     "forward", "backward", "send_activation", "send_gradient", "dp_allreduce",
     "dp_reduce_scatter", "dp_allgather", "zero3_param_gather", "zero_grad_reduce_scatter",
     "topk_compress", "topk_allgather", "optimizer_step", "zero_param_allgather",
     "embedding_allreduce", "topk_sparse_allreduce", "quantize", "quantized_allreduce", "ep_dispatch", "ep_combine", "expert_forward", "expert_backward",
-    "expert_dp_allreduce", "expert_dp_reduce_scatter", "expert_param_allgather"};
+    "expert_dp_allreduce", "expert_dp_reduce_scatter", "expert_param_allgather",
+    "topk_ps_push", "topk_ps_pull", "powersgd_compress", "powersgd_allreduce_uncompressed",
+    "powersgd_allreduce_p", "powersgd_allreduce_q"};
 
 /* The cost of one forward or backward op over `layers` layers of a virtual stage, `moe` of
  * them MoE layers, with the layer's work lc (wl_layer_cost_get of the model and plan) and cp the
@@ -573,13 +590,44 @@ typedef struct lane_state {
     uint32_t last_compute, prev_compute, last_dp;
     double *held;     /* no-overlap buckets waiting for the end of backward */
     bool *held_expert; /* ... of expert gradients (reduced over the expert-DP group) */
+    double *held_layers, *held_embs; /* ... their layers and embedding matrices (PowerSGD) */
     size_t n_held, cap_held;
 } lane_state;
 
 /* DP gradient collective (or top-k compression + all-gather) for `grad_bytes` of gradients,
  * after op `after`. */
+/* PowerSGD's compute for a bucket of `layers` layers and `embs` embedding matrices: the three
+ * products and Gram-Schmidt of every compressed matrix as GEMMs, and the error feedback's
+ * passes over the bucket's G elements as memory-bound bytes: add the residual (read 2, write
+ * 1), keep a copy of the input (read 1, write 1), the new residual input - P Qᵀ (read 2,
+ * write 1): 8 G e bytes, PyTorch's powerSGD_hook. */
+static uint32_t lowrank_cost(gen *G, double layers, double embs, double elems)
+{
+    for (int i = 0; i < G->n_lr_cache; i++)
+        if (G->lr_cache[i].layers == layers && G->lr_cache[i].embs == embs)
+            return G->lr_cache[i].cost;
+    gpu_gemm gs[2 * WL_LOWRANK_GEMMS_MAX];
+    int n = 0;
+    for (int i = 0; i < G->n_lr_layer_gemms && layers > 0; i++) {
+        gs[n] = G->lr_layer_gemms[i];
+        gs[n++].count *= layers;
+    }
+    for (int i = 0; i < G->n_lr_emb_gemms && embs > 0; i++) {
+        gs[n] = G->lr_emb_gemms[i];
+        gs[n++].count *= embs;
+    }
+    wl_cost c = {0};
+    c.flops[GPU_OP_MATMUL] = layers * G->lr_layer.flops + embs * G->lr_emb.flops;
+    c.bytes[GPU_OP_ELEMENTWISE] = 8 * elems * wl_precision_bytes(G->p->precision);
+    if (n > 0) c.gemm_set = wl_graph_gemm_set(G->g, gs, (uint32_t)n);
+    uint32_t id = wl_graph_cost(G->g, &c);
+    if (G->n_lr_cache < (int)(sizeof G->lr_cache / sizeof G->lr_cache[0]))
+        G->lr_cache[G->n_lr_cache++] = (lr_slot){layers, embs, id};
+    return id;
+}
+
 static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t after, int mb,
-                            int layer, bool expert)
+                            int layer, bool expert, double layers, double embs)
 {
     const wl_plan *p = G->p;
     if (expert) {
@@ -611,6 +659,36 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
         L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_QUANT_AR, mb, layer, inst, 0, d2, 1);
         return;
     }
+    if (p->lowrank_rank > 0) {
+        /* PowerSGD (Vogels et al. 2019) as PyTorch's DDP hook runs a bucket: residual added,
+         * P = M Q and the rest of the compute (lowrank_cost) on the compute stream, then three
+         * all-reduces in turn on the DP stream: the uncompressed tensors, every matrix's P
+         * (q R elements), every matrix's Q (q C). The compute between the P and Q all-reduces
+         * (Gram-Schmidt, Q = Mᵀ P) and after Q (P Qᵀ, the residual) is charged in full before
+         * the first one: the backward loses exactly its time, the all-reduces start that much
+         * late (docs/workloads.md). */
+        double e = wl_precision_bytes(p->precision);
+        double elems = grad_bytes / e;
+        uint32_t deps[1] = {after};
+        uint32_t cmp = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_LR_COMPRESS, mb, layer,
+                              lowrank_cost(G, layers, embs, elems), 0, deps, 1);
+        L->prev_compute = L->last_compute;
+        L->last_compute = cmp;
+        const wl_lowrank *a = &G->lr_layer, *b = &G->lr_emb;
+        double sizes[3] = {layers * a->dense_elems + embs * b->dense_elems,
+                           layers * a->p_elems + embs * b->p_elems,
+                           layers * a->q_elems + embs * b->q_elems};
+        static const int names[3] = {N_LR_AR_DENSE, N_LR_AR_P, N_LR_AR_Q};
+        uint32_t prev = cmp;
+        for (int k = 0; k < 3; k++) {
+            if (sizes[k] <= 0) continue;
+            uint32_t inst = stage_coll(G, COLL_ALLREDUCE, sizes[k] * e, WL_COMM_DP);
+            uint32_t d[1] = {prev};
+            prev = L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, names[k], mb, layer, inst, 0,
+                                       d, 1);
+        }
+        return;
+    }
     if (p->compression_ratio > 0) {
         double elems = grad_bytes / wl_precision_bytes(p->precision);
         double pair = 4 + wl_precision_bytes(p->precision);
@@ -626,6 +704,26 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
                              deps, 1);
         L->prev_compute = L->last_compute;
         L->last_compute = tk;
+        if (p->topk_ps) {
+            /* Top-k through a parameter server (options.dp_algorithm "ps", S servers sharded
+             * over the index space, coll_ps.c): every worker pushes its r G pairs, shard j to
+             * server j, which sums the n - 1 it receives (a ps reduce of r G (4 + e) bytes);
+             * the sum holds the union of the n index sets, U = G (1 - (1 - r)^n) expected
+             * for independent sets (wl_topk_union), pulled back as pairs or, when denser,
+             * as the dense shard (a ps broadcast of min(U (4 + e), G e) bytes). Each GPU
+             * sends (n - 1)/n of the two on average. */
+            int n = p->dp;
+            double e = wl_precision_bytes(p->precision);
+            double pull = fmin(wl_topk_union(elems, p->compression_ratio, n) * pair, elems * e);
+            uint32_t push = stage_coll(G, COLL_REDUCE, p->compression_ratio * elems * pair,
+                                       WL_COMM_DP);
+            uint32_t d2[1] = {tk};
+            uint32_t ps = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_PS_PUSH, mb, layer, push, 0, d2, 1);
+            uint32_t pl = stage_coll(G, COLL_BROADCAST, pull, WL_COMM_DP);
+            d2[0] = ps;
+            L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_PS_PULL, mb, layer, pl, 0, d2, 1);
+            return;
+        }
         /* (index, value) pairs: a 4-byte index and the value per kept element. All-gather: the
          * output holds every rank's pairs, d r G (4 + e) bytes, growing with d. Sparse
          * all-reduce (gTop-k, Ok-Topk style): a ring all-reduce whose every message carries
@@ -700,7 +798,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                          (last && (!first || !G->s->model.tied_embeddings) ? G->emb_grad_bytes : 0);
         }
         int n_ops = per_layer ? nl : 1;
-        double bucket = 0, ebucket = 0;
+        double bucket = 0, ebucket = 0, blayers = 0, bembs = 0;
         for (int k = 0; k < n_ops; k++) {
             /* backward runs from the chunk's last layer down */
             int li = I.bwd ? n_ops - 1 - k : k;
@@ -835,23 +933,33 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                 if (f && (pp > 1 || !G->s->model.tied_embeddings)) gb += G->emb_grad_bytes;
                 bucket += gb;
                 ebucket += eb;
+                blayers += per_layer ? 1 : nl;
+                bembs += (l ? 1 : 0) + (f && (pp > 1 || !G->s->model.tied_embeddings) ? 1 : 0);
                 for (int x = 0; x < 2; x++) {
                     double *bk = x ? &ebucket : &bucket;
                     if (x && *bk == 0) continue;
                     if (*bk >= p->bucket_bytes || k == n_ops - 1) {
+                        double nly = x ? 0 : blayers, nem = x ? 0 : bembs;
                         if (p->overlap_dp) {
-                            grad_collective(G, L, *bk, id, I.mb, layer, x);
+                            grad_collective(G, L, *bk, id, I.mb, layer, x, nly, nem);
                         } else {
                             if (L->n_held >= L->cap_held) {
                                 L->cap_held = L->cap_held ? 2 * L->cap_held : 64;
                                 L->held = dt_xrealloc(L->held, L->cap_held * sizeof *L->held);
                                 L->held_expert = dt_xrealloc(L->held_expert,
                                                              L->cap_held * sizeof *L->held_expert);
+                                L->held_layers = dt_xrealloc(L->held_layers,
+                                                             L->cap_held * sizeof *L->held_layers);
+                                L->held_embs = dt_xrealloc(L->held_embs,
+                                                           L->cap_held * sizeof *L->held_embs);
                             }
                             L->held_expert[L->n_held] = x;
+                            L->held_layers[L->n_held] = nly;
+                            L->held_embs[L->n_held] = nem;
                             L->held[L->n_held++] = *bk;
                         }
                         *bk = 0;
+                        if (!x) blayers = bembs = 0;
                     }
                 }
             }
@@ -882,7 +990,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
     /* Without overlap, every bucket waits for the end of the backward pass. */
     for (size_t i = 0; i < L->n_held; i++)
         grad_collective(G, L, L->held[i], L->last_compute, m - 1, -1,
-                        L->held_expert && L->held_expert[i]);
+                        L->held_expert && L->held_expert[i], L->held_layers[i], L->held_embs[i]);
     /* Tied input and output embeddings on different stages hold two copies of one matrix:
      * the first and the last stage all-reduce its gradient after the data-parallel reduction
      * (Megatron's _allreduce_word_embedding_grads; DeepSpeed's tied layers likewise). One
@@ -986,6 +1094,12 @@ wl_graph *wl_graph_build(const wl_scenario *s)
     G.layer_grad_bytes = layer_psi * pb;
     G.layer_param_bytes = layer_psi * pb;
     G.emb_grad_bytes = wl_embedding_params(&s->model) / p->tp * pb;
+    if (p->lowrank_rank > 0) {
+        G.n_lr_layer_gemms = wl_lowrank_get(&s->model, p, false, &G.lr_layer, G.lr_layer_gemms);
+        G.n_lr_emb_gemms = wl_lowrank_get(&s->model, p, true, &G.lr_emb, G.lr_emb_gemms);
+    }
+    if (p->lowrank_rank > 0 || p->topk_ps)
+        for (int i = N_COUNT_EP; i < N_COUNT_ALL; i++) G.names[i] = wl_graph_name(g, op_names[i]);
 
     size_t slots = (size_t)n_lanes * G.v * G.mstride;
     if (p->pp > 1 && s->model.kind == WL_TRANSFORMER && s->model.tied_embeddings) {
@@ -1014,6 +1128,8 @@ wl_graph *wl_graph_build(const wl_scenario *s)
     }
     free(L.held);
     free(L.held_expert);
+    free(L.held_layers);
+    free(L.held_embs);
     if (G.moe_split) {
         gtab_free(&G.ep_tab);
         gtab_free(&G.edp_tab);
