@@ -269,6 +269,7 @@ static int parse_plan(const js_ctx *c, const cJSON *p, const char *path, wl_plan
                 return js_fail(c, cp, "throughput", "applies to top-k and quantisation; "
                                "\"powersgd\" runs GEMMs timed by the GPU's model");
         }
+        TRY(js_get_number(c, comp, cp, "throughput", false, 1, 1e16, &out->topk_throughput));
         out->topk_ps = method == 5;
         out->sparse_allreduce = method == 1;
         if (out->zero > 0)
