@@ -21,7 +21,8 @@
 # moe-imbalance: step(s) = step(0) + m L 3 Tx (min(E/H(E,s), cf) - 1) at every Zipf exponent s and
 # capacity factor cf; the README's figures; EP inside a box vs across the rails.
 # compression-break-even: quantisation's step difference from bf16 = 2Ψ/θ - 2(d-1)/d Ψ(e-b/8)/B
-# at every bandwidth, crossings at B* = 70 (int8) and 131.25 Gb/s (1-bit), as its README says.
+# at every bandwidth, crossings at B* = 70 (int8) and 131.25 Gb/s (1-bit), as its README says;
+# top-k through parameter servers crossing at 243.35 Gb/s, PowerSGD's exchange and break-even.
 # The pipeline-bubble scenario's hints: every figure quoted is the measured one (45 ms, 47 %,
 # 18 % of 117 ms at m 32, 1F1B's activations equal GPipe's at m = p and a quarter at m 32, the
 # interleaved bubble's time halves while its share goes from 47 % to 30 %).
@@ -242,6 +243,47 @@ for f, bits, gbps in (("int8", 8, 70.0), ("onebit", 1, 131.25)):
     for (b0, pays0), (b1, pays1) in zip(signs, signs[1:]):
         if pays0 != pays1:
             assert pays0 and b0 < bstar < b1, (f, b0, b1, bstar)
+PY
+# ... top-k 1 % through 8 parameter servers: every point's difference from bf16 is
+# Ψ/θ - (d-1)/d Ψ (2e - 6r - min(6u, e))/B, u = 1 - (1-r)^d, crossing at B* = 243.35 Gb/s;
+# PowerSGD rank 4: its DP exchange is 2(d-1)/d W e / B with W = 1,876,292 elements, and its
+# break-even 2(d-1)/d (Ψ - W) e / (its added compute) is the README's 1.9 Tb/s.
+for f in topk-ps powersgd; do
+  "$DTSIM" sweep "$be/$f.json" --out "$tmp/be-$f" --no-progress --jobs 2 >/dev/null || fail "break-even $f sweep"
+done
+python3 - "$tmp" "$be/README.md" <<'PY'
+import csv, json, sys
+t, readme = sys.argv[1], open(sys.argv[2]).read()
+psi = json.load(open(f"{t}/be-mem.json"))["memory_per_gpu_bytes"]["params"] / 2
+d, e, theta, r = 8, 2.0, 1e10, 0.01
+rows = {f: list(csv.DictReader(open(f"{t}/be-{f}/results.csv"))) for f in ("base", "topk-ps", "powersgd")}
+u = 1 - (1 - r) ** d
+per = 2 * e - 6 * r - min(6 * u, e)
+bstar = (d - 1) / d * per * theta
+assert abs(bstar * 8 / 1e9 - 243.35) < 0.01, bstar
+assert "243.35 Gb/s" in readme
+signs = []
+for rb, rc in zip(rows["base"], rows["topk-ps"]):
+    B = float(rb["topology.bandwidth"])
+    diff = float(rc["step_time_s"]) - float(rb["step_time_s"])
+    want = psi / theta - (d - 1) / d * psi * per / B
+    assert abs(diff - want) < 1e-6, ("topk-ps", B, diff, want)
+    signs.append((B, diff < 0))
+for (b0, pays0), (b1, pays1) in zip(signs, signs[1:]):
+    if pays0 != pays1:
+        assert pays0 and b0 < bstar < b1, (b0, b1, bstar)
+W = 24 * (4 * 1024 + 4 * (3 * 1024 + 1024 + 4096 + 1024) + 4 * (1024 + 1024 + 1024 + 4096)) + 4 * 50257 + 4 * 1024
+assert W == 1876292
+for rb, rl in zip(rows["base"], rows["powersgd"]):
+    B = float(rb["topology.bandwidth"])
+    # within what the ring's parts cut on element boundaries add (the largest part of d sets
+    # each of its 2(d-1) steps: at most 2(d-1) e bytes more per all-reduce, three of them) and
+    # the reductions at 1000 TB/s (nanoseconds)
+    slack = 3 * 2 * (d - 1) * e / B + 1e-8
+    assert abs(float(rl["comm_dp_s"]) - 2 * (d - 1) / d * W * e / B) < slack, (B, rl["comm_dp_s"])
+extra = float(rows["powersgd"][0]["compute_s"]) - float(rows["base"][0]["compute_s"])
+assert "%.2f ms" % (extra * 1e3) in readme, extra
+assert abs(2 * (d - 1) / d * (psi - W) * e / extra * 8 / 1e12 - 1.9) < 0.05
 PY
 
 fed=$labs/federated
