@@ -144,9 +144,11 @@ void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out)
                 b.buffers += mem_activation_per_layer(m, &full);
             }
         }
-        if (p->dp > 1 && (p->lowrank_rank > 0 || p->topk_ps)) {
-            /* error feedback: the residual is one more gradient-sized buffer (PyTorch's
-             * powerSGD_hook error_dict; a top-k worker's residual likewise), and PowerSGD keeps
+        if (p->dp > 1 && (p->lowrank_rank > 0 || p->topk_ps || p->quant_bits > 0 ||
+                          p->compression_ratio > 0)) {
+            /* error feedback: every compression method here keeps what it did not send for the
+             * next step, one more gradient-sized buffer (PyTorch's powerSGD_hook error_dict,
+             * DGC's and Ok-Topk's top-k residual, 1-bit Adam's worker error), and PowerSGD keeps
              * every matrix's P and Q for the next step's warm start (p_memory_dict,
              * q_memory_dict) */
             double pb = wl_precision_bytes(p->precision);

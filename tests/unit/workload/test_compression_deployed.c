@@ -13,7 +13,8 @@
  *   time is the push (a + (n-1) (rG(4+e)/S)/B + (n-1) (rG(4+e)/S)/R) plus the pull (a + (n-1)
  *   (A/S)/B), as coll_ps runs its halves;
  * - wl_topk_union at its limits (r = 1: G; n = 1: r G);
- * - bad input gets located errors.
+ * - bad input gets located errors;
+ * - every method's error-feedback residual: one gradient-sized buffer (top-k, int8, fp8, 1-bit).
  * Leaves free: the GEMM model's times of PowerSGD's matmuls (test_gemm_shapes owns them). */
 #include <math.h>
 #include <stdio.h>
@@ -162,6 +163,31 @@ START_TEST(memory_error_feedback)
 }
 END_TEST
 
+START_TEST(memory_error_feedback_every_method)
+{
+    /* Top-k (every transport) and quantisation keep an error-feedback residual too: one
+     * gradient-sized bf16 buffer more than the uncompressed plan, nothing else. */
+    load("{" LAYER_MODEL ", \"parallel\": {\"dp\": 8}, \"global_batch\": 16}", 8);
+    mem_breakdown base = {0};
+    mem_compute(&sc.model, &sc.plan, &base);
+    unload();
+    static const char *const methods[] = {
+        "\"allgather\", \"ratio\": 0.1", "\"sparse_allreduce\", \"ratio\": 0.1",
+        "\"int8\"", "\"fp8\"", "\"onebit\""};
+    for (size_t i = 0; i < sizeof methods / sizeof *methods; i++) {
+        char doc[1024];
+        snprintf(doc, sizeof doc, "{" LAYER_MODEL ", \"parallel\": {\"dp\": 8, \"compression\": "
+                 "{\"method\": %s}}, \"global_batch\": 16}", methods[i]);
+        load(doc, 8);
+        mem_breakdown m = {0};
+        mem_compute(&sc.model, &sc.plan, &m);
+        unload();
+        ck_assert_rel(m.buffers - base.buffers, base.grads, 1e-12);
+        ck_assert_rel(m.peak - base.peak, base.grads, 1e-12);
+    }
+}
+END_TEST
+
 Suite *suite(void)
 {
     Suite *s = suite_create("compression_deployed");
@@ -173,6 +199,7 @@ Suite *suite(void)
     tcase_add_test(t, union_limits);
     tcase_add_test(t, bad_input);
     tcase_add_test(t, memory_error_feedback);
+    tcase_add_test(t, memory_error_feedback_every_method);
     suite_add_tcase(s, t);
     return s;
 }
