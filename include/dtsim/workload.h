@@ -199,6 +199,11 @@ typedef struct wl_env {
     /* Fraction of line rate collectives and sends achieve per link class
      * (topo_apply_link_efficiency): 0 is read as 1 (line rate). */
     double link_nvlink, link_network;
+    /* options.comm_contention (replay_config.contention): compute beside an overlapped
+     * collective slows by the SMs and HBM bandwidth the collective takes. On unless
+     * no_contention; contention_sms: SMs one collective occupies (0: the GPU's figure). */
+    bool no_contention;
+    int contention_sms;
 } wl_env;
 
 typedef struct wl_scenario {

@@ -513,7 +513,7 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
     if (o) {
         static const char *const okeys[] = {"network", "calibration", "dp_algorithm",
                                             "ring_model", "ps_servers", "memory_headroom",
-                                            "calibration_fit", NULL};
+                                            "calibration_fit", "comm_contention", NULL};
         TRY(js_expect_object(c, o, "options"));
         TRY(js_check_keys(c, o, "options", okeys));
         int nm = NET_FLOW;
@@ -563,6 +563,23 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
                            "expected fit names such as \"mpi_allreduce\" (comma-separated, one per "
                            "scope), found \"%.40s\"", fit);
         if (fit) snprintf(s->calibration_fit, sizeof s->calibration_fit, "%s", fit);
+        /* compute slowed by the collectives it overlaps: true (default), false, or
+         * {"sms": N} for the SMs one collective's kernels hold */
+        const cJSON *cn = cJSON_GetObjectItemCaseSensitive(o, "comm_contention");
+        if (cn && cJSON_IsBool(cn)) {
+            s->env.no_contention = cJSON_IsFalse(cn);
+        } else if (cn) {
+            char buf[64];
+            if (!cJSON_IsObject(cn))
+                return js_fail(c, "options", "comm_contention",
+                               "expected true, false or an object {\"sms\": N}, found %s",
+                               js_describe(cn, buf, sizeof buf));
+            static const char *const ckeys[] = {"sms", NULL};
+            TRY(js_check_keys(c, cn, "options.comm_contention", ckeys));
+            long long sms = 0;
+            TRY(js_get_int(c, cn, "options.comm_contention", "sms", true, 1, 1024, &sms));
+            s->env.contention_sms = (int)sms;
+        }
     }
     TRY(parse_faults(c, j, s));
     TRY(gp_parse(c, j, &s->failures, &s->checkpoint, &s->storage, &s->input));
