@@ -232,6 +232,9 @@ typedef struct wl_scenario {
  * at the topology beyond its presence: checks that need the GPU count are in wl_plan_check(). */
 int wl_scenario_parse(const js_ctx *ctx, const cJSON *j, wl_scenario *out);
 void wl_scenario_free(wl_scenario *s);
+/* options.comm_contention (or a trace environment's) of obj into env: true, false or
+ * {"sms": N}; absent leaves env as it is. Errors name path.comm_contention. */
+int wl_comm_contention_parse(const js_ctx *ctx, const cJSON *obj, const char *path, wl_env *env);
 /* Complete the plan for a cluster of n_gpus: dp defaults to n_gpus/(tp*pp); microbatches and
  * global_batch are derived from each other; then dp*tp*pp must equal n_gpus, layers split over
  * pp*virtual_stages, stragglers name existing GPUs. Error paths name the keys involved. */

@@ -563,29 +563,37 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
                            "expected fit names such as \"mpi_allreduce\" (comma-separated, one per "
                            "scope), found \"%.40s\"", fit);
         if (fit) snprintf(s->calibration_fit, sizeof s->calibration_fit, "%s", fit);
-        /* compute slowed by the collectives it overlaps: true (default), false, or
-         * {"sms": N} for the SMs one collective's kernels hold */
-        const cJSON *cn = cJSON_GetObjectItemCaseSensitive(o, "comm_contention");
-        if (cn && cJSON_IsBool(cn)) {
-            s->env.no_contention = cJSON_IsFalse(cn);
-        } else if (cn) {
-            char buf[64];
-            if (!cJSON_IsObject(cn))
-                return js_fail(c, "options", "comm_contention",
-                               "expected true, false or an object {\"sms\": N}, found %s",
-                               js_describe(cn, buf, sizeof buf));
-            static const char *const ckeys[] = {"sms", NULL};
-            TRY(js_check_keys(c, cn, "options.comm_contention", ckeys));
-            long long sms = 0;
-            TRY(js_get_int(c, cn, "options.comm_contention", "sms", true, 1, 1024, &sms));
-            s->env.contention_sms = (int)sms;
-        }
+        TRY(wl_comm_contention_parse(c, o, "options", &s->env));
     }
     TRY(parse_faults(c, j, s));
     TRY(gp_parse(c, j, &s->failures, &s->checkpoint, &s->storage, &s->input));
     long long seed = (long long)s->env.seed;
     TRY(js_get_int(c, j, "", "seed", false, 0, (1LL << 53), &seed));
     s->env.seed = (uint64_t)seed;
+    return DT_OK;
+}
+
+/* "comm_contention" of obj (options, a trace's environment): true (the default), false, or
+ * {"sms": N}, the SMs one collective's kernels hold. */
+int wl_comm_contention_parse(const js_ctx *c, const cJSON *obj, const char *path, wl_env *env)
+{
+    const cJSON *cn = cJSON_GetObjectItemCaseSensitive(obj, "comm_contention");
+    if (!cn) return DT_OK;
+    if (cJSON_IsBool(cn)) {
+        env->no_contention = cJSON_IsFalse(cn);
+        return DT_OK;
+    }
+    char buf[64], sub[JS_PATH_MAX];
+    if (!cJSON_IsObject(cn))
+        return js_fail(c, path, "comm_contention",
+                       "expected true, false or an object {\"sms\": N}, found %s",
+                       js_describe(cn, buf, sizeof buf));
+    static const char *const keys[] = {"sms", NULL};
+    js_path_key(sub, path, "comm_contention");
+    TRY(js_check_keys(c, cn, sub, keys));
+    long long sms = 0;
+    TRY(js_get_int(c, cn, sub, "sms", true, 1, 1024, &sms));
+    env->contention_sms = (int)sms;
     return DT_OK;
 }
 
