@@ -93,6 +93,9 @@ typedef struct wl_framework {
     bool tp_comm_overlap;        /* TP collectives overlap the layer's GEMMs (exposed: excess) */
     bool pp_blocking_sends;      /* a stage's compute waits for its pipeline send to finish */
     double optimizer_bytes;      /* bytes moved per updated parameter; 0 = by optimizer kind */
+    /* bytes per gradient element of the data-parallel reduction (framework.reduce_dtype: FSDP's
+     * MixedPrecision.reduce_dtype); 0 = the training precision's */
+    double reduce_bytes;
 } wl_framework;
 
 const char *wl_framework_name(wl_framework_preset p);

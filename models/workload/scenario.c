@@ -341,7 +341,8 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
         o = v;
         static const char *const keys[] = {"preset", "overlap_grad_reduce", "overlap_param_gather",
                                            "tp_comm_overlap", "pp_blocking_sends",
-                                           "optimizer_bytes", "link_efficiency", NULL};
+                                           "optimizer_bytes", "link_efficiency", "reduce_dtype",
+                                           NULL};
         TRY(js_check_keys(c, o, "framework", keys));
         TRY(js_get_enum(c, o, "framework", "preset", false, framework_names, &preset));
     } else {
@@ -372,6 +373,11 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
         TRY(js_get_bool(c, o, "framework", "tp_comm_overlap", false, &fw->tp_comm_overlap));
         TRY(js_get_bool(c, o, "framework", "pp_blocking_sends", false, &fw->pp_blocking_sends));
         TRY(js_get_number(c, o, "framework", "optimizer_bytes", false, 1, 1e4, &fw->optimizer_bytes));
+        /* the dtype gradients are reduced in (PyTorch FSDP MixedPrecision.reduce_dtype; Composer's
+         * mixed_precision DEFAULT reduces in fp32 under bf16 autocast) */
+        int rd = -1;
+        TRY(js_get_enum(c, o, "framework", "reduce_dtype", false, precision_names, &rd));
+        if (rd >= 0) fw->reduce_bytes = wl_precision_bytes((wl_precision)rd);
         const cJSON *le = cJSON_GetObjectItemCaseSensitive(o, "link_efficiency");
         if (le) {
             if (cJSON_IsString(le)) {
