@@ -91,20 +91,26 @@ typedef struct replay_config {
      * (re-timed by events when a collective starts or ends); a layer op whose tensor-parallel
      * collectives it overlaps (wl_cost.inlane_overlap) pays the SMs and HBM of Transformer
      * Engine's userbuffers kernels. false (the zero value): overlapped communication is free
-     * for the compute beside it. contention_sms: SMs one NCCL collective occupies; 0: the
-     * GPU's own figure, replay_nccl_sms(). */
+     * for the compute beside it. contention_sms: SMs one NCCL collective occupies; 0: by its
+     * bandwidth, replay_nccl_channels(). */
     bool contention;
     int contention_sms;
 } replay_config;
 
-/* Bandwidth one NCCL channel (one thread block, one SM) carries per direction, B/s: NCCL runs as
- * few channels as reach its platform's link bandwidth, 16 on DGX A100 (300 GB/s NVLink: NVIDIA/
- * nccl#689) and 24 on H100 (450 GB/s: an H100 all-gather under FSDP launched 24 blocks, NVIDIA
- * developer forum 337991), 18.75 GB/s per channel on both. */
-#define REPLAY_NCCL_CHANNEL_BW 18.75e9
-/* SMs an NCCL collective occupies on spec: nvlink_bw / REPLAY_NCCL_CHANNEL_BW rounded, at least
- * 1, at most half the SMs (0 when neither NVLink bandwidth nor SMs are known). */
+/* Bandwidth one NCCL channel (one thread block, one SM) achieves per direction, B/s. NCCL runs
+ * as few channels as reach the bandwidth its topology search finds (NVIDIA/nccl#689: "a PCI
+ * system with a single NIC, which can achieve up to 12-24 GB/s ... should just launch 2 SMs",
+ * 16 on DGX A100, whose NVLink all-reduce reaches 0.8 x 300 GB/s), and an H100 all-gather under
+ * FSDP launched 24 (NVIDIA developer forum 337991; 0.8 x 450 GB/s): 15 GB/s per channel on each. */
+#define REPLAY_NCCL_CHANNEL_BW 15e9
+#define REPLAY_NCCL_MIN_CHANNELS 2
+/* The most SMs an NCCL collective occupies on spec: its NVLink bandwidth at NCCL's efficiency
+ * (0.8, topo.h) over REPLAY_NCCL_CHANNEL_BW, rounded, at most half the SMs (0 when neither
+ * NVLink bandwidth nor SMs are known): A100 16, H100 and H200 24, B200 48. */
 int replay_nccl_sms(const gpu_spec *spec);
+/* SMs a collective sending `rate` B/s per GPU occupies on spec: ceil(rate /
+ * REPLAY_NCCL_CHANNEL_BW), at least REPLAY_NCCL_MIN_CHANNELS, at most replay_nccl_sms(spec). */
+int replay_nccl_channels(const gpu_spec *spec, double rate);
 /* Transformer Engine's userbuffers tensor-parallel overlap (Megatron-Core --tp-comm-overlap,
  * TE initialize_ub defaults): all-gathers run as a ring exchange on the copy engines with one SM
  * (num_sm 1), reduce-scatters (pipeline and bulk methods) on 16 SMs that the GEMM leaves free

@@ -110,12 +110,13 @@ typedef struct rep {
      * of its compute part and the in-lane tail after it, and a version that lets a re-timed
      * op's earlier completion event be ignored (sim.h: lazy cancellation). NULL when off. */
     int *cn_lvl;
-    double *cn_hbm;
+    double *cn_hbm, *cn_sms;
     uint32_t *cn_cur;
     double *cn_rem, *cn_ratio;
     sim_time_t *cn_t, *cn_cend, *cn_tail, *cn_start;
     uint64_t *cn_ver;
     double *cn_inst_hbm;           /* per collective instance: its HBM B/s on each GPU */
+    double *cn_inst_sms;           /* per collective instance: the SMs it holds on each GPU */
     unsigned char *cn_on;          /* per op: its collective counted in its lane's contention */
     sim_time_t *tp_steal;          /* per (cost, lane): compute lost to overlapped TP comm, -1 */
 } rep;
@@ -182,10 +183,20 @@ static sim_time_t comm_time(const rep *R, coll_op op, const int *gpus, int n, do
 int replay_nccl_sms(const gpu_spec *spec)
 {
     if (!spec || spec->nvlink_bw <= 0 || spec->sms <= 0) return 0;
-    long ch = lround(spec->nvlink_bw / REPLAY_NCCL_CHANNEL_BW);
+    long ch = lround(spec->nvlink_bw * TOPO_NCCL_NVLINK_EFFICIENCY / REPLAY_NCCL_CHANNEL_BW);
     if (ch < 1) ch = 1;
     if (ch > spec->sms / 2) ch = spec->sms / 2;
     return (int)ch;
+}
+
+int replay_nccl_channels(const gpu_spec *spec, double rate)
+{
+    int most = replay_nccl_sms(spec);
+    if (most <= 0) return 0;
+    double x = ceil(rate / REPLAY_NCCL_CHANNEL_BW - 1e-9);
+    int ch = x > most ? most : (int)x;
+    if (ch < REPLAY_NCCL_MIN_CHANNELS) ch = REPLAY_NCCL_MIN_CHANNELS;
+    return ch > most ? most : ch;
 }
 
 sim_time_t replay_contended_time(const wl_graph *g, const wl_cost *c, const gpu_spec *spec,
@@ -227,8 +238,8 @@ static double sent_bytes(coll_op op, int n, double bytes)
     }
 }
 
-/* Contended / free time of cost on the lane's first GPU with lvl NCCL collectives and hbm B/s of
- * their traffic beside it (1 with nothing beside it). */
+/* Contended / free time of cost on the lane's first GPU with the SMs and HBM B/s of the
+ * lane's collectives in flight taken (1 with nothing in flight). */
 static double cn_ratio_of(rep *R, uint32_t cost, uint32_t lane)
 {
     if (R->cn_lvl[lane] <= 0) return 1;
@@ -236,10 +247,8 @@ static double cn_ratio_of(rep *R, uint32_t cost, uint32_t lane)
     const gpu_spec *sp = &R->cfg->gpus[gpu];
     sim_time_t t0 = base_time(R, cost, gpu);
     if (t0 <= 0) return 1;
-    int ch = R->cfg->contention_sms > 0 ? R->cfg->contention_sms : replay_nccl_sms(sp);
     sim_time_t t1 = replay_contended_time(R->g, &R->g->costs[cost], sp, R->cfg->op_time,
-                                          R->cfg->gemm_time, (double)ch * R->cn_lvl[lane],
-                                          R->cn_hbm[lane]);
+                                          R->cfg->gemm_time, R->cn_sms[lane], R->cn_hbm[lane]);
     return t1 > t0 ? (double)t1 / (double)t0 : 1;
 }
 
@@ -256,7 +265,7 @@ static void cn_schedule(rep *R, uint32_t lane)
 /* A collective of this lane starts (dl +1) or ends (-1): the compute op running now, if it is
  * still in its compute part, keeps the work it has done at the old rate and runs the rest at the
  * new one. */
-static void cn_change(rep *R, uint32_t lane, int dl, double dh)
+static void cn_change(rep *R, uint32_t lane, int dl, double dh, double ds)
 {
     sim_time_t now = sim_now(R->eng);
     uint32_t id = R->cn_cur[lane];
@@ -267,9 +276,10 @@ static void cn_change(rep *R, uint32_t lane, int dl, double dh)
     }
     R->cn_lvl[lane] += dl;
     R->cn_hbm[lane] += dh;
+    R->cn_sms[lane] += ds;
     if (R->cn_lvl[lane] <= 0) {
         R->cn_lvl[lane] = 0;
-        R->cn_hbm[lane] = 0; /* no drift of the sum once nothing is in flight */
+        R->cn_hbm[lane] = R->cn_sms[lane] = 0; /* no drift of the sums once nothing is in flight */
     }
     if (!running) return;
     R->cn_t[lane] = now;
@@ -506,14 +516,19 @@ static void start_op(rep *R, uint32_t id)
             sim_time_t t0 = R->cfg->comm ? comm_time(R, c->op, R->scratch, (int)last_m, c->bytes, false)
                                          : worst;
             if (t0 > 0 && last_m > 1) {
-                double h = REPLAY_NCCL_HBM_PER_BYTE * sent_bytes(c->op, (int)last_m, c->bytes) /
-                           sim_time_to_s(t0);
+                /* its pace per GPU sets both its HBM traffic and the channels NCCL gives it */
+                double rate = sent_bytes(c->op, (int)last_m, c->bytes) / sim_time_to_s(t0);
+                double h = REPLAY_NCCL_HBM_PER_BYTE * rate;
+                double ch = R->cfg->contention_sms > 0
+                                ? R->cfg->contention_sms
+                                : replay_nccl_channels(&R->cfg->gpus[R->scratch[0]], rate);
                 R->cn_inst_hbm[inst] = h;
+                R->cn_inst_sms[inst] = ch;
                 for (uint32_t i = 0; i < n; i++) {
                     uint32_t p = R->part[R->part_start[inst] + i];
                     if (R->dropped && R->dropped[R->g->ops[p].lane]) continue;
                     R->cn_on[p] = 1;
-                    cn_change(R, R->g->ops[p].lane, +1, h);
+                    cn_change(R, R->g->ops[p].lane, +1, h, ch);
                 }
             }
         }
@@ -581,7 +596,7 @@ static void finish_coll(rep *R, uint32_t inst)
         }
         if (R->cn_on && R->cn_on[p]) {
             R->cn_on[p] = 0;
-            cn_change(R, R->g->ops[p].lane, -1, -R->cn_inst_hbm[inst]);
+            cn_change(R, R->g->ops[p].lane, -1, -R->cn_inst_hbm[inst], -R->cn_inst_sms[inst]);
         }
         complete_op(R, p);
     }
@@ -881,6 +896,7 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
         size_t L = (size_t)g->n_lanes + 1;
         R.cn_lvl = dt_xcalloc(L, sizeof *R.cn_lvl);
         R.cn_hbm = dt_xcalloc(L, sizeof *R.cn_hbm);
+        R.cn_sms = dt_xcalloc(L, sizeof *R.cn_sms);
         R.cn_cur = dt_xmalloc(L * sizeof *R.cn_cur);
         for (size_t i = 0; i < L; i++) R.cn_cur[i] = CN_NONE;
         R.cn_rem = dt_xcalloc(L, sizeof *R.cn_rem);
@@ -891,6 +907,7 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
         R.cn_start = dt_xcalloc(L, sizeof *R.cn_start);
         R.cn_ver = dt_xcalloc(L, sizeof *R.cn_ver);
         R.cn_inst_hbm = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.cn_inst_hbm);
+        R.cn_inst_sms = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.cn_inst_sms);
         R.cn_on = dt_xcalloc((size_t)n + 1, 1);
         R.tp_steal = dt_xmalloc((nic + 1) * sizeof *R.tp_steal);
         for (size_t i = 0; i < nic; i++) R.tp_steal[i] = -1;
@@ -976,6 +993,7 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     free(R.own);
     free(R.cn_lvl);
     free(R.cn_hbm);
+    free(R.cn_sms);
     free(R.cn_cur);
     free(R.cn_rem);
     free(R.cn_ratio);
@@ -985,6 +1003,7 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     free(R.cn_start);
     free(R.cn_ver);
     free(R.cn_inst_hbm);
+    free(R.cn_inst_sms);
     free(R.cn_on);
     free(R.tp_steal);
     free(R.inl);

@@ -20,7 +20,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 python3 - "$tmp/epcp.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-want = {"E-mixtral-8x7b-64-h100": 528.0, "N-llama2-7b-32k-cp2": 884.8, "N-llama2-7b-128k-cp4": 859.9}
+want = {"E-mixtral-8x7b-64-h100": 531.2, "N-llama2-7b-32k-cp2": 894.2, "N-llama2-7b-128k-cp4": 861.7}
 got = {r["id"]: r for r in d["cases"]}
 assert set(got) == set(want), got.keys()
 for k, v in want.items():

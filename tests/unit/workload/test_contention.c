@@ -1,9 +1,10 @@
 /* test_contention.c - compute beside overlapped communication (replay_config.contention).
- * Pins down, on hand-built graphs of H100s (132 SMs, 450 GB/s NVLink: 24 NCCL channels,
- * 3.35 TB/s HBM at 0.8) over a uniform 100 GB/s fabric without latency:
- * - a 1 ms GEMM beside a 0.5 ms all-gather of its lane ends at 1 ms + 0.5 ms x 24/132 (the
- *   all-gather's 24 SMs leave 108 for the GEMM while it runs: rate 108/132), and with a 2 ms
- *   all-gather it ends inside it, at 1 ms x 132/108;
+ * Pins down, on hand-built graphs of H100s (132 SMs, 3.35 TB/s HBM at 0.8) over a uniform
+ * 100 GB/s fabric without latency:
+ * - a 1 ms GEMM beside a 0.5 ms all-gather of its lane ends at 1 ms + 0.5 ms x 7/132 (the
+ *   all-gather sends 100 GB/s: ceil(100 / 15) = 7 NCCL channels, leaving 125 SMs to the GEMM
+ *   while it runs: rate 125/132), and with a 2 ms all-gather it ends inside it, at
+ *   1 ms x 132/125;
  * - a memory-bound op beside it loses the all-gather's HBM traffic, 3 bytes per byte sent at
  *   the 100 GB/s it sends: 1 ms + 0.5 ms x 0.3/2.68;
  * - options.comm_contention {"sms": 66}: half the SMs, 1 ms + 0.5 ms / 2; contention off (the
@@ -11,7 +12,8 @@
  *   ends leaves it alone;
  * - a layer op overlapping its tensor-parallel reduce-scatter (Transformer Engine userbuffers,
  *   16 SMs) lasts 1 ms + 0.5 ms x 16/132, its all-gather (copy engines, 1 SM) 1 ms + 0.5/132;
- * - replay_nccl_sms: 16 on A100 (300 GB/s), 24 on H100, 48 on B200.
+ * - replay_nccl_sms: 16 on A100 (300 GB/s), 24 on H100, 48 on B200; replay_nccl_channels: 2 for
+ *   a 12 GB/s NIC, 4 at 48 GB/s, 24 at H100 NVLink's 360 GB/s and no more beyond, 16 on A100.
  * Leaves free: the flow network (analytic path costs here), the scenario plumbing (cli tests). */
 #include <string.h>
 
@@ -89,13 +91,13 @@ START_TEST(gemm_beside_allgather)
 {
     wl_cost c = gemm_1ms();
     wl_graph *g = graph(&c, AG_BYTES(0.5), false);
-    ck_assert_rel(op_end_ms(g, true, 0), 1.0 + 0.5 * 24.0 / 132.0, 1e-9);
+    ck_assert_rel(op_end_ms(g, true, 0), 1.0 + 0.5 * 7.0 / 132.0, 1e-9);
     ck_assert_rel(op_end_ms(g, false, 0), 1.0, 1e-9);
     ck_assert_rel(op_end_ms(g, true, 66), 1.0 + 0.5 / 2, 1e-9);
     wl_graph_destroy(g);
-    /* the all-gather outlasts the GEMM: all of it runs on 108 SMs */
+    /* the all-gather outlasts the GEMM: all of it runs on 125 SMs */
     g = graph(&c, AG_BYTES(2.0), false);
-    ck_assert_rel(op_end_ms(g, true, 0), 132.0 / 108.0, 1e-9);
+    ck_assert_rel(op_end_ms(g, true, 0), 132.0 / 125.0, 1e-9);
     wl_graph_destroy(g);
     /* after the GEMM: nothing beside it */
     g = graph(&c, AG_BYTES(0.5), true);
@@ -155,6 +157,14 @@ START_TEST(nccl_sms_per_gpu)
         ck_assert_int_eq(gpu_preset(names[i], &s, &e), DT_OK);
         ck_assert_int_eq(replay_nccl_sms(&s), want[i]);
     }
+    gpu_spec h = h100(), a;
+    dt_error e;
+    ck_assert_int_eq(gpu_preset("A100-SXM", &a, &e), DT_OK);
+    ck_assert_int_eq(replay_nccl_channels(&h, 12e9), 2);
+    ck_assert_int_eq(replay_nccl_channels(&h, 48e9), 4);
+    ck_assert_int_eq(replay_nccl_channels(&h, 360e9), 24);
+    ck_assert_int_eq(replay_nccl_channels(&h, 1e12), 24);
+    ck_assert_int_eq(replay_nccl_channels(&a, 360e9), 16);
 }
 END_TEST
 
