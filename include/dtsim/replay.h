@@ -85,7 +85,52 @@ typedef struct replay_config {
      * with the quorum's last op and their remaining compute is cancelled (it counts for
      * nothing). 0: synchronous, every lane waits for every other. */
     int backup_drop;
+    /* Communication contention (docs/workloads.md, "Compute beside communication"): while a
+     * collective of its lane is in flight, a compute op on the compute stream runs at the rate
+     * of its GPU less the SMs the collective's kernels occupy and the HBM bandwidth they use
+     * (re-timed by events when a collective starts or ends); a layer op whose tensor-parallel
+     * collectives it overlaps (wl_cost.inlane_overlap) pays the SMs and HBM of Transformer
+     * Engine's userbuffers kernels. false (the zero value): overlapped communication is free
+     * for the compute beside it. contention_sms: SMs one NCCL collective occupies; 0: by its
+     * bandwidth, replay_nccl_channels(). */
+    bool contention;
+    int contention_sms;
 } replay_config;
+
+/* Bandwidth one NCCL channel (one thread block, one SM) achieves per direction, B/s. NCCL runs
+ * as few channels as reach the bandwidth its topology search finds (NVIDIA/nccl#689: "a PCI
+ * system with a single NIC, which can achieve up to 12-24 GB/s ... should just launch 2 SMs",
+ * 16 on DGX A100, whose NVLink all-reduce reaches 0.8 x 300 GB/s), and an H100 all-gather under
+ * FSDP launched 24 (NVIDIA developer forum 337991; 0.8 x 450 GB/s): 15 GB/s per channel on each. */
+#define REPLAY_NCCL_CHANNEL_BW 15e9
+#define REPLAY_NCCL_MIN_CHANNELS 2
+/* The most SMs an NCCL collective occupies on spec: its NVLink bandwidth at NCCL's efficiency
+ * (0.8, topo.h) over REPLAY_NCCL_CHANNEL_BW, rounded, at most half the SMs (0 when neither
+ * NVLink bandwidth nor SMs are known): A100 16, H100 and H200 24, B200 48. */
+int replay_nccl_sms(const gpu_spec *spec);
+/* SMs a collective sending `rate` B/s per GPU occupies on spec: ceil(rate /
+ * REPLAY_NCCL_CHANNEL_BW), at least REPLAY_NCCL_MIN_CHANNELS, at most replay_nccl_sms(spec). */
+int replay_nccl_channels(const gpu_spec *spec, double rate);
+/* Transformer Engine's userbuffers tensor-parallel overlap (Megatron-Core --tp-comm-overlap,
+ * TE initialize_ub defaults): all-gathers run as a ring exchange on the copy engines with one SM
+ * (num_sm 1), reduce-scatters (pipeline and bulk methods) on 16 SMs that the GEMM leaves free
+ * (set_sm_margin). */
+#define REPLAY_TE_AG_SMS 1
+#define REPLAY_TE_RS_SMS 16
+/* HBM bytes a GPU moves per byte it sends in a collective: NCCL (simple protocol through the
+ * receiver's FIFO buffer): the byte is written into the receiver's FIFO, read from it, and
+ * written to the output (or summed with the local chunk, read once more); the read also feeds
+ * the send onward: 3. Userbuffers write straight into the peer's registered buffer: read to
+ * send, written on receipt: 2. */
+#define REPLAY_NCCL_HBM_PER_BYTE 3.0
+#define REPLAY_TE_HBM_PER_BYTE 2.0
+/* Compute time of cost c on spec while other kernels hold `sms` of its SMs and use `hbm` B/s of
+ * its memory bandwidth: the cost on a GPU with sms fewer SMs (peak scaled by the SMs left, GEMM
+ * waves over the SMs left) and the achieved HBM bandwidth less hbm, never under half of it (two
+ * streams of requests each get half of a saturated memory system). */
+sim_time_t replay_contended_time(const wl_graph *g, const wl_cost *c, const gpu_spec *spec,
+                                 replay_op_time_fn op_time, replay_gemm_time_fn gemm_time,
+                                 double sms, double hbm);
 
 typedef struct replay_result {
     sim_time_t step_time;

@@ -93,6 +93,9 @@ typedef struct wl_framework {
     bool tp_comm_overlap;        /* TP collectives overlap the layer's GEMMs (exposed: excess) */
     bool pp_blocking_sends;      /* a stage's compute waits for its pipeline send to finish */
     double optimizer_bytes;      /* bytes moved per updated parameter; 0 = by optimizer kind */
+    /* bytes per gradient element of the data-parallel reduction (framework.reduce_dtype: FSDP's
+     * MixedPrecision.reduce_dtype); 0 = the training precision's */
+    double reduce_bytes;
 } wl_framework;
 
 const char *wl_framework_name(wl_framework_preset p);
@@ -206,6 +209,11 @@ typedef struct wl_env {
     /* Fraction of line rate collectives and sends achieve per link class
      * (topo_apply_link_efficiency): 0 is read as 1 (line rate). */
     double link_nvlink, link_network;
+    /* options.comm_contention (replay_config.contention): compute beside an overlapped
+     * collective slows by the SMs and HBM bandwidth the collective takes. On unless
+     * no_contention; contention_sms: SMs one collective occupies (0: the GPU's figure). */
+    bool no_contention;
+    int contention_sms;
 } wl_env;
 
 typedef struct wl_scenario {
@@ -234,6 +242,9 @@ typedef struct wl_scenario {
  * at the topology beyond its presence: checks that need the GPU count are in wl_plan_check(). */
 int wl_scenario_parse(const js_ctx *ctx, const cJSON *j, wl_scenario *out);
 void wl_scenario_free(wl_scenario *s);
+/* options.comm_contention (or a trace environment's) of obj into env: true, false or
+ * {"sms": N}; absent leaves env as it is. Errors name path.comm_contention. */
+int wl_comm_contention_parse(const js_ctx *ctx, const cJSON *obj, const char *path, wl_env *env);
 /* Complete the plan for a cluster of n_gpus: dp defaults to n_gpus/(tp*pp); microbatches and
  * global_batch are derived from each other; then dp*tp*pp must equal n_gpus, layers split over
  * pp*virtual_stages, stragglers name existing GPUs. Error paths name the keys involved. */

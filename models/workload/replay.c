@@ -104,7 +104,24 @@ typedef struct rep {
     unsigned char *waiting;        /* per op: a collective op that has arrived, not finished */
     bool quorum;                   /* the step's quorum is decided */
     int n_dropped;
+    /* Communication contention (replay_config.contention), per lane: the NCCL collectives in
+     * flight (count, summed HBM B/s), and the compute-stream op running now: its remaining work
+     * in contention-free picoseconds, the contended/free time ratio it runs at since cn_t, the end
+     * of its compute part and the in-lane tail after it, and a version that lets a re-timed
+     * op's earlier completion event be ignored (sim.h: lazy cancellation). NULL when off. */
+    int *cn_lvl;
+    double *cn_hbm, *cn_sms;
+    uint32_t *cn_cur;
+    double *cn_rem, *cn_ratio;
+    sim_time_t *cn_t, *cn_cend, *cn_tail, *cn_start;
+    uint64_t *cn_ver;
+    double *cn_inst_hbm;           /* per collective instance: its HBM B/s on each GPU */
+    double *cn_inst_sms;           /* per collective instance: the SMs it holds on each GPU */
+    unsigned char *cn_on;          /* per op: its collective counted in its lane's contention */
+    sim_time_t *tp_steal;          /* per (cost, lane): compute lost to overlapped TP comm, -1 */
 } rep;
+
+#define CN_NONE UINT32_MAX
 
 /* FP8 training (Transformer Engine) runs only the GEMMs of linear layers in FP8: attention
  * (a bf16 fused kernel), elementwise and optimizer ops stay in 16 bits or fp32. */
@@ -161,6 +178,141 @@ static sim_time_t comm_time(const rep *R, coll_op op, const int *gpus, int n, do
 {
     if (R->cfg->coll_time) return n > 1 ? R->cfg->coll_time(R->cfg->coll_ctx, op, gpus, n, bytes, in_lane) : 0;
     return replay_coll_time(R->cfg->path, R->cfg->path_ctx, op, gpus, n, bytes);
+}
+
+int replay_nccl_sms(const gpu_spec *spec)
+{
+    if (!spec || spec->nvlink_bw <= 0 || spec->sms <= 0) return 0;
+    long ch = lround(spec->nvlink_bw * TOPO_NCCL_NVLINK_EFFICIENCY / REPLAY_NCCL_CHANNEL_BW);
+    if (ch < 1) ch = 1;
+    if (ch > spec->sms / 2) ch = spec->sms / 2;
+    return (int)ch;
+}
+
+int replay_nccl_channels(const gpu_spec *spec, double rate)
+{
+    int most = replay_nccl_sms(spec);
+    if (most <= 0) return 0;
+    double x = ceil(rate / REPLAY_NCCL_CHANNEL_BW - 1e-9);
+    int ch = x > most ? most : (int)x;
+    if (ch < REPLAY_NCCL_MIN_CHANNELS) ch = REPLAY_NCCL_MIN_CHANNELS;
+    return ch > most ? most : ch;
+}
+
+sim_time_t replay_contended_time(const wl_graph *g, const wl_cost *c, const gpu_spec *spec,
+                                 replay_op_time_fn op_time, replay_gemm_time_fn gemm_time,
+                                 double sms, double hbm)
+{
+    if (!spec) return replay_op_compute_time(g, c, spec, op_time, gemm_time);
+    gpu_spec s = *spec;
+    if (s.sms > 0 && sms > 0) {
+        /* the collective's blocks hold whole SMs (NCCL CTAs share no SM with compute kernels,
+         * NVIDIA/nccl#689): the GEMM's waves run over the rest, each SM at its own rate */
+        int left = s.sms - (int)lround(sms);
+        if (left < 1) left = 1;
+        double f = (double)left / s.sms;
+        for (int p = 0; p < GPU_PRECISION_COUNT; p++) s.peak_flops[p] *= f;
+        s.sms = left;
+    }
+    if (hbm > 0 && s.hbm_bw > 0 && s.memory_eff > 0) {
+        double avail = s.hbm_bw * s.memory_eff;
+        double left = avail - hbm;
+        if (left < 0.5 * avail) left = 0.5 * avail;
+        s.hbm_bw = left / s.memory_eff;
+    }
+    return replay_op_compute_time(g, c, &s, op_time, gemm_time);
+}
+
+/* Bytes one GPU sends in collective op over n ranks of `bytes` (nccl-tests convention): the
+ * ring's (n-1)/n of the buffer, twice for an all-reduce. */
+static double sent_bytes(coll_op op, int n, double bytes)
+{
+    if (n <= 1) return 0;
+    double f = (double)(n - 1) / n;
+    switch (op) {
+    case COLL_ALLREDUCE: return 2 * f * bytes;
+    case COLL_BROADCAST:
+    case COLL_REDUCE:
+    case COLL_SENDRECV: return bytes;
+    default: return f * bytes;
+    }
+}
+
+/* Contended / free time of cost on the lane's first GPU with the SMs and HBM B/s of the
+ * lane's collectives in flight taken (1 with nothing in flight). */
+static double cn_ratio_of(rep *R, uint32_t cost, uint32_t lane)
+{
+    if (R->cn_lvl[lane] <= 0) return 1;
+    int gpu = R->g->lane_gpus[(size_t)lane * R->ts];
+    const gpu_spec *sp = &R->cfg->gpus[gpu];
+    sim_time_t t0 = base_time(R, cost, gpu);
+    if (t0 <= 0) return 1;
+    sim_time_t t1 = replay_contended_time(R->g, &R->g->costs[cost], sp, R->cfg->op_time,
+                                          R->cfg->gemm_time, R->cn_sms[lane], R->cn_hbm[lane]);
+    return t1 > t0 ? (double)t1 / (double)t0 : 1;
+}
+
+static void cn_schedule(rep *R, uint32_t lane)
+{
+    uint32_t id = R->cn_cur[lane];
+    double x = R->cn_rem[lane] * R->cn_ratio[lane];
+    sim_time_t d = x < 9.2e18 ? (sim_time_t)llround(x) : SIM_TIME_MAX;
+    R->cn_cend[lane] = sim_time_add(R->cn_t[lane], d);
+    sim_schedule(R->eng, sim_time_add(R->cn_cend[lane], R->cn_tail[lane]), R->k_op_done, id,
+                 ++R->cn_ver[lane]);
+}
+
+/* A collective of this lane starts (dl +1) or ends (-1): the compute op running now, if it is
+ * still in its compute part, keeps the work it has done at the old rate and runs the rest at the
+ * new one. */
+static void cn_change(rep *R, uint32_t lane, int dl, double dh, double ds)
+{
+    sim_time_t now = sim_now(R->eng);
+    uint32_t id = R->cn_cur[lane];
+    bool running = id != CN_NONE && now < R->cn_cend[lane];
+    if (running) {
+        double done = (double)(now - R->cn_t[lane]) / R->cn_ratio[lane];
+        R->cn_rem[lane] = R->cn_rem[lane] > done ? R->cn_rem[lane] - done : 0;
+    }
+    R->cn_lvl[lane] += dl;
+    R->cn_hbm[lane] += dh;
+    R->cn_sms[lane] += ds;
+    if (R->cn_lvl[lane] <= 0) {
+        R->cn_lvl[lane] = 0;
+        R->cn_hbm[lane] = R->cn_sms[lane] = 0; /* no drift of the sums once nothing is in flight */
+    }
+    if (!running) return;
+    R->cn_t[lane] = now;
+    R->cn_ratio[lane] = cn_ratio_of(R, R->g->ops[id].arg, lane);
+    cn_schedule(R, lane);
+}
+
+/* Compute a layer op loses to the tensor-parallel collectives it overlaps (Transformer Engine
+ * userbuffers): each collective i of time C_i takes s_i = 1 - free/contended of the op's compute
+ * rate while it runs, so the compute part becomes W + sum s_i C_i and the op max(C, that). */
+static sim_time_t tp_steal_time(rep *R, uint32_t cost, uint32_t lane)
+{
+    const wl_cost *c = &R->g->costs[cost];
+    if (!R->tp_steal || !c->inlane_overlap || c->n_inlane == 0 || R->ts <= 1) return 0;
+    sim_time_t *slot = &R->tp_steal[(size_t)cost * R->g->n_lanes + lane];
+    if (*slot >= 0) return *slot;
+    const int *gpus = &R->g->lane_gpus[(size_t)lane * R->ts];
+    const gpu_spec *sp = &R->cfg->gpus[gpus[0]];
+    sim_time_t t0 = base_time(R, cost, gpus[0]);
+    double steal = 0;
+    for (int i = 0; i < c->n_inlane && t0 > 0; i++) {
+        sim_time_t x = comm_time(R, c->inlane[i].op, gpus, R->ts, c->inlane[i].bytes, true);
+        if (x <= 0) continue;
+        double sms = c->inlane[i].op == COLL_ALLGATHER ? REPLAY_TE_AG_SMS : REPLAY_TE_RS_SMS;
+        double hbm = REPLAY_TE_HBM_PER_BYTE * sent_bytes(c->inlane[i].op, R->ts, c->inlane[i].bytes) /
+                     sim_time_to_s(x);
+        sim_time_t t1 = replay_contended_time(R->g, c, sp, R->cfg->op_time, R->cfg->gemm_time, sms,
+                                              hbm);
+        double lost = t1 > t0 ? 1.0 - (double)t0 / (double)t1 : 0;
+        steal += lost * (double)x * c->inlane[i].count;
+    }
+    *slot = steal < 9.2e18 ? (sim_time_t)llround(steal) : SIM_TIME_MAX;
+    return *slot;
 }
 
 static sim_time_t inlane_time(rep *R, uint32_t cost, uint32_t lane)
@@ -255,9 +407,14 @@ static void start_op(rep *R, uint32_t id)
             max = base_time(R, o->arg, gpus[0]);
         }
         sim_time_t in = inlane_time(R, o->arg, o->lane);
+        sim_time_t planned = max;
         /* overlapped in-lane collectives (--tp-comm-overlap) run under the op's compute:
-         * only what exceeds it is exposed */
-        if (R->g->costs[o->arg].inlane_overlap) in = in > max ? in - max : 0;
+         * only what exceeds it is exposed; with contention the compute they overlap runs
+         * slower by what their kernels take */
+        if (R->g->costs[o->arg].inlane_overlap) {
+            max = sim_time_add(max, tp_steal_time(R, o->arg, o->lane));
+            in = in > max ? in - max : 0;
+        }
         if (R->inl_cp) {
             sim_time_t ring = ring_time(R, o->arg, o->lane);
             R->inl_cp[id] = ring;
@@ -268,6 +425,17 @@ static void start_op(rep *R, uint32_t id)
             in = sim_time_add(in, ring);
         }
         if (R->inl) R->inl[id] = in;
+        if (R->cn_cur && o->stream == WL_STREAM_COMPUTE) {
+            uint32_t l = o->lane;
+            R->cn_cur[l] = id;
+            R->cn_rem[l] = (double)max;
+            R->cn_t[l] = now;
+            R->cn_start[l] = planned; /* for scaling the members' own times at the end */
+            R->cn_tail[l] = in;
+            R->cn_ratio[l] = cn_ratio_of(R, o->arg, l);
+            cn_schedule(R, l);
+            return;
+        }
         sim_schedule_in(R->eng, now, sim_time_add(max, in), R->k_op_done, id, 0);
     } else if (o->kind == WL_OP_SEND) {
         const int *src = &R->g->lane_gpus[(size_t)o->lane * R->ts];
@@ -321,6 +489,7 @@ static void start_op(rep *R, uint32_t id)
         const wl_coll *c = &R->g->colls[inst];
         sim_time_t worst = 0;
         if (R->cfg->comm) R->pending_coll[inst] = (uint32_t)R->ts;
+        uint32_t last_m = 0;
         for (int k = 0; k < R->ts; k++) {
             uint32_t m = 0; /* the participants that take part: all, or the quorum */
             for (uint32_t i = 0; i < n; i++) {
@@ -328,6 +497,7 @@ static void start_op(rep *R, uint32_t id)
                 if (R->dropped && R->dropped[R->g->ops[p].lane]) continue;
                 R->scratch[m++] = R->g->lane_gpus[(size_t)R->g->ops[p].lane * R->ts + k];
             }
+            last_m = m;
             if (R->cfg->comm) {
                 R->cfg->comm->coll(R->cfg->comm->ctx, c->op, R->scratch, (int)m, c->bytes,
                                    REPLAY_TAG(c->kind, o->name), R->k_coll_part, inst);
@@ -339,6 +509,28 @@ static void start_op(rep *R, uint32_t id)
         for (uint32_t i = 0; i < n; i++) {
             uint32_t p = R->part[R->part_start[inst] + i];
             if (!R->dropped || !R->dropped[R->g->ops[p].lane]) R->launch[p] = now;
+        }
+        if (R->cn_lvl) {
+            /* its HBM traffic at its contention-free pace (the analytic time of one of the ts
+             * symmetric collectives; flow mode's sharing only slows it, an upper bound) */
+            sim_time_t t0 = R->cfg->comm ? comm_time(R, c->op, R->scratch, (int)last_m, c->bytes, false)
+                                         : worst;
+            if (t0 > 0 && last_m > 1) {
+                /* its pace per GPU sets both its HBM traffic and the channels NCCL gives it */
+                double rate = sent_bytes(c->op, (int)last_m, c->bytes) / sim_time_to_s(t0);
+                double h = REPLAY_NCCL_HBM_PER_BYTE * rate;
+                double ch = R->cfg->contention_sms > 0
+                                ? R->cfg->contention_sms
+                                : replay_nccl_channels(&R->cfg->gpus[R->scratch[0]], rate);
+                R->cn_inst_hbm[inst] = h;
+                R->cn_inst_sms[inst] = ch;
+                for (uint32_t i = 0; i < n; i++) {
+                    uint32_t p = R->part[R->part_start[inst] + i];
+                    if (R->dropped && R->dropped[R->g->ops[p].lane]) continue;
+                    R->cn_on[p] = 1;
+                    cn_change(R, R->g->ops[p].lane, +1, h, ch);
+                }
+            }
         }
         if (!R->cfg->comm) sim_schedule_in(R->eng, now, worst, R->k_coll_done, inst, 0);
     }
@@ -373,7 +565,23 @@ static void complete_op(rep *R, uint32_t id)
 static void on_op_done(void *model, sim_engine *eng, const sim_event *ev)
 {
     (void)eng;
-    complete_op(model, ev->id);
+    rep *R = model;
+    if (ev->data != 0) {
+        /* a contention-timed op (data = its lane's version when scheduled): only the latest
+         * event of the op running now ends it; earlier ones were re-timed away */
+        uint32_t l = R->g->ops[ev->id].lane;
+        if (R->cn_cur[l] != ev->id || ev->data != R->cn_ver[l]) return;
+        R->cn_cur[l] = CN_NONE;
+        if (R->hetero_time && R->cn_start[l] > 0) {
+            /* the members' own compute times stretch with the lane's */
+            double f = (double)(R->cn_cend[l] - R->start[ev->id]) / (double)R->cn_start[l];
+            for (int k = 0; k < R->ts; k++) {
+                double x = (double)R->own[(size_t)ev->id * R->ts + k] * f;
+                R->own[(size_t)ev->id * R->ts + k] = x < 9.2e18 ? (sim_time_t)llround(x) : SIM_TIME_MAX;
+            }
+        }
+    }
+    complete_op(R, ev->id);
 }
 
 static void finish_coll(rep *R, uint32_t inst)
@@ -385,6 +593,10 @@ static void finish_coll(rep *R, uint32_t inst)
              * finished on their own) */
             if (!R->waiting[p]) continue;
             R->waiting[p] = 0;
+        }
+        if (R->cn_on && R->cn_on[p]) {
+            R->cn_on[p] = 0;
+            cn_change(R, R->g->ops[p].lane, -1, -R->cn_inst_hbm[inst], -R->cn_inst_sms[inst]);
         }
         complete_op(R, p);
     }
@@ -680,6 +892,26 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
         R.waiting = dt_xcalloc((size_t)n + 1, 1);
     }
     if (R.hetero_time) R.own = dt_xcalloc((size_t)n * R.ts + 1, sizeof *R.own);
+    if (cfg->contention && cfg->gpus) {
+        size_t L = (size_t)g->n_lanes + 1;
+        R.cn_lvl = dt_xcalloc(L, sizeof *R.cn_lvl);
+        R.cn_hbm = dt_xcalloc(L, sizeof *R.cn_hbm);
+        R.cn_sms = dt_xcalloc(L, sizeof *R.cn_sms);
+        R.cn_cur = dt_xmalloc(L * sizeof *R.cn_cur);
+        for (size_t i = 0; i < L; i++) R.cn_cur[i] = CN_NONE;
+        R.cn_rem = dt_xcalloc(L, sizeof *R.cn_rem);
+        R.cn_ratio = dt_xcalloc(L, sizeof *R.cn_ratio);
+        R.cn_t = dt_xcalloc(L, sizeof *R.cn_t);
+        R.cn_cend = dt_xcalloc(L, sizeof *R.cn_cend);
+        R.cn_tail = dt_xcalloc(L, sizeof *R.cn_tail);
+        R.cn_start = dt_xcalloc(L, sizeof *R.cn_start);
+        R.cn_ver = dt_xcalloc(L, sizeof *R.cn_ver);
+        R.cn_inst_hbm = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.cn_inst_hbm);
+        R.cn_inst_sms = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.cn_inst_sms);
+        R.cn_on = dt_xcalloc((size_t)n + 1, 1);
+        R.tp_steal = dt_xmalloc((nic + 1) * sizeof *R.tp_steal);
+        for (size_t i = 0; i < nic; i++) R.tp_steal[i] = -1;
+    }
     if (cfg->jitter != WL_JITTER_NONE) {
         R.rng = dt_xcalloc((size_t)g->n_gpus, sizeof *R.rng);
         for (int i = 0; i < g->n_gpus; i++) {
@@ -759,6 +991,21 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     free(R.dropped);
     free(R.waiting);
     free(R.own);
+    free(R.cn_lvl);
+    free(R.cn_hbm);
+    free(R.cn_sms);
+    free(R.cn_cur);
+    free(R.cn_rem);
+    free(R.cn_ratio);
+    free(R.cn_t);
+    free(R.cn_cend);
+    free(R.cn_tail);
+    free(R.cn_start);
+    free(R.cn_ver);
+    free(R.cn_inst_hbm);
+    free(R.cn_inst_sms);
+    free(R.cn_on);
+    free(R.tp_steal);
     free(R.inl);
     free(R.inl_cp);
     free(R.ring_hid);

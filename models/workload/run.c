@@ -588,7 +588,9 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
                      .comm = J->env->network == NET_FLOW ? &comm : NULL, .eng = eng,
                      .slowdown = slow, .jitter = J->env->jitter,
                      .jitter_sigma = J->env->jitter_sigma,
-                     .seed = J->env->seed, .record = record, .backup_drop = J->backup_drop};
+                     .seed = J->env->seed, .record = record, .backup_drop = J->backup_drop,
+                     .contention = !J->env->no_contention,
+                     .contention_sms = J->env->contention_sms};
     replay_result r;
     int st = replay_run(g, &rc, &r, err);
     if (st == DT_OK) {

@@ -362,7 +362,8 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
         o = v;
         static const char *const keys[] = {"preset", "overlap_grad_reduce", "overlap_param_gather",
                                            "tp_comm_overlap", "pp_blocking_sends",
-                                           "optimizer_bytes", "link_efficiency", NULL};
+                                           "optimizer_bytes", "link_efficiency", "reduce_dtype",
+                                           NULL};
         TRY(js_check_keys(c, o, "framework", keys));
         TRY(js_get_enum(c, o, "framework", "preset", false, framework_names, &preset));
     } else {
@@ -393,6 +394,11 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
         TRY(js_get_bool(c, o, "framework", "tp_comm_overlap", false, &fw->tp_comm_overlap));
         TRY(js_get_bool(c, o, "framework", "pp_blocking_sends", false, &fw->pp_blocking_sends));
         TRY(js_get_number(c, o, "framework", "optimizer_bytes", false, 1, 1e4, &fw->optimizer_bytes));
+        /* the dtype gradients are reduced in (PyTorch FSDP MixedPrecision.reduce_dtype; Composer's
+         * mixed_precision DEFAULT reduces in fp32 under bf16 autocast) */
+        int rd = -1;
+        TRY(js_get_enum(c, o, "framework", "reduce_dtype", false, precision_names, &rd));
+        if (rd >= 0) fw->reduce_bytes = wl_precision_bytes((wl_precision)rd);
         const cJSON *le = cJSON_GetObjectItemCaseSensitive(o, "link_efficiency");
         if (le) {
             if (cJSON_IsString(le)) {
@@ -534,7 +540,7 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
     if (o) {
         static const char *const okeys[] = {"network", "calibration", "dp_algorithm",
                                             "ring_model", "ps_servers", "memory_headroom",
-                                            "calibration_fit", NULL};
+                                            "calibration_fit", "comm_contention", NULL};
         TRY(js_expect_object(c, o, "options"));
         TRY(js_check_keys(c, o, "options", okeys));
         int nm = NET_FLOW;
@@ -584,12 +590,37 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
                            "expected fit names such as \"mpi_allreduce\" (comma-separated, one per "
                            "scope), found \"%.40s\"", fit);
         if (fit) snprintf(s->calibration_fit, sizeof s->calibration_fit, "%s", fit);
+        TRY(wl_comm_contention_parse(c, o, "options", &s->env));
     }
     TRY(parse_faults(c, j, s));
     TRY(gp_parse(c, j, &s->failures, &s->checkpoint, &s->storage, &s->input));
     long long seed = (long long)s->env.seed;
     TRY(js_get_int(c, j, "", "seed", false, 0, (1LL << 53), &seed));
     s->env.seed = (uint64_t)seed;
+    return DT_OK;
+}
+
+/* "comm_contention" of obj (options, a trace's environment): true (the default), false, or
+ * {"sms": N}, the SMs one collective's kernels hold. */
+int wl_comm_contention_parse(const js_ctx *c, const cJSON *obj, const char *path, wl_env *env)
+{
+    const cJSON *cn = cJSON_GetObjectItemCaseSensitive(obj, "comm_contention");
+    if (!cn) return DT_OK;
+    if (cJSON_IsBool(cn)) {
+        env->no_contention = cJSON_IsFalse(cn);
+        return DT_OK;
+    }
+    char buf[64], sub[JS_PATH_MAX];
+    if (!cJSON_IsObject(cn))
+        return js_fail(c, path, "comm_contention",
+                       "expected true, false or an object {\"sms\": N}, found %s",
+                       js_describe(cn, buf, sizeof buf));
+    static const char *const keys[] = {"sms", NULL};
+    js_path_key(sub, path, "comm_contention");
+    TRY(js_check_keys(c, cn, sub, keys));
+    long long sms = 0;
+    TRY(js_get_int(c, cn, sub, "sms", true, 1, 1024, &sms));
+    env->contention_sms = (int)sms;
     return DT_OK;
 }
 

@@ -91,6 +91,10 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
         fprintf(f, ", \"link_efficiency\": {\"nvlink\": %.17g, \"network\": %.17g}",
                 env->env.link_nvlink > 0 ? env->env.link_nvlink : 1,
                 env->env.link_network > 0 ? env->env.link_network : 1);
+    if (env->env.no_contention)
+        fprintf(f, ", \"comm_contention\": false");
+    else if (env->env.contention_sms > 0)
+        fprintf(f, ", \"comm_contention\": {\"sms\": %d}", env->env.contention_sms);
     if (env->gpu) {
         char *q = cJSON_PrintUnformatted(env->gpu);
         fprintf(f, ", \"gpu\": %s", q);
@@ -215,7 +219,8 @@ static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
     static const char *const keys[] = {"seed",   "network",        "dp_algorithm", "ring_model",
                                        "ps_servers",
                                        "gpu",    "stragglers",     "jitter",
-                                       "degraded_links", "memory", "link_efficiency", NULL};
+                                       "degraded_links", "memory", "link_efficiency",
+                                       "comm_contention", NULL};
     const char *P = "environment";
     TRY(js_expect_object(c, e, P));
     TRY(js_check_keys(c, e, P, keys));
@@ -247,6 +252,7 @@ static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
         TRY(js_get_number(c, le, LP, "nvlink", false, 1e-3, 1, &env->env.link_nvlink));
         TRY(js_get_number(c, le, LP, "network", false, 1e-3, 1, &env->env.link_network));
     }
+    TRY(wl_comm_contention_parse(c, e, P, &env->env));
     const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(e, "gpu");
     if (gpu) env->gpu = cJSON_Duplicate(gpu, 1);
     /* stragglers, jitter, degraded links: the scenario parser's own format */

@@ -630,11 +630,14 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
                             int layer, bool expert, double layers, double embs)
 {
     const wl_plan *p = G->p;
+    /* an uncompressed reduction runs in framework.reduce_dtype (grad_bytes are in the training
+     * precision) */
+    double reduce = p->fw.reduce_bytes > 0 ? p->fw.reduce_bytes / wl_precision_bytes(p->precision) : 1;
     if (expert) {
         /* routed experts' gradients: over the expert-DP group (absent when it is one lane) */
         if ((p->dp / G->ep) * G->cp < 2) return;
         coll_op op = p->zero == 0 ? COLL_ALLREDUCE : COLL_REDUCE_SCATTER;
-        uint32_t inst = edp_coll(G, op, grad_bytes, WL_COMM_DP);
+        uint32_t inst = edp_coll(G, op, grad_bytes * reduce, WL_COMM_DP);
         uint32_t deps[1] = {after};
         L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, p->zero == 0 ? N_EDP_AR : N_EDP_RS, mb,
                             layer, inst, 0, deps, 1);
@@ -740,7 +743,7 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
     }
     coll_op op = p->zero == 0 ? COLL_ALLREDUCE : COLL_REDUCE_SCATTER;
     int name = p->zero == 0 ? N_DP_AR : (p->zero >= 2 ? N_ZERO_RS : N_DP_RS);
-    uint32_t inst = stage_coll(G, op, grad_bytes, WL_COMM_DP);
+    uint32_t inst = stage_coll(G, op, grad_bytes * reduce, WL_COMM_DP);
     uint32_t deps[1] = {after};
     L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, name, mb, layer, inst, 0, deps, 1);
 }

@@ -55,6 +55,7 @@ scen("slowdown.json", stragglers=[{"gpu": 1, "slowdown": -2}])
 scen("degraded.json", degraded_links=[{"link": 100000, "bandwidth_factor": 0.5}])
 scen("params.json", model={"kind": "params", "params": 1e9})
 scen("nocal.json", options={"calibration": "nope.json"})
+scen("contention.json", options={"comm_contention": {"sms": 0}})
 scen("topofile.json", topology="nope-topo.json")
 scen("longstep.json", model={"kind": "synthetic", "layers": 2, "forward_time": "5000000 s",
                              "backward_time": "5000000 s", "params": 1})
@@ -200,6 +201,7 @@ t 2 'slowdown.json: stragglers[0].slowdown' - run slowdown.json
 t 2 'degraded.json: degraded_links[0].link' - run degraded.json
 t 2 'params.json: model.kind' never.json run params.json --timeline never.json
 t 2 'nocal.json: options.calibration' - run nocal.json
+t 2 'contention.json: options.comm_contention.sms' - run contention.json
 t 2 'topofile.json: topology: topology file "nope-topo.json": cannot open' - run topofile.json
 t 2 'longstep.json: the step would take longer than the simulated clock' never.json run longstep.json --write-trace never.json
 t 2 'empty.json:1:1: JSON syntax error' - run empty.json

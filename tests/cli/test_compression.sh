@@ -13,7 +13,9 @@
 #   compute (quantise, dequantise); a ratio given with them is exit 2;
 # - a bad method is exit 2 naming parallel.compression.method;
 # - top-k through parameter servers and PowerSGD: bytes per GPU of their closed forms.
-# Leaves free: step times (the network model's).
+# Leaves free: step times (the network model's). The scenarios turn options.comm_contention off:
+# the selection compute is pinned as it costs alone, and with contention the buckets' all-reduces
+# (whose bytes differ between the methods) would also slow the backward they overlap.
 set -euo pipefail
 : "${DTSIM:?}"
 T=$(mktemp -d)
@@ -26,7 +28,7 @@ for d in 4 8; do
 {"topology": {"generator": "switch", "gpus": $d, "gpu": "H100-SXM"},
  "model": {"kind": "transformer", "layers": 4, "hidden": 1024, "heads": 16, "seq_len": 512, "vocab": 32000},
  "parallel": {"dp": $d, "compression": {"ratio": 0.01, "throughput": 1e9, "method": "$m"}},
- "global_batch": $((2 * d)), "options": {"dp_algorithm": "ring"}}
+ "global_batch": $((2 * d)), "options": {"dp_algorithm": "ring", "comm_contention": false}}
 J
     "$DTSIM" run "$T/c-$d-$m.json" --json > "$T/r-$d-$m.json"
   done
