@@ -63,6 +63,7 @@ typedef struct wl_model {
     /* (negated so that zero is the GPT default: causal mask, dropout on the probabilities) */
     bool non_causal;          /* no causal mask: flash computes every score block */
     bool no_attention_dropout; /* unfused: no dropout kernel, mask or output over the scores */
+    gpu_attn_kernel flash_kernel; /* flash: which fused kernel runs (its measured curve) */
     /* synthetic: per layer and microbatch; params is the whole model (all kinds) */
     sim_time_t t_fwd, t_bwd;
     double act_bytes_per_layer;
@@ -475,6 +476,12 @@ typedef struct wl_cost {
      * each step overlapped with one block of the op's attention compute. */
     double ring_bytes;
     int ring_count;
+    /* Fused attention: the key/query length one kernel call sees (s, or s/cp per ring block)
+     * and which kernel runs, so each GPU takes its own measured efficiency for the attention
+     * classes (gpu_attention_eff); attn_seq 0: the classes' flat efficiencies. */
+    double attn_seq;
+    gpu_attn_kernel attn_kernel;
+    bool attn_causal;
 } wl_cost;
 
 /* A collective instance: every op naming it (one per participating lane) must be reached

@@ -130,12 +130,30 @@ static gpu_precision class_precision(gpu_precision prec, int cls)
     return prec == GPU_FP8 && cls != GPU_OP_MATMUL ? GPU_BF16 : prec;
 }
 
+/* sp, or a copy in *tmp whose attention classes hold the measured efficiency of the cost's fused
+ * attention kernel at its sequence length (gpu_attention_eff); the op_time hook and the
+ * roofline then see one plain spec. */
+static const gpu_spec *attention_spec(const wl_cost *c, const gpu_spec *sp, gpu_spec *tmp)
+{
+    if (!(c->attn_seq > 0) || sp->attn_curves <= 0 ||
+        !(c->flops[GPU_OP_ATTENTION] > 0 || c->flops[GPU_OP_ATTENTION_BWD] > 0))
+        return sp;
+    *tmp = *sp;
+    tmp->compute_eff[GPU_OP_ATTENTION] =
+        gpu_attention_eff(sp, c->attn_kernel, c->attn_seq, c->attn_causal, false);
+    tmp->compute_eff[GPU_OP_ATTENTION_BWD] =
+        gpu_attention_eff(sp, c->attn_kernel, c->attn_seq, c->attn_causal, true);
+    return tmp;
+}
+
 sim_time_t replay_cost_time(const wl_cost *c, const gpu_spec *sp, gpu_precision precision,
                             const gpu_gemm *gs, uint32_t ng, replay_op_time_fn op_time,
                             replay_gemm_time_fn gf)
 {
     sim_time_t t = c->fixed;
     if (!sp) return t;
+    gpu_spec tmp;
+    sp = attention_spec(c, sp, &tmp);
     replay_op_time_fn f = op_time ? op_time : replay_roofline;
     if (!gf) ng = 0;
     for (int k = 0; k < GPU_OP_CLASS_COUNT; k++) {
@@ -355,10 +373,14 @@ static sim_time_t ring_time(rep *R, uint32_t cost, uint32_t lane)
     double attn = 0;
     if (R->cfg->gpus) {
         replay_op_time_fn f = R->cfg->op_time ? R->cfg->op_time : replay_roofline;
-        if (c->flops[GPU_OP_ATTENTION] > 0 || c->bytes[GPU_OP_ATTENTION] > 0)
-            attn = (double)f(&R->cfg->gpus[gpus[0]], GPU_OP_ATTENTION,
-                             class_precision(R->g->precision, GPU_OP_ATTENTION),
-                             c->flops[GPU_OP_ATTENTION], c->bytes[GPU_OP_ATTENTION]);
+        gpu_spec tmp;
+        const gpu_spec *sp = attention_spec(c, &R->cfg->gpus[gpus[0]], &tmp);
+        /* the forward's and (flash) the backward's kernels both overlap the sends */
+        static const gpu_op_class cls[2] = {GPU_OP_ATTENTION, GPU_OP_ATTENTION_BWD};
+        for (int i = 0; i < 2; i++)
+            if (c->flops[cls[i]] > 0 || c->bytes[cls[i]] > 0)
+                attn += (double)f(sp, cls[i], class_precision(R->g->precision, cls[i]),
+                                  c->flops[cls[i]], c->bytes[cls[i]]);
     }
     double block = attn / ((double)c->ring_count * cp);
     double exposed = (double)send > block ? (double)send - block : 0;

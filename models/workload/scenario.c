@@ -45,7 +45,7 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
         "kind", "name", "layers", "hidden", "heads", "seq_len", "vocab", "ffn", "kv_heads",
         "experts", "top_k", "mlp", "tied_embeddings", "forward_time", "backward_time", "params",
         "activation_bytes", "flops_per_layer", "attention", "causal", "attention_dropout",
-        "expert_ffn", "shared_experts", "capacity_factor", "router_zipf", "moe_layer_freq",
+        "flash_kernel", "expert_ffn", "shared_experts", "capacity_factor", "router_zipf", "moe_layer_freq",
         "router_seed", NULL};
     TRY(js_expect_object(c, m, path));
     TRY(js_check_keys(c, m, path, keys));
@@ -59,7 +59,7 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
     static const char *const tf_only[] = {"hidden", "heads", "seq_len", "vocab", "ffn",
                                           "kv_heads", "experts", "top_k", "mlp",
                                           "tied_embeddings", "attention", "causal",
-                                          "attention_dropout", "expert_ffn", "shared_experts",
+                                          "attention_dropout", "flash_kernel", "expert_ffn", "shared_experts",
                                           "capacity_factor", "router_zipf", "moe_layer_freq",
                                           "router_seed", NULL};
     static const char *const syn_only[] = {"forward_time", "backward_time", "activation_bytes",
@@ -128,6 +128,11 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
         TRY(js_get_bool(c, m, path, "attention_dropout", false, &dropout));
         out->non_causal = !causal;
         out->no_attention_dropout = !dropout;
+        int fk = GPU_ATTN_FA2;
+        TRY(js_get_enum(c, m, path, "flash_kernel", false, gpu_attn_kernel_names(), &fk));
+        out->flash_kernel = (gpu_attn_kernel)fk;
+        if (out->attention != WL_ATTN_FLASH && cJSON_GetObjectItemCaseSensitive(m, "flash_kernel"))
+            return js_fail(c, path, "flash_kernel", "only with \"attention\": \"flash\"");
         if (floor(out->hidden / out->heads) * out->heads != out->hidden)
             return js_fail(c, path, "heads", "must divide hidden (%g), found %g", out->hidden,
                            out->heads);

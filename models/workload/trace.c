@@ -20,7 +20,8 @@
 
 static const char *const kind_names[] = {"compute", "collective", "send", NULL};
 static const char *const stream_names[] = {"compute", "tp", "pp", "dp", NULL};
-static const char *const class_names[] = {"matmul", "attention", "elementwise", "optimizer", NULL};
+static const char *const class_names[] = {"matmul",    "attention",     "elementwise",
+                                          "optimizer", "attention_bwd", NULL};
 static const char *const coll_names[] = {"allreduce", "reduce_scatter", "allgather", "broadcast",
                                          "reduce", "alltoall", "sendrecv", NULL};
 static const char *const prec_names[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
@@ -172,6 +173,10 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
             }
         if (any) fprintf(f, "}");
         if (c->gemm_set) fprintf(f, ", \"gemms\": %u", c->gemm_set - 1);
+        if (c->attn_seq > 0)
+            fprintf(f, ", \"attention\": {\"seq\": %.17g, \"kernel\": \"%s\", \"causal\": %s}",
+                    c->attn_seq, gpu_attn_kernel_name(c->attn_kernel),
+                    c->attn_causal ? "true" : "false");
         if (c->n_inlane) {
             fprintf(f, ", \"inlane\": [");
             for (int k = 0; k < c->n_inlane; k++)
@@ -335,7 +340,7 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_gr
                      wl_cost *out)
 {
     static const char *const keys[] = {"duration", "flops", "bytes", "gemms", "inlane",
-                                       "inlane_overlap", NULL};
+                                       "inlane_overlap", "attention", NULL};
     TRY(js_expect_object(c, v, p));
     TRY(js_check_keys(c, v, p, keys));
     memset(out, 0, sizeof *out);
@@ -375,6 +380,23 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_gr
         }
     }
     TRY(js_get_bool(c, v, p, "inlane_overlap", false, &out->inlane_overlap));
+    const cJSON *at = cJSON_GetObjectItemCaseSensitive(v, "attention");
+    if (at) {
+        /* the fused attention kernel the attention classes' FLOPs run on (their measured
+         * efficiency per GPU): sequence length of one call, kernel, causal mask */
+        static const char *const akeys[] = {"seq", "kernel", "causal", NULL};
+        char ap[JS_PATH_MAX];
+        js_path_key(ap, p, "attention");
+        TRY(js_expect_object(c, at, ap));
+        TRY(js_check_keys(c, at, ap, akeys));
+        TRY(js_get_number(c, at, ap, "seq", true, 1, 1e9, &out->attn_seq));
+        int k = GPU_ATTN_FA2;
+        TRY(js_get_enum(c, at, ap, "kernel", false, gpu_attn_kernel_names(), &k));
+        out->attn_kernel = (gpu_attn_kernel)k;
+        bool causal = true;
+        TRY(js_get_bool(c, at, ap, "causal", false, &causal));
+        out->attn_causal = causal;
+    }
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(v, "inlane");
     if (in) {
         char ip[JS_PATH_MAX];

@@ -312,7 +312,16 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
             fwd_matmul = (n - moe) * lc->dense_matmul_flops +
                          moe * (moe_split ? lc->moe_matmul_flops : lc->fwd_matmul_flops);
         c.flops[GPU_OP_MATMUL] = mult * fwd_matmul;
-        c.flops[GPU_OP_ATTENTION] = n * (bwd ? lc->bwd_attn_flops : lc->fwd_attn_flops);
+        /* a flash backward runs its own kernels, at their own efficiency; the unfused core's
+         * backward is batched GEMMs like its forward */
+        bool flash = m->attention == WL_ATTN_FLASH;
+        c.flops[bwd && flash ? GPU_OP_ATTENTION_BWD : GPU_OP_ATTENTION] =
+            n * (bwd ? lc->bwd_attn_flops : lc->fwd_attn_flops);
+        if (flash) {
+            c.attn_seq = m->seq_len / cp; /* one call: the whole sequence, or one ring block */
+            c.attn_kernel = m->flash_kernel;
+            c.attn_causal = !m->non_causal;
+        }
         c.bytes[GPU_OP_ELEMENTWISE] = n * (mult * lc->fwd_elem_bytes +
                                            (bwd ? lc->bwd_score_bytes : lc->fwd_score_bytes));
         /* recomputation re-runs the forward (full: whole layers; selective: the attention
