@@ -5,7 +5,8 @@
  * deps are done. A collective starts when every participating lane has reached it; the time a
  * lane spends between reaching it and its start is waiting for late peers. Communication is
  * costed either in closed form over the fabric's paths (analytic) or handed to a comm back end
- * (flow mode: collectives and sends over the network model).
+ * (flow mode: collectives, sends and context parallelism's ring-attention sends over the
+ * network model).
  *
  * trace_ (models/trace.c): the op graph and the run environment as a JSON file a user can read,
  * write by hand, or convert from a profiler (docs/formats.md, "Trace files").

@@ -111,6 +111,99 @@ START_TEST(with_tp_pp_dp)
 }
 END_TEST
 
+/* Two switches of two GPUs each, joined by one link of `bw` each way; GPU links 1 TB/s, no
+ * latency anywhere. tp 2 x cp 2: CP rank 0 is GPUs 0-1 on switch A, rank 1 GPUs 2-3 on B, so a
+ * ring step's two sends (0->2, 1->3) share the A->B link. */
+#define TWO_SWITCHES(bw, network)                                                               \
+    "{\"topology\": {\"format\": \"dtsim-topology\", \"version\": 1, \"name\": \"ab\","            \
+    " \"gpu\": {\"preset\": \"H100-SXM\"}, \"switch_latency\": \"0 s\", \"nodes\": ["             \
+    "{\"name\": \"A\", \"kind\": \"switch\"}, {\"name\": \"B\", \"kind\": \"switch\"},"              \
+    "{\"name\": \"g0\", \"kind\": \"gpu\"}, {\"name\": \"g1\", \"kind\": \"gpu\"},"                  \
+    "{\"name\": \"g2\", \"kind\": \"gpu\"}, {\"name\": \"g3\", \"kind\": \"gpu\"}], \"links\": ["     \
+    "{\"src\": \"g0\", \"dst\": \"A\", \"bandwidth\": \"1 TB/s\", \"latency\": \"0 s\"},"            \
+    "{\"src\": \"g1\", \"dst\": \"A\", \"bandwidth\": \"1 TB/s\", \"latency\": \"0 s\"},"            \
+    "{\"src\": \"g2\", \"dst\": \"B\", \"bandwidth\": \"1 TB/s\", \"latency\": \"0 s\"},"            \
+    "{\"src\": \"g3\", \"dst\": \"B\", \"bandwidth\": \"1 TB/s\", \"latency\": \"0 s\"},"            \
+    "{\"src\": \"A\", \"dst\": \"B\", \"bandwidth\": \"" bw "\", \"latency\": \"0 s\"}]},"          \
+    " \"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 1024, \"heads\": 16,"      \
+    " \"kv_heads\": 4, \"seq_len\": 8192, \"vocab\": 1000}, \"parallel\": {\"tp\": 2, \"cp\": 2,"  \
+    " \"overlap_dp\": false}, \"global_batch\": 1, \"options\": {\"network\": \"" network "\"}}"
+
+/* Exposed ring time of a step of TWO_SWITCHES, closed form: one forward and one backward op,
+ * each L (cp - 1) ring steps that last max(block, send) with send = share x bytes / bw (the
+ * sends of the step's two TP ranks on one link: share 2 in flow mode, 1 in analytic mode,
+ * which costs each send alone). */
+static double two_switch_exposed(double bw, double share, double *in_flight)
+{
+    load(TWO_SWITCHES("1 GB/s", "flow"), 4);
+    double kv = wl_cp_ring_bytes(&sc.model, &sc.plan), L = 2, cp = 2;
+    ck_assert_rel(kv, 2 * 1.0 * (8192 / cp) * 1024 * (4.0 / 16) * 2 / 2, 1e-15);
+    wl_layer_cost lc;
+    wl_layer_cost_get(&sc.model, &sc.plan, &lc);
+    unload();
+    gpu_spec h100;
+    dt_error err;
+    ck_assert_int_eq(gpu_preset("H100-SXM", &h100, &err), DT_OK);
+    double want = 0, all = 0;
+    for (int bwd = 0; bwd < 2; bwd++) {
+        double attn = (double)replay_roofline(&h100, GPU_OP_ATTENTION, GPU_BF16,
+                                              L * (bwd ? lc.bwd_attn_flops : lc.fwd_attn_flops), 0);
+        double send = 1e12 * share * (bwd ? 2 : 1) * kv / bw, block = attn / (L * cp);
+        want += L * (cp - 1) * fmax(0, send - block);
+        all += L * (cp - 1) * fmax(send, 0);
+    }
+    *in_flight = all * 1e-12;
+    return want * 1e-12;
+}
+
+/* Flow mode: the ring's sends are flows. On TWO_SWITCHES the two TP ranks' sends of a step
+ * share the A-B link, so each takes twice as long as it would alone (analytic mode's
+ * contention-free cost); across a slow link the ring is exposed, across a fast one hidden. */
+START_TEST(ring_flows_share_links)
+{
+    double infl, want = two_switch_exposed(1e9, 2, &infl);
+    ck_assert_double_gt(want, 0.01);
+    run_result r = run_text(TWO_SWITCHES("1 GB/s", "flow"));
+    ck_assert_rel(r.comm_exposed_by_kind_s[WL_COMM_CP], want, 1e-9);
+    ck_assert_rel(r.comm_inflight_by_kind_s[WL_COMM_CP], infl, 1e-9);
+    double step_flow = r.step_time_s;
+    run_result_free(&r);
+    /* analytic mode costs each send alone: half the send time */
+    double want1 = two_switch_exposed(1e9, 1, &infl);
+    r = run_text(TWO_SWITCHES("1 GB/s", "analytic"));
+    ck_assert_rel(r.comm_exposed_by_kind_s[WL_COMM_CP], want1, 1e-9);
+    ck_assert_double_lt(r.step_time_s, step_flow);
+    run_result_free(&r);
+    /* a 1 TB/s link: each send (2 x 1 MB at 0.5 TB/s = 4 us) is shorter than its block */
+    r = run_text(TWO_SWITCHES("1 TB/s", "flow"));
+    ck_assert_double_eq(r.comm_exposed_by_kind_s[WL_COMM_CP], 0);
+    ck_assert_double_gt(r.comm_inflight_by_kind_s[WL_COMM_CP], 0);
+    ck_assert_double_lt(r.step_time_s, step_flow - want * 0.99);
+    run_result_free(&r);
+}
+END_TEST
+
+/* Flow mode on SLOW_RING (one switch, each GPU's own 1 GB/s link: no two sends share one)
+ * gives the analytic closed form of ring_bytes_and_exposed_time exactly. */
+START_TEST(ring_flows_uncontended_closed_form)
+{
+    const char *flow = SLOW_RING(4, 4);
+    char text[2048];
+    snprintf(text, sizeof text, "%s", flow);
+    char *a = strstr(text, "\"analytic\"");
+    ck_assert_ptr_nonnull(a);
+    memcpy(a, "\"flow\"    ", 10);
+    run_result f = run_text(text), an = run_text(SLOW_RING(4, 4));
+    ck_assert_double_gt(an.comm_exposed_by_kind_s[WL_COMM_CP], 0.02);
+    ck_assert_rel(f.comm_exposed_by_kind_s[WL_COMM_CP], an.comm_exposed_by_kind_s[WL_COMM_CP], 1e-9);
+    ck_assert_rel(f.comm_inflight_by_kind_s[WL_COMM_CP], an.comm_inflight_by_kind_s[WL_COMM_CP], 1e-9);
+    ck_assert_rel(f.bytes_sent_per_gpu[WL_COMM_CP], an.bytes_sent_per_gpu[WL_COMM_CP], 1e-15);
+    ck_assert_rel(f.step_time_s, an.step_time_s, 1e-9);
+    run_result_free(&f);
+    run_result_free(&an);
+}
+END_TEST
+
 #define MODEL(extra)                                                                            \
     "\"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 64, \"heads\": 4,"         \
     " \"seq_len\": 96, \"vocab\": 100" extra "}"
@@ -154,6 +247,8 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, ring_bytes_and_exposed_time);
     tcase_add_test(tc, with_tp_pp_dp);
+    tcase_add_test(tc, ring_flows_share_links);
+    tcase_add_test(tc, ring_flows_uncontended_closed_form);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, trace_refused);
     suite_add_tcase(s, tc);
