@@ -12,6 +12,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "dtsim/chakra.h"
 #include "dtsim/replay.h"
 #include "dtsim/run.h"
 #include "dtsim/workload.h"
@@ -223,20 +224,146 @@ START_TEST(bad_input)
 }
 END_TEST
 
-START_TEST(trace_refused)
+static char *dump_trace(const wl_graph *g, const trace_env *env)
 {
-    load(SLOW_RING(2, 2), 2);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    dt_error e;
+    ck_assert_int_eq(trace_write(f, g, env, &e), DT_OK);
+    fclose(f);
+    return buf;
+}
+
+/* A cp > 1 graph through both trace formats: the dtsim trace carries the ring
+ * ("context_parallel") and each cost's ring sends ("ring") and reads back to the same graph;
+ * the Chakra files read back (dtsim's reading) to the same graph, and read as a foreign trace
+ * (dtsim's attributes ignored, as ASTRA-sim reads them) hold one send and one matching receive
+ * per ring step and GPU, moving the step's CP bytes, 3 m L (cp - 1) kv per GPU. */
+START_TEST(cp_traces)
+{
+    load(TWO_SWITCHES("1 GB/s", "flow"), 4);
+    double kv = wl_cp_ring_bytes(&sc.model, &sc.plan);
     wl_graph *g = wl_graph_build(&sc);
+    unload();
     trace_env env = {0};
-    snprintf(env.name, sizeof env.name, "x");
+    snprintf(env.name, sizeof env.name, "cp");
+    char *t1 = dump_trace(g, &env);
+    ck_assert_ptr_nonnull(strstr(t1, "\"context_parallel\": {\"cp\": 2, \"next\": [1, 0]}"));
+    ck_assert_ptr_nonnull(strstr(t1, "\"ring\": {\"bytes\": "));
     dt_error e;
     dt_error_clear(&e);
-    FILE *f = tmpfile();
-    ck_assert_int_eq(trace_write(f, g, &env, &e), DT_EINPUT);
-    ck_assert(strstr(e.msg, "cannot be written as a trace") != NULL);
-    fclose(f);
+    cJSON *j = cJSON_Parse(t1);
+    js_ctx ctx = {"t.json", &e};
+    wl_graph *g2 = NULL;
+    trace_env env2;
+    ck_assert_int_eq(trace_read(&ctx, j, &g2, &env2), DT_OK);
+    cJSON_Delete(j);
+    ck_assert_int_eq(g2->cp, 2);
+    char *t2 = dump_trace(g2, &env2);
+    ck_assert_str_eq(t1, t2);
+    /* Chakra: 4 ranks written, read back */
+    chakra_export *x = NULL;
+    ck_assert_int_eq(chakra_export_create(g, &env, NULL, &x, &e), DT_OK);
+    char *out[4];
+    size_t olen[4];
+    const char *names[4] = {"c.0.et", "c.1.et", "c.2.et", "c.3.et"};
+    for (int r = 0; r < 4; r++) {
+        FILE *w = open_memstream(&out[r], &olen[r]);
+        ck_assert_int_eq(chakra_export_write_rank(x, r, w, &e), DT_OK);
+        fclose(w);
+    }
+    chakra_export_destroy(x);
+    chakra_read_options o = {0};
+    wl_graph *g3 = NULL;
+    trace_env env3;
+    int rc = chakra_read_mem(4, (const unsigned char *const *)out, olen, names, &o, &g3, &env3, &e);
+    ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
+    char *t3 = dump_trace(g3, &env3);
+    ck_assert_str_eq(t1, t3);
+    /* foreign: per GPU 1 forward op of 2 layers, 1 backward: 2 + 2 ring steps (cp - 1 = 1) */
+    o.ignore_dtsim = true;
+    wl_graph *g4 = NULL;
+    trace_env env4;
+    rc = chakra_read_mem(4, (const unsigned char *const *)out, olen, names, &o, &g4, &env4, &e);
+    ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
+    int sends = 0;
+    double bytes = 0;
+    for (uint32_t i = 0; i < g4->n_ops; i++)
+        if (g4->ops[i].kind == WL_OP_SEND && !strcmp(g4->names[g4->ops[i].name], "ring_send")) {
+            sends++;
+            bytes += g4->ops[i].bytes;
+        }
+    ck_assert_int_eq(sends, 4 * (2 + 2));
+    ck_assert_rel(bytes / 4, 3 * 1 * 2 * (2 - 1) * kv, 1e-15);
+    /* it runs: every receive meets its send (an unmatched one would be refused, a cycle reported) */
+    replay_config rcfg = {.n_gpus = 4};
+    replay_result rr;
+    ck_assert_int_eq(replay_run(g4, &rcfg, &rr, &e), DT_OK);
+    replay_result_free(&rr);
+    for (int r = 0; r < 4; r++) free(out[r]);
+    free(t1);
+    free(t2);
+    free(t3);
     wl_graph_destroy(g);
-    unload();
+    wl_graph_destroy(g2);
+    wl_graph_destroy(g3);
+    wl_graph_destroy(g4);
+    trace_env_free(&env2);
+    trace_env_free(&env3);
+    trace_env_free(&env4);
+}
+END_TEST
+
+/* Trace input: the ring's keys are checked and located. */
+static void trace_refused(const char *text, const char *path, const char *needle)
+{
+    dt_error e;
+    dt_error_clear(&e);
+    cJSON *j = NULL;
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &j, &e), DT_OK);
+    js_ctx ctx = {"t.json", &e};
+    wl_graph *g = NULL;
+    trace_env env;
+    ck_assert_int_eq(trace_read(&ctx, j, &g, &env), DT_EINPUT);
+    ck_assert_ptr_null(g);
+    ck_assert_msg(!strcmp(e.path, path), "path %s, want %s", e.path, path);
+    ck_assert_msg(strstr(e.msg, needle) != NULL, "message %s, want %s", e.msg, needle);
+    ck_assert_str_eq(e.file, "t.json");
+    cJSON_Delete(j);
+}
+
+#define TRACE(cp, cost)                                                                         \
+    "{\"format\": \"dtsim-trace\", \"version\": 1, \"gpus\": 4, \"lanes\": [[0], [1], [2], [3]]" \
+    cp ", \"costs\": [{\"duration\": \"1 ms\"" cost "}], \"ops\": [{\"lane\": 0, \"kind\": "   \
+    "\"compute\", \"cost\": 0}]}"
+
+START_TEST(trace_bad_input)
+{
+    trace_refused(TRACE("", ", \"ring\": {\"bytes\": \"1 MB\"}"), "costs[0].ring",
+                  "need the trace's \"context_parallel\" ring");
+    trace_refused(TRACE(", \"context_parallel\": {\"cp\": 3, \"next\": [1, 2, 0, 3]}", ""),
+                  "context_parallel.cp", "a divisor of the trace's 4 lanes");
+    trace_refused(TRACE(", \"context_parallel\": {\"cp\": 1, \"next\": [0]}", ""),
+                  "context_parallel.cp", "");
+    trace_refused(TRACE(", \"context_parallel\": {\"cp\": 2}", ""), "context_parallel.next",
+                  "required");
+    trace_refused(TRACE(", \"context_parallel\": {\"cp\": 2, \"next\": [1, 0]}", ""),
+                  "context_parallel.next", "one entry per lane (4), found 2");
+    trace_refused(TRACE(", \"context_parallel\": {\"cp\": 2, \"next\": [1, 0, 3, 3]}", ""),
+                  "context_parallel.next[3]", "another lane");
+    trace_refused(TRACE(", \"context_parallel\": {\"cp\": 2, \"next\": [1, 0, 0, 2]}", ""),
+                  "context_parallel.next[2]", "already the next lane");
+    trace_refused(TRACE(", \"context_parallel\": {\"cp\": 2, \"next\": [1, 2, 3, 0]}", ""),
+                  "context_parallel.next[0]", "ring holds 4 lanes, expected cp = 2");
+    trace_refused(TRACE(", \"context_parallel\": {\"cp\": 2, \"next\": [1, 0, 3, 2], \"x\": 1}", ""),
+                  "context_parallel.x", "");
+    trace_refused(TRACE(", \"context_parallel\": {\"cp\": 2, \"next\": [1, 0, 3, 2]}",
+                        ", \"ring\": {\"bytes\": \"1 MB\", \"count\": -1}"),
+                  "costs[0].ring.count", "");
+    trace_refused(TRACE(", \"context_parallel\": {\"cp\": 2, \"next\": [1, 0, 3, 2]}",
+                        ", \"ring\": {\"count\": 2}"),
+                  "costs[0].ring.bytes", "");
 }
 END_TEST
 
@@ -250,7 +377,8 @@ int main(void)
     tcase_add_test(tc, ring_flows_share_links);
     tcase_add_test(tc, ring_flows_uncontended_closed_form);
     tcase_add_test(tc, bad_input);
-    tcase_add_test(tc, trace_refused);
+    tcase_add_test(tc, cp_traces);
+    tcase_add_test(tc, trace_bad_input);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);
 }
