@@ -42,7 +42,10 @@ static double activation_layer(const wl_model *m, const wl_plan *p, bool moe)
     }
     double mlp = (m->mlp == WL_MLP_SWIGLU ? 3 * s * b * h + 6 * s * b * f
                                           : 3 * s * b * h + 4 * s * b * f) * width;
-    double linear = 11 * s * b * h + mlp + 4 * s * b * h; /* attention, MLP, two norms */
+    /* attention (Korthikanti et al.'s 11sbh: the QKV input 2sbh and dropout mask sbh are
+     * h wide, Q, K, V and the projection's input 8sbh are a x head_dim wide), MLP, two norms */
+    double attn = 3 * s * b * h + 8 * s * b * wl_q_width(m);
+    double linear = attn + mlp + 4 * s * b * h;
     /* the score matrix kept for the backward: softmax output (2 B), dropout mask (1 B) and
      * output (2 B) per element, 5as^2b; without dropout the softmax output alone, 2as^2b; a
      * flash kernel keeps none (only per-row statistics, O(as b)), nor does selective recompute */
