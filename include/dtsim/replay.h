@@ -112,6 +112,9 @@ typedef struct replay_result {
      * compute ops the in-lane (TP) communication time at the op's end. */
     sim_time_t *op_start, *op_launch, *op_end;
     sim_time_t *op_inlane;     /* in-lane (TP) communication inside compute ops */
+    /* context parallelism (record only, NULL with cp = 1): per compute op the ring
+     * attention's exposed part, the end of op_inlane, and its sends hidden under the compute */
+    sim_time_t *op_ring, *op_ring_hidden;
     /* Per lane (owned, n_lanes): when its last op ended, and whether the step dropped it
      * (backup workers); dropped lanes are left out of step_time and the breakdown. */
     sim_time_t *lane_end;

@@ -836,6 +836,9 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
                                                  : inlane_time(&R, g->ops[i].arg, g->ops[i].lane))
                                         : 0;
             R.start = R.launch = R.end = NULL;
+            out->op_ring = R.inl_cp;
+            out->op_ring_hidden = R.ring_hid;
+            R.inl_cp = R.ring_hid = NULL;
         }
     }
     if (R.rng)
@@ -885,9 +888,11 @@ void replay_result_free(replay_result *r)
     free(r->op_launch);
     free(r->op_end);
     free(r->op_inlane);
+    free(r->op_ring);
+    free(r->op_ring_hidden);
     free(r->lane_end);
     free(r->lane_dropped);
-    r->op_start = r->op_launch = r->op_end = r->op_inlane = NULL;
+    r->op_start = r->op_launch = r->op_end = r->op_inlane = r->op_ring = r->op_ring_hidden = NULL;
     r->lane_end = NULL;
     r->lane_dropped = NULL;
 }

@@ -7,7 +7,15 @@
  * ring_count cp)), and its in-flight time ring_count (cp - 1) send; with tp, pp, dp and cp together every GPU holds one lane position, the CP
  * ring joins the lanes of one DP rank and stage in CP order, CP ranks sit right outside TP
  * ranks; activations per GPU are the cp = 1 figure / cp; the dense FLOPs of a step do not
- * change; bad input names its key. Leaves free: the attention's own cost model (test_attention).
+ * change; bad input names its key. Flow mode (the ring's sends as flows): on an uncontended
+ * switch it equals the closed form to 1e-9; on two switches joined by one link the two TP
+ * ranks' sends of a step share it and take twice as long (exposed and in flight by the closed
+ * form), a 1 TB/s link hides the ring, and the timeline's ring_attention slices of the critical
+ * GPU add up to its CP time in flight. Traces: a cp > 1 graph through the dtsim trace and the
+ * Chakra files reads back to the same graph; read as a foreign Chakra trace it holds one send
+ * and one matching receive per ring step and GPU (3 m L (cp - 1) kv bytes per GPU) and runs;
+ * the trace's ring keys are checked and located. Leaves free: the attention's own cost model
+ * (test_attention).
  */
 #include <math.h>
 #include <string.h>
@@ -169,6 +177,28 @@ START_TEST(ring_flows_share_links)
     ck_assert_rel(r.comm_inflight_by_kind_s[WL_COMM_CP], infl, 1e-9);
     double step_flow = r.step_time_s;
     run_result_free(&r);
+    /* the timeline carries the ring: GPU 0's ring_attention spans (hidden under the compute,
+     * and the exposed tail) are the CP time in flight, its exposed ones labelled CP, not TP */
+    {
+        const char *text = TWO_SWITCHES("1 GB/s", "flow");
+        cJSON *j;
+        dt_error e;
+        ck_assert_int_eq(js_parse_text(text, strlen(text), "s.json", &j, &e), DT_OK);
+        run_options opt = {.record_timeline = true};
+        ck_assert_int_eq(run_scenario(j, "s.json", ".", &opt, &r, &e), DT_OK);
+        cJSON_Delete(j);
+        const run_timeline *tl = r.timeline;
+        ck_assert_ptr_nonnull(tl);
+        double ring = 0;
+        for (size_t i = 0; i < tl->n_spans; i++) {
+            const run_span *sp = &tl->spans[i];
+            if (sp->gpu != r.critical_gpu || strcmp(tl->names[sp->name], "ring_attention")) continue;
+            ck_assert_int_eq(sp->comm, WL_COMM_CP);
+            ring += sim_time_to_s(sp->end - sp->start);
+        }
+        ck_assert_rel(ring, infl, 1e-9);
+        run_result_free(&r);
+    }
     /* analytic mode costs each send alone: half the send time */
     double want1 = two_switch_exposed(1e9, 1, &infl);
     r = run_text(TWO_SWITCHES("1 GB/s", "analytic"));
