@@ -201,10 +201,11 @@ static double ring_block_time(const rep *R, const wl_cost *c, int gpu)
     return attn / ((double)c->ring_count * R->g->cp);
 }
 
-/* Context parallelism's ring attention, exposed (analytic mode; flow mode runs ring_step): each of the op's ring_count passes sends the
- * KV block to the next CP lane cp - 1 times, every send overlapped with one block of the
- * attention compute (the op's attention-class time spread evenly over its passes' cp blocks);
- * only a send longer than its block shows. The TP ranks send to their counterparts at once,
+/* Context parallelism's ring attention, exposed, in closed form (analytic mode; flow mode runs
+ * ring_step): each of the op's ring_count passes sends the KV block to the next CP lane cp - 1
+ * times, every send overlapped with one block of the attention compute (the op's
+ * attention-class time spread evenly over its passes' cp blocks); only a send longer than its
+ * block shows. The TP ranks send to their counterparts at once,
  * the slowest pair paces the step. */
 static sim_time_t ring_time(rep *R, uint32_t cost, uint32_t lane)
 {
