@@ -152,8 +152,11 @@ void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out)
             b.buffers += 4 * (m->seq_len / cp) * p->micro_batch_size * m->vocab / p->tp;
         if (moe && ep > 1) b.buffers += mem_moe_dispatch_buffers(m, p);
         if (p->zero >= 3 && p->dp > 1 && m->kind != WL_PARAMS)
-            /* ZeRO-3 gathers a layer's full parameters (current + prefetched next) */
-            b.buffers += 2 * layer_psi * wl_precision_bytes(p->precision);
+            /* ZeRO-3 gathers a layer's full parameters (current + prefetched next); with
+             * expert parallelism only this GPU's 1/ep of the routed experts */
+            b.buffers += 2 * (layer_psi - (moe && ep > 1 ? wl_layer_expert_params_at(m, 0) *
+                                                               (1 - 1.0 / ep) / p->tp : 0)) *
+                         wl_precision_bytes(p->precision);
         b.peak = b.params + b.grads + b.optimizer + b.activations + b.buffers;
         if (b.peak > out->peak) *out = b;
     }

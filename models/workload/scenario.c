@@ -631,9 +631,6 @@ static int check_ep_cp(const js_ctx *c, const wl_scenario *s)
             return js_fail(c, "parallel", "ep",
                            "must divide dp (%d): expert-parallel ranks are data-parallel ranks "
                            "(Megatron-Core), found %d", p->dp, ep);
-        if (p->zero >= 3)
-            return js_fail(c, "parallel", "zero",
-                           "ZeRO-3 with expert parallelism is not modelled, found zero 3 with ep %d", ep);
     }
     if (cp > 1) {
         if (m->attention != WL_ATTN_FLASH)

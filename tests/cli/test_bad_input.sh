@@ -42,7 +42,6 @@ scen("cpbig.json", parallel={"tp": 65536, "pp": 65536, "cp": 65536})
 moe = {"experts": 8, "top_k": 2}
 scen("ep_experts.json", model=moe, parallel={"ep": 3})
 scen("ep_dp.json", model=moe, parallel={"tp": 2, "ep": 8})
-scen("ep_zero3.json", model=moe, parallel={"ep": 2, "zero": 3})
 scen("moe_key.json", model={"router_zipf": 1.5})
 scen("moe_cap.json", model=dict(moe, capacity_factor=0.5))
 scen("cp_unfused.json", model={"attention": "unfused"}, parallel={"cp": 2})
@@ -188,7 +187,6 @@ t 2 'tpbig.json: parallel: tp x pp = 4294967296 must divide' - memory tpbig.json
 t 2 'cpbig.json: parallel: tp x pp x cp = 281474976710656 must divide' - memory cpbig.json
 t 2 "ep_experts.json: parallel.ep: must divide the model's experts" - run ep_experts.json
 t 2 'ep_dp.json: parallel.ep: must divide dp (4)' - memory ep_dp.json
-t 2 'ep_zero3.json: parallel.zero: ZeRO-3 with expert parallelism' - run ep_zero3.json
 t 2 'moe_key.json: model.router_zipf: needs a mixture of experts' - run moe_key.json
 t 2 'moe_cap.json: model.capacity_factor: 0 (dropless) or at least 1' - memory moe_cap.json
 t 2 'cp_unfused.json: model.attention: context parallelism needs "flash"' - run cp_unfused.json

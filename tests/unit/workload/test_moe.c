@@ -11,7 +11,8 @@
  * capped at the capacity factor, the same for the same seed, mean 1 for any ep; and that the
  * busiest rank sets each MoE layer's time: a skewed step is longer than a balanced one by the
  * extra expert time of the busiest rank, layer by layer (within 10 ps). Bad input names its
- * key. An explicit head_dim (Qwen3-30B-A3B) by hand: parameters, one layer's forward FLOPs
+ * key. ZeRO-3 with expert parallelism: the ZeRO bytes (dense gathers over dp, experts over
+ * dp/ep) and parameters per GPU of a step by hand. An explicit head_dim (Qwen3-30B-A3B) by hand: parameters, one layer's forward FLOPs
  * and GEMM shapes, attention FLOPs, activations, the CP ring's KV block, the model FLOPs. Leaves free: which expert is the popular one (a seeded draw), the dense part's costs
  * (test_wl_replay, test_mem). */
 #include <math.h>
@@ -318,14 +319,34 @@ START_TEST(head_dim_by_hand)
 }
 END_TEST
 
+/* ZeRO-3 with expert parallelism (FSDP2 with EP): each layer's gathers assemble the dense part
+ * over all dp replicas and this GPU's 1/ep of the routed experts over the expert-DP group.
+ * dp 16, ep 8 (expert-DP groups of 2), 4 layers, 2 microbatches, by hand:
+ *   dense layer  4h^2 (attention, no GQA) + hE (router) + 4h = 4,206,592 params = 8,413,184 B
+ *   experts      8 x 3 x 1024 x 2816 / ep 8 = 8,650,752 params on this GPU  = 17,301,504 B
+ * one gather per layer op, forward and backward: 2 microbatches x 2 x 4 = 16 each, a ring
+ * all-gather sending (n-1)/n of its output: 16 (15/16 8,413,184 + 1/2 17,301,504) =
+ * 264,609,792 ZeRO bytes per GPU; parameters per GPU (embedding 32,768,000 on the stage, tied):
+ * (4 x 4,206,592 + 32,768,000) x 2 / 16 + 4 x 8 x 8,650,752 / 8 x 2 / 2 = 40,802,304 B. */
+START_TEST(zero3_with_ep)
+{
+    const char *text = "{\"topology\": {\"generator\": \"dgx\", \"nodes\": 2, \"gpus_per_node\": 8,"
+                       " \"gpu\": \"H100-SXM\"}, " MOE_MODEL("") ", \"parallel\": {\"pp\": 1, \"dp\": 16,"
+                       " \"ep\": 8, \"zero\": 3, \"micro_batch_size\": 1}, \"global_batch\": 32}";
+    run_result r = run_text(text);
+    ck_assert_rel(r.bytes_sent_per_gpu[WL_COMM_ZERO], 264609792.0, 1e-12);
+    ck_assert_rel(r.memory.params, 40802304.0, 1e-12);
+    ck_assert_double_gt(r.step_time_s, 0);
+    run_result_free(&r);
+}
+END_TEST
+
 START_TEST(bad_input)
 {
     load_refused("{\"topology\": \"x\", " MOE_MODEL("") ", \"parallel\": {\"ep\": 3}}", 6, "parallel.ep",
         "divide the model's experts");
     load_refused("{\"topology\": \"x\", " MOE_MODEL("") ", \"parallel\": {\"ep\": 8, \"dp\": 4}}", 4,
         "parallel.ep", "must divide dp");
-    load_refused("{\"topology\": \"x\", " MOE_MODEL("") ", \"parallel\": {\"ep\": 2, \"zero\": 3}}", 8,
-        "parallel.zero", "ZeRO-3");
     load_refused("{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 64,"
         " \"heads\": 4, \"seq_len\": 64, \"vocab\": 100, \"router_zipf\": 1}}", 1,
         "model.router_zipf", "needs a mixture of experts");
@@ -365,6 +386,7 @@ int main(void)
     tcase_add_test(tc, imbalance_max_over_mean);
     tcase_add_test(tc, slowest_expert_sets_layer_time);
     tcase_add_test(tc, head_dim_by_hand);
+    tcase_add_test(tc, zero3_with_ep);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);
