@@ -5,7 +5,8 @@
  * deps are done. A collective starts when every participating lane has reached it; the time a
  * lane spends between reaching it and its start is waiting for late peers. Communication is
  * costed either in closed form over the fabric's paths (analytic) or handed to a comm back end
- * (flow mode: collectives and sends over the network model).
+ * (flow mode: collectives, sends and context parallelism's ring-attention sends over the
+ * network model).
  *
  * trace_ (models/trace.c): the op graph and the run environment as a JSON file a user can read,
  * write by hand, or convert from a profiler (docs/formats.md, "Trace files").
@@ -156,6 +157,9 @@ typedef struct replay_result {
      * compute ops the in-lane (TP) communication time at the op's end. */
     sim_time_t *op_start, *op_launch, *op_end;
     sim_time_t *op_inlane;     /* in-lane (TP) communication inside compute ops */
+    /* context parallelism (record only, NULL with cp = 1): per compute op the ring
+     * attention's exposed part, the end of op_inlane, and its sends hidden under the compute */
+    sim_time_t *op_ring, *op_ring_hidden;
     /* Per lane (owned, n_lanes): when its last op ended, and whether the step dropped it
      * (backup workers); dropped lanes are left out of step_time and the breakdown. */
     sim_time_t *lane_end;

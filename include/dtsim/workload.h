@@ -52,6 +52,9 @@ typedef struct wl_model {
     /* Mixture of experts (docs/workloads.md, "Expert parallelism"); zero reads as the
      * default, so struct literals stay dense: expert_ffn 0 = ffn, moe_layer_freq 0 = 1. */
     double expert_ffn;        /* MLP width of one routed (and one shared) expert */
+    /* width of one attention head; 0 = hidden / heads. Qwen3 and Gemma set it apart from the
+     * hidden size (queries a x head_dim wide, keys and values g x head_dim) */
+    double head_dim;
     double shared_experts;    /* experts every token passes through (DeepSeekMoE) */
     double capacity_factor;   /* tokens an expert takes, x its balanced share; 0 = dropless */
     double router_zipf;       /* Zipf exponent of tokens per expert; 0 = balanced router */
@@ -378,6 +381,11 @@ double wl_moe_max_load(const wl_model *m, int ep);
 double wl_moe_alltoall_bytes(const wl_model *m, const wl_plan *p);
 /* Context parallelism: bytes one ring-attention step sends to the next CP rank, per GPU (the
  * K and V blocks of s/cp tokens, kv heads over tp): 2 b (s/cp) h (g/a) e / t. */
+/* Attention widths of a transformer: queries a x d (the attention output too), keys and
+ * values g x d each, with d = head_dim (hidden / heads unless the model says). */
+double wl_head_dim(const wl_model *m);
+double wl_q_width(const wl_model *m);
+double wl_kv_width(const wl_model *m);
 double wl_cp_ring_bytes(const wl_model *m, const wl_plan *p);
 double wl_embedding_params(const wl_model *m);
 double wl_total_params(const wl_model *m);

@@ -42,7 +42,10 @@ static double activation_layer(const wl_model *m, const wl_plan *p, bool moe)
     }
     double mlp = (m->mlp == WL_MLP_SWIGLU ? 3 * s * b * h + 6 * s * b * f
                                           : 3 * s * b * h + 4 * s * b * f) * width;
-    double linear = 11 * s * b * h + mlp + 4 * s * b * h; /* attention, MLP, two norms */
+    /* attention (Korthikanti et al.'s 11sbh: the QKV input 2sbh and dropout mask sbh are
+     * h wide, Q, K, V and the projection's input 8sbh are a x head_dim wide), MLP, two norms */
+    double attn = 3 * s * b * h + 8 * s * b * wl_q_width(m);
+    double linear = attn + mlp + 4 * s * b * h;
     /* the score matrix kept for the backward: softmax output (2 B), dropout mask (1 B) and
      * output (2 B) per element, 5as^2b; without dropout the softmax output alone, 2as^2b; a
      * flash kernel keeps none (only per-row statistics, O(as b)), nor does selective recompute */
@@ -167,8 +170,11 @@ void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out)
             b.buffers += 4 * (m->seq_len / cp) * p->micro_batch_size * m->vocab / p->tp;
         if (moe && ep > 1) b.buffers += mem_moe_dispatch_buffers(m, p);
         if (p->zero >= 3 && p->dp > 1 && m->kind != WL_PARAMS)
-            /* ZeRO-3 gathers a layer's full parameters (current + prefetched next) */
-            b.buffers += 2 * layer_psi * wl_precision_bytes(p->precision);
+            /* ZeRO-3 gathers a layer's full parameters (current + prefetched next); with
+             * expert parallelism only this GPU's 1/ep of the routed experts */
+            b.buffers += 2 * (layer_psi - (moe && ep > 1 ? wl_layer_expert_params_at(m, 0) *
+                                                               (1 - 1.0 / ep) / p->tp : 0)) *
+                         wl_precision_bytes(p->precision);
         b.peak = b.params + b.grads + b.optimizer + b.activations + b.buffers;
         if (b.peak > out->peak) *out = b;
     }

@@ -96,6 +96,12 @@ typedef struct rep {
     sim_time_t *ring_total;        /* per (cost, lane) all of its sends' time (cp > 1) */
     sim_time_t *inl_cp;            /* per op: the ring-attention part of inl (cp > 1) */
     sim_time_t *ring_hid;          /* per op: ring sends hidden under its compute (cp > 1) */
+    /* Flow mode, cp > 1: a compute op's ring steps run as flows one after another (ring_step);
+     * per op the steps left, when the current one began, its compute and in-lane time without
+     * the ring, the attention block a step overlaps, and the ring's exposed and total time. */
+    uint32_t k_ring_part, k_ring_step;
+    uint32_t *ring_left;
+    sim_time_t *ring_t0, *ring_base, *ring_block, *ring_exp, *ring_all;
     bool hetero_time;
     sim_rng **rng;                 /* per GPU jitter streams */
     int *scratch;                  /* group building */
@@ -350,10 +356,30 @@ static sim_time_t inlane_time(rep *R, uint32_t cost, uint32_t lane)
     return t;
 }
 
-/* Context parallelism's ring attention, exposed: each of the op's ring_count passes sends the
- * KV block to the next CP lane cp - 1 times, every send overlapped with one block of the
- * attention compute (the op's attention-class time spread evenly over its passes' cp blocks);
- * only a send longer than its block shows. The TP ranks send to their counterparts at once,
+/* One block of the attention compute a ring step overlaps: the op's attention-class time on
+ * `gpu`, spread evenly over its ring_count passes of cp blocks each. */
+static double ring_block_time(const rep *R, const wl_cost *c, int gpu)
+{
+    double attn = 0;
+    if (R->cfg->gpus) {
+        replay_op_time_fn f = R->cfg->op_time ? R->cfg->op_time : replay_roofline;
+        gpu_spec tmp;
+        const gpu_spec *sp = attention_spec(c, &R->cfg->gpus[gpu], &tmp);
+        /* the forward's and (flash) the backward's kernels both overlap the sends */
+        static const gpu_op_class cls[2] = {GPU_OP_ATTENTION, GPU_OP_ATTENTION_BWD};
+        for (int i = 0; i < 2; i++)
+            if (c->flops[cls[i]] > 0 || c->bytes[cls[i]] > 0)
+                attn += (double)f(sp, cls[i], class_precision(R->g->precision, cls[i]),
+                                  c->flops[cls[i]], c->bytes[cls[i]]);
+    }
+    return attn / ((double)c->ring_count * R->g->cp);
+}
+
+/* Context parallelism's ring attention, exposed, in closed form (analytic mode; flow mode runs
+ * ring_step): each of the op's ring_count passes sends the KV block to the next CP lane cp - 1
+ * times, every send overlapped with one block of the attention compute (the op's
+ * attention-class time spread evenly over its passes' cp blocks); only a send longer than its
+ * block shows. The TP ranks send to their counterparts at once,
  * the slowest pair paces the step. */
 static sim_time_t ring_time(rep *R, uint32_t cost, uint32_t lane)
 {
@@ -370,19 +396,7 @@ static sim_time_t ring_time(rep *R, uint32_t cost, uint32_t lane)
         sim_time_t x = comm_time(R, COLL_SENDRECV, pair, 2, c->ring_bytes, false);
         if (x > send) send = x;
     }
-    double attn = 0;
-    if (R->cfg->gpus) {
-        replay_op_time_fn f = R->cfg->op_time ? R->cfg->op_time : replay_roofline;
-        gpu_spec tmp;
-        const gpu_spec *sp = attention_spec(c, &R->cfg->gpus[gpus[0]], &tmp);
-        /* the forward's and (flash) the backward's kernels both overlap the sends */
-        static const gpu_op_class cls[2] = {GPU_OP_ATTENTION, GPU_OP_ATTENTION_BWD};
-        for (int i = 0; i < 2; i++)
-            if (c->flops[cls[i]] > 0 || c->bytes[cls[i]] > 0)
-                attn += (double)f(sp, cls[i], class_precision(R->g->precision, cls[i]),
-                                  c->flops[cls[i]], c->bytes[cls[i]]);
-    }
-    double block = attn / ((double)c->ring_count * cp);
+    double block = ring_block_time(R, c, gpus[0]);
     double exposed = (double)send > block ? (double)send - block : 0;
     double t = (double)c->ring_count * (cp - 1) * exposed;
     double all = (double)c->ring_count * (cp - 1) * (double)send;
@@ -405,6 +419,57 @@ static double jitter_draw(rep *R, int gpu)
 }
 
 static void try_start(rep *R, uint32_t key);
+
+/* Flow mode: one step of compute op id's ring attention. Every lane member sends the KV block
+ * (ring_bytes) to its counterpart in the next CP lane as a flow over the network, sharing
+ * links with whatever else runs then (Transformer Engine's ring: the P2P send of step i + 1
+ * is posted before the attention of block i and waited for after it). ring_part ends the step
+ * when the last member's flow has arrived. */
+static void ring_step(rep *R, uint32_t id)
+{
+    const wl_op *o = &R->g->ops[id];
+    const wl_cost *c = &R->g->costs[o->arg];
+    const int *src = &R->g->lane_gpus[(size_t)o->lane * R->ts];
+    const int *dst = &R->g->lane_gpus[(size_t)R->g->cp_next[o->lane] * R->ts];
+    R->ring_t0[id] = sim_now(R->eng);
+    R->pending_send[id] = (uint32_t)R->ts; /* compute ops never use it otherwise */
+    for (int k = 0; k < R->ts; k++)
+        R->cfg->comm->send(R->cfg->comm->ctx, src[k], dst[k], c->ring_bytes,
+                           REPLAY_TAG(WL_COMM_CP, REPLAY_TAG_INLANE), R->k_ring_part, id);
+}
+
+/* A step's flows have all arrived: the step lasted max(block, transfer) (the next send waits
+ * for the block's attention, the next block for the transfer); what the transfer took beyond
+ * the block is exposed. After the op's last step it ends at its start + compute + in-lane
+ * time + the ring's exposed time, the closed form of ring_time with the flows' real times. */
+static void on_ring_part(void *model, sim_engine *eng, const sim_event *ev)
+{
+    rep *R = model;
+    uint32_t id = ev->id;
+    if (--R->pending_send[id] > 0) return;
+    sim_time_t now = sim_now(eng), t0 = R->ring_t0[id], took = now - t0;
+    sim_time_t block = R->ring_block[id];
+    R->ring_all[id] = sim_time_add(R->ring_all[id], took);
+    if (took > block) R->ring_exp[id] = sim_time_add(R->ring_exp[id], took - block);
+    if (--R->ring_left[id] > 0) {
+        sim_time_t next = took > block ? now : t0 + block;
+        if (next > now) sim_schedule_in(eng, now, next - now, R->k_ring_step, id, 0);
+        else ring_step(R, id);
+        return;
+    }
+    sim_time_t ring = R->ring_exp[id];
+    R->inl_cp[id] = ring;
+    R->ring_hid[id] = R->ring_all[id] > ring ? R->ring_all[id] - ring : 0;
+    R->inl[id] = sim_time_add(R->inl[id], ring);
+    sim_time_t end = sim_time_add(sim_time_add(R->start[id], R->ring_base[id]), ring);
+    sim_schedule_in(eng, now, end > now ? end - now : 0, R->k_op_done, id, 0);
+}
+
+static void on_ring_step(void *model, sim_engine *eng, const sim_event *ev)
+{
+    (void)eng;
+    ring_step(model, ev->id);
+}
 
 static void start_op(rep *R, uint32_t id)
 {
@@ -436,6 +501,17 @@ static void start_op(rep *R, uint32_t id)
         if (R->g->costs[o->arg].inlane_overlap) {
             max = sim_time_add(max, tp_steal_time(R, o->arg, o->lane));
             in = in > max ? in - max : 0;
+        }
+        const wl_cost *oc = &R->g->costs[o->arg];
+        if (R->ring_left && oc->ring_count > 0 && oc->ring_bytes > 0 && R->g->cp > 1) {
+            /* flow mode: the ring's steps as flows; ring_step's last one schedules the end */
+            R->ring_left[id] = (uint32_t)oc->ring_count * (uint32_t)(R->g->cp - 1);
+            R->ring_base[id] = sim_time_add(max, in);
+            R->ring_block[id] = (sim_time_t)llround(ring_block_time(R, oc, gpus[0]));
+            R->ring_exp[id] = R->ring_all[id] = 0;
+            R->inl[id] = in;
+            ring_step(R, id);
+            return;
         }
         if (R->inl_cp) {
             sim_time_t ring = ring_time(R, o->arg, o->lane);
@@ -814,6 +890,8 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     R.k_coll_done = sim_kind_register(R.eng, "rep.coll_done", on_coll_done, &R);
     R.k_coll_part = sim_kind_register(R.eng, "rep.coll_part", on_coll_part, &R);
     R.k_send_part = sim_kind_register(R.eng, "rep.send_part", on_send_part, &R);
+    R.k_ring_part = sim_kind_register(R.eng, "rep.ring_part", on_ring_part, &R);
+    R.k_ring_step = sim_kind_register(R.eng, "rep.ring_step", on_ring_step, &R);
 
     /* successors: one entry per dep edge, keyed by the dep */
     uint32_t *key = dt_xmalloc(((size_t)(g->n_deps > n ? g->n_deps : n) + 1) * sizeof *key);
@@ -903,6 +981,14 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
         R.inl_cp = dt_xcalloc((size_t)n + 1, sizeof *R.inl_cp);
         R.ring_hid = dt_xcalloc((size_t)n + 1, sizeof *R.ring_hid);
         if (!R.inl) R.inl = dt_xcalloc((size_t)n + 1, sizeof *R.inl);
+        if (cfg->comm) {
+            R.ring_left = dt_xcalloc((size_t)n + 1, sizeof *R.ring_left);
+            R.ring_t0 = dt_xcalloc((size_t)n + 1, sizeof *R.ring_t0);
+            R.ring_base = dt_xcalloc((size_t)n + 1, sizeof *R.ring_base);
+            R.ring_block = dt_xcalloc((size_t)n + 1, sizeof *R.ring_block);
+            R.ring_exp = dt_xcalloc((size_t)n + 1, sizeof *R.ring_exp);
+            R.ring_all = dt_xcalloc((size_t)n + 1, sizeof *R.ring_all);
+        }
     }
     bool slow = false;
     if (cfg->slowdown)
@@ -1005,6 +1091,9 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
                                                  : inlane_time(&R, g->ops[i].arg, g->ops[i].lane))
                                         : 0;
             R.start = R.launch = R.end = NULL;
+            out->op_ring = R.inl_cp;
+            out->op_ring_hidden = R.ring_hid;
+            R.inl_cp = R.ring_hid = NULL;
         }
     }
     if (R.rng)
@@ -1033,6 +1122,12 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     free(R.ring_hid);
     free(R.ring_cache);
     free(R.ring_total);
+    free(R.ring_left);
+    free(R.ring_t0);
+    free(R.ring_base);
+    free(R.ring_block);
+    free(R.ring_exp);
+    free(R.ring_all);
     free(R.cost_base);
     free(R.spec_of);
     free(R.inlane_cache);
@@ -1063,9 +1158,11 @@ void replay_result_free(replay_result *r)
     free(r->op_launch);
     free(r->op_end);
     free(r->op_inlane);
+    free(r->op_ring);
+    free(r->op_ring_hidden);
     free(r->lane_end);
     free(r->lane_dropped);
-    r->op_start = r->op_launch = r->op_end = r->op_inlane = NULL;
+    r->op_start = r->op_launch = r->op_end = r->op_inlane = r->op_ring = r->op_ring_hidden = NULL;
     r->lane_end = NULL;
     r->lane_dropped = NULL;
 }

@@ -421,12 +421,13 @@ static void build_timeline(tl_build *b, const wl_graph *g, const replay_result *
                            const unsigned char *mask)
 {
     run_timeline *tl = b->tl;
-    tl->n_names = g->n_names + 2;
+    tl->n_names = g->n_names + 3;
     tl->names = dt_xcalloc(tl->n_names, sizeof *tl->names);
     for (uint32_t i = 0; i < g->n_names; i++) tl->names[i] = dt_xstrdup(g->names[i]);
-    int n_tp = (int)g->n_names, n_wait = n_tp + 1;
+    int n_tp = (int)g->n_names, n_wait = n_tp + 1, n_ring = n_tp + 2;
     tl->names[n_tp] = dt_xstrdup("tp_collectives");
     tl->names[n_wait] = dt_xstrdup("wait_for_peers");
+    tl->names[n_ring] = dt_xstrdup("ring_attention");
     for (uint32_t i = 0; i < g->n_ops; i++) {
         const wl_op *o = &g->ops[i];
         for (int k = 0; k < g->lane_size; k++) {
@@ -434,10 +435,17 @@ static void build_timeline(tl_build *b, const wl_graph *g, const replay_result *
             if (!mask[gpu]) continue;
             sim_time_t s = r->op_start[i], l = r->op_launch[i], e = r->op_end[i];
             if (o->kind == WL_OP_COMPUTE) {
-                add_span(b, gpu, RUN_STREAM_COMPUTE, s, e - r->op_inlane[i], o->name, o->mb,
-                         o->layer, -1);
-                add_span(b, gpu, RUN_STREAM_TP, e - r->op_inlane[i], e, n_tp, o->mb, o->layer,
+                /* the op's in-lane tail: TP collectives, then the ring attention's exposed
+                 * part (cp > 1); the ring sends the compute hid run alongside it, from its
+                 * start (the breakdown's in-flight CP) */
+                sim_time_t in = r->op_inlane[i], ring = r->op_ring ? r->op_ring[i] : 0;
+                sim_time_t hid = r->op_ring_hidden ? r->op_ring_hidden[i] : 0;
+                if (hid > e - in - s) hid = e - in - s;
+                add_span(b, gpu, RUN_STREAM_COMPUTE, s, e - in, o->name, o->mb, o->layer, -1);
+                add_span(b, gpu, RUN_STREAM_TP, s, s + hid, n_ring, o->mb, o->layer, WL_COMM_CP);
+                add_span(b, gpu, RUN_STREAM_TP, e - in, e - ring, n_tp, o->mb, o->layer,
                          WL_COMM_TP);
+                add_span(b, gpu, RUN_STREAM_TP, e - ring, e, n_ring, o->mb, o->layer, WL_COMM_CP);
             } else {
                 run_stream st = o->kind == WL_OP_SEND ? RUN_STREAM_PP : RUN_STREAM_DP;
                 int kind = o->kind == WL_OP_SEND ? WL_COMM_PP : g->colls[o->arg].kind;

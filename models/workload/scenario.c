@@ -45,8 +45,8 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
         "kind", "name", "layers", "hidden", "heads", "seq_len", "vocab", "ffn", "kv_heads",
         "experts", "top_k", "mlp", "tied_embeddings", "forward_time", "backward_time", "params",
         "activation_bytes", "flops_per_layer", "attention", "causal", "attention_dropout",
-        "flash_kernel", "expert_ffn", "shared_experts", "capacity_factor", "router_zipf", "moe_layer_freq",
-        "router_seed", NULL};
+        "flash_kernel", "expert_ffn", "shared_experts", "capacity_factor", "router_zipf",
+        "moe_layer_freq", "router_seed", "head_dim", NULL};
     TRY(js_expect_object(c, m, path));
     TRY(js_check_keys(c, m, path, keys));
     int kind = WL_TRANSFORMER;
@@ -61,7 +61,7 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
                                           "tied_embeddings", "attention", "causal",
                                           "attention_dropout", "flash_kernel", "expert_ffn", "shared_experts",
                                           "capacity_factor", "router_zipf", "moe_layer_freq",
-                                          "router_seed", NULL};
+                                          "router_seed", "head_dim", NULL};
     static const char *const syn_only[] = {"forward_time", "backward_time", "activation_bytes",
                                            "flops_per_layer", NULL};
     const char *const *foreign[3][2] = {{syn_only, NULL}, {tf_only, NULL}, {tf_only, syn_only}};
@@ -133,9 +133,13 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
         out->flash_kernel = (gpu_attn_kernel)fk;
         if (out->attention != WL_ATTN_FLASH && cJSON_GetObjectItemCaseSensitive(m, "flash_kernel"))
             return js_fail(c, path, "flash_kernel", "only with \"attention\": \"flash\"");
-        if (floor(out->hidden / out->heads) * out->heads != out->hidden)
-            return js_fail(c, path, "heads", "must divide hidden (%g), found %g", out->hidden,
-                           out->heads);
+        TRY(js_get_number(c, m, path, "head_dim", false, 1, 1e5, &out->head_dim));
+        if (out->head_dim > 0 && floor(out->head_dim) != out->head_dim)
+            return js_fail(c, path, "head_dim", "a whole number, found %g", out->head_dim);
+        /* heads of their own width need not divide the hidden size */
+        if (out->head_dim == 0 && floor(out->hidden / out->heads) * out->heads != out->hidden)
+            return js_fail(c, path, "heads", "must divide hidden (%g), found %g (or give "
+                           "\"head_dim\")", out->hidden, out->heads);
         if (floor(out->heads / out->kv_heads) * out->kv_heads != out->heads)
             return js_fail(c, path, "kv_heads", "must divide heads (%g), found %g", out->heads,
                            out->kv_heads);
@@ -684,9 +688,6 @@ static int check_ep_cp(const js_ctx *c, const wl_scenario *s)
             return js_fail(c, "parallel", "ep",
                            "must divide dp (%d): expert-parallel ranks are data-parallel ranks "
                            "(Megatron-Core), found %d", p->dp, ep);
-        if (p->zero >= 3)
-            return js_fail(c, "parallel", "zero",
-                           "ZeRO-3 with expert parallelism is not modelled, found zero 3 with ep %d", ep);
     }
     if (cp > 1) {
         if (m->attention != WL_ATTN_FLASH)

@@ -176,8 +176,9 @@ void traffic_loads(const wl_graph *g, const traffic_env *e, bool all, traffic_lo
             }
         free(sum);
     }
+    if (!all) return;
     if (g->cp_next && g->cp > 1) {
-        /* ring attention runs inside compute ops, never as flows: always static load */
+        /* ring attention: flows in flow mode (the network records them), static load here */
         lc.tag = REPLAY_TAG(WL_COMM_CP, REPLAY_TAG_INLANE);
         for (uint32_t i = 0; i < g->n_ops; i++) {
             const wl_op *o = &g->ops[i];
@@ -192,7 +193,6 @@ void traffic_loads(const wl_graph *g, const traffic_env *e, bool all, traffic_lo
             }
         }
     }
-    if (!all) return;
     for (uint32_t i = 0; i < g->n_ops; i++) {
         const wl_op *o = &g->ops[i];
         if (o->kind != WL_OP_SEND) continue;

@@ -1,7 +1,7 @@
 /* traffic.h - what a step's communication moves, read off its op graph without the engine:
  * bytes sent by all GPUs per kind of communication (wl_comm_kind), and the link loads of the
  * traffic the flow network does not carry itself (the collectives inside compute ops, TP, in
- * both network modes; every collective and send in analytic mode).
+ * both network modes; every collective, send and CP ring send in analytic mode).
  *
  * Private to models/workload (run.c). Both walk the graph once and cost each collective by the
  * program the simulation runs for it (coll_analytic_bytes, coll_analytic_loads: the algorithm
@@ -30,7 +30,8 @@ void traffic_bytes(const wl_graph *g, const traffic_env *e, double sent[WL_COMM_
 
 /* Link loads: fn(ctx, link, bytes, tag) per loaded link of each collective, tag REPLAY_TAG
  * (replay.h) of the op (in-lane: REPLAY_TAG_INLANE). In-lane collectives always, summed per
- * lane and op over the step; collectives and sends too when `all` (analytic mode). */
+ * lane and op over the step; collectives, sends and the CP ring's sends too when `all`
+ * (analytic mode: flow mode runs them as flows). */
 typedef void (*traffic_load_fn)(void *ctx, int link, double bytes, uint32_t tag);
 void traffic_loads(const wl_graph *g, const traffic_env *e, bool all, traffic_load_fn fn,
                    void *ctx);

@@ -757,6 +757,33 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
     L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, name, mb, layer, inst, 0, deps, 1);
 }
 
+/* ZeRO-3 with expert parallelism: the bytes one GPU's gathers of `layer` assemble, the dense
+ * part over all dp x cp replicas of the stage (*dense) and the routed experts this GPU holds
+ * (1/ep of them) over their expert-DP group (*experts; 0 when that group is one lane or the
+ * layer is dense), as FSDP2 with EP (and DeepSpeed-MoE's expert ZeRO groups) shard them. */
+static void zero3_layer_bytes(const gen *G, int layer, double *dense, double *experts)
+{
+    const wl_model *mo = &G->s->model;
+    const wl_plan *p = G->p;
+    double pb = wl_precision_bytes(p->precision);
+    double all = wl_layers_params(mo, layer, 1), ex = wl_layers_expert_params(mo, layer, 1);
+    *dense = (all - ex) / p->tp * pb;
+    *experts = (p->dp / G->ep) * G->cp > 1 ? ex / G->ep / p->tp * pb : 0;
+}
+
+/* The layer of the compute op after op k of item it (ZeRO-3 runs every op per layer): the next
+ * layer of the item in its direction, or the first of the next item. */
+static int next_op_layer(const gen *G, const item *items, int n_items, int it, int k, int n_ops)
+{
+    item I = items[it];
+    int vs = I.chunk * G->pp + G->stage;
+    if (k + 1 < n_ops) return G->vs_first[vs] + (I.bwd ? n_ops - 2 - k : k + 1);
+    if (it + 1 >= n_items) return -1;
+    I = items[it + 1];
+    vs = I.chunk * G->pp + G->stage;
+    return G->vs_first[vs] + (I.bwd ? G->vs_layers[vs] - 1 : 0);
+}
+
 static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
 {
     const wl_plan *p = G->p;
@@ -766,6 +793,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
     bool dp = G->reps > 1 && !p->local_step; /* a local step keeps its gradients to itself */
     bool zero3 = p->zero >= 3 && dp;
     uint32_t pending_gather = NONE; /* ZeRO-3: the next compute op's gather, issued ahead */
+    uint32_t pending_gather2 = NONE; /* ... of its routed experts (expert parallelism) */
     uint32_t blocking_send = NONE;  /* pp_blocking_sends: the send the next compute waits for */
     /* ZeRO-1/2 with overlap_param_gather: the updated parameters are gathered chunk by chunk
      * as the next step's first forward reaches them (Megatron --overlap-param-gather). In the
@@ -823,24 +851,44 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
             uint32_t cost = layer_cost(G, I.bwd, f, l, n_in, moe_in);
             uint32_t gather = NONE, gather2 = NONE; /* gather2: the experts' (EP) */
             if (zero3) {
+                /* with expert parallelism the dense part and the routed experts are gathered
+                 * over their own groups (zero3_layer_bytes); otherwise the whole layer */
+                bool split3 = moe_model && G->ep > 1;
+                double zd = G->layer_param_bytes, zx = 0;
+                if (split3) zero3_layer_bytes(G, layer, &zd, &zx);
                 if (pending_gather != NONE) {
                     gather = pending_gather;
+                    gather2 = pending_gather2;
                 } else {
-                    uint32_t inst = stage_coll(G, COLL_ALLGATHER, G->layer_param_bytes, WL_COMM_ZERO);
+                    uint32_t inst = stage_coll(G, COLL_ALLGATHER, zd, WL_COMM_ZERO);
                     uint32_t d[1] = {L->prev_compute};
                     gather = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_ZERO_GATHER, I.mb, layer,
                                     inst, 0, d, 1);
                     L->last_dp = gather;
+                    if (zx > 0) {
+                        inst = edp_coll(G, COLL_ALLGATHER, zx, WL_COMM_ZERO);
+                        gather2 = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_EDP_AG, I.mb, layer,
+                                         inst, 0, d, 1);
+                        L->last_dp = gather2;
+                    }
                 }
-                pending_gather = NONE;
+                pending_gather = pending_gather2 = NONE;
                 if (k + 1 < n_ops || it + 1 < n_items) {
                     /* Prefetch depth one: the next layer's gather may start once the op
                      * before this one is done, overlapping this op's compute. */
-                    uint32_t inst = stage_coll(G, COLL_ALLGATHER, G->layer_param_bytes, WL_COMM_ZERO);
+                    if (split3)
+                        zero3_layer_bytes(G, next_op_layer(G, items, n_items, it, k, n_ops), &zd, &zx);
+                    uint32_t inst = stage_coll(G, COLL_ALLGATHER, zd, WL_COMM_ZERO);
                     uint32_t d[1] = {L->last_compute};
                     pending_gather = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_ZERO_GATHER, I.mb,
                                             -1, inst, 0, d, 1);
                     L->last_dp = pending_gather;
+                    if (zx > 0) {
+                        inst = edp_coll(G, COLL_ALLGATHER, zx, WL_COMM_ZERO);
+                        pending_gather2 = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_EDP_AG, I.mb, -1,
+                                                 inst, 0, d, 1);
+                        L->last_dp = pending_gather2;
+                    }
                 }
             }
             if (gather_ahead && !I.bwd && I.mb == 0) {
