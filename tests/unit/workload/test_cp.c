@@ -163,7 +163,12 @@ static double two_switch_exposed(double bw, double share, double *in_flight)
     ck_assert_int_eq(gpu_preset("H100-SXM", &h100, &err), DT_OK);
     double want = 0, all = 0;
     for (int bwd = 0; bwd < 2; bwd++) {
-        double attn = (double)replay_roofline(&h100, GPU_OP_ATTENTION, GPU_BF16,
+        /* the flash kernels at the H100's measured FA2 efficiency for one ring block of
+         * s/cp = 4,096 keys, causal (gpu_attention_eff); the backward in its own class */
+        gpu_spec at = h100;
+        gpu_op_class cls = bwd ? GPU_OP_ATTENTION_BWD : GPU_OP_ATTENTION;
+        at.compute_eff[cls] = gpu_attention_eff(&h100, GPU_ATTN_FA2, 8192 / cp, true, bwd);
+        double attn = (double)replay_roofline(&at, cls, GPU_BF16,
                                               L * (bwd ? lc.bwd_attn_flops : lc.fwd_attn_flops), 0);
         double send = 1e12 * share * (bwd ? 2 : 1) * kv / bw, block = attn / (L * cp);
         want += L * (cp - 1) * fmax(0, send - block);
