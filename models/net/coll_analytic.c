@@ -210,43 +210,55 @@ static void step_of(const coll_prog *p, coll_send *buf, int r, int k, int s, col
 static double ring_time(coll_analytic *A, const coll_prog *ps, int m, int steps_lanes,
                         double *lat_part)
 {
-    double amax = 0, rmax = 0, busy = 0;
+    double amax = 0, rmax = 0;
     int steps = 0;
     for (int i = 0; i < m; i++)
         if (ps[i].ring_steps(&ps[i]) > steps) steps = ps[i].ring_steps(&ps[i]);
     int passes = steps_lanes ? NET_ECMP_LANES : 1;
-    for (int l = 0; l < passes; l++) {
-        if (steps_lanes) A->lane = l;
-        /* steps that run on lane l: s = l, l + 4, ... < steps */
-        int on_lane = steps_lanes ? (steps - l + NET_ECMP_LANES - 1) / NET_ECMP_LANES : 1;
-        for (int i = 0; i < m; i++) {
-            const coll_prog *p = &ps[i];
-            int n = p->n;
-            int *src = dt_xmalloc((size_t)n * sizeof *src), *dst = dt_xmalloc((size_t)n * sizeof *dst);
-            double *bytes = dt_xmalloc((size_t)n * sizeof *bytes), *red = dt_xmalloc((size_t)n * sizeof *red);
-            p->ring_edges(p, src, dst, bytes, red);
-            double b = 0;
-            int K = p->n_streams;
-            for (int q = 0; q < n; q++)
-                if (bytes[q] > b) b = bytes[q];
-            if (steps_lanes) b /= p->ring_steps(p); /* one step's bytes */
-            for (int q = 0; q < n; q++) {
-                /* the coupled flow moves the largest edge's bytes on every edge */
-                amax = fmax(amax, load_add(A, p->gpus[src[q]], p->gpus[dst[q]], b));
-                /* one stream exposes every reduction, K > 1 about one chunk's (coll.c on_fluid) */
-                double rb = K == 1 ? red[q] : red[q] / ((n - 1) * (double)K);
-                rmax = fmax(rmax, reduce_ps(A, p->gpus[dst[q]], rb));
+    /* own: per ring, its steps in lock step on their lanes (drained per ring and lane);
+     * total: every ring's bytes on every lane at once (drained once) */
+    double own = 0, total = 0;
+    for (int pass = 0; pass < (steps_lanes ? 2 : 1); pass++) {
+        int per_ring = steps_lanes && pass == 0;
+        for (int i = 0; i < (per_ring ? m : 1); i++) {
+            double busy = 0;
+            for (int l = 0; l < passes; l++) {
+                if (steps_lanes) A->lane = l;
+                /* steps that run on lane l: s = l, l + 4, ... < steps */
+                int on_lane = steps_lanes ? (steps - l + NET_ECMP_LANES - 1) / NET_ECMP_LANES : 1;
+                for (int j = per_ring ? i : 0; j < (per_ring ? i + 1 : m); j++) {
+                    const coll_prog *p = &ps[j];
+                    int n = p->n;
+                    int *src = dt_xmalloc((size_t)n * sizeof *src), *dst = dt_xmalloc((size_t)n * sizeof *dst);
+                    double *bytes = dt_xmalloc((size_t)n * sizeof *bytes), *red = dt_xmalloc((size_t)n * sizeof *red);
+                    p->ring_edges(p, src, dst, bytes, red);
+                    double b = 0;
+                    int K = p->n_streams;
+                    for (int q = 0; q < n; q++)
+                        if (bytes[q] > b) b = bytes[q];
+                    /* one step's bytes, times the steps on this lane unless drained per lane */
+                    if (steps_lanes) b = b / p->ring_steps(p) * (per_ring ? 1 : on_lane);
+                    for (int q = 0; q < n; q++) {
+                        /* the coupled flow moves the largest edge's bytes on every edge */
+                        amax = fmax(amax, load_add(A, p->gpus[src[q]], p->gpus[dst[q]], b));
+                        /* one stream exposes every reduction, K > 1 about one chunk's (on_fluid) */
+                        double rb = K == 1 ? red[q] : red[q] / ((n - 1) * (double)K);
+                        rmax = fmax(rmax, reduce_ps(A, p->gpus[dst[q]], rb));
+                    }
+                    free(src);
+                    free(dst);
+                    free(bytes);
+                    free(red);
+                }
+                if (per_ring) busy += on_lane * load_drain(A);
             }
-            free(src);
-            free(dst);
-            free(bytes);
-            free(red);
+            if (per_ring) own = fmax(own, busy);
+            else total = load_drain(A);
         }
-        busy += on_lane * load_drain(A);
     }
     A->lane = -1;
     *lat_part = steps * amax;
-    return *lat_part + busy + rmax;
+    return *lat_part + fmax(own, total) + rmax;
 }
 
 /* ----------------------------------------------------------- lockstep ---- */
