@@ -229,12 +229,16 @@ void traffic_loads(const wl_graph *g, const traffic_env *e, bool all, traffic_lo
 
 /* ------------------------------------------------------ concurrent phases ---- */
 
-/* A phase: every distinct group of one size that runs one op somewhere in the step. */
+/* A phase: every distinct group of one size that runs one op somewhere in the step, with an
+ * open-addressing index over their hashes (a step has thousands of instances and up to
+ * thousands of groups per phase: a scan per instance or per collective would be quadratic). */
 typedef struct phase_set {
     coll_op op;
     int n, m, cap;
     int *groups;        /* m x n */
     uint64_t *hash;     /* per group */
+    int *slot;          /* 1 + group index, 0 empty; slot_cap (power of two) >= 2 m */
+    int slot_cap;
 } phase_set;
 
 typedef struct choice {
@@ -266,10 +270,40 @@ static int phase_find(const traffic_phases *P, coll_op op, int n)
 
 static int phase_has(const phase_set *f, const int *g, uint64_t h)
 {
-    for (int i = 0; i < f->m; i++)
+    if (!f->slot_cap) return 0;
+    for (int k = (int)(h & (uint64_t)(f->slot_cap - 1)); f->slot[k]; k = (k + 1) & (f->slot_cap - 1)) {
+        int i = f->slot[k] - 1;
         if (f->hash[i] == h && !memcmp(f->groups + (size_t)i * f->n, g, (size_t)f->n * sizeof *g))
             return 1;
+    }
     return 0;
+}
+
+static void phase_index(phase_set *f, int i)
+{
+    int k = (int)(f->hash[i] & (uint64_t)(f->slot_cap - 1));
+    while (f->slot[k]) k = (k + 1) & (f->slot_cap - 1);
+    f->slot[k] = i + 1;
+}
+
+static void phase_add(phase_set *F, const int *grp, uint64_t h)
+{
+    int n = F->n;
+    if (F->m == F->cap) {
+        F->cap = F->cap ? 2 * F->cap : 8;
+        F->groups = dt_xrealloc(F->groups, (size_t)F->cap * n * sizeof *F->groups);
+        F->hash = dt_xrealloc(F->hash, (size_t)F->cap * sizeof *F->hash);
+    }
+    memcpy(F->groups + (size_t)F->m * n, grp, (size_t)n * sizeof *grp);
+    F->hash[F->m++] = h;
+    if (2 * F->m > F->slot_cap) { /* grow and re-index */
+        F->slot_cap = F->slot_cap ? 2 * F->slot_cap : 16;
+        free(F->slot);
+        F->slot = dt_xcalloc((size_t)F->slot_cap, sizeof *F->slot);
+        for (int i = 0; i < F->m; i++) phase_index(F, i);
+    } else {
+        phase_index(F, F->m - 1);
+    }
 }
 
 traffic_phases *traffic_phases_create(const wl_graph *g)
@@ -292,16 +326,8 @@ traffic_phases *traffic_phases_create(const wl_graph *g)
         for (int k = 0; k < ts; k++) {
             for (int i = 0; i < n; i++) grp[i] = g->lane_gpus[(size_t)p.lane[p.start[c] + i] * ts + k];
             uint64_t h = group_hash(grp, n);
-            /* a group recurs in every bucket of the step: kept once (a linear scan per
-             * instance; instances x groups stays small next to the run) */
-            if (phase_has(F, grp, h)) continue;
-            if (F->m == F->cap) {
-                F->cap = F->cap ? 2 * F->cap : 8;
-                F->groups = dt_xrealloc(F->groups, (size_t)F->cap * n * sizeof *F->groups);
-                F->hash = dt_xrealloc(F->hash, (size_t)F->cap * sizeof *F->hash);
-            }
-            memcpy(F->groups + (size_t)F->m * n, grp, (size_t)n * sizeof *grp);
-            F->hash[F->m++] = h;
+            /* a group recurs in every bucket of the step: kept once */
+            if (!phase_has(F, grp, h)) phase_add(F, grp, h);
         }
     }
     free(grp);
@@ -315,6 +341,7 @@ void traffic_phases_destroy(traffic_phases *P)
     for (int i = 0; i < P->n_ph; i++) {
         free(P->ph[i].groups);
         free(P->ph[i].hash);
+        free(P->ph[i].slot);
     }
     free(P->ph);
     free(P->memo);
