@@ -203,10 +203,13 @@ static void step_of(const coll_prog *p, coll_send *buf, int r, int k, int s, col
  *
  * steps_lanes (the estimate, for rings the engine runs in the step model with fewer than
  * NET_ECMP_LANES chunks): each step's transfer of an edge takes one lane, lane s mod
- * NET_ECMP_LANES at step s (a pair's transfers rotate over the lanes), so the bandwidth term
- * is, per lane, the steps on that lane x the busiest link under one step's bytes of every
- * edge on that lane. Rings whose edges meet on a spine link on some lane pay for it on that
- * lane's steps, as the step model does (the fluid ring's 4 lane-weighted flows average it). */
+ * NET_ECMP_LANES at step s (a pair's transfers rotate over the lanes). The bandwidth term is
+ * the larger of (own) each ring alone in lock step - per lane, the steps on that lane x the
+ * busiest link under one step's bytes of its edges - and (total) every ring's bytes of every
+ * step on their lanes, on the busiest link. Concurrent rings are coupled only along each
+ * ring, so they slip out of step and their collisions do not all coincide: charging each
+ * step the busiest link of every ring's step at once is an upper bound (45 % over the flow
+ * for 128 rings, docs/collectives.md), `total` a lower bound, exact for one ring. */
 static double ring_time(coll_analytic *A, const coll_prog *ps, int m, int steps_lanes,
                         double *lat_part)
 {
@@ -264,7 +267,7 @@ static double ring_time(coll_analytic *A, const coll_prog *ps, int m, int steps_
 /* ----------------------------------------------------------- lockstep ---- */
 
 /* Per step index: the largest latency, the busiest link over every transfer of the step (of
- * all m concurrent programs), the slowest reduction. With A->lane_per_step (the estimate)
+ * all m concurrent programs), the slowest reduction. With lane_per_step (the estimate)
  * step s puts each transfer whole on lane s mod NET_ECMP_LANES: a flow takes one lane, and a
  * pair's transfers rotate over the lanes from step to step. */
 static double lockstep_time(coll_analytic *A, const coll_prog *ps, int m, int lane_per_step,
