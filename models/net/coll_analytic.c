@@ -490,7 +490,11 @@ static double pipe_time(coll_analytic *A, const coll_prog *ps, int m)
  * evaluation serves every size that runs the same algorithm with the same chunking - a
  * training step's buckets of different sizes on one data-parallel group walk the program once.
  * Pipelines are not linear (max of latency + load per stage): EXACT only. */
-enum { CA_EXACT = 1, CA_LINEAR = 2 };
+enum { CA_EXACT = 1, CA_LINEAR = 2, CA_EST_EXACT = 3, CA_EST_LINEAR = 4 };
+/* The estimate's entries (estimate_ps), the same two kinds over a concurrent set: the key's
+ * group is the whole set (m groups one after the other, n = m x group size) and its root the
+ * group size (all-reduce, reduce-scatter and all-gather have no root). */
+#define CA_IS_EXACT(kind) ((kind) == CA_EXACT || (kind) == CA_EST_EXACT)
 
 static uint64_t spec_hash(const coll_spec *s, int kind, coll_algo ran, int streams)
 {
@@ -502,13 +506,13 @@ static uint64_t spec_hash(const coll_spec *s, int kind, coll_algo ran, int strea
     } while (0)
     MIX(kind);
     MIX(s->op);
-    MIX(kind == CA_EXACT ? s->algo : ran);
+    MIX(CA_IS_EXACT(kind) ? s->algo : ran);
     MIX(streams);
     MIX(s->n);
     MIX(s->root);
     MIX(s->servers);
     uint64_t bb;
-    if (kind == CA_EXACT) {
+    if (CA_IS_EXACT(kind)) {
         memcpy(&bb, &s->bytes, sizeof bb);
         MIX(bb);
     }
@@ -523,7 +527,7 @@ static int same(const ca_entry *e, uint64_t h, const coll_spec *s, int kind, col
                 int streams)
 {
     return e->used == kind && e->hash == h && e->op == s->op && e->n == s->n &&
-           (kind == CA_EXACT ? e->algo == s->algo && e->bytes == s->bytes
+           (CA_IS_EXACT(kind) ? e->algo == s->algo && e->bytes == s->bytes
                              : e->ran == ran && e->streams == streams) &&
            e->root == s->root && e->servers == s->servers && e->elem == s->elem_bytes &&
            !memcmp(e->group, s->group, (size_t)s->n * sizeof(int));
@@ -656,14 +660,42 @@ static int estimate_ps(coll_analytic *A, const coll_spec *spec, coll_algo algo, 
         s.algo = algo;
         coll_algo ran;
         rc = coll_prepare(A->t, &A->cfg, &s, &ps[i], &ran, err);
+        if (i == 0 && rc == DT_OK) {
+            /* Cached? Ring and lock-step estimates are linear in the size, as the analytic
+             * time's (the LINEAR entries): a step's buckets on one set walk it once. */
+            coll_spec key = {.op = spec->op, .algo = algo, .group = set, .n = m * n, .root = n,
+                             .servers = spec->servers, .elem_bytes = spec->elem_bytes,
+                             .bytes = spec->bytes};
+            int kind = ps[0].form == COLL_FORM_PIPE ? CA_EST_EXACT : CA_EST_LINEAR;
+            int streams = ps[0].n_streams;
+            uint64_t h = spec_hash(&key, kind, algo, streams);
+            ca_entry *e = spec->bytes > 0 ? lookup(A, h, &key, kind, algo, streams) : NULL;
+            if (e) {
+                *out = e->lat + e->per_byte * spec->bytes; /* EST_EXACT: per_byte 0 */
+                free(ps[0].data);
+                return DT_OK;
+            }
+        }
     }
     int ok = rc == DT_OK;
     if (ok) {
-        double lat;
+        double lat = 0;
         *out = ps[0].n <= 1                    ? 0
                : ps[0].form == COLL_FORM_RING ? ring_time(A, ps, m, ring_steps_lanes(A, &ps[0]), &lat)
                : ps[0].form == COLL_FORM_PIPE ? pipe_time(A, ps, m)
                                               : lockstep_time(A, ps, m, 1, &lat);
+        if (spec->bytes > 0 && ps[0].n > 1) {
+            coll_spec key = {.op = spec->op, .algo = algo, .group = set, .n = m * n, .root = n,
+                             .servers = spec->servers, .elem_bytes = spec->elem_bytes,
+                             .bytes = spec->bytes};
+            int kind = ps[0].form == COLL_FORM_PIPE ? CA_EST_EXACT : CA_EST_LINEAR;
+            ca_entry *e = insert(A, spec_hash(&key, kind, algo, ps[0].n_streams), &key, kind);
+            e->ran = algo;
+            e->streams = ps[0].n_streams;
+            /* ps as computed (EST_EXACT: the whole time in lat), so a hit compares alike */
+            e->lat = kind == CA_EST_EXACT ? *out : lat;
+            e->per_byte = kind == CA_EST_EXACT ? 0 : (*out - lat) / spec->bytes;
+        }
     }
     for (int j = 0; j < i - !ok; j++) free(ps[j].data);
     return rc;
