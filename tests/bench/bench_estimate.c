@@ -8,7 +8,7 @@
  * the flow time alone (the first group) and of all G at once, beside coll_estimate_time's
  * figures for the same, and what the rule, the estimate alone and the estimate with the set
  * pick. Figures go to docs/collectives.md ("`estimate`").
- *   bench_estimate        cases 1-2 (seconds)
+ *   bench_estimate        cases 1, 1b, 2 (seconds)
  *   bench_estimate big    also case 3: 768 boxes, 128 groups (minutes: 128 direct
  *                         reduce-scatters are 289 k flows)
  */
@@ -114,6 +114,8 @@ int main(int argc, char **argv)
     int big = argc > 1 && !strcmp(argv[1], "big");
     /* 1: test_coll_estimate's case - two stages' rail-0 groups meeting on one leaf (radix 8) */
     bench("1", 12, 4, 8, 2, 6, 1, 1, COLL_ALLREDUCE, 64e6);
+    /* 1b: the same groups, 4 MB reduce-scatter: where the ring's lower bound picks wrong */
+    bench("1b", 12, 4, 8, 2, 6, 1, 1, COLL_REDUCE_SCATTER, 4e6);
     /* 2: M-70B's DP reduce-scatter (tp 8, pp 2, dp 48 on 96 boxes, 470 MB bucket) */
     bench("2", 96, 8, 64, 2, 48, 8, 0, COLL_REDUCE_SCATTER, 469770240);
     /* 3: M-462B's (tp 8, pp 16, dp 48 on 768 boxes, 1.02 GB bucket) */
