@@ -164,7 +164,20 @@ typedef struct comm_ctx {
     double elem_bytes;
     coll_algo algo;
     int servers; /* options.ps_servers */
+    traffic_phases *phases; /* algo "estimate": the step's concurrent groups (NULL: alone) */
 } comm_ctx;
+
+/* The algorithm a cross-lane collective runs: options.dp_algorithm, "estimate" resolved with
+ * the step's concurrent groups of the same op and size (traffic_phases_choice, memoised), so
+ * that flow and analytic mode and the traffic report all run the same choice. */
+static coll_algo cross_lane_algo(comm_ctx *cc, coll_spec s)
+{
+    if (s.algo != COLL_ESTIMATE || s.op == COLL_SENDRECV) return s.algo;
+    dt_error e;
+    dt_error_clear(&e);
+    coll_algo a;
+    return traffic_phases_choice(cc->phases, cc->an, &s, &a, &e) == DT_OK ? a : COLL_AUTO;
+}
 
 /* Contention-free cost (analytic mode; TP in both modes): the algorithm coll_fn would start
  * (options.dp_algorithm with the same fallback to auto; TP collectives auto), costed by
@@ -177,6 +190,7 @@ static sim_time_t coll_time_fn(void *ctx, coll_op op, const int *gpus, int n, do
     coll_spec s = {.op = op, .algo = in_lane ? COLL_AUTO : cc->algo, .group = gpus, .n = n,
                    .bytes = bytes, .root = op == COLL_SENDRECV ? 1 : 0,
                    .elem_bytes = cc->elem_bytes, .servers = in_lane ? 0 : cc->servers};
+    if (!in_lane) s.algo = cross_lane_algo(cc, s);
     sim_time_t t = 0;
     dt_error e;
     dt_error_clear(&e);
@@ -196,6 +210,7 @@ static void coll_fn(void *ctx, coll_op op, const int *gpus, int n, double bytes,
     comm_ctx *cc = ctx;
     coll_spec s = {.op = op, .algo = cc->algo, .group = gpus, .n = n, .bytes = bytes,
                    .elem_bytes = cc->elem_bytes, .tag = tag, .servers = cc->servers};
+    s.algo = cross_lane_algo(cc, s);
     dt_error e;
     dt_error_clear(&e);
     int rc = coll_start(cc->ce, &s, kind, id, 0, &e);
@@ -572,7 +587,8 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
     coll_engine *ce = coll_create(n, eng, t, &cc);
     coll_analytic *an = coll_analytic_create(n, t, &cc);
     comm_ctx ctx = {.n = n, .ce = ce, .an = an, .elem_bytes = g->precision == GPU_FP32 ? 4 : 2,
-                    .algo = J->env->dp_algorithm, .servers = J->env->ps_servers};
+                    .algo = J->env->dp_algorithm, .servers = J->env->ps_servers,
+                    .phases = J->env->dp_algorithm == COLL_ESTIMATE ? traffic_phases_create(g) : NULL};
     replay_comm comm = {.coll = coll_fn, .send = send_fn, .ctx = &ctx};
     double *slow = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *slow);
     for (int i = 0; i < t->n_gpus; i++) slow[i] = 1;
@@ -625,7 +641,7 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
         run_account_gpus(g, t, out);
         traffic_env te = {.t = t, .an = an, .algo = J->env->dp_algorithm,
                           .servers = J->env->ps_servers,
-                          .elem_bytes = ctx.elem_bytes};
+                          .elem_bytes = ctx.elem_bytes, .phases = ctx.phases};
         double sent[WL_COMM_KIND_COUNT];
         traffic_bytes(g, &te, sent);
         out->bytes_sent_per_gpu_total = 0;
@@ -659,6 +675,7 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
     free(ob.acc);
     replay_result_free(&r);
     free(slow);
+    traffic_phases_destroy(ctx.phases);
     coll_analytic_destroy(an);
     coll_destroy(ce);
     net_destroy(n);
