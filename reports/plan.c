@@ -244,11 +244,6 @@ static bool structural(const space *sp, const plan_candidate *c, rejects *rj)
         reject(rj, "indivisible: seq_len by 2 x cp", ex);
         return false;
     }
-    if (c->ep > 1 && c->zero >= 3) {
-        snprintf(ex, sizeof ex, "%s: ZeRO-3 with expert parallelism is not modelled", lb);
-        reject(rj, "unsupported: ZeRO-3 with ep", ex);
-        return false;
-    }
     double m = sp->own_microbatches;
     if (sp->global_batch > 0) {
         if (fmod(sp->global_batch, (double)c->dp * c->micro_batch_size) != 0) {

@@ -53,6 +53,12 @@ typedef enum coll_algo {
      * those that can run the spec; ties go to the earlier one in this list. Resolved by
      * coll_start and the coll_analytic_* calls (coll_fastest_choice). */
     COLL_FASTEST,
+    /* the algorithm with the least estimated time under contention among those a collective
+     * library runs (ring, tree, dbt, hd, direct, hier): every candidate costed over its
+     * routes together with the concurrent collectives of the same op when the caller names
+     * them (coll_estimate_choice); all-reduce, reduce-scatter and all-gather only, other ops
+     * by the rule. Resolved like COLL_FASTEST. */
+    COLL_ESTIMATE,
     COLL_ALGO_COUNT
 } coll_algo;
 
@@ -134,6 +140,28 @@ int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32
 struct coll_analytic;
 int coll_fastest_choice(struct coll_analytic *a, const coll_spec *spec, coll_algo *out,
                         dt_error *err);
+
+/* What `estimate` picks (docs/collectives.md, "`estimate`: by estimated time under
+ * contention"). concurrent: m groups of spec->n GPUs each, one after the other, the
+ * collectives of spec->op that run at the same time as this one, spec->group among them
+ * (borrowed for the call); NULL or m <= 1, or a set without spec->group: the collective alone.
+ * Every candidate (ring, tree, dbt, hd, direct, hier: what the `auto` rule can pick) that can
+ * run every group is costed with all m programs loading the links at once, lock-step
+ * programs' transfers each whole on one ECMP lane (as a flow takes one), rings and
+ * pipelines spread over the lanes (as they run); the time is the slowest group's; the least
+ * wins, ties to the earlier candidate. Ops other than all-reduce, reduce-scatter and
+ * all-gather, and groups of one GPU, get the rule's choice (coll_auto_choice); sendrecv direct.
+ * Nothing is cached: O(m x program size) route look-ups per candidate; callers that ask often
+ * memoise (run.c does, per op, group size and bytes). DT_OK, or DT_EINPUT with err filled
+ * when no candidate runs the spec (auto's error). */
+int coll_estimate_choice(struct coll_analytic *a, const coll_spec *spec, const int *concurrent,
+                         int m, coll_algo *out, dt_error *err);
+
+/* The time coll_estimate_choice gives spec->algo (a concrete algorithm, ring .. ps) over the
+ * same concurrent set: the slowest group's. DT_EINPUT with err filled for auto, fastest,
+ * estimate, sendrecv, or an algorithm that cannot run a group. */
+int coll_estimate_time(struct coll_analytic *a, const coll_spec *spec, const int *concurrent,
+                       int m, sim_time_t *time, dt_error *err);
 
 /* Which algorithm `auto` picks for this spec on this topology. */
 coll_algo coll_auto_choice(const topo *t, const coll_spec *spec);

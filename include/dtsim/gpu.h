@@ -30,8 +30,15 @@ typedef enum gpu_op_class {
     GPU_OP_ATTENTION,   /* fused attention kernels */
     GPU_OP_ELEMENTWISE, /* norms, activations, dropout: usually memory bound */
     GPU_OP_OPTIMIZER,   /* optimizer step: memory bound */
+    GPU_OP_ATTENTION_BWD, /* fused (flash) attention backward kernels: their own, lower fraction
+                             of peak than the forward's (FlashAttention-2/3 papers) */
     GPU_OP_CLASS_COUNT
 } gpu_op_class;
+
+/* The fused attention kernel a flash model runs (model.flash_kernel): FlashAttention-2
+ * (flash-attn, the same sm80 code on A100 and H100) or cuDNN's fused attention (Transformer
+ * Engine's default on Hopper). Presets carry a measured throughput curve per kernel. */
+typedef enum gpu_attn_kernel { GPU_ATTN_FA2, GPU_ATTN_CUDNN, GPU_ATTN_KERNEL_COUNT } gpu_attn_kernel;
 
 #define GPU_NAME_MAX 32
 #define GPU_TABLE_MAX 32 /* measured points per op class */
@@ -63,6 +70,9 @@ typedef struct gpu_spec {
                                                side (both orientations and the short side
                                                squared are tried): 256, 128 */
     gpu_table table[GPU_OP_CLASS_COUNT];    /* measured compute tables (n 0: roofline) */
+    int attn_curves;                        /* 1 + index of the preset whose measured flash
+                                               attention curves apply (gpu_attention_eff);
+                                               0 = none: the attention classes' efficiencies */
 } gpu_spec;
 
 /* NULL-terminated list of preset names. */
@@ -86,6 +96,18 @@ cJSON *gpu_tables_to_json(const gpu_table tables[GPU_OP_CLASS_COUNT]);
  * at the end points' rates outside their range. Seconds. */
 double gpu_table_time(const gpu_table *tab, double work);
 const char *gpu_op_class_name(gpu_op_class c);
+const char *gpu_attn_kernel_name(gpu_attn_kernel k);
+/* NULL-terminated names of the attention kernels ("fa2", "cudnn"). */
+const char *const *gpu_attn_kernel_names(void);
+
+/* Achieved fraction of the 16-bit peak of fused attention kernel k at key/query length seq
+ * (tokens one kernel call sees), forward or backward, causal or not, FLOPs counted as the kernel
+ * executes them (a causal call: half the score matrix). From the spec's measured curves
+ * (spec->attn_curves, docs/workloads.md "Attention kernels"): linear in log2(seq) between the
+ * measured lengths, held at the end points outside them. Without curves, or seq <= 0:
+ * compute_eff[GPU_OP_ATTENTION] (forward) or [GPU_OP_ATTENTION_BWD] (backward). */
+double gpu_attention_eff(const gpu_spec *spec, gpu_attn_kernel k, double seq, bool causal,
+                         bool bwd);
 
 const char *gpu_precision_name(gpu_precision p);
 int gpu_precision_parse(const char *s, gpu_precision *out);

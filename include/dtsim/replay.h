@@ -5,7 +5,8 @@
  * deps are done. A collective starts when every participating lane has reached it; the time a
  * lane spends between reaching it and its start is waiting for late peers. Communication is
  * costed either in closed form over the fabric's paths (analytic) or handed to a comm back end
- * (flow mode: collectives and sends over the network model).
+ * (flow mode: collectives, sends and context parallelism's ring-attention sends over the
+ * network model).
  *
  * trace_ (models/trace.c): the op graph and the run environment as a JSON file a user can read,
  * write by hand, or convert from a profiler (docs/formats.md, "Trace files").
@@ -85,12 +86,57 @@ typedef struct replay_config {
      * with the quorum's last op and their remaining compute is cancelled (it counts for
      * nothing). 0: synchronous, every lane waits for every other. */
     int backup_drop;
+    /* Communication contention (docs/workloads.md, "Compute beside communication"): while a
+     * collective of its lane is in flight, a compute op on the compute stream runs at the rate
+     * of its GPU less the SMs the collective's kernels occupy and the HBM bandwidth they use
+     * (re-timed by events when a collective starts or ends); a layer op whose tensor-parallel
+     * collectives it overlaps (wl_cost.inlane_overlap) pays the SMs and HBM of Transformer
+     * Engine's userbuffers kernels. false (the zero value): overlapped communication is free
+     * for the compute beside it. contention_sms: SMs one NCCL collective occupies; 0: by its
+     * bandwidth, replay_nccl_channels(). */
+    bool contention;
+    int contention_sms;
     /* Stop once simulated time passes this (0: run to the end): a planner that only wants
      * steps shorter than its incumbent's spends nothing on the rest of a longer one. When an op
      * is left unfinished the result has stopped_at_deadline set, step_time = deadline (the step
      * takes longer) and nothing else filled in. Not with backup_drop (dropped lanes' ops). */
     sim_time_t deadline;
 } replay_config;
+
+/* Bandwidth one NCCL channel (one thread block, one SM) achieves per direction, B/s. NCCL runs
+ * as few channels as reach the bandwidth its topology search finds (NVIDIA/nccl#689: "a PCI
+ * system with a single NIC, which can achieve up to 12-24 GB/s ... should just launch 2 SMs",
+ * 16 on DGX A100, whose NVLink all-reduce reaches 0.8 x 300 GB/s), and an H100 all-gather under
+ * FSDP launched 24 (NVIDIA developer forum 337991; 0.8 x 450 GB/s): 15 GB/s per channel on each. */
+#define REPLAY_NCCL_CHANNEL_BW 15e9
+#define REPLAY_NCCL_MIN_CHANNELS 2
+/* The most SMs an NCCL collective occupies on spec: its NVLink bandwidth at NCCL's efficiency
+ * (0.8, topo.h) over REPLAY_NCCL_CHANNEL_BW, rounded, at most half the SMs (0 when neither
+ * NVLink bandwidth nor SMs are known): A100 16, H100 and H200 24, B200 48. */
+int replay_nccl_sms(const gpu_spec *spec);
+/* SMs a collective sending `rate` B/s per GPU occupies on spec: ceil(rate /
+ * REPLAY_NCCL_CHANNEL_BW), at least REPLAY_NCCL_MIN_CHANNELS, at most replay_nccl_sms(spec). */
+int replay_nccl_channels(const gpu_spec *spec, double rate);
+/* Transformer Engine's userbuffers tensor-parallel overlap (Megatron-Core --tp-comm-overlap,
+ * TE initialize_ub defaults): all-gathers run as a ring exchange on the copy engines with one SM
+ * (num_sm 1), reduce-scatters (pipeline and bulk methods) on 16 SMs that the GEMM leaves free
+ * (set_sm_margin). */
+#define REPLAY_TE_AG_SMS 1
+#define REPLAY_TE_RS_SMS 16
+/* HBM bytes a GPU moves per byte it sends in a collective: NCCL (simple protocol through the
+ * receiver's FIFO buffer): the byte is written into the receiver's FIFO, read from it, and
+ * written to the output (or summed with the local chunk, read once more); the read also feeds
+ * the send onward: 3. Userbuffers write straight into the peer's registered buffer: read to
+ * send, written on receipt: 2. */
+#define REPLAY_NCCL_HBM_PER_BYTE 3.0
+#define REPLAY_TE_HBM_PER_BYTE 2.0
+/* Compute time of cost c on spec while other kernels hold `sms` of its SMs and use `hbm` B/s of
+ * its memory bandwidth: the cost on a GPU with sms fewer SMs (peak scaled by the SMs left, GEMM
+ * waves over the SMs left) and the achieved HBM bandwidth less hbm, never under half of it (two
+ * streams of requests each get half of a saturated memory system). */
+sim_time_t replay_contended_time(const wl_graph *g, const wl_cost *c, const gpu_spec *spec,
+                                 replay_op_time_fn op_time, replay_gemm_time_fn gemm_time,
+                                 double sms, double hbm);
 
 typedef struct replay_result {
     sim_time_t step_time;
@@ -117,6 +163,9 @@ typedef struct replay_result {
      * compute ops the in-lane (TP) communication time at the op's end. */
     sim_time_t *op_start, *op_launch, *op_end;
     sim_time_t *op_inlane;     /* in-lane (TP) communication inside compute ops */
+    /* context parallelism (record only, NULL with cp = 1): per compute op the ring
+     * attention's exposed part, the end of op_inlane, and its sends hidden under the compute */
+    sim_time_t *op_ring, *op_ring_hidden;
     /* Per lane (owned, n_lanes): when its last op ended, and whether the step dropped it
      * (backup workers); dropped lanes are left out of step_time and the breakdown. */
     sim_time_t *lane_end;

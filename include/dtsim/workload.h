@@ -52,6 +52,9 @@ typedef struct wl_model {
     /* Mixture of experts (docs/workloads.md, "Expert parallelism"); zero reads as the
      * default, so struct literals stay dense: expert_ffn 0 = ffn, moe_layer_freq 0 = 1. */
     double expert_ffn;        /* MLP width of one routed (and one shared) expert */
+    /* width of one attention head; 0 = hidden / heads. Qwen3 and Gemma set it apart from the
+     * hidden size (queries a x head_dim wide, keys and values g x head_dim) */
+    double head_dim;
     double shared_experts;    /* experts every token passes through (DeepSeekMoE) */
     double capacity_factor;   /* tokens an expert takes, x its balanced share; 0 = dropless */
     double router_zipf;       /* Zipf exponent of tokens per expert; 0 = balanced router */
@@ -63,6 +66,7 @@ typedef struct wl_model {
     /* (negated so that zero is the GPT default: causal mask, dropout on the probabilities) */
     bool non_causal;          /* no causal mask: flash computes every score block */
     bool no_attention_dropout; /* unfused: no dropout kernel, mask or output over the scores */
+    gpu_attn_kernel flash_kernel; /* flash: which fused kernel runs (its measured curve) */
     /* synthetic: per layer and microbatch; params is the whole model (all kinds) */
     sim_time_t t_fwd, t_bwd;
     double act_bytes_per_layer;
@@ -93,6 +97,9 @@ typedef struct wl_framework {
     bool tp_comm_overlap;        /* TP collectives overlap the layer's GEMMs (exposed: excess) */
     bool pp_blocking_sends;      /* a stage's compute waits for its pipeline send to finish */
     double optimizer_bytes;      /* bytes moved per updated parameter; 0 = by optimizer kind */
+    /* bytes per gradient element of the data-parallel reduction (framework.reduce_dtype: FSDP's
+     * MixedPrecision.reduce_dtype); 0 = the training precision's */
+    double reduce_bytes;
 } wl_framework;
 
 const char *wl_framework_name(wl_framework_preset p);
@@ -142,6 +149,13 @@ typedef struct wl_plan {
                                     (density kept at the ratio) instead of all-gathered */
     int quant_bits;              /* compression.method int8/fp8 (8), onebit (1): gradients
                                     all-reduced quantised with error feedback; 0 = none */
+    bool topk_ps;                /* compression.method "ps": workers push their top-k pairs to
+                                    the parameter servers (options.dp_algorithm "ps"), which
+                                    sum them; the union is pulled back (docs/workloads.md) */
+    int lowrank_rank;            /* compression.method "powersgd": rank r of P (m x r) and
+                                    Q (n x r) per weight matrix; 0 = none */
+    double lowrank_min_rate;     /* PowerSGD compresses a matrix only when m n > rate r (m+n)
+                                    (PyTorch's min_compression_rate, default 2) */
     double topk_throughput;      /* elements/s of the top-k selection kernel */
     wl_axis placement[3];        /* outermost first; default dp, pp, tp (TP innermost) */
     bool place_by_bandwidth;     /* "placement": "bandwidth": gpu_map from the topology */
@@ -199,6 +213,11 @@ typedef struct wl_env {
     /* Fraction of line rate collectives and sends achieve per link class
      * (topo_apply_link_efficiency): 0 is read as 1 (line rate). */
     double link_nvlink, link_network;
+    /* options.comm_contention (replay_config.contention): compute beside an overlapped
+     * collective slows by the SMs and HBM bandwidth the collective takes. On unless
+     * no_contention; contention_sms: SMs one collective occupies (0: the GPU's figure). */
+    bool no_contention;
+    int contention_sms;
 } wl_env;
 
 typedef struct wl_scenario {
@@ -227,6 +246,9 @@ typedef struct wl_scenario {
  * at the topology beyond its presence: checks that need the GPU count are in wl_plan_check(). */
 int wl_scenario_parse(const js_ctx *ctx, const cJSON *j, wl_scenario *out);
 void wl_scenario_free(wl_scenario *s);
+/* options.comm_contention (or a trace environment's) of obj into env: true, false or
+ * {"sms": N}; absent leaves env as it is. Errors name path.comm_contention. */
+int wl_comm_contention_parse(const js_ctx *ctx, const cJSON *obj, const char *path, wl_env *env);
 /* Complete the plan for a cluster of n_gpus: dp defaults to n_gpus/(tp*pp); microbatches and
  * global_batch are derived from each other; then dp*tp*pp must equal n_gpus, layers split over
  * pp*virtual_stages, stragglers name existing GPUs. Error paths name the keys involved. */
@@ -359,6 +381,11 @@ double wl_moe_max_load(const wl_model *m, int ep);
 double wl_moe_alltoall_bytes(const wl_model *m, const wl_plan *p);
 /* Context parallelism: bytes one ring-attention step sends to the next CP rank, per GPU (the
  * K and V blocks of s/cp tokens, kv heads over tp): 2 b (s/cp) h (g/a) e / t. */
+/* Attention widths of a transformer: queries a x d (the attention output too), keys and
+ * values g x d each, with d = head_dim (hidden / heads unless the model says). */
+double wl_head_dim(const wl_model *m);
+double wl_q_width(const wl_model *m);
+double wl_kv_width(const wl_model *m);
 double wl_cp_ring_bytes(const wl_model *m, const wl_plan *p);
 double wl_embedding_params(const wl_model *m);
 double wl_total_params(const wl_model *m);
@@ -370,6 +397,26 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out);
  * gradient (k, n, m): wl_gemm_backward. */
 #define WL_LAYER_GEMMS_MAX 8
 int wl_layer_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_LAYER_GEMMS_MAX]);
+/* PowerSGD (Vogels et al. 2019, as PyTorch's powerSGD_hook runs it) on one GPU's gradient of
+ * one transformer layer (embedding false) or of the V/t x h embedding matrix (true), rank
+ * plan.lowrank_rank: a weight matrix of R x C elements (R output features) is compressed when
+ * R C > min_rate q (R + C), q = min(r, R, C); the rest goes uncompressed. docs/workloads.md. */
+typedef struct wl_lowrank {
+    double p_elems;      /* all-reduced P elements: sum of q R over compressed matrices */
+    double q_elems;      /* all-reduced Q elements: sum of q C */
+    double dense_elems;  /* all-reduced uncompressed: vectors, matrices not worth compressing */
+    double matrix_elems; /* elements of the compressed matrices */
+    double flops;        /* P = M Q, Q = Mᵀ P, P Qᵀ (2 R C q each) and Gram-Schmidt (2 R q²) */
+} wl_lowrank;
+#define WL_LOWRANK_GEMMS_MAX 32
+/* Fills *out and, when gemms is not NULL, the matmuls' shapes (4 per compressed matrix: the
+ * three products and the orthogonalisation as an (R x q)·(q x q) GEMM); returns their number. */
+int wl_lowrank_get(const wl_model *m, const wl_plan *p, bool embedding, wl_lowrank *out,
+                   gpu_gemm gemms[WL_LOWRANK_GEMMS_MAX]);
+/* Expected size of the union of n top-k index sets of density r each over G elements, drawn
+ * independently and uniformly: G (1 - (1 - r)^n) (docs/workloads.md). */
+double wl_topk_union(double G, double r, int n);
+
 /* The output layer's GEMM (logits) for one microbatch on one GPU: (b·s, V/t, h). */
 gpu_gemm wl_logits_gemm(const wl_model *m, const wl_plan *p);
 /* The data-gradient and weight-gradient GEMMs of forward GEMM f, count as f's. */
@@ -437,6 +484,12 @@ typedef struct wl_cost {
      * each step overlapped with one block of the op's attention compute. */
     double ring_bytes;
     int ring_count;
+    /* Fused attention: the key/query length one kernel call sees (s, or s/cp per ring block)
+     * and which kernel runs, so each GPU takes its own measured efficiency for the attention
+     * classes (gpu_attention_eff); attn_seq 0: the classes' flat efficiencies. */
+    double attn_seq;
+    gpu_attn_kernel attn_kernel;
+    bool attn_causal;
 } wl_cost;
 
 /* A collective instance: every op naming it (one per participating lane) must be reached

@@ -15,13 +15,15 @@
 
 static const char *const precision_names[GPU_PRECISION_COUNT + 1] = {"fp32", "tf32", "fp16",
                                                                      "bf16", "fp8", NULL};
-static const char *const class_names[GPU_OP_CLASS_COUNT + 1] = {"matmul", "attention",
-                                                                "elementwise", "optimizer", NULL};
+static const char *const class_names[GPU_OP_CLASS_COUNT + 1] = {
+    "matmul", "attention", "elementwise", "optimizer", "attention_bwd", NULL};
+static const char *const attn_kernel_names[GPU_ATTN_KERNEL_COUNT + 1] = {"fa2", "cudnn", NULL};
 
-/* Default achieved fractions. matmul ~0.7 and attention ~0.5 of dense peak are what large
- * GEMMs and fused (flash) attention typically sustain on Hopper-class parts; elementwise and
- * optimizer kernels are memory bound, so their compute fraction rarely matters (0.5 keeps a
- * compute floor for them). memory_eff 0.8 is a typical STREAM-like fraction of HBM peak. */
+/* Default achieved fractions, for a GPU spec without a preset (and the presets' classes that have
+ * no measurement of their own, below): matmul ~0.7 and attention ~0.5 of dense peak are round
+ * figures for large GEMMs and fused attention; elementwise and optimizer kernels are memory
+ * bound, so their compute fraction rarely matters (0.5 keeps a compute floor for them).
+ * memory_eff 0.8 is a typical STREAM-like fraction of HBM peak. */
 #define EFF_MATMUL 0.7
 #define EFF_ATTENTION 0.5
 #define EFF_ELEMENTWISE 0.5
@@ -53,6 +55,51 @@ static const preset presets[] = {
      132},
     {"B200", {75 * T, 1100 * T, 2250 * T, 2250 * T, 4500 * T}, 180e9, 7.7e12, 900e9, 5.00, 148},
 };
+
+/* Measured fused-attention throughput, TFLOP/s (BF16/FP16, head dim 128, FLOPs as the kernel
+ * executes them: a causal call counts half the score matrix), at key/query lengths seq: the
+ * forward with and without the causal mask and the backward without it. A causal backward is
+ * taken at the non-causal backward times the forward's causal/non-causal ratio at the same
+ * length (the same tiles skipped, the same diagonal tiles masked); no source gives it.
+ *
+ * H100 SXM5: Shah et al. 2024, "FlashAttention-3" (arXiv 2407.08608), figures 5 and 6
+ *   (hidden 2048, 16 heads of 128, 16k tokens per batch): the FlashAttention-2 and cuDNN bars.
+ * A100 SXM4: FlashAttention-2's own figures are not in reach here; the forward at 1k and 4k
+ *   (32 heads, 16k tokens) from liangan1/GPU_travel performance/flash-attn/README.md (FA2 on
+ *   A100 80 GB: 143.7 / 156.3 causal, 179.1 / 184.0 non-causal); its backward is not measured
+ *   there: the same code (FA2 has no Hopper kernel; the sm80 kernels run on the H100) is given
+ *   the H100's FA2 backward/forward ratio at the same length (1k 260/350, 4k 310/368). cuDNN
+ *   on A100: no figure, FA2's curve is used. H200: the H100's (same die and clocks; attention is
+ *   compute bound). B200: none (the attention classes' efficiencies). */
+#define ATTN_POINTS 6
+typedef struct attn_curve {
+    int n;
+    double seq[ATTN_POINTS];
+    double fwd_causal[ATTN_POINTS], fwd[ATTN_POINTS], bwd[ATTN_POINTS]; /* TFLOP/s */
+    double peak;                                                        /* TFLOP/s, bf16 */
+} attn_curve;
+
+static const attn_curve h100_fa2 = {6,
+                                    {512, 1024, 2048, 4096, 8192, 16384},
+                                    {191, 260, 298, 319, 333, 335},
+                                    {309, 350, 362, 368, 370, 370},
+                                    {214, 260, 291, 310, 318, 322},
+                                    989};
+static const attn_curve h100_cudnn = {6,
+                                      {512, 1024, 2048, 4096, 8192, 16384},
+                                      {315, 410, 484, 518, 529, 539},
+                                      {497, 574, 617, 609, 600, 595},
+                                      {305, 408, 465, 499, 518, 516},
+                                      989};
+static const attn_curve a100_fa2 = {2,
+                                    {1024, 4096},
+                                    {143.7, 156.3},
+                                    {179.1, 184.0},
+                                    {179.1 * 260 / 350, 184.0 * 310 / 368},
+                                    312};
+/* per preset (presets[] order), per kernel; NULL: no curve */
+static const attn_curve *const attn_curves[][GPU_ATTN_KERNEL_COUNT] = {
+    {&a100_fa2, &a100_fa2}, {&h100_fa2, &h100_cudnn}, {&h100_fa2, &h100_cudnn}, {NULL, NULL}};
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
 static const char *const preset_name_list[N_PRESETS + 1] = {"A100-SXM", "H100-SXM", "H200-SXM",
@@ -63,6 +110,38 @@ const char *const *gpu_preset_names(void) { return preset_name_list; }
 const char *gpu_op_class_name(gpu_op_class c)
 {
     return (c >= 0 && c < GPU_OP_CLASS_COUNT) ? class_names[c] : "?";
+}
+
+const char *gpu_attn_kernel_name(gpu_attn_kernel k)
+{
+    return (k >= 0 && k < GPU_ATTN_KERNEL_COUNT) ? attn_kernel_names[k] : "?";
+}
+
+const char *const *gpu_attn_kernel_names(void) { return attn_kernel_names; }
+
+/* value of y over x at xq, linear in log2(x), held at the ends */
+static double interp_log(const double *x, const double *y, int n, double xq)
+{
+    if (xq <= x[0]) return y[0];
+    if (xq >= x[n - 1]) return y[n - 1];
+    int i = 1;
+    while (x[i] < xq) i++;
+    double f = log2(xq / x[i - 1]) / log2(x[i] / x[i - 1]);
+    return y[i - 1] + f * (y[i] - y[i - 1]);
+}
+
+double gpu_attention_eff(const gpu_spec *spec, gpu_attn_kernel k, double seq, bool causal,
+                         bool bwd)
+{
+    int p = spec->attn_curves - 1;
+    const attn_curve *c = p >= 0 && p < (int)N_PRESETS && k >= 0 && k < GPU_ATTN_KERNEL_COUNT
+                              ? attn_curves[p][k] : NULL;
+    if (!c || !(seq > 0)) return spec->compute_eff[bwd ? GPU_OP_ATTENTION_BWD : GPU_OP_ATTENTION];
+    double fc = interp_log(c->seq, c->fwd_causal, c->n, seq);
+    double fn = interp_log(c->seq, c->fwd, c->n, seq);
+    double r = bwd ? interp_log(c->seq, c->bwd, c->n, seq) * (causal ? fc / fn : 1)
+                   : (causal ? fc : fn);
+    return r / c->peak;
 }
 
 const char *gpu_precision_name(gpu_precision p)
@@ -87,6 +166,7 @@ static void set_defaults(gpu_spec *s)
     s->compute_eff[GPU_OP_ATTENTION] = EFF_ATTENTION;
     s->compute_eff[GPU_OP_ELEMENTWISE] = EFF_ELEMENTWISE;
     s->compute_eff[GPU_OP_OPTIMIZER] = EFF_OPTIMIZER;
+    s->compute_eff[GPU_OP_ATTENTION_BWD] = EFF_ATTENTION;
     s->memory_eff = EFF_MEMORY;
     s->gemm_tile[0] = GPU_GEMM_TILE_LONG;
     s->gemm_tile[1] = GPU_GEMM_TILE_SHORT;
@@ -105,6 +185,7 @@ int gpu_preset(const char *name, gpu_spec *out, dt_error *err)
         out->cost_per_hour = presets[i].cost_per_hour;
         out->sms = presets[i].sms;
         set_defaults(out);
+        if (attn_curves[i][0] || attn_curves[i][1]) out->attn_curves = (int)i + 1;
         /* A reduction reads two operands and writes one: a third of HBM bandwidth. */
         out->reduce_bw = out->hbm_bw / 3.0;
         return DT_OK;
@@ -129,7 +210,8 @@ static int preset_at(const js_ctx *ctx, const char *name, const char *path, gpu_
 static const char *const spec_keys[] = {"preset",     "name",      "flops",  "hbm",
                                         "hbm_bw",     "nvlink_bw", "efficiency",
                                         "memory_eff", "reduce_bw", "cost_per_hour",
-                                        "compute",    "sms",       "gemm_tile", NULL};
+                                        "compute",    "sms",       "gemm_tile",
+                                        "attention_kernels", NULL};
 
 /* One class's table: an array of points, or {"precision": "bf16", "points": [...]}. Every point
  * is {"flops": q, "time": q} or {"bytes": q, "time": q}, one key for the whole table. */
@@ -318,6 +400,29 @@ int gpu_spec_from_json(const js_ctx *ctx, const cJSON *v, const char *path, gpu_
             if (!(s.compute_eff[c] > 0))
                 return js_fail(ctx, sub, class_names[c], "expected a fraction in (0, 1], found 0");
         }
+        /* the forward's figure stands for the backward unless that has its own */
+        bool fwd = cJSON_GetObjectItemCaseSensitive(ef, "attention") != NULL;
+        bool bwd = cJSON_GetObjectItemCaseSensitive(ef, "attention_bwd") != NULL;
+        if (fwd && !bwd) s.compute_eff[GPU_OP_ATTENTION_BWD] = s.compute_eff[GPU_OP_ATTENTION];
+        /* an attention efficiency of the user's own replaces the preset's measured curves
+         * (unless "attention_kernels" names them again, as gpu_spec_to_json writes them) */
+        if (fwd || bwd) s.attn_curves = 0;
+    }
+    const cJSON *ak = cJSON_GetObjectItemCaseSensitive(v, "attention_kernels");
+    if (ak) {
+        js_path_key(sub, path, "attention_kernels");
+        int k = -1;
+        for (size_t i = 0; cJSON_IsString(ak) && i < N_PRESETS; i++)
+            if (!strcmp(ak->valuestring, presets[i].name) &&
+                (attn_curves[i][0] || attn_curves[i][1]))
+                k = (int)i;
+        if (cJSON_IsString(ak) && !strcmp(ak->valuestring, "none")) k = -1;
+        else if (k < 0)
+            return js_fail(ctx, path, "attention_kernels",
+                           "expected \"none\" or a preset with measured attention curves "
+                           "(A100-SXM, H100-SXM, H200-SXM), found %s",
+                           js_describe(ak, d, sizeof d));
+        s.attn_curves = k + 1;
     }
     if ((rc = js_get_number(ctx, v, path, "memory_eff", false, 0, 1, &s.memory_eff))) return rc;
     if (!(s.memory_eff > 0)) return js_fail(ctx, path, "memory_eff", "expected a fraction in (0, 1], found 0");
@@ -390,6 +495,8 @@ cJSON *gpu_spec_to_json(const gpu_spec *s)
     cJSON *ef = cJSON_AddObjectToObject(o, "efficiency");
     for (int c = 0; c < GPU_OP_CLASS_COUNT; c++)
         cJSON_AddNumberToObject(ef, class_names[c], s->compute_eff[c]);
+    if (s->attn_curves > 0 && s->attn_curves <= (int)N_PRESETS)
+        cJSON_AddStringToObject(o, "attention_kernels", presets[s->attn_curves - 1].name);
     cJSON_AddNumberToObject(o, "memory_eff", s->memory_eff);
     cJSON_AddItemToObject(o, "reduce_bw", quantity(s->reduce_bw, 1e9, "GB/s"));
     cJSON_AddNumberToObject(o, "cost_per_hour", s->cost_per_hour);

@@ -85,7 +85,8 @@ int coll_ring_model_parse(const char *s, coll_ring_model *out)
 }
 
 static const char *const algo_names[COLL_ALGO_COUNT] = {"auto", "ring",   "tree", "dbt",    "hd",
-                                                        "direct", "hier", "ps", "fastest"};
+                                                        "direct", "hier", "ps", "fastest",
+                                                        "estimate"};
 
 const char *coll_op_name(coll_op op) { return (unsigned)op < COLL_OP_COUNT ? op_names[op] : "?"; }
 const char *coll_algo_name(coll_algo a)
@@ -575,7 +576,8 @@ int coll_prepare(topo *t, const coll_config *cfg, const coll_spec *spec, coll_pr
 
     coll_algo algo = spec->algo == COLL_AUTO ? coll_auto_choice(t, spec) : spec->algo;
     if (spec->op == COLL_SENDRECV) algo = COLL_DIRECT; /* one transfer: no algorithm to pick */
-    DT_ASSERT(algo != COLL_FASTEST); /* resolved by the callers (coll_fastest_choice) */
+    /* resolved by the callers (coll_fastest_choice, coll_estimate_choice) */
+    DT_ASSERT(algo != COLL_FASTEST && algo != COLL_ESTIMATE);
     coll_prog p = {.op = spec->op, .n = n, .bytes = spec->bytes,
                    .elem = spec->elem_bytes > 0 ? spec->elem_bytes : 2.0, .root = root,
                    .servers = spec->servers,
@@ -602,9 +604,11 @@ static coll_analytic *engine_analytic(coll_engine *c)
 int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32_t done_id,
                uint64_t done_data, dt_error *err)
 {
-    if (spec->algo == COLL_FASTEST && spec->op != COLL_SENDRECV) {
+    if ((spec->algo == COLL_FASTEST || spec->algo == COLL_ESTIMATE) && spec->op != COLL_SENDRECV) {
         coll_spec s = *spec;
-        int rc = coll_fastest_choice(engine_analytic(c), spec, &s.algo, err);
+        int rc = spec->algo == COLL_FASTEST
+                     ? coll_fastest_choice(engine_analytic(c), spec, &s.algo, err)
+                     : coll_estimate_choice(engine_analytic(c), spec, NULL, 0, &s.algo, err);
         if (rc != DT_OK) return rc;
         return coll_start(c, &s, done_kind, done_id, done_data, err);
     }
@@ -693,6 +697,8 @@ int coll_simulate(topo *t, const coll_spec *spec, const coll_config *cc, const n
     if (spec->op == COLL_SENDRECV) out->algo = COLL_DIRECT;
     int rc = DT_OK;
     if (out->algo == COLL_FASTEST) rc = coll_fastest_choice(engine_analytic(c), spec, &out->algo, err);
+    if (out->algo == COLL_ESTIMATE)
+        rc = coll_estimate_choice(engine_analytic(c), spec, NULL, 0, &out->algo, err);
     if (rc == DT_OK) rc = coll_start(c, spec, k, 0, 0, err);
     if (rc == DT_OK) {
         sim_run(eng, SIM_TIME_MAX);

@@ -62,6 +62,10 @@ struct coll_analytic {
     double *load;          /* per directed link, bytes (see load_add) */
     unsigned char *mark;   /* per link: in touched[] */
     int *touched, n_touched;
+    /* -1: every transfer spread evenly over its pair's ECMP lanes (the analytic time);
+     * 0..NET_ECMP_LANES-1: every transfer whole on that lane (the estimate's lock-step
+     * programs: a flow takes one lane, see coll_estimate_choice) */
+    int lane;
     ca_entry *tab;
     int cap, used;
 };
@@ -80,6 +84,7 @@ coll_analytic *coll_analytic_create(net *n, topo *t, const coll_config *cfg)
     a->load = dt_xcalloc(nl, sizeof *a->load);
     a->mark = dt_xcalloc(nl, 1);
     a->touched = dt_xmalloc(nl * sizeof *a->touched);
+    a->lane = -1;
     a->cap = CA_INITIAL_CAP;
     a->tab = dt_xcalloc((size_t)a->cap, sizeof *a->tab);
     return a;
@@ -116,7 +121,9 @@ static double load_add(coll_analytic *A, int src_gpu, int dst_gpu, double bytes)
 {
     double amax = 0;
     if (src_gpu == dst_gpu) return 0;
-    for (int l = 0; l < NET_ECMP_LANES; l++) {
+    int l0 = A->lane < 0 ? 0 : A->lane, l1 = A->lane < 0 ? NET_ECMP_LANES : A->lane + 1;
+    double share = A->lane < 0 ? bytes / NET_ECMP_LANES : bytes;
+    for (int l = l0; l < l1; l++) {
         const int *path = NULL;
         int nh = 0;
         sim_time_t lat = 0;
@@ -128,7 +135,7 @@ static double load_add(coll_analytic *A, int src_gpu, int dst_gpu, double bytes)
                 A->mark[k] = 1;
                 A->touched[A->n_touched++] = k;
             }
-            A->load[k] += bytes / NET_ECMP_LANES;
+            A->load[k] += share;
         }
     }
     return amax;
@@ -190,67 +197,118 @@ static void step_of(const coll_prog *p, coll_send *buf, int r, int k, int s, col
 
 /* As the fluid ring (coll.c start_fluid, on_fluid): every edge carries its bytes at the rate
  * of the busiest link any edge crosses (a link two edges cross carries both), every step
- * pays the largest edge latency, and the receivers' reductions follow. */
-static double ring_time(coll_analytic *A, const coll_prog *p, double *lat_part)
+ * pays the largest edge latency, and the receivers' reductions follow. With m > 1 programs
+ * (concurrent rings, coll_estimate_choice) every ring's edges load the links together and
+ * the time is the slowest ring's: the busiest link of them all.
+ *
+ * steps_lanes (the estimate, for rings the engine runs in the step model with fewer than
+ * NET_ECMP_LANES chunks): each step's transfer of an edge takes one lane, lane s mod
+ * NET_ECMP_LANES at step s (a pair's transfers rotate over the lanes). The bandwidth term is
+ * the larger of (own) each ring alone in lock step - per lane, the steps on that lane x the
+ * busiest link under one step's bytes of its edges - and (total) every ring's bytes of every
+ * step on their lanes, on the busiest link. Concurrent rings are coupled only along each
+ * ring, so they slip out of step and their collisions do not all coincide: charging each
+ * step the busiest link of every ring's step at once is an upper bound (45 % over the flow
+ * for 128 rings, docs/collectives.md), `total` a lower bound, exact for one ring. */
+static double ring_time(coll_analytic *A, const coll_prog *ps, int m, int steps_lanes,
+                        double *lat_part)
 {
-    int n = p->n;
-    int *src = dt_xmalloc((size_t)n * sizeof *src), *dst = dt_xmalloc((size_t)n * sizeof *dst);
-    double *bytes = dt_xmalloc((size_t)n * sizeof *bytes), *red = dt_xmalloc((size_t)n * sizeof *red);
-    p->ring_edges(p, src, dst, bytes, red);
-    double amax = 0, b = 0, rmax = 0;
-    int K = p->n_streams;
-    for (int q = 0; q < n; q++)
-        if (bytes[q] > b) b = bytes[q];
-    for (int q = 0; q < n; q++) {
-        /* the coupled flow moves the largest edge's bytes on every edge */
-        amax = fmax(amax, load_add(A, p->gpus[src[q]], p->gpus[dst[q]], b));
-        /* one stream exposes every reduction, K > 1 about one chunk's (coll.c on_fluid) */
-        double rb = K == 1 ? red[q] : red[q] / ((n - 1) * (double)K);
-        rmax = fmax(rmax, reduce_ps(A, p->gpus[dst[q]], rb));
+    double amax = 0, rmax = 0;
+    int steps = 0;
+    for (int i = 0; i < m; i++)
+        if (ps[i].ring_steps(&ps[i]) > steps) steps = ps[i].ring_steps(&ps[i]);
+    int passes = steps_lanes ? NET_ECMP_LANES : 1;
+    /* own: per ring, its steps in lock step on their lanes (drained per ring and lane);
+     * total: every ring's bytes on every lane at once (drained once) */
+    double own = 0, total = 0;
+    for (int pass = 0; pass < (steps_lanes ? 2 : 1); pass++) {
+        int per_ring = steps_lanes && pass == 0;
+        for (int i = 0; i < (per_ring ? m : 1); i++) {
+            double busy = 0;
+            for (int l = 0; l < passes; l++) {
+                if (steps_lanes) A->lane = l;
+                /* steps that run on lane l: s = l, l + 4, ... < steps */
+                int on_lane = steps_lanes ? (steps - l + NET_ECMP_LANES - 1) / NET_ECMP_LANES : 1;
+                for (int j = per_ring ? i : 0; j < (per_ring ? i + 1 : m); j++) {
+                    const coll_prog *p = &ps[j];
+                    int n = p->n;
+                    int *src = dt_xmalloc((size_t)n * sizeof *src), *dst = dt_xmalloc((size_t)n * sizeof *dst);
+                    double *bytes = dt_xmalloc((size_t)n * sizeof *bytes), *red = dt_xmalloc((size_t)n * sizeof *red);
+                    p->ring_edges(p, src, dst, bytes, red);
+                    double b = 0;
+                    int K = p->n_streams;
+                    for (int q = 0; q < n; q++)
+                        if (bytes[q] > b) b = bytes[q];
+                    /* one step's bytes, times the steps on this lane unless drained per lane */
+                    if (steps_lanes) b = b / p->ring_steps(p) * (per_ring ? 1 : on_lane);
+                    for (int q = 0; q < n; q++) {
+                        /* the coupled flow moves the largest edge's bytes on every edge */
+                        amax = fmax(amax, load_add(A, p->gpus[src[q]], p->gpus[dst[q]], b));
+                        /* one stream exposes every reduction, K > 1 about one chunk's (on_fluid) */
+                        double rb = K == 1 ? red[q] : red[q] / ((n - 1) * (double)K);
+                        rmax = fmax(rmax, reduce_ps(A, p->gpus[dst[q]], rb));
+                    }
+                    free(src);
+                    free(dst);
+                    free(bytes);
+                    free(red);
+                }
+                if (per_ring) busy += on_lane * load_drain(A);
+            }
+            if (per_ring) own = fmax(own, busy);
+            else total = load_drain(A);
+        }
     }
-    double busy = load_drain(A);
-    free(src);
-    free(dst);
-    free(bytes);
-    free(red);
-    *lat_part = p->ring_steps(p) * amax;
-    return *lat_part + busy + rmax;
+    A->lane = -1;
+    *lat_part = steps * amax;
+    return *lat_part + fmax(own, total) + rmax;
 }
 
 /* ----------------------------------------------------------- lockstep ---- */
 
-static double lockstep_time(coll_analytic *A, const coll_prog *p, double *lat_part)
+/* Per step index: the largest latency, the busiest link over every transfer of the step (of
+ * all m concurrent programs), the slowest reduction. With lane_per_step (the estimate)
+ * step s puts each transfer whole on lane s mod NET_ECMP_LANES: a flow takes one lane, and a
+ * pair's transfers rotate over the lanes from step to step. */
+static double lockstep_time(coll_analytic *A, const coll_prog *ps, int m, int lane_per_step,
+                            double *lat_part)
 {
-    int n = p->n, K = p->n_streams;
-    int smax = 0;
-    for (int r = 0; r < n; r++)
-        for (int k = 0; k < K; k++) {
-            int s = p->n_steps(p, r, k);
-            if (s > smax) smax = s;
-        }
-    double *red = dt_xmalloc((size_t)n * sizeof *red);
-    coll_send *buf = dt_xmalloc((size_t)n * sizeof *buf);
+    int smax = 0, nmax = 0;
+    for (int i = 0; i < m; i++) {
+        const coll_prog *p = &ps[i];
+        if (p->n > nmax) nmax = p->n;
+        for (int r = 0; r < p->n; r++)
+            for (int k = 0; k < p->n_streams; k++) {
+                int s = p->n_steps(p, r, k);
+                if (s > smax) smax = s;
+            }
+    }
+    coll_send *buf = dt_xmalloc((size_t)nmax * sizeof *buf);
     double total = 0;
     *lat_part = 0;
     for (int s = 0; s < smax; s++) {
         double amax = 0, rmax = 0;
-        for (int r = 0; r < n; r++) {
-            red[r] = 0;
-            for (int k = 0; k < K; k++) {
-                if (s >= p->n_steps(p, r, k)) continue;
-                coll_step st;
-                step_of(p, buf, r, k, s, &st);
-                for (int i = 0; i < st.n_sends; i++)
-                    amax = fmax(amax, load_add(A, p->gpus[r], p->gpus[st.sends[i].peer],
-                                               st.sends[i].bytes));
-                red[r] += reduce_ps(A, p->gpus[r], st.reduce_bytes);
+        if (lane_per_step) A->lane = s % NET_ECMP_LANES;
+        for (int i = 0; i < m; i++) {
+            const coll_prog *p = &ps[i];
+            for (int r = 0; r < p->n; r++) {
+                double red = 0;
+                for (int k = 0; k < p->n_streams; k++) {
+                    if (s >= p->n_steps(p, r, k)) continue;
+                    coll_step st;
+                    step_of(p, buf, r, k, s, &st);
+                    for (int j = 0; j < st.n_sends; j++)
+                        amax = fmax(amax, load_add(A, p->gpus[r], p->gpus[st.sends[j].peer],
+                                                   st.sends[j].bytes));
+                    red += reduce_ps(A, p->gpus[r], st.reduce_bytes);
+                }
+                rmax = fmax(rmax, red);
             }
-            rmax = fmax(rmax, red[r]);
         }
         total += amax + load_drain(A) + rmax;
         *lat_part += amax;
     }
-    free(red);
+    A->lane = -1;
     free(buf);
     return total;
 }
@@ -314,26 +372,17 @@ static void pipe_walk(coll_analytic *A, const coll_prog *p, const pipe_shape *S,
 }
 
 /* Trees of coll_tree.c: stream 4t+3 (down-send) step 0 names r's children in tree t whatever
- * the op, so the shape is read from the program itself. Time per tree: the first chunk's
- * trip (up then down), each phase under its own phase's loads (with one chunk the phases do
- * not overlap), plus (chunks - 1) x the slowest stage under every edge of every phase
- * carrying a chunk at once (the steady state: a parent feeding two children through one link
- * carries 2 chunks, plus its own up-send in an all-reduce; dbt: both trees' edges). */
-static double pipe_time(coll_analytic *A, const coll_prog *p)
+ * the op, so the shape is read from the program itself. */
+static void pipe_shape_build(const coll_prog *p, pipe_shape *S, int *order, coll_send *buf)
 {
     int n = p->n, T = p->n_streams / 4;
-    int up = p->op != COLL_BROADCAST, down = p->op != COLL_REDUCE;
-    pipe_shape S = {.n = n, .T = T};
-    S.parent = dt_xmalloc((size_t)T * n * sizeof *S.parent);
-    S.nkid = dt_xcalloc((size_t)T * n, sizeof *S.nkid);
-    S.kid = dt_xmalloc((size_t)T * n * 4 * sizeof *S.kid);
-    S.chunk = dt_xcalloc((size_t)T, sizeof *S.chunk);
-    S.chunks = dt_xcalloc((size_t)T, sizeof *S.chunks);
-    int *order = dt_xmalloc((size_t)T * n * sizeof *order); /* per tree: BFS order */
-    double *fill = dt_xmalloc((size_t)n * sizeof *fill);
-    double *first = dt_xcalloc((size_t)T, sizeof *first), *steady = dt_xcalloc((size_t)T, sizeof *steady);
-    coll_send *buf = dt_xmalloc((size_t)n * sizeof *buf);
-    for (int i = 0; i < T * n; i++) S.parent[i] = -1;
+    *S = (pipe_shape){.n = n, .T = T};
+    S->parent = dt_xmalloc((size_t)T * n * sizeof *S->parent);
+    S->nkid = dt_xcalloc((size_t)T * n, sizeof *S->nkid);
+    S->kid = dt_xmalloc((size_t)T * n * 4 * sizeof *S->kid);
+    S->chunk = dt_xcalloc((size_t)T, sizeof *S->chunk);
+    S->chunks = dt_xcalloc((size_t)T, sizeof *S->chunks);
+    for (int i = 0; i < T * n; i++) S->parent[i] = -1;
     for (int t = 0; t < T; t++)
         for (int r = 0; r < n; r++) {
             coll_step st;
@@ -341,52 +390,92 @@ static double pipe_time(coll_analytic *A, const coll_prog *p)
             DT_ASSERT(st.n_sends <= 4);
             for (int i = 0; i < st.n_sends; i++) {
                 int q = st.sends[i].peer;
-                KID(&S, t, r, S.nkid[t * n + r]++) = q;
-                S.parent[t * n + q] = r;
-                S.chunk[t] = fmax(S.chunk[t], st.sends[i].bytes);
+                KID(S, t, r, S->nkid[t * n + r]++) = q;
+                S->parent[t * n + q] = r;
+                S->chunk[t] = fmax(S->chunk[t], st.sends[i].bytes);
             }
             for (int k = 4 * t; k < 4 * t + 4; k++)
-                S.chunks[t] = (int)fmax(S.chunks[t], p->n_steps(p, r, k));
+                S->chunks[t] = (int)fmax(S->chunks[t], p->n_steps(p, r, k));
         }
-    for (int t = 0; t < T; t++) {
+    for (int t = 0; t < T; t++) { /* per tree: BFS order */
         int *ord = order + (size_t)t * n, head = 0, tail = 0;
         for (int r = 0; r < n && !tail; r++)
-            if (S.parent[t * n + r] < 0) ord[tail++] = r;
+            if (S->parent[t * n + r] < 0) ord[tail++] = r;
         while (head < tail) {
             int u = ord[head++];
-            for (int j = 0; j < S.nkid[t * n + u]; j++) ord[tail++] = KID(&S, t, u, j);
+            for (int j = 0; j < S->nkid[t * n + u]; j++) ord[tail++] = KID(S, t, u, j);
         }
         DT_ASSERT(tail == n);
     }
+}
+
+static void pipe_shape_free(pipe_shape *S)
+{
+    free(S->parent);
+    free(S->nkid);
+    free(S->kid);
+    free(S->chunk);
+    free(S->chunks);
+}
+
+/* Time per tree: the first chunk's trip (up then down), each phase under its own phase's
+ * loads (with one chunk the phases do not overlap), plus (chunks - 1) x the slowest stage
+ * under every edge of every phase carrying a chunk at once (the steady state: a parent feeding
+ * two children through one link carries 2 chunks, plus its own up-send in an all-reduce; dbt:
+ * both trees' edges). With m > 1 programs (concurrent collectives, coll_estimate_choice) every
+ * program's edges load the links together and the slowest tree of them all sets the time. */
+static double pipe_time(coll_analytic *A, const coll_prog *ps, int m)
+{
+    int nmax = 0;
+    for (int i = 0; i < m; i++) nmax = ps[i].n > nmax ? ps[i].n : nmax;
+    pipe_shape *S = dt_xmalloc((size_t)m * sizeof *S);
+    int **order = dt_xmalloc((size_t)m * sizeof *order);
+    double **first = dt_xmalloc((size_t)m * sizeof *first);
+    double **steady = dt_xmalloc((size_t)m * sizeof *steady);
+    double *fill = dt_xmalloc((size_t)nmax * sizeof *fill);
+    coll_send *buf = dt_xmalloc((size_t)nmax * sizeof *buf);
+    for (int i = 0; i < m; i++) {
+        int T = ps[i].n_streams / 4;
+        order[i] = dt_xmalloc((size_t)T * ps[i].n * sizeof **order);
+        first[i] = dt_xcalloc((size_t)T, sizeof **first);
+        steady[i] = dt_xcalloc((size_t)T, sizeof **steady);
+        pipe_shape_build(&ps[i], &S[i], order[i], buf);
+    }
+    int up = ps[0].op != COLL_BROADCAST, down = ps[0].op != COLL_REDUCE;
     double f, st;
     for (int ph = 0; ph < 2; ph++) { /* the first chunk: each phase under its own loads */
         if (!(ph == 0 ? up : down)) continue;
-        pipe_load(A, p, &S, ph == 0, ph == 1);
-        for (int t = 0; t < T; t++) {
-            pipe_walk(A, p, &S, t, ph == 0, order + (size_t)t * n, fill, &f, &st);
-            first[t] += f;
-        }
+        for (int i = 0; i < m; i++) pipe_load(A, &ps[i], &S[i], ph == 0, ph == 1);
+        for (int i = 0; i < m; i++)
+            for (int t = 0; t < S[i].T; t++) {
+                pipe_walk(A, &ps[i], &S[i], t, ph == 0, order[i] + (size_t)t * S[i].n, fill, &f, &st);
+                first[i][t] += f;
+            }
         load_drain(A);
     }
-    pipe_load(A, p, &S, up, down); /* steady state: every phase at once */
-    for (int t = 0; t < T; t++)
-        for (int ph = 0; ph < 2; ph++) {
-            if (!(ph == 0 ? up : down)) continue;
-            pipe_walk(A, p, &S, t, ph == 0, order + (size_t)t * n, fill, &f, &st);
-            steady[t] = fmax(steady[t], st);
-        }
+    for (int i = 0; i < m; i++) pipe_load(A, &ps[i], &S[i], up, down); /* steady: all at once */
+    for (int i = 0; i < m; i++)
+        for (int t = 0; t < S[i].T; t++)
+            for (int ph = 0; ph < 2; ph++) {
+                if (!(ph == 0 ? up : down)) continue;
+                pipe_walk(A, &ps[i], &S[i], t, ph == 0, order[i] + (size_t)t * S[i].n, fill, &f, &st);
+                steady[i][t] = fmax(steady[i][t], st);
+            }
     load_drain(A);
     double worst = 0;
-    for (int t = 0; t < T; t++) worst = fmax(worst, first[t] + (S.chunks[t] - 1) * steady[t]);
-    free(S.parent);
-    free(S.nkid);
-    free(S.kid);
-    free(S.chunk);
-    free(S.chunks);
+    for (int i = 0; i < m; i++) {
+        for (int t = 0; t < S[i].T; t++)
+            worst = fmax(worst, first[i][t] + (S[i].chunks[t] - 1) * steady[i][t]);
+        pipe_shape_free(&S[i]);
+        free(order[i]);
+        free(first[i]);
+        free(steady[i]);
+    }
+    free(S);
     free(order);
-    free(fill);
     free(first);
     free(steady);
+    free(fill);
     free(buf);
     return worst;
 }
@@ -401,7 +490,11 @@ static double pipe_time(coll_analytic *A, const coll_prog *p)
  * evaluation serves every size that runs the same algorithm with the same chunking - a
  * training step's buckets of different sizes on one data-parallel group walk the program once.
  * Pipelines are not linear (max of latency + load per stage): EXACT only. */
-enum { CA_EXACT = 1, CA_LINEAR = 2 };
+enum { CA_EXACT = 1, CA_LINEAR = 2, CA_EST_EXACT = 3, CA_EST_LINEAR = 4 };
+/* The estimate's entries (estimate_ps), the same two kinds over a concurrent set: the key's
+ * group is the whole set (m groups one after the other, n = m x group size) and its root the
+ * group size (all-reduce, reduce-scatter and all-gather have no root). */
+#define CA_IS_EXACT(kind) ((kind) == CA_EXACT || (kind) == CA_EST_EXACT)
 
 static uint64_t spec_hash(const coll_spec *s, int kind, coll_algo ran, int streams)
 {
@@ -413,13 +506,13 @@ static uint64_t spec_hash(const coll_spec *s, int kind, coll_algo ran, int strea
     } while (0)
     MIX(kind);
     MIX(s->op);
-    MIX(kind == CA_EXACT ? s->algo : ran);
+    MIX(CA_IS_EXACT(kind) ? s->algo : ran);
     MIX(streams);
     MIX(s->n);
     MIX(s->root);
     MIX(s->servers);
     uint64_t bb;
-    if (kind == CA_EXACT) {
+    if (CA_IS_EXACT(kind)) {
         memcpy(&bb, &s->bytes, sizeof bb);
         MIX(bb);
     }
@@ -434,7 +527,7 @@ static int same(const ca_entry *e, uint64_t h, const coll_spec *s, int kind, col
                 int streams)
 {
     return e->used == kind && e->hash == h && e->op == s->op && e->n == s->n &&
-           (kind == CA_EXACT ? e->algo == s->algo && e->bytes == s->bytes
+           (CA_IS_EXACT(kind) ? e->algo == s->algo && e->bytes == s->bytes
                              : e->ran == ran && e->streams == streams) &&
            e->root == s->root && e->servers == s->servers && e->elem == s->elem_bytes &&
            !memcmp(e->group, s->group, (size_t)s->n * sizeof(int));
@@ -496,6 +589,8 @@ int coll_fastest_choice(coll_analytic *A, const coll_spec *spec, coll_algo *out,
     sim_time_t best = 0;
     coll_algo pick = COLL_AUTO;
     for (int a = COLL_RING; a < COLL_FASTEST; a++) {
+        /* ps reduces to its S servers, not to the root asked for (coll_ps.c) */
+        if (a == COLL_PS && spec->op != COLL_ALLREDUCE) continue;
         s.algo = (coll_algo)a;
         sim_time_t t;
         dt_error e;
@@ -518,18 +613,180 @@ int coll_fastest_choice(coll_analytic *A, const coll_spec *spec, coll_algo *out,
     return DT_OK;
 }
 
-/* A spec with `fastest` resolved into *s (a copy); DT_OK or fastest's error. */
+/* `estimate`: the candidates are what a collective library runs and the `auto` rule can pick
+ * (so the rule's choice is always among them); ps is left out (a parameter server is a
+ * deployment, not a library's algorithm). */
+static const coll_algo estimate_candidates[] = {COLL_RING, COLL_TREE,   COLL_DBT,
+                                                COLL_HD,   COLL_DIRECT, COLL_HIER};
+
+/* Every candidate costed over its routes with the m concurrent programs loading the links
+ * together (ring_time, lockstep_time, pipe_time with m programs: the slowest group's time).
+ * Lock-step programs (hd, direct, hier) put each step's transfers whole on one ECMP lane, as a
+ * flow takes one lane and a pair's transfers rotate over the lanes step by step: spread over
+ * the 4 lanes, the n(n-1) transfers of a direct collective would look evenly balanced on a
+ * leaf's uplinks where their flows collide (docs/collectives.md). Rings (the fluid ring sends
+ * 4 lane-weighted flows; the step ring rotates every edge over the lanes) and pipelines (each
+ * chunk a transfer, rotating) stay spread. */
+/* Whether the engine runs this ring in the step model with fewer chunks than lanes (coll.c
+ * use_fluid: STEPS, or AUTO and EXACT below COLL_RING_FLUID_MIN ranks; EXACT runs fluid only
+ * where the two agree), so that each step's transfer of an edge takes one lane. */
+static int ring_steps_lanes(const coll_analytic *A, const coll_prog *p)
+{
+    int fluid = A->cfg.ring_model == COLL_RING_FLUID ||
+                (A->cfg.ring_model != COLL_RING_STEPS && p->n >= COLL_RING_FLUID_MIN);
+    return !fluid && p->n_streams < NET_ECMP_LANES;
+}
+
+/* The concurrent set as coll_estimate_choice reads it: itself when spec->group is one of its
+ * m groups, else spec->group alone (m = 1). */
+static const int *estimate_set(const coll_spec *spec, const int *concurrent, int *m)
+{
+    int n = spec->n;
+    if (concurrent && *m > 1)
+        for (int i = 0; i < *m; i++)
+            if (!memcmp(concurrent + (size_t)i * n, spec->group, (size_t)n * sizeof(int)))
+                return concurrent;
+    *m = 1;
+    return spec->group;
+}
+
+/* ps of algorithm `algo` over the m groups at once, as the estimate costs it; DT_EINPUT when
+ * the algorithm cannot run one of them (err filled). */
+static int estimate_ps(coll_analytic *A, const coll_spec *spec, coll_algo algo, const int *set,
+                       int m, coll_prog *ps, double *out, dt_error *err)
+{
+    int n = spec->n, i, rc = DT_OK;
+    for (i = 0; i < m && rc == DT_OK; i++) {
+        coll_spec s = *spec;
+        s.group = set + (size_t)i * n;
+        s.algo = algo;
+        coll_algo ran;
+        rc = coll_prepare(A->t, &A->cfg, &s, &ps[i], &ran, err);
+        if (i == 0 && rc == DT_OK) {
+            /* Cached? Ring and lock-step estimates are linear in the size, as the analytic
+             * time's (the LINEAR entries): a step's buckets on one set walk it once. */
+            coll_spec key = {.op = spec->op, .algo = algo, .group = set, .n = m * n, .root = n,
+                             .servers = spec->servers, .elem_bytes = spec->elem_bytes,
+                             .bytes = spec->bytes};
+            int kind = ps[0].form == COLL_FORM_PIPE ? CA_EST_EXACT : CA_EST_LINEAR;
+            int streams = ps[0].n_streams;
+            uint64_t h = spec_hash(&key, kind, algo, streams);
+            ca_entry *e = spec->bytes > 0 ? lookup(A, h, &key, kind, algo, streams) : NULL;
+            if (e) {
+                *out = e->lat + e->per_byte * spec->bytes; /* EST_EXACT: per_byte 0 */
+                free(ps[0].data);
+                return DT_OK;
+            }
+        }
+    }
+    int ok = rc == DT_OK;
+    if (ok) {
+        double lat = 0;
+        *out = ps[0].n <= 1                    ? 0
+               : ps[0].form == COLL_FORM_RING ? ring_time(A, ps, m, ring_steps_lanes(A, &ps[0]), &lat)
+               : ps[0].form == COLL_FORM_PIPE ? pipe_time(A, ps, m)
+                                              : lockstep_time(A, ps, m, 1, &lat);
+        if (spec->bytes > 0 && ps[0].n > 1) {
+            coll_spec key = {.op = spec->op, .algo = algo, .group = set, .n = m * n, .root = n,
+                             .servers = spec->servers, .elem_bytes = spec->elem_bytes,
+                             .bytes = spec->bytes};
+            int kind = ps[0].form == COLL_FORM_PIPE ? CA_EST_EXACT : CA_EST_LINEAR;
+            ca_entry *e = insert(A, spec_hash(&key, kind, algo, ps[0].n_streams), &key, kind);
+            e->ran = algo;
+            e->streams = ps[0].n_streams;
+            /* ps as computed (EST_EXACT: the whole time in lat), so a hit compares alike */
+            e->lat = kind == CA_EST_EXACT ? *out : lat;
+            e->per_byte = kind == CA_EST_EXACT ? 0 : (*out - lat) / spec->bytes;
+        }
+    }
+    for (int j = 0; j < i - !ok; j++) free(ps[j].data);
+    return rc;
+}
+
+int coll_estimate_time(coll_analytic *A, const coll_spec *spec, const int *concurrent, int m,
+                       sim_time_t *time, dt_error *err)
+{
+    if (spec->algo == COLL_AUTO || spec->algo >= COLL_FASTEST || spec->op == COLL_SENDRECV ||
+        !spec->group || spec->n < 1)
+        return dt_error_set(err, DT_EINPUT, NULL, "algo",
+                            "the estimate costs a concrete algorithm of a collective (not %s)",
+                            coll_algo_name(spec->algo));
+    const int *set = estimate_set(spec, concurrent, &m);
+    coll_prog *ps = dt_xcalloc((size_t)m, sizeof *ps);
+    double x = 0;
+    int rc = estimate_ps(A, spec, spec->algo, set, m, ps, &x, err);
+    free(ps);
+    if (rc == DT_OK) *time = to_time(x);
+    return rc;
+}
+
+int coll_estimate_choice(coll_analytic *A, const coll_spec *spec, const int *concurrent, int m,
+                         coll_algo *out, dt_error *err)
+{
+    int n = spec->n;
+    if (spec->op == COLL_SENDRECV) {
+        *out = COLL_DIRECT;
+        return DT_OK;
+    }
+    if ((spec->op != COLL_ALLREDUCE && spec->op != COLL_REDUCE_SCATTER &&
+         spec->op != COLL_ALLGATHER) || n <= 1 || !spec->group) {
+        *out = coll_auto_choice(A->t, spec);
+        return DT_OK;
+    }
+    const int *set = estimate_set(spec, concurrent, &m);
+    coll_prog *ps = dt_xcalloc((size_t)m, sizeof *ps);
+    coll_algo pick = COLL_AUTO;
+    double best = 0;
+    for (size_t c = 0; c < sizeof estimate_candidates / sizeof *estimate_candidates; c++) {
+        double t;
+        dt_error e;
+        dt_error_clear(&e);
+        /* A candidate's time with the set is at least its time alone (the other groups only
+         * add load, latency and reductions to every term), so a candidate whose time alone
+         * does not beat the best so far is not walked over the set: the walk over m groups
+         * costs m times the walk alone (M-177B: 48 groups of 48, 108 k route look-ups for a
+         * direct reduce-scatter). */
+        if (m > 1 && pick != COLL_AUTO &&
+            (estimate_ps(A, spec, estimate_candidates[c], spec->group, 1, ps, &t, &e) != DT_OK ||
+             t >= best))
+            continue;
+        if (estimate_ps(A, spec, estimate_candidates[c], set, m, ps, &t, &e) != DT_OK) continue;
+        if (pick == COLL_AUTO || t < best) {
+            best = t;
+            pick = estimate_candidates[c];
+        }
+    }
+    free(ps);
+    if (pick == COLL_AUTO) {
+        /* nothing runs it: the error auto would give */
+        coll_spec s = *spec;
+        s.algo = COLL_AUTO;
+        coll_prog p;
+        coll_algo ran;
+        int rc = coll_prepare(A->t, &A->cfg, &s, &p, &ran, err);
+        if (rc != DT_OK) return rc;
+        free(p.data);
+        return dt_error_set(err, DT_EINPUT, NULL, "algo", "no algorithm can run %s over this group",
+                            coll_op_name(spec->op));
+    }
+    *out = pick;
+    return DT_OK;
+}
+
+/* A spec with `fastest` or `estimate` (alone) resolved into *s (a copy); DT_OK or their error. */
 static int resolve_fastest(coll_analytic *A, const coll_spec *spec, coll_spec *s, dt_error *err)
 {
     *s = *spec;
-    if (spec->algo != COLL_FASTEST || spec->op == COLL_SENDRECV) return DT_OK;
+    if (spec->op == COLL_SENDRECV) return DT_OK;
+    if (spec->algo == COLL_ESTIMATE) return coll_estimate_choice(A, spec, NULL, 0, &s->algo, err);
+    if (spec->algo != COLL_FASTEST) return DT_OK;
     return coll_fastest_choice(A, spec, &s->algo, err);
 }
 
 int coll_analytic_time(coll_analytic *A, const coll_spec *spec, sim_time_t *time,
                        coll_algo *algo, dt_error *err)
 {
-    if (spec->algo == COLL_FASTEST && spec->op != COLL_SENDRECV) {
+    if ((spec->algo == COLL_FASTEST || spec->algo == COLL_ESTIMATE) && spec->op != COLL_SENDRECV) {
         coll_spec s;
         int rc = resolve_fastest(A, spec, &s, err);
         return rc != DT_OK ? rc : coll_analytic_time(A, &s, time, algo, err);
@@ -574,7 +831,7 @@ int coll_analytic_time(coll_analytic *A, const coll_spec *spec, sim_time_t *time
     if (p.n > 1) {
         int ringish = p.form == COLL_FORM_RING, pipe = p.form == COLL_FORM_PIPE;
         if (pipe) {
-            ps = pipe_time(A, &p);
+            ps = pipe_time(A, &p, 1);
         } else {
             uint64_t hl = spec_hash(spec, CA_LINEAR, ran, p.n_streams);
             ca_entry *l = cacheable && spec->bytes > 0 ? lookup(A, hl, spec, CA_LINEAR, ran, p.n_streams) : NULL;
@@ -582,7 +839,7 @@ int coll_analytic_time(coll_analytic *A, const coll_spec *spec, sim_time_t *time
                 ps = l->lat + l->per_byte * spec->bytes;
             } else {
                 double lat = 0;
-                ps = ringish ? ring_time(A, &p, &lat) : lockstep_time(A, &p, &lat);
+                ps = ringish ? ring_time(A, &p, 1, 0, &lat) : lockstep_time(A, &p, 1, 0, &lat);
                 if (cacheable && spec->bytes > 0) {
                     l = insert(A, hl, spec, CA_LINEAR);
                     l->ran = ran;
@@ -620,7 +877,7 @@ static void loads_emit(coll_analytic *A, coll_load_fn fn, void *ctx)
 int coll_analytic_loads(coll_analytic *A, const coll_spec *spec, coll_load_fn fn, void *ctx,
                         dt_error *err)
 {
-    if (spec->algo == COLL_FASTEST && spec->op != COLL_SENDRECV) {
+    if ((spec->algo == COLL_FASTEST || spec->algo == COLL_ESTIMATE) && spec->op != COLL_SENDRECV) {
         coll_spec s;
         int rc = resolve_fastest(A, spec, &s, err);
         return rc != DT_OK ? rc : coll_analytic_loads(A, &s, fn, ctx, err);
@@ -687,7 +944,7 @@ static void host_shape(const topo *t, const int *g, int n, int *hosts, int *per_
 int coll_analytic_bytes(coll_analytic *A, const coll_spec *spec, double *sent, dt_error *err)
 {
     *sent = 0;
-    if (spec->algo == COLL_FASTEST && spec->op != COLL_SENDRECV) {
+    if ((spec->algo == COLL_FASTEST || spec->algo == COLL_ESTIMATE) && spec->op != COLL_SENDRECV) {
         coll_spec s;
         int rc = resolve_fastest(A, spec, &s, err);
         return rc != DT_OK ? rc : coll_analytic_bytes(A, &s, sent, err);

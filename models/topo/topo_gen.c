@@ -484,9 +484,11 @@ int topo_generate(const topo_gen_params *params, topo **out, dt_error *err)
     case TOPO_FAMILY_GEO: want = (double)p.regions * p.gpus_per_region; break;
     default: want = p.gpus; break;
     }
-    if (want > DT_MAX_GPUS) want = DT_MAX_GPUS; /* beyond it the generator refuses anyway */
-    if ((rc = dt_check_memory(want * (sizeof(gpu_spec) + 400.0), "a topology of this size",
-                              NULL, "gpus", err)))
+    /* beyond DT_MAX_GPUS the generator refuses with the count, which says more than a memory
+     * estimate would (a gpu_spec is ~2.8 KB: 262,144 of them are near a small machine's budget) */
+    if (want <= DT_MAX_GPUS &&
+        (rc = dt_check_memory(want * (sizeof(gpu_spec) + 400.0), "a topology of this size", NULL,
+                              "gpus", err)))
         return rc;
     topo_builder b;
     char name[96];

@@ -1135,8 +1135,8 @@ static int build_dtsim(reader *R, wl_graph **out, trace_env *env)
             }
             const cnode *t = &k->nodes[j];
             int64_t target;
-            if (t->type == NT_RECV) target = t->comm_tag;             /* the send's op id */
-            else if (t->d_inlane >= 0) target = t->d_inlane;          /* its compute op */
+            if (t->d_inlane >= 0) target = t->d_inlane;               /* its compute op */
+            else if (t->type == NT_RECV) target = t->comm_tag;        /* the send's op id */
             else if (t->type == NT_COMP || t->type == NT_COLL || t->type == NT_SEND) target = (int64_t)t->id;
             else target = -1;
             if (target < 0 || (uint64_t)target >= n_ops || (uint64_t)target == o) {
@@ -1355,6 +1355,12 @@ struct chakra_export {
     uint32_t cap_grp_slots;
     int *inst_group;                /* per (instance, lane position) */
     int *lane_group;                /* per lane: its TP group, -1 with one GPU per lane */
+    /* context parallelism: per lane the previous lane of its CP ring; per op the index of a
+     * ring op (compute op with ring sends) among its lane's ring ops, -1 otherwise; a ring
+     * send's comm_tag is tag_base + index x max_steps + step, the same on both ends */
+    uint32_t *cp_prev;
+    int64_t *ring_index;
+    int64_t ring_tag_base, ring_max_steps;
     char *skeleton;                 /* the dtsim_trace attribute */
 };
 
@@ -1405,6 +1411,66 @@ static int group_of(chakra_export *x, const int *r, int n)
     return gi;
 }
 
+static bool has_ring(const wl_graph *g, const wl_op *op)
+{
+    if (!g->cp_next || g->cp < 2 || op->kind != WL_OP_COMPUTE) return false;
+    const wl_cost *c = &g->costs[op->arg];
+    return c->ring_count > 0 && c->ring_bytes > 0;
+}
+
+/* Ring attention in per-rank files: each ring step of a compute op becomes a COMM_SEND_NODE
+ * to the GPU at the same lane position in the next CP lane and a COMM_RECV_NODE from the
+ * previous one. The two ends must agree on the tag without seeing each other's op ids, so a
+ * tag counts ring ops within a lane: the lanes of one ring must run the same sequence of ring
+ * ops (dtsim's CP lanes do: the same microbatches and layers), or the files could not say
+ * which send a receive matches. */
+static int ring_plan(chakra_export *x, dt_error *err)
+{
+    const wl_graph *g = x->g;
+    x->cp_prev = dt_xmalloc(((size_t)g->n_lanes + 1) * sizeof *x->cp_prev);
+    for (int l = 0; l < g->n_lanes; l++) x->cp_prev[g->cp_next[l]] = (uint32_t)l;
+    x->ring_index = dt_xmalloc(((size_t)g->n_ops + 1) * sizeof *x->ring_index);
+    int64_t *count = dt_xcalloc((size_t)g->n_lanes + 1, sizeof *count);
+    x->ring_max_steps = 1;
+    for (uint32_t o = 0; o < g->n_ops; o++) {
+        const wl_op *op = &g->ops[o];
+        x->ring_index[o] = -1;
+        if (!has_ring(g, op)) continue;
+        x->ring_index[o] = count[op->lane]++;
+        int64_t steps = (int64_t)g->costs[op->arg].ring_count * (g->cp - 1);
+        if (steps > x->ring_max_steps) x->ring_max_steps = steps;
+    }
+    /* the k-th ring op of a lane and of its ring's next lane: the same number of steps */
+    int rc = DT_OK;
+    int64_t *steps_of = dt_xmalloc(((size_t)g->n_ops + 1) * sizeof *steps_of); /* by (lane, k) */
+    uint32_t *start = dt_xcalloc((size_t)g->n_lanes + 1, sizeof *start);
+    for (int l = 0; l < g->n_lanes; l++) start[l + 1] = start[l] + (uint32_t)count[l];
+    for (uint32_t o = 0; o < g->n_ops; o++)
+        if (x->ring_index[o] >= 0)
+            steps_of[start[g->ops[o].lane] + x->ring_index[o]] = g->costs[g->ops[o].arg].ring_count;
+    for (int l = 0; l < g->n_lanes && rc == DT_OK; l++) {
+        uint32_t nl = g->cp_next[l];
+        bool same = count[l] == count[nl];
+        for (int64_t k = 0; same && k < count[l]; k++) same = steps_of[start[l] + k] == steps_of[start[nl] + k];
+        if (!same)
+            rc = dt_error_set(err, DT_EINPUT, NULL, "context_parallel.next",
+                              "lanes %d and %u of one CP ring run different ring-attention ops "
+                              "(%lld and %lld ops, or different passes): per-rank Chakra files "
+                              "cannot match their sends", l, nl, (long long)count[l], (long long)count[nl]);
+    }
+    int64_t most = 0;
+    for (int l = 0; l < g->n_lanes; l++) most = count[l] > most ? count[l] : most;
+    x->ring_tag_base = g->n_ops; /* above the op ids the pipeline sends use as tags */
+    if (rc == DT_OK && x->ring_tag_base + most * x->ring_max_steps > INT32_MAX)
+        rc = dt_error_set(err, DT_EINPUT, NULL, "context_parallel",
+                          "%lld ring-attention steps per lane do not fit Chakra's 32-bit tags",
+                          (long long)(most * x->ring_max_steps));
+    free(steps_of);
+    free(start);
+    free(count);
+    return rc;
+}
+
 void chakra_export_destroy(chakra_export *x)
 {
     if (!x) return;
@@ -1417,6 +1483,8 @@ void chakra_export_destroy(chakra_export *x)
     free(x->grp_slots);
     free(x->inst_group);
     free(x->lane_group);
+    free(x->cp_prev);
+    free(x->ring_index);
     free(x->skeleton);
     free(x);
 }
@@ -1427,10 +1495,6 @@ int chakra_export_create(const wl_graph *g, const trace_env *env, const gpu_spec
                          dt_error *err)
 {
     *out = NULL;
-    if (g->cp_next)
-        return dt_error_set(err, DT_EINPUT, NULL, "parallel.cp",
-                            "a context-parallel step (cp > 1) cannot be written as a Chakra "
-                            "trace yet");
     chakra_export *x = dt_xcalloc(1, sizeof *x);
     x->g = g;
     x->gpus = gpus;
@@ -1486,6 +1550,7 @@ int chakra_export_create(const wl_graph *g, const trace_env *env, const gpu_spec
             break;
         }
     }
+    if (rc == DT_OK && g->cp_next && g->cp > 1) rc = ring_plan(x, err);
     /* groups: each lane's GPUs (tensor-parallel collectives), and per collective instance and
      * lane position the position-k GPUs of the lanes naming it, in op order (dtsim's order) */
     x->inst_group = dt_xmalloc(((size_t)g->n_colls * ls + 1) * sizeof *x->inst_group);
@@ -1704,6 +1769,10 @@ int chakra_export_write_rank(const chakra_export *x, int rank, FILE *f, dt_error
             if (c && c->n_inlane && g->lane_size > 1)
                 for (int q = 0; q < c->n_inlane; q++)
                     for (int r = 0; r < c->inlane[q].count; r++) end[o] = id++;
+            if (has_ring(g, op)) {
+                id += 2 * (uint64_t)c->ring_count * (uint64_t)(g->cp - 1); /* send, recv per step */
+                end[o] = id - 1;
+            }
         }
         uint64_t *dd = dt_xmalloc(((size_t)64) * sizeof *dd);
         size_t cap_dd = 64;
@@ -1821,7 +1890,45 @@ int chakra_export_write_rank(const chakra_export *x, int rank, FILE *f, dt_error
                         put_msg(&P, &n2.base);
                         prev = n2.id;
                     }
-                DT_ASSERT(end[o] == prev);
+                DT_ASSERT(has_ring(g, op) || end[o] == prev);
+            }
+            /* ring attention's steps after them (the compute node is not split into its
+             * attention blocks): step j's send and receive both wait for step j - 1's */
+            if (has_ring(g, op)) {
+                uint64_t pd[2] = {o, o};
+                size_t npd = 1;
+                if (c->n_inlane && g->lane_size > 1) pd[0] = next - 1;
+                int to = g->lane_gpus[(size_t)g->cp_next[l] * g->lane_size + k];
+                int from = g->lane_gpus[(size_t)x->cp_prev[l] * g->lane_size + k];
+                int64_t steps = (int64_t)c->ring_count * (g->cp - 1);
+                for (int64_t j = 0; j < steps; j++) {
+                    int32_t tag = (int32_t)(x->ring_tag_base + x->ring_index[o] * x->ring_max_steps + j);
+                    uint64_t ids[2];
+                    for (int side = 0; side < 2; side++) {
+                        pb_node n2;
+                        chakra_proto_msg__node__init(&n2);
+                        attrs B = {0};
+                        n2.id = ids[side] = next++;
+                        n2.name = side ? "ring_recv" : "ring_send";
+                        n2.type = side ? CHAKRA_PROTO_MSG__NODE_TYPE__COMM_RECV_NODE
+                                       : CHAKRA_PROTO_MSG__NODE_TYPE__COMM_SEND_NODE;
+                        n2.data_deps = pd;
+                        n2.n_data_deps = npd;
+                        attr_bool(&B, "is_cpu_op", false);
+                        attr_i32(&B, "comm_src", side ? from : rank);
+                        attr_i32(&B, "comm_dst", side ? rank : to);
+                        attr_i32(&B, "comm_tag", tag);
+                        attr_i64(&B, "comm_size", round_size(c->ring_bytes));
+                        attr_i64(&B, "dtsim_inlane", o);
+                        n2.attr = B.p;
+                        n2.n_attr = B.n;
+                        put_msg(&P, &n2.base);
+                    }
+                    pd[0] = ids[0];
+                    pd[1] = ids[1];
+                    npd = 2;
+                }
+                DT_ASSERT(end[o] == next - 1);
             }
         }
         free(end);

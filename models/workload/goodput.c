@@ -412,7 +412,9 @@ static int eval_point(sim_state *S, long steps)
     double sum = 0, sum2 = 0, su = 0, sl = 0, sc = 0, sr = 0;
     for (int r = 0; r < o->runs; r++) {
         double u, l, c, rs;
-        gp_run_once(S->job, steps, S->fail + S->start[r], S->start[r + 1] - S->start[r],
+        /* fail is NULL when no run drew a failure (nothing to offset) */
+        const double *f = S->fail ? S->fail + S->start[r] : NULL;
+        gp_run_once(S->job, steps, f, S->start[r + 1] - S->start[r],
                     o->horizon_s, &u, &l, &c, &rs);
         double g = u / o->horizon_s;
         sum += g;

@@ -42,7 +42,10 @@ static double activation_layer(const wl_model *m, const wl_plan *p, bool moe)
     }
     double mlp = (m->mlp == WL_MLP_SWIGLU ? 3 * s * b * h + 6 * s * b * f
                                           : 3 * s * b * h + 4 * s * b * f) * width;
-    double linear = 11 * s * b * h + mlp + 4 * s * b * h; /* attention, MLP, two norms */
+    /* attention (Korthikanti et al.'s 11sbh: the QKV input 2sbh and dropout mask sbh are
+     * h wide, Q, K, V and the projection's input 8sbh are a x head_dim wide), MLP, two norms */
+    double attn = 3 * s * b * h + 8 * s * b * wl_q_width(m);
+    double linear = attn + mlp + 4 * s * b * h;
     /* the score matrix kept for the backward: softmax output (2 B), dropout mask (1 B) and
      * output (2 B) per element, 5as^2b; without dropout the softmax output alone, 2as^2b; a
      * flash kernel keeps none (only per-row statistics, O(as b)), nor does selective recompute */
@@ -144,13 +147,34 @@ void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out)
                 b.buffers += mem_activation_per_layer(m, &full);
             }
         }
+        if (p->dp > 1 && (p->lowrank_rank > 0 || p->topk_ps || p->quant_bits > 0 ||
+                          p->compression_ratio > 0)) {
+            /* error feedback: every compression method here keeps what it did not send for the
+             * next step, one more gradient-sized buffer (PyTorch's powerSGD_hook error_dict,
+             * DGC's and Ok-Topk's top-k residual, 1-bit Adam's worker error), and PowerSGD keeps
+             * every matrix's P and Q for the next step's warm start (p_memory_dict,
+             * q_memory_dict) */
+            double pb = wl_precision_bytes(p->precision);
+            b.buffers += psi * pb;
+            if (p->lowrank_rank > 0) {
+                wl_lowrank lr, le;
+                wl_lowrank_get(m, p, false, &lr, NULL);
+                wl_lowrank_get(m, p, true, &le, NULL);
+                int embs = (st == 0) + (st == pp - 1 && (pp > 1 || !m->tied_embeddings));
+                b.buffers += (layers_per_stage * (lr.p_elems + lr.q_elems) +
+                              embs * (le.p_elems + le.q_elems)) * pb;
+            }
+        }
         if (m->kind == WL_TRANSFORMER && st == pp - 1)
             /* fp32 logits of one microbatch for the softmax / cross-entropy */
             b.buffers += 4 * (m->seq_len / cp) * p->micro_batch_size * m->vocab / p->tp;
         if (moe && ep > 1) b.buffers += mem_moe_dispatch_buffers(m, p);
         if (p->zero >= 3 && p->dp > 1 && m->kind != WL_PARAMS)
-            /* ZeRO-3 gathers a layer's full parameters (current + prefetched next) */
-            b.buffers += 2 * layer_psi * wl_precision_bytes(p->precision);
+            /* ZeRO-3 gathers a layer's full parameters (current + prefetched next); with
+             * expert parallelism only this GPU's 1/ep of the routed experts */
+            b.buffers += 2 * (layer_psi - (moe && ep > 1 ? wl_layer_expert_params_at(m, 0) *
+                                                               (1 - 1.0 / ep) / p->tp : 0)) *
+                         wl_precision_bytes(p->precision);
         b.peak = b.params + b.grads + b.optimizer + b.activations + b.buffers;
         if (b.peak > out->peak) *out = b;
     }

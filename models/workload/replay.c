@@ -96,6 +96,12 @@ typedef struct rep {
     sim_time_t *ring_total;        /* per (cost, lane) all of its sends' time (cp > 1) */
     sim_time_t *inl_cp;            /* per op: the ring-attention part of inl (cp > 1) */
     sim_time_t *ring_hid;          /* per op: ring sends hidden under its compute (cp > 1) */
+    /* Flow mode, cp > 1: a compute op's ring steps run as flows one after another (ring_step);
+     * per op the steps left, when the current one began, its compute and in-lane time without
+     * the ring, the attention block a step overlaps, and the ring's exposed and total time. */
+    uint32_t k_ring_part, k_ring_step;
+    uint32_t *ring_left;
+    sim_time_t *ring_t0, *ring_base, *ring_block, *ring_exp, *ring_all;
     bool hetero_time;
     sim_rng **rng;                 /* per GPU jitter streams */
     int *scratch;                  /* group building */
@@ -104,7 +110,24 @@ typedef struct rep {
     unsigned char *waiting;        /* per op: a collective op that has arrived, not finished */
     bool quorum;                   /* the step's quorum is decided */
     int n_dropped;
+    /* Communication contention (replay_config.contention), per lane: the NCCL collectives in
+     * flight (count, summed HBM B/s), and the compute-stream op running now: its remaining work
+     * in contention-free picoseconds, the contended/free time ratio it runs at since cn_t, the end
+     * of its compute part and the in-lane tail after it, and a version that lets a re-timed
+     * op's earlier completion event be ignored (sim.h: lazy cancellation). NULL when off. */
+    int *cn_lvl;
+    double *cn_hbm, *cn_sms;
+    uint32_t *cn_cur;
+    double *cn_rem, *cn_ratio;
+    sim_time_t *cn_t, *cn_cend, *cn_tail, *cn_start;
+    uint64_t *cn_ver;
+    double *cn_inst_hbm;           /* per collective instance: its HBM B/s on each GPU */
+    double *cn_inst_sms;           /* per collective instance: the SMs it holds on each GPU */
+    unsigned char *cn_on;          /* per op: its collective counted in its lane's contention */
+    sim_time_t *tp_steal;          /* per (cost, lane): compute lost to overlapped TP comm, -1 */
 } rep;
+
+#define CN_NONE UINT32_MAX
 
 /* FP8 training (Transformer Engine) runs only the GEMMs of linear layers in FP8: attention
  * (a bf16 fused kernel), elementwise and optimizer ops stay in 16 bits or fp32. */
@@ -113,12 +136,30 @@ static gpu_precision class_precision(gpu_precision prec, int cls)
     return prec == GPU_FP8 && cls != GPU_OP_MATMUL ? GPU_BF16 : prec;
 }
 
+/* sp, or a copy in *tmp whose attention classes hold the measured efficiency of the cost's fused
+ * attention kernel at its sequence length (gpu_attention_eff); the op_time hook and the
+ * roofline then see one plain spec. */
+static const gpu_spec *attention_spec(const wl_cost *c, const gpu_spec *sp, gpu_spec *tmp)
+{
+    if (!(c->attn_seq > 0) || sp->attn_curves <= 0 ||
+        !(c->flops[GPU_OP_ATTENTION] > 0 || c->flops[GPU_OP_ATTENTION_BWD] > 0))
+        return sp;
+    *tmp = *sp;
+    tmp->compute_eff[GPU_OP_ATTENTION] =
+        gpu_attention_eff(sp, c->attn_kernel, c->attn_seq, c->attn_causal, false);
+    tmp->compute_eff[GPU_OP_ATTENTION_BWD] =
+        gpu_attention_eff(sp, c->attn_kernel, c->attn_seq, c->attn_causal, true);
+    return tmp;
+}
+
 sim_time_t replay_cost_time(const wl_cost *c, const gpu_spec *sp, gpu_precision precision,
                             const gpu_gemm *gs, uint32_t ng, replay_op_time_fn op_time,
                             replay_gemm_time_fn gf)
 {
     sim_time_t t = c->fixed;
     if (!sp) return t;
+    gpu_spec tmp;
+    sp = attention_spec(c, sp, &tmp);
     replay_op_time_fn f = op_time ? op_time : replay_roofline;
     if (!gf) ng = 0;
     for (int k = 0; k < GPU_OP_CLASS_COUNT; k++) {
@@ -163,6 +204,141 @@ static sim_time_t comm_time(const rep *R, coll_op op, const int *gpus, int n, do
     return replay_coll_time(R->cfg->path, R->cfg->path_ctx, op, gpus, n, bytes);
 }
 
+int replay_nccl_sms(const gpu_spec *spec)
+{
+    if (!spec || spec->nvlink_bw <= 0 || spec->sms <= 0) return 0;
+    long ch = lround(spec->nvlink_bw * TOPO_NCCL_NVLINK_EFFICIENCY / REPLAY_NCCL_CHANNEL_BW);
+    if (ch < 1) ch = 1;
+    if (ch > spec->sms / 2) ch = spec->sms / 2;
+    return (int)ch;
+}
+
+int replay_nccl_channels(const gpu_spec *spec, double rate)
+{
+    int most = replay_nccl_sms(spec);
+    if (most <= 0) return 0;
+    double x = ceil(rate / REPLAY_NCCL_CHANNEL_BW - 1e-9);
+    int ch = x > most ? most : (int)x;
+    if (ch < REPLAY_NCCL_MIN_CHANNELS) ch = REPLAY_NCCL_MIN_CHANNELS;
+    return ch > most ? most : ch;
+}
+
+sim_time_t replay_contended_time(const wl_graph *g, const wl_cost *c, const gpu_spec *spec,
+                                 replay_op_time_fn op_time, replay_gemm_time_fn gemm_time,
+                                 double sms, double hbm)
+{
+    if (!spec) return replay_op_compute_time(g, c, spec, op_time, gemm_time);
+    gpu_spec s = *spec;
+    if (s.sms > 0 && sms > 0) {
+        /* the collective's blocks hold whole SMs (NCCL CTAs share no SM with compute kernels,
+         * NVIDIA/nccl#689): the GEMM's waves run over the rest, each SM at its own rate */
+        int left = s.sms - (int)lround(sms);
+        if (left < 1) left = 1;
+        double f = (double)left / s.sms;
+        for (int p = 0; p < GPU_PRECISION_COUNT; p++) s.peak_flops[p] *= f;
+        s.sms = left;
+    }
+    if (hbm > 0 && s.hbm_bw > 0 && s.memory_eff > 0) {
+        double avail = s.hbm_bw * s.memory_eff;
+        double left = avail - hbm;
+        if (left < 0.5 * avail) left = 0.5 * avail;
+        s.hbm_bw = left / s.memory_eff;
+    }
+    return replay_op_compute_time(g, c, &s, op_time, gemm_time);
+}
+
+/* Bytes one GPU sends in collective op over n ranks of `bytes` (nccl-tests convention): the
+ * ring's (n-1)/n of the buffer, twice for an all-reduce. */
+static double sent_bytes(coll_op op, int n, double bytes)
+{
+    if (n <= 1) return 0;
+    double f = (double)(n - 1) / n;
+    switch (op) {
+    case COLL_ALLREDUCE: return 2 * f * bytes;
+    case COLL_BROADCAST:
+    case COLL_REDUCE:
+    case COLL_SENDRECV: return bytes;
+    default: return f * bytes;
+    }
+}
+
+/* Contended / free time of cost on the lane's first GPU with the SMs and HBM B/s of the
+ * lane's collectives in flight taken (1 with nothing in flight). */
+static double cn_ratio_of(rep *R, uint32_t cost, uint32_t lane)
+{
+    if (R->cn_lvl[lane] <= 0) return 1;
+    int gpu = R->g->lane_gpus[(size_t)lane * R->ts];
+    const gpu_spec *sp = &R->cfg->gpus[gpu];
+    sim_time_t t0 = base_time(R, cost, gpu);
+    if (t0 <= 0) return 1;
+    sim_time_t t1 = replay_contended_time(R->g, &R->g->costs[cost], sp, R->cfg->op_time,
+                                          R->cfg->gemm_time, R->cn_sms[lane], R->cn_hbm[lane]);
+    return t1 > t0 ? (double)t1 / (double)t0 : 1;
+}
+
+static void cn_schedule(rep *R, uint32_t lane)
+{
+    uint32_t id = R->cn_cur[lane];
+    double x = R->cn_rem[lane] * R->cn_ratio[lane];
+    sim_time_t d = x < 9.2e18 ? (sim_time_t)llround(x) : SIM_TIME_MAX;
+    R->cn_cend[lane] = sim_time_add(R->cn_t[lane], d);
+    sim_schedule(R->eng, sim_time_add(R->cn_cend[lane], R->cn_tail[lane]), R->k_op_done, id,
+                 ++R->cn_ver[lane]);
+}
+
+/* A collective of this lane starts (dl +1) or ends (-1): the compute op running now, if it is
+ * still in its compute part, keeps the work it has done at the old rate and runs the rest at the
+ * new one. */
+static void cn_change(rep *R, uint32_t lane, int dl, double dh, double ds)
+{
+    sim_time_t now = sim_now(R->eng);
+    uint32_t id = R->cn_cur[lane];
+    bool running = id != CN_NONE && now < R->cn_cend[lane];
+    if (running) {
+        double done = (double)(now - R->cn_t[lane]) / R->cn_ratio[lane];
+        R->cn_rem[lane] = R->cn_rem[lane] > done ? R->cn_rem[lane] - done : 0;
+    }
+    R->cn_lvl[lane] += dl;
+    R->cn_hbm[lane] += dh;
+    R->cn_sms[lane] += ds;
+    if (R->cn_lvl[lane] <= 0) {
+        R->cn_lvl[lane] = 0;
+        R->cn_hbm[lane] = R->cn_sms[lane] = 0; /* no drift of the sums once nothing is in flight */
+    }
+    if (!running) return;
+    R->cn_t[lane] = now;
+    R->cn_ratio[lane] = cn_ratio_of(R, R->g->ops[id].arg, lane);
+    cn_schedule(R, lane);
+}
+
+/* Compute a layer op loses to the tensor-parallel collectives it overlaps (Transformer Engine
+ * userbuffers): each collective i of time C_i takes s_i = 1 - free/contended of the op's compute
+ * rate while it runs, so the compute part becomes W + sum s_i C_i and the op max(C, that). */
+static sim_time_t tp_steal_time(rep *R, uint32_t cost, uint32_t lane)
+{
+    const wl_cost *c = &R->g->costs[cost];
+    if (!R->tp_steal || !c->inlane_overlap || c->n_inlane == 0 || R->ts <= 1) return 0;
+    sim_time_t *slot = &R->tp_steal[(size_t)cost * R->g->n_lanes + lane];
+    if (*slot >= 0) return *slot;
+    const int *gpus = &R->g->lane_gpus[(size_t)lane * R->ts];
+    const gpu_spec *sp = &R->cfg->gpus[gpus[0]];
+    sim_time_t t0 = base_time(R, cost, gpus[0]);
+    double steal = 0;
+    for (int i = 0; i < c->n_inlane && t0 > 0; i++) {
+        sim_time_t x = comm_time(R, c->inlane[i].op, gpus, R->ts, c->inlane[i].bytes, true);
+        if (x <= 0) continue;
+        double sms = c->inlane[i].op == COLL_ALLGATHER ? REPLAY_TE_AG_SMS : REPLAY_TE_RS_SMS;
+        double hbm = REPLAY_TE_HBM_PER_BYTE * sent_bytes(c->inlane[i].op, R->ts, c->inlane[i].bytes) /
+                     sim_time_to_s(x);
+        sim_time_t t1 = replay_contended_time(R->g, c, sp, R->cfg->op_time, R->cfg->gemm_time, sms,
+                                              hbm);
+        double lost = t1 > t0 ? 1.0 - (double)t0 / (double)t1 : 0;
+        steal += lost * (double)x * c->inlane[i].count;
+    }
+    *slot = steal < 9.2e18 ? (sim_time_t)llround(steal) : SIM_TIME_MAX;
+    return *slot;
+}
+
 static sim_time_t inlane_time(rep *R, uint32_t cost, uint32_t lane)
 {
     const wl_cost *c = &R->g->costs[cost];
@@ -180,10 +356,30 @@ static sim_time_t inlane_time(rep *R, uint32_t cost, uint32_t lane)
     return t;
 }
 
-/* Context parallelism's ring attention, exposed: each of the op's ring_count passes sends the
- * KV block to the next CP lane cp - 1 times, every send overlapped with one block of the
- * attention compute (the op's attention-class time spread evenly over its passes' cp blocks);
- * only a send longer than its block shows. The TP ranks send to their counterparts at once,
+/* One block of the attention compute a ring step overlaps: the op's attention-class time on
+ * `gpu`, spread evenly over its ring_count passes of cp blocks each. */
+static double ring_block_time(const rep *R, const wl_cost *c, int gpu)
+{
+    double attn = 0;
+    if (R->cfg->gpus) {
+        replay_op_time_fn f = R->cfg->op_time ? R->cfg->op_time : replay_roofline;
+        gpu_spec tmp;
+        const gpu_spec *sp = attention_spec(c, &R->cfg->gpus[gpu], &tmp);
+        /* the forward's and (flash) the backward's kernels both overlap the sends */
+        static const gpu_op_class cls[2] = {GPU_OP_ATTENTION, GPU_OP_ATTENTION_BWD};
+        for (int i = 0; i < 2; i++)
+            if (c->flops[cls[i]] > 0 || c->bytes[cls[i]] > 0)
+                attn += (double)f(sp, cls[i], class_precision(R->g->precision, cls[i]),
+                                  c->flops[cls[i]], c->bytes[cls[i]]);
+    }
+    return attn / ((double)c->ring_count * R->g->cp);
+}
+
+/* Context parallelism's ring attention, exposed, in closed form (analytic mode; flow mode runs
+ * ring_step): each of the op's ring_count passes sends the KV block to the next CP lane cp - 1
+ * times, every send overlapped with one block of the attention compute (the op's
+ * attention-class time spread evenly over its passes' cp blocks); only a send longer than its
+ * block shows. The TP ranks send to their counterparts at once,
  * the slowest pair paces the step. */
 static sim_time_t ring_time(rep *R, uint32_t cost, uint32_t lane)
 {
@@ -200,15 +396,7 @@ static sim_time_t ring_time(rep *R, uint32_t cost, uint32_t lane)
         sim_time_t x = comm_time(R, COLL_SENDRECV, pair, 2, c->ring_bytes, false);
         if (x > send) send = x;
     }
-    double attn = 0;
-    if (R->cfg->gpus) {
-        replay_op_time_fn f = R->cfg->op_time ? R->cfg->op_time : replay_roofline;
-        if (c->flops[GPU_OP_ATTENTION] > 0 || c->bytes[GPU_OP_ATTENTION] > 0)
-            attn = (double)f(&R->cfg->gpus[gpus[0]], GPU_OP_ATTENTION,
-                             class_precision(R->g->precision, GPU_OP_ATTENTION),
-                             c->flops[GPU_OP_ATTENTION], c->bytes[GPU_OP_ATTENTION]);
-    }
-    double block = attn / ((double)c->ring_count * cp);
+    double block = ring_block_time(R, c, gpus[0]);
     double exposed = (double)send > block ? (double)send - block : 0;
     double t = (double)c->ring_count * (cp - 1) * exposed;
     double all = (double)c->ring_count * (cp - 1) * (double)send;
@@ -231,6 +419,57 @@ static double jitter_draw(rep *R, int gpu)
 }
 
 static void try_start(rep *R, uint32_t key);
+
+/* Flow mode: one step of compute op id's ring attention. Every lane member sends the KV block
+ * (ring_bytes) to its counterpart in the next CP lane as a flow over the network, sharing
+ * links with whatever else runs then (Transformer Engine's ring: the P2P send of step i + 1
+ * is posted before the attention of block i and waited for after it). ring_part ends the step
+ * when the last member's flow has arrived. */
+static void ring_step(rep *R, uint32_t id)
+{
+    const wl_op *o = &R->g->ops[id];
+    const wl_cost *c = &R->g->costs[o->arg];
+    const int *src = &R->g->lane_gpus[(size_t)o->lane * R->ts];
+    const int *dst = &R->g->lane_gpus[(size_t)R->g->cp_next[o->lane] * R->ts];
+    R->ring_t0[id] = sim_now(R->eng);
+    R->pending_send[id] = (uint32_t)R->ts; /* compute ops never use it otherwise */
+    for (int k = 0; k < R->ts; k++)
+        R->cfg->comm->send(R->cfg->comm->ctx, src[k], dst[k], c->ring_bytes,
+                           REPLAY_TAG(WL_COMM_CP, REPLAY_TAG_INLANE), R->k_ring_part, id);
+}
+
+/* A step's flows have all arrived: the step lasted max(block, transfer) (the next send waits
+ * for the block's attention, the next block for the transfer); what the transfer took beyond
+ * the block is exposed. After the op's last step it ends at its start + compute + in-lane
+ * time + the ring's exposed time, the closed form of ring_time with the flows' real times. */
+static void on_ring_part(void *model, sim_engine *eng, const sim_event *ev)
+{
+    rep *R = model;
+    uint32_t id = ev->id;
+    if (--R->pending_send[id] > 0) return;
+    sim_time_t now = sim_now(eng), t0 = R->ring_t0[id], took = now - t0;
+    sim_time_t block = R->ring_block[id];
+    R->ring_all[id] = sim_time_add(R->ring_all[id], took);
+    if (took > block) R->ring_exp[id] = sim_time_add(R->ring_exp[id], took - block);
+    if (--R->ring_left[id] > 0) {
+        sim_time_t next = took > block ? now : t0 + block;
+        if (next > now) sim_schedule_in(eng, now, next - now, R->k_ring_step, id, 0);
+        else ring_step(R, id);
+        return;
+    }
+    sim_time_t ring = R->ring_exp[id];
+    R->inl_cp[id] = ring;
+    R->ring_hid[id] = R->ring_all[id] > ring ? R->ring_all[id] - ring : 0;
+    R->inl[id] = sim_time_add(R->inl[id], ring);
+    sim_time_t end = sim_time_add(sim_time_add(R->start[id], R->ring_base[id]), ring);
+    sim_schedule_in(eng, now, end > now ? end - now : 0, R->k_op_done, id, 0);
+}
+
+static void on_ring_step(void *model, sim_engine *eng, const sim_event *ev)
+{
+    (void)eng;
+    ring_step(model, ev->id);
+}
 
 static void start_op(rep *R, uint32_t id)
 {
@@ -255,9 +494,25 @@ static void start_op(rep *R, uint32_t id)
             max = base_time(R, o->arg, gpus[0]);
         }
         sim_time_t in = inlane_time(R, o->arg, o->lane);
+        sim_time_t planned = max;
         /* overlapped in-lane collectives (--tp-comm-overlap) run under the op's compute:
-         * only what exceeds it is exposed */
-        if (R->g->costs[o->arg].inlane_overlap) in = in > max ? in - max : 0;
+         * only what exceeds it is exposed; with contention the compute they overlap runs
+         * slower by what their kernels take */
+        if (R->g->costs[o->arg].inlane_overlap) {
+            max = sim_time_add(max, tp_steal_time(R, o->arg, o->lane));
+            in = in > max ? in - max : 0;
+        }
+        const wl_cost *oc = &R->g->costs[o->arg];
+        if (R->ring_left && oc->ring_count > 0 && oc->ring_bytes > 0 && R->g->cp > 1) {
+            /* flow mode: the ring's steps as flows; ring_step's last one schedules the end */
+            R->ring_left[id] = (uint32_t)oc->ring_count * (uint32_t)(R->g->cp - 1);
+            R->ring_base[id] = sim_time_add(max, in);
+            R->ring_block[id] = (sim_time_t)llround(ring_block_time(R, oc, gpus[0]));
+            R->ring_exp[id] = R->ring_all[id] = 0;
+            R->inl[id] = in;
+            ring_step(R, id);
+            return;
+        }
         if (R->inl_cp) {
             sim_time_t ring = ring_time(R, o->arg, o->lane);
             R->inl_cp[id] = ring;
@@ -268,6 +523,17 @@ static void start_op(rep *R, uint32_t id)
             in = sim_time_add(in, ring);
         }
         if (R->inl) R->inl[id] = in;
+        if (R->cn_cur && o->stream == WL_STREAM_COMPUTE) {
+            uint32_t l = o->lane;
+            R->cn_cur[l] = id;
+            R->cn_rem[l] = (double)max;
+            R->cn_t[l] = now;
+            R->cn_start[l] = planned; /* for scaling the members' own times at the end */
+            R->cn_tail[l] = in;
+            R->cn_ratio[l] = cn_ratio_of(R, o->arg, l);
+            cn_schedule(R, l);
+            return;
+        }
         sim_schedule_in(R->eng, now, sim_time_add(max, in), R->k_op_done, id, 0);
     } else if (o->kind == WL_OP_SEND) {
         const int *src = &R->g->lane_gpus[(size_t)o->lane * R->ts];
@@ -321,6 +587,7 @@ static void start_op(rep *R, uint32_t id)
         const wl_coll *c = &R->g->colls[inst];
         sim_time_t worst = 0;
         if (R->cfg->comm) R->pending_coll[inst] = (uint32_t)R->ts;
+        uint32_t last_m = 0;
         for (int k = 0; k < R->ts; k++) {
             uint32_t m = 0; /* the participants that take part: all, or the quorum */
             for (uint32_t i = 0; i < n; i++) {
@@ -328,6 +595,7 @@ static void start_op(rep *R, uint32_t id)
                 if (R->dropped && R->dropped[R->g->ops[p].lane]) continue;
                 R->scratch[m++] = R->g->lane_gpus[(size_t)R->g->ops[p].lane * R->ts + k];
             }
+            last_m = m;
             if (R->cfg->comm) {
                 R->cfg->comm->coll(R->cfg->comm->ctx, c->op, R->scratch, (int)m, c->bytes,
                                    REPLAY_TAG(c->kind, o->name), R->k_coll_part, inst);
@@ -339,6 +607,28 @@ static void start_op(rep *R, uint32_t id)
         for (uint32_t i = 0; i < n; i++) {
             uint32_t p = R->part[R->part_start[inst] + i];
             if (!R->dropped || !R->dropped[R->g->ops[p].lane]) R->launch[p] = now;
+        }
+        if (R->cn_lvl) {
+            /* its HBM traffic at its contention-free pace (the analytic time of one of the ts
+             * symmetric collectives; flow mode's sharing only slows it, an upper bound) */
+            sim_time_t t0 = R->cfg->comm ? comm_time(R, c->op, R->scratch, (int)last_m, c->bytes, false)
+                                         : worst;
+            if (t0 > 0 && last_m > 1) {
+                /* its pace per GPU sets both its HBM traffic and the channels NCCL gives it */
+                double rate = sent_bytes(c->op, (int)last_m, c->bytes) / sim_time_to_s(t0);
+                double h = REPLAY_NCCL_HBM_PER_BYTE * rate;
+                double ch = R->cfg->contention_sms > 0
+                                ? R->cfg->contention_sms
+                                : replay_nccl_channels(&R->cfg->gpus[R->scratch[0]], rate);
+                R->cn_inst_hbm[inst] = h;
+                R->cn_inst_sms[inst] = ch;
+                for (uint32_t i = 0; i < n; i++) {
+                    uint32_t p = R->part[R->part_start[inst] + i];
+                    if (R->dropped && R->dropped[R->g->ops[p].lane]) continue;
+                    R->cn_on[p] = 1;
+                    cn_change(R, R->g->ops[p].lane, +1, h, ch);
+                }
+            }
         }
         if (!R->cfg->comm) sim_schedule_in(R->eng, now, worst, R->k_coll_done, inst, 0);
     }
@@ -373,7 +663,23 @@ static void complete_op(rep *R, uint32_t id)
 static void on_op_done(void *model, sim_engine *eng, const sim_event *ev)
 {
     (void)eng;
-    complete_op(model, ev->id);
+    rep *R = model;
+    if (ev->data != 0) {
+        /* a contention-timed op (data = its lane's version when scheduled): only the latest
+         * event of the op running now ends it; earlier ones were re-timed away */
+        uint32_t l = R->g->ops[ev->id].lane;
+        if (R->cn_cur[l] != ev->id || ev->data != R->cn_ver[l]) return;
+        R->cn_cur[l] = CN_NONE;
+        if (R->hetero_time && R->cn_start[l] > 0) {
+            /* the members' own compute times stretch with the lane's */
+            double f = (double)(R->cn_cend[l] - R->start[ev->id]) / (double)R->cn_start[l];
+            for (int k = 0; k < R->ts; k++) {
+                double x = (double)R->own[(size_t)ev->id * R->ts + k] * f;
+                R->own[(size_t)ev->id * R->ts + k] = x < 9.2e18 ? (sim_time_t)llround(x) : SIM_TIME_MAX;
+            }
+        }
+    }
+    complete_op(R, ev->id);
 }
 
 static void finish_coll(rep *R, uint32_t inst)
@@ -385,6 +691,10 @@ static void finish_coll(rep *R, uint32_t inst)
              * finished on their own) */
             if (!R->waiting[p]) continue;
             R->waiting[p] = 0;
+        }
+        if (R->cn_on && R->cn_on[p]) {
+            R->cn_on[p] = 0;
+            cn_change(R, R->g->ops[p].lane, -1, -R->cn_inst_hbm[inst], -R->cn_inst_sms[inst]);
         }
         complete_op(R, p);
     }
@@ -580,6 +890,8 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     R.k_coll_done = sim_kind_register(R.eng, "rep.coll_done", on_coll_done, &R);
     R.k_coll_part = sim_kind_register(R.eng, "rep.coll_part", on_coll_part, &R);
     R.k_send_part = sim_kind_register(R.eng, "rep.send_part", on_send_part, &R);
+    R.k_ring_part = sim_kind_register(R.eng, "rep.ring_part", on_ring_part, &R);
+    R.k_ring_step = sim_kind_register(R.eng, "rep.ring_step", on_ring_step, &R);
 
     /* successors: one entry per dep edge, keyed by the dep */
     uint32_t *key = dt_xmalloc(((size_t)(g->n_deps > n ? g->n_deps : n) + 1) * sizeof *key);
@@ -669,6 +981,14 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
         R.inl_cp = dt_xcalloc((size_t)n + 1, sizeof *R.inl_cp);
         R.ring_hid = dt_xcalloc((size_t)n + 1, sizeof *R.ring_hid);
         if (!R.inl) R.inl = dt_xcalloc((size_t)n + 1, sizeof *R.inl);
+        if (cfg->comm) {
+            R.ring_left = dt_xcalloc((size_t)n + 1, sizeof *R.ring_left);
+            R.ring_t0 = dt_xcalloc((size_t)n + 1, sizeof *R.ring_t0);
+            R.ring_base = dt_xcalloc((size_t)n + 1, sizeof *R.ring_base);
+            R.ring_block = dt_xcalloc((size_t)n + 1, sizeof *R.ring_block);
+            R.ring_exp = dt_xcalloc((size_t)n + 1, sizeof *R.ring_exp);
+            R.ring_all = dt_xcalloc((size_t)n + 1, sizeof *R.ring_all);
+        }
     }
     bool slow = false;
     if (cfg->slowdown)
@@ -680,6 +1000,26 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
         R.waiting = dt_xcalloc((size_t)n + 1, 1);
     }
     if (R.hetero_time) R.own = dt_xcalloc((size_t)n * R.ts + 1, sizeof *R.own);
+    if (cfg->contention && cfg->gpus) {
+        size_t L = (size_t)g->n_lanes + 1;
+        R.cn_lvl = dt_xcalloc(L, sizeof *R.cn_lvl);
+        R.cn_hbm = dt_xcalloc(L, sizeof *R.cn_hbm);
+        R.cn_sms = dt_xcalloc(L, sizeof *R.cn_sms);
+        R.cn_cur = dt_xmalloc(L * sizeof *R.cn_cur);
+        for (size_t i = 0; i < L; i++) R.cn_cur[i] = CN_NONE;
+        R.cn_rem = dt_xcalloc(L, sizeof *R.cn_rem);
+        R.cn_ratio = dt_xcalloc(L, sizeof *R.cn_ratio);
+        R.cn_t = dt_xcalloc(L, sizeof *R.cn_t);
+        R.cn_cend = dt_xcalloc(L, sizeof *R.cn_cend);
+        R.cn_tail = dt_xcalloc(L, sizeof *R.cn_tail);
+        R.cn_start = dt_xcalloc(L, sizeof *R.cn_start);
+        R.cn_ver = dt_xcalloc(L, sizeof *R.cn_ver);
+        R.cn_inst_hbm = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.cn_inst_hbm);
+        R.cn_inst_sms = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.cn_inst_sms);
+        R.cn_on = dt_xcalloc((size_t)n + 1, 1);
+        R.tp_steal = dt_xmalloc((nic + 1) * sizeof *R.tp_steal);
+        for (size_t i = 0; i < nic; i++) R.tp_steal[i] = -1;
+    }
     if (cfg->jitter != WL_JITTER_NONE) {
         R.rng = dt_xcalloc((size_t)g->n_gpus, sizeof *R.rng);
         for (int i = 0; i < g->n_gpus; i++) {
@@ -758,6 +1098,9 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
                                                  : inlane_time(&R, g->ops[i].arg, g->ops[i].lane))
                                         : 0;
             R.start = R.launch = R.end = NULL;
+            out->op_ring = R.inl_cp;
+            out->op_ring_hidden = R.ring_hid;
+            R.inl_cp = R.ring_hid = NULL;
         }
     }
     if (R.rng)
@@ -766,11 +1109,32 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     free(R.dropped);
     free(R.waiting);
     free(R.own);
+    free(R.cn_lvl);
+    free(R.cn_hbm);
+    free(R.cn_sms);
+    free(R.cn_cur);
+    free(R.cn_rem);
+    free(R.cn_ratio);
+    free(R.cn_t);
+    free(R.cn_cend);
+    free(R.cn_tail);
+    free(R.cn_start);
+    free(R.cn_ver);
+    free(R.cn_inst_hbm);
+    free(R.cn_inst_sms);
+    free(R.cn_on);
+    free(R.tp_steal);
     free(R.inl);
     free(R.inl_cp);
     free(R.ring_hid);
     free(R.ring_cache);
     free(R.ring_total);
+    free(R.ring_left);
+    free(R.ring_t0);
+    free(R.ring_base);
+    free(R.ring_block);
+    free(R.ring_exp);
+    free(R.ring_all);
     free(R.cost_base);
     free(R.spec_of);
     free(R.inlane_cache);
@@ -801,9 +1165,11 @@ void replay_result_free(replay_result *r)
     free(r->op_launch);
     free(r->op_end);
     free(r->op_inlane);
+    free(r->op_ring);
+    free(r->op_ring_hidden);
     free(r->lane_end);
     free(r->lane_dropped);
-    r->op_start = r->op_launch = r->op_end = r->op_inlane = NULL;
+    r->op_start = r->op_launch = r->op_end = r->op_inlane = r->op_ring = r->op_ring_hidden = NULL;
     r->lane_end = NULL;
     r->lane_dropped = NULL;
 }

@@ -164,7 +164,20 @@ typedef struct comm_ctx {
     double elem_bytes;
     coll_algo algo;
     int servers; /* options.ps_servers */
+    traffic_phases *phases; /* algo "estimate": the step's concurrent groups (NULL: alone) */
 } comm_ctx;
+
+/* The algorithm a cross-lane collective runs: options.dp_algorithm, "estimate" resolved with
+ * the step's concurrent groups of the same op and size (traffic_phases_choice, memoised), so
+ * that flow and analytic mode and the traffic report all run the same choice. */
+static coll_algo cross_lane_algo(comm_ctx *cc, coll_spec s)
+{
+    if (s.algo != COLL_ESTIMATE || s.op == COLL_SENDRECV) return s.algo;
+    dt_error e;
+    dt_error_clear(&e);
+    coll_algo a;
+    return traffic_phases_choice(cc->phases, cc->an, &s, &a, &e) == DT_OK ? a : COLL_AUTO;
+}
 
 /* Contention-free cost (analytic mode; TP in both modes): the algorithm coll_fn would start
  * (options.dp_algorithm with the same fallback to auto; TP collectives auto), costed by
@@ -177,6 +190,7 @@ static sim_time_t coll_time_fn(void *ctx, coll_op op, const int *gpus, int n, do
     coll_spec s = {.op = op, .algo = in_lane ? COLL_AUTO : cc->algo, .group = gpus, .n = n,
                    .bytes = bytes, .root = op == COLL_SENDRECV ? 1 : 0,
                    .elem_bytes = cc->elem_bytes, .servers = in_lane ? 0 : cc->servers};
+    if (!in_lane) s.algo = cross_lane_algo(cc, s);
     sim_time_t t = 0;
     dt_error e;
     dt_error_clear(&e);
@@ -196,6 +210,7 @@ static void coll_fn(void *ctx, coll_op op, const int *gpus, int n, double bytes,
     comm_ctx *cc = ctx;
     coll_spec s = {.op = op, .algo = cc->algo, .group = gpus, .n = n, .bytes = bytes,
                    .elem_bytes = cc->elem_bytes, .tag = tag, .servers = cc->servers};
+    s.algo = cross_lane_algo(cc, s);
     dt_error e;
     dt_error_clear(&e);
     int rc = coll_start(cc->ce, &s, kind, id, 0, &e);
@@ -421,12 +436,13 @@ static void build_timeline(tl_build *b, const wl_graph *g, const replay_result *
                            const unsigned char *mask)
 {
     run_timeline *tl = b->tl;
-    tl->n_names = g->n_names + 2;
+    tl->n_names = g->n_names + 3;
     tl->names = dt_xcalloc(tl->n_names, sizeof *tl->names);
     for (uint32_t i = 0; i < g->n_names; i++) tl->names[i] = dt_xstrdup(g->names[i]);
-    int n_tp = (int)g->n_names, n_wait = n_tp + 1;
+    int n_tp = (int)g->n_names, n_wait = n_tp + 1, n_ring = n_tp + 2;
     tl->names[n_tp] = dt_xstrdup("tp_collectives");
     tl->names[n_wait] = dt_xstrdup("wait_for_peers");
+    tl->names[n_ring] = dt_xstrdup("ring_attention");
     for (uint32_t i = 0; i < g->n_ops; i++) {
         const wl_op *o = &g->ops[i];
         for (int k = 0; k < g->lane_size; k++) {
@@ -434,10 +450,17 @@ static void build_timeline(tl_build *b, const wl_graph *g, const replay_result *
             if (!mask[gpu]) continue;
             sim_time_t s = r->op_start[i], l = r->op_launch[i], e = r->op_end[i];
             if (o->kind == WL_OP_COMPUTE) {
-                add_span(b, gpu, RUN_STREAM_COMPUTE, s, e - r->op_inlane[i], o->name, o->mb,
-                         o->layer, -1);
-                add_span(b, gpu, RUN_STREAM_TP, e - r->op_inlane[i], e, n_tp, o->mb, o->layer,
+                /* the op's in-lane tail: TP collectives, then the ring attention's exposed
+                 * part (cp > 1); the ring sends the compute hid run alongside it, from its
+                 * start (the breakdown's in-flight CP) */
+                sim_time_t in = r->op_inlane[i], ring = r->op_ring ? r->op_ring[i] : 0;
+                sim_time_t hid = r->op_ring_hidden ? r->op_ring_hidden[i] : 0;
+                if (hid > e - in - s) hid = e - in - s;
+                add_span(b, gpu, RUN_STREAM_COMPUTE, s, e - in, o->name, o->mb, o->layer, -1);
+                add_span(b, gpu, RUN_STREAM_TP, s, s + hid, n_ring, o->mb, o->layer, WL_COMM_CP);
+                add_span(b, gpu, RUN_STREAM_TP, e - in, e - ring, n_tp, o->mb, o->layer,
                          WL_COMM_TP);
+                add_span(b, gpu, RUN_STREAM_TP, e - ring, e, n_ring, o->mb, o->layer, WL_COMM_CP);
             } else {
                 run_stream st = o->kind == WL_OP_SEND ? RUN_STREAM_PP : RUN_STREAM_DP;
                 int kind = o->kind == WL_OP_SEND ? WL_COMM_PP : g->colls[o->arg].kind;
@@ -564,7 +587,8 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
     coll_engine *ce = coll_create(n, eng, t, &cc);
     coll_analytic *an = coll_analytic_create(n, t, &cc);
     comm_ctx ctx = {.n = n, .ce = ce, .an = an, .elem_bytes = g->precision == GPU_FP32 ? 4 : 2,
-                    .algo = J->env->dp_algorithm, .servers = J->env->ps_servers};
+                    .algo = J->env->dp_algorithm, .servers = J->env->ps_servers,
+                    .phases = J->env->dp_algorithm == COLL_ESTIMATE ? traffic_phases_create(g) : NULL};
     replay_comm comm = {.coll = coll_fn, .send = send_fn, .ctx = &ctx};
     double *slow = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *slow);
     for (int i = 0; i < t->n_gpus; i++) slow[i] = 1;
@@ -589,7 +613,8 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
                      .slowdown = slow, .jitter = J->env->jitter,
                      .jitter_sigma = J->env->jitter_sigma,
                      .seed = J->env->seed, .record = record, .backup_drop = J->backup_drop,
-                     .deadline = J->deadline};
+                     .contention = !J->env->no_contention,
+                     .contention_sms = J->env->contention_sms, .deadline = J->deadline};
     replay_result r;
     int st = replay_run(g, &rc, &r, err);
     if (st == DT_OK && r.stopped_at_deadline) {
@@ -621,7 +646,7 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
         run_account_gpus(g, t, out);
         traffic_env te = {.t = t, .an = an, .algo = J->env->dp_algorithm,
                           .servers = J->env->ps_servers,
-                          .elem_bytes = ctx.elem_bytes};
+                          .elem_bytes = ctx.elem_bytes, .phases = ctx.phases};
         double sent[WL_COMM_KIND_COUNT];
         traffic_bytes(g, &te, sent);
         out->bytes_sent_per_gpu_total = 0;
@@ -655,6 +680,7 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
     free(ob.acc);
     replay_result_free(&r);
     free(slow);
+    traffic_phases_destroy(ctx.phases);
     coll_analytic_destroy(an);
     coll_destroy(ce);
     net_destroy(n);

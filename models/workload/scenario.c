@@ -45,8 +45,8 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
         "kind", "name", "layers", "hidden", "heads", "seq_len", "vocab", "ffn", "kv_heads",
         "experts", "top_k", "mlp", "tied_embeddings", "forward_time", "backward_time", "params",
         "activation_bytes", "flops_per_layer", "attention", "causal", "attention_dropout",
-        "expert_ffn", "shared_experts", "capacity_factor", "router_zipf", "moe_layer_freq",
-        "router_seed", NULL};
+        "flash_kernel", "expert_ffn", "shared_experts", "capacity_factor", "router_zipf",
+        "moe_layer_freq", "router_seed", "head_dim", NULL};
     TRY(js_expect_object(c, m, path));
     TRY(js_check_keys(c, m, path, keys));
     int kind = WL_TRANSFORMER;
@@ -59,9 +59,9 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
     static const char *const tf_only[] = {"hidden", "heads", "seq_len", "vocab", "ffn",
                                           "kv_heads", "experts", "top_k", "mlp",
                                           "tied_embeddings", "attention", "causal",
-                                          "attention_dropout", "expert_ffn", "shared_experts",
+                                          "attention_dropout", "flash_kernel", "expert_ffn", "shared_experts",
                                           "capacity_factor", "router_zipf", "moe_layer_freq",
-                                          "router_seed", NULL};
+                                          "router_seed", "head_dim", NULL};
     static const char *const syn_only[] = {"forward_time", "backward_time", "activation_bytes",
                                            "flops_per_layer", NULL};
     const char *const *foreign[3][2] = {{syn_only, NULL}, {tf_only, NULL}, {tf_only, syn_only}};
@@ -128,9 +128,18 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
         TRY(js_get_bool(c, m, path, "attention_dropout", false, &dropout));
         out->non_causal = !causal;
         out->no_attention_dropout = !dropout;
-        if (floor(out->hidden / out->heads) * out->heads != out->hidden)
-            return js_fail(c, path, "heads", "must divide hidden (%g), found %g", out->hidden,
-                           out->heads);
+        int fk = GPU_ATTN_FA2;
+        TRY(js_get_enum(c, m, path, "flash_kernel", false, gpu_attn_kernel_names(), &fk));
+        out->flash_kernel = (gpu_attn_kernel)fk;
+        if (out->attention != WL_ATTN_FLASH && cJSON_GetObjectItemCaseSensitive(m, "flash_kernel"))
+            return js_fail(c, path, "flash_kernel", "only with \"attention\": \"flash\"");
+        TRY(js_get_number(c, m, path, "head_dim", false, 1, 1e5, &out->head_dim));
+        if (out->head_dim > 0 && floor(out->head_dim) != out->head_dim)
+            return js_fail(c, path, "head_dim", "a whole number, found %g", out->head_dim);
+        /* heads of their own width need not divide the hidden size */
+        if (out->head_dim == 0 && floor(out->hidden / out->heads) * out->heads != out->hidden)
+            return js_fail(c, path, "heads", "must divide hidden (%g), found %g (or give "
+                           "\"head_dim\")", out->hidden, out->heads);
         if (floor(out->heads / out->kv_heads) * out->kv_heads != out->heads)
             return js_fail(c, path, "kv_heads", "must divide heads (%g), found %g", out->heads,
                            out->kv_heads);
@@ -233,23 +242,44 @@ static int parse_plan(const js_ctx *c, const cJSON *p, const char *path, wl_plan
     if (comp) {
         char cp[JS_PATH_MAX];
         js_path_key(cp, path, "compression");
-        static const char *const ckeys[] = {"ratio", "throughput", "method", NULL};
+        static const char *const ckeys[] = {"ratio", "throughput", "method", "rank",
+                                            "min_compression_rate", NULL};
         static const char *const methods[] = {"allgather", "sparse_allreduce", "int8", "fp8",
-                                              "onebit", NULL};
+                                              "onebit", "ps", "powersgd", NULL};
         TRY(js_expect_object(c, comp, cp));
         TRY(js_check_keys(c, comp, cp, ckeys));
         int method = 0;
         TRY(js_get_enum(c, comp, cp, "method", false, methods, &method));
-        if (method >= 2) {
-            /* quantisation: every element sent in 8 or 1 bits, no selection */
+        bool topk = method <= 1 || method == 5, lowrank = method == 6;
+        if (!lowrank) {
+            for (int k = 3; k <= 4; k++)
+                if (cJSON_GetObjectItemCaseSensitive(comp, ckeys[k]))
+                    return js_fail(c, cp, ckeys[k], "applies to \"powersgd\" only, found method "
+                                   "\"%s\"", methods[method]);
+        }
+        if (!topk) {
+            /* quantisation and low rank: no selection */
             if (cJSON_GetObjectItemCaseSensitive(comp, "ratio"))
-                return js_fail(c, cp, "ratio", "applies to top-k (allgather, sparse_allreduce); "
-                               "\"%s\" sends every element quantised", methods[method]);
-            out->quant_bits = method == 4 ? 1 : 8;
+                return js_fail(c, cp, "ratio", "applies to top-k (allgather, sparse_allreduce, "
+                               "ps); \"%s\" sends %s", methods[method],
+                               lowrank ? "rank-r factors of every matrix" : "every element quantised");
+            if (!lowrank) out->quant_bits = method == 4 ? 1 : 8;
         } else {
             TRY(js_get_number(c, comp, cp, "ratio", true, 1e-9, 1, &out->compression_ratio));
         }
+        if (lowrank) {
+            long long r = 0;
+            TRY(js_get_int(c, comp, cp, "rank", true, 1, 1 << 20, &r));
+            out->lowrank_rank = (int)r;
+            out->lowrank_min_rate = 2;
+            TRY(js_get_number(c, comp, cp, "min_compression_rate", false, 1, 1e9,
+                              &out->lowrank_min_rate));
+            if (cJSON_GetObjectItemCaseSensitive(comp, "throughput"))
+                return js_fail(c, cp, "throughput", "applies to top-k and quantisation; "
+                               "\"powersgd\" runs GEMMs timed by the GPU's model");
+        }
         TRY(js_get_number(c, comp, cp, "throughput", false, 1, 1e16, &out->topk_throughput));
+        out->topk_ps = method == 5;
         out->sparse_allreduce = method == 1;
         if (out->zero > 0)
             return js_fail(c, path, "compression", "gradient compression needs zero 0, found zero %d",
@@ -341,7 +371,8 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
         o = v;
         static const char *const keys[] = {"preset", "overlap_grad_reduce", "overlap_param_gather",
                                            "tp_comm_overlap", "pp_blocking_sends",
-                                           "optimizer_bytes", "link_efficiency", NULL};
+                                           "optimizer_bytes", "link_efficiency", "reduce_dtype",
+                                           NULL};
         TRY(js_check_keys(c, o, "framework", keys));
         TRY(js_get_enum(c, o, "framework", "preset", false, framework_names, &preset));
     } else {
@@ -372,6 +403,11 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
         TRY(js_get_bool(c, o, "framework", "tp_comm_overlap", false, &fw->tp_comm_overlap));
         TRY(js_get_bool(c, o, "framework", "pp_blocking_sends", false, &fw->pp_blocking_sends));
         TRY(js_get_number(c, o, "framework", "optimizer_bytes", false, 1, 1e4, &fw->optimizer_bytes));
+        /* the dtype gradients are reduced in (PyTorch FSDP MixedPrecision.reduce_dtype; Composer's
+         * mixed_precision DEFAULT reduces in fp32 under bf16 autocast) */
+        int rd = -1;
+        TRY(js_get_enum(c, o, "framework", "reduce_dtype", false, precision_names, &rd));
+        if (rd >= 0) fw->reduce_bytes = wl_precision_bytes((wl_precision)rd);
         const cJSON *le = cJSON_GetObjectItemCaseSensitive(o, "link_efficiency");
         if (le) {
             if (cJSON_IsString(le)) {
@@ -513,7 +549,7 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
     if (o) {
         static const char *const okeys[] = {"network", "calibration", "dp_algorithm",
                                             "ring_model", "ps_servers", "memory_headroom",
-                                            "calibration_fit", NULL};
+                                            "calibration_fit", "comm_contention", NULL};
         TRY(js_expect_object(c, o, "options"));
         TRY(js_check_keys(c, o, "options", okeys));
         int nm = NET_FLOW;
@@ -563,12 +599,37 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
                            "expected fit names such as \"mpi_allreduce\" (comma-separated, one per "
                            "scope), found \"%.40s\"", fit);
         if (fit) snprintf(s->calibration_fit, sizeof s->calibration_fit, "%s", fit);
+        TRY(wl_comm_contention_parse(c, o, "options", &s->env));
     }
     TRY(parse_faults(c, j, s));
     TRY(gp_parse(c, j, &s->failures, &s->checkpoint, &s->storage, &s->input));
     long long seed = (long long)s->env.seed;
     TRY(js_get_int(c, j, "", "seed", false, 0, (1LL << 53), &seed));
     s->env.seed = (uint64_t)seed;
+    return DT_OK;
+}
+
+/* "comm_contention" of obj (options, a trace's environment): true (the default), false, or
+ * {"sms": N}, the SMs one collective's kernels hold. */
+int wl_comm_contention_parse(const js_ctx *c, const cJSON *obj, const char *path, wl_env *env)
+{
+    const cJSON *cn = cJSON_GetObjectItemCaseSensitive(obj, "comm_contention");
+    if (!cn) return DT_OK;
+    if (cJSON_IsBool(cn)) {
+        env->no_contention = cJSON_IsFalse(cn);
+        return DT_OK;
+    }
+    char buf[64], sub[JS_PATH_MAX];
+    if (!cJSON_IsObject(cn))
+        return js_fail(c, path, "comm_contention",
+                       "expected true, false or an object {\"sms\": N}, found %s",
+                       js_describe(cn, buf, sizeof buf));
+    static const char *const keys[] = {"sms", NULL};
+    js_path_key(sub, path, "comm_contention");
+    TRY(js_check_keys(c, cn, sub, keys));
+    long long sms = 0;
+    TRY(js_get_int(c, cn, sub, "sms", true, 1, 1024, &sms));
+    env->contention_sms = (int)sms;
     return DT_OK;
 }
 
@@ -627,9 +688,6 @@ static int check_ep_cp(const js_ctx *c, const wl_scenario *s)
             return js_fail(c, "parallel", "ep",
                            "must divide dp (%d): expert-parallel ranks are data-parallel ranks "
                            "(Megatron-Core), found %d", p->dp, ep);
-        if (p->zero >= 3)
-            return js_fail(c, "parallel", "zero",
-                           "ZeRO-3 with expert parallelism is not modelled, found zero 3 with ep %d", ep);
     }
     if (cp > 1) {
         if (m->attention != WL_ATTN_FLASH)
@@ -642,7 +700,7 @@ static int check_ep_cp(const js_ctx *c, const wl_scenario *s)
                            "chunks, two per rank, to balance the causal mask, found cp %d",
                            m->seq_len, cp);
     }
-    if (p->compression_ratio > 0)
+    if (p->compression_ratio > 0 || p->lowrank_rank > 0)
         return js_fail(c, "parallel", "compression", "not modelled with %s > 1", key);
     if (p->backup_workers > 0 || p->staleness >= 0 || p->local_sgd > 1)
         return js_fail(c, "parallel",
@@ -742,6 +800,16 @@ int wl_scenario_resolve(const js_ctx *c, wl_scenario *s, int n_gpus)
                            s->model.heads, s->model.kv_heads, p->tp);
     }
     if (p->topk_throughput == 0) p->topk_throughput = 2e10; /* elements/s, docs/workloads.md */
+    if (p->topk_ps && s->env.dp_algorithm != COLL_PS)
+        return js_fail(c, "parallel.compression", "method",
+                       "\"ps\" pushes to and pulls from the parameter servers of "
+                       "\"options\": {\"dp_algorithm\": \"ps\"} (with ps_servers), found "
+                       "dp_algorithm \"%s\"", coll_algo_name(s->env.dp_algorithm));
+    if (p->lowrank_rank > 0 && (s->model.kind != WL_TRANSFORMER || s->model.experts > 1))
+        return js_fail(c, "parallel.compression", "method",
+                       "\"powersgd\" needs the weight matrices' shapes: a dense transformer "
+                       "model, found %s", s->model.kind != WL_TRANSFORMER ? "a model without "
+                       "layer shapes" : "a mixture of experts");
     if (p->backup_workers > 0) {
         if (p->backup_workers >= p->dp)
             return js_fail(c, "parallel", "backup_workers",

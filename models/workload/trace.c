@@ -20,7 +20,8 @@
 
 static const char *const kind_names[] = {"compute", "collective", "send", NULL};
 static const char *const stream_names[] = {"compute", "tp", "pp", "dp", NULL};
-static const char *const class_names[] = {"matmul", "attention", "elementwise", "optimizer", NULL};
+static const char *const class_names[] = {"matmul",    "attention",     "elementwise",
+                                          "optimizer", "attention_bwd", NULL};
 static const char *const coll_names[] = {"allreduce", "reduce_scatter", "allgather", "broadcast",
                                          "reduce", "alltoall", "sendrecv", NULL};
 static const char *const prec_names[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
@@ -64,10 +65,6 @@ static void put_name(FILE *f, const char *s)
 
 int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
 {
-    if (g->cp_next)
-        /* the CP ring (wl_graph.cp_next) and the ring costs have no trace fields yet */
-        return dt_error_set(err, DT_EINPUT, NULL, "parallel.cp",
-                            "a context-parallel step (cp > 1) cannot be written as a trace yet");
     fprintf(f, "{\n\"format\": \"dtsim-trace\",\n\"version\": 1,\n\"name\": ");
     {
         cJSON *s = cJSON_CreateString(env->name);
@@ -91,6 +88,10 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
         fprintf(f, ", \"link_efficiency\": {\"nvlink\": %.17g, \"network\": %.17g}",
                 env->env.link_nvlink > 0 ? env->env.link_nvlink : 1,
                 env->env.link_network > 0 ? env->env.link_network : 1);
+    if (env->env.no_contention)
+        fprintf(f, ", \"comm_contention\": false");
+    else if (env->env.contention_sms > 0)
+        fprintf(f, ", \"comm_contention\": {\"sms\": %d}", env->env.contention_sms);
     if (env->gpu) {
         char *q = cJSON_PrintUnformatted(env->gpu);
         fprintf(f, ", \"gpu\": %s", q);
@@ -135,6 +136,12 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
         fprintf(f, "]");
     }
     fprintf(f, "],\n");
+    if (g->cp_next && g->cp > 1) {
+        /* context parallelism: the ring of each lane (wl_graph.cp_next) */
+        fprintf(f, "\"context_parallel\": {\"cp\": %d, \"next\": [", g->cp);
+        for (int l = 0; l < g->n_lanes; l++) fprintf(f, "%s%u", l ? ", " : "", g->cp_next[l]);
+        fprintf(f, "]},\n");
+    }
     if (g->n_gemm_sets) {
         fprintf(f, "\"gemm_sets\": [\n");
         for (uint32_t i = 0; i < g->n_gemm_sets; i++) {
@@ -168,6 +175,10 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
             }
         if (any) fprintf(f, "}");
         if (c->gemm_set) fprintf(f, ", \"gemms\": %u", c->gemm_set - 1);
+        if (c->attn_seq > 0)
+            fprintf(f, ", \"attention\": {\"seq\": %.17g, \"kernel\": \"%s\", \"causal\": %s}",
+                    c->attn_seq, gpu_attn_kernel_name(c->attn_kernel),
+                    c->attn_causal ? "true" : "false");
         if (c->n_inlane) {
             fprintf(f, ", \"inlane\": [");
             for (int k = 0; k < c->n_inlane; k++)
@@ -176,6 +187,9 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
             fprintf(f, "]");
             if (c->inlane_overlap) fprintf(f, ", \"inlane_overlap\": true");
         }
+        if (c->ring_count > 0 && c->ring_bytes > 0)
+            fprintf(f, ", \"ring\": {\"bytes\": %.17g, \"count\": %d}", c->ring_bytes,
+                    c->ring_count);
         fprintf(f, "}");
     }
     fprintf(f, "],\n\"collectives\": [\n");
@@ -215,7 +229,8 @@ static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
     static const char *const keys[] = {"seed",   "network",        "dp_algorithm", "ring_model",
                                        "ps_servers",
                                        "gpu",    "stragglers",     "jitter",
-                                       "degraded_links", "memory", "link_efficiency", NULL};
+                                       "degraded_links", "memory", "link_efficiency",
+                                       "comm_contention", NULL};
     const char *P = "environment";
     TRY(js_expect_object(c, e, P));
     TRY(js_check_keys(c, e, P, keys));
@@ -247,6 +262,7 @@ static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
         TRY(js_get_number(c, le, LP, "nvlink", false, 1e-3, 1, &env->env.link_nvlink));
         TRY(js_get_number(c, le, LP, "network", false, 1e-3, 1, &env->env.link_network));
     }
+    TRY(wl_comm_contention_parse(c, e, P, &env->env));
     const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(e, "gpu");
     if (gpu) env->gpu = cJSON_Duplicate(gpu, 1);
     /* stragglers, jitter, degraded links: the scenario parser's own format */
@@ -329,7 +345,7 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_gr
                      wl_cost *out)
 {
     static const char *const keys[] = {"duration", "flops", "bytes", "gemms", "inlane",
-                                       "inlane_overlap", NULL};
+                                       "inlane_overlap", "attention", "ring", NULL};
     TRY(js_expect_object(c, v, p));
     TRY(js_check_keys(c, v, p, keys));
     memset(out, 0, sizeof *out);
@@ -369,6 +385,39 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_gr
         }
     }
     TRY(js_get_bool(c, v, p, "inlane_overlap", false, &out->inlane_overlap));
+    const cJSON *at = cJSON_GetObjectItemCaseSensitive(v, "attention");
+    if (at) {
+        /* the fused attention kernel the attention classes' FLOPs run on (their measured
+         * efficiency per GPU): sequence length of one call, kernel, causal mask */
+        static const char *const akeys[] = {"seq", "kernel", "causal", NULL};
+        char ap[JS_PATH_MAX];
+        js_path_key(ap, p, "attention");
+        TRY(js_expect_object(c, at, ap));
+        TRY(js_check_keys(c, at, ap, akeys));
+        TRY(js_get_number(c, at, ap, "seq", true, 1, 1e9, &out->attn_seq));
+        int k = GPU_ATTN_FA2;
+        TRY(js_get_enum(c, at, ap, "kernel", false, gpu_attn_kernel_names(), &k));
+        out->attn_kernel = (gpu_attn_kernel)k;
+        bool causal = true;
+        TRY(js_get_bool(c, at, ap, "causal", false, &causal));
+        out->attn_causal = causal;
+    }
+    const cJSON *ring = cJSON_GetObjectItemCaseSensitive(v, "ring");
+    if (ring) {
+        /* ring attention's sends (wl_cost.ring_bytes, ring_count): need a CP ring to run on */
+        static const char *const rk[] = {"bytes", "count", NULL};
+        char rp[JS_PATH_MAX];
+        js_path_key(rp, p, "ring");
+        if (!g->cp_next)
+            return js_fail(c, p, "ring", "ring attention sends need the trace's "
+                                         "\"context_parallel\" ring, which it lacks");
+        TRY(js_expect_object(c, ring, rp));
+        TRY(js_check_keys(c, ring, rp, rk));
+        TRY(js_get_quantity(c, ring, rp, "bytes", UNIT_SIZE, true, false, &out->ring_bytes));
+        long long cnt = 1;
+        TRY(js_get_int(c, ring, rp, "count", false, 0, 1 << 30, &cnt));
+        out->ring_count = (int)cnt;
+    }
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(v, "inlane");
     if (in) {
         char ip[JS_PATH_MAX];
@@ -396,11 +445,70 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_gr
     return DT_OK;
 }
 
+/* "context_parallel": {"cp": c, "next": [lane, ...]}: the CP ring of every lane. The replay
+ * runs c - 1 ring steps per pass and charges a block of 1/c of the attention per step, so
+ * `next` must be a permutation of the lanes whose cycles all have length c. */
+static int read_cp(const js_ctx *c, const cJSON *v, wl_graph *g)
+{
+    static const char *const keys[] = {"cp", "next", NULL};
+    const char *P = "context_parallel";
+    TRY(js_expect_object(c, v, P));
+    TRY(js_check_keys(c, v, P, keys));
+    long long cp = 0;
+    TRY(js_get_int(c, v, P, "cp", true, 2, g->n_lanes < 2 ? 2 : g->n_lanes, &cp));
+    if (g->n_lanes % cp)
+        return js_fail(c, P, "cp", "expected a divisor of the trace's %d lanes (every lane in "
+                                   "one ring of cp lanes), found %lld", g->n_lanes, cp);
+    const cJSON *next = cJSON_GetObjectItemCaseSensitive(v, "next");
+    char np[JS_PATH_MAX];
+    js_path_key(np, P, "next");
+    if (!next) return js_fail(c, P, "next", "required: the next lane of each lane's CP ring");
+    TRY(js_expect_array(c, next, np));
+    if (cJSON_GetArraySize(next) != g->n_lanes)
+        return js_fail(c, P, "next", "expected one entry per lane (%d), found %d", g->n_lanes,
+                       cJSON_GetArraySize(next));
+    uint32_t *nx = dt_xmalloc((size_t)g->n_lanes * sizeof *nx);
+    char *seen = dt_xcalloc((size_t)g->n_lanes, 1);
+    int l = 0, rc = DT_OK;
+    for (const cJSON *x = next->child; x && rc == DT_OK; x = x->next, l++) {
+        char xp[JS_PATH_MAX];
+        js_path_index(xp, np, l);
+        if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble >= g->n_lanes ||
+            x->valuedouble != floor(x->valuedouble) || x->valuedouble == l)
+            rc = js_fail(c, xp, NULL, "expected the index of another lane (0..%d)", g->n_lanes - 1);
+        else if (seen[(int)x->valuedouble])
+            rc = js_fail(c, xp, NULL, "lane %d is already the next lane of another: the rings "
+                                      "must be cycles", (int)x->valuedouble);
+        else {
+            seen[(int)x->valuedouble] = 1;
+            nx[l] = (uint32_t)x->valuedouble;
+        }
+    }
+    /* a permutation now: every cycle must hold cp lanes */
+    for (l = 0; l < g->n_lanes && rc == DT_OK; l++) {
+        int len = 1;
+        for (uint32_t k = nx[l]; k != (uint32_t)l; k = nx[k]) len++;
+        if (len != cp) {
+            char xp[JS_PATH_MAX];
+            rc = js_fail(c, js_path_index(xp, np, l), NULL,
+                         "lane %d's ring holds %d lanes, expected cp = %lld", l, len, cp);
+        }
+    }
+    free(seen);
+    if (rc != DT_OK) {
+        free(nx);
+        return rc;
+    }
+    g->cp = (int)cp;
+    g->cp_next = nx;
+    return DT_OK;
+}
+
 static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env *env)
 {
     static const char *const keys[] = {"format", "version", "name", "gpus", "precision", "step",
-                                       "environment", "lanes", "gemm_sets", "costs",
-                                       "collectives", "ops", NULL};
+                                       "environment", "lanes", "context_parallel",
+                                       "gemm_sets", "costs", "collectives", "ops", NULL};
     TRY(js_expect_object(c, j, ""));
     TRY(js_check_keys(c, j, "", keys));
     const char *fmt = NULL;
@@ -472,6 +580,8 @@ static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env 
     } else {
         for (int i = 0; i < n_gpus; i++) g->lane_gpus[i] = i;
     }
+    const cJSON *cpv = cJSON_GetObjectItemCaseSensitive(j, "context_parallel");
+    if (cpv) TRY(read_cp(c, cpv, g));
     const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step");
     if (step) {
         static const char *const sk[] = {"samples", "tokens", "model_flops", NULL};

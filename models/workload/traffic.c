@@ -20,9 +20,16 @@
 static coll_spec spec_of(const traffic_env *e, coll_op op, const int *gpus, int n, double bytes,
                          bool in_lane)
 {
-    return (coll_spec){.op = op, .algo = in_lane ? COLL_AUTO : e->algo, .group = gpus, .n = n,
-                       .bytes = bytes, .root = op == COLL_SENDRECV ? 1 : 0,
-                       .elem_bytes = e->elem_bytes, .servers = in_lane ? 0 : e->servers};
+    coll_spec s = {.op = op, .algo = in_lane ? COLL_AUTO : e->algo, .group = gpus, .n = n,
+                   .bytes = bytes, .root = op == COLL_SENDRECV ? 1 : 0,
+                   .elem_bytes = e->elem_bytes, .servers = in_lane ? 0 : e->servers};
+    if (s.algo == COLL_ESTIMATE && op != COLL_SENDRECV) {
+        /* what the run chose, with the step's concurrent groups */
+        dt_error err;
+        dt_error_clear(&err);
+        if (traffic_phases_choice(e->phases, e->an, &s, &s.algo, &err) != DT_OK) s.algo = COLL_AUTO;
+    }
+    return s;
 }
 
 static double bytes_of(const traffic_env *e, coll_spec s)
@@ -176,8 +183,9 @@ void traffic_loads(const wl_graph *g, const traffic_env *e, bool all, traffic_lo
             }
         free(sum);
     }
+    if (!all) return;
     if (g->cp_next && g->cp > 1) {
-        /* ring attention runs inside compute ops, never as flows: always static load */
+        /* ring attention: flows in flow mode (the network records them), static load here */
         lc.tag = REPLAY_TAG(WL_COMM_CP, REPLAY_TAG_INLANE);
         for (uint32_t i = 0; i < g->n_ops; i++) {
             const wl_op *o = &g->ops[i];
@@ -192,7 +200,6 @@ void traffic_loads(const wl_graph *g, const traffic_env *e, bool all, traffic_lo
             }
         }
     }
-    if (!all) return;
     for (uint32_t i = 0; i < g->n_ops; i++) {
         const wl_op *o = &g->ops[i];
         if (o->kind != WL_OP_SEND) continue;
@@ -218,4 +225,169 @@ void traffic_loads(const wl_graph *g, const traffic_env *e, bool all, traffic_lo
     }
     free(grp);
     parts_free(&p);
+}
+
+/* ------------------------------------------------------ concurrent phases ---- */
+
+/* A phase: every distinct group of one size that runs one op somewhere in the step, with an
+ * open-addressing index over their hashes (a step has thousands of instances and up to
+ * thousands of groups per phase: a scan per instance or per collective would be quadratic). */
+typedef struct phase_set {
+    coll_op op;
+    int n, m, cap;
+    int *groups;        /* m x n */
+    uint64_t *hash;     /* per group */
+    int *slot;          /* 1 + group index, 0 empty; slot_cap (power of two) >= 2 m */
+    int slot_cap;
+} phase_set;
+
+typedef struct choice {
+    int used, phase;
+    double bytes;
+    coll_algo algo;
+} choice;
+
+struct traffic_phases {
+    phase_set *ph;
+    int n_ph;
+    choice *memo;
+    int cap, used;
+};
+
+static uint64_t group_hash(const int *g, int n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < n; i++) h = (h ^ (uint32_t)g[i]) * 1099511628211ull;
+    return h;
+}
+
+static int phase_find(const traffic_phases *P, coll_op op, int n)
+{
+    for (int i = 0; i < P->n_ph; i++)
+        if (P->ph[i].op == op && P->ph[i].n == n) return i;
+    return -1;
+}
+
+static int phase_has(const phase_set *f, const int *g, uint64_t h)
+{
+    if (!f->slot_cap) return 0;
+    for (int k = (int)(h & (uint64_t)(f->slot_cap - 1)); f->slot[k]; k = (k + 1) & (f->slot_cap - 1)) {
+        int i = f->slot[k] - 1;
+        if (f->hash[i] == h && !memcmp(f->groups + (size_t)i * f->n, g, (size_t)f->n * sizeof *g))
+            return 1;
+    }
+    return 0;
+}
+
+static void phase_index(phase_set *f, int i)
+{
+    int k = (int)(f->hash[i] & (uint64_t)(f->slot_cap - 1));
+    while (f->slot[k]) k = (k + 1) & (f->slot_cap - 1);
+    f->slot[k] = i + 1;
+}
+
+static void phase_add(phase_set *F, const int *grp, uint64_t h)
+{
+    int n = F->n;
+    if (F->m == F->cap) {
+        F->cap = F->cap ? 2 * F->cap : 8;
+        F->groups = dt_xrealloc(F->groups, (size_t)F->cap * n * sizeof *F->groups);
+        F->hash = dt_xrealloc(F->hash, (size_t)F->cap * sizeof *F->hash);
+    }
+    memcpy(F->groups + (size_t)F->m * n, grp, (size_t)n * sizeof *grp);
+    F->hash[F->m++] = h;
+    if (2 * F->m > F->slot_cap) { /* grow and re-index */
+        F->slot_cap = F->slot_cap ? 2 * F->slot_cap : 16;
+        free(F->slot);
+        F->slot = dt_xcalloc((size_t)F->slot_cap, sizeof *F->slot);
+        for (int i = 0; i < F->m; i++) phase_index(F, i);
+    } else {
+        phase_index(F, F->m - 1);
+    }
+}
+
+traffic_phases *traffic_phases_create(const wl_graph *g)
+{
+    traffic_phases *P = dt_xcalloc(1, sizeof *P);
+    int ts = g->lane_size;
+    parts p = participants(g);
+    int *grp = dt_xmalloc(((size_t)g->n_lanes + 1) * sizeof *grp);
+    for (uint32_t c = 0; c < g->n_colls; c++) {
+        int n = (int)(p.start[c + 1] - p.start[c]);
+        if (n < 2) continue;
+        coll_op op = g->colls[c].op;
+        int f = phase_find(P, op, n);
+        if (f < 0) {
+            P->ph = dt_xrealloc(P->ph, (size_t)(P->n_ph + 1) * sizeof *P->ph);
+            P->ph[P->n_ph] = (phase_set){.op = op, .n = n};
+            f = P->n_ph++;
+        }
+        phase_set *F = &P->ph[f];
+        for (int k = 0; k < ts; k++) {
+            for (int i = 0; i < n; i++) grp[i] = g->lane_gpus[(size_t)p.lane[p.start[c] + i] * ts + k];
+            uint64_t h = group_hash(grp, n);
+            /* a group recurs in every bucket of the step: kept once */
+            if (!phase_has(F, grp, h)) phase_add(F, grp, h);
+        }
+    }
+    free(grp);
+    parts_free(&p);
+    return P;
+}
+
+void traffic_phases_destroy(traffic_phases *P)
+{
+    if (!P) return;
+    for (int i = 0; i < P->n_ph; i++) {
+        free(P->ph[i].groups);
+        free(P->ph[i].hash);
+        free(P->ph[i].slot);
+    }
+    free(P->ph);
+    free(P->memo);
+    free(P);
+}
+
+static uint64_t choice_hash(int phase, double bytes)
+{
+    uint64_t b;
+    memcpy(&b, &bytes, sizeof b);
+    return ((uint64_t)(uint32_t)phase * 0x9e3779b97f4a7c15ull) ^ (b * 1099511628211ull);
+}
+
+int traffic_phases_choice(traffic_phases *P, coll_analytic *an, const coll_spec *spec,
+                          coll_algo *out, dt_error *err)
+{
+    int f = P ? phase_find(P, spec->op, spec->n) : -1;
+    if (f < 0 || !phase_has(&P->ph[f], spec->group, group_hash(spec->group, spec->n)))
+        return coll_estimate_choice(an, spec, NULL, 0, out, err); /* alone (e.g. a quorum) */
+    if (P->cap) {
+        for (int s = (int)(choice_hash(f, spec->bytes) & (uint64_t)(P->cap - 1)); P->memo[s].used;
+             s = (s + 1) & (P->cap - 1))
+            if (P->memo[s].phase == f && P->memo[s].bytes == spec->bytes) {
+                *out = P->memo[s].algo;
+                return DT_OK;
+            }
+    }
+    const phase_set *F = &P->ph[f];
+    int rc = coll_estimate_choice(an, spec, F->groups, F->m, out, err);
+    if (rc != DT_OK) return rc;
+    if (2 * (P->used + 1) > P->cap) { /* grow: rehash */
+        choice *old = P->memo;
+        int oc = P->cap;
+        P->cap = oc ? 2 * oc : 64;
+        P->memo = dt_xcalloc((size_t)P->cap, sizeof *P->memo);
+        for (int i = 0; i < oc; i++) {
+            if (!old[i].used) continue;
+            int s = (int)(choice_hash(old[i].phase, old[i].bytes) & (uint64_t)(P->cap - 1));
+            while (P->memo[s].used) s = (s + 1) & (P->cap - 1);
+            P->memo[s] = old[i];
+        }
+        free(old);
+    }
+    int s = (int)(choice_hash(f, spec->bytes) & (uint64_t)(P->cap - 1));
+    while (P->memo[s].used) s = (s + 1) & (P->cap - 1);
+    P->memo[s] = (choice){.used = 1, .phase = f, .bytes = spec->bytes, .algo = *out};
+    P->used++;
+    return DT_OK;
 }

@@ -22,10 +22,21 @@ bool wl_layer_is_moe(const wl_model *m, int layer)
     return m->experts > 1 && layer % k == 0;
 }
 
+double wl_head_dim(const wl_model *m)
+{
+    return m->head_dim > 0 ? m->head_dim : m->hidden / m->heads;
+}
+
+double wl_q_width(const wl_model *m) { return m->heads * wl_head_dim(m); }
+
+double wl_kv_width(const wl_model *m) { return m->kv_heads * wl_head_dim(m); }
+
+/* Q (h x a d), K and V (h x g d each), output projection (a d x h); with d = h / a:
+ * 2h^2 + 2h (h g / a) */
 static double attn_params(const wl_model *m)
 {
     double h = m->hidden;
-    return 2 * h * h + 2 * h * (h * m->kv_heads / m->heads);
+    return 2 * h * wl_q_width(m) + 2 * h * wl_kv_width(m);
 }
 
 static double mlp_params(const wl_model *m, double f)
@@ -155,7 +166,7 @@ double wl_moe_alltoall_bytes(const wl_model *m, const wl_plan *p)
 
 double wl_cp_ring_bytes(const wl_model *m, const wl_plan *p)
 {
-    return 2 * p->micro_batch_size * m->seq_len / wl_cp(p) * m->hidden * m->kv_heads / m->heads *
+    return 2 * p->micro_batch_size * m->seq_len / wl_cp(p) * wl_kv_width(m) *
            wl_precision_bytes(p->precision) / p->tp;
 }
 
@@ -176,8 +187,9 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
     out->dense_matmul_flops = 2 * b * s * layer_matmul_params(m, false, true) / t;
     out->expert_matmul_flops = moe ? 2 * b * s * mlp_params(m, wl_expert_ffn(m)) * m->top_k / t : 0;
     out->moe_matmul_flops = moe ? out->fwd_matmul_flops - out->expert_matmul_flops : 0;
-    /* QK^T and attention x V: 4 b s^2 h (the model FLOPs count them whole) */
-    double attn = 4 * b * s * m->seq_len * h / t;
+    /* QK^T and attention x V over the a heads of width d: 4 b s^2 a d (= 4 b s^2 h without a
+     * head_dim of its own; the model FLOPs count them whole) */
+    double attn = 4 * b * s * m->seq_len * wl_q_width(m) / t;
     double e = wl_precision_bytes(p->precision);
     if (m->attention == WL_ATTN_FLASH) {
         /* FlashAttention runs both GEMMs tile by tile in SRAM: with a causal mask the tiles
@@ -215,7 +227,7 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
 /* Megatron's tensor-parallel layer (Shoeybi et al. 2019): the QKV and first MLP GEMMs are split
  * by output columns (n / t), the attention projection and the second MLP GEMM by input rows
  * (k / t); every GEMM sees all b·s tokens of the microbatch (b·s/cp with context parallelism) (with sequence parallelism they are
- * all-gathered first). Q has h columns and K, V h·g/a each (GQA); SwiGLU's up and gate
+ * all-gathered first). Q has a·d columns and K, V g·d each (GQA; d = head_dim, h/a by default); SwiGLU's up and gate
  * projections are one GEMM of 2f columns (Megatron's fused linear_fc1). MoE: the router runs
  * on the b·s/t tokens of the rank's sequence shard (the closed form divides it by t too), and
  * each of the E experts gets b·s·top_k/E tokens (balanced routing) for its two GEMMs. Sums to
@@ -225,13 +237,13 @@ int wl_layer_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_LAYER_GE
     if (m->kind != WL_TRANSFORMER) return 0;
     /* context parallelism: the rank's s/cp tokens (wl_layer_cost_get) */
     double t = p->tp, h = m->hidden, tok = p->micro_batch_size * m->seq_len / wl_cp(p);
-    double kv = h * m->kv_heads / m->heads;
+    double q = wl_q_width(m), kv = wl_kv_width(m);
     /* the MLP width: an MoE layer's experts (routed and shared) have expert_ffn */
     double f = m->experts > 1 ? wl_expert_ffn(m) : m->ffn;
     double up = (m->mlp == WL_MLP_SWIGLU ? 2.0 : 1.0) * f / t;
     int n = 0;
-    out[n++] = (gpu_gemm){tok, (h + 2 * kv) / t, h, 1}; /* QKV */
-    out[n++] = (gpu_gemm){tok, h, h / t, 1};            /* attention output projection */
+    out[n++] = (gpu_gemm){tok, (q + 2 * kv) / t, h, 1}; /* QKV */
+    out[n++] = (gpu_gemm){tok, h, q / t, 1};            /* attention output projection */
     if (m->experts > 1) out[n++] = (gpu_gemm){tok / t, m->experts, h, 1}; /* router */
     /* the MLP of each expert (one without MoE) on its share of the routed tokens; a
      * fractional expert count (allowed by the scenario, meaningless as a count) runs as one
@@ -249,6 +261,60 @@ int wl_layer_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_LAYER_GE
         out[n++] = (gpu_gemm){tok, h, f / t, m->shared_experts};
     }
     return n;
+}
+
+/* One weight matrix of R x C elements (R output features: PyTorch's Linear weight is
+ * out x in), `count` of them: compressed or sent as it is. */
+static void lowrank_matrix(const wl_plan *p, double R, double C, double count, wl_lowrank *o,
+                           gpu_gemm *g, int *ng)
+{
+    double q = fmin(p->lowrank_rank, fmin(R, C));
+    double rate = p->lowrank_min_rate > 0 ? p->lowrank_min_rate : 2;
+    if (!(rate * q * (R + C) < R * C)) {
+        /* PyTorch's _should_compress: not worth it, joins the uncompressed all-reduce */
+        o->dense_elems += R * C * count;
+        return;
+    }
+    o->matrix_elems += R * C * count;
+    o->p_elems += q * R * count;
+    o->q_elems += q * C * count;
+    o->flops += count * (6 * R * C * q + 2 * R * q * q);
+    if (g) {
+        g[(*ng)++] = (gpu_gemm){R, q, C, count}; /* P = M Q */
+        g[(*ng)++] = (gpu_gemm){R, q, q, count}; /* Gram-Schmidt of P: 2 R q² FLOPs */
+        g[(*ng)++] = (gpu_gemm){C, q, R, count}; /* Q = Mᵀ P */
+        g[(*ng)++] = (gpu_gemm){R, C, q, count}; /* the approximation P Qᵀ */
+    }
+}
+
+int wl_lowrank_get(const wl_model *m, const wl_plan *p, bool embedding, wl_lowrank *out,
+                   gpu_gemm gemms[WL_LOWRANK_GEMMS_MAX])
+{
+    *out = (wl_lowrank){0};
+    int ng = 0;
+    if (m->kind != WL_TRANSFORMER) return 0;
+    if (embedding) {
+        lowrank_matrix(p, m->vocab / p->tp, m->hidden, 1, out, gemms, &ng);
+        return ng;
+    }
+    /* the weights are the forward GEMMs' k x n operands (wl_layer_gemms: (tokens, n, k)) */
+    gpu_gemm f[WL_LAYER_GEMMS_MAX];
+    int nf = wl_layer_gemms(m, p, f);
+    double matrices = 0;
+    for (int i = 0; i < nf; i++) {
+        lowrank_matrix(p, f[i].n, f[i].k, f[i].count, out, gemms, &ng);
+        matrices += f[i].n * f[i].k * f[i].count;
+    }
+    /* norms (and anything else that is not a GEMM weight) go uncompressed */
+    double rest = wl_layer_params(m) / p->tp - matrices;
+    if (rest > 0) out->dense_elems += rest;
+    return ng;
+}
+
+double wl_topk_union(double G, double r, int n)
+{
+    /* an index is missed by each of the n sets with probability 1 - r */
+    return G * -expm1(n * log1p(-r));
 }
 
 gpu_gemm wl_logits_gemm(const wl_model *m, const wl_plan *p)
@@ -273,10 +339,10 @@ static double fwd_flops_per_sample(const wl_model *m, double *attn_part, double 
     if (m->kind != WL_TRANSFORMER) return *attn_part = *logits_part = 0;
     double s = m->seq_len, h = m->hidden;
     int moe = wl_moe_layers_in(m, 0, m->layers);
-    *attn_part = m->layers * 4 * s * s * h;
+    *attn_part = m->layers * 4 * s * s * wl_q_width(m);
     *logits_part = 2 * s * h * m->vocab;
     if (moe == 0 || moe == m->layers) {
-        double layer = 2 * s * layer_matmul_params(m, moe > 0, true) + 4 * s * s * h;
+        double layer = 2 * s * layer_matmul_params(m, moe > 0, true) + 4 * s * s * wl_q_width(m);
         return m->layers * layer + *logits_part;
     }
     double matmul = moe * layer_matmul_params(m, true, true) +

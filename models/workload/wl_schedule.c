@@ -205,6 +205,11 @@ static void gtab_free(gtab *t)
     free(t->cap);
 }
 
+typedef struct lr_slot {
+    double layers, embs;
+    uint32_t cost;
+} lr_slot;
+
 typedef struct gen {
     const wl_scenario *s;
     const wl_plan *p;
@@ -219,6 +224,13 @@ typedef struct gen {
     double layer_grad_bytes;           /* gradient bytes of one layer on one GPU */
     double layer_param_bytes;
     double emb_grad_bytes;
+    /* PowerSGD of one layer's and of the embedding's gradient (wl_lowrank_get), their GEMMs */
+    wl_lowrank lr_layer, lr_emb;
+    gpu_gemm lr_layer_gemms[WL_LOWRANK_GEMMS_MAX], lr_emb_gemms[WL_LOWRANK_GEMMS_MAX];
+    int n_lr_layer_gemms, n_lr_emb_gemms;
+    /* compress-op costs by bucket content (layers, embeddings): buckets repeat a few */
+    lr_slot lr_cache[8];
+    int n_lr_cache;
     uint32_t *emb_inst;                /* [dp rank]: the tied-embedding all-reduce instance */
     /* layer costs by (bwd, first vs, last vs, layers in the op): few distinct ones */
     cost_slot cost_cache[64];
@@ -252,14 +264,19 @@ enum { N_FWD, N_BWD, N_SEND_ACT, N_SEND_GRAD, N_DP_AR, N_DP_RS, N_DP_AG, N_ZERO_
        N_COUNT,
        /* interned only by graphs with expert parallelism (dense graphs keep their names) */
        N_EP_DISPATCH = N_COUNT, N_EP_COMBINE, N_EXPERT_FWD, N_EXPERT_BWD, N_EDP_AR, N_EDP_RS,
-       N_EDP_AG, N_COUNT_EP };
-_Static_assert(N_COUNT_EP <= N_OP_NAMES, "gen.names holds every op name");
-static const char *const op_names[N_COUNT_EP] = {
+       N_EDP_AG, N_COUNT_EP,
+       /* interned only by graphs with top-k through a parameter server or PowerSGD */
+       N_PS_PUSH = N_COUNT_EP, N_PS_PULL, N_LR_COMPRESS, N_LR_AR_DENSE, N_LR_AR_P, N_LR_AR_Q,
+       N_COUNT_ALL };
+_Static_assert(N_COUNT_ALL <= N_OP_NAMES, "gen.names holds every op name");
+static const char *const op_names[N_COUNT_ALL] = {
     "forward", "backward", "send_activation", "send_gradient", "dp_allreduce",
     "dp_reduce_scatter", "dp_allgather", "zero3_param_gather", "zero_grad_reduce_scatter",
     "topk_compress", "topk_allgather", "optimizer_step", "zero_param_allgather",
     "embedding_allreduce", "topk_sparse_allreduce", "quantize", "quantized_allreduce", "ep_dispatch", "ep_combine", "expert_forward", "expert_backward",
-    "expert_dp_allreduce", "expert_dp_reduce_scatter", "expert_param_allgather"};
+    "expert_dp_allreduce", "expert_dp_reduce_scatter", "expert_param_allgather",
+    "topk_ps_push", "topk_ps_pull", "powersgd_compress", "powersgd_allreduce_uncompressed",
+    "powersgd_allreduce_p", "powersgd_allreduce_q"};
 
 /* The cost of one forward or backward op over `layers` layers of a virtual stage, `moe` of
  * them MoE layers, with the layer's work lc (wl_layer_cost_get of the model and plan) and cp the
@@ -295,7 +312,16 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
             fwd_matmul = (n - moe) * lc->dense_matmul_flops +
                          moe * (moe_split ? lc->moe_matmul_flops : lc->fwd_matmul_flops);
         c.flops[GPU_OP_MATMUL] = mult * fwd_matmul;
-        c.flops[GPU_OP_ATTENTION] = n * (bwd ? lc->bwd_attn_flops : lc->fwd_attn_flops);
+        /* a flash backward runs its own kernels, at their own efficiency; the unfused core's
+         * backward is batched GEMMs like its forward */
+        bool flash = m->attention == WL_ATTN_FLASH;
+        c.flops[bwd && flash ? GPU_OP_ATTENTION_BWD : GPU_OP_ATTENTION] =
+            n * (bwd ? lc->bwd_attn_flops : lc->fwd_attn_flops);
+        if (flash) {
+            c.attn_seq = m->seq_len / cp; /* one call: the whole sequence, or one ring block */
+            c.attn_kernel = m->flash_kernel;
+            c.attn_causal = !m->non_causal;
+        }
         c.bytes[GPU_OP_ELEMENTWISE] = n * (mult * lc->fwd_elem_bytes +
                                            (bwd ? lc->bwd_score_bytes : lc->fwd_score_bytes));
         /* recomputation re-runs the forward (full: whole layers; selective: the attention
@@ -573,20 +599,54 @@ typedef struct lane_state {
     uint32_t last_compute, prev_compute, last_dp;
     double *held;     /* no-overlap buckets waiting for the end of backward */
     bool *held_expert; /* ... of expert gradients (reduced over the expert-DP group) */
+    double *held_layers, *held_embs; /* ... their layers and embedding matrices (PowerSGD) */
     size_t n_held, cap_held;
 } lane_state;
 
 /* DP gradient collective (or top-k compression + all-gather) for `grad_bytes` of gradients,
  * after op `after`. */
+/* PowerSGD's compute for a bucket of `layers` layers and `embs` embedding matrices: the three
+ * products and Gram-Schmidt of every compressed matrix as GEMMs, and the error feedback's
+ * passes over the bucket's G elements as memory-bound bytes: add the residual (read 2, write
+ * 1), keep a copy of the input (read 1, write 1), the new residual input - P Qᵀ (read 2,
+ * write 1): 8 G e bytes, PyTorch's powerSGD_hook. */
+static uint32_t lowrank_cost(gen *G, double layers, double embs, double elems)
+{
+    for (int i = 0; i < G->n_lr_cache; i++)
+        if (G->lr_cache[i].layers == layers && G->lr_cache[i].embs == embs)
+            return G->lr_cache[i].cost;
+    gpu_gemm gs[2 * WL_LOWRANK_GEMMS_MAX];
+    int n = 0;
+    for (int i = 0; i < G->n_lr_layer_gemms && layers > 0; i++) {
+        gs[n] = G->lr_layer_gemms[i];
+        gs[n++].count *= layers;
+    }
+    for (int i = 0; i < G->n_lr_emb_gemms && embs > 0; i++) {
+        gs[n] = G->lr_emb_gemms[i];
+        gs[n++].count *= embs;
+    }
+    wl_cost c = {0};
+    c.flops[GPU_OP_MATMUL] = layers * G->lr_layer.flops + embs * G->lr_emb.flops;
+    c.bytes[GPU_OP_ELEMENTWISE] = 8 * elems * wl_precision_bytes(G->p->precision);
+    if (n > 0) c.gemm_set = wl_graph_gemm_set(G->g, gs, (uint32_t)n);
+    uint32_t id = wl_graph_cost(G->g, &c);
+    if (G->n_lr_cache < (int)(sizeof G->lr_cache / sizeof G->lr_cache[0]))
+        G->lr_cache[G->n_lr_cache++] = (lr_slot){layers, embs, id};
+    return id;
+}
+
 static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t after, int mb,
-                            int layer, bool expert)
+                            int layer, bool expert, double layers, double embs)
 {
     const wl_plan *p = G->p;
+    /* an uncompressed reduction runs in framework.reduce_dtype (grad_bytes are in the training
+     * precision) */
+    double reduce = p->fw.reduce_bytes > 0 ? p->fw.reduce_bytes / wl_precision_bytes(p->precision) : 1;
     if (expert) {
         /* routed experts' gradients: over the expert-DP group (absent when it is one lane) */
         if ((p->dp / G->ep) * G->cp < 2) return;
         coll_op op = p->zero == 0 ? COLL_ALLREDUCE : COLL_REDUCE_SCATTER;
-        uint32_t inst = edp_coll(G, op, grad_bytes, WL_COMM_DP);
+        uint32_t inst = edp_coll(G, op, grad_bytes * reduce, WL_COMM_DP);
         uint32_t deps[1] = {after};
         L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, p->zero == 0 ? N_EDP_AR : N_EDP_RS, mb,
                             layer, inst, 0, deps, 1);
@@ -611,6 +671,36 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
         L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_QUANT_AR, mb, layer, inst, 0, d2, 1);
         return;
     }
+    if (p->lowrank_rank > 0) {
+        /* PowerSGD (Vogels et al. 2019) as PyTorch's DDP hook runs a bucket: residual added,
+         * P = M Q and the rest of the compute (lowrank_cost) on the compute stream, then three
+         * all-reduces in turn on the DP stream: the uncompressed tensors, every matrix's P
+         * (q R elements), every matrix's Q (q C). The compute between the P and Q all-reduces
+         * (Gram-Schmidt, Q = Mᵀ P) and after Q (P Qᵀ, the residual) is charged in full before
+         * the first one: the backward loses exactly its time, the all-reduces start that much
+         * late (docs/workloads.md). */
+        double e = wl_precision_bytes(p->precision);
+        double elems = grad_bytes / e;
+        uint32_t deps[1] = {after};
+        uint32_t cmp = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_LR_COMPRESS, mb, layer,
+                              lowrank_cost(G, layers, embs, elems), 0, deps, 1);
+        L->prev_compute = L->last_compute;
+        L->last_compute = cmp;
+        const wl_lowrank *a = &G->lr_layer, *b = &G->lr_emb;
+        double sizes[3] = {layers * a->dense_elems + embs * b->dense_elems,
+                           layers * a->p_elems + embs * b->p_elems,
+                           layers * a->q_elems + embs * b->q_elems};
+        static const int names[3] = {N_LR_AR_DENSE, N_LR_AR_P, N_LR_AR_Q};
+        uint32_t prev = cmp;
+        for (int k = 0; k < 3; k++) {
+            if (sizes[k] <= 0) continue;
+            uint32_t inst = stage_coll(G, COLL_ALLREDUCE, sizes[k] * e, WL_COMM_DP);
+            uint32_t d[1] = {prev};
+            prev = L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, names[k], mb, layer, inst, 0,
+                                       d, 1);
+        }
+        return;
+    }
     if (p->compression_ratio > 0) {
         double elems = grad_bytes / wl_precision_bytes(p->precision);
         double pair = 4 + wl_precision_bytes(p->precision);
@@ -626,6 +716,26 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
                              deps, 1);
         L->prev_compute = L->last_compute;
         L->last_compute = tk;
+        if (p->topk_ps) {
+            /* Top-k through a parameter server (options.dp_algorithm "ps", S servers sharded
+             * over the index space, coll_ps.c): every worker pushes its r G pairs, shard j to
+             * server j, which sums the n - 1 it receives (a ps reduce of r G (4 + e) bytes);
+             * the sum holds the union of the n index sets, U = G (1 - (1 - r)^n) expected
+             * for independent sets (wl_topk_union), pulled back as pairs or, when denser,
+             * as the dense shard (a ps broadcast of min(U (4 + e), G e) bytes). Each GPU
+             * sends (n - 1)/n of the two on average. */
+            int n = p->dp;
+            double e = wl_precision_bytes(p->precision);
+            double pull = fmin(wl_topk_union(elems, p->compression_ratio, n) * pair, elems * e);
+            uint32_t push = stage_coll(G, COLL_REDUCE, p->compression_ratio * elems * pair,
+                                       WL_COMM_DP);
+            uint32_t d2[1] = {tk};
+            uint32_t ps = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_PS_PUSH, mb, layer, push, 0, d2, 1);
+            uint32_t pl = stage_coll(G, COLL_BROADCAST, pull, WL_COMM_DP);
+            d2[0] = ps;
+            L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_PS_PULL, mb, layer, pl, 0, d2, 1);
+            return;
+        }
         /* (index, value) pairs: a 4-byte index and the value per kept element. All-gather: the
          * output holds every rank's pairs, d r G (4 + e) bytes, growing with d. Sparse
          * all-reduce (gTop-k, Ok-Topk style): a ring all-reduce whose every message carries
@@ -642,9 +752,36 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
     }
     coll_op op = p->zero == 0 ? COLL_ALLREDUCE : COLL_REDUCE_SCATTER;
     int name = p->zero == 0 ? N_DP_AR : (p->zero >= 2 ? N_ZERO_RS : N_DP_RS);
-    uint32_t inst = stage_coll(G, op, grad_bytes, WL_COMM_DP);
+    uint32_t inst = stage_coll(G, op, grad_bytes * reduce, WL_COMM_DP);
     uint32_t deps[1] = {after};
     L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, name, mb, layer, inst, 0, deps, 1);
+}
+
+/* ZeRO-3 with expert parallelism: the bytes one GPU's gathers of `layer` assemble, the dense
+ * part over all dp x cp replicas of the stage (*dense) and the routed experts this GPU holds
+ * (1/ep of them) over their expert-DP group (*experts; 0 when that group is one lane or the
+ * layer is dense), as FSDP2 with EP (and DeepSpeed-MoE's expert ZeRO groups) shard them. */
+static void zero3_layer_bytes(const gen *G, int layer, double *dense, double *experts)
+{
+    const wl_model *mo = &G->s->model;
+    const wl_plan *p = G->p;
+    double pb = wl_precision_bytes(p->precision);
+    double all = wl_layers_params(mo, layer, 1), ex = wl_layers_expert_params(mo, layer, 1);
+    *dense = (all - ex) / p->tp * pb;
+    *experts = (p->dp / G->ep) * G->cp > 1 ? ex / G->ep / p->tp * pb : 0;
+}
+
+/* The layer of the compute op after op k of item it (ZeRO-3 runs every op per layer): the next
+ * layer of the item in its direction, or the first of the next item. */
+static int next_op_layer(const gen *G, const item *items, int n_items, int it, int k, int n_ops)
+{
+    item I = items[it];
+    int vs = I.chunk * G->pp + G->stage;
+    if (k + 1 < n_ops) return G->vs_first[vs] + (I.bwd ? n_ops - 2 - k : k + 1);
+    if (it + 1 >= n_items) return -1;
+    I = items[it + 1];
+    vs = I.chunk * G->pp + G->stage;
+    return G->vs_first[vs] + (I.bwd ? G->vs_layers[vs] - 1 : 0);
 }
 
 static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
@@ -656,6 +793,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
     bool dp = G->reps > 1 && !p->local_step; /* a local step keeps its gradients to itself */
     bool zero3 = p->zero >= 3 && dp;
     uint32_t pending_gather = NONE; /* ZeRO-3: the next compute op's gather, issued ahead */
+    uint32_t pending_gather2 = NONE; /* ... of its routed experts (expert parallelism) */
     uint32_t blocking_send = NONE;  /* pp_blocking_sends: the send the next compute waits for */
     /* ZeRO-1/2 with overlap_param_gather: the updated parameters are gathered chunk by chunk
      * as the next step's first forward reaches them (Megatron --overlap-param-gather). In the
@@ -700,7 +838,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                          (last && (!first || !G->s->model.tied_embeddings) ? G->emb_grad_bytes : 0);
         }
         int n_ops = per_layer ? nl : 1;
-        double bucket = 0, ebucket = 0;
+        double bucket = 0, ebucket = 0, blayers = 0, bembs = 0;
         for (int k = 0; k < n_ops; k++) {
             /* backward runs from the chunk's last layer down */
             int li = I.bwd ? n_ops - 1 - k : k;
@@ -713,24 +851,44 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
             uint32_t cost = layer_cost(G, I.bwd, f, l, n_in, moe_in);
             uint32_t gather = NONE, gather2 = NONE; /* gather2: the experts' (EP) */
             if (zero3) {
+                /* with expert parallelism the dense part and the routed experts are gathered
+                 * over their own groups (zero3_layer_bytes); otherwise the whole layer */
+                bool split3 = moe_model && G->ep > 1;
+                double zd = G->layer_param_bytes, zx = 0;
+                if (split3) zero3_layer_bytes(G, layer, &zd, &zx);
                 if (pending_gather != NONE) {
                     gather = pending_gather;
+                    gather2 = pending_gather2;
                 } else {
-                    uint32_t inst = stage_coll(G, COLL_ALLGATHER, G->layer_param_bytes, WL_COMM_ZERO);
+                    uint32_t inst = stage_coll(G, COLL_ALLGATHER, zd, WL_COMM_ZERO);
                     uint32_t d[1] = {L->prev_compute};
                     gather = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_ZERO_GATHER, I.mb, layer,
                                     inst, 0, d, 1);
                     L->last_dp = gather;
+                    if (zx > 0) {
+                        inst = edp_coll(G, COLL_ALLGATHER, zx, WL_COMM_ZERO);
+                        gather2 = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_EDP_AG, I.mb, layer,
+                                         inst, 0, d, 1);
+                        L->last_dp = gather2;
+                    }
                 }
-                pending_gather = NONE;
+                pending_gather = pending_gather2 = NONE;
                 if (k + 1 < n_ops || it + 1 < n_items) {
                     /* Prefetch depth one: the next layer's gather may start once the op
                      * before this one is done, overlapping this op's compute. */
-                    uint32_t inst = stage_coll(G, COLL_ALLGATHER, G->layer_param_bytes, WL_COMM_ZERO);
+                    if (split3)
+                        zero3_layer_bytes(G, next_op_layer(G, items, n_items, it, k, n_ops), &zd, &zx);
+                    uint32_t inst = stage_coll(G, COLL_ALLGATHER, zd, WL_COMM_ZERO);
                     uint32_t d[1] = {L->last_compute};
                     pending_gather = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_ZERO_GATHER, I.mb,
                                             -1, inst, 0, d, 1);
                     L->last_dp = pending_gather;
+                    if (zx > 0) {
+                        inst = edp_coll(G, COLL_ALLGATHER, zx, WL_COMM_ZERO);
+                        pending_gather2 = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_EDP_AG, I.mb, -1,
+                                                 inst, 0, d, 1);
+                        L->last_dp = pending_gather2;
+                    }
                 }
             }
             if (gather_ahead && !I.bwd && I.mb == 0) {
@@ -835,23 +993,33 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                 if (f && (pp > 1 || !G->s->model.tied_embeddings)) gb += G->emb_grad_bytes;
                 bucket += gb;
                 ebucket += eb;
+                blayers += per_layer ? 1 : nl;
+                bembs += (l ? 1 : 0) + (f && (pp > 1 || !G->s->model.tied_embeddings) ? 1 : 0);
                 for (int x = 0; x < 2; x++) {
                     double *bk = x ? &ebucket : &bucket;
                     if (x && *bk == 0) continue;
                     if (*bk >= p->bucket_bytes || k == n_ops - 1) {
+                        double nly = x ? 0 : blayers, nem = x ? 0 : bembs;
                         if (p->overlap_dp) {
-                            grad_collective(G, L, *bk, id, I.mb, layer, x);
+                            grad_collective(G, L, *bk, id, I.mb, layer, x, nly, nem);
                         } else {
                             if (L->n_held >= L->cap_held) {
                                 L->cap_held = L->cap_held ? 2 * L->cap_held : 64;
                                 L->held = dt_xrealloc(L->held, L->cap_held * sizeof *L->held);
                                 L->held_expert = dt_xrealloc(L->held_expert,
                                                              L->cap_held * sizeof *L->held_expert);
+                                L->held_layers = dt_xrealloc(L->held_layers,
+                                                             L->cap_held * sizeof *L->held_layers);
+                                L->held_embs = dt_xrealloc(L->held_embs,
+                                                           L->cap_held * sizeof *L->held_embs);
                             }
                             L->held_expert[L->n_held] = x;
+                            L->held_layers[L->n_held] = nly;
+                            L->held_embs[L->n_held] = nem;
                             L->held[L->n_held++] = *bk;
                         }
                         *bk = 0;
+                        if (!x) blayers = bembs = 0;
                     }
                 }
             }
@@ -882,7 +1050,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
     /* Without overlap, every bucket waits for the end of the backward pass. */
     for (size_t i = 0; i < L->n_held; i++)
         grad_collective(G, L, L->held[i], L->last_compute, m - 1, -1,
-                        L->held_expert && L->held_expert[i]);
+                        L->held_expert && L->held_expert[i], L->held_layers[i], L->held_embs[i]);
     /* Tied input and output embeddings on different stages hold two copies of one matrix:
      * the first and the last stage all-reduce its gradient after the data-parallel reduction
      * (Megatron's _allreduce_word_embedding_grads; DeepSpeed's tied layers likewise). One
@@ -986,6 +1154,12 @@ wl_graph *wl_graph_build(const wl_scenario *s)
     G.layer_grad_bytes = layer_psi * pb;
     G.layer_param_bytes = layer_psi * pb;
     G.emb_grad_bytes = wl_embedding_params(&s->model) / p->tp * pb;
+    if (p->lowrank_rank > 0) {
+        G.n_lr_layer_gemms = wl_lowrank_get(&s->model, p, false, &G.lr_layer, G.lr_layer_gemms);
+        G.n_lr_emb_gemms = wl_lowrank_get(&s->model, p, true, &G.lr_emb, G.lr_emb_gemms);
+    }
+    if (p->lowrank_rank > 0 || p->topk_ps)
+        for (int i = N_COUNT_EP; i < N_COUNT_ALL; i++) G.names[i] = wl_graph_name(g, op_names[i]);
 
     size_t slots = (size_t)n_lanes * G.v * G.mstride;
     if (p->pp > 1 && s->model.kind == WL_TRANSFORMER && s->model.tied_embeddings) {
@@ -1014,6 +1188,8 @@ wl_graph *wl_graph_build(const wl_scenario *s)
     }
     free(L.held);
     free(L.held_expert);
+    free(L.held_layers);
+    free(L.held_embs);
     if (G.moe_split) {
         gtab_free(&G.ep_tab);
         gtab_free(&G.edp_tab);

@@ -4,6 +4,8 @@
  * in flow and analytic network modes. `bench_step 16384` also runs 16,384 GPUs (dp 256,
  * 4096 sequences). Figures go to docs/performance.md ("Training-step simulation").
  * Peak RSS is the process's maximum so far (getrusage), so the larger runs go last.
+ * `bench_step GPUS ALGO` runs the cross-lane collectives with options.dp_algorithm ALGO
+ * (default auto; e.g. estimate: what choosing by estimated time costs).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +22,7 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int one(int gpus, const char *network)
+static int one(int gpus, const char *network, const char *algo)
 {
     int nodes = gpus / 8, dp = gpus / 64;
     int batch = dp * 96 > 4096 ? 16 * dp : 1536 * (dp / 16 > 0 ? dp / 16 : 1);
@@ -33,8 +35,8 @@ static int one(int gpus, const char *network)
              " \"parallel\": {\"tp\": 8, \"pp\": 8, \"dp\": %d, \"schedule\": \"interleaved\","
              "  \"virtual_stages\": 3, \"sequence_parallel\": true, \"zero\": 1,"
              "  \"activation_checkpointing\": \"selective\", \"bucket_size\": \"200 MB\"},"
-             " \"global_batch\": %d, \"options\": {\"network\": \"%s\"}}",
-             nodes, dp, batch, network);
+             " \"global_batch\": %d, \"options\": {\"network\": \"%s\", \"dp_algorithm\": \"%s\"}}",
+             nodes, dp, batch, network, algo);
     cJSON *j;
     dt_error e;
     dt_error_clear(&e);
@@ -52,9 +54,9 @@ static int one(int gpus, const char *network)
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("gpt3-175b  %6d GPUs  %-8s  batch %5d  step %8.4f s  MFU %4.1f%%  wall %7.3f s  "
+    printf("gpt3-175b  %6d GPUs  %-8s  %-8s  batch %5d  step %8.4f s  MFU %4.1f%%  wall %7.3f s  "
            "events %9llu  peak RSS %7.1f MiB\n",
-           gpus, network, batch, r.step_time_s, 100 * r.throughput.mfu, wall,
+           gpus, network, algo, batch, r.step_time_s, 100 * r.throughput.mfu, wall,
            (unsigned long long)r.events, ru.ru_maxrss / 1024.0);
     run_result_free(&r);
     return 0;
@@ -63,11 +65,12 @@ static int one(int gpus, const char *network)
 int main(int argc, char **argv)
 {
     int big = argc > 1 ? atoi(argv[1]) : 0;
-    int rc = one(1024, "analytic");
-    rc |= one(1024, "flow");
+    const char *algo = argc > 2 ? argv[2] : "auto";
+    int rc = one(1024, "analytic", algo);
+    rc |= one(1024, "flow", algo);
     if (big > 1024) {
-        rc |= one(big, "analytic");
-        rc |= one(big, "flow");
+        rc |= one(big, "analytic", algo);
+        rc |= one(big, "flow", algo);
     }
     return rc;
 }

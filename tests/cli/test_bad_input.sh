@@ -42,12 +42,10 @@ scen("cpbig.json", parallel={"tp": 65536, "pp": 65536, "cp": 65536})
 moe = {"experts": 8, "top_k": 2}
 scen("ep_experts.json", model=moe, parallel={"ep": 3})
 scen("ep_dp.json", model=moe, parallel={"tp": 2, "ep": 8})
-scen("ep_zero3.json", model=moe, parallel={"ep": 2, "zero": 3})
 scen("moe_key.json", model={"router_zipf": 1.5})
 scen("moe_cap.json", model=dict(moe, capacity_factor=0.5))
 scen("cp_unfused.json", model={"attention": "unfused"}, parallel={"cp": 2})
 scen("cp_seq.json", model={"seq_len": 130}, parallel={"cp": 2})
-scen("cp_ok.json", parallel={"cp": 2})
 scen("tpheads.json", model={"heads": 12, "hidden": 768}, parallel={"tp": 8})
 scen("product.json", parallel={"tp": 2, "pp": 2, "dp": 3})
 scen("straggler.json", stragglers=[{"gpu": 99, "slowdown": 2}])
@@ -55,6 +53,7 @@ scen("slowdown.json", stragglers=[{"gpu": 1, "slowdown": -2}])
 scen("degraded.json", degraded_links=[{"link": 100000, "bandwidth_factor": 0.5}])
 scen("params.json", model={"kind": "params", "params": 1e9})
 scen("nocal.json", options={"calibration": "nope.json"})
+scen("contention.json", options={"comm_contention": {"sms": 0}})
 scen("topofile.json", topology="nope-topo.json")
 scen("longstep.json", model={"kind": "synthetic", "layers": 2, "forward_time": "5000000 s",
                              "backward_time": "5000000 s", "params": 1})
@@ -109,6 +108,8 @@ trace("cycle.json", [{"gpu": 0, "kind": "compute", "duration": "1 ms", "deps": [
                      {"gpu": 1, "kind": "compute", "duration": "1 ms", "deps": [0]}])
 trace("missdep.json", [{"gpu": 0, "kind": "compute", "duration": "1 ms", "deps": [5]}])
 trace("selfdep.json", [{"gpu": 0, "kind": "compute", "duration": "1 ms", "deps": [0]}])
+trace("cpring.json", [{"gpu": 0, "kind": "compute", "duration": "1 ms"}],
+      context_parallel={"cp": 2, "next": [0, 1]})
 trace("toomany.json", [{"gpu": 0, "kind": "compute", "duration": "1 ms"}], gpus=16)
 trace("shared.json", [{"lane": 0, "kind": "collective", "collective": 0},
                       {"lane": 1, "kind": "collective", "collective": 0}],
@@ -187,12 +188,10 @@ t 2 'tpbig.json: parallel: tp x pp = 4294967296 must divide' - memory tpbig.json
 t 2 'cpbig.json: parallel: tp x pp x cp = 281474976710656 must divide' - memory cpbig.json
 t 2 "ep_experts.json: parallel.ep: must divide the model's experts" - run ep_experts.json
 t 2 'ep_dp.json: parallel.ep: must divide dp (4)' - memory ep_dp.json
-t 2 'ep_zero3.json: parallel.zero: ZeRO-3 with expert parallelism' - run ep_zero3.json
 t 2 'moe_key.json: model.router_zipf: needs a mixture of experts' - run moe_key.json
 t 2 'moe_cap.json: model.capacity_factor: 0 (dropless) or at least 1' - memory moe_cap.json
 t 2 'cp_unfused.json: model.attention: context parallelism needs "flash"' - run cp_unfused.json
 t 2 'cp_seq.json: parallel.cp: 2 x cp must divide seq_len' - run cp_seq.json
-t 2 'cp_ok.json: parallel.cp: a context-parallel step (cp > 1) cannot be written as a trace' cpt.json run cp_ok.json --write-trace cpt.json
 t 2 'tpheads.json: parallel.tp: must divide the model' - run tpheads.json
 t 2 'product.json: parallel: dp x tp x pp = 3 x 2 x 2 = 12 must equal' - run product.json
 t 2 'straggler.json: stragglers[0].gpu: the topology has GPUs 0..7, found 99' - run straggler.json
@@ -200,6 +199,7 @@ t 2 'slowdown.json: stragglers[0].slowdown' - run slowdown.json
 t 2 'degraded.json: degraded_links[0].link' - run degraded.json
 t 2 'params.json: model.kind' never.json run params.json --timeline never.json
 t 2 'nocal.json: options.calibration' - run nocal.json
+t 2 'contention.json: options.comm_contention.sms' - run contention.json
 t 2 'topofile.json: topology: topology file "nope-topo.json": cannot open' - run topofile.json
 t 2 'longstep.json: the step would take longer than the simulated clock' never.json run longstep.json --write-trace never.json
 t 2 'empty.json:1:1: JSON syntax error' - run empty.json
@@ -250,6 +250,7 @@ t 1 'notafile/p: cannot create directory' - goodput gp_ok.json --runs 10 --plot 
 t 2 'cycle.json: ops[0]: op 0 (compute, lane 0) never ran' never.json run --trace cycle.json --topology "$SRC/topologies/ring-8.json" --timeline never.json
 t 2 'missdep.json: ops[0].deps[0]: expected the id of another op' - run --trace missdep.json --topology "$SRC/topologies/ring-8.json"
 t 2 'selfdep.json: ops[0].deps[0]' - run --trace selfdep.json --topology "$SRC/topologies/ring-8.json"
+t 2 'cpring.json: context_parallel.next[0]: expected the index of another lane' - run --trace cpring.json --topology "$SRC/topologies/ring-8.json"
 t 2 'the trace uses 16 GPUs but the topology has 8' - run --trace toomany.json --topology "$SRC/topologies/ring-8.json"
 t 2 'shared.json: lanes[1][0]: GPU 0 is already in lanes[0]' - run --trace shared.json --topology "$SRC/topologies/ring-8.json"
 t 2 'nocoll.json: ops[0].collective' - run --trace nocoll.json --topology "$SRC/topologies/ring-8.json"

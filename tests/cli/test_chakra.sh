@@ -13,7 +13,9 @@
 #    of `dtsim run`
 #    (same --json figures except wall time); protoc decodes every file dtsim wrote; the
 #    communicator-group file lists the groups the collectives name; a replay can write the
-#    graph back as a dtsim trace, which replays to the same step time;
+#    graph back as a dtsim trace, which replays to the same step time; the same for a step with
+#    context parallelism (ring attention's sends as send/receive nodes) and one with expert
+#    parallelism (all-to-alls);
 #  - errors name the file, the node and the byte offset, exit 2, and leave no output: a missing
 #    rank file, two traces in one directory, an unknown node type, a receive without a send, a
 #    group whose members disagree, a truncated file, a file that is not protobuf; unknown
@@ -217,6 +219,69 @@ for r in range(16):
         k += 1
         if r > 1 and k > 40: break   # a sample of every file, the whole of the first two
 assert names and names <= set(groups), (names, set(groups))
+PY
+
+# ---- context and expert parallelism: the ring attention's sends and the all-to-alls travel
+# through both trace formats. A tp 2 x cp 4 x pp 2 step on two boxes (two of each ring's four
+# steps cross the boxes) and a tp 1 x ep 8 x pp 2 MoE step: the scenario's run, the replay of
+# its dtsim trace and the replay of its Chakra files print the same --json figures; rank 0's
+# Chakra file holds one ring_send and one ring_recv per ring step of its lane (passes x (cp - 1)
+# per compute op, read off the dtsim trace's costs[i].ring), protoc decodes them.
+cat >"$tmp/cp.json" <<'EOF'
+{"topology": {"generator": "dgx", "nodes": 2, "gpus_per_node": 8, "gpu": "H100-SXM"},
+ "model": {"kind": "transformer", "layers": 4, "hidden": 1024, "heads": 16, "kv_heads": 4,
+           "ffn": 2816, "mlp": "swiglu", "seq_len": 16384, "vocab": 32000},
+ "parallel": {"tp": 2, "cp": 4, "pp": 2, "schedule": "1f1b", "zero": 1}, "global_batch": 4}
+EOF
+cat >"$tmp/ep.json" <<'EOF'
+{"topology": {"generator": "dgx", "nodes": 2, "gpus_per_node": 8, "gpu": "H100-SXM"},
+ "model": {"kind": "transformer", "layers": 4, "hidden": 1024, "heads": 16, "kv_heads": 4,
+           "ffn": 2816, "mlp": "swiglu", "seq_len": 2048, "vocab": 32000, "experts": 8, "top_k": 2},
+ "parallel": {"ep": 8, "pp": 2, "schedule": "1f1b", "zero": 1}, "global_batch": 16}
+EOF
+for c in cp ep; do
+  mkdir "$tmp/$c-et"
+  "$DTSIM" run "$tmp/$c.json" --write-trace "$tmp/$c-trace.json" --write-chakra "$tmp/$c-et/" --json >"$tmp/$c-run.json"
+  "$DTSIM" run --trace "$tmp/$c-trace.json" --topology "$tmp/dgx.json" --json >"$tmp/$c-replay.json"
+  "$DTSIM" run --trace-chakra "$tmp/$c-et" --topology "$tmp/dgx.json" --write-trace "$tmp/$c-back.json" \
+    --json >"$tmp/$c-chakra.json"
+  cmp -s "$tmp/$c-trace.json" "$tmp/$c-back.json" || fail "$c: the op graph read back from Chakra differs"
+done
+python3 - "$tmp" "$proto_dir" <<'PY'
+import json, subprocess, sys
+d, proto_dir = sys.argv[1:]
+for c in ("cp", "ep"):
+    a, b, e = (json.load(open(f"{d}/{c}-{n}.json")) for n in ("run", "replay", "chakra"))
+    for x in (a, b, e):
+        x.pop("wall_s")
+    print("%s: dtsim run %.9f s, trace replay %.9f s, Chakra replay %.9f s, %s bytes per GPU %.6g"
+          % (c, a["step_time_s"], b["step_time_s"], e["step_time_s"], c, a["bytes_sent_per_gpu"][c]))
+    assert a["bytes_sent_per_gpu"][c] > 0 and a["comm_in_flight_by_kind_s"][c] > 0, (c, a)
+    assert a == b, f"{c}: the trace replay differs from the run"
+    assert a == e, f"{c}: the Chakra replay differs from the run"
+t = json.load(open(f"{d}/cp-trace.json"))
+cp = t["context_parallel"]["cp"]
+assert cp == 4 and len(t["context_parallel"]["next"]) == len(t["lanes"])
+lane0 = next(i for i, l in enumerate(t["lanes"]) if 0 in l)
+want = sum(t["costs"][o["cost"]].get("ring", {}).get("count", 0) * (cp - 1)
+           for o in t["ops"] if o["lane"] == lane0 and o["kind"] == "compute")
+data, pos, k, got = open(f"{d}/cp-et/trace.0.et", "rb").read(), 0, 0, {"ring_send": 0, "ring_recv": 0}
+while pos < len(data):
+    n, s = 0, 0
+    while True:
+        byte = data[pos]; pos += 1
+        n |= (byte & 0x7F) << s; s += 7
+        if not byte & 0x80: break
+    if k and b"ring_" in data[pos:pos + n]:
+        p = subprocess.run(["protoc", "--decode=ChakraProtoMsg.Node", "-I" + proto_dir, "chakra_et.proto"],
+                           input=data[pos:pos + n], capture_output=True)
+        assert p.returncode == 0, p.stderr
+        for nm in got:
+            got[nm] += f'name: "{nm}"' in p.stdout.decode()
+    pos += n
+    k += 1
+print("cp: rank 0 carries %d ring steps (%s)" % (want, got))
+assert want > 0 and got == {"ring_send": want, "ring_recv": want}, (want, got)
 PY
 
 # ---- errors: located, exit 2, nothing written

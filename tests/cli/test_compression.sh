@@ -11,8 +11,11 @@
 # - quantised all-reduce with error feedback ("int8", "fp8", "onebit"): 2 (d-1)/d Ψ b/8 bytes
 #   per GPU (b = 8, 8, 1 bits) against 2 (d-1)/d Ψ 2 uncompressed, and 2 Ψ / throughput more
 #   compute (quantise, dequantise); a ratio given with them is exit 2;
-# - a bad method is exit 2 naming parallel.compression.method.
-# Leaves free: step times (the network model's).
+# - a bad method is exit 2 naming parallel.compression.method;
+# - top-k through parameter servers and PowerSGD: bytes per GPU of their closed forms.
+# Leaves free: step times (the network model's). The scenarios turn options.comm_contention off:
+# the selection compute is pinned as it costs alone, and with contention the buckets' all-reduces
+# (whose bytes differ between the methods) would also slow the backward they overlap.
 set -euo pipefail
 : "${DTSIM:?}"
 T=$(mktemp -d)
@@ -25,7 +28,7 @@ for d in 4 8; do
 {"topology": {"generator": "switch", "gpus": $d, "gpu": "H100-SXM"},
  "model": {"kind": "transformer", "layers": 4, "hidden": 1024, "heads": 16, "seq_len": 512, "vocab": 32000},
  "parallel": {"dp": $d, "compression": {"ratio": 0.01, "throughput": 1e9, "method": "$m"}},
- "global_batch": $((2 * d)), "options": {"dp_algorithm": "ring"}}
+ "global_batch": $((2 * d)), "options": {"dp_algorithm": "ring", "comm_contention": false}}
 J
     "$DTSIM" run "$T/c-$d-$m.json" --json > "$T/r-$d-$m.json"
   done
@@ -91,4 +94,31 @@ set +e
 "$DTSIM" run "$T/bad.json" 2> "$T/bad.err"; rc=$?
 set -e
 [[ $rc -eq 2 ]] && grep -q "parallel.compression.method" "$T/bad.err" || fail "bad method: $rc $(cat "$T/bad.err")"
+
+# Top-k through a parameter server on 8 GPUs, 2 servers: (d-1)/d (r Ψ 6 + min(u Ψ 6, 2 Ψ)) bytes
+# per GPU, u = 1 - (1-r)^d; refused (exit 2, located) without dp_algorithm "ps". PowerSGD rank
+# 4: 1,437,184 bytes per GPU (tests/unit/workload/test_compression_deployed.c derives it).
+sed 's/"method": "sparse_allreduce"/"method": "ps"/; s/"dp_algorithm": "ring"/"dp_algorithm": "ps", "ps_servers": 2/' \
+  "$T/c-8-sparse_allreduce.json" > "$T/ps.json"
+sed 's/"compression": {[^}]*}/"compression": {"method": "powersgd", "rank": 4}/' "$T/c-8-sparse_allreduce.json" > "$T/lr.json"
+"$DTSIM" run "$T/ps.json" --json > "$T/r-ps.json"
+"$DTSIM" run "$T/lr.json" --json > "$T/r-lr.json"
+python3 - "$T" <<'PY'
+import json, sys
+T = sys.argv[1]
+psi = json.load(open(f"{T}/mem.json"))["memory_per_gpu_bytes"]["params"] / 2
+d, r = 8, 0.01
+u = 1 - (1 - r) ** d
+got = json.load(open(f"{T}/r-ps.json"))["bytes_sent_per_gpu"]["dp"]
+want = (d - 1) / d * (r * psi * 6 + min(u * psi * 6, 2 * psi))
+assert abs(got / want - 1) < 1e-9, (got, want)
+lr = json.load(open(f"{T}/r-lr.json"))["bytes_sent_per_gpu"]["dp"]
+assert abs(lr - 1437184) < 1e-3, lr
+print("d 8: top-k via 2 parameter servers %.4g MB, PowerSGD rank 4 %.4g MB per GPU" % (got / 1e6, lr / 1e6))
+PY
+sed 's/"dp_algorithm": "ps", "ps_servers": 2/"dp_algorithm": "ring"/' "$T/ps.json" > "$T/badps.json"
+set +e
+"$DTSIM" run "$T/badps.json" 2> "$T/badps.err"; rc=$?
+set -e
+[[ $rc -eq 2 ]] && grep -q "parallel.compression.method: \"ps\" pushes" "$T/badps.err" || fail "ps without dp_algorithm ps: $rc $(cat "$T/badps.err")"
 echo ok

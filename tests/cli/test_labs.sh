@@ -21,7 +21,8 @@
 # moe-imbalance: step(s) = step(0) + m L 3 Tx (min(E/H(E,s), cf) - 1) at every Zipf exponent s and
 # capacity factor cf; the README's figures; EP inside a box vs across the rails.
 # compression-break-even: quantisation's step difference from bf16 = 2Ψ/θ - 2(d-1)/d Ψ(e-b/8)/B
-# at every bandwidth, crossings at B* = 70 (int8) and 131.25 Gb/s (1-bit), as its README says.
+# at every bandwidth, crossings at B* = 70 (int8) and 131.25 Gb/s (1-bit), as its README says;
+# top-k through parameter servers crossing at 243.35 Gb/s, PowerSGD's exchange and break-even.
 # The pipeline-bubble scenario's hints: every figure quoted is the measured one (45 ms, 47 %,
 # 18 % of 117 ms at m 32, 1F1B's activations equal GPipe's at m = p and a quarter at m 32, the
 # interleaved bubble's time halves while its share goes from 47 % to 30 %).
@@ -144,13 +145,13 @@ PY
 # and the ordering the lab's argument rests on: geo with a ring > geo with a sharded PS > data
 # centre; local SGD's mean step = (3 local + 1 averaging) / 4.
 dec=$labs/decentralised
-for s in datacenter geo-default geo-placed geo-ps geo-fastest geo-localsgd; do
+for s in datacenter geo-default geo-placed geo-ps geo-fastest geo-estimate geo-placed-estimate geo-localsgd; do
   "$DTSIM" run "$dec/$s.json" --json 2>/dev/null > "$tmp/dec-$s.json" || fail "decentralised $s"
 done
 python3 - "$tmp" <<'PY'
 import json, sys
 t = sys.argv[1]
-d = {s: json.load(open(f"{t}/dec-{s}.json")) for s in ["datacenter", "geo-default", "geo-placed", "geo-ps", "geo-fastest", "geo-localsgd"]}
+d = {s: json.load(open(f"{t}/dec-{s}.json")) for s in ["datacenter", "geo-default", "geo-placed", "geo-ps", "geo-fastest", "geo-estimate", "geo-placed-estimate", "geo-localsgd"]}
 want = {"datacenter": (8.739, 2.264), "geo-default": (24.45, 17.97), "geo-placed": (18.48, 11.91), "geo-ps": (11.45, 4.972)}
 for s, (step, dp) in want.items():
     assert abs(d[s]["step_time_s"] / step - 1) < 6e-4, (s, d[s]["step_time_s"])
@@ -158,6 +159,10 @@ for s, (step, dp) in want.items():
 assert d["geo-default"]["step_time_s"] > d["geo-placed"]["step_time_s"] > d["geo-ps"]["step_time_s"] > d["datacenter"]["step_time_s"]
 # "fastest" finds the sharded parameter server's step without the hint
 assert abs(d["geo-fastest"]["step_time_s"] / d["geo-ps"]["step_time_s"] - 1) < 1e-9, d["geo-fastest"]["step_time_s"]
+# "estimate" (every stage's replica group on the wide-area links at once) runs direct
+# reduce-scatter + all-gather, the sharded PS's traffic: the same step, with or without placement
+for s in ["geo-estimate", "geo-placed-estimate"]:
+    assert abs(d[s]["step_time_s"] / 11.45 - 1) < 6e-4, (s, d[s]["step_time_s"])
 l = d["geo-localsgd"]["local_sgd"]
 assert abs(d["geo-localsgd"]["step_time_s"] - (3 * l["local_step_s"] + l["sync_step_s"]) / 4) < 1e-9
 assert abs(l["sync_step_s"] / d["geo-ps"]["step_time_s"] - 1) < 1e-9
@@ -243,6 +248,47 @@ for f, bits, gbps in (("int8", 8, 70.0), ("onebit", 1, 131.25)):
         if pays0 != pays1:
             assert pays0 and b0 < bstar < b1, (f, b0, b1, bstar)
 PY
+# ... top-k 1 % through 8 parameter servers: every point's difference from bf16 is
+# Ψ/θ - (d-1)/d Ψ (2e - 6r - min(6u, e))/B, u = 1 - (1-r)^d, crossing at B* = 243.35 Gb/s;
+# PowerSGD rank 4: its DP exchange is 2(d-1)/d W e / B with W = 1,876,292 elements, and its
+# break-even 2(d-1)/d (Ψ - W) e / (its added compute) is the README's 1.9 Tb/s.
+for f in topk-ps powersgd; do
+  "$DTSIM" sweep "$be/$f.json" --out "$tmp/be-$f" --no-progress --jobs 2 >/dev/null || fail "break-even $f sweep"
+done
+python3 - "$tmp" "$be/README.md" <<'PY'
+import csv, json, sys
+t, readme = sys.argv[1], open(sys.argv[2]).read()
+psi = json.load(open(f"{t}/be-mem.json"))["memory_per_gpu_bytes"]["params"] / 2
+d, e, theta, r = 8, 2.0, 1e10, 0.01
+rows = {f: list(csv.DictReader(open(f"{t}/be-{f}/results.csv"))) for f in ("base", "topk-ps", "powersgd")}
+u = 1 - (1 - r) ** d
+per = 2 * e - 6 * r - min(6 * u, e)
+bstar = (d - 1) / d * per * theta
+assert abs(bstar * 8 / 1e9 - 243.35) < 0.01, bstar
+assert "243.35 Gb/s" in readme
+signs = []
+for rb, rc in zip(rows["base"], rows["topk-ps"]):
+    B = float(rb["topology.bandwidth"])
+    diff = float(rc["step_time_s"]) - float(rb["step_time_s"])
+    want = psi / theta - (d - 1) / d * psi * per / B
+    assert abs(diff - want) < 1e-6, ("topk-ps", B, diff, want)
+    signs.append((B, diff < 0))
+for (b0, pays0), (b1, pays1) in zip(signs, signs[1:]):
+    if pays0 != pays1:
+        assert pays0 and b0 < bstar < b1, (b0, b1, bstar)
+W = 24 * (4 * 1024 + 4 * (3 * 1024 + 1024 + 4096 + 1024) + 4 * (1024 + 1024 + 1024 + 4096)) + 4 * 50257 + 4 * 1024
+assert W == 1876292
+for rb, rl in zip(rows["base"], rows["powersgd"]):
+    B = float(rb["topology.bandwidth"])
+    # within what the ring's parts cut on element boundaries add (the largest part of d sets
+    # each of its 2(d-1) steps: at most 2(d-1) e bytes more per all-reduce, three of them) and
+    # the reductions at 1000 TB/s (nanoseconds)
+    slack = 3 * 2 * (d - 1) * e / B + 1e-8
+    assert abs(float(rl["comm_dp_s"]) - 2 * (d - 1) / d * W * e / B) < slack, (B, rl["comm_dp_s"])
+extra = float(rows["powersgd"][0]["compute_s"]) - float(rows["base"][0]["compute_s"])
+assert "%.2f ms" % (extra * 1e3) in readme, extra
+assert abs(2 * (d - 1) / d * (psi - W) * e / extra * 8 / 1e12 - 1.9) < 0.05
+PY
 
 fed=$labs/federated
 (cd "$tmp" && python3 "$fed/make.py" && for f in topology hier ps-5 ps-20 allreduce-5; do
@@ -293,8 +339,8 @@ for x in r:
     want = base[x["model.capacity_factor"]] + m * L * 3 * Tx * (mx - 1)
     assert abs(float(x["step_time_s"]) / want - 1) < 1e-9, (s, cf, x["step_time_s"], want)
     assert abs(float(x["comm_exposed_s"]) - comm) < 1e-9, (s, cf, x["comm_exposed_s"])
-quoted = {(0, 0): (327.1, 0, 54.0), (0.25, 0): (401.8, 62.2, 43.9), (0.5, 0): (493.2, 140.1, 35.8),
-          (1, 0): (715.9, 337.7, 24.7), (2, 0): (1174.7, 778.3, 15.0), (1, 1.25): (377.1, None, None)}
+quoted = {(0, 0): (341.4, 0, 51.7), (0.25, 0): (416.1, 62.2, 42.4), (0.5, 0): (507.4, 140.1, 34.8),
+          (1, 0): (730.1, 337.7, 24.2), (2, 0): (1188.9, 778.3, 14.8), (1, 1.25): (391.4, None, None)}
 for x in r:
     k = (float(x["model.router_zipf"]), float(x["model.capacity_factor"]))
     if k not in quoted: continue
@@ -302,7 +348,7 @@ for x in r:
     assert abs(float(x["step_time_s"]) * 1e3 - step) < 0.051, (k, x["step_time_s"])
     if wait is not None: assert abs(float(x["straggler_wait_s"]) * 1e3 - wait) < 0.051, (k, x["straggler_wait_s"])
     if mfu is not None: assert abs(float(x["mfu"]) * 100 - mfu) < 0.051, (k, x["mfu"])
-for s, (step, ep, dp) in {"box": (715.9, 10.46, 6.797), "rails": (821.7, 78.37, 44.68)}.items():
+for s, (step, ep, dp) in {"box": (730.1, 10.46, 6.797), "rails": (835.9, 78.37, 44.68)}.items():
     d = json.load(open(f"{t}/moe-{s}.json"))
     assert abs(d["step_time_s"] * 1e3 / step - 1) < 6e-4, (s, d["step_time_s"])
     assert abs(d["comm_exposed_by_kind_s"]["ep"] * 1e3 / ep - 1) < 6e-4, (s, d["comm_exposed_by_kind_s"])

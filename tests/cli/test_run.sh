@@ -108,15 +108,11 @@ set +e
 "$DTSIM" run --network warp "$SRC/scenarios/quickstart.json" 2>/dev/null; rc=$?
 set -e
 [ "$rc" = 2 ] || fail "bad flag exit $rc"
-# calibration: a quick CPU calibration applied to the quickstart's links
-# (timings on a loaded machine may be too noisy for a fit: calibrate then refuses; try again)
-ok=0
-for attempt in 1 2 3; do
-  if "$DTSIM" calibrate --out "$tmp/cal.json" --ranks 2 --sizes 4KiB,64KiB,1MiB \
-      --repeats 3 --warmup 1 >/dev/null 2>"$tmp/calerr"; then ok=1; break; fi
-  grep -q "does not grow with size" "$tmp/calerr" || break
-done
-[ "$ok" = 1 ] || { cat "$tmp/calerr"; fail "calibrate"; }
+# calibration: a CPU calibration (a file `dtsim calibrate --ranks 2 --sizes 4KiB,64KiB,1MiB
+# --repeats 3` wrote, committed so that the check does not hang on this machine's noise: a
+# calibration measured under load can fit a line with R² < 0.5, which run then refuses;
+# test_calib_roundtrip.sh owns the live calibrate -> apply path) applied to the quickstart's links
+cp "$SRC/tests/data/calib/cpu-2ranks.json" "$tmp/cal.json"
 python3 - "$SRC/scenarios/quickstart.json" "$tmp/qcal.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))

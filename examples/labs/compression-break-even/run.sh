@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 dtsim=${1:-../../../build/dtsim}
-for f in base int8 onebit; do
+for f in base int8 onebit powersgd topk-ps; do
   "$dtsim" sweep $f.json --out results-$f --fresh --no-progress
 done
 gnuplot break-even.gp

@@ -43,6 +43,8 @@ out = {
   "geo-default.json": scen("DT-FM world-wide, default placement", "8 regions x 8 V100, measured AWS matrix; each region one pipeline", GEO),
   "geo-ps.json": scen("DT-FM world-wide, sharded PS", "as geo-default, data parallelism by a sharded parameter server", GEO, options={"dp_algorithm": "ps", "ps_servers": 8}),
   "geo-fastest.json": scen("DT-FM world-wide, fastest algorithm", "as geo-default, the data-parallel algorithm chosen by estimated time", GEO, options={"dp_algorithm": "fastest"}),
+  "geo-estimate.json": scen("DT-FM world-wide, estimate", "as geo-default, the data-parallel algorithm chosen by estimated time under contention (ring, tree, dbt, hd, direct, hier; every replica group of the step on the links at once)", GEO, options={"dp_algorithm": "estimate"}),
+  "geo-placed-estimate.json": scen("DT-FM world-wide, placed by bandwidth, estimate", "as geo-placed, the data-parallel algorithm chosen by estimated time under contention", GEO, {"placement": "bandwidth"}, {"dp_algorithm": "estimate"}),
   "geo-placed.json": scen("DT-FM world-wide, placed by bandwidth", "as geo-default, ranks placed from the bandwidth matrix (pipelines in regions, replicas around the ring whose slowest link is fastest)", GEO, {"placement": "bandwidth"}),
   "geo-localsgd.json": scen("DT-FM world-wide, local SGD H=4", "as geo-ps, replicas averaged every 4 steps", GEO, {"local_sgd": 4}, {"dp_algorithm": "ps", "ps_servers": 8}),
 }

@@ -6,8 +6,13 @@
  * gpu_spec_to_json reading back bit-identical; measured compute tables ("compute"): exact at
  * the points, log-linear interpolation of the achieved rate between them (hand-computed),
  * clamping to the end rates outside, precision-specific and by-bytes tables, every validation
- * error with its path, and round-tripping through gpu_spec_to_json.
+ * error with its path, and round-tripping through gpu_spec_to_json; the measured fused-attention
+ * curves (gpu_attention_eff): the FlashAttention-3 paper's H100 figures at their lengths, log2
+ * interpolation between them, held ends, the causal backward by the forward's causal ratio, the
+ * A100's derived backward, no curve for B200 or an inline spec, "attention_kernels" and a
+ * user's own attention efficiency turning them on and off, and their JSON round trip.
  * Leaves free: the cost figures' values (assumptions), formatting of the unit strings. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -306,6 +311,77 @@ START_TEST(table_round_trip)
 }
 END_TEST
 
+/* Hand-computed from the tables in gpu.c (FlashAttention-3 paper, figures 5 and 6, TFLOP/s). */
+START_TEST(attention_curves)
+{
+    gpu_spec h, a, b;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(gpu_preset("H100-SXM", &h, &e), DT_OK);
+    ck_assert_int_eq(gpu_preset("A100-SXM", &a, &e), DT_OK);
+    ck_assert_int_eq(gpu_preset("B200", &b, &e), DT_OK);
+    /* at the measured lengths: the bars themselves over the 989 TFLOP/s of the figures */
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 2048, true, false), 298.0 / 989, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 1024, false, false), 350.0 / 989, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 4096, false, true), 310.0 / 989, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_CUDNN, 8192, true, false), 529.0 / 989, 1e-15);
+    /* causal backward: the non-causal backward x the forward's causal / non-causal ratio */
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_CUDNN, 16384, true, true),
+                  516.0 * (539.0 / 595.0) / 989, 1e-14);
+    /* between: linear in log2(seq); 3,072 is 0.585 of the way from 2k to 4k */
+    double f = log2(3072.0 / 2048.0);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 3072, true, false),
+                  (298 + f * (319 - 298)) / 989.0, 1e-14);
+    /* held at the ends: shorter than 512 and longer than 16k */
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 128, true, false), 191.0 / 989, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_CUDNN, 131072, true, false), 539.0 / 989, 1e-15);
+    /* A100: forward measured at 1k and 4k; its backward is the forward x the H100 FA2
+     * backward/forward ratio (1k: 260/350, 4k: 310/368); 2k is half way in log2 */
+    ck_assert_rel(gpu_attention_eff(&a, GPU_ATTN_FA2, 1024, true, false), 143.7 / 312, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&a, GPU_ATTN_FA2, 2048, false, false),
+                  (179.1 + 184.0) / 2 / 312, 1e-14);
+    ck_assert_rel(gpu_attention_eff(&a, GPU_ATTN_FA2, 4096, false, true),
+                  184.0 * 310 / 368 / 312, 1e-14);
+    ck_assert_rel(gpu_attention_eff(&a, GPU_ATTN_CUDNN, 4096, true, false), 156.3 / 312, 1e-15);
+    /* no curve (B200), or no length: the classes' efficiencies */
+    ck_assert_rel(gpu_attention_eff(&b, GPU_ATTN_FA2, 2048, true, false), 0.5, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 0, true, true),
+                  h.compute_eff[GPU_OP_ATTENTION_BWD], 1e-15);
+
+    /* a user's own attention efficiency replaces the curves; the backward follows it */
+    js_ctx ctx = {"g.json", &e};
+    gpu_spec s;
+    cJSON *j = parse("{\"preset\": \"H100-SXM\", \"efficiency\": {\"attention\": 0.3}}");
+    ck_assert_int_eq(gpu_spec_from_json(&ctx, j, "gpu", &s), DT_OK);
+    ck_assert_int_eq(s.attn_curves, 0);
+    ck_assert_rel(s.compute_eff[GPU_OP_ATTENTION_BWD], 0.3, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&s, GPU_ATTN_FA2, 2048, true, true), 0.3, 1e-15);
+    cJSON_Delete(j);
+    /* an inline spec names the curves it wants; the JSON round trip keeps them */
+    j = parse("{\"flops\": {\"fp32\": \"67 TFLOP/s\", \"bf16\": \"989.5 TFLOP/s\"}, \"hbm\": "
+              "\"80 GB\", \"hbm_bw\": \"3 TB/s\", \"attention_kernels\": \"H100-SXM\"}");
+    ck_assert_int_eq(gpu_spec_from_json(&ctx, j, "gpu", &s), DT_OK);
+    ck_assert_rel(gpu_attention_eff(&s, GPU_ATTN_FA2, 2048, true, false), 298.0 / 989, 1e-15);
+    cJSON_Delete(j);
+    cJSON *w = gpu_spec_to_json(&h);
+    ck_assert_str_eq(cJSON_GetObjectItem(w, "attention_kernels")->valuestring, "H100-SXM");
+    ck_assert_int_eq(gpu_spec_from_json(&ctx, w, "gpu", &s), DT_OK);
+    ck_assert_int_eq(s.attn_curves, h.attn_curves);
+    for (int c = 0; c < GPU_OP_CLASS_COUNT; c++)
+        ck_assert(s.compute_eff[c] == h.compute_eff[c]);
+    cJSON_Delete(w);
+    /* "none" turns them off; a preset without curves is refused with its path */
+    j = parse("{\"preset\": \"H100-SXM\", \"attention_kernels\": \"none\"}");
+    ck_assert_int_eq(gpu_spec_from_json(&ctx, j, "gpu", &s), DT_OK);
+    ck_assert_int_eq(s.attn_curves, 0);
+    cJSON_Delete(j);
+    j = parse("{\"preset\": \"H100-SXM\", \"attention_kernels\": \"B200\"}");
+    ck_assert_int_eq(gpu_spec_from_json(&ctx, j, "gpu", &s), DT_EINPUT);
+    ck_assert_str_eq(e.path, "gpu.attention_kernels");
+    cJSON_Delete(j);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("gpu");
@@ -318,6 +394,7 @@ int main(void)
     tcase_add_test(tc, table_interpolation);
     tcase_add_test(tc, table_errors);
     tcase_add_test(tc, table_round_trip);
+    tcase_add_test(tc, attention_curves);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);
 }

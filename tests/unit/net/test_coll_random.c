@@ -26,7 +26,7 @@ static int supported(coll_algo a, coll_op op, int n, int hosts_uniform)
         return op == COLL_ALLREDUCE || ((op == COLL_REDUCE_SCATTER || op == COLL_ALLGATHER) && pow2);
     case COLL_DIRECT: return 1;
     case COLL_HIER: return op == COLL_ALLREDUCE && hosts_uniform;
-    case COLL_PS: return op == COLL_ALLREDUCE;
+    case COLL_PS: return op == COLL_ALLREDUCE || op == COLL_REDUCE || op == COLL_BROADCAST;
     default: return 1;
     }
 }

@@ -7,9 +7,13 @@
  * forward in its backward, and moves no score bytes; memory keeps 5as^2b / 2as^2b (dropout or
  * not) of scores for unfused and none for flash; a parsed scenario defaults to flash, causal,
  * dropout; selective recompute adds the forward core (FLOPs and score bytes) to the backward
- * op. Leaves free: the other classes of the op (test_wl_replay, test_mem). */
+ * op; a flash backward's core in the attention_bwd class, every flash op carrying its kernel
+ * call's length and kernel (model.flash_kernel, checked), timed at the GPU's measured curve to
+ * the picosecond. Leaves free: the other classes of the op (test_wl_replay, test_mem). */
+#include <math.h>
 #include <string.h>
 
+#include "dtsim/replay.h"
 #include "dtsim/workload.h"
 #include "testutil.h"
 
@@ -127,6 +131,80 @@ START_TEST(scenario_defaults_and_recompute)
 }
 END_TEST
 
+/* A flash backward's core runs in its own class (attention_bwd) and every flash op carries the
+ * length one kernel call sees and the kernel, so each GPU times it at its measured efficiency. */
+START_TEST(flash_costs_and_kernel)
+{
+    const char *text =
+        "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, "
+        "\"hidden\": 1024, \"heads\": 16, \"seq_len\": 512, \"vocab\": 32000, "
+        "\"flash_kernel\": \"cudnn\"}}";
+    cJSON *j = NULL;
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &j, &err), DT_OK);
+    js_ctx c = {"t.json", &err};
+    wl_scenario sc;
+    ck_assert_int_eq(wl_scenario_parse(&c, j, &sc), DT_OK);
+    ck_assert_int_eq(wl_scenario_resolve(&c, &sc, 1), DT_OK);
+    ck_assert_int_eq(sc.model.flash_kernel, GPU_ATTN_CUDNN);
+    wl_layer_cost lc;
+    wl_layer_cost_get(&sc.model, &sc.plan, &lc);
+    wl_graph *g = wl_graph_build(&sc);
+    int seen = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->kind != WL_OP_COMPUTE) continue;
+        bool bwd = !strcmp(g->names[o->name], "backward");
+        if (!bwd && strcmp(g->names[o->name], "forward")) continue;
+        const wl_cost *cost = &g->costs[o->arg];
+        /* 2 layers, no recomputation: the forward core forward, 2.5x it backward */
+        ck_assert_rel(cost->flops[bwd ? GPU_OP_ATTENTION_BWD : GPU_OP_ATTENTION],
+                      2 * (bwd ? lc.bwd_attn_flops : lc.fwd_attn_flops), 1e-15);
+        ck_assert(cost->flops[bwd ? GPU_OP_ATTENTION : GPU_OP_ATTENTION_BWD] == 0);
+        ck_assert(cost->attn_seq == 512 && cost->attn_kernel == GPU_ATTN_CUDNN && cost->attn_causal);
+        seen++;
+    }
+    ck_assert_int_eq(seen, 2);
+    wl_graph_destroy(g);
+    wl_scenario_free(&sc);
+    cJSON_Delete(j);
+
+    /* the time of 1 PFLOP of causal FA2 backward at 2,048 on an H100: 1e15 / (989.5e12 x
+     * 291 x (298/362) / 989), the picosecond rounded up; without a length, the flat class */
+    gpu_spec h;
+    ck_assert_int_eq(gpu_preset("H100-SXM", &h, &err), DT_OK);
+    wl_cost k = {0};
+    k.flops[GPU_OP_ATTENTION_BWD] = 1e15;
+    k.attn_seq = 2048;
+    k.attn_kernel = GPU_ATTN_FA2;
+    k.attn_causal = true;
+    double eff = 291.0 * (298.0 / 362.0) / 989;
+    double want = 1e15 / (989.5e12 * eff);
+    sim_time_t t = replay_cost_time(&k, &h, GPU_BF16, NULL, 0, NULL, NULL);
+    ck_assert_double_lt(fabs((double)t - want * 1e12), 1.5);
+    k.attn_seq = 0;
+    t = replay_cost_time(&k, &h, GPU_BF16, NULL, 0, NULL, NULL);
+    ck_assert_double_lt(fabs((double)t - 1e15 / (989.5e12 * 0.5) * 1e12), 1.5);
+
+    /* a kernel only for flash attention, and only the known ones */
+    text = "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, "
+           "\"hidden\": 1024, \"heads\": 16, \"seq_len\": 512, \"vocab\": 32000, "
+           "\"attention\": \"unfused\", \"flash_kernel\": \"fa2\"}}";
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &j, &err), DT_OK);
+    ck_assert_int_eq(wl_scenario_parse(&c, j, &sc), DT_EINPUT);
+    ck_assert_str_eq(err.path, "model.flash_kernel");
+    cJSON_Delete(j);
+    text = "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, "
+           "\"hidden\": 1024, \"heads\": 16, \"seq_len\": 512, \"vocab\": 32000, "
+           "\"flash_kernel\": \"fa3\"}}";
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &j, &err), DT_OK);
+    ck_assert_int_eq(wl_scenario_parse(&c, j, &sc), DT_EINPUT);
+    ck_assert_str_eq(err.path, "model.flash_kernel");
+    cJSON_Delete(j);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("attention");
@@ -134,6 +212,7 @@ static Suite *suite(void)
     tcase_add_test(tc, unfused_layer);
     tcase_add_test(tc, flash_layer);
     tcase_add_test(tc, scenario_defaults_and_recompute);
+    tcase_add_test(tc, flash_costs_and_kernel);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -30,7 +30,7 @@
 #define HALF_BYTES "[{\"bytes\": \"1 GB\", \"time\": \"2 ms\"}]"
 #define HALF_TABLES                                                                             \
     "{\"matmul\": " HALF_PTS ", \"attention\": " HALF_PTS ", \"elementwise\": " HALF_BYTES    \
-    ", \"optimizer\": " HALF_BYTES "}"
+    ", \"optimizer\": " HALF_BYTES ", \"attention_bwd\": " HALF_PTS "}"
 #define SCENARIO(gpu, options)                                                                  \
     "{\"topology\": {\"generator\": \"dgx\", \"nodes\": 1, \"gpus_per_node\": 2, \"gpu\": " gpu \
     "}, \"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 512, \"heads\": 8,"  \
@@ -73,6 +73,7 @@ static cal_result *make_cal(void)
     a->fit = (cal_fit){.alpha = 10e-6, .beta = 1.0 / 100e9, .r2 = 1, .n_samples = 4, .dof = 2};
     c->compute[GPU_OP_MATMUL] = (gpu_table){.n = 1, .precision = -1, .work = {1e12}, .time = {0.02}};
     c->compute[GPU_OP_ATTENTION] = c->compute[GPU_OP_MATMUL];
+    c->compute[GPU_OP_ATTENTION_BWD] = c->compute[GPU_OP_MATMUL];
     c->compute[GPU_OP_ELEMENTWISE] =
         (gpu_table){.n = 1, .by_bytes = true, .precision = -1, .work = {1e9}, .time = {2e-3}};
     c->compute[GPU_OP_OPTIMIZER] = c->compute[GPU_OP_ELEMENTWISE];

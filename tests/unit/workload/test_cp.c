@@ -7,11 +7,20 @@
  * ring_count cp)), and its in-flight time ring_count (cp - 1) send; with tp, pp, dp and cp together every GPU holds one lane position, the CP
  * ring joins the lanes of one DP rank and stage in CP order, CP ranks sit right outside TP
  * ranks; activations per GPU are the cp = 1 figure / cp; the dense FLOPs of a step do not
- * change; bad input names its key. Leaves free: the attention's own cost model (test_attention).
+ * change; bad input names its key. Flow mode (the ring's sends as flows): on an uncontended
+ * switch it equals the closed form to 1e-9; on two switches joined by one link the two TP
+ * ranks' sends of a step share it and take twice as long (exposed and in flight by the closed
+ * form), a 1 TB/s link hides the ring, and the timeline's ring_attention slices of the critical
+ * GPU add up to its CP time in flight. Traces: a cp > 1 graph through the dtsim trace and the
+ * Chakra files reads back to the same graph; read as a foreign Chakra trace it holds one send
+ * and one matching receive per ring step and GPU (3 m L (cp - 1) kv bytes per GPU) and runs;
+ * the trace's ring keys are checked and located. Leaves free: the attention's own cost model
+ * (test_attention).
  */
 #include <math.h>
 #include <string.h>
 
+#include "dtsim/chakra.h"
 #include "dtsim/replay.h"
 #include "dtsim/run.h"
 #include "dtsim/workload.h"
@@ -41,7 +50,13 @@ START_TEST(ring_bytes_and_exposed_time)
     /* one op per direction (pp 1, one microbatch): ring_count = L passes of cp - 1 steps */
     double want = 0, all = 0;
     for (int bwd = 0; bwd < 2; bwd++) {
-        double attn = (double)replay_roofline(&h100, GPU_OP_ATTENTION, GPU_BF16,
+        /* the flash kernels at the H100's measured FA2 efficiency for one ring block: s/cp =
+         * 2,048 keys, causal (gpu_attention_eff); the backward in its own class */
+        gpu_spec at = h100;
+        gpu_op_class cls = bwd ? GPU_OP_ATTENTION_BWD : GPU_OP_ATTENTION;
+        at.compute_eff[cls] = gpu_attention_eff(&h100, GPU_ATTN_FA2, s / cp, true, bwd);
+        ck_assert_rel(at.compute_eff[cls], bwd ? 291.0 * 298 / 362 / 989 : 298.0 / 989, 1e-12);
+        double attn = (double)replay_roofline(&at, cls, GPU_BF16,
                                               L * (bwd ? lc.bwd_attn_flops : lc.fwd_attn_flops), 0);
         double send = (double)sim_time_from_s((bwd ? 2 : 1) * kv / 1e9);
         double block = attn / (L * cp);
@@ -52,7 +67,9 @@ START_TEST(ring_bytes_and_exposed_time)
     unload();
     run_result r = run_text(SLOW_RING(4, 4));
     ck_assert_rel(r.bytes_sent_per_gpu[WL_COMM_CP], 3 * 1 * L * (cp - 1) * kv, 1e-12);
-    ck_assert_rel(r.comm_exposed_by_kind_s[WL_COMM_CP], sim_time_to_s((sim_time_t)want), 1e-12);
+    /* within a picosecond per op: each side rounds its own sums to whole picoseconds */
+    ck_assert_double_lt(fabs(r.comm_exposed_by_kind_s[WL_COMM_CP] - sim_time_to_s((sim_time_t)want)),
+                        2.5e-12);
     /* in flight: every send, the hidden part under the attention blocks included */
     ck_assert_rel(r.comm_inflight_by_kind_s[WL_COMM_CP], sim_time_to_s((sim_time_t)all), 1e-12);
     ck_assert_double_gt(r.comm_exposed_by_kind_s[WL_COMM_CP], 0.02); /* 6 x 2.1 MB + 6 x 4.2 MB */
@@ -111,6 +128,126 @@ START_TEST(with_tp_pp_dp)
 }
 END_TEST
 
+/* Two switches of two GPUs each, joined by one link of `bw` each way; GPU links 1 TB/s, no
+ * latency anywhere. tp 2 x cp 2: CP rank 0 is GPUs 0-1 on switch A, rank 1 GPUs 2-3 on B, so a
+ * ring step's two sends (0->2, 1->3) share the A->B link. */
+#define TWO_SWITCHES(bw, network)                                                               \
+    "{\"topology\": {\"format\": \"dtsim-topology\", \"version\": 1, \"name\": \"ab\","            \
+    " \"gpu\": {\"preset\": \"H100-SXM\"}, \"switch_latency\": \"0 s\", \"nodes\": ["             \
+    "{\"name\": \"A\", \"kind\": \"switch\"}, {\"name\": \"B\", \"kind\": \"switch\"},"              \
+    "{\"name\": \"g0\", \"kind\": \"gpu\"}, {\"name\": \"g1\", \"kind\": \"gpu\"},"                  \
+    "{\"name\": \"g2\", \"kind\": \"gpu\"}, {\"name\": \"g3\", \"kind\": \"gpu\"}], \"links\": ["     \
+    "{\"src\": \"g0\", \"dst\": \"A\", \"bandwidth\": \"1 TB/s\", \"latency\": \"0 s\"},"            \
+    "{\"src\": \"g1\", \"dst\": \"A\", \"bandwidth\": \"1 TB/s\", \"latency\": \"0 s\"},"            \
+    "{\"src\": \"g2\", \"dst\": \"B\", \"bandwidth\": \"1 TB/s\", \"latency\": \"0 s\"},"            \
+    "{\"src\": \"g3\", \"dst\": \"B\", \"bandwidth\": \"1 TB/s\", \"latency\": \"0 s\"},"            \
+    "{\"src\": \"A\", \"dst\": \"B\", \"bandwidth\": \"" bw "\", \"latency\": \"0 s\"}]},"          \
+    " \"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 1024, \"heads\": 16,"      \
+    " \"kv_heads\": 4, \"seq_len\": 8192, \"vocab\": 1000}, \"parallel\": {\"tp\": 2, \"cp\": 2,"  \
+    " \"overlap_dp\": false}, \"global_batch\": 1, \"options\": {\"network\": \"" network "\"}}"
+
+/* Exposed ring time of a step of TWO_SWITCHES, closed form: one forward and one backward op,
+ * each L (cp - 1) ring steps that last max(block, send) with send = share x bytes / bw (the
+ * sends of the step's two TP ranks on one link: share 2 in flow mode, 1 in analytic mode,
+ * which costs each send alone). */
+static double two_switch_exposed(double bw, double share, double *in_flight)
+{
+    load(TWO_SWITCHES("1 GB/s", "flow"), 4);
+    double kv = wl_cp_ring_bytes(&sc.model, &sc.plan), L = 2, cp = 2;
+    ck_assert_rel(kv, 2 * 1.0 * (8192 / cp) * 1024 * (4.0 / 16) * 2 / 2, 1e-15);
+    wl_layer_cost lc;
+    wl_layer_cost_get(&sc.model, &sc.plan, &lc);
+    unload();
+    gpu_spec h100;
+    dt_error err;
+    ck_assert_int_eq(gpu_preset("H100-SXM", &h100, &err), DT_OK);
+    double want = 0, all = 0;
+    for (int bwd = 0; bwd < 2; bwd++) {
+        /* the flash kernels at the H100's measured FA2 efficiency for one ring block of
+         * s/cp = 4,096 keys, causal (gpu_attention_eff); the backward in its own class */
+        gpu_spec at = h100;
+        gpu_op_class cls = bwd ? GPU_OP_ATTENTION_BWD : GPU_OP_ATTENTION;
+        at.compute_eff[cls] = gpu_attention_eff(&h100, GPU_ATTN_FA2, 8192 / cp, true, bwd);
+        double attn = (double)replay_roofline(&at, cls, GPU_BF16,
+                                              L * (bwd ? lc.bwd_attn_flops : lc.fwd_attn_flops), 0);
+        double send = 1e12 * share * (bwd ? 2 : 1) * kv / bw, block = attn / (L * cp);
+        want += L * (cp - 1) * fmax(0, send - block);
+        all += L * (cp - 1) * fmax(send, 0);
+    }
+    *in_flight = all * 1e-12;
+    return want * 1e-12;
+}
+
+/* Flow mode: the ring's sends are flows. On TWO_SWITCHES the two TP ranks' sends of a step
+ * share the A-B link, so each takes twice as long as it would alone (analytic mode's
+ * contention-free cost); across a slow link the ring is exposed, across a fast one hidden. */
+START_TEST(ring_flows_share_links)
+{
+    double infl, want = two_switch_exposed(1e9, 2, &infl);
+    ck_assert_double_gt(want, 0.01);
+    run_result r = run_text(TWO_SWITCHES("1 GB/s", "flow"));
+    ck_assert_rel(r.comm_exposed_by_kind_s[WL_COMM_CP], want, 1e-9);
+    ck_assert_rel(r.comm_inflight_by_kind_s[WL_COMM_CP], infl, 1e-9);
+    double step_flow = r.step_time_s;
+    run_result_free(&r);
+    /* the timeline carries the ring: GPU 0's ring_attention spans (hidden under the compute,
+     * and the exposed tail) are the CP time in flight, its exposed ones labelled CP, not TP */
+    {
+        const char *text = TWO_SWITCHES("1 GB/s", "flow");
+        cJSON *j;
+        dt_error e;
+        ck_assert_int_eq(js_parse_text(text, strlen(text), "s.json", &j, &e), DT_OK);
+        run_options opt = {.record_timeline = true};
+        ck_assert_int_eq(run_scenario(j, "s.json", ".", &opt, &r, &e), DT_OK);
+        cJSON_Delete(j);
+        const run_timeline *tl = r.timeline;
+        ck_assert_ptr_nonnull(tl);
+        double ring = 0;
+        for (size_t i = 0; i < tl->n_spans; i++) {
+            const run_span *sp = &tl->spans[i];
+            if (sp->gpu != r.critical_gpu || strcmp(tl->names[sp->name], "ring_attention")) continue;
+            ck_assert_int_eq(sp->comm, WL_COMM_CP);
+            ring += sim_time_to_s(sp->end - sp->start);
+        }
+        ck_assert_rel(ring, infl, 1e-9);
+        run_result_free(&r);
+    }
+    /* analytic mode costs each send alone: half the send time */
+    double want1 = two_switch_exposed(1e9, 1, &infl);
+    r = run_text(TWO_SWITCHES("1 GB/s", "analytic"));
+    ck_assert_rel(r.comm_exposed_by_kind_s[WL_COMM_CP], want1, 1e-9);
+    ck_assert_double_lt(r.step_time_s, step_flow);
+    run_result_free(&r);
+    /* a 1 TB/s link: each send (2 x 1 MB at 0.5 TB/s = 4 us) is shorter than its block */
+    r = run_text(TWO_SWITCHES("1 TB/s", "flow"));
+    ck_assert_double_eq(r.comm_exposed_by_kind_s[WL_COMM_CP], 0);
+    ck_assert_double_gt(r.comm_inflight_by_kind_s[WL_COMM_CP], 0);
+    ck_assert_double_lt(r.step_time_s, step_flow - want * 0.99);
+    run_result_free(&r);
+}
+END_TEST
+
+/* Flow mode on SLOW_RING (one switch, each GPU's own 1 GB/s link: no two sends share one)
+ * gives the analytic closed form of ring_bytes_and_exposed_time exactly. */
+START_TEST(ring_flows_uncontended_closed_form)
+{
+    const char *flow = SLOW_RING(4, 4);
+    char text[2048];
+    snprintf(text, sizeof text, "%s", flow);
+    char *a = strstr(text, "\"analytic\"");
+    ck_assert_ptr_nonnull(a);
+    memcpy(a, "\"flow\"    ", 10);
+    run_result f = run_text(text), an = run_text(SLOW_RING(4, 4));
+    ck_assert_double_gt(an.comm_exposed_by_kind_s[WL_COMM_CP], 0.02);
+    ck_assert_rel(f.comm_exposed_by_kind_s[WL_COMM_CP], an.comm_exposed_by_kind_s[WL_COMM_CP], 1e-9);
+    ck_assert_rel(f.comm_inflight_by_kind_s[WL_COMM_CP], an.comm_inflight_by_kind_s[WL_COMM_CP], 1e-9);
+    ck_assert_rel(f.bytes_sent_per_gpu[WL_COMM_CP], an.bytes_sent_per_gpu[WL_COMM_CP], 1e-15);
+    ck_assert_rel(f.step_time_s, an.step_time_s, 1e-9);
+    run_result_free(&f);
+    run_result_free(&an);
+}
+END_TEST
+
 #define MODEL(extra)                                                                            \
     "\"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 64, \"heads\": 4,"         \
     " \"seq_len\": 96, \"vocab\": 100" extra "}"
@@ -130,20 +267,146 @@ START_TEST(bad_input)
 }
 END_TEST
 
-START_TEST(trace_refused)
+static char *dump_trace(const wl_graph *g, const trace_env *env)
 {
-    load(SLOW_RING(2, 2), 2);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    dt_error e;
+    ck_assert_int_eq(trace_write(f, g, env, &e), DT_OK);
+    fclose(f);
+    return buf;
+}
+
+/* A cp > 1 graph through both trace formats: the dtsim trace carries the ring
+ * ("context_parallel") and each cost's ring sends ("ring") and reads back to the same graph;
+ * the Chakra files read back (dtsim's reading) to the same graph, and read as a foreign trace
+ * (dtsim's attributes ignored, as ASTRA-sim reads them) hold one send and one matching receive
+ * per ring step and GPU, moving the step's CP bytes, 3 m L (cp - 1) kv per GPU. */
+START_TEST(cp_traces)
+{
+    load(TWO_SWITCHES("1 GB/s", "flow"), 4);
+    double kv = wl_cp_ring_bytes(&sc.model, &sc.plan);
     wl_graph *g = wl_graph_build(&sc);
+    unload();
     trace_env env = {0};
-    snprintf(env.name, sizeof env.name, "x");
+    snprintf(env.name, sizeof env.name, "cp");
+    char *t1 = dump_trace(g, &env);
+    ck_assert_ptr_nonnull(strstr(t1, "\"context_parallel\": {\"cp\": 2, \"next\": [1, 0]}"));
+    ck_assert_ptr_nonnull(strstr(t1, "\"ring\": {\"bytes\": "));
     dt_error e;
     dt_error_clear(&e);
-    FILE *f = tmpfile();
-    ck_assert_int_eq(trace_write(f, g, &env, &e), DT_EINPUT);
-    ck_assert(strstr(e.msg, "cannot be written as a trace") != NULL);
-    fclose(f);
+    cJSON *j = cJSON_Parse(t1);
+    js_ctx ctx = {"t.json", &e};
+    wl_graph *g2 = NULL;
+    trace_env env2;
+    ck_assert_int_eq(trace_read(&ctx, j, &g2, &env2), DT_OK);
+    cJSON_Delete(j);
+    ck_assert_int_eq(g2->cp, 2);
+    char *t2 = dump_trace(g2, &env2);
+    ck_assert_str_eq(t1, t2);
+    /* Chakra: 4 ranks written, read back */
+    chakra_export *x = NULL;
+    ck_assert_int_eq(chakra_export_create(g, &env, NULL, &x, &e), DT_OK);
+    char *out[4];
+    size_t olen[4];
+    const char *names[4] = {"c.0.et", "c.1.et", "c.2.et", "c.3.et"};
+    for (int r = 0; r < 4; r++) {
+        FILE *w = open_memstream(&out[r], &olen[r]);
+        ck_assert_int_eq(chakra_export_write_rank(x, r, w, &e), DT_OK);
+        fclose(w);
+    }
+    chakra_export_destroy(x);
+    chakra_read_options o = {0};
+    wl_graph *g3 = NULL;
+    trace_env env3;
+    int rc = chakra_read_mem(4, (const unsigned char *const *)out, olen, names, &o, &g3, &env3, &e);
+    ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
+    char *t3 = dump_trace(g3, &env3);
+    ck_assert_str_eq(t1, t3);
+    /* foreign: per GPU 1 forward op of 2 layers, 1 backward: 2 + 2 ring steps (cp - 1 = 1) */
+    o.ignore_dtsim = true;
+    wl_graph *g4 = NULL;
+    trace_env env4;
+    rc = chakra_read_mem(4, (const unsigned char *const *)out, olen, names, &o, &g4, &env4, &e);
+    ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
+    int sends = 0;
+    double bytes = 0;
+    for (uint32_t i = 0; i < g4->n_ops; i++)
+        if (g4->ops[i].kind == WL_OP_SEND && !strcmp(g4->names[g4->ops[i].name], "ring_send")) {
+            sends++;
+            bytes += g4->ops[i].bytes;
+        }
+    ck_assert_int_eq(sends, 4 * (2 + 2));
+    ck_assert_rel(bytes / 4, 3 * 1 * 2 * (2 - 1) * kv, 1e-15);
+    /* it runs: every receive meets its send (an unmatched one would be refused, a cycle reported) */
+    replay_config rcfg = {.n_gpus = 4};
+    replay_result rr;
+    ck_assert_int_eq(replay_run(g4, &rcfg, &rr, &e), DT_OK);
+    replay_result_free(&rr);
+    for (int r = 0; r < 4; r++) free(out[r]);
+    free(t1);
+    free(t2);
+    free(t3);
     wl_graph_destroy(g);
-    unload();
+    wl_graph_destroy(g2);
+    wl_graph_destroy(g3);
+    wl_graph_destroy(g4);
+    trace_env_free(&env2);
+    trace_env_free(&env3);
+    trace_env_free(&env4);
+}
+END_TEST
+
+/* Trace input: the ring's keys are checked and located. */
+static void trace_refused(const char *text, const char *path, const char *needle)
+{
+    dt_error e;
+    dt_error_clear(&e);
+    cJSON *j = NULL;
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &j, &e), DT_OK);
+    js_ctx ctx = {"t.json", &e};
+    wl_graph *g = NULL;
+    trace_env env;
+    ck_assert_int_eq(trace_read(&ctx, j, &g, &env), DT_EINPUT);
+    ck_assert_ptr_null(g);
+    ck_assert_msg(!strcmp(e.path, path), "path %s, want %s", e.path, path);
+    ck_assert_msg(strstr(e.msg, needle) != NULL, "message %s, want %s", e.msg, needle);
+    ck_assert_str_eq(e.file, "t.json");
+    cJSON_Delete(j);
+}
+
+#define TRACE(cp, cost)                                                                         \
+    "{\"format\": \"dtsim-trace\", \"version\": 1, \"gpus\": 4, \"lanes\": [[0], [1], [2], [3]]" \
+    cp ", \"costs\": [{\"duration\": \"1 ms\"" cost "}], \"ops\": [{\"lane\": 0, \"kind\": "   \
+    "\"compute\", \"cost\": 0}]}"
+
+START_TEST(trace_bad_input)
+{
+    trace_refused(TRACE("", ", \"ring\": {\"bytes\": \"1 MB\"}"), "costs[0].ring",
+                  "need the trace's \"context_parallel\" ring");
+    trace_refused(TRACE(", \"context_parallel\": {\"cp\": 3, \"next\": [1, 2, 0, 3]}", ""),
+                  "context_parallel.cp", "a divisor of the trace's 4 lanes");
+    trace_refused(TRACE(", \"context_parallel\": {\"cp\": 1, \"next\": [0]}", ""),
+                  "context_parallel.cp", "");
+    trace_refused(TRACE(", \"context_parallel\": {\"cp\": 2}", ""), "context_parallel.next",
+                  "required");
+    trace_refused(TRACE(", \"context_parallel\": {\"cp\": 2, \"next\": [1, 0]}", ""),
+                  "context_parallel.next", "one entry per lane (4), found 2");
+    trace_refused(TRACE(", \"context_parallel\": {\"cp\": 2, \"next\": [1, 0, 3, 3]}", ""),
+                  "context_parallel.next[3]", "another lane");
+    trace_refused(TRACE(", \"context_parallel\": {\"cp\": 2, \"next\": [1, 0, 0, 2]}", ""),
+                  "context_parallel.next[2]", "already the next lane");
+    trace_refused(TRACE(", \"context_parallel\": {\"cp\": 2, \"next\": [1, 2, 3, 0]}", ""),
+                  "context_parallel.next[0]", "ring holds 4 lanes, expected cp = 2");
+    trace_refused(TRACE(", \"context_parallel\": {\"cp\": 2, \"next\": [1, 0, 3, 2], \"x\": 1}", ""),
+                  "context_parallel.x", "");
+    trace_refused(TRACE(", \"context_parallel\": {\"cp\": 2, \"next\": [1, 0, 3, 2]}",
+                        ", \"ring\": {\"bytes\": \"1 MB\", \"count\": -1}"),
+                  "costs[0].ring.count", "");
+    trace_refused(TRACE(", \"context_parallel\": {\"cp\": 2, \"next\": [1, 0, 3, 2]}",
+                        ", \"ring\": {\"count\": 2}"),
+                  "costs[0].ring.bytes", "");
 }
 END_TEST
 
@@ -154,8 +417,11 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, ring_bytes_and_exposed_time);
     tcase_add_test(tc, with_tp_pp_dp);
+    tcase_add_test(tc, ring_flows_share_links);
+    tcase_add_test(tc, ring_flows_uncontended_closed_form);
     tcase_add_test(tc, bad_input);
-    tcase_add_test(tc, trace_refused);
+    tcase_add_test(tc, cp_traces);
+    tcase_add_test(tc, trace_bad_input);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);
 }

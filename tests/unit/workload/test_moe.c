@@ -11,7 +11,9 @@
  * capped at the capacity factor, the same for the same seed, mean 1 for any ep; and that the
  * busiest rank sets each MoE layer's time: a skewed step is longer than a balanced one by the
  * extra expert time of the busiest rank, layer by layer (within 10 ps). Bad input names its
- * key. Leaves free: which expert is the popular one (a seeded draw), the dense part's costs
+ * key. ZeRO-3 with expert parallelism: the ZeRO bytes (dense gathers over dp, experts over
+ * dp/ep) and parameters per GPU of a step by hand. An explicit head_dim (Qwen3-30B-A3B) by hand: parameters, one layer's forward FLOPs
+ * and GEMM shapes, attention FLOPs, activations, the CP ring's KV block, the model FLOPs. Leaves free: which expert is the popular one (a seeded draw), the dense part's costs
  * (test_wl_replay, test_mem). */
 #include <math.h>
 #include <string.h>
@@ -257,14 +259,94 @@ START_TEST(slowest_expert_sets_layer_time)
 }
 END_TEST
 
+/* Qwen3-30B-A3B (Qwen/Qwen3-30B-A3B config.json: hidden 2048, 48 layers, 32 heads of width 128
+ * (head_dim: queries 4096 wide, twice the hidden size), 4 KV heads, 128 experts of width 768,
+ * top 8, vocab 151,936, untied embeddings), one layer by hand:
+ *   Q 2048 x 4096 + K, V 2048 x 512 each + O 4096 x 2048          =  18,874,368
+ *   one expert (SwiGLU) 3 x 2048 x 768 = 4,718,592; router 2048 x 128 = 262,144
+ *   layer: 18,874,368 + 128 x 4,718,592 + 262,144 + 4 x 2048      = 623,124,480
+ *   model: 48 x 623,124,480 + 2 x 151,936 x 2048 + 2 x 2048       = 30,532,308,992 (30.5 B)
+ *   active per token: 18,874,368 + 8 x 4,718,592 + 262,144         =  56,885,248
+ * so one layer's forward GEMMs on a 4096-token sequence: 2 x 4096 x 56,885,248 =
+ * 466,003,951,616 FLOPs, its causal flash attention half of 4 s^2 a d = 137,438,953,472, the
+ * QKV GEMM 4096 x 5120 x 2048 and the projection 4096 x 2048 x 4096; activations (no
+ * recomputation) 3sbh + 8sb(ad) + 8 (3sbh + 6sbf) + 4sbh = 545,259,520 bytes; the KV block of a
+ * CP 2 ring step 2 x 2048 x 512 x 2 = 4,194,304 bytes; model FLOPs of one sequence
+ * 3 (48 (2 s P_active + 4 s^2 a d) + 2 s h V) = 114,334,176,903,168. */
+#define QWEN3(extra)                                                                            \
+    "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 48, \"hidden\": 2048," \
+    " \"heads\": 32, \"head_dim\": 128, \"kv_heads\": 4, \"seq_len\": 4096, \"vocab\": 151936,"    \
+    " \"tied_embeddings\": false, \"mlp\": \"swiglu\", \"experts\": 128, \"top_k\": 8,"            \
+    " \"expert_ffn\": 768}" extra "}"
+
+START_TEST(head_dim_by_hand)
+{
+    load(QWEN3(""), 1);
+    const wl_model *m = &sc.model;
+    ck_assert_double_eq(wl_q_width(m), 4096);
+    ck_assert_double_eq(wl_kv_width(m), 512);
+    ck_assert_double_eq(wl_layer_params(m), 623124480.0);
+    ck_assert_double_eq(wl_total_params(m), 30532308992.0);
+    ck_assert_double_eq(m->params, 30532308992.0);
+    wl_layer_cost lc;
+    wl_layer_cost_get(m, &sc.plan, &lc);
+    ck_assert_rel(lc.fwd_matmul_flops, 466003951616.0, 1e-15);
+    ck_assert_rel(lc.fwd_attn_flops, 137438953472.0, 1e-15);
+    gpu_gemm gs[WL_LAYER_GEMMS_MAX];
+    int n = wl_layer_gemms(m, &sc.plan, gs);
+    ck_assert_int_ge(n, 2);
+    ck_assert(gs[0].m == 4096 && gs[0].n == 5120 && gs[0].k == 2048 && gs[0].count == 1);
+    ck_assert(gs[1].m == 4096 && gs[1].n == 2048 && gs[1].k == 4096 && gs[1].count == 1);
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += 2 * gs[i].m * gs[i].n * gs[i].k * gs[i].count;
+    ck_assert_rel(sum, 466003951616.0, 1e-15);
+    ck_assert_rel(mem_activation_per_layer(m, &sc.plan), 545259520.0, 1e-15);
+    ck_assert_rel(wl_model_flops_per_step(m, 1), 114334176903168.0, 1e-15);
+    wl_plan cp2 = sc.plan;
+    cp2.cp = 2;
+    ck_assert_rel(wl_cp_ring_bytes(m, &cp2), 4194304.0, 1e-15);
+    unload();
+    /* without head_dim nothing changes: d = h / a */
+    load("{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 1024,"
+         " \"heads\": 16, \"head_dim\": 64, \"kv_heads\": 4, \"seq_len\": 512, \"vocab\": 1000}}", 1);
+    wl_model with = sc.model;
+    unload();
+    load("{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 1024,"
+         " \"heads\": 16, \"kv_heads\": 4, \"seq_len\": 512, \"vocab\": 1000}}", 1);
+    ck_assert_double_eq(wl_total_params(&with), wl_total_params(&sc.model));
+    ck_assert_double_eq(wl_model_flops_per_step(&with, 1), wl_model_flops_per_step(&sc.model, 1));
+    unload();
+}
+END_TEST
+
+/* ZeRO-3 with expert parallelism (FSDP2 with EP): each layer's gathers assemble the dense part
+ * over all dp replicas and this GPU's 1/ep of the routed experts over the expert-DP group.
+ * dp 16, ep 8 (expert-DP groups of 2), 4 layers, 2 microbatches, by hand:
+ *   dense layer  4h^2 (attention, no GQA) + hE (router) + 4h = 4,206,592 params = 8,413,184 B
+ *   experts      8 x 3 x 1024 x 2816 / ep 8 = 8,650,752 params on this GPU  = 17,301,504 B
+ * one gather per layer op, forward and backward: 2 microbatches x 2 x 4 = 16 each, a ring
+ * all-gather sending (n-1)/n of its output: 16 (15/16 8,413,184 + 1/2 17,301,504) =
+ * 264,609,792 ZeRO bytes per GPU; parameters per GPU (embedding 32,768,000 on the stage, tied):
+ * (4 x 4,206,592 + 32,768,000) x 2 / 16 + 4 x 8 x 8,650,752 / 8 x 2 / 2 = 40,802,304 B. */
+START_TEST(zero3_with_ep)
+{
+    const char *text = "{\"topology\": {\"generator\": \"dgx\", \"nodes\": 2, \"gpus_per_node\": 8,"
+                       " \"gpu\": \"H100-SXM\"}, " MOE_MODEL("") ", \"parallel\": {\"pp\": 1, \"dp\": 16,"
+                       " \"ep\": 8, \"zero\": 3, \"micro_batch_size\": 1}, \"global_batch\": 32}";
+    run_result r = run_text(text);
+    ck_assert_rel(r.bytes_sent_per_gpu[WL_COMM_ZERO], 264609792.0, 1e-12);
+    ck_assert_rel(r.memory.params, 40802304.0, 1e-12);
+    ck_assert_double_gt(r.step_time_s, 0);
+    run_result_free(&r);
+}
+END_TEST
+
 START_TEST(bad_input)
 {
     load_refused("{\"topology\": \"x\", " MOE_MODEL("") ", \"parallel\": {\"ep\": 3}}", 6, "parallel.ep",
         "divide the model's experts");
     load_refused("{\"topology\": \"x\", " MOE_MODEL("") ", \"parallel\": {\"ep\": 8, \"dp\": 4}}", 4,
         "parallel.ep", "must divide dp");
-    load_refused("{\"topology\": \"x\", " MOE_MODEL("") ", \"parallel\": {\"ep\": 2, \"zero\": 3}}", 8,
-        "parallel.zero", "ZeRO-3");
     load_refused("{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 64,"
         " \"heads\": 4, \"seq_len\": 64, \"vocab\": 100, \"router_zipf\": 1}}", 1,
         "model.router_zipf", "needs a mixture of experts");
@@ -273,6 +355,22 @@ START_TEST(bad_input)
     load_refused("{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 64,"
         " \"heads\": 4, \"seq_len\": 64, \"vocab\": 100}, \"parallel\": {\"ep\": 2}}", 2,
         "parallel.ep", "divide the model's experts");
+    load_refused("{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2,"
+        " \"hidden\": 64, \"heads\": 3, \"seq_len\": 64, \"vocab\": 100}}", 1, "model.heads",
+        "or give \"head_dim\"");
+    load_refused("{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2,"
+        " \"hidden\": 64, \"heads\": 3, \"head_dim\": 0.5, \"seq_len\": 64, \"vocab\": 100}}", 1,
+        "model.head_dim", "");
+    load_refused("{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2,"
+        " \"hidden\": 64, \"heads\": 3, \"head_dim\": 20.5, \"seq_len\": 64, \"vocab\": 100}}", 1,
+        "model.head_dim", "a whole number");
+    load_refused("{\"topology\": \"x\", \"model\": {\"kind\": \"params\", \"params\": 1e9,"
+        " \"head_dim\": 128}}", 1, "model.head_dim", "not a key");
+    /* heads of their own width need not divide the hidden size */
+    load("{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2,"
+         " \"hidden\": 64, \"heads\": 3, \"head_dim\": 20, \"seq_len\": 64, \"vocab\": 100}}", 1);
+    ck_assert_double_eq(wl_q_width(&sc.model), 60);
+    unload();
 }
 END_TEST
 
@@ -287,6 +385,8 @@ int main(void)
     tcase_add_test(tc, memory_by_hand);
     tcase_add_test(tc, imbalance_max_over_mean);
     tcase_add_test(tc, slowest_expert_sets_layer_time);
+    tcase_add_test(tc, head_dim_by_hand);
+    tcase_add_test(tc, zero3_with_ep);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);

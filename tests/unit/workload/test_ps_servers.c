@@ -74,6 +74,8 @@ START_TEST(bad_counts)
     bad(STAR("\"dp_algorithm\": \"ps\", \"ps_servers\": 0"), "options.ps_servers", "0");
     bad(STAR("\"ps_servers\": 2"), "options.ps_servers", "\"ps\" only");
     bad(STAR("\"dp_algorithm\": \"ring\", \"ps_servers\": 2"), "options.ps_servers", "ring");
+    /* estimate never runs a parameter server */
+    bad(STAR("\"dp_algorithm\": \"estimate\", \"ps_servers\": 2"), "options.ps_servers", "estimate");
 }
 END_TEST
 

@@ -10,6 +10,7 @@
  * by layer (only the first layer's exposed); link_efficiency scales a data-parallel all-reduce's
  * bandwidth term; the optimizer op moves optimizer_bytes per parameter of its shard.
  * Leaves free: op ids and graph size. */
+#include <math.h>
 #include <string.h>
 
 #include "dtsim/replay.h"
@@ -104,6 +105,7 @@ START_TEST(bad_input)
     bad("{\"optimizer_bytes\": 0}", "framework.optimizer_bytes", "");
     bad("{\"link_efficiency\": \"fast\"}", "framework.link_efficiency", "found \"fast\"");
     bad("{\"link_efficiency\": {\"nvlink\": 1.5}}", "framework.link_efficiency.nvlink", "");
+    bad("{\"preset\": \"fsdp\", \"reduce_dtype\": \"fp64\"}", "framework.reduce_dtype", "fp64");
 }
 END_TEST
 
@@ -231,6 +233,39 @@ START_TEST(optimizer_bytes_in_graph)
 }
 END_TEST
 
+/* reduce_dtype: FSDP (ZeRO-3, bf16) reduce-scatters each layer's gradients, Ψ_layer x 2 bytes;
+ * with "reduce_dtype": "fp32" (Composer's mixed_precision DEFAULT) Ψ_layer x 4, the parameter
+ * all-gathers staying at 2 bytes. */
+START_TEST(reduce_dtype_in_graph)
+{
+    for (int k = 0; k < 2; k++) {
+        load(k ? "{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"dp\": 2, \"zero\": 3},"
+                 "\"framework\": {\"preset\": \"fsdp\", \"reduce_dtype\": \"fp32\"}}"
+               : "{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"dp\": 2, \"zero\": 3},"
+                 "\"framework\": \"fsdp\"}",
+             2);
+        wl_graph *g = wl_graph_build(&sc);
+        double layer = wl_layer_params(&sc.model);
+        int rs = 0, ag = 0;
+        for (uint32_t i = 0; i < g->n_ops; i++) {
+            const wl_op *o = &g->ops[i];
+            if (o->kind != WL_OP_COLL || o->lane != 0) continue;
+            const wl_coll *c = &g->colls[o->arg];
+            if (c->op == COLL_REDUCE_SCATTER && o->layer == 1) {
+                ck_assert_rel(c->bytes, layer * (k ? 4 : 2), 1e-12);
+                rs++;
+            } else if (c->op == COLL_ALLGATHER && fabs(c->bytes / (layer * 2) - 1) < 1e-12) {
+                ag++; /* a middle layer's gather (the first's carries the embedding) */
+            }
+        }
+        ck_assert_int_eq(rs, 1);
+        ck_assert_int_ge(ag, 1);
+        wl_graph_destroy(g);
+        unload();
+    }
+}
+END_TEST
+
 /* link_efficiency on a real topology: one DP all-reduce of S = 2e9 B after the backward over 2
  * GPUs of one box (NVLink 450 GB/s, the dgx generator's default). At half the link rate its
  * bandwidth term 2 (n-1)/n S/B = S/B = 4.44 ms doubles; latency and the receiver's reduction
@@ -272,6 +307,7 @@ static Suite *suite(void)
     tcase_add_test(tc, blocking_sends_closed_form);
     tcase_add_test(tc, overlap_param_gather_closed_form);
     tcase_add_test(tc, optimizer_bytes_in_graph);
+    tcase_add_test(tc, reduce_dtype_in_graph);
     tcase_add_test(tc, link_efficiency_scales_dp);
     suite_add_tcase(s, tc);
     return s;

@@ -1,0 +1,181 @@
+/* test_contention.c - compute beside overlapped communication (replay_config.contention).
+ * Pins down, on hand-built graphs of H100s (132 SMs, 3.35 TB/s HBM at 0.8) over a uniform
+ * 100 GB/s fabric without latency:
+ * - a 1 ms GEMM beside a 0.5 ms all-gather of its lane ends at 1 ms + 0.5 ms x 7/132 (the
+ *   all-gather sends 100 GB/s: ceil(100 / 15) = 7 NCCL channels, leaving 125 SMs to the GEMM
+ *   while it runs: rate 125/132), and with a 2 ms all-gather it ends inside it, at
+ *   1 ms x 132/125;
+ * - a memory-bound op beside it loses the all-gather's HBM traffic, 3 bytes per byte sent at
+ *   the 100 GB/s it sends: 1 ms + 0.5 ms x 0.3/2.68;
+ * - options.comm_contention {"sms": 66}: half the SMs, 1 ms + 0.5 ms / 2; contention off (the
+ *   zero value of replay_config): the op stays 1 ms; a collective that starts after the op
+ *   ends leaves it alone;
+ * - a layer op overlapping its tensor-parallel reduce-scatter (Transformer Engine userbuffers,
+ *   16 SMs) lasts 1 ms + 0.5 ms x 16/132, its all-gather (copy engines, 1 SM) 1 ms + 0.5/132;
+ * - replay_nccl_sms: 16 on A100 (300 GB/s), 24 on H100, 48 on B200; replay_nccl_channels: 2 for
+ *   a 12 GB/s NIC, 4 at 48 GB/s, 24 at H100 NVLink's 360 GB/s and no more beyond, 16 on A100.
+ * Leaves free: the flow network (analytic path costs here), the scenario plumbing (cli tests). */
+#include <string.h>
+
+#include "dtsim/replay.h"
+#include "dtsim/workload.h"
+#include "testutil.h"
+
+static void uni_path(void *ctx, int a, int b, double *bw, sim_time_t *lat)
+{
+    (void)ctx;
+    (void)a;
+    (void)b;
+    *bw = 100e9;
+    *lat = 0;
+}
+
+static gpu_spec h100(void)
+{
+    gpu_spec s;
+    dt_error e;
+    ck_assert_int_eq(gpu_preset("H100-SXM", &s, &e), DT_OK);
+    return s;
+}
+
+/* Lane 0 runs one compute op of `cost`; lanes 0 and 1 (one GPU each) all-gather `ag_bytes`
+ * (0: no collective) on the DP stream, after compute op `after` when >= 0. */
+static wl_graph *graph(const wl_cost *cost, double ag_bytes, bool ag_after_op)
+{
+    wl_graph *g = wl_graph_create(2, 2, 1);
+    g->lane_gpus[0] = 0;
+    g->lane_gpus[1] = 1;
+    uint32_t c = wl_graph_cost(g, cost);
+    wl_op o = {.lane = 0, .kind = WL_OP_COMPUTE, .stream = WL_STREAM_COMPUTE, .mb = -1,
+               .layer = -1, .arg = c, .name = (uint16_t)wl_graph_name(g, "gemm")};
+    uint32_t op = wl_graph_op(g, &o, NULL, 0);
+    if (ag_bytes > 0) {
+        uint32_t inst = wl_graph_coll(g, COLL_ALLGATHER, ag_bytes);
+        for (uint32_t l = 0; l < 2; l++) {
+            wl_op a = {.lane = l, .kind = WL_OP_COLL, .stream = WL_STREAM_DP, .mb = -1,
+                       .layer = -1, .arg = inst, .name = (uint16_t)wl_graph_name(g, "gather")};
+            wl_graph_op(g, &a, l == 0 && ag_after_op ? &op : NULL, l == 0 && ag_after_op ? 1 : 0);
+        }
+    }
+    return g;
+}
+
+/* The end of op 0 (the compute op) on two H100s. */
+static double op_end_ms(const wl_graph *g, bool contention, int sms)
+{
+    gpu_spec sp[2] = {h100(), h100()};
+    replay_config cfg = {.n_gpus = 2, .gpus = sp, .path = uni_path, .record = true,
+                         .contention = contention, .contention_sms = sms};
+    replay_result r;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(replay_run(g, &cfg, &r, &e), DT_OK);
+    ck_assert_int_eq(r.compute + r.comm_exposed + r.bubble + r.straggler_wait, r.step_time);
+    double t = sim_time_to_s(r.op_end[0]) * 1e3;
+    replay_result_free(&r);
+    return t;
+}
+
+/* A GEMM of 1 ms on an H100 (flat efficiency 0.7 of 989.5 TFLOP/s, no shapes). */
+static wl_cost gemm_1ms(void)
+{
+    wl_cost c = {0};
+    c.flops[GPU_OP_MATMUL] = 1e-3 * 989.5e12 * 0.7;
+    return c;
+}
+
+/* All-gather of B bytes between 2 GPUs at 100 GB/s: B/2 sent, (B/2)/100e9 s. */
+#define AG_BYTES(ms) ((ms) * 1e-3 * 100e9 * 2)
+
+START_TEST(gemm_beside_allgather)
+{
+    wl_cost c = gemm_1ms();
+    wl_graph *g = graph(&c, AG_BYTES(0.5), false);
+    ck_assert_rel(op_end_ms(g, true, 0), 1.0 + 0.5 * 7.0 / 132.0, 1e-9);
+    ck_assert_rel(op_end_ms(g, false, 0), 1.0, 1e-9);
+    ck_assert_rel(op_end_ms(g, true, 66), 1.0 + 0.5 / 2, 1e-9);
+    wl_graph_destroy(g);
+    /* the all-gather outlasts the GEMM: all of it runs on 125 SMs */
+    g = graph(&c, AG_BYTES(2.0), false);
+    ck_assert_rel(op_end_ms(g, true, 0), 132.0 / 125.0, 1e-9);
+    wl_graph_destroy(g);
+    /* after the GEMM: nothing beside it */
+    g = graph(&c, AG_BYTES(0.5), true);
+    ck_assert_rel(op_end_ms(g, true, 0), 1.0, 1e-9);
+    wl_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(memory_bound_beside_allgather)
+{
+    /* 1 ms of HBM traffic at 0.8 x 3.35 TB/s = 2.68 TB/s; the all-gather sends 100 GB/s and
+     * moves 3x that through HBM: 0.3 TB/s less for the op while it runs */
+    wl_cost c = {0};
+    c.bytes[GPU_OP_ELEMENTWISE] = 1e-3 * 3.35e12 * 0.8;
+    wl_graph *g = graph(&c, AG_BYTES(0.5), false);
+    ck_assert_rel(op_end_ms(g, true, 0), 1.0 + 0.5 * 0.3 / 2.68, 1e-9);
+    wl_graph_destroy(g);
+}
+END_TEST
+
+/* One lane of two GPUs: a 1 ms GEMM op overlapping (inlane_overlap) a TP collective of 0.5 ms. */
+static double tp_op_ms(coll_op op)
+{
+    wl_graph *g = wl_graph_create(2, 1, 2);
+    g->lane_gpus[0] = 0;
+    g->lane_gpus[1] = 1;
+    wl_cost c = gemm_1ms();
+    c.inlane[0].op = op;
+    c.inlane[0].bytes = AG_BYTES(0.5); /* reduce-scatter and all-gather: the same time on 2 */
+    c.inlane[0].count = 1;
+    c.n_inlane = 1;
+    c.inlane_overlap = true;
+    uint32_t k = wl_graph_cost(g, &c);
+    wl_op o = {.lane = 0, .kind = WL_OP_COMPUTE, .stream = WL_STREAM_COMPUTE, .mb = -1,
+               .layer = -1, .arg = k, .name = (uint16_t)wl_graph_name(g, "layer")};
+    wl_graph_op(g, &o, NULL, 0);
+    double t = op_end_ms(g, true, 0);
+    ck_assert_rel(op_end_ms(g, false, 0), 1.0, 1e-9); /* max(C, W) */
+    wl_graph_destroy(g);
+    return t;
+}
+
+START_TEST(tp_overlap_userbuffers)
+{
+    ck_assert_rel(tp_op_ms(COLL_REDUCE_SCATTER), 1.0 + 0.5 * 16.0 / 132.0, 1e-9);
+    ck_assert_rel(tp_op_ms(COLL_ALLGATHER), 1.0 + 0.5 * 1.0 / 132.0, 1e-9);
+}
+END_TEST
+
+START_TEST(nccl_sms_per_gpu)
+{
+    const char *names[] = {"A100-SXM", "H100-SXM", "H200-SXM", "B200"};
+    int want[] = {16, 24, 24, 48};
+    for (int i = 0; i < 4; i++) {
+        gpu_spec s;
+        dt_error e;
+        ck_assert_int_eq(gpu_preset(names[i], &s, &e), DT_OK);
+        ck_assert_int_eq(replay_nccl_sms(&s), want[i]);
+    }
+    gpu_spec h = h100(), a;
+    dt_error e;
+    ck_assert_int_eq(gpu_preset("A100-SXM", &a, &e), DT_OK);
+    ck_assert_int_eq(replay_nccl_channels(&h, 12e9), 2);
+    ck_assert_int_eq(replay_nccl_channels(&h, 48e9), 4);
+    ck_assert_int_eq(replay_nccl_channels(&h, 360e9), 24);
+    ck_assert_int_eq(replay_nccl_channels(&h, 1e12), 24);
+    ck_assert_int_eq(replay_nccl_channels(&a, 360e9), 16);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("contention");
+    TCase *t = tcase_create("core");
+    tcase_add_test(t, gemm_beside_allgather);
+    tcase_add_test(t, memory_bound_beside_allgather);
+    tcase_add_test(t, tp_overlap_userbuffers);
+    tcase_add_test(t, nccl_sms_per_gpu);
+    suite_add_tcase(s, t);
+    return dt_run_suite(s);
+}
