@@ -280,6 +280,11 @@ int wl_replica_microbatches(const wl_plan *p, int d);
 /* The most microbatches any replica runs. */
 int wl_max_replica_microbatches(const wl_plan *p);
 
+/* Each GPU's straggler slowdown, the product of env's entries naming it (1 for the others):
+ * an array of n_gpus + 1 doubles the caller frees. *hetero (may be NULL) says whether any
+ * differs from 1. */
+double *wl_env_slowdowns(const wl_env *env, int n_gpus, bool *hetero);
+
 /* "balance": "speed" (docs/workloads.md, "Uneven work on mixed clusters"): with the cluster
  * known, replace the resolved plan's layer split and per-replica microbatches by the ones that
  * minimise the slowest stage and the slowest replica. A GPU's speed is the time the compute

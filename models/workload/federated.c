@@ -430,9 +430,7 @@ static int simulate(const wl_scenario *s, topo *t, const fl_spec *f, const char 
     S.cloud_round = dt_xcalloc(ns1, sizeof *S.cloud_round);
     S.reduce_free = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *S.reduce_free);
     for (int m = 0; m < 7; m++) S.ms[m] = -1;
-    double *slow = dt_xmalloc(((size_t)t->n_gpus + 1) * sizeof *slow);
-    for (int g = 0; g < t->n_gpus; g++) slow[g] = 1;
-    for (int i = 0; i < s->env.n_stragglers; i++) slow[s->env.stragglers[i].gpu] *= s->env.stragglers[i].slowdown;
+    double *slow = wl_env_slowdowns(&s->env, t->n_gpus, NULL);
     /* between two aggregations a client takes part in: local_steps (hierarchical: every edge
      * round) or edge_rounds x local_steps (flat: the same training per cloud round) */
     int steps = f->local_steps * (f->agg == FL_HIERARCHICAL ? 1 : f->edge_rounds);

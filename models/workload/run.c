@@ -590,10 +590,7 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
                     .algo = J->env->dp_algorithm, .servers = J->env->ps_servers,
                     .phases = J->env->dp_algorithm == COLL_ESTIMATE ? traffic_phases_create(g) : NULL};
     replay_comm comm = {.coll = coll_fn, .send = send_fn, .ctx = &ctx};
-    double *slow = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *slow);
-    for (int i = 0; i < t->n_gpus; i++) slow[i] = 1;
-    for (int i = 0; i < J->env->n_stragglers; i++)
-        slow[J->env->stragglers[i].gpu] *= J->env->stragglers[i].slowdown;
+    double *slow = wl_env_slowdowns(J->env, t->n_gpus, NULL);
     bool record = opt && (opt->record_timeline || opt->timeline);
     int top_links = opt && opt->links > 0 ? opt->links : 0;
     tl_build tb = {0};
@@ -746,10 +743,7 @@ static int resolve_plan(const js_ctx *cx, wl_scenario *s, topo *t)
     if (rc == DT_OK && s->plan.balance == WL_BALANCE_SPEED) {
         /* speeds as the replay will run them: the op time of each GPU's own spec, times its
          * straggler slowdown (jitter is random and left out) */
-        double *slow = dt_xmalloc(((size_t)t->n_gpus + 1) * sizeof *slow);
-        for (int i = 0; i < t->n_gpus; i++) slow[i] = 1;
-        for (int i = 0; i < s->env.n_stragglers; i++)
-            slow[s->env.stragglers[i].gpu] *= s->env.stragglers[i].slowdown;
+        double *slow = wl_env_slowdowns(&s->env, t->n_gpus, NULL);
         rc = wl_balance_speed(&c, s, t->gpus, t->n_gpus, slow, gpu_op_time);
         free(slow);
     }
@@ -1038,12 +1032,8 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
     int pp = p->pp, v = p->virtual_stages, m = p->microbatches, tp = p->tp;
     int n_vs = pp * v;
     if (p->n_stage_layers != n_vs) return 0;
-    double *slow = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *slow);
-    bool hetero = false;
-    for (int i = 0; i < t->n_gpus; i++) slow[i] = 1;
-    for (int i = 0; i < s->env.n_stragglers; i++) slow[s->env.stragglers[i].gpu] *= s->env.stragglers[i].slowdown;
-    for (int i = 0; i < t->n_gpus; i++)
-        if (slow[i] != 1.0) hetero = true;
+    bool hetero;
+    double *slow = wl_env_slowdowns(&s->env, t->n_gpus, &hetero);
     gpu_precision prec = wl_gpu_precision(p->precision);
     comm_ctx cc = {.an = pe->an, .elem_bytes = prec == GPU_FP32 ? 4 : 2, .algo = s->env.dp_algorithm,
                    .servers = s->env.ps_servers};
@@ -1204,12 +1194,8 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t)
     if (est_ops > PROBE_GRAPH_OPS_MAX) return 0;
     wl_graph *g = wl_graph_build(s);
     int ts = g->lane_size;
-    double *slow = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *slow);
-    bool hetero = false;
-    for (int i = 0; i < t->n_gpus; i++) slow[i] = 1;
-    for (int i = 0; i < s->env.n_stragglers; i++) slow[s->env.stragglers[i].gpu] *= s->env.stragglers[i].slowdown;
-    for (int i = 0; i < t->n_gpus; i++)
-        if (slow[i] != 1.0) hetero = true;
+    bool hetero;
+    double *slow = wl_env_slowdowns(&s->env, t->n_gpus, &hetero);
     /* a cost's time on a GPU, once per (cost, GPU spec): the graph shares costs among ops */
     double *cost_t = dt_xmalloc(((size_t)g->n_costs + 1) * sizeof *cost_t);
     for (uint32_t c = 0; c < g->n_costs; c++) cost_t[c] = -1;

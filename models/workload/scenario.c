@@ -941,3 +941,19 @@ int wl_gpu_of(const wl_plan *p, int dp_rank, int pp_rank, int tp_rank)
     for (int i = 0; i < 3; i++) g = g * size[p->placement[i]] + coord[p->placement[i]];
     return p->gpu_map ? p->gpu_map[g] : g;
 }
+
+double *wl_env_slowdowns(const wl_env *env, int n_gpus, bool *hetero)
+{
+    double *slow = dt_xmalloc(((size_t)n_gpus + 1) * sizeof *slow);
+    for (int i = 0; i <= n_gpus; i++) slow[i] = 1;
+    for (int i = 0; i < env->n_stragglers; i++) {
+        int g = env->stragglers[i].gpu;
+        if (g >= 0 && g < n_gpus) slow[g] *= env->stragglers[i].slowdown;
+    }
+    if (hetero) {
+        *hetero = false;
+        for (int i = 0; i < n_gpus; i++)
+            if (slow[i] != 1.0) *hetero = true;
+    }
+    return slow;
+}
