@@ -182,7 +182,7 @@ static wl_graph *two_lane_graph(void)
     wl_graph *g = wl_graph_create(2, 2, 1);
     g->lane_gpus[0] = 0;
     g->lane_gpus[1] = 1;
-    gpu_gemm gs[2] = {{4096, 3072, 8192, 1}, {2048, 1536, 4096, 2}};
+    gpu_gemm gs[2] = {{4096, 3072, 8192, 1, 1}, {2048, 1536, 4096, 2, 1}};
     wl_cost c = {0};
     c.flops[GPU_OP_MATMUL] = gemm_flops(gs, 2);
     c.gemm_set = wl_graph_gemm_set(g, gs, 2);
@@ -309,6 +309,11 @@ START_TEST(trace_errors)
         "gemm_sets[0][0].count", "1");
     bad("\"gemm_sets\": [[{\"m\": 1, \"n\": 1, \"kk\": 1}]]", "{}", "gemm_sets[0][0].kk", "k");
     bad("\"gemm_sets\": [[]]", "{}", "gemm_sets[0]", "1 to");
+    /* a batched call's size divides the GEMMs it launches */
+    bad("\"gemm_sets\": [[{\"m\": 1, \"n\": 1, \"k\": 1, \"count\": 4, \"batch\": 3}]]", "{}",
+        "gemm_sets[0][0].batch", "divisor of count (4), found 3");
+    bad("\"gemm_sets\": [[{\"m\": 1, \"n\": 1, \"k\": 1, \"batch\": 0}]]", "{}",
+        "gemm_sets[0][0].batch", "1");
     bad("\"gemm_sets\": {}", "{}", "gemm_sets", "array");
 }
 END_TEST
