@@ -490,6 +490,10 @@ typedef struct wl_cost {
     /* the in-lane collectives run under the op's compute (Megatron-Core --tp-comm-overlap):
      * the op lasts max(compute, comm) instead of compute + comm */
     bool inlane_overlap;
+    /* with inlane_overlap: how many of its reduce-scatters Transformer Engine runs as a split
+     * pipeline behind their GEMM (proj_fprop, fc2_fprop: REPLAY_TE_RS_SPLITS chunks), whose
+     * last chunk's reduce-scatter has no GEMM left to hide under (the drain) */
+    int inlane_drain;
     /* Context parallelism: ring_count ring-attention passes, each cp - 1 steps sending
      * ring_bytes from every GPU to its counterpart in the next CP lane (wl_graph.cp_next),
      * each step overlapped with one block of the op's attention compute. */

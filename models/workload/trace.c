@@ -188,6 +188,7 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
                         coll_names[c->inlane[k].op], c->inlane[k].bytes, c->inlane[k].count);
             fprintf(f, "]");
             if (c->inlane_overlap) fprintf(f, ", \"inlane_overlap\": true");
+            if (c->inlane_drain) fprintf(f, ", \"inlane_drain\": %d", c->inlane_drain);
         }
         if (c->ring_count > 0 && c->ring_bytes > 0)
             fprintf(f, ", \"ring\": {\"bytes\": %.17g, \"count\": %d}", c->ring_bytes,
@@ -351,7 +352,7 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_gr
                      wl_cost *out)
 {
     static const char *const keys[] = {"duration", "flops", "bytes", "gemms", "inlane",
-                                       "inlane_overlap", "attention", "ring", NULL};
+                                       "inlane_overlap", "inlane_drain", "attention", "ring", NULL};
     TRY(js_expect_object(c, v, p));
     TRY(js_check_keys(c, v, p, keys));
     memset(out, 0, sizeof *out);
@@ -391,6 +392,9 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_gr
         }
     }
     TRY(js_get_bool(c, v, p, "inlane_overlap", false, &out->inlane_overlap));
+    long long drain = 0;
+    TRY(js_get_int(c, v, p, "inlane_drain", false, 0, 1 << 30, &drain));
+    out->inlane_drain = (int)drain;
     const cJSON *at = cJSON_GetObjectItemCaseSensitive(v, "attention");
     if (at) {
         /* the fused attention kernel the attention classes' FLOPs run on (their measured

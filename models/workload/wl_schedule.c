@@ -419,6 +419,11 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
             c.n_inlane = 1;
         }
         c.inlane_overlap = p->fw.tp_comm_overlap;
+        /* the forward's two row-parallel reduce-scatters per layer (attention projection and
+         * MLP down) run as Transformer Engine's split pipeline; the backward's are bulk-overlapped
+         * with the weight-gradient GEMMs, except a fully recomputed forward's */
+        if (c.inlane_overlap && p->sequence_parallel)
+            c.inlane_drain = (int)n * 2 * (!bwd || p->checkpointing == WL_CKPT_FULL ? 1 : 0);
     }
     if (cp > 1) {
         /* ring attention: each layer passes K and V around the CP ring, cp - 1 steps; the
