@@ -2,7 +2,10 @@
  * "Attention").
  * Pins down, on GPT-3's layer (h 12288, a 96, s 2048, b 2, tp 8, fp16 e = 2): unfused attention
  * costs 4bs^2h/t FLOPs forward and twice that backward, and moves (6e + 1) bytes forward and
- * (9e + 1) backward per element of the b(a/t)s^2 score matrix (4e and 7e without dropout);
+ * (9e + 1) backward per element of the b(a/t)s^2 score matrix (4e and 7e without dropout), of
+ * which its batched GEMMs (Q·Kᵀ, P·V: cuBLAS strided-batched over the 24 heads) move 2e and 4e
+ * themselves and are costed as GEMM shapes, quantized over the batch and memory bound on an
+ * A100 (forward core 277.70 us by hand), leaving the softmax/dropout kernels the rest;
  * flash attention executes half the score tiles with a causal mask (all without), 2.5x the
  * forward in its backward, and moves no score bytes; memory keeps 5as^2b / 2as^2b (dropout or
  * not) of scores for unfused and none for flash; a parsed scenario defaults to flash, causal,
