@@ -124,10 +124,14 @@ sim_time_t gpu_op_time(const gpu_spec *spec, gpu_op_class cls, gpu_precision pre
 
 /* One GEMM shape run `count` times: C (m x n) = A (m x k) . B (k x n), 2·m·n·k FLOPs each.
  * Dimensions are positive (fractional only where an average is meant, e.g. tokens per expert);
- * count is a whole number, held as a double so that layers x experts cannot overflow it. */
+ * count is a whole number, held as a double so that layers x experts cannot overflow it.
+ * batch > 1: the count GEMMs are launched `batch` at a time as one strided-batched call
+ * (cublasGemmStridedBatched: torch.bmm/baddbmm, the unfused attention core), whose tiles fill
+ * the waves together; count is a multiple of it. 0 or 1: one GEMM per launch. */
 typedef struct gpu_gemm {
     double m, n, k;
     double count;
+    double batch;
 } gpu_gemm;
 
 /* The default output tile one thread block computes (NVIDIA, "Matrix Multiplication Background
@@ -142,9 +146,12 @@ typedef struct gpu_gemm {
  * the better of the two orientations of spec->gemm_tile (tile and wave quantization). 1 when
  * spec->sms <= 0. */
 double gpu_gemm_quantization(const gpu_spec *spec, double m, double n);
+/* The same for one batched launch of `batch` m x n outputs (batch <= 1: one): their tiles share
+ * the waves, tiles = batch·ceil(m/Tm)·ceil(n/Tn), useful m·n·batch of waves·sms·Tm·Tn. */
+double gpu_gemm_quantization_batched(const gpu_spec *spec, double m, double n, double batch);
 
 /* Time of the GEMMs gemms[0..n) on spec, rounded up to whole picoseconds once for the sum:
- * each shape count x max(2mnk / (peak[prec] x efficiency[matmul] x quantization),
+ * each shape count x max(2mnk / (peak[prec] x efficiency[matmul] x quantization of its batch),
  * e·(mk + kn + mn) / (hbm_bw x memory_eff)) with e the bytes of an element at the precision
  * run (the fallback of gpu_op_time for a precision the GPU lacks). A matmul compute table
  * that applies (gpu_op_time's rule) replaces the formula: each GEMM is looked up with its own

@@ -123,6 +123,12 @@ int replay_nccl_channels(const gpu_spec *spec, double rate);
  * (set_sm_margin). */
 #define REPLAY_TE_AG_SMS 1
 #define REPLAY_TE_RS_SMS 16
+/* Transformer Engine's `pipeline` overlap (the forward's proj_fprop and fc2_fprop
+ * reduce-scatters, initialize_ub's default methods) splits the GEMM and its reduce-scatter into
+ * num_splits = 4 chunks (add_ub's default): chunk i's reduce-scatter runs under chunk i + 1's
+ * GEMM, and the last one's under nothing. So each such reduce-scatter of time C leaves C/4
+ * exposed however long the GEMM is (docs/workloads.md, "Compute beside communication"). */
+#define REPLAY_TE_RS_SPLITS 4
 /* HBM bytes a GPU moves per byte it sends in a collective: NCCL (simple protocol through the
  * receiver's FIFO buffer): the byte is written into the receiver's FIFO, read from it, and
  * written to the output (or summed with the local chunk, read once more); the read also feeds

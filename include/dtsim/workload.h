@@ -350,6 +350,10 @@ typedef struct wl_layer_cost {
     double bwd_attn_flops;                   /* backward of the attention core */
     double fwd_elem_bytes;                   /* memory-bound traffic of norms/activations */
     double fwd_score_bytes, bwd_score_bytes; /* unfused: traffic over the score matrix */
+    /* unfused: the part of it the core's batched GEMMs move themselves (forward: S written, D
+     * read, 2e per score; backward: dD written, dS read twice, D read, 4e), which their own
+     * roofline holds when they are costed as GEMM shapes (wl_attention_gemms) */
+    double fwd_score_gemm_bytes, bwd_score_gemm_bytes;
     double tp_bytes;                         /* bytes of each TP collective (activation size) */
     /* Mixture of experts: fwd_matmul_flops is a dense layer's (experts 1) or an MoE layer's
      * whole (experts balanced); an MoE layer splits into moe_matmul_flops (attention, router,
@@ -402,6 +406,13 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out);
  * gradient (k, n, m): wl_gemm_backward. */
 #define WL_LAYER_GEMMS_MAX 8
 int wl_layer_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_LAYER_GEMMS_MAX]);
+/* The unfused attention core's two forward GEMMs for one microbatch on one GPU, each a
+ * strided-batched call over the b·a/t heads (Megatron's CoreAttention: torch.baddbmm for
+ * Q·Kᵀ, torch.bmm for P·V): Q·Kᵀ (s/cp, s, d) and P·V (s/cp, d, s), count and batch b·a/t.
+ * Their 2mnk·count sum to wl_layer_cost.fwd_attn_flops. Returns 2, or 0 for flash attention
+ * (its kernels are not GEMM calls) and other model kinds. */
+#define WL_ATTN_GEMMS 2
+int wl_attention_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_ATTN_GEMMS]);
 /* PowerSGD (Vogels et al. 2019, as PyTorch's powerSGD_hook runs it) on one GPU's gradient of
  * one transformer layer (embedding false) or of the V/t x h embedding matrix (true), rank
  * plan.lowrank_rank: a weight matrix of R x C elements (R output features) is compressed when
@@ -484,6 +495,10 @@ typedef struct wl_cost {
     /* the in-lane collectives run under the op's compute (Megatron-Core --tp-comm-overlap):
      * the op lasts max(compute, comm) instead of compute + comm */
     bool inlane_overlap;
+    /* with inlane_overlap: how many of its reduce-scatters Transformer Engine runs as a split
+     * pipeline behind their GEMM (proj_fprop, fc2_fprop: REPLAY_TE_RS_SPLITS chunks), whose
+     * last chunk's reduce-scatter has no GEMM left to hide under (the drain) */
+    int inlane_drain;
     /* Context parallelism: ring_count ring-attention passes, each cp - 1 steps sending
      * ring_bytes from every GPU to its counterpart in the next CP lane (wl_graph.cp_next),
      * each step overlapped with one block of the op's attention compute. */

@@ -561,25 +561,32 @@ sim_time_t gpu_op_time(const gpu_spec *spec, gpu_op_class cls, gpu_precision pre
     return round_ps(t);
 }
 
-/* Useful fraction of `waves` full waves of tm x tn tiles for an m x n output. */
-static double tiled(int sms, double m, double n, double tm, double tn)
+/* Useful fraction of `waves` full waves of tm x tn tiles for `batch` m x n outputs launched
+ * together (a strided-batched GEMM spreads the batch over the grid: its tiles share waves). */
+static double tiled(int sms, double m, double n, double batch, double tm, double tn)
 {
-    double tiles = ceil(m / tm) * ceil(n / tn);
+    double tiles = batch * ceil(m / tm) * ceil(n / tn);
     double waves = ceil(tiles / sms);
-    return m * n / (waves * sms * tm * tn);
+    return batch * m * n / (waves * sms * tm * tn);
 }
 
 double gpu_gemm_quantization(const gpu_spec *spec, double m, double n)
 {
+    return gpu_gemm_quantization_batched(spec, m, n, 1);
+}
+
+double gpu_gemm_quantization_batched(const gpu_spec *spec, double m, double n, double batch)
+{
     int sms = spec->sms;
     if (sms <= 0 || !(m > 0) || !(n > 0)) return 1;
+    if (!(batch > 1)) batch = 1;
     double tl = spec->gemm_tile[0], ts = spec->gemm_tile[1];
     DT_ASSERT(tl >= 1 && ts >= 1);
-    double a = tiled(sms, m, n, tl, ts);
-    double b = tiled(sms, m, n, ts, tl);
+    double a = tiled(sms, m, n, batch, tl, ts);
+    double b = tiled(sms, m, n, batch, ts, tl);
     /* cuBLAS also has a square tile of the short side (128 x 128) and picks per shape what runs
      * fastest: take the best of the three, all at the same full-wave efficiency */
-    double c = tiled(sms, m, n, ts, ts);
+    double c = tiled(sms, m, n, batch, ts, ts);
     double q = a > b ? a : b;
     return c > q ? c : q;
 }
@@ -605,7 +612,7 @@ sim_time_t gpu_gemm_time(const gpu_spec *spec, gpu_precision prec, const gpu_gem
             one = gpu_table_time(tab, tab->by_bytes ? bytes : flops);
         } else {
             DT_ASSERT(rate > 0 && bw > 0);
-            one = flops / (rate * gpu_gemm_quantization(spec, g->m, g->n));
+            one = flops / (rate * gpu_gemm_quantization_batched(spec, g->m, g->n, g->batch));
             if (bytes / bw > one) one = bytes / bw;
         }
         t += g->count * one;

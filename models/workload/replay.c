@@ -339,6 +339,23 @@ static sim_time_t tp_steal_time(rep *R, uint32_t cost, uint32_t lane)
     return *slot;
 }
 
+/* The exposed drain of an op's pipelined reduce-scatters (wl_cost.inlane_drain): each leaves its
+ * last split's share, C / REPLAY_TE_RS_SPLITS, after its GEMM. Not cached: only TP-overlap ops
+ * with a drain ask, and comm_time's path costs are cached below it. */
+static sim_time_t drain_time(rep *R, uint32_t cost, uint32_t lane)
+{
+    const wl_cost *c = &R->g->costs[cost];
+    if (c->inlane_drain <= 0 || R->ts <= 1) return 0;
+    const int *gpus = &R->g->lane_gpus[(size_t)lane * R->ts];
+    for (int i = 0; i < c->n_inlane; i++) {
+        if (c->inlane[i].op != COLL_REDUCE_SCATTER) continue;
+        sim_time_t x = comm_time(R, c->inlane[i].op, gpus, R->ts, c->inlane[i].bytes, true);
+        int k = c->inlane_drain < c->inlane[i].count ? c->inlane_drain : c->inlane[i].count;
+        return (sim_time_t)llround((double)x * k / REPLAY_TE_RS_SPLITS);
+    }
+    return 0;
+}
+
 static sim_time_t inlane_time(rep *R, uint32_t cost, uint32_t lane)
 {
     const wl_cost *c = &R->g->costs[cost];
@@ -501,6 +518,10 @@ static void start_op(rep *R, uint32_t id)
         if (R->g->costs[o->arg].inlane_overlap) {
             max = sim_time_add(max, tp_steal_time(R, o->arg, o->lane));
             in = in > max ? in - max : 0;
+            /* the split pipeline's last reduce-scatter chunks: exposed even when the GEMMs
+             * outlast the communication (when they do not, the excess above covers them) */
+            sim_time_t dr = drain_time(R, o->arg, o->lane);
+            if (dr > in) in = dr;
         }
         const wl_cost *oc = &R->g->costs[o->arg];
         if (R->ring_left && oc->ring_count > 0 && oc->ring_bytes > 0 && R->g->cp > 1) {

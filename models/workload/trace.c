@@ -149,8 +149,10 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
             fprintf(f, "%s[", i ? ",\n" : "");
             for (uint32_t k = 0; k < gs->n; k++) {
                 const gpu_gemm *x = &g->gemms[gs->start + k];
-                fprintf(f, "%s{\"m\": %.17g, \"n\": %.17g, \"k\": %.17g, \"count\": %.17g}",
+                fprintf(f, "%s{\"m\": %.17g, \"n\": %.17g, \"k\": %.17g, \"count\": %.17g",
                         k ? ", " : "", x->m, x->n, x->k, x->count);
+                if (x->batch > 1) fprintf(f, ", \"batch\": %.17g", x->batch);
+                fprintf(f, "}");
             }
             fprintf(f, "]");
         }
@@ -186,6 +188,7 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
                         coll_names[c->inlane[k].op], c->inlane[k].bytes, c->inlane[k].count);
             fprintf(f, "]");
             if (c->inlane_overlap) fprintf(f, ", \"inlane_overlap\": true");
+            if (c->inlane_drain) fprintf(f, ", \"inlane_drain\": %d", c->inlane_drain);
         }
         if (c->ring_count > 0 && c->ring_bytes > 0)
             fprintf(f, ", \"ring\": {\"bytes\": %.17g, \"count\": %d}", c->ring_bytes,
@@ -309,7 +312,8 @@ static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
     return DT_OK;
 }
 
-/* gemm_sets[i]: an array of GEMM shapes {"m", "n", "k", "count"}. */
+/* gemm_sets[i]: an array of GEMM shapes {"m", "n", "k", "count", "batch"}; batch (default 1)
+ * must divide count. */
 static int read_gemm_set(const js_ctx *c, const cJSON *v, const char *p, wl_graph *g)
 {
     TRY(js_expect_array(c, v, p));
@@ -319,22 +323,25 @@ static int read_gemm_set(const js_ctx *c, const cJSON *v, const char *p, wl_grap
     gpu_gemm *gs = dt_xmalloc((size_t)n * sizeof *gs);
     int i = 0, rc = DT_OK;
     for (const cJSON *x = v->child; x && rc == DT_OK; x = x->next, i++) {
-        static const char *const gk[] = {"m", "n", "k", "count", NULL};
+        static const char *const gk[] = {"m", "n", "k", "count", "batch", NULL};
         char xp[JS_PATH_MAX];
         js_path_index(xp, p, i);
         double d[3] = {0, 0, 0};
-        long long cnt = 1;
+        long long cnt = 1, batch = 1;
         /* dimensions may be fractional (tokens per expert are an average), not beyond any
          * matrix a GPU holds */
         if ((rc = js_expect_object(c, x, xp)) || (rc = js_check_keys(c, x, xp, gk)) ||
             (rc = js_get_number(c, x, xp, "m", true, 0, 1e12, &d[0])) ||
             (rc = js_get_number(c, x, xp, "n", true, 0, 1e12, &d[1])) ||
             (rc = js_get_number(c, x, xp, "k", true, 0, 1e12, &d[2])) ||
-            (rc = js_get_int(c, x, xp, "count", false, 1, 1LL << 53, &cnt)))
+            (rc = js_get_int(c, x, xp, "count", false, 1, 1LL << 53, &cnt)) ||
+            (rc = js_get_int(c, x, xp, "batch", false, 1, 1LL << 53, &batch)))
             break;
+        if (cnt % batch)
+            rc = js_fail(c, xp, "batch", "expected a divisor of count (%lld), found %lld", cnt, batch);
         for (int q = 0; q < 3 && rc == DT_OK; q++)
             if (!(d[q] > 0)) rc = js_fail(c, xp, gk[q], "expected a positive dimension, found 0");
-        gs[i] = (gpu_gemm){d[0], d[1], d[2], (double)cnt};
+        gs[i] = (gpu_gemm){d[0], d[1], d[2], (double)cnt, (double)batch};
     }
     if (rc == DT_OK) wl_graph_gemm_set(g, gs, (uint32_t)n);
     free(gs);
@@ -345,7 +352,7 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_gr
                      wl_cost *out)
 {
     static const char *const keys[] = {"duration", "flops", "bytes", "gemms", "inlane",
-                                       "inlane_overlap", "attention", "ring", NULL};
+                                       "inlane_overlap", "inlane_drain", "attention", "ring", NULL};
     TRY(js_expect_object(c, v, p));
     TRY(js_check_keys(c, v, p, keys));
     memset(out, 0, sizeof *out);
@@ -385,6 +392,9 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_gr
         }
     }
     TRY(js_get_bool(c, v, p, "inlane_overlap", false, &out->inlane_overlap));
+    long long drain = 0;
+    TRY(js_get_int(c, v, p, "inlane_drain", false, 0, 1 << 30, &drain));
+    out->inlane_drain = (int)drain;
     const cJSON *at = cJSON_GetObjectItemCaseSensitive(v, "attention");
     if (at) {
         /* the fused attention kernel the attention classes' FLOPs run on (their measured

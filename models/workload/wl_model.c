@@ -198,6 +198,7 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
         out->fwd_attn_flops = attn * (m->non_causal ? 1 : 0.5);
         out->bwd_attn_flops = 2.5 * out->fwd_attn_flops;
         out->fwd_score_bytes = out->bwd_score_bytes = 0;
+        out->fwd_score_gemm_bytes = out->bwd_score_gemm_bytes = 0;
     } else {
         /* Unfused (Megatron's core attention): two batched GEMMs over the whole score matrix
          * (masked, not skipped), backward twice the forward; and per element of the
@@ -214,6 +215,8 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
         bool dr = !m->no_attention_dropout;
         out->fwd_score_bytes = scores * (dr ? 6 * e + 1 : 4 * e);
         out->bwd_score_bytes = scores * (dr ? 9 * e + 1 : 7 * e);
+        out->fwd_score_gemm_bytes = scores * 2 * e;
+        out->bwd_score_gemm_bytes = scores * 4 * e;
     }
     /* Norms, activation function, dropout, residual adds: each stored activation element is
      * written once and read once (the 34·s·b·h bytes term of Korthikanti et al.). Without
@@ -222,6 +225,16 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
     double elems = t > 1 && !p->sequence_parallel ? 10 + 24 / t : 34 / t;
     out->fwd_elem_bytes = 2 * elems * s * b * h * wl_precision_bytes(p->precision) / 2;
     out->tp_bytes = b * s * h * wl_precision_bytes(p->precision);
+}
+
+int wl_attention_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_ATTN_GEMMS])
+{
+    if (m->kind != WL_TRANSFORMER || m->attention == WL_ATTN_FLASH) return 0;
+    double heads = p->micro_batch_size * m->heads / p->tp; /* one batched call's GEMMs */
+    double sq = m->seq_len / wl_cp(p), sk = m->seq_len, d = wl_head_dim(m);
+    out[0] = (gpu_gemm){sq, sk, d, heads, heads}; /* S = Q·Kᵀ per head */
+    out[1] = (gpu_gemm){sq, d, sk, heads, heads}; /* O = P·V per head */
+    return WL_ATTN_GEMMS;
 }
 
 /* Megatron's tensor-parallel layer (Shoeybi et al. 2019): the QKV and first MLP GEMMs are split
@@ -242,9 +255,9 @@ int wl_layer_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_LAYER_GE
     double f = m->experts > 1 ? wl_expert_ffn(m) : m->ffn;
     double up = (m->mlp == WL_MLP_SWIGLU ? 2.0 : 1.0) * f / t;
     int n = 0;
-    out[n++] = (gpu_gemm){tok, (q + 2 * kv) / t, h, 1}; /* QKV */
-    out[n++] = (gpu_gemm){tok, h, q / t, 1};            /* attention output projection */
-    if (m->experts > 1) out[n++] = (gpu_gemm){tok / t, m->experts, h, 1}; /* router */
+    out[n++] = (gpu_gemm){tok, (q + 2 * kv) / t, h, 1, 1}; /* QKV */
+    out[n++] = (gpu_gemm){tok, h, q / t, 1, 1};            /* attention output projection */
+    if (m->experts > 1) out[n++] = (gpu_gemm){tok / t, m->experts, h, 1, 1}; /* router */
     /* the MLP of each expert (one without MoE) on its share of the routed tokens; a
      * fractional expert count (allowed by the scenario, meaningless as a count) runs as one
      * GEMM over all routed tokens */
@@ -252,13 +265,13 @@ int wl_layer_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_LAYER_GE
     double ne = e == floor(e) ? e : 1;
     double per = tok * m->top_k / ne;
     if (per > 0) {
-        out[n++] = (gpu_gemm){per, up, h, ne};         /* MLP up (and gate) */
-        out[n++] = (gpu_gemm){per, h, f / t, ne}; /* MLP down */
+        out[n++] = (gpu_gemm){per, up, h, ne, 1};         /* MLP up (and gate) */
+        out[n++] = (gpu_gemm){per, h, f / t, ne, 1}; /* MLP down */
     }
     if (m->experts > 1 && m->shared_experts > 0) {
         /* shared experts see every token (counted as top_k + shared in the closed form) */
-        out[n++] = (gpu_gemm){tok, up, h, m->shared_experts};
-        out[n++] = (gpu_gemm){tok, h, f / t, m->shared_experts};
+        out[n++] = (gpu_gemm){tok, up, h, m->shared_experts, 1};
+        out[n++] = (gpu_gemm){tok, h, f / t, m->shared_experts, 1};
     }
     return n;
 }
@@ -280,10 +293,10 @@ static void lowrank_matrix(const wl_plan *p, double R, double C, double count, w
     o->q_elems += q * C * count;
     o->flops += count * (6 * R * C * q + 2 * R * q * q);
     if (g) {
-        g[(*ng)++] = (gpu_gemm){R, q, C, count}; /* P = M Q */
-        g[(*ng)++] = (gpu_gemm){R, q, q, count}; /* Gram-Schmidt of P: 2 R q² FLOPs */
-        g[(*ng)++] = (gpu_gemm){C, q, R, count}; /* Q = Mᵀ P */
-        g[(*ng)++] = (gpu_gemm){R, C, q, count}; /* the approximation P Qᵀ */
+        g[(*ng)++] = (gpu_gemm){R, q, C, count, 1}; /* P = M Q */
+        g[(*ng)++] = (gpu_gemm){R, q, q, count, 1}; /* Gram-Schmidt of P: 2 R q² FLOPs */
+        g[(*ng)++] = (gpu_gemm){C, q, R, count, 1}; /* Q = Mᵀ P */
+        g[(*ng)++] = (gpu_gemm){R, C, q, count, 1}; /* the approximation P Qᵀ */
     }
 }
 
@@ -319,14 +332,14 @@ double wl_topk_union(double G, double r, int n)
 
 gpu_gemm wl_logits_gemm(const wl_model *m, const wl_plan *p)
 {
-    return (gpu_gemm){p->micro_batch_size * m->seq_len / wl_cp(p), m->vocab / p->tp, m->hidden, 1};
+    return (gpu_gemm){p->micro_batch_size * m->seq_len / wl_cp(p), m->vocab / p->tp, m->hidden, 1, 1};
 }
 
 /* Y = X·W with X (m x k), W (k x n): dX = dY·Wᵀ is (m x n)·(n x k), dW = Xᵀ·dY is (k x m)·(m x n). */
 void wl_gemm_backward(gpu_gemm f, gpu_gemm out[2])
 {
-    out[0] = (gpu_gemm){f.m, f.k, f.n, f.count};
-    out[1] = (gpu_gemm){f.k, f.n, f.m, f.count};
+    out[0] = (gpu_gemm){f.m, f.k, f.n, f.count, f.batch};
+    out[1] = (gpu_gemm){f.k, f.n, f.m, f.count, f.batch};
 }
 
 /* Forward FLOPs of one sample through the whole model. */

@@ -313,22 +313,32 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
                          moe * (moe_split ? lc->moe_matmul_flops : lc->fwd_matmul_flops);
         c.flops[GPU_OP_MATMUL] = mult * fwd_matmul;
         /* a flash backward runs its own kernels, at their own efficiency; the unfused core's
-         * backward is batched GEMMs like its forward */
+         * backward is batched GEMMs like its forward. With a graph and layer shapes the unfused
+         * core's batched GEMMs are GEMM shapes of the matmul class (cuBLAS strided-batched
+         * calls, quantized over their batch, each bounded by the score bytes it reads and
+         * writes), and the memory-bound softmax and dropout kernels keep the rest of the score
+         * traffic; under fp8 they stay in the attention class (Transformer Engine keeps the core
+         * in 16 bits, and a shape set runs at one precision). */
         bool flash = m->attention == WL_ATTN_FLASH;
-        c.flops[bwd && flash ? GPU_OP_ATTENTION_BWD : GPU_OP_ATTENTION] =
-            n * (bwd ? lc->bwd_attn_flops : lc->fwd_attn_flops);
+        gpu_gemm ags[WL_ATTN_GEMMS];
+        int nag = g && nlg > 0 && p->precision != WL_FP8 ? wl_attention_gemms(m, p, ags) : 0;
+        double core = n * (bwd ? lc->bwd_attn_flops : lc->fwd_attn_flops);
+        double recore = bwd && p->checkpointing != WL_CKPT_NONE ? n * lc->fwd_attn_flops : 0;
+        if (nag) c.flops[GPU_OP_MATMUL] += core + recore;
+        else c.flops[bwd && flash ? GPU_OP_ATTENTION_BWD : GPU_OP_ATTENTION] = core;
         if (flash) {
             c.attn_seq = m->seq_len / cp; /* one call: the whole sequence, or one ring block */
             c.attn_kernel = m->flash_kernel;
             c.attn_causal = !m->non_causal;
         }
-        c.bytes[GPU_OP_ELEMENTWISE] = n * (mult * lc->fwd_elem_bytes +
-                                           (bwd ? lc->bwd_score_bytes : lc->fwd_score_bytes));
+        double fsb = lc->fwd_score_bytes - (nag ? lc->fwd_score_gemm_bytes : 0);
+        double bsb = lc->bwd_score_bytes - (nag ? lc->bwd_score_gemm_bytes : 0);
+        c.bytes[GPU_OP_ELEMENTWISE] = n * (mult * lc->fwd_elem_bytes + (bwd ? bsb : fsb));
         /* recomputation re-runs the forward (full: whole layers; selective: the attention
          * core, Korthikanti et al. 2022) before the backward */
         if (bwd && p->checkpointing != WL_CKPT_NONE) {
-            c.flops[GPU_OP_ATTENTION] += n * lc->fwd_attn_flops;
-            c.bytes[GPU_OP_ELEMENTWISE] += n * lc->fwd_score_bytes;
+            if (!nag) c.flops[GPU_OP_ATTENTION] += recore;
+            c.bytes[GPU_OP_ELEMENTWISE] += n * fsb;
         }
         if (bwd && p->checkpointing == WL_CKPT_FULL) {
             c.flops[GPU_OP_MATMUL] += fwd_matmul;
@@ -337,12 +347,24 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
         /* the same FLOPs as GEMM shapes: each layer GEMM n times (forward; backward: its data
          * and weight gradients, and the forward again under full recomputation), then the
          * logits */
-        gpu_gemm gs[3 * WL_LAYER_GEMMS_MAX + 2];
+        gpu_gemm gs[3 * (WL_LAYER_GEMMS_MAX + WL_ATTN_GEMMS) + 2];
         uint32_t ng = 0;
         for (int i = 0; g && i < nlg; i++) {
             gpu_gemm f = lgs[i];
             f.count *= layers;
             if (!bwd || p->checkpointing == WL_CKPT_FULL) gs[ng++] = f;
+            if (bwd) {
+                wl_gemm_backward(f, &gs[ng]);
+                ng += 2;
+            }
+        }
+        /* the unfused core's batched GEMMs: forward; backward their gradients (dP = dO·Vᵀ, dV
+         * = Pᵀ·dO, dQ = dS·K, dK = dSᵀ·Q: each the same batch), and the forward again under any
+         * recomputation (selective recomputes exactly the core) */
+        for (int i = 0; i < nag; i++) {
+            gpu_gemm f = ags[i];
+            f.count *= layers;
+            if (!bwd || p->checkpointing != WL_CKPT_NONE) gs[ng++] = f;
             if (bwd) {
                 wl_gemm_backward(f, &gs[ng]);
                 ng += 2;
@@ -397,6 +419,11 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
             c.n_inlane = 1;
         }
         c.inlane_overlap = p->fw.tp_comm_overlap;
+        /* the forward's two row-parallel reduce-scatters per layer (attention projection and
+         * MLP down) run as Transformer Engine's split pipeline; the backward's are bulk-overlapped
+         * with the weight-gradient GEMMs, except a fully recomputed forward's */
+        if (c.inlane_overlap && p->sequence_parallel)
+            c.inlane_drain = (int)n * 2 * (!bwd || p->checkpointing == WL_CKPT_FULL ? 1 : 0);
     }
     if (cp > 1) {
         /* ring attention: each layer passes K and V around the CP ring, cp - 1 steps; the

@@ -125,7 +125,7 @@ START_TEST(gemm_time)
     gpu_spec h = preset("H100-SXM");
     /* 2 x 4096 x 3072 x 8192 = 206,158,430,208 FLOP at 0.7 x 989.5 TFLOP/s x 32/33:
      * 306,938,397.68 ps, rounded up */
-    gpu_gemm g = {4096, 3072, 8192, 1};
+    gpu_gemm g = {4096, 3072, 8192, 1, 1};
     ck_assert_int_eq(gpu_gemm_time(&h, GPU_BF16, &g, 1), 306938398LL);
     g.count = 3;
     ck_assert_int_eq(gpu_gemm_time(&h, GPU_BF16, &g, 1), 920815193LL); /* 3 x, rounded once */
@@ -139,10 +139,10 @@ START_TEST(gemm_time)
                      gpu_op_time(&flat, GPU_OP_MATMUL, GPU_BF16, 2.0 * 4096 * 3072 * 8192, 0));
     /* memory bound: 33,792 x 128 x 64 is 0.80 us of compute (one full wave) but moves
      * 2 x (33792 x 64 + 64 x 128 + 33792 x 128) = 12,992,512 B at 0.8 x 3.35 TB/s: 4.848 us */
-    gpu_gemm mb = {33792, 128, 64, 1};
+    gpu_gemm mb = {33792, 128, 64, 1, 1};
     ck_assert_int_eq(gpu_gemm_time(&h, GPU_BF16, &mb, 1), 4847953LL);
     /* a set sums its shapes; a shape without work adds nothing */
-    gpu_gemm set[3] = {{4096, 3072, 8192, 1}, {33792, 128, 64, 1}, {4096, 0, 8192, 1}};
+    gpu_gemm set[3] = {{4096, 3072, 8192, 1, 1}, {33792, 128, 64, 1, 1}, {4096, 0, 8192, 1, 1}};
     ck_assert_int_eq(gpu_gemm_time(&h, GPU_BF16, set, 3), 306938398LL + 4847952LL);
     ck_assert_int_eq(gpu_gemm_time(&h, GPU_BF16, set, 0), 0);
 }
@@ -159,7 +159,7 @@ START_TEST(table_per_gemm)
     ck_assert_int_eq(spec_text(text, &s, &e), DT_OK);
     /* two GEMMs of 2 x 10^4 x 10^4 x 5000 = 1 TFLOP each: the table at 1 TFLOP, twice
      * (a lookup of the op's 2 TFLOP would give 6.95 ms) */
-    gpu_gemm g = {1e4, 1e4, 5000, 2};
+    gpu_gemm g = {1e4, 1e4, 5000, 2, 1};
     ck_assert_int_eq(gpu_gemm_time(&s, GPU_BF16, &g, 1), 8 * SIM_MS);
     ck_assert_int_lt(gpu_op_time(&s, GPU_OP_MATMUL, GPU_BF16, 2e12, 0), 7 * SIM_MS);
 }

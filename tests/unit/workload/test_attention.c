@@ -2,7 +2,10 @@
  * "Attention").
  * Pins down, on GPT-3's layer (h 12288, a 96, s 2048, b 2, tp 8, fp16 e = 2): unfused attention
  * costs 4bs^2h/t FLOPs forward and twice that backward, and moves (6e + 1) bytes forward and
- * (9e + 1) backward per element of the b(a/t)s^2 score matrix (4e and 7e without dropout);
+ * (9e + 1) backward per element of the b(a/t)s^2 score matrix (4e and 7e without dropout), of
+ * which its batched GEMMs (Q·Kᵀ, P·V: cuBLAS strided-batched over the 24 heads) move 2e and 4e
+ * themselves and are costed as GEMM shapes, quantized over the batch and memory bound on an
+ * A100 (forward core 277.70 us by hand), leaving the softmax/dropout kernels the rest;
  * flash attention executes half the score tiles with a causal mask (all without), 2.5x the
  * forward in its backward, and moves no score bytes; memory keeps 5as^2b / 2as^2b (dropout or
  * not) of scores for unfused and none for flash; a parsed scenario defaults to flash, causal,
@@ -50,6 +53,53 @@ START_TEST(unfused_layer)
     ck_assert_rel(mem_activation_per_layer(&m, &p), lin + 5 * a * s * s * b / t, 1e-12);
     m.no_attention_dropout = true;
     ck_assert_rel(mem_activation_per_layer(&m, &p), lin + 2 * a * s * s * b / t, 1e-12);
+}
+END_TEST
+
+/* The unfused core as the GEMMs Megatron's CoreAttention launches (torch.baddbmm for Q·Kᵀ,
+ * torch.bmm for P·V: one cuBLAS strided-batched call over the b·a/t = 24 heads each), on
+ * GPT-3's layer at t 8, b 2, on an A100 (108 SMs, 312 TFLOP/s x 0.7, 2,039 GB/s x 0.8).
+ * Q·Kᵀ (2048, 2048, 128): 128 x 128 tiles, 24 x 256 = 6,144 in 57 waves (q 6144/6156); P·V
+ * (2048, 128, 2048): 24 x 16 = 384 tiles in 4 waves (q 8/9; one head alone would fill 16 of
+ * 108 SMs). Each head's GEMM does 2·2048·2048·128 = 1,073,741,824 FLOP (4.93 and 5.53 us) but
+ * moves 2·(2048·128 + 128·2048 + 2048²) = 9,437,184 B (5.785 us): memory bound, so the forward
+ * core is 48 x 9,437,184 B / 1,631.2 GB/s = 277.70 us (at the flat 0.5 with the score bytes
+ * charged beside it: 330.4 + 246.8 us), and every backward GEMM (dP, dV, dQ, dK) moves the same
+ * bytes: 96 x 9,437,184 B = 555.40 us. */
+START_TEST(unfused_core_gemms)
+{
+    wl_model m = gpt();
+    wl_plan p = {.dp = 1, .tp = 8, .pp = 1, .virtual_stages = 1, .microbatches = 1,
+                 .micro_batch_size = 2, .precision = WL_FP16};
+    gpu_gemm ag[WL_ATTN_GEMMS];
+    ck_assert_int_eq(wl_attention_gemms(&m, &p, ag), 2);
+    ck_assert(ag[0].m == 2048 && ag[0].n == 2048 && ag[0].k == 128 && ag[0].count == 24 &&
+              ag[0].batch == 24);
+    ck_assert(ag[1].m == 2048 && ag[1].n == 128 && ag[1].k == 2048 && ag[1].count == 24 &&
+              ag[1].batch == 24);
+    wl_layer_cost lc;
+    wl_layer_cost_get(&m, &p, &lc);
+    ck_assert_rel(2 * (ag[0].m * ag[0].n * ag[0].k + ag[1].m * ag[1].n * ag[1].k) * 24,
+                  lc.fwd_attn_flops, 1e-15);
+    gpu_spec a;
+    dt_error err;
+    ck_assert_int_eq(gpu_preset("A100-SXM", &a, &err), DT_OK);
+    ck_assert_rel(gpu_gemm_quantization_batched(&a, 2048, 2048, 24), 6144.0 / 6156, 1e-15);
+    ck_assert_rel(gpu_gemm_quantization_batched(&a, 2048, 128, 24), 8.0 / 9, 1e-15);
+    ck_assert_rel(gpu_gemm_quantization(&a, 2048, 128), 16.0 / 108, 1e-15);
+    double bw = 0.8 * 2039e9, head = 9437184;
+    sim_time_t t = gpu_gemm_time(&a, GPU_FP16, ag, 2);
+    ck_assert_double_lt(fabs((double)t - 48 * head / bw * 1e12), 1.5);
+    ck_assert_int_eq(t, 277700363); /* ps, rounded up */
+    gpu_gemm bg[4];
+    wl_gemm_backward(ag[0], &bg[0]);
+    wl_gemm_backward(ag[1], &bg[2]);
+    for (int i = 0; i < 4; i++) ck_assert(bg[i].batch == 24);
+    t = gpu_gemm_time(&a, GPU_FP16, bg, 4);
+    ck_assert_double_lt(fabs((double)t - 96 * head / bw * 1e12), 1.5);
+    /* flash attention launches no GEMM calls */
+    m.attention = WL_ATTN_FLASH;
+    ck_assert_int_eq(wl_attention_gemms(&m, &p, ag), 0);
 }
 END_TEST
 
@@ -102,10 +152,30 @@ START_TEST(scenario_defaults_and_recompute)
         /* 2 layers: backward core (2x) + the recomputed forward core (1x); the one stage
          * also runs the embedding's backward (2 x 2bshe bytes) and the cross-entropy's
          * (12 + e bytes per fp32 logit, b s V of them) */
-        ck_assert_rel(cost->flops[GPU_OP_ATTENTION], 2 * (lc.bwd_attn_flops + lc.fwd_attn_flops), 1e-15);
+        /* with the graph's GEMM shapes the core's batched GEMMs are matmul-class shapes (the
+         * score bytes they move themselves, 2e forward and 4e backward, leave the elementwise
+         * class: bf16 with dropout keeps 4e + 1 and 5e + 1 of 6e + 1 and 9e + 1) */
+        ck_assert(cost->flops[GPU_OP_ATTENTION] == 0 && cost->flops[GPU_OP_ATTENTION_BWD] == 0);
+        double scores = 1 * 16 * 512 * 512.0;
+        ck_assert_rel(lc.fwd_score_gemm_bytes, scores * 4, 1e-15);
+        ck_assert_rel(lc.bwd_score_gemm_bytes, scores * 8, 1e-15);
         ck_assert_rel(cost->bytes[GPU_OP_ELEMENTWISE],
-                      2 * (2 * lc.fwd_elem_bytes + lc.bwd_score_bytes + lc.fwd_score_bytes) +
+                      2 * (2 * lc.fwd_elem_bytes + scores * (11 + 9)) +
                           2 * 2 * 512 * 1024 * 2.0 + 512 * 32000 * 14.0, 1e-15);
+        uint32_t ng = 0;
+        const gpu_gemm *gs = wl_cost_gemms(g, cost, &ng);
+        double core = 0;
+        int batched = 0;
+        for (uint32_t k = 0; k < ng; k++) {
+            if (!(gs[k].batch > 1)) continue;
+            /* 16 heads of one sequence per call, 2 layers */
+            ck_assert(gs[k].batch == 16 && gs[k].count == 32);
+            core += 2 * gs[k].m * gs[k].n * gs[k].k * gs[k].count;
+            batched++;
+        }
+        /* two gradients of each forward GEMM and the recomputed forward pair */
+        ck_assert_int_eq(batched, 6);
+        ck_assert_rel(core, 2 * (lc.bwd_attn_flops + lc.fwd_attn_flops), 1e-15);
         seen++;
     }
     ck_assert_int_eq(seen, 1);
@@ -210,6 +280,7 @@ static Suite *suite(void)
     Suite *s = suite_create("attention");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, unfused_layer);
+    tcase_add_test(tc, unfused_core_gemms);
     tcase_add_test(tc, flash_layer);
     tcase_add_test(tc, scenario_defaults_and_recompute);
     tcase_add_test(tc, flash_costs_and_kernel);

@@ -12,6 +12,7 @@
  *   ends leaves it alone;
  * - a layer op overlapping its tensor-parallel reduce-scatter (Transformer Engine userbuffers,
  *   16 SMs) lasts 1 ms + 0.5 ms x 16/132, its all-gather (copy engines, 1 SM) 1 ms + 0.5/132;
+ *   a reduce-scatter run as the split pipeline (4 chunks) leaves a quarter of it after the GEMM;
  * - replay_nccl_sms: 16 on A100 (300 GB/s), 24 on H100, 48 on B200; replay_nccl_channels: 2 for
  *   a 12 GB/s NIC, 4 at 48 GB/s, 24 at H100 NVLink's 360 GB/s and no more beyond, 16 on A100.
  * Leaves free: the flow network (analytic path costs here), the scenario plumbing (cli tests). */
@@ -118,6 +119,29 @@ START_TEST(memory_bound_beside_allgather)
 }
 END_TEST
 
+/* One lane of two GPUs: a 1 ms GEMM op overlapping (inlane_overlap) a TP collective of `ms`,
+ * `drain` of its reduce-scatters run as Transformer Engine's split pipeline. */
+static double tp_op_drain_ms(coll_op op, double ms, int drain, bool contention)
+{
+    wl_graph *g = wl_graph_create(2, 1, 2);
+    g->lane_gpus[0] = 0;
+    g->lane_gpus[1] = 1;
+    wl_cost c = gemm_1ms();
+    c.inlane[0].op = op;
+    c.inlane[0].bytes = AG_BYTES(ms);
+    c.inlane[0].count = 2;
+    c.n_inlane = 1;
+    c.inlane_overlap = true;
+    c.inlane_drain = drain;
+    uint32_t k = wl_graph_cost(g, &c);
+    wl_op o = {.lane = 0, .kind = WL_OP_COMPUTE, .stream = WL_STREAM_COMPUTE, .mb = -1,
+               .layer = -1, .arg = k, .name = (uint16_t)wl_graph_name(g, "layer")};
+    wl_graph_op(g, &o, NULL, 0);
+    double t = op_end_ms(g, contention, 0);
+    wl_graph_destroy(g);
+    return t;
+}
+
 /* One lane of two GPUs: a 1 ms GEMM op overlapping (inlane_overlap) a TP collective of 0.5 ms. */
 static double tp_op_ms(coll_op op)
 {
@@ -144,6 +168,23 @@ START_TEST(tp_overlap_userbuffers)
 {
     ck_assert_rel(tp_op_ms(COLL_REDUCE_SCATTER), 1.0 + 0.5 * 16.0 / 132.0, 1e-9);
     ck_assert_rel(tp_op_ms(COLL_ALLGATHER), 1.0 + 0.5 * 1.0 / 132.0, 1e-9);
+}
+END_TEST
+
+/* Transformer Engine's pipelined reduce-scatters (4 splits): two reduce-scatters of 0.2 ms under
+ * a 1 ms GEMM hide, but each pipelined one leaves its last split, 0.05 ms: 1.05 ms with one,
+ * 1.1 with both; with the userbuffers' 16 SMs charged as well, 1 ms + 2 x 0.2 ms x 16/132 + the
+ * drains. An all-gather has no drain, and a reduce-scatter that outlasts the GEMM (2 x 0.8 ms)
+ * is exposed by its excess, 0.6 ms, which already holds the drain. */
+START_TEST(tp_overlap_drain)
+{
+    ck_assert_rel(tp_op_drain_ms(COLL_REDUCE_SCATTER, 0.2, 0, false), 1.0, 1e-9);
+    ck_assert_rel(tp_op_drain_ms(COLL_REDUCE_SCATTER, 0.2, 1, false), 1.05, 1e-9);
+    ck_assert_rel(tp_op_drain_ms(COLL_REDUCE_SCATTER, 0.2, 2, false), 1.1, 1e-9);
+    ck_assert_rel(tp_op_drain_ms(COLL_REDUCE_SCATTER, 0.2, 2, true),
+                  1.0 + 2 * 0.2 * 16.0 / 132.0 + 0.1, 1e-9);
+    ck_assert_rel(tp_op_drain_ms(COLL_ALLGATHER, 0.2, 2, false), 1.0, 1e-9);
+    ck_assert_rel(tp_op_drain_ms(COLL_REDUCE_SCATTER, 0.8, 2, false), 1.6, 1e-9);
 }
 END_TEST
 
@@ -175,6 +216,7 @@ int main(void)
     tcase_add_test(t, gemm_beside_allgather);
     tcase_add_test(t, memory_bound_beside_allgather);
     tcase_add_test(t, tp_overlap_userbuffers);
+    tcase_add_test(t, tp_overlap_drain);
     tcase_add_test(t, nccl_sms_per_gpu);
     suite_add_tcase(s, t);
     return dt_run_suite(s);

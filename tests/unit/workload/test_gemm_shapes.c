@@ -10,7 +10,8 @@
  * counts beyond 32 bits (50,000 layers x 100,000 experts) stay exact; a synthetic model has none; the time of a graph's op is the GPU's own (two GPUs differing only
  * in their SM count run the same op in their own gpu_gemm_time), and a program's own op_time
  * without gemm_time sees the FLOPs, not the shapes; a trace with gemm_sets written, read and
- * written again is the same bytes, and bad gemm_sets / gemms name their JSON paths.
+ * written again is the same bytes, and bad gemm_sets / gemms (a batch that does not divide
+ * its count) and a negative inlane_drain name their JSON paths.
  * Leaves free: op order and ids, the quantization itself (tests/unit/gpu/test_gemm.c). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,7 +183,7 @@ static wl_graph *two_lane_graph(void)
     wl_graph *g = wl_graph_create(2, 2, 1);
     g->lane_gpus[0] = 0;
     g->lane_gpus[1] = 1;
-    gpu_gemm gs[2] = {{4096, 3072, 8192, 1}, {2048, 1536, 4096, 2}};
+    gpu_gemm gs[2] = {{4096, 3072, 8192, 1, 1}, {2048, 1536, 4096, 2, 1}};
     wl_cost c = {0};
     c.flops[GPU_OP_MATMUL] = gemm_flops(gs, 2);
     c.gemm_set = wl_graph_gemm_set(g, gs, 2);
@@ -309,6 +310,13 @@ START_TEST(trace_errors)
         "gemm_sets[0][0].count", "1");
     bad("\"gemm_sets\": [[{\"m\": 1, \"n\": 1, \"kk\": 1}]]", "{}", "gemm_sets[0][0].kk", "k");
     bad("\"gemm_sets\": [[]]", "{}", "gemm_sets[0]", "1 to");
+    /* TP overlap's drained reduce-scatters: a count */
+    bad("", "{\"inlane_drain\": -1}", "costs[0].inlane_drain", "0");
+    /* a batched call's size divides the GEMMs it launches */
+    bad("\"gemm_sets\": [[{\"m\": 1, \"n\": 1, \"k\": 1, \"count\": 4, \"batch\": 3}]]", "{}",
+        "gemm_sets[0][0].batch", "divisor of count (4), found 3");
+    bad("\"gemm_sets\": [[{\"m\": 1, \"n\": 1, \"k\": 1, \"batch\": 0}]]", "{}",
+        "gemm_sets[0][0].batch", "1");
     bad("\"gemm_sets\": {}", "{}", "gemm_sets", "array");
 }
 END_TEST

@@ -138,6 +138,42 @@ START_TEST(tp_comm_overlap_closed_form)
 }
 END_TEST
 
+/* Transformer Engine's split pipeline (REPLAY_TE_RS_SPLITS) holds the forward's two reduce-
+ * scatters per layer (attention projection, MLP down): a 4-layer op's forward cost marks 8 of
+ * its reduce-scatters as drained, its backward none (bulk overlap with the weight gradients),
+ * or 8 with full recomputation (the recomputed forward's); none without sequence parallelism
+ * or tp_comm_overlap. */
+START_TEST(tp_overlap_drain_in_graph)
+{
+    const char *base = "{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"tp\": 2,"
+                       "\"sequence_parallel\": %s%s}, \"framework\": {\"tp_comm_overlap\": %s}}";
+    const struct { const char *sp, *ckpt, *ovl; int fwd, bwd; } cases[] = {
+        {"true", "", "true", 8, 0},
+        {"true", ", \"activation_checkpointing\": \"full\"", "true", 8, 8},
+        {"true", "", "false", 0, 0},
+        {"false", "", "true", 0, 0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char text[768];
+        snprintf(text, sizeof text, base, cases[k].sp, cases[k].ckpt, cases[k].ovl);
+        load(text, 2);
+        wl_graph *g = wl_graph_build(&sc);
+        int seen = 0;
+        for (uint32_t i = 0; i < g->n_ops; i++) {
+            const wl_op *o = &g->ops[i];
+            if (o->kind != WL_OP_COMPUTE) continue;
+            bool bwd = !strcmp(g->names[o->name], "backward");
+            if (!bwd && strcmp(g->names[o->name], "forward")) continue;
+            ck_assert_int_eq(g->costs[o->arg].inlane_drain, bwd ? cases[k].bwd : cases[k].fwd);
+            seen++;
+        }
+        ck_assert_int_ge(seen, 2);
+        wl_graph_destroy(g);
+        unload();
+    }
+}
+END_TEST
+
 /* 2 stages of one layer (1 ms forward, 2 ms backward), GPipe, 2 microbatches; a send of 0
  * bytes costs the 0.5 ms latency. Without blocking: stage 0 F0 [0,1] F1 [1,2]; stage 1 F0
  * [1.5,2.5] F1 [2.5,3.5] B0 [3.5,5.5] B1 [5.5,7.5]; stage 0 B0 [6,8] B1 [8,10]: 10 ms. Blocking
@@ -304,6 +340,7 @@ static Suite *suite(void)
     tcase_add_test(tc, presets);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, tp_comm_overlap_closed_form);
+    tcase_add_test(tc, tp_overlap_drain_in_graph);
     tcase_add_test(tc, blocking_sends_closed_form);
     tcase_add_test(tc, overlap_param_gather_closed_form);
     tcase_add_test(tc, optimizer_bytes_in_graph);
