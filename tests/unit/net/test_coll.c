@@ -234,13 +234,28 @@ START_TEST(oversubscribed_fat_tree_alltoall)
 }
 END_TEST
 
+/* run() with coll_config.rings set (0: one ring per rail, 1: one ring) */
+static coll_result run_rings(topo *t, coll_op op, coll_algo algo, const int *group, int n, double S,
+                             double reduce_bw, int rings)
+{
+    int all[1024];
+    if (!group) {
+        for (int i = 0; i < n; i++) all[i] = i;
+        group = all;
+    }
+    coll_spec spec = {.op = op, .algo = algo, .group = group, .n = n, .bytes = S, .elem_bytes = 2};
+    coll_config cc = {.reduce_bw = reduce_bw, .rings = rings};
+    return simulate_checked(t, &spec, &cc);
+}
+
 START_TEST(hier_beats_flat_ring_on_dgx)
 {
     /* 2 DGX boxes of 8 GPUs: NVLink 450 GB/s inside, one 50 GB/s NIC per GPU (rails).
-     * The flat ring visits box 0 as 0..7, then box 1 as 15, 8..14, so its two host crossings
-     * (7 -> 15 on rail 7, 14 -> 0 across rails via a spine) never share a link: each ring step
-     * is paced by a NIC flow. The ring builder picks that rail-aligned order by itself for
-     * the group 0..15 (checked too). Expected ratio from the closed forms: 5.9 at 1 GiB. */
+     * One ring (coll_config.rings = 1) visits box 0 as 0..7, then box 1 as 15, 8..14, so its
+     * two host crossings (7 -> 15 on rail 7, 14 -> 0 across rails via a spine) never share a
+     * link: each ring step is paced by a NIC flow. The ring builder picks that rail-aligned
+     * order by itself for the group 0..15 (checked too). Expected ratio from the closed forms:
+     * 5.9 at 1 GiB. */
     topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 2, .gpus_per_node = 8,
                                     .nic_bw = 50e9, .nvlink_bw = 450e9});
     double S = 1024.0 * 1048576;
@@ -251,8 +266,8 @@ START_TEST(hier_beats_flat_ring_on_dgx)
     path(t, 14, 0, &a_x, &b_x);
     ck_assert_double_eq(b_in, 450e9);
     ck_assert_double_eq(b_out, 50e9);
-    double t_ring = secs(run(t, COLL_ALLREDUCE, COLL_RING, ring, 16, S, 0));
-    ck_assert_double_eq(secs(run(t, COLL_ALLREDUCE, COLL_RING, NULL, 16, S, 0)), t_ring);
+    double t_ring = secs(run_rings(t, COLL_ALLREDUCE, COLL_RING, ring, 16, S, 0, 1));
+    ck_assert_double_eq(secs(run_rings(t, COLL_ALLREDUCE, COLL_RING, NULL, 16, S, 0, 1)), t_ring);
     double t_hier = secs(run(t, COLL_ALLREDUCE, COLL_HIER, NULL, 16, S, 0));
     double c_ring = coll_closed_form(COLL_ALLREDUCE, COLL_RING, 16, S, a_x, b_out);
     double c_hier = coll_closed_form_hier(8, 2, S, a_in, b_in, a_out, b_out);
@@ -260,6 +275,16 @@ START_TEST(hier_beats_flat_ring_on_dgx)
     ck_assert_rel(t_hier, c_hier, TOL);
     ck_assert_rel(t_ring / t_hier, c_ring / c_hier, 2 * TOL);
     ck_assert_double_gt(t_ring / t_hier, 5);
+    /* By default 8 rings, one per rail, S/8 each: every NIC carries one ring's crossing at
+     * 50 GB/s, every NVLink port 7 rings (450/7 = 64 GB/s each, more than a NIC), so the ring
+     * all-reduce runs at 8 NICs' worth: 2 x 15/16 x 1 GiB / 400 GB/s + 30 a = 5.11 ms, where
+     * hier's NVLink phases add to its NIC phase (6.86 ms) and one ring takes 40.3 ms. */
+    double t_rails = secs(run(t, COLL_ALLREDUCE, COLL_RING, NULL, 16, S, 0));
+    double c_rails = coll_closed_form_rails(COLL_ALLREDUCE, 8, 2, S, a_x, b_in, b_out);
+    ck_assert_rel(t_rails, c_rails, TOL);
+    ck_assert_rel(t_rails, 2.0 * 15 / 16 * S / 400e9 + 30 * a_x, TOL);
+    ck_assert_double_lt(t_rails, t_hier);
+    ck_assert_double_gt(t_ring / t_rails, 7.5);
     topo_destroy(t);
 }
 END_TEST
