@@ -533,6 +533,96 @@ START_TEST(host_aware_trees)
 }
 END_TEST
 
+/* Per GPU: bytes into its NIC and out of its NIC (rings_per_rail) */
+typedef struct rail_bytes {
+    topo *t;
+    double up[64], down[64];
+} rail_bytes;
+
+static void on_rail_bytes(void *ctx, int link, sim_time_t start, sim_time_t end, double bytes,
+                          uint32_t tag)
+{
+    rail_bytes *rb = ctx;
+    (void)start;
+    (void)end;
+    (void)tag;
+    const topo_link *l = &rb->t->links[link];
+    const topo_node *a = &rb->t->nodes[l->src], *b = &rb->t->nodes[l->dst];
+    if (a->kind == TOPO_GPU && b->kind == TOPO_NIC) rb->up[a->gpu] += bytes;
+    if (a->kind == TOPO_NIC && b->kind == TOPO_GPU) rb->down[b->gpu] += bytes;
+}
+
+static double rails_run(rail_bytes *rb, coll_op op, int n, double S, coll_ring_model model)
+{
+    sim_engine *e = sim_engine_create();
+    net *nw = net_create(rb->t, e, NULL);
+    net_set_link_observer(nw, on_rail_bytes, rb);
+    coll_config cc = {.reduce_bw = 0, .ring_model = model};
+    coll_engine *c = coll_create(nw, e, rb->t, &cc);
+    two_done d = {{0, 0}};
+    uint32_t k = sim_kind_register(e, "test.rails", on_two, &d);
+    int g[64];
+    for (int i = 0; i < n; i++) g[i] = i;
+    coll_spec spec = {.op = op, .algo = COLL_RING, .group = g, .n = n, .bytes = S, .elem_bytes = 2};
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_start(c, &spec, k, 0, 0, &err), DT_OK);
+    sim_run(e, SIM_TIME_MAX);
+    ck_assert_int_gt(d.at[0], 0);
+    coll_destroy(c);
+    net_destroy(nw);
+    sim_engine_destroy(e);
+    return sim_time_to_s(d.at[0]);
+}
+
+START_TEST(rings_per_rail)
+{
+    /* h = 2, 3, 4 DGX boxes of 8 GPUs (NVLink 450 GB/s, one 50 GB/s NIC per GPU), ring
+     * all-reduce, reduce-scatter and all-gather of 64 MiB over all of them, step and fluid
+     * models. Invariant: 8 rings, one per rail, each crossing every host boundary once on its
+     * own rail, so every GPU pushes exactly one ring edge's bytes into its NIC and takes one
+     * out of it: f (n-1)/n S/8 each (f = 2 for all-reduce), all rails equal; together h x 8 x
+     * that (to a few elements: segments are cut on 2-byte element boundaries, parts differ by
+     * at most one), what one ring would put through h NICs. Time: the closed form of 8 parallel rings
+     * (coll_closed_form_rails), a the wrap-around edge's path (host h-1 to host 0, across
+     * rails through a spine: the slowest). */
+    double S = 64.0 * 1048576;
+    for (int h = 2; h <= 4; h++) {
+        rail_bytes rb = {.t = gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = h,
+                                                    .gpus_per_node = 8, .nic_bw = 50e9,
+                                                    .nvlink_bw = 450e9})};
+        int n = 8 * h;
+        double a_x, b_x, a_in, b_in, a_out, b_out;
+        path(rb.t, 8 * (h - 1) + (8 - h) % 8, 0, &a_x, &b_x);
+        path(rb.t, 0, 1, &a_in, &b_in);
+        path(rb.t, 0, 8, &a_out, &b_out);
+        const coll_op ops[] = {COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER};
+        for (int o = 0; o < 3; o++)
+            for (int m = 0; m < 2; m++) {
+                memset(rb.up, 0, sizeof rb.up);
+                memset(rb.down, 0, sizeof rb.down);
+                double t = rails_run(&rb, ops[o], n, S, m ? COLL_RING_FLUID : COLL_RING_STEPS);
+                double f = ops[o] == COLL_ALLREDUCE ? 2 : 1;
+                double edge = f * (n - 1) / n * S / 8;
+                for (int i = 0; i < n; i++) {
+                    ck_assert_msg(fabs(rb.up[i] - edge) <= 64,
+                                  "h %d op %d model %d: GPU %d put %.0f B into its NIC, expected %.0f",
+                                  h, o, m, i, rb.up[i], edge);
+                    ck_assert_msg(fabs(rb.down[i] - edge) <= 64,
+                                  "h %d op %d model %d: GPU %d took %.0f B from its NIC, expected %.0f",
+                                  h, o, m, i, rb.down[i], edge);
+                }
+                double c = coll_closed_form_rails(ops[o], 8, h, S, a_x, b_in, b_out);
+                ck_assert_rel(t, c, TOL);
+                /* 8 NICs' worth: bus bandwidth f (n-1)/n S / (t - latency) = 400 GB/s */
+                double steps = f * (n - 1);
+                ck_assert_rel(f * (n - 1) / n * S / (t - steps * a_x), 400e9, TOL);
+            }
+        topo_destroy(rb.t);
+    }
+}
+END_TEST
+
 START_TEST(deterministic)
 {
     topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_FAT_TREE, .gpus = 32, .radix = 8});
@@ -625,6 +715,7 @@ int main(void)
     tcase_add_test(tc, two_allreduces_share_a_bottleneck);
     tcase_add_test(tc, oversubscribed_fat_tree_alltoall);
     tcase_add_test(tc, hier_beats_flat_ring_on_dgx);
+    tcase_add_test(tc, rings_per_rail);
     tcase_add_test(tc, dbt_and_tree_allreduce);
     tcase_add_test(tc, incremental_equals_global);
     tcase_add_test(tc, batched_equals_per_flow);
