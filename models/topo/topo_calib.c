@@ -20,7 +20,6 @@
 #include <string.h>
 
 #include "dtsim/calib.h"
-#include "dtsim/coll.h"
 #include "dtsim/units.h"
 #include "topo_internal.h"
 
@@ -223,7 +222,9 @@ int topo_apply_calibration_fits(topo *t, const cal_result *c, const char *choose
     int rails = 1;
     if (fits[1] && fits[1]->hosts > 1 && cal_fit_ranks(c, fits[1]) % fits[1]->hosts == 0) {
         rails = cal_fit_ranks(c, fits[1]) / fits[1]->hosts;
-        if (rails > COLL_MAX_RINGS) rails = COLL_MAX_RINGS;
+        /* the ring builder's cap, COLL_MAX_RINGS of dtsim/coll.h (not included: topo sits
+         * below the collectives) */
+        if (rails > 16) rails = 16;
         if (rails > 1) lb[1] /= rails;
     }
     /* intra first: the inter-host route's intra-host hops then already carry their figures */
