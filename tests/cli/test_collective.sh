@@ -158,6 +158,12 @@ r8, r1 = (json.load(open(f"{d}/dgxa_{r}.json"))["busbw_GBps"] for r in (8, 1))
 assert abs(r8 / 192 - 1) < 0.10, r8                  # 191.5: 8 NICs x 25 GB/s x 0.96
 assert 7.5 < r8 / r1 < 8.5, (r8, r1)                 # one ring: one NIC's 24 GB/s
 PY
+for bad in 0 17 x; do
+  set +e
+  "$DTSIM" collective --topology gen:dgx:nodes=2 --op allreduce --size 1MiB --rings $bad 2>"$tmp/rings_err"; st=$?
+  set -e
+  [[ $st -eq 2 ]] && grep -q -- "--rings" "$tmp/rings_err" || fail "bad --rings $bad: status $st, $(cat "$tmp/rings_err")"
+done
 set +e
 "$DTSIM" collective --topology gen:ring:gpus=4 --op allreduce --size 1MiB --link-efficiency 1.5,1 2>"$tmp/le_err"; st=$?
 set -e
