@@ -25,6 +25,7 @@ static void help(FILE *out)
             "                        [--algo ALGO] [--group LIST] [--network flow|analytic]\n"
             "                        [--root I] [--servers N] [--chunk SIZE] [--reduce-bw BW]\n"
             "                        [--elem-bytes N] [--ring-model exact|steps|fluid|auto]\n"
+            "                        [--rings N]\n"
             "                        [--calibration FILE [--calibration-fit NAME]]\n"
             "                        [--link-efficiency nccl|line|NV,NET]\n"
             "                        [--analytic-time] [--json]\n\n"
@@ -51,6 +52,9 @@ static void help(FILE *out)
             "  --chunk      pipelining chunk (default 4MiB)\n"
             "  --reduce-bw  reduction compute bandwidth (default: the GPU's; 0 = free)\n"
             "  --elem-bytes element size for splitting buffers (default 2)\n"
+            "  --rings      ring algorithm over hosts of g > 1 GPUs each: at most N rings\n"
+            "               (NCCL's channels), each on its own rail (default g, at most 16;\n"
+            "               1 = one ring through one NIC per host)\n"
             "  --ring-model exact (default: fluid where it gives the step model's answer,\n"
             "               from 64 ranks whose ring edges share no link and send one\n"
             "               transfer per step; steps elsewhere), steps (every ring step a\n"
@@ -76,7 +80,7 @@ static void help(FILE *out)
 
 typedef struct opts {
     const char *topology, *op, *algo, *size, *group, *network, *calibration, *calibration_fit;
-    const char *root, *servers, *chunk, *reduce_bw, *elem, *ring_model, *link_eff;
+    const char *root, *servers, *chunk, *reduce_bw, *elem, *ring_model, *link_eff, *rings;
     int json, analytic_time;
 } opts;
 
@@ -338,6 +342,7 @@ static int run(int argc, char **argv)
         else if (!strcmp(a, "--reduce-bw")) slot = &o.reduce_bw;
         else if (!strcmp(a, "--elem-bytes")) slot = &o.elem;
         else if (!strcmp(a, "--ring-model")) slot = &o.ring_model;
+        else if (!strcmp(a, "--rings")) slot = &o.rings;
         else if (!strcmp(a, "--link-efficiency")) slot = &o.link_eff;
         else return usage_err("unknown option '%s'%s", a, "");
         if (i + 1 >= argc) return usage_err("%s needs a value%s", a, "");
@@ -393,6 +398,10 @@ static int run(int argc, char **argv)
     if (o.chunk && (unit_parse_size(o.chunk, &cc.chunk_bytes, why, sizeof why) != DT_OK || !(cc.chunk_bytes > 0))) {
         dt_error_set(&err, DT_EINPUT, NULL, "--chunk", "expected a positive size, found '%s'", o.chunk);
         return cli_report_error(&err);
+    }
+    if (o.rings) {
+        if (parse_int(o.rings, 1, COLL_MAX_RINGS, &iv)) return usage_err("--rings expects 1..16, found '%s'%s", o.rings, "");
+        cc.rings = (int)iv;
     }
     if (o.ring_model && coll_ring_model_parse(o.ring_model, &cc.ring_model) != DT_OK)
         return usage_err("--ring-model expects exact, steps, fluid or auto, found '%s'%s", o.ring_model, "");

@@ -124,7 +124,14 @@ typedef struct coll_config {
                                reduction unit per GPU, first come first served */
     double chunk_bytes;     /* pipelining chunk for ring/tree/dbt/chain (0 = 4 MiB) */
     coll_ring_model ring_model; /* ring algorithm's model; STEPS (0) unless set */
+    int rings;              /* ring all-reduce/reduce-scatter/all-gather over a group spanning
+                               hosts with g > 1 GPUs each: at most this many rings (NCCL's
+                               channels), one per rail; 0 = g (capped at COLL_MAX_RINGS), 1 =
+                               one ring (docs/collectives.md, "Rings per rail") */
 } coll_config;
+
+/* Most rings (channels) a host-spanning ring collective runs (NCCL: 32 channels at most). */
+#define COLL_MAX_RINGS 16
 
 coll_engine *coll_create(net *n, sim_engine *eng, topo *t, const coll_config *cfg);
 void coll_destroy(coll_engine *c);
@@ -252,5 +259,13 @@ double coll_closed_form_pipeline(int stages, int chunks, int fanout, double byte
  * 2(g-1) a_in + 2(g-1)/g S/B_in + 2(h-1) a_out + 2(h-1)/h S/(g B_out). */
 double coll_closed_form_hier(int g, int h, double bytes, double alpha_in, double bw_in,
                              double alpha_out, double bw_out);
+/* Ring all-reduce, reduce-scatter or all-gather over h hosts of g > 1 GPUs as coll_ring runs
+ * it (docs/collectives.md, "Rings per rail"): g rings side by side, each carrying S/g, each
+ * crossing every host boundary through its own GPU's NIC (B_out) and g-1 of a host's g GPUs
+ * forwarding it over their intra-host link (B_in, which g-1 rings share):
+ * steps a + f (n-1)/n S / (g min(B_out, B_in/(g-1))), n = g h, f = 2 and steps 2(n-1) for
+ * allreduce, f = 1 and steps n-1 otherwise; a the slowest edge's path latency. */
+double coll_closed_form_rails(coll_op op, int g, int h, double bytes, double alpha, double bw_in,
+                              double bw_out);
 
 #endif

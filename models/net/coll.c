@@ -435,15 +435,12 @@ static void on_fluid(void *model, sim_engine *eng, const sim_event *ev)
     DT_ASSERT(in->fluid > 0);
     if (--in->fluid > 0) return; /* other lanes still in flight */
     sim_time_t end = ev->time;
-    for (int q = 0; q < in->p.n; q++) {
+    /* every ring's edges (R x n): a GPU receiving in several rings queues their reductions */
+    for (int q = 0; q < in->p.rings * in->p.n; q++) {
         sim_time_t t = ev->time;
         int g = in->f_dst[q];
         double bw = c->cfg.reduce_bw < 0 ? c->t->gpus[g].reduce_bw : c->cfg.reduce_bw;
-        /* With one stream every reduction is on the ring's critical path; with K > 1 the
-         * step model overlaps a stream's reduction with the other streams' transfers and
-         * exposes about one chunk's (reduction being far faster than a link), so charge that. */
-        double red = in->p.n_streams == 1 ? in->f_red[q]
-                                          : in->f_red[q] / ((in->p.n - 1) * (double)in->p.n_streams);
+        double red = in->f_red[q]; /* as start_fluid charges it */
         if (red > 0 && bw > 0) {
             double ps = ceil(red / bw * 1e12 * (1 - 1e-12));
             sim_time_t start = c->reduce_free[g] > t ? c->reduce_free[g] : t;
@@ -464,14 +461,14 @@ static void on_fluid(void *model, sim_engine *eng, const sim_event *ev)
 static int ring_exact(coll_engine *c, const coll_prog *p)
 {
     if (p->n_streams != 1 && p->op != COLL_ALLGATHER) return 0;
-    int n = p->n, ok = 1;
-    int *src = dt_xmalloc((size_t)n * 2 * sizeof *src), *dst = src + n;
-    double *b = dt_xmalloc((size_t)n * 2 * sizeof *b);
-    p->ring_edges(p, src, dst, b, b + n);
+    int n = p->n, ne = p->rings * n, ok = 1;
+    int *src = dt_xmalloc((size_t)ne * 2 * sizeof *src), *dst = src + ne;
+    double *b = dt_xmalloc((size_t)ne * 2 * sizeof *b);
+    p->ring_edges(p, src, dst, b, b + ne);
     const topo *t = p->t;
     int *owner = dt_xmalloc((size_t)(t->n_links ? t->n_links : 1) * sizeof *owner);
     for (int l = 0; l < t->n_links; l++) owner[l] = -1;
-    for (int q = 0; q < n && ok; q++)
+    for (int q = 0; q < ne && ok; q++)
         for (int lane = 0; lane < NET_ECMP_LANES && ok; lane++) {
             const int *path = NULL;
             int nh = 0;
@@ -501,40 +498,50 @@ static int use_fluid(coll_engine *c, const coll_prog *p)
     }
 }
 
-/* Start a fluid ring (coll.h): coupled flows over every edge (net_send_ring) carrying the
- * largest edge's bytes (edges differ by a few elements at most). */
+/* Start a fluid ring (coll.h): per ring (NCCL channel), coupled flows over every edge
+ * (net_send_ring) carrying that ring's largest edge's bytes (edges differ by a few elements at
+ * most). */
 static void start_fluid(coll_engine *c, int id)
 {
     coll_inst *in = &c->inst[id];
-    int n = in->p.n;
-    int *src = dt_xmalloc((size_t)n * sizeof *src), *dst = dt_xmalloc((size_t)n * sizeof *dst);
-    double *bytes = dt_xmalloc((size_t)n * sizeof *bytes);
-    in->f_red = dt_xmalloc((size_t)n * sizeof *in->f_red);
+    int n = in->p.n, R = in->p.rings, ne = R * n;
+    int *src = dt_xmalloc((size_t)ne * sizeof *src), *dst = dt_xmalloc((size_t)ne * sizeof *dst);
+    double *bytes = dt_xmalloc((size_t)ne * sizeof *bytes);
+    in->f_red = dt_xmalloc((size_t)ne * sizeof *in->f_red);
     in->f_dst = dst;
     in->p.ring_edges(&in->p, src, dst, bytes, in->f_red);
+    coll_ring_exposed_reduction(&in->p, dst, in->f_red);
     /* Every step pays one edge latency: the coupled flow's tail is the largest edge's, and so
      * is each further step's (the step model's steps wait for the slowest edge too). */
     sim_time_t amax = 0;
-    double b = 0;
-    for (int q = 0; q < n; q++) {
+    for (int q = 0; q < ne; q++) {
         src[q] = in->gpus[src[q]];
         dst[q] = in->gpus[dst[q]];
-        if (bytes[q] > b) b = bytes[q];
     }
-    int rc = net_ring_latency_max(c->net, n, src, dst, &amax);
-    DT_ASSERT(rc == DT_OK); /* the group's routes were checked when it was built */
+    for (int r = 0; r < R; r++) {
+        sim_time_t a = 0;
+        int rc = net_ring_latency_max(c->net, n, src + (size_t)r * n, dst + (size_t)r * n, &a);
+        DT_ASSERT(rc == DT_OK); /* the group's routes were checked when it was built */
+        if (a > amax) amax = a;
+    }
     double extra = (double)(in->p.ring_steps(&in->p) - 1) * (double)amax;
     in->f_extra = extra < 9.0e18 ? (sim_time_t)extra : SIM_TIME_MAX;
     /* One coupled flow per ECMP lane, each with 1/lanes of the data: the step model's
      * successive steps rotate over a pair's lanes (net_send), spreading each edge over the
      * equal-cost paths; a single coupled flow would pin every edge to one path, and a ring
      * meeting one hash collision anywhere would run at half rate throughout. Weight 1/lanes:
-     * together the lanes compete with other traffic as one flow, as a step flow does. */
-    in->fluid = NET_ECMP_LANES;
+     * together the lanes compete with other traffic as one flow, as a step flow does. Each
+     * ring (channel) is its own set of lanes: rings are coupled along themselves only. */
+    in->fluid = NET_ECMP_LANES * R;
     net_set_tag(c->net, in->tag);
-    for (int l = 0; l < NET_ECMP_LANES; l++)
-        net_send_ring(c->net, n, src, dst, b / NET_ECMP_LANES, l, 1.0 / NET_ECMP_LANES,
-                      c->k_fluid, (uint32_t)id, 0);
+    for (int r = 0; r < R; r++) {
+        double b = 0;
+        for (int q = 0; q < n; q++)
+            if (bytes[r * n + q] > b) b = bytes[r * n + q];
+        for (int l = 0; l < NET_ECMP_LANES; l++)
+            net_send_ring(c->net, n, src + (size_t)r * n, dst + (size_t)r * n, b / NET_ECMP_LANES, l,
+                          1.0 / NET_ECMP_LANES, c->k_fluid, (uint32_t)id, 0);
+    }
     free(src);
     free(bytes);
 }
@@ -582,6 +589,7 @@ int coll_prepare(topo *t, const coll_config *cfg, const coll_spec *spec, coll_pr
                    .elem = spec->elem_bytes > 0 ? spec->elem_bytes : 2.0, .root = root,
                    .servers = spec->servers,
                    .chunk = cfg->chunk_bytes > 0 ? cfg->chunk_bytes : COLL_DEFAULT_CHUNK,
+                   .max_rings = cfg->rings > 0 ? cfg->rings : 0,
                    .gpus = spec->group, .t = t};
     int rc = builders[algo](&p, err);
     if (rc != DT_OK) {

@@ -7,8 +7,9 @@
  * net_send rotates over); a link's load / bandwidth is the time it needs, so transfers that
  * share a link inside the collective share its bandwidth as in the flow model:
  *
- *  - ring_time (ring all-reduce, reduce-scatter, all-gather): the ring's edges in the order
- *    coll_ring builds them (coll_prog.ring_edges); steps x max latency + the busiest link's load,
+ *  - ring_time (ring all-reduce, reduce-scatter, all-gather): the edges of every ring (one per
+ *    rail across hosts) in the order coll_ring builds them (coll_prog.ring_edges); steps x max
+ *    latency + the busiest link's load,
  *    + the receivers' reductions charged as the fluid ring charges them (coll.c on_fluid).
  *  - lockstep_time (hd, hier, direct, ps): these programs advance in lock step when their
  *    transfers are uniform, so the time is the sum over step indices of the step's largest
@@ -231,22 +232,23 @@ static double ring_time(coll_analytic *A, const coll_prog *ps, int m, int steps_
                 int on_lane = steps_lanes ? (steps - l + NET_ECMP_LANES - 1) / NET_ECMP_LANES : 1;
                 for (int j = per_ring ? i : 0; j < (per_ring ? i + 1 : m); j++) {
                     const coll_prog *p = &ps[j];
-                    int n = p->n;
-                    int *src = dt_xmalloc((size_t)n * sizeof *src), *dst = dt_xmalloc((size_t)n * sizeof *dst);
-                    double *bytes = dt_xmalloc((size_t)n * sizeof *bytes), *red = dt_xmalloc((size_t)n * sizeof *red);
+                    int n = p->n, ne = p->rings * n;
+                    int *src = dt_xmalloc((size_t)ne * sizeof *src), *dst = dt_xmalloc((size_t)ne * sizeof *dst);
+                    double *bytes = dt_xmalloc((size_t)ne * sizeof *bytes), *red = dt_xmalloc((size_t)ne * sizeof *red);
                     p->ring_edges(p, src, dst, bytes, red);
-                    double b = 0;
-                    int K = p->n_streams;
-                    for (int q = 0; q < n; q++)
-                        if (bytes[q] > b) b = bytes[q];
-                    /* one step's bytes, times the steps on this lane unless drained per lane */
-                    if (steps_lanes) b = b / p->ring_steps(p) * (per_ring ? 1 : on_lane);
-                    for (int q = 0; q < n; q++) {
-                        /* the coupled flow moves the largest edge's bytes on every edge */
-                        amax = fmax(amax, load_add(A, p->gpus[src[q]], p->gpus[dst[q]], b));
-                        /* one stream exposes every reduction, K > 1 about one chunk's (on_fluid) */
-                        double rb = K == 1 ? red[q] : red[q] / ((n - 1) * (double)K);
-                        rmax = fmax(rmax, reduce_ps(A, p->gpus[dst[q]], rb));
+                    coll_ring_exposed_reduction(p, dst, red);
+                    /* per ring (NCCL channel): its coupled flow moves its largest edge's bytes */
+                    for (int r = 0; r < p->rings; r++) {
+                        double b = 0;
+                        for (int q = r * n; q < r * n + n; q++)
+                            if (bytes[q] > b) b = bytes[q];
+                        /* one step's bytes, times the steps on this lane unless drained per lane */
+                        if (steps_lanes) b = b / p->ring_steps(p) * (per_ring ? 1 : on_lane);
+                        for (int q = r * n; q < r * n + n; q++) {
+                            amax = fmax(amax, load_add(A, p->gpus[src[q]], p->gpus[dst[q]], b));
+                            /* what the receiver exposes, as the fluid ring charges it */
+                            rmax = fmax(rmax, reduce_ps(A, p->gpus[dst[q]], red[q]));
+                        }
                     }
                     free(src);
                     free(dst);
@@ -896,7 +898,7 @@ int coll_analytic_loads(coll_analytic *A, const coll_spec *spec, coll_load_fn fn
     if (rc != DT_OK) return rc;
     if (p.n > 1 && spec->bytes > 0) {
         if (p.form == COLL_FORM_RING) {
-            int n = p.n;
+            int n = p.rings * p.n; /* every ring's edges */
             int *src = dt_xmalloc((size_t)n * sizeof *src), *dst = dt_xmalloc((size_t)n * sizeof *dst);
             double *bytes = dt_xmalloc((size_t)n * sizeof *bytes);
             double *red = dt_xmalloc((size_t)n * sizeof *red);
@@ -982,7 +984,7 @@ int coll_analytic_bytes(coll_analytic *A, const coll_spec *spec, double *sent, d
         if (!e) {
             double total = 0;
             if (p.form == COLL_FORM_RING) {
-                int n = p.n;
+                int n = p.rings * p.n; /* every ring's edges */
                 int *src = dt_xmalloc((size_t)n * sizeof *src), *dst = dt_xmalloc((size_t)n * sizeof *dst);
                 double *bytes = dt_xmalloc((size_t)n * sizeof *bytes);
                 double *red = dt_xmalloc((size_t)n * sizeof *red);

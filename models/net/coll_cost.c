@@ -54,3 +54,14 @@ double coll_closed_form_hier(int g, int h, double S, double a_in, double b_in, d
     if (h > 1) t += 2 * (h - 1) * a_out + 2.0 * (h - 1) / h * S / (g * b_out);
     return t;
 }
+
+double coll_closed_form_rails(coll_op op, int g, int h, double S, double a, double b_in,
+                              double b_out)
+{
+    int n = g * h;
+    if (g < 2 || h < 2 || (op != COLL_ALLREDUCE && op != COLL_REDUCE_SCATTER && op != COLL_ALLGATHER))
+        return NAN;
+    double f = op == COLL_ALLREDUCE ? 2 : 1;
+    double rate = fmin(b_out, b_in / (g - 1)); /* one ring's: its NIC edge, or its share of NVLink */
+    return f * (n - 1) * a + f * (n - 1) / n * S / (g * rate);
+}

@@ -61,6 +61,7 @@ struct coll_prog {
     int root;
     int servers;
     double chunk;
+    int max_rings;   /* coll_config.rings: 0 = one ring per rail */
     const int *gpus; /* group -> GPU index */
     topo *t;
     /* filled by the builder */
@@ -69,9 +70,12 @@ struct coll_prog {
     /* Fill *out (sends buffer and defaults preset: no sends, no recvs, no dep). */
     void (*step)(const coll_prog *p, int rank, int stream, int step, coll_step *out);
     coll_form form; /* COLL_FORM_STEPS unless the builder says otherwise */
-    /* COLL_FORM_RING only. For each ring position q (arrays of n, caller-allocated), the edge
+    /* COLL_FORM_RING only. The program is `rings` rings of n edges run side by side (NCCL's
+     * channels, each on its own rail across hosts: coll_ring.c). For ring r and position q
+     * (arrays of rings x n, caller-allocated, ring r's edges at [r*n, r*n + n)), the edge
      * q -> q+1: sender and receiver ranks, the bytes sent over the whole collective, the bytes
      * the receiver reduces; and the steps per stream, whose latencies the fluid model charges. */
+    int rings;
     void (*ring_edges)(const coll_prog *p, int *src, int *dst, double *bytes, double *reduce_bytes);
     int (*ring_steps)(const coll_prog *p);
     void *data; /* builder-owned, freed with free() by the engine */
@@ -111,6 +115,15 @@ int coll_build_pipe(coll_prog *p, int shape, int trees, dt_error *err);
 double coll_part(double bytes, double elem, int n, int i);
 /* Bytes of parts [a, b) together. */
 double coll_parts(double bytes, double elem, int n, int a, int b);
+
+/* The reductions a ring program (COLL_FORM_RING) exposes, as the fluid ring and the analytic
+ * time charge them: given ring_edges' receivers dst and reduce bytes red (rings x n), rewrites
+ * red so that each rank's receiving edge in ring 0 holds what that rank exposes and every other
+ * edge 0. Per ring with Kc chunks (streams): Kc = 1 exposes every reduction (each step forwards
+ * what it just reduced), Kc > 1 about one chunk's (the other chunks' transfers cover the rest,
+ * reduction being far faster than a link); rings run side by side, so a rank exposes its
+ * slowest ring's (the step model's rings stagger on the rank's reduction unit). coll_ring.c. */
+void coll_ring_exposed_reduction(const coll_prog *p, const int *dst, double *red);
 
 /* Default pipelining chunk (bytes) for tree, dbt and chain broadcasts/reductions. */
 #define COLL_DEFAULT_CHUNK (4.0 * 1048576.0)

@@ -15,7 +15,8 @@
  * Broadcast and reduce on a ring are the pipelined chain of coll_tree.c.
  *
  * Ring positions follow the group order, except for groups spanning several hosts with equal
- * GPU counts, which get a rail-aligned order (order_ring below).
+ * GPU counts g > 1, which run R = g rings (NCCL's channels), each in a rail-aligned order that
+ * crosses the hosts on its own rail and carries 1/R of the buffer (order_rings below).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -23,13 +24,18 @@
 #include "coll_internal.h"
 #include "dtsim/error.h"
 
-enum { CHUNKS, RS, AG };
+enum { CHUNKS, RS, AG, RINGS };
 
-/* p->data: K x n segment sizes (doubles), then at[n] (ring position -> rank) and pos[n]
- * (rank -> ring position). */
-static const int *ring_at(const coll_prog *p)
+/* p->data: K x n segment sizes (doubles), then at[R x n] (ring r's position -> rank at
+ * [r*n, r*n + n)) and pos[R x n] (ring r's rank -> position). Stream k runs ring k mod R. */
+static const int *ring_at(const coll_prog *p, int ring)
 {
-    return (const int *)((const double *)p->data + (size_t)p->i[CHUNKS] * p->n);
+    return (const int *)((const double *)p->data + (size_t)p->i[CHUNKS] * p->n) + (size_t)ring * p->n;
+}
+
+static const int *ring_pos(const coll_prog *p, int ring)
+{
+    return ring_at(p, ring) + (size_t)p->i[RINGS] * p->n;
 }
 
 /* Segment sizes are precomputed at build time (K x n doubles): a 1,024-rank ring asks for
@@ -48,9 +54,9 @@ static int n_steps(const coll_prog *p, int r, int k)
 
 static void step(const coll_prog *p, int rank, int k, int s, coll_step *out)
 {
-    int n = p->n;
-    const int *at = ring_at(p);
-    int r = at[n + rank]; /* ring position */
+    int n = p->n, ring = k % p->i[RINGS];
+    const int *at = ring_at(p, ring);
+    int r = ring_pos(p, ring)[rank]; /* ring position */
     int right = at[(r + 1) % n];
     out->n_sends = 1;
     out->n_recvs = 1;
@@ -69,13 +75,10 @@ static void step(const coll_prog *p, int rank, int k, int s, coll_step *out)
 
 static int cmp_gpu(const void *a, const void *b, void *ctx);
 
-/* Ring order. A group spanning several hosts with the same number g > 1 of GPUs on each is
- * visited host by host (hosts in order of first appearance, GPUs of a host by GPU index, as a
- * proxy for their NIC rail), each host entered at the local index the previous one was left
- * from: host i runs from local index (g-i) mod g round to (g-i-1) mod g, so every host
- * crossing but the wrap-around one stays on one rail (NCCL builds its rings the same way).
- * Any other group keeps its order. Writes at[pos] = rank and at[n + rank] = pos. */
-static void order_ring(const coll_prog *p, int *at)
+/* Host-major order. A group spanning several hosts with the same number g > 1 of GPUs on
+ * each: by[h*g + i] = the i-th GPU (by GPU index, a proxy for its NIC rail) of the h-th host
+ * (hosts in order of first appearance); returns g. Any other group: returns 0 (by unused). */
+static int host_order(const coll_prog *p, int *by)
 {
     int n = p->n;
     const topo *t = p->t;
@@ -93,14 +96,12 @@ static void order_ring(const coll_prog *p, int *at)
     }
     if (ok && hosts > 1 && n % hosts == 0) {
         g = n / hosts;
-        /* bucket ranks by host, then sort each host's ranks by GPU index */
         int *cnt = dt_xcalloc((size_t)hosts, sizeof(int));
         for (int r = 0; r < n; r++) cnt[hid[r]]++;
         for (int h = 0; h < hosts; h++)
             if (cnt[h] != g) ok = 0;
         if (ok && g > 1) {
             int *fill = dt_xcalloc((size_t)hosts, sizeof(int));
-            int *by = dt_xmalloc(sizeof(int) * (size_t)n);
             for (int r = 0; r < n; r++) by[hid[r] * g + fill[hid[r]]++] = r;
             for (int h = 0; h < hosts; h++) {
                 int *b = by + (size_t)h * g;
@@ -111,11 +112,8 @@ static void order_ring(const coll_prog *p, int *at)
                         b[j] = b[j - 1];
                         b[j - 1] = tmp;
                     }
-                int start = ((g - h) % g + g) % g;
-                for (int i = 0; i < g; i++) at[h * g + i] = b[(start + i) % g];
             }
             free(fill);
-            free(by);
         } else {
             ok = 0;
         }
@@ -123,11 +121,37 @@ static void order_ring(const coll_prog *p, int *at)
     } else {
         ok = 0;
     }
-    if (!ok)
-        for (int r = 0; r < n; r++) at[r] = r;
-    for (int q = 0; q < n; q++) at[n + at[q]] = q;
     free(hid);
     free(first);
+    return ok ? g : 0;
+}
+
+/* Ring orders (docs/collectives.md, "Rings per rail"). A group spanning several hosts with g > 1
+ * GPUs on each runs R rings, NCCL's channels: ring r visits the hosts in order, entering each at
+ * the local index the previous one was left from, with its own offset o = r*g/R: host h runs
+ * from local index (o-h) mod g round to (o-h-1) mod g. Every host crossing but the wrap-around
+ * one stays on one rail (rail (o-h-1) mod g from host h to h+1), and the R rings cross each
+ * host boundary on R different rails, so with R = g every GPU's NIC carries exactly one ring's
+ * crossing (NCCL's ring search gives each channel its own NIC, entering and leaving a host on
+ * it: NVIDIA/nccl#1313, #1933). Any other group is one ring in its own order. Writes at and
+ * pos of every ring (layout above). */
+static void order_rings(const coll_prog *p, int g, const int *by, int *at)
+{
+    int n = p->n, R = p->i[RINGS];
+    int *pos = at + (size_t)R * n;
+    for (int ring = 0; ring < R; ring++) {
+        int *a = at + (size_t)ring * n, *ps = pos + (size_t)ring * n;
+        if (g > 1) {
+            int o = (int)((long)ring * g / R);
+            for (int h = 0; h < n / g; h++) {
+                int start = ((o - h) % g + g) % g;
+                for (int i = 0; i < g; i++) a[h * g + i] = by[h * g + (start + i) % g];
+            }
+        } else {
+            for (int r = 0; r < n; r++) a[r] = r;
+        }
+        for (int q = 0; q < n; q++) ps[a[q]] = q;
+    }
 }
 
 static int cmp_gpu(const void *a, const void *b, void *ctx)
@@ -154,51 +178,82 @@ int coll_build_ring(coll_prog *p, dt_error *err)
                             "reduce, not %s (try direct)",
                             coll_op_name(p->op));
     }
-    double K = ceil(p->bytes / p->n / p->chunk);
-    if (K < 1) K = 1;
-    if (K > COLL_MAX_RING_CHUNKS) K = COLL_MAX_RING_CHUNKS;
-    p->i[CHUNKS] = (int)K;
-    double *seg = dt_xmalloc(sizeof(double) * (size_t)K * (size_t)p->n + 2 * sizeof(int) * (size_t)p->n);
-    for (int k = 0; k < (int)K; k++) {
-        double sb = coll_part(p->bytes, p->elem, (int)K, k);
+    int *by = dt_xmalloc(sizeof(int) * (size_t)p->n);
+    int g = host_order(p, by);
+    int R = 1;
+    if (g > 1) {
+        int cap = p->max_rings > 0 ? p->max_rings : COLL_MAX_RINGS;
+        R = g < cap ? g : cap;
+    }
+    /* Each ring carries 1/R of the buffer, cut into Kc chunks (streams) of at most `chunk` per
+     * segment; R x Kc streams in all, Kc capped so that they stay within COLL_MAX_RING_CHUNKS
+     * (or R, when R alone exceeds it). */
+    double Kc = ceil(p->bytes / R / p->n / p->chunk);
+    int kc_cap = COLL_MAX_RING_CHUNKS / R > 1 ? COLL_MAX_RING_CHUNKS / R : 1;
+    if (Kc < 1) Kc = 1;
+    if (Kc > kc_cap) Kc = kc_cap;
+    int K = R * (int)Kc;
+    p->i[CHUNKS] = K;
+    p->i[RINGS] = R;
+    double *seg = dt_xmalloc(sizeof(double) * (size_t)K * (size_t)p->n + 2 * sizeof(int) * (size_t)R * (size_t)p->n);
+    for (int k = 0; k < K; k++) {
+        double sb = coll_part(p->bytes, p->elem, K, k);
         for (int i = 0; i < p->n; i++) seg[(size_t)k * p->n + i] = coll_part(sb, p->elem, p->n, i);
     }
     p->data = seg;
-    order_ring(p, (int *)(seg + (size_t)K * p->n));
-    p->n_streams = (int)K;
+    order_rings(p, g, by, (int *)(seg + (size_t)K * p->n));
+    free(by);
+    p->n_streams = K;
     p->n_steps = n_steps;
     p->step = step;
     p->form = COLL_FORM_RING;
+    p->rings = R;
     p->ring_edges = ring_edges;
     p->ring_steps = ring_steps;
     return DT_OK;
 }
 
-/* The program as a ring of edges (coll_internal.h, COLL_FORM_RING). Over the whole collective the sender at position q
- * sends, per stream: in reduce-scatter every segment but (q+1); in the all-gather after it
- * every segment but (q+2); in a plain all-gather every segment but (q+1). The receiver at
- * position q+1 reduces every segment but its own position's. Summed over streams: O(nK). */
+/* The program as rings of edges (coll_internal.h, COLL_FORM_RING). Over the whole collective
+ * the sender at position q of a ring sends, per stream of that ring: in reduce-scatter every
+ * segment but (q+1); in the all-gather after it every segment but (q+2); in a plain all-gather
+ * every segment but (q+1). The receiver at position q+1 reduces every segment but its own
+ * position's. Summed over streams: O(nK). */
 static void ring_edges(const coll_prog *p, int *src, int *dst, double *bytes, double *reduce_bytes)
 {
-    int n = p->n, K = p->i[CHUNKS];
-    const int *at = ring_at(p);
-    for (int q = 0; q < n; q++) {
-        src[q] = at[q];
-        dst[q] = at[(q + 1) % n];
-        bytes[q] = reduce_bytes[q] = 0;
+    int n = p->n, K = p->i[CHUNKS], R = p->i[RINGS];
+    for (int ring = 0; ring < R; ring++) {
+        const int *at = ring_at(p, ring);
+        for (int q = 0; q < n; q++) {
+            src[ring * n + q] = at[q];
+            dst[ring * n + q] = at[(q + 1) % n];
+            bytes[ring * n + q] = reduce_bytes[ring * n + q] = 0;
+        }
     }
     for (int k = 0; k < K; k++) {
         double tot = 0;
+        double *b = bytes + (size_t)(k % R) * n, *rb = reduce_bytes + (size_t)(k % R) * n;
         for (int i = 0; i < n; i++) tot += seg_bytes(p, k, i);
         for (int q = 0; q < n; q++) {
             int q1 = (q + 1) % n;
             if (p->i[RS]) {
-                bytes[q] += tot - seg_bytes(p, k, q1);
-                reduce_bytes[q] += tot - seg_bytes(p, k, q1);
+                b[q] += tot - seg_bytes(p, k, q1);
+                rb[q] += tot - seg_bytes(p, k, q1);
             }
-            if (p->i[AG]) bytes[q] += tot - seg_bytes(p, k, (q + 1 + p->i[RS]) % n);
+            if (p->i[AG]) b[q] += tot - seg_bytes(p, k, (q + 1 + p->i[RS]) % n);
         }
     }
 }
 
 static int ring_steps(const coll_prog *p) { return (p->i[RS] + p->i[AG]) * (p->n - 1); }
+
+void coll_ring_exposed_reduction(const coll_prog *p, const int *dst, double *red)
+{
+    int n = p->n, R = p->rings, Kc = p->n_streams / R;
+    double *per = dt_xcalloc((size_t)n, sizeof *per); /* per rank: its slowest ring's */
+    for (int q = 0; q < R * n; q++) {
+        double x = Kc == 1 ? red[q] : red[q] / ((n - 1) * (double)Kc);
+        if (x > per[dst[q]]) per[dst[q]] = x;
+    }
+    for (int q = 0; q < R * n; q++) red[q] = q < n ? per[dst[q]] : 0;
+    free(per);
+}

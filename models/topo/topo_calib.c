@@ -216,6 +216,17 @@ int topo_apply_calibration_fits(topo *t, const cal_result *c, const char *choose
         cal_link_figures(fits[k]->kind, fits[k]->fit.alpha, fits[k]->fit.beta, cal_fit_ranks(c, fits[k]), &la[k], &lb[k]);
         if (la[k] < 0) la[k] = 0; /* a latency below the noise floor fits slightly negative */
     }
+    /* A ring over h hosts of g > 1 GPUs runs g rings, one per rail, each with 1/g of the data
+     * (docs/collectives.md, "Rings per rail"): the measured line is g rails' worth, so each
+     * fabric link gets 1/g of the ring-equivalent bandwidth. */
+    int rails = 1;
+    if (fits[1] && fits[1]->hosts > 1 && cal_fit_ranks(c, fits[1]) % fits[1]->hosts == 0) {
+        rails = cal_fit_ranks(c, fits[1]) / fits[1]->hosts;
+        /* the ring builder's cap, COLL_MAX_RINGS of dtsim/coll.h (not included: topo sits
+         * below the collectives) */
+        if (rails > 16) rails = 16;
+        if (rails > 1) lb[1] /= rails;
+    }
     /* intra first: the inter-host route's intra-host hops then already carry their figures */
     if (ai) n_cov[0] = apply_intra(t, hops, la[0], lb[0], gpu_cov);
     if (ae) n_cov[1] = apply_inter(t, hops, la[1], lb[1], gpu_cov, &was, err);
@@ -258,11 +269,14 @@ int topo_apply_calibration_fits(topo *t, const cal_result *c, const char *choose
         bool above = was > 0 && lb[1] > was * 1.000001;
         char tail[160] = "";
         if (ai) snprintf(tail, sizeof tail, " (%s)", fit_label(c, ae, lab, sizeof lab));
+        char rails_note[48] = "";
+        if (rails > 1) snprintf(rails_note, sizeof rails_note, " (the ring's over %d rails)", rails);
         if (n_cov[1] > 0)
             snprintf(note + len, note_size - len,
-                     "%s %d inter-host links set to %s latency per host-to-host GPU path, %s ring-equivalent%s%s%s%s",
+                     "%s %d inter-host links set to %s latency per host-to-host GPU path, %s %s%s%s%s%s%s",
                      ai ? ";" : "", n_cov[1], unit_fmt_seconds(la[1], b1, sizeof b1),
-                     unit_fmt_bandwidth(lb[1], b2, sizeof b2), above ? " (above the " : "",
+                     unit_fmt_bandwidth(lb[1], b2, sizeof b2), rails > 1 ? "per rail" : "ring-equivalent",
+                     rails > 1 ? rails_note : "", above ? " (above the " : "",
                      above ? unit_fmt_bandwidth(was, b3, sizeof b3) : "", above ? " they had)" : "", tail);
         else
             snprintf(note + len, note_size - len, "%s inter-host figures not applied (one host)%s", ai ? ";" : "", tail);

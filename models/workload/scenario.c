@@ -385,6 +385,10 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
     fw->tp_comm_overlap = false;                    /* --tp-comm-overlap is opt-in */
     fw->pp_blocking_sends = preset == WL_FW_MEGATRON;
     fw->optimizer_bytes = 0;
+    /* Megatron-LM reduces bf16 gradients in fp32: arguments.py sets
+     * accumulate_allreduce_grads_in_fp32 for bf16 unless --grad-reduce-in-bf16 is given
+     * (reduce_dtype "bf16" says that); fp16 runs reduce in fp16 by default */
+    fw->reduce_bytes = preset == WL_FW_MEGATRON && s->plan.precision == WL_BF16 ? 4 : 0;
     if (preset != WL_FW_GENERIC) {
         /* both run their collectives on NCCL */
         s->env.link_nvlink = TOPO_NCCL_NVLINK_EFFICIENCY;

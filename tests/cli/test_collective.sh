@@ -4,7 +4,8 @@
 # factor), the ring all-reduce time on a generated ring against its closed form, a size sweep
 # printing one row per size (JSON array, sizes doubling), --network analytic ignoring
 # contention (direct all-to-all on a switch), groups with ranges, topology files, auto on a
-# dgx picking hier, the human table, identical output for identical runs, and usage errors exiting 2 with the offending flag named.
+# dgx picking hier, the human table, identical output for identical runs, usage errors exiting 2 with the offending flag named,
+# and rings per rail against three nccl-tests figures (C-H100-8, C-A100-3x8, DGX A100 192 GB/s) within 10 %.
 # Leaves free: wall_s and the exact column layout of the human table.
 set -euo pipefail
 : "${DTSIM:?}" "${SRC:?}"
@@ -132,6 +133,37 @@ b = [(x[0] if isinstance(x, list) else x)["busbw_GBps"] for x in b]
 assert abs(b[1] / b[0] - 0.80) < 0.002, b
 assert abs(b[2] / b[0] - 0.50) < 0.002, b
 PY
+# Rings per rail (docs/collectives.md): a ring over hosts of 8 GPUs runs 8 rings, one per NIC.
+# Against nccl-tests figures, with NCCL's link efficiencies: one DGX H100 box (C-H100-8:
+# 370 GB/s, nccl-tests#212), 3 boxes of 8 A100 with 4 HDR NICs (C-A100-3x8: 84.8 GB/s mean over
+# 8-128 MiB, nccl-tests#119), 4 DGX A100 with 8 x 200 Gb/s (192 GB/s, NVIDIA/nccl#812): each
+# within 10 %; --rings 1 (one ring through one NIC per host) is 8 NICs' worth slower.
+"$DTSIM" collective --topology gen:dgx:nodes=1,gpus_per_node=8,gpu=H100-SXM --op allreduce --algo ring \
+  --size 512MiB:8GiB:x2 --elem-bytes 4 --link-efficiency nccl --json >"$tmp/c_h100.json" || fail "C-H100-8 run"
+"$DTSIM" collective --topology "$SRC/tests/validation/C-A100-3x8-topology.json" --op allreduce --algo ring \
+  --size 8MiB:128MiB:+1MiB --elem-bytes 4 --link-efficiency nccl --json >"$tmp/c_a100.json" || fail "C-A100-3x8 run"
+for r in 8 1; do
+  "$DTSIM" collective --topology gen:dgx:nodes=4,gpus_per_node=8,gpu=A100-SXM,nic=200Gb/s --op allreduce \
+    --algo ring --size 4GiB --elem-bytes 4 --link-efficiency nccl --rings $r --json >"$tmp/dgxa_$r.json" || fail "dgx A100 --rings $r"
+done
+python3 - "$tmp" <<'PY' || fail "rings per rail against nccl-tests"
+import json, sys
+d = sys.argv[1]
+mean = lambda rows: sum(r["busbw_GBps"] for r in rows) / len(rows)
+h, a = json.load(open(f"{d}/c_h100.json")), json.load(open(f"{d}/c_a100.json"))
+assert len(a) == 121 and all(r["algo"] == "ring" for r in a), len(a)
+assert abs(mean(h) / 370 - 1) < 0.10, mean(h)        # 359.4
+assert abs(mean(a) / 84.8 - 1) < 0.10, mean(a)       # 86.1
+r8, r1 = (json.load(open(f"{d}/dgxa_{r}.json"))["busbw_GBps"] for r in (8, 1))
+assert abs(r8 / 192 - 1) < 0.10, r8                  # 191.5: 8 NICs x 25 GB/s x 0.96
+assert 7.5 < r8 / r1 < 8.5, (r8, r1)                 # one ring: one NIC's 24 GB/s
+PY
+for bad in 0 17 x; do
+  set +e
+  "$DTSIM" collective --topology gen:dgx:nodes=2 --op allreduce --size 1MiB --rings $bad 2>"$tmp/rings_err"; st=$?
+  set -e
+  [[ $st -eq 2 ]] && grep -q -- "--rings" "$tmp/rings_err" || fail "bad --rings $bad: status $st, $(cat "$tmp/rings_err")"
+done
 set +e
 "$DTSIM" collective --topology gen:ring:gpus=4 --op allreduce --size 1MiB --link-efficiency 1.5,1 2>"$tmp/le_err"; st=$?
 set -e

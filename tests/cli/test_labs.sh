@@ -9,9 +9,9 @@
 # fault-free step and the seed-mean excess at sigma 0.1 is within 15% of E[max of 32] sigma (sF +
 # T_opt) (the outputs are deterministic: this cannot flake).
 # zero-and-compression: peak memory of ZeRO 0-3 = the ZeRO formulas (2+2+12 bytes per parameter,
-# partitioned over d) plus the activations, exactly; ZeRO-3 beyond one box within 3% of its
-# traffic bound; top-k adds exactly Psi/throughput of selection compute, pays at 100 Gb/s with
-# fast selection and r = 0.001, never at 400 Gb/s.
+# partitioned over d) plus the activations, exactly; ZeRO-3 beyond one box within 2 % of one
+# box's step and above its traffic bound over 8 NICs; top-k adds exactly Psi/throughput of selection compute, pays at 100 Gb/s with
+# fast selection and r up to 0.02 (the all-gather crosses on 8 rails), never at 400 Gb/s.
 # decentralised: the step times and DP exposed its README quotes, geo ring > geo sharded PS > data
 # centre, local SGD mean = (3 local + 1 averaging) / 4; "dp_algorithm": "fastest" = the sharded PS;
 # "placement": "bandwidth" between the default ring and the PS.
@@ -128,8 +128,13 @@ for x in r:
     close(float(x["mem_peak_bytes"]), states + float(x["mem_activations_bytes"]), 1e-9, f"ZeRO-{z} peak on {dd} GPUs")
     assert (x["fits"] == "1") == (z > 0), f"ZeRO-{z} on {dd} GPUs: fits {x['fits']}"
     if z == 3 and dd > 8:
-        bound = 4 * 3 * (dd - 1) / dd * 2 * psi / 25e9
-        close(float(x["step_time_s"]), bound, 0.03, f"ZeRO-3 on {dd} GPUs against its traffic bound")
+        # one ring per rail (docs/collectives.md): the gathers and reduce-scatters cross the boxes
+        # on all 8 NICs, so their traffic bound, 4 x 3 x (d-1)/d x 2 Psi / (8 x 25 GB/s), is
+        # below the compute and ZeRO-3 beyond one box stays within 2 % of one box's step
+        bound = 4 * 3 * (dd - 1) / dd * 2 * psi / (8 * 25e9)
+        one = [float(y["step_time_s"]) for y in r if int(y["parallel.zero"]) == 3 and int(y["n_gpus"]) == 8][0]
+        step = float(x["step_time_s"])
+        assert bound < step < 1.02 * one, f"ZeRO-3 on {dd} GPUs: step {step}, one box {one}, 8-NIC bound {bound}"
 
 # Top-k: selection compute and who wins.
 base = {x["topology.bandwidth"]: x for x in rows("base")}
@@ -138,7 +143,7 @@ for x in rows("topk"):
     bw, tp, ratio = x["topology.bandwidth"], float(x["parallel.compression.throughput"]), float(x["parallel.compression.ratio"])
     close(float(x["compute_s"]) - float(base[bw]["compute_s"]), G / tp, 1e-6, f"top-k selection {bw} {tp}")
     faster = float(x["step_time_s"]) < float(base[bw]["step_time_s"])
-    want = bw == "100 Gb/s" and tp == 2e11 and ratio <= 0.002
+    want = bw == "100 Gb/s" and tp == 2e11 and ratio <= 0.02
     assert faster == want, f"top-k {bw} {tp:g} r={ratio}: faster {faster}"
 PY
 # decentralised: the figures its README quotes (step times and DP exposed, 4 significant digits),

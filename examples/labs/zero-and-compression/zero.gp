@@ -31,14 +31,16 @@ plot 80 w l lw 2 dt 2 lc rgb 'black' title 'A100 capacity, 80 GiB', \
      '' u 'n_gpus':(column('mem_peak_bytes')/GiB*sel(3)) w p pt 7 ps 1.2 lc rgb '#4477aa' title 'ZeRO-3'
 # (b) step time (4 microbatches of 1 sequence per GPU, full recomputation).
 # ZeRO-3 moves 3 x 2Psi bytes per GPU and microbatch (all-gather for the forward, again for
-# the backward, reduce-scatter of the gradients); once the ring leaves the box it runs at
-# the NIC's 25 GB/s: bound m * 3 * (d-1)/d * 2Psi / 25 GB/s.
+# the backward, reduce-scatter of the gradients); once the rings leave the box they run one
+# per rail, on the box's 8 NICs of 25 GB/s: bound m * 3 * (d-1)/d * 2Psi / (8 x 25 GB/s), and
+# through one NIC (a single ring) 8 times that.
 set title '(b) step time (solid) and exposed communication (dashed)'
 set ylabel 'time (s)'
 unset logscale y
 set yrange [0:14]
 set key top left Left reverse
-plot (x > 8 ? 4*3*(x-1)/x*2*Psi/25e9 : NaN) w l lw 1.5 dt 3 lc rgb '#4477aa' title 'ZeRO-3 traffic bound 4 x 3 (d-1)/d x 2Psi / 25 GB/s', \
+plot (x > 8 ? 4*3*(x-1)/x*2*Psi/200e9 : NaN) w l lw 1.5 dt 3 lc rgb '#4477aa' title 'ZeRO-3 traffic bound 4 x 3 (d-1)/d x 2Psi / (8 x 25 GB/s)', \
+     (x > 8 ? 4*3*(x-1)/x*2*Psi/25e9 : NaN) w l lw 1 dt 4 lc rgb '#999999' title 'the same through one NIC per box (one ring)', \
      for [z=0:3] 'results-zero/results.csv' u 'n_gpus':(column('step_time_s')*sel(z)) w lp pt (z==1?5:7) ps (z==1?1.8:1) lw 1.5 lc rgb word('#ee6677 #ccbb44 #228833 #4477aa', z+1) title (z==0 ? 'ZeRO-0 step (does not fit: hypothetical)' : z==1 ? 'ZeRO-1 step (same as ZeRO-2)' : sprintf('ZeRO-%d step', z)), \
      for [z=0:3] '' u 'n_gpus':(column('comm_exposed_s')*sel(z)) w lp pt 6 dt 2 lc rgb word('#ee6677 #ccbb44 #228833 #4477aa', z+1) notitle
 unset multiplot

@@ -234,13 +234,28 @@ START_TEST(oversubscribed_fat_tree_alltoall)
 }
 END_TEST
 
+/* run() with coll_config.rings set (0: one ring per rail, 1: one ring) */
+static coll_result run_rings(topo *t, coll_op op, coll_algo algo, const int *group, int n, double S,
+                             double reduce_bw, int rings)
+{
+    int all[1024];
+    if (!group) {
+        for (int i = 0; i < n; i++) all[i] = i;
+        group = all;
+    }
+    coll_spec spec = {.op = op, .algo = algo, .group = group, .n = n, .bytes = S, .elem_bytes = 2};
+    coll_config cc = {.reduce_bw = reduce_bw, .rings = rings};
+    return simulate_checked(t, &spec, &cc);
+}
+
 START_TEST(hier_beats_flat_ring_on_dgx)
 {
     /* 2 DGX boxes of 8 GPUs: NVLink 450 GB/s inside, one 50 GB/s NIC per GPU (rails).
-     * The flat ring visits box 0 as 0..7, then box 1 as 15, 8..14, so its two host crossings
-     * (7 -> 15 on rail 7, 14 -> 0 across rails via a spine) never share a link: each ring step
-     * is paced by a NIC flow. The ring builder picks that rail-aligned order by itself for
-     * the group 0..15 (checked too). Expected ratio from the closed forms: 5.9 at 1 GiB. */
+     * One ring (coll_config.rings = 1) visits box 0 as 0..7, then box 1 as 15, 8..14, so its
+     * two host crossings (7 -> 15 on rail 7, 14 -> 0 across rails via a spine) never share a
+     * link: each ring step is paced by a NIC flow. The ring builder picks that rail-aligned
+     * order by itself for the group 0..15 (checked too). Expected ratio from the closed forms:
+     * 5.9 at 1 GiB. */
     topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 2, .gpus_per_node = 8,
                                     .nic_bw = 50e9, .nvlink_bw = 450e9});
     double S = 1024.0 * 1048576;
@@ -251,8 +266,8 @@ START_TEST(hier_beats_flat_ring_on_dgx)
     path(t, 14, 0, &a_x, &b_x);
     ck_assert_double_eq(b_in, 450e9);
     ck_assert_double_eq(b_out, 50e9);
-    double t_ring = secs(run(t, COLL_ALLREDUCE, COLL_RING, ring, 16, S, 0));
-    ck_assert_double_eq(secs(run(t, COLL_ALLREDUCE, COLL_RING, NULL, 16, S, 0)), t_ring);
+    double t_ring = secs(run_rings(t, COLL_ALLREDUCE, COLL_RING, ring, 16, S, 0, 1));
+    ck_assert_double_eq(secs(run_rings(t, COLL_ALLREDUCE, COLL_RING, NULL, 16, S, 0, 1)), t_ring);
     double t_hier = secs(run(t, COLL_ALLREDUCE, COLL_HIER, NULL, 16, S, 0));
     double c_ring = coll_closed_form(COLL_ALLREDUCE, COLL_RING, 16, S, a_x, b_out);
     double c_hier = coll_closed_form_hier(8, 2, S, a_in, b_in, a_out, b_out);
@@ -260,6 +275,16 @@ START_TEST(hier_beats_flat_ring_on_dgx)
     ck_assert_rel(t_hier, c_hier, TOL);
     ck_assert_rel(t_ring / t_hier, c_ring / c_hier, 2 * TOL);
     ck_assert_double_gt(t_ring / t_hier, 5);
+    /* By default 8 rings, one per rail, S/8 each: every NIC carries one ring's crossing at
+     * 50 GB/s, every NVLink port 7 rings (450/7 = 64 GB/s each, more than a NIC), so the ring
+     * all-reduce runs at 8 NICs' worth: 2 x 15/16 x 1 GiB / 400 GB/s + 30 a = 5.11 ms, where
+     * hier's NVLink phases add to its NIC phase (6.86 ms) and one ring takes 40.3 ms. */
+    double t_rails = secs(run(t, COLL_ALLREDUCE, COLL_RING, NULL, 16, S, 0));
+    double c_rails = coll_closed_form_rails(COLL_ALLREDUCE, 8, 2, S, a_x, b_in, b_out);
+    ck_assert_rel(t_rails, c_rails, TOL);
+    ck_assert_rel(t_rails, 2.0 * 15 / 16 * S / 400e9 + 30 * a_x, TOL);
+    ck_assert_double_lt(t_rails, t_hier);
+    ck_assert_double_gt(t_ring / t_rails, 7.5);
     topo_destroy(t);
 }
 END_TEST
@@ -508,6 +533,96 @@ START_TEST(host_aware_trees)
 }
 END_TEST
 
+/* Per GPU: bytes into its NIC and out of its NIC (rings_per_rail) */
+typedef struct rail_bytes {
+    topo *t;
+    double up[64], down[64];
+} rail_bytes;
+
+static void on_rail_bytes(void *ctx, int link, sim_time_t start, sim_time_t end, double bytes,
+                          uint32_t tag)
+{
+    rail_bytes *rb = ctx;
+    (void)start;
+    (void)end;
+    (void)tag;
+    const topo_link *l = &rb->t->links[link];
+    const topo_node *a = &rb->t->nodes[l->src], *b = &rb->t->nodes[l->dst];
+    if (a->kind == TOPO_GPU && b->kind == TOPO_NIC) rb->up[a->gpu] += bytes;
+    if (a->kind == TOPO_NIC && b->kind == TOPO_GPU) rb->down[b->gpu] += bytes;
+}
+
+static double rails_run(rail_bytes *rb, coll_op op, int n, double S, coll_ring_model model)
+{
+    sim_engine *e = sim_engine_create();
+    net *nw = net_create(rb->t, e, NULL);
+    net_set_link_observer(nw, on_rail_bytes, rb);
+    coll_config cc = {.reduce_bw = 0, .ring_model = model};
+    coll_engine *c = coll_create(nw, e, rb->t, &cc);
+    two_done d = {{0, 0}};
+    uint32_t k = sim_kind_register(e, "test.rails", on_two, &d);
+    int g[64];
+    for (int i = 0; i < n; i++) g[i] = i;
+    coll_spec spec = {.op = op, .algo = COLL_RING, .group = g, .n = n, .bytes = S, .elem_bytes = 2};
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_start(c, &spec, k, 0, 0, &err), DT_OK);
+    sim_run(e, SIM_TIME_MAX);
+    ck_assert_int_gt(d.at[0], 0);
+    coll_destroy(c);
+    net_destroy(nw);
+    sim_engine_destroy(e);
+    return sim_time_to_s(d.at[0]);
+}
+
+START_TEST(rings_per_rail)
+{
+    /* h = 2, 3, 4 DGX boxes of 8 GPUs (NVLink 450 GB/s, one 50 GB/s NIC per GPU), ring
+     * all-reduce, reduce-scatter and all-gather of 64 MiB over all of them, step and fluid
+     * models. Invariant: 8 rings, one per rail, each crossing every host boundary once on its
+     * own rail, so every GPU pushes exactly one ring edge's bytes into its NIC and takes one
+     * out of it: f (n-1)/n S/8 each (f = 2 for all-reduce), all rails equal; together h x 8 x
+     * that (to a few elements: segments are cut on 2-byte element boundaries, parts differ by
+     * at most one), what one ring would put through h NICs. Time: the closed form of 8 parallel rings
+     * (coll_closed_form_rails), a the wrap-around edge's path (host h-1 to host 0, across
+     * rails through a spine: the slowest). */
+    double S = 64.0 * 1048576;
+    for (int h = 2; h <= 4; h++) {
+        rail_bytes rb = {.t = gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = h,
+                                                    .gpus_per_node = 8, .nic_bw = 50e9,
+                                                    .nvlink_bw = 450e9})};
+        int n = 8 * h;
+        double a_x, b_x, a_in, b_in, a_out, b_out;
+        path(rb.t, 8 * (h - 1) + (8 - h) % 8, 0, &a_x, &b_x);
+        path(rb.t, 0, 1, &a_in, &b_in);
+        path(rb.t, 0, 8, &a_out, &b_out);
+        const coll_op ops[] = {COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER};
+        for (int o = 0; o < 3; o++)
+            for (int m = 0; m < 2; m++) {
+                memset(rb.up, 0, sizeof rb.up);
+                memset(rb.down, 0, sizeof rb.down);
+                double t = rails_run(&rb, ops[o], n, S, m ? COLL_RING_FLUID : COLL_RING_STEPS);
+                double f = ops[o] == COLL_ALLREDUCE ? 2 : 1;
+                double edge = f * (n - 1) / n * S / 8;
+                for (int i = 0; i < n; i++) {
+                    ck_assert_msg(fabs(rb.up[i] - edge) <= 64,
+                                  "h %d op %d model %d: GPU %d put %.0f B into its NIC, expected %.0f",
+                                  h, o, m, i, rb.up[i], edge);
+                    ck_assert_msg(fabs(rb.down[i] - edge) <= 64,
+                                  "h %d op %d model %d: GPU %d took %.0f B from its NIC, expected %.0f",
+                                  h, o, m, i, rb.down[i], edge);
+                }
+                double c = coll_closed_form_rails(ops[o], 8, h, S, a_x, b_in, b_out);
+                ck_assert_rel(t, c, TOL);
+                /* 8 NICs' worth: bus bandwidth f (n-1)/n S / (t - latency) = 400 GB/s */
+                double steps = f * (n - 1);
+                ck_assert_rel(f * (n - 1) / n * S / (t - steps * a_x), 400e9, TOL);
+            }
+        topo_destroy(rb.t);
+    }
+}
+END_TEST
+
 START_TEST(deterministic)
 {
     topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_FAT_TREE, .gpus = 32, .radix = 8});
@@ -600,6 +715,7 @@ int main(void)
     tcase_add_test(tc, two_allreduces_share_a_bottleneck);
     tcase_add_test(tc, oversubscribed_fat_tree_alltoall);
     tcase_add_test(tc, hier_beats_flat_ring_on_dgx);
+    tcase_add_test(tc, rings_per_rail);
     tcase_add_test(tc, dbt_and_tree_allreduce);
     tcase_add_test(tc, incremental_equals_global);
     tcase_add_test(tc, batched_equals_per_flow);

@@ -127,7 +127,9 @@ START_TEST(link_efficiency)
 }
 END_TEST
 
-/* a 4-rank all-reduce fit over 2 hosts: alpha 300 us, 1/beta 10 GB/s -> per hop 50 us, 15 GB/s */
+/* a 4-rank all-reduce fit over 2 hosts: alpha 300 us, 1/beta 10 GB/s -> per hop 50 us, 15 GB/s
+ * ring-equivalent; 2 GPUs per host run 2 rings, one per rail (docs/collectives.md, "Rings per
+ * rail"), so each fabric link gets half: 7.5 GB/s */
 static cal_result *inter_cal(void)
 {
     cal_result *c = cal_test_make();
@@ -171,7 +173,7 @@ START_TEST(apply_inter_host)
             ck_assert(t->links[l].bandwidth == nvlink);
             untouched++;
         } else {
-            ck_assert_rel(t->links[l].bandwidth, 15e9, 1e-12);
+            ck_assert_rel(t->links[l].bandwidth, 7.5e9, 1e-12);
             fabric++;
         }
     }
@@ -188,7 +190,7 @@ START_TEST(apply_inter_host)
     }
     ck_assert_int_le(llabs(lat - 50 * SIM_US), np); /* picosecond rounding per hop */
     for (int g = 0; g < t->n_gpus; g++) ck_assert(t->gpus[g].reduce_bw == 0);
-    ck_assert_msg(strstr(note, "inter-host links set to 50 us latency per host-to-host GPU path, 15 GB/s ring-equivalent"), "%s", note);
+    ck_assert_msg(strstr(note, "inter-host links set to 50 us latency per host-to-host GPU path, 7.5 GB/s per rail (the ring's over 2 rails)"), "%s", note);
     ck_assert_ptr_null(strstr(note, "intra-host"));
     topo_destroy(t);
 

@@ -70,8 +70,14 @@ START_TEST(dp_allreduce_across_hosts)
          " \"backward_time\": \"2 ms\", \"params\": 1e8}, \"parallel\": {\"bucket_size\": \"1 GB\"},"
          " \"options\": {\"network\": \"%s\", \"dp_algorithm\": \"ring\"}}",
          &fl, &an);
-    ck_assert_double_gt(an.breakdown_s.comm_exposed, 7e-3);
-    ck_assert_rel(an.step_time_s, fl.step_time_s, 1e-6);
+    /* 8 rings, one per rail (NCCL's channels, docs/collectives.md "Rings per rail"), each
+     * with S/8: the NIC term 2(n-1)/n S/(8 B) = 1.9375 x 2e8 / (8 x 50e9) = 0.97 ms, where one
+     * ring through one NIC per host would take 7.75 ms. Kc = 1 chunk per ring with the H100's
+     * reductions: the step model's 8 rings stagger on each GPU's reduction unit, which the
+     * analytic time (each ring's own reductions exposed) leaves out: within 1 %. */
+    ck_assert_double_gt(an.breakdown_s.comm_exposed, 0.97e-3);
+    ck_assert_double_lt(an.breakdown_s.comm_exposed, 2e-3);
+    ck_assert_rel(an.step_time_s, fl.step_time_s, 1e-2);
     run_result_free(&fl);
     run_result_free(&an);
 }
@@ -83,7 +89,8 @@ START_TEST(zero_and_tp_across_hosts)
     /* ZeRO-2: reduce-scatter of the gradients and all-gather of the parameters, 32 GPUs */
     both(DP_ACROSS(4, 8, "\"bucket_size\": \"1 GB\", \"zero\": 2"), &fl, &an);
     ck_assert_double_gt(fl.breakdown_s.comm_exposed, 1e-4);
-    ck_assert_rel(an.step_time_s, fl.step_time_s, 1e-6);
+    /* 8 rings of one chunk with reductions: within 1 % (dp_allreduce_across_hosts) */
+    ck_assert_rel(an.step_time_s, fl.step_time_s, 1e-2);
     run_result_free(&fl);
     run_result_free(&an);
     /* tp 8 inside each box, dp 4 across boxes: 8 concurrent all-reduces, one per rail, that
