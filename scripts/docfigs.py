@@ -76,27 +76,46 @@ class Block:
         return f"{self.path}:{self.line}"
 
 
+def closing(lines, start, fence):
+    """Index of the line closing the fence opened at `start` (same character, at least as long,
+    nothing else on the line), or None."""
+    for j in range(start + 1, len(lines)):
+        t = lines[j].strip()
+        if t.startswith(fence) and t.strip(fence[0]) == "":
+            return j
+    return None
+
+
 def parse(path, lines):
     """The marked blocks of one file, in order. A marker must sit right above an opening fence
-    and the fence must close: anything else is an error naming the line."""
+    and the fence must close: anything else is an error naming the line. Markers inside other
+    fenced blocks are text (an example of a marker, as in docs/contributing.md)."""
     blocks = []
-    for i, text in enumerate(lines):
+    i = 0
+    while i < len(lines):
+        text = lines[i]
+        f = FENCE.match(text)
+        if f:  # a fenced block without a marker: skip it whole
+            end = closing(lines, i, f.group(2))
+            i = len(lines) if end is None else end + 1
+            continue
         if "dtsim-output" not in text or not text.lstrip().startswith("<!--"):
+            i += 1
             continue
         m = MARKER.match(text)
         if not m:
             raise DocError(f"{path}:{i + 1}: malformed marker (expected `<!-- dtsim-output[ OPTIONS]: COMMAND -->`)")
-        if i + 1 >= len(lines) or not FENCE.match(lines[i + 1]):
+        f = FENCE.match(lines[i + 1]) if i + 1 < len(lines) else None
+        if not f:
             raise DocError(f"{path}:{i + 1}: a dtsim-output marker must be right above a fenced block")
-        fence = FENCE.match(lines[i + 1]).group(2)
-        end = next((j for j in range(i + 2, len(lines)) if lines[j].strip().startswith(fence[0] * len(fence))
-                    and lines[j].strip().strip(fence[0]) == ""), None)
+        end = closing(lines, i + 1, f.group(2))
         if end is None:
             raise DocError(f"{path}:{i + 2}: fenced block under a dtsim-output marker never closes")
         try:
             blocks.append(Block(path, i + 1, m.group("cmd"), m.group("opts"), i + 1, end))
         except DocError as e:
             raise DocError(f"{path}:{i + 1}: {e}")
+        i = end + 1
     return blocks
 
 
