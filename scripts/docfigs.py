@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Keep the dtsim output quoted in the documentation equal to what dtsim prints.
 
-A quoted output block is marked by an HTML comment on the line right before its fence:
+A quoted output block is marked by an HTML comment on the line right before its fence (or before
+a Markdown table that a command prints, whose rows are then the block):
 
     <!-- dtsim-output: dtsim run scenarios/quickstart.json | head -n 31 -->
     ```
@@ -49,11 +50,11 @@ class DocError(Exception):
 
 
 class Block:
-    def __init__(self, path, line, cmd, opts, fence_start, fence_end):
+    def __init__(self, path, line, cmd, opts, first, end):
         self.path, self.line, self.cmd = path, line, cmd
         self.slow, self.tmp, self.status = False, False, 0
         self.masks, self.ignores = [], []
-        self.fence_start, self.fence_end = fence_start, fence_end  # 0-based line indices
+        self.first, self.end = first, end  # the quoted lines are lines[first:end] (0-based)
         for o in opts.split():
             key, eq, val = o.partition("=")
             try:
@@ -88,7 +89,8 @@ def closing(lines, start, fence):
 
 def parse(path, lines):
     """The marked blocks of one file, in order. A marker must sit right above an opening fence
-    and the fence must close: anything else is an error naming the line. Markers inside other
+    that closes, or above a Markdown table (its rows are the block): anything else is an error
+    naming the line. Markers inside other
     fenced blocks are text (an example of a marker, as in docs/contributing.md)."""
     blocks = []
     i = 0
@@ -105,17 +107,25 @@ def parse(path, lines):
         m = MARKER.match(text)
         if not m:
             raise DocError(f"{path}:{i + 1}: malformed marker (expected `<!-- dtsim-output[ OPTIONS]: COMMAND -->`)")
-        f = FENCE.match(lines[i + 1]) if i + 1 < len(lines) else None
-        if not f:
-            raise DocError(f"{path}:{i + 1}: a dtsim-output marker must be right above a fenced block")
-        end = closing(lines, i + 1, f.group(2))
-        if end is None:
-            raise DocError(f"{path}:{i + 2}: fenced block under a dtsim-output marker never closes")
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        f = FENCE.match(nxt)
+        if f:
+            end = closing(lines, i + 1, f.group(2))
+            if end is None:
+                raise DocError(f"{path}:{i + 2}: fenced block under a dtsim-output marker never closes")
+            first, resume = i + 2, end + 1
+        elif nxt.lstrip().startswith("|"):  # a table: its rows, up to the first line that is not one
+            first = end = i + 1
+            while end < len(lines) and lines[end].lstrip().startswith("|"):
+                end += 1
+            resume = end
+        else:
+            raise DocError(f"{path}:{i + 1}: a dtsim-output marker must be right above a fenced block or a table")
         try:
-            blocks.append(Block(path, i + 1, m.group("cmd"), m.group("opts"), i + 1, end))
+            blocks.append(Block(path, i + 1, m.group("cmd"), m.group("opts"), first, end))
         except DocError as e:
             raise DocError(f"{path}:{i + 1}: {e}")
-        i = end + 1
+        i = resume
     return blocks
 
 
@@ -140,7 +150,7 @@ def run(block, root, bindir, cache, timeout):
     simulation. Returns the lines and the seconds spent running."""
     producer, bar, filters = block.cmd.partition(" | ")
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""), SRC=root,
-               LC_ALL="C", TZ="UTC")
+               DTSIM=os.path.join(bindir, "dtsim"), LC_ALL="C", TZ="UTC")
     dt = 0.0
     with tempfile.TemporaryDirectory(prefix="docfigs.") as scratch:
         cwd = scratch if block.tmp else root
@@ -246,12 +256,12 @@ def main():
                 total += dt
                 if a.verbose:
                     print(f"docfigs: {b.where()}: {dt:.2f} s: {b.cmd}", file=sys.stderr)
-                doc = lines[b.fence_start + 1:b.fence_end]
+                doc = lines[b.first:b.end]
                 if same(b, doc, fresh):
                     continue
                 differ += 1
                 if a.update:
-                    lines[b.fence_start + 1:b.fence_end] = fresh
+                    lines[b.first:b.end] = fresh
                     changed = True
                     print(f"docfigs: {b.where()}: updated ({b.cmd})", file=sys.stderr)
                 else:

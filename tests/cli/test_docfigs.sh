@@ -8,8 +8,9 @@
 # each match into `...` right-aligned in its width; ignore=RE keeps the block's own text on
 # matching lines; slow blocks are skipped (with a note) unless --all; the part before the first
 # ` | ` runs once for every block that shares it; `dtsim` is the build's dtsim; a marker inside
-# another fenced block is text; a marker not above a fence, an unclosed fence, an unknown option
-# and a failing command are errors naming FILE:LINE (exit 2); status=N accepts a command exiting N.
+# another fenced block is text; a marker above a table quotes its rows; a marker not above a
+# fence or table, an unclosed fence, an unknown option and a failing command are errors naming
+# FILE:LINE (exit 2); status=N accepts a command exiting N.
 # Then the real check: every marked block of the repository equals this build's output. When a
 # model change moves a figure this fails with the diff; `bash scripts/docfigs.sh --update`
 # (and `--update --all` for the slow blocks) regenerates them.
@@ -119,6 +120,12 @@ docfigs --root "$t" --check docs/b.md 2>/dev/null || fail "shared producer: bloc
 printf '%s\n' '````' '<!-- dtsim-output: echo fresh -->' '```' 'stale' '```' '````' > "$t/docs/c.md"
 docfigs --root "$t" --check docs/c.md 2> "$tmp/err" || fail "a marker inside a fence was run: $(cat "$tmp/err")"
 docfigs --root "$t" --list docs/c.md | grep -q . && fail "--list shows a marker inside a fence"
+
+# A marker above a Markdown table: its rows are the block, the line after it stays.
+printf '%s\n' 'text' "<!-- dtsim-output: printf '| a |\\n|---|\\n| 2 |\\n' -->" '| a |' '|---|' '| 1 |' 'next' > "$t/docs/d.md"
+docfigs --root "$t" --update docs/d.md 2>/dev/null || fail "--update of a table"
+[[ $(cat "$t/docs/d.md") == $'text\n'"<!-- dtsim-output: printf '| a |\\n|---|\\n| 2 |\\n' -->"$'\n| a |\n|---|\n| 2 |\nnext' ]] \
+  || fail "table update: $(cat "$t/docs/d.md")"
 
 # Errors name the file and line and exit 2.
 expect_error() { # FILE-CONTENT WHAT-THE-MESSAGE-SAYS
