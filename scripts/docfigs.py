@@ -12,8 +12,8 @@ a Markdown table that a command prints, whose rows are then the block):
 The command is a bash command line run from the repository root (`dtsim` is the build's dtsim,
 `$SRC` the repository root); pipes and filters (`| head -n 31`, `| sed -n '/^traffic/,/^$/p'`)
 choose the excerpt the block quotes. The part before the first ` | ` runs once per distinct
-text (its output is reused by every block with the same producer); the filters must exit 0. Options go between `dtsim-output` and the `: ` that starts
-the command, separated by spaces:
+text (its output is reused by every block with the same producer); the filters must exit 0.
+Options go between `dtsim-output` and the `: ` that starts the command, separated by spaces:
 
     slow          the command takes more than 5 s: --check and --update skip it (saying so)
                   unless --all is given
