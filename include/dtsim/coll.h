@@ -41,6 +41,9 @@ typedef enum coll_op {
 } coll_op;
 
 typedef enum coll_algo {
+    /* the algorithm with the least estimated time under contention among those the collective
+     * library that runs the group offers (coll_config.library: NCCL's ring and tree, or every
+     * candidate of `estimate`); coll_auto_pick. Resolved like COLL_FASTEST. */
     COLL_AUTO,
     COLL_RING,
     COLL_TREE,
@@ -59,6 +62,9 @@ typedef enum coll_algo {
      * them (coll_estimate_choice); all-reduce, reduce-scatter and all-gather only, other ops
      * by the rule. Resolved like COLL_FASTEST. */
     COLL_ESTIMATE,
+    /* the documented rule from size and topology (coll_auto_choice): what `auto` was before it
+     * chose by estimated time (docs/collectives.md, "`rule`"). */
+    COLL_RULE,
     COLL_ALGO_COUNT
 } coll_algo;
 
@@ -119,11 +125,24 @@ typedef enum coll_ring_model {
 const char *coll_ring_model_name(coll_ring_model m);
 int coll_ring_model_parse(const char *s, coll_ring_model *out); /* DT_OK / DT_EINPUT */
 
+/* Which collective library runs the collectives: the candidates `auto` chooses among
+ * (docs/collectives.md, "`auto`: by estimated time among the library's algorithms").
+ *   ANY   no library named (a generic or decentralised scenario, dtsim collective): every
+ *         candidate of `estimate` (ring, tree, dbt, hd, direct, hier).
+ *   NCCL  what NCCL's tuner chooses among (src/graph/tuning.cc, ncclTopoTuneModel: only
+ *         all-reduce has algorithms other than the ring): all-reduce ring or tree;
+ *         reduce-scatter, all-gather, broadcast, reduce ring; all-to-all and sendrecv its
+ *         point-to-point sends (direct). The frameworks' presets (megatron, fsdp) run it. */
+typedef enum coll_library { COLL_LIB_ANY, COLL_LIB_NCCL, COLL_LIB_COUNT } coll_library;
+const char *coll_library_name(coll_library l);
+int coll_library_parse(const char *s, coll_library *out); /* DT_OK / DT_EINPUT */
+
 typedef struct coll_config {
     double reduce_bw;       /* B/s of reduction compute; <0 = from GPU spec; 0 = free. One
                                reduction unit per GPU, first come first served */
     double chunk_bytes;     /* pipelining chunk for ring/tree/dbt/chain (0 = 4 MiB) */
     coll_ring_model ring_model; /* ring algorithm's model; STEPS (0) unless set */
+    coll_library library;       /* whose algorithms `auto` chooses among; ANY (0) unless set */
 } coll_config;
 
 coll_engine *coll_create(net *n, sim_engine *eng, topo *t, const coll_config *cfg);
@@ -163,7 +182,16 @@ int coll_estimate_choice(struct coll_analytic *a, const coll_spec *spec, const i
 int coll_estimate_time(struct coll_analytic *a, const coll_spec *spec, const int *concurrent,
                        int m, sim_time_t *time, dt_error *err);
 
-/* Which algorithm `auto` picks for this spec on this topology. */
+/* What `auto` picks: as coll_estimate_choice (same concurrent set, same costs, ties to the
+ * earlier candidate), among the candidates of the analytic object's coll_config.library
+ * (coll_library above); a library with one algorithm for the op (NCCL's reduce-scatter:
+ * ring) costs nothing. Ops the estimate does not cost get the library's algorithm (NCCL) or
+ * the rule's (ANY). DT_OK, or DT_EINPUT with err filled when nothing runs the spec. */
+int coll_auto_pick(struct coll_analytic *a, const coll_spec *spec, const int *concurrent, int m,
+                   coll_algo *out, dt_error *err);
+
+/* The documented rule (`rule`; `auto` before it chose by estimated time) for this spec on
+ * this topology: from size, group size and hosts only. */
 coll_algo coll_auto_choice(const topo *t, const coll_spec *spec);
 
 /* Bus bandwidth factor (nccl-tests): busbw = algbw * factor. all-reduce 2(n-1)/n;
