@@ -18,7 +18,8 @@
  *   direct  every op                           hier  allreduce (same GPU count per host)
  *   ps      allreduce
  * sendrecv is one transfer and runs as `direct` whatever the algorithm asked.
- * Formulas, step programs and the `auto` rule: docs/collectives.md.
+ * Formulas, step programs, `auto` (by estimated time among the library's algorithms) and `rule`:
+ * docs/collectives.md.
  */
 #ifndef DTSIM_COLL_H
 #define DTSIM_COLL_H
@@ -164,14 +165,16 @@ int coll_fastest_choice(struct coll_analytic *a, const coll_spec *spec, coll_alg
  * contention"). concurrent: m groups of spec->n GPUs each, one after the other, the
  * collectives of spec->op that run at the same time as this one, spec->group among them
  * (borrowed for the call); NULL or m <= 1, or a set without spec->group: the collective alone.
- * Every candidate (ring, tree, dbt, hd, direct, hier: what the `auto` rule can pick) that can
+ * Every candidate (ring, tree, dbt, hd, direct, hier: what the `rule` can pick) that can
  * run every group is costed with all m programs loading the links at once, lock-step
  * programs' transfers each whole on one ECMP lane (as a flow takes one), rings and
  * pipelines spread over the lanes (as they run); the time is the slowest group's; the least
  * wins, ties to the earlier candidate. Ops other than all-reduce, reduce-scatter and
  * all-gather, and groups of one GPU, get the rule's choice (coll_auto_choice); sendrecv direct.
- * Nothing is cached: O(m x program size) route look-ups per candidate; callers that ask often
- * memoise (run.c does, per op, group size and bytes). DT_OK, or DT_EINPUT with err filled
+ * Cost: O(m x program size) route look-ups per candidate, its walk cached in the analytic
+ * object per (op, candidate, set) as latency + per-byte; lock-step candidates (hd, direct,
+ * hier) are walked bounded by the best so far and stop once they cannot win. Callers that ask
+ * often memoise the choice (run.c does, per op, group size and bytes). DT_OK, or DT_EINPUT with err filled
  * when no candidate runs the spec (auto's error). */
 int coll_estimate_choice(struct coll_analytic *a, const coll_spec *spec, const int *concurrent,
                          int m, coll_algo *out, dt_error *err);
@@ -218,7 +221,7 @@ int coll_simulate(topo *t, const coll_spec *spec, const coll_config *cc, const n
  *
  * What `--network analytic` charges for a collective in a training step (dtsim run), and
  * `analytic_time_s` of dtsim collective --json: the algorithm coll_start would run (same
- * validation, auto resolved by coll_auto_choice, same chunk and reduce_bw), its step program
+ * validation, auto resolved by coll_auto_pick, same chunk and reduce_bw), its step program
  * walked once without the engine, every transfer's bytes put on the links of its route (spread
  * evenly over the pair's NET_ECMP_LANES lanes, net_route_lane), a = route latency:
  *   ring (allreduce, reduce_scatter, allgather): over the ring's edges in coll_ring's order,
