@@ -1037,7 +1037,7 @@ int coll_analytic_time(coll_analytic *A, const coll_spec *spec, sim_time_t *time
             } else {
                 double lat = 0;
                 double part;
-                ps = ringish ? ring_time(A, &p, 1, 0, &lat) : lockstep_time(A, &p, 1, 0, &lat, INFINITY, &part);
+                ps = ringish ? ring_time(A, &p, 1, 0, &lat) : lockstep_time(A, &p, 1, 1, &lat, INFINITY, &part);
                 if (cacheable && spec->bytes > 0) {
                     l = insert(A, hl, spec, CA_LINEAR);
                     l->ran = ran;
