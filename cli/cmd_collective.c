@@ -25,7 +25,7 @@ static void help(FILE *out)
             "                        [--algo ALGO] [--group LIST] [--network flow|analytic]\n"
             "                        [--root I] [--servers N] [--chunk SIZE] [--reduce-bw BW]\n"
             "                        [--elem-bytes N] [--ring-model exact|steps|fluid|auto]\n"
-            "                        [--rings N]\n"
+            "                        [--rings N] [--library any|nccl]\n"
             "                        [--calibration FILE [--calibration-fit NAME]]\n"
             "                        [--link-efficiency nccl|line|NV,NET]\n"
             "                        [--analytic-time] [--json]\n\n"
@@ -39,10 +39,13 @@ static void help(FILE *out)
             "               (dragonfly; short forms a p h); nvlink and nic also work\n"
             "               for nvlink_bw and nic_bw (the names of docs/formats.md)\n"
             "  --op         allreduce reduce_scatter allgather broadcast reduce alltoall sendrecv\n"
-            "  --algo       auto (default) ring tree dbt hd direct hier ps, or fastest (the\n"
+            "  --algo       auto (default: the least estimated time among the --library's\n"
+            "               algorithms), ring tree dbt hd direct hier ps, or fastest (the\n"
             "               least estimated time of those), or estimate (the least estimated\n"
-            "               time under contention among ring .. hier; the algo column says\n"
-            "               which ran)\n"
+            "               time under contention among ring .. hier), or rule (the size and\n"
+            "               topology rule auto was before); the algo column says which ran\n"
+            "  --library    whose algorithms auto chooses among: any (default: ring .. hier)\n"
+            "               or nccl (all-reduce ring or tree; other ops ring; all-to-all direct)\n"
             "  --size       bytes with units (64MiB), or a sweep LO:HI:xF (1KiB:8GiB:x2) or\n"
             "               LO:HI:+STEP; nccl-tests sizes: all-gather's is its output buffer\n"
             "  --group      GPUs taking part: 0,1,2 or ranges 0-7,16-23 (default: all)\n"
@@ -80,7 +83,8 @@ static void help(FILE *out)
 
 typedef struct opts {
     const char *topology, *op, *algo, *size, *group, *network, *calibration, *calibration_fit;
-    const char *root, *servers, *chunk, *reduce_bw, *elem, *ring_model, *link_eff, *rings;
+    const char *root, *servers, *chunk, *reduce_bw, *elem, *ring_model, *link_eff, *rings,
+               *library;
     int json, analytic_time;
 } opts;
 
@@ -343,6 +347,7 @@ static int run(int argc, char **argv)
         else if (!strcmp(a, "--elem-bytes")) slot = &o.elem;
         else if (!strcmp(a, "--ring-model")) slot = &o.ring_model;
         else if (!strcmp(a, "--rings")) slot = &o.rings;
+        else if (!strcmp(a, "--library")) slot = &o.library;
         else if (!strcmp(a, "--link-efficiency")) slot = &o.link_eff;
         else return usage_err("unknown option '%s'%s", a, "");
         if (i + 1 >= argc) return usage_err("%s needs a value%s", a, "");
@@ -405,6 +410,8 @@ static int run(int argc, char **argv)
     }
     if (o.ring_model && coll_ring_model_parse(o.ring_model, &cc.ring_model) != DT_OK)
         return usage_err("--ring-model expects exact, steps, fluid or auto, found '%s'%s", o.ring_model, "");
+    if (o.library && coll_library_parse(o.library, &cc.library) != DT_OK)
+        return usage_err("--library expects any or nccl, found '%s'%s", o.library, "");
     if (o.reduce_bw && unit_parse_bandwidth(o.reduce_bw, &cc.reduce_bw, why, sizeof why) != DT_OK) {
         dt_error_set(&err, DT_EINPUT, NULL, "--reduce-bw", "%s", why);
         return cli_report_error(&err);

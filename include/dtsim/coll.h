@@ -18,7 +18,8 @@
  *   direct  every op                           hier  allreduce (same GPU count per host)
  *   ps      allreduce
  * sendrecv is one transfer and runs as `direct` whatever the algorithm asked.
- * Formulas, step programs and the `auto` rule: docs/collectives.md.
+ * Formulas, step programs, `auto` (by estimated time among the library's algorithms) and `rule`:
+ * docs/collectives.md.
  */
 #ifndef DTSIM_COLL_H
 #define DTSIM_COLL_H
@@ -41,6 +42,9 @@ typedef enum coll_op {
 } coll_op;
 
 typedef enum coll_algo {
+    /* the algorithm with the least estimated time under contention among those the collective
+     * library that runs the group offers (coll_config.library: NCCL's ring and tree, or every
+     * candidate of `estimate`); coll_auto_pick. Resolved like COLL_FASTEST. */
     COLL_AUTO,
     COLL_RING,
     COLL_TREE,
@@ -59,6 +63,9 @@ typedef enum coll_algo {
      * them (coll_estimate_choice); all-reduce, reduce-scatter and all-gather only, other ops
      * by the rule. Resolved like COLL_FASTEST. */
     COLL_ESTIMATE,
+    /* the documented rule from size and topology (coll_auto_choice): what `auto` was before it
+     * chose by estimated time (docs/collectives.md, "`rule`"). */
+    COLL_RULE,
     COLL_ALGO_COUNT
 } coll_algo;
 
@@ -119,6 +126,18 @@ typedef enum coll_ring_model {
 const char *coll_ring_model_name(coll_ring_model m);
 int coll_ring_model_parse(const char *s, coll_ring_model *out); /* DT_OK / DT_EINPUT */
 
+/* Which collective library runs the collectives: the candidates `auto` chooses among
+ * (docs/collectives.md, "`auto`: by estimated time among the library's algorithms").
+ *   ANY   no library named (a generic or decentralised scenario, dtsim collective): every
+ *         candidate of `estimate` (ring, tree, dbt, hd, direct, hier).
+ *   NCCL  what NCCL's tuner chooses among (src/graph/tuning.cc, ncclTopoTuneModel: only
+ *         all-reduce has algorithms other than the ring): all-reduce ring or tree;
+ *         reduce-scatter, all-gather, broadcast, reduce ring; all-to-all and sendrecv its
+ *         point-to-point sends (direct). The frameworks' presets (megatron, fsdp) run it. */
+typedef enum coll_library { COLL_LIB_ANY, COLL_LIB_NCCL, COLL_LIB_COUNT } coll_library;
+const char *coll_library_name(coll_library l);
+int coll_library_parse(const char *s, coll_library *out); /* DT_OK / DT_EINPUT */
+
 typedef struct coll_config {
     double reduce_bw;       /* B/s of reduction compute; <0 = from GPU spec; 0 = free. One
                                reduction unit per GPU, first come first served */
@@ -128,6 +147,7 @@ typedef struct coll_config {
                                hosts with g > 1 GPUs each: at most this many rings (NCCL's
                                channels), one per rail; 0 = g (capped at COLL_MAX_RINGS), 1 =
                                one ring (docs/collectives.md, "Rings per rail") */
+    coll_library library;       /* whose algorithms `auto` chooses among; ANY (0) unless set */
 } coll_config;
 
 /* Most rings (channels) a host-spanning ring collective runs (NCCL: 32 channels at most). */
@@ -152,14 +172,16 @@ int coll_fastest_choice(struct coll_analytic *a, const coll_spec *spec, coll_alg
  * contention"). concurrent: m groups of spec->n GPUs each, one after the other, the
  * collectives of spec->op that run at the same time as this one, spec->group among them
  * (borrowed for the call); NULL or m <= 1, or a set without spec->group: the collective alone.
- * Every candidate (ring, tree, dbt, hd, direct, hier: what the `auto` rule can pick) that can
+ * Every candidate (ring, tree, dbt, hd, direct, hier: what the `rule` can pick) that can
  * run every group is costed with all m programs loading the links at once, lock-step
  * programs' transfers each whole on one ECMP lane (as a flow takes one), rings and
  * pipelines spread over the lanes (as they run); the time is the slowest group's; the least
  * wins, ties to the earlier candidate. Ops other than all-reduce, reduce-scatter and
  * all-gather, and groups of one GPU, get the rule's choice (coll_auto_choice); sendrecv direct.
- * Nothing is cached: O(m x program size) route look-ups per candidate; callers that ask often
- * memoise (run.c does, per op, group size and bytes). DT_OK, or DT_EINPUT with err filled
+ * Cost: O(m x program size) route look-ups per candidate, its walk cached in the analytic
+ * object per (op, candidate, set) as latency + per-byte; lock-step candidates (hd, direct,
+ * hier) are walked bounded by the best so far and stop once they cannot win. Callers that ask
+ * often memoise the choice (run.c does, per op, group size and bytes). DT_OK, or DT_EINPUT with err filled
  * when no candidate runs the spec (auto's error). */
 int coll_estimate_choice(struct coll_analytic *a, const coll_spec *spec, const int *concurrent,
                          int m, coll_algo *out, dt_error *err);
@@ -170,7 +192,16 @@ int coll_estimate_choice(struct coll_analytic *a, const coll_spec *spec, const i
 int coll_estimate_time(struct coll_analytic *a, const coll_spec *spec, const int *concurrent,
                        int m, sim_time_t *time, dt_error *err);
 
-/* Which algorithm `auto` picks for this spec on this topology. */
+/* What `auto` picks: as coll_estimate_choice (same concurrent set, same costs, ties to the
+ * earlier candidate), among the candidates of the analytic object's coll_config.library
+ * (coll_library above); a library with one algorithm for the op (NCCL's reduce-scatter:
+ * ring) costs nothing. Ops the estimate does not cost get the library's algorithm (NCCL) or
+ * the rule's (ANY). DT_OK, or DT_EINPUT with err filled when nothing runs the spec. */
+int coll_auto_pick(struct coll_analytic *a, const coll_spec *spec, const int *concurrent, int m,
+                   coll_algo *out, dt_error *err);
+
+/* The documented rule (`rule`; `auto` before it chose by estimated time) for this spec on
+ * this topology: from size, group size and hosts only. */
 coll_algo coll_auto_choice(const topo *t, const coll_spec *spec);
 
 /* Bus bandwidth factor (nccl-tests): busbw = algbw * factor. all-reduce 2(n-1)/n;
@@ -197,7 +228,7 @@ int coll_simulate(topo *t, const coll_spec *spec, const coll_config *cc, const n
  *
  * What `--network analytic` charges for a collective in a training step (dtsim run), and
  * `analytic_time_s` of dtsim collective --json: the algorithm coll_start would run (same
- * validation, auto resolved by coll_auto_choice, same chunk and reduce_bw), its step program
+ * validation, auto resolved by coll_auto_pick, same chunk and reduce_bw), its step program
  * walked once without the engine, every transfer's bytes put on the links of its route (spread
  * evenly over the pair's NET_ECMP_LANES lanes, net_route_lane), a = route latency:
  *   ring (allreduce, reduce_scatter, allgather): over the ring's edges in coll_ring's order,

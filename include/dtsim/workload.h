@@ -203,6 +203,9 @@ typedef struct wl_env {
     int ps_servers;              /* parameter servers of a ps collective (options.ps_servers);
                                     0 = coll_ps's default, one per host the group spans */
     coll_ring_model ring_model;  /* how their rings run (coll.h), options.ring_model, AUTO default */
+    coll_library coll_library;   /* whose algorithms `auto` chooses among (coll.h):
+                                    options.collective_library; default NCCL with a framework
+                                    preset (megatron, fsdp), ANY without */
     wl_straggler *stragglers;    /* owned by the struct holding this wl_env */
     int n_stragglers;
     wl_jitter_kind jitter;

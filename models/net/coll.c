@@ -86,7 +86,23 @@ int coll_ring_model_parse(const char *s, coll_ring_model *out)
 
 static const char *const algo_names[COLL_ALGO_COUNT] = {"auto", "ring",   "tree", "dbt",    "hd",
                                                         "direct", "hier", "ps", "fastest",
-                                                        "estimate"};
+                                                        "estimate", "rule"};
+static const char *const library_names[COLL_LIB_COUNT] = {"any", "nccl"};
+
+const char *coll_library_name(coll_library l)
+{
+    return (unsigned)l < COLL_LIB_COUNT ? library_names[l] : "?";
+}
+
+int coll_library_parse(const char *s, coll_library *out)
+{
+    for (int i = 0; i < COLL_LIB_COUNT; i++)
+        if (!strcmp(s, library_names[i])) {
+            *out = (coll_library)i;
+            return DT_OK;
+        }
+    return DT_EINPUT;
+}
 
 const char *coll_op_name(coll_op op) { return (unsigned)op < COLL_OP_COUNT ? op_names[op] : "?"; }
 const char *coll_algo_name(coll_algo a)
@@ -581,7 +597,8 @@ int coll_prepare(topo *t, const coll_config *cfg, const coll_spec *spec, coll_pr
         return dt_error_set(err, DT_EINPUT, NULL, "group",
                             "sendrecv needs exactly 2 GPUs (sender, receiver), found %d", n);
 
-    coll_algo algo = spec->algo == COLL_AUTO ? coll_auto_choice(t, spec) : spec->algo;
+    coll_algo algo =
+        spec->algo == COLL_AUTO || spec->algo == COLL_RULE ? coll_auto_choice(t, spec) : spec->algo;
     if (spec->op == COLL_SENDRECV) algo = COLL_DIRECT; /* one transfer: no algorithm to pick */
     /* resolved by the callers (coll_fastest_choice, coll_estimate_choice) */
     DT_ASSERT(algo != COLL_FASTEST && algo != COLL_ESTIMATE);
@@ -612,10 +629,13 @@ static coll_analytic *engine_analytic(coll_engine *c)
 int coll_start(coll_engine *c, const coll_spec *spec, uint32_t done_kind, uint32_t done_id,
                uint64_t done_data, dt_error *err)
 {
-    if ((spec->algo == COLL_FASTEST || spec->algo == COLL_ESTIMATE) && spec->op != COLL_SENDRECV) {
+    if ((spec->algo == COLL_FASTEST || spec->algo == COLL_ESTIMATE || spec->algo == COLL_AUTO) &&
+        spec->op != COLL_SENDRECV) {
         coll_spec s = *spec;
         int rc = spec->algo == COLL_FASTEST
                      ? coll_fastest_choice(engine_analytic(c), spec, &s.algo, err)
+                 : spec->algo == COLL_AUTO
+                     ? coll_auto_pick(engine_analytic(c), spec, NULL, 0, &s.algo, err)
                      : coll_estimate_choice(engine_analytic(c), spec, NULL, 0, &s.algo, err);
         if (rc != DT_OK) return rc;
         return coll_start(c, &s, done_kind, done_id, done_data, err);
@@ -701,12 +721,14 @@ int coll_simulate(topo *t, const coll_spec *spec, const coll_config *cc, const n
     coll_engine *c = coll_create(n, eng, t, cc);
     sim_done d = {0, 0};
     uint32_t k = sim_kind_register(eng, "coll.simulate.done", on_sim_done, &d);
-    out->algo = spec->algo == COLL_AUTO ? coll_auto_choice(t, spec) : spec->algo;
+    out->algo = spec->algo == COLL_RULE ? coll_auto_choice(t, spec) : spec->algo;
     if (spec->op == COLL_SENDRECV) out->algo = COLL_DIRECT;
     int rc = DT_OK;
     if (out->algo == COLL_FASTEST) rc = coll_fastest_choice(engine_analytic(c), spec, &out->algo, err);
-    if (out->algo == COLL_ESTIMATE)
+    else if (out->algo == COLL_ESTIMATE)
         rc = coll_estimate_choice(engine_analytic(c), spec, NULL, 0, &out->algo, err);
+    else if (out->algo == COLL_AUTO)
+        rc = coll_auto_pick(engine_analytic(c), spec, NULL, 0, &out->algo, err);
     if (rc == DT_OK) rc = coll_start(c, spec, k, 0, 0, err);
     if (rc == DT_OK) {
         sim_run(eng, SIM_TIME_MAX);

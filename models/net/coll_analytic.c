@@ -67,6 +67,9 @@ struct coll_analytic {
      * 0..NET_ECMP_LANES-1: every transfer whole on that lane (the estimate's lock-step
      * programs: a flow takes one lane, see coll_estimate_choice) */
     int lane;
+    /* the busiest link's load / bandwidth (ps) since the last drain: lockstep_time's partial
+     * time, checked against a bound to stop a walk that cannot win (estimate_among) */
+    double peak;
     ca_entry *tab;
     int cap, used;
 };
@@ -137,6 +140,8 @@ static double load_add(coll_analytic *A, int src_gpu, int dst_gpu, double bytes)
                 A->touched[A->n_touched++] = k;
             }
             A->load[k] += share;
+            double bw = A->t->links[k].bandwidth;
+            if (bw > 0 && A->load[k] / bw * 1e12 > A->peak) A->peak = A->load[k] / bw * 1e12;
         }
     }
     return amax;
@@ -179,6 +184,7 @@ static double load_drain(coll_analytic *A)
         A->mark[k] = 0;
     }
     A->n_touched = 0;
+    A->peak = 0;
     return worst;
 }
 
@@ -272,8 +278,14 @@ static double ring_time(coll_analytic *A, const coll_prog *ps, int m, int steps_
  * all m concurrent programs), the slowest reduction. With lane_per_step (the estimate)
  * step s puts each transfer whole on lane s mod NET_ECMP_LANES: a flow takes one lane, and a
  * pair's transfers rotate over the lanes from step to step. */
+/* bound: a time the caller needs beaten (INFINITY: none). Loads and latencies only grow as
+ * transfers are added, so the time of the steps so far plus the current step's largest
+ * latency, busiest link and slowest reduction is a lower bound on the whole; once it reaches
+ * the bound after a program (one group of a concurrent set), the walk stops and returns
+ * INFINITY. That spares most of a losing candidate's walk over a large set (a direct
+ * reduce-scatter of 64 groups of 256: 4.2 M route look-ups). */
 static double lockstep_time(coll_analytic *A, const coll_prog *ps, int m, int lane_per_step,
-                            double *lat_part)
+                            double *lat_part, double bound, double *partial)
 {
     int smax = 0, nmax = 0;
     for (int i = 0; i < m; i++) {
@@ -286,9 +298,32 @@ static double lockstep_time(coll_analytic *A, const coll_prog *ps, int m, int la
             }
     }
     coll_send *buf = dt_xmalloc((size_t)nmax * sizeof *buf);
+    /* The steps' times add up whatever their order (each starts from drained loads), so a
+     * bounded walk takes the heaviest first (by what rank 0 of the first program sends in
+     * it): an all-gather by doubling sends most in its last step. */
+    int *order = dt_xmalloc((size_t)(smax > 0 ? smax : 1) * sizeof *order);
+    for (int s = 0; s < smax; s++) order[s] = s;
+    if (isfinite(bound) && smax > 1) {
+        double *w = dt_xcalloc((size_t)smax, sizeof *w);
+        for (int s = 0; s < smax; s++)
+            for (int k = 0; k < ps[0].n_streams; k++) {
+                if (s >= ps[0].n_steps(&ps[0], 0, k)) continue;
+                coll_step st;
+                step_of(&ps[0], buf, 0, k, s, &st);
+                for (int j = 0; j < st.n_sends; j++) w[s] += st.sends[j].bytes;
+            }
+        for (int a = 1; a < smax; a++) /* insertion sort, descending, stable */
+            for (int b = a; b > 0 && w[order[b]] > w[order[b - 1]]; b--) {
+                int x = order[b];
+                order[b] = order[b - 1];
+                order[b - 1] = x;
+            }
+        free(w);
+    }
     double total = 0;
     *lat_part = 0;
-    for (int s = 0; s < smax; s++) {
+    for (int q = 0; q < smax; q++) {
+        int s = order[q];
         double amax = 0, rmax = 0;
         if (lane_per_step) A->lane = s % NET_ECMP_LANES;
         for (int i = 0; i < m; i++) {
@@ -306,12 +341,22 @@ static double lockstep_time(coll_analytic *A, const coll_prog *ps, int m, int la
                 }
                 rmax = fmax(rmax, red);
             }
+            if (total + amax + A->peak + rmax >= bound) {
+                *partial = total + amax + A->peak + rmax;
+                *lat_part += amax;
+                load_drain(A);
+                A->lane = -1;
+                free(buf);
+                free(order);
+                return INFINITY;
+            }
         }
         total += amax + load_drain(A) + rmax;
         *lat_part += amax;
     }
     A->lane = -1;
     free(buf);
+    free(order);
     return total;
 }
 
@@ -492,7 +537,11 @@ static double pipe_time(coll_analytic *A, const coll_prog *ps, int m)
  * evaluation serves every size that runs the same algorithm with the same chunking - a
  * training step's buckets of different sizes on one data-parallel group walk the program once.
  * Pipelines are not linear (max of latency + load per stage): EXACT only. */
-enum { CA_EXACT = 1, CA_LINEAR = 2, CA_EST_EXACT = 3, CA_EST_LINEAR = 4 };
+enum { CA_EXACT = 1, CA_LINEAR = 2, CA_EST_EXACT = 3, CA_EST_LINEAR = 4, CA_EST_LOWER = 5 };
+/* CA_EST_LOWER: a bounded lock-step walk over a set that stopped at its bound (lockstep_time)
+ * leaves what it had walked as a lower bound, linear in the size like the time (latency +
+ * per-byte), so that another size of the same set is rejected without a walk when the bound
+ * already exceeds what that size must beat. */
 /* The estimate's entries (estimate_ps), the same two kinds over a concurrent set: the key's
  * group is the whole set (m groups one after the other, n = m x group size) and its root the
  * group size (all-reduce, reduce-scatter and all-gather have no root). */
@@ -652,10 +701,52 @@ static const int *estimate_set(const coll_spec *spec, const int *concurrent, int
     return spec->group;
 }
 
+/* The order a bounded walk of m lock-step programs takes (lockstep_time stops once the time
+ * so far reaches the bound): the first program's group, then the groups most likely to load
+ * the same links, so that the links that decide the time fill first. Each group is probed by
+ * its n edges g[i] -> g[i+1] on lane 0 (n route look-ups, against the n(n-1) of a direct
+ * program); a group scores the hops of its probes that cross a link the first group's probes
+ * cross. Any order gives the same time when the walk completes (up to the rounding of sums):
+ * this one only makes a losing walk stop early (64 groups of 256 on 8 rails: after 4 groups
+ * of its rail instead of 30 groups in the set's order). */
+static void bounded_order(coll_analytic *A, const coll_prog *ps, int m, coll_prog *out)
+{
+    int *score = dt_xcalloc((size_t)m, sizeof *score);
+    for (int i = 0; i < m; i++) {
+        const coll_prog *p = &ps[i];
+        for (int r = 0; r < p->n; r++) {
+            const int *path = NULL;
+            int nh = 0;
+            int a = p->gpus[r], b = p->gpus[(r + 1) % p->n];
+            if (a == b || net_route_lane(A->net, a, b, 0, &path, &nh, NULL) != DT_OK) continue;
+            for (int h = 0; h < nh; h++) {
+                int k = path[h];
+                if (i == 0 && !A->mark[k]) {
+                    A->mark[k] = 1;
+                    A->touched[A->n_touched++] = k;
+                }
+                if (i > 0) score[i] += A->mark[k];
+            }
+        }
+    }
+    load_drain(A); /* clears the marks */
+    out[0] = ps[0];
+    int o = 1;
+    for (int best = -1;; best = -1) { /* selection by score, ties to the earlier group */
+        for (int i = 1; i < m; i++)
+            if (score[i] >= 0 && (best < 0 || score[i] > score[best])) best = i;
+        if (best < 0) break;
+        out[o++] = ps[best];
+        score[best] = -1;
+    }
+    free(score);
+}
+
 /* ps of algorithm `algo` over the m groups at once, as the estimate costs it; DT_EINPUT when
- * the algorithm cannot run one of them (err filled). */
+ * the algorithm cannot run one of them (err filled). bound: the time to beat; a lock-step
+ * walk that reaches it stops and gives INFINITY (not cached). */
 static int estimate_ps(coll_analytic *A, const coll_spec *spec, coll_algo algo, const int *set,
-                       int m, coll_prog *ps, double *out, dt_error *err)
+                       int m, coll_prog *ps, double bound, double *out, dt_error *err)
 {
     int n = spec->n, i, rc = DT_OK;
     for (i = 0; i < m && rc == DT_OK; i++) {
@@ -679,16 +770,49 @@ static int estimate_ps(coll_analytic *A, const coll_spec *spec, coll_algo algo, 
                 free(ps[0].data);
                 return DT_OK;
             }
+            if (kind == CA_EST_LINEAR && spec->bytes > 0 && isfinite(bound)) {
+                uint64_t hb = spec_hash(&key, CA_EST_LOWER, algo, streams);
+                e = lookup(A, hb, &key, CA_EST_LOWER, algo, streams);
+                if (e && e->lat + e->per_byte * spec->bytes >= bound) {
+                    *out = INFINITY;
+                    free(ps[0].data);
+                    return DT_OK;
+                }
+            }
         }
     }
     int ok = rc == DT_OK;
     if (ok) {
         double lat = 0;
+        coll_prog *walk = ps;
+        double part = 0;
+        if (m > 2 && isfinite(bound) && ps[0].form != COLL_FORM_RING && ps[0].form != COLL_FORM_PIPE) {
+            walk = dt_xmalloc((size_t)m * sizeof *walk);
+            bounded_order(A, ps, m, walk);
+        }
         *out = ps[0].n <= 1                    ? 0
                : ps[0].form == COLL_FORM_RING ? ring_time(A, ps, m, ring_steps_lanes(A, &ps[0]), &lat)
                : ps[0].form == COLL_FORM_PIPE ? pipe_time(A, ps, m)
-                                              : lockstep_time(A, ps, m, 1, &lat);
-        if (spec->bytes > 0 && ps[0].n > 1) {
+                                              : lockstep_time(A, walk, m, 1, &lat, bound, &part);
+        if (walk != ps) free(walk);
+        if (!isfinite(*out) && isfinite(bound) && spec->bytes > 0 && ps[0].n > 1) {
+            coll_spec key = {.op = spec->op, .algo = algo, .group = set, .n = m * n, .root = n,
+                             .servers = spec->servers, .elem_bytes = spec->elem_bytes,
+                             .bytes = spec->bytes};
+            uint64_t hb = spec_hash(&key, CA_EST_LOWER, algo, ps[0].n_streams);
+            /* one walk's bound is kept: bounds of walks at different sizes cover different
+             * transfers, and mixing their terms would not bound anything */
+            ca_entry *e = lookup(A, hb, &key, CA_EST_LOWER, algo, ps[0].n_streams);
+            if (!e) {
+                e = insert(A, hb, &key, CA_EST_LOWER);
+                e->ran = algo;
+                e->streams = ps[0].n_streams;
+                e->lat = lat;
+                e->per_byte = (part - lat) / spec->bytes;
+            }
+        }
+        /* a walk stopped at the bound (INFINITY) is not the candidate's time: not cached */
+        if (spec->bytes > 0 && ps[0].n > 1 && isfinite(*out)) {
             coll_spec key = {.op = spec->op, .algo = algo, .group = set, .n = m * n, .root = n,
                              .servers = spec->servers, .elem_bytes = spec->elem_bytes,
                              .bytes = spec->bytes};
@@ -716,30 +840,24 @@ int coll_estimate_time(coll_analytic *A, const coll_spec *spec, const int *concu
     const int *set = estimate_set(spec, concurrent, &m);
     coll_prog *ps = dt_xcalloc((size_t)m, sizeof *ps);
     double x = 0;
-    int rc = estimate_ps(A, spec, spec->algo, set, m, ps, &x, err);
+    int rc = estimate_ps(A, spec, spec->algo, set, m, ps, INFINITY, &x, err);
     free(ps);
     if (rc == DT_OK) *time = to_time(x);
     return rc;
 }
 
-int coll_estimate_choice(coll_analytic *A, const coll_spec *spec, const int *concurrent, int m,
-                         coll_algo *out, dt_error *err)
+static int lockstep_algo(coll_algo a) { return a == COLL_HD || a == COLL_DIRECT || a == COLL_HIER; }
+
+/* The least estimated time under contention among nc candidates (coll_estimate_choice,
+ * coll_auto_pick); ties to the earlier one. */
+static int estimate_among(coll_analytic *A, const coll_spec *spec, const coll_algo *cands, int nc,
+                          const int *concurrent, int m, coll_algo *out, dt_error *err)
 {
-    int n = spec->n;
-    if (spec->op == COLL_SENDRECV) {
-        *out = COLL_DIRECT;
-        return DT_OK;
-    }
-    if ((spec->op != COLL_ALLREDUCE && spec->op != COLL_REDUCE_SCATTER &&
-         spec->op != COLL_ALLGATHER) || n <= 1 || !spec->group) {
-        *out = coll_auto_choice(A->t, spec);
-        return DT_OK;
-    }
     const int *set = estimate_set(spec, concurrent, &m);
     coll_prog *ps = dt_xcalloc((size_t)m, sizeof *ps);
     coll_algo pick = COLL_AUTO;
     double best = 0;
-    for (size_t c = 0; c < sizeof estimate_candidates / sizeof *estimate_candidates; c++) {
+    for (int c = 0; c < nc; c++) {
         double t;
         dt_error e;
         dt_error_clear(&e);
@@ -747,22 +865,27 @@ int coll_estimate_choice(coll_analytic *A, const coll_spec *spec, const int *con
          * add load, latency and reductions to every term), so a candidate whose time alone
          * does not beat the best so far is not walked over the set: the walk over m groups
          * costs m times the walk alone (M-177B: 48 groups of 48, 108 k route look-ups for a
-         * direct reduce-scatter). */
-        if (m > 1 && pick != COLL_AUTO &&
-            (estimate_ps(A, spec, estimate_candidates[c], spec->group, 1, ps, &t, &e) != DT_OK ||
+         * direct reduce-scatter). Lock-step candidates skip the walk alone: their walk over
+         * the set is bounded by the best so far (lockstep_time), starts with one group and
+         * stops as soon as the time so far reaches the bound, which the walk alone would
+         * only have found at the same cost. */
+        if (m > 1 && pick != COLL_AUTO && !lockstep_algo(cands[c]) &&
+            (estimate_ps(A, spec, cands[c], spec->group, 1, ps, INFINITY, &t, &e) != DT_OK ||
              t >= best))
             continue;
-        if (estimate_ps(A, spec, estimate_candidates[c], set, m, ps, &t, &e) != DT_OK) continue;
+        if (estimate_ps(A, spec, cands[c], set, m, ps, pick == COLL_AUTO ? INFINITY : best, &t,
+                        &e) != DT_OK)
+            continue;
         if (pick == COLL_AUTO || t < best) {
             best = t;
-            pick = estimate_candidates[c];
+            pick = cands[c];
         }
     }
     free(ps);
     if (pick == COLL_AUTO) {
-        /* nothing runs it: the error auto would give */
+        /* nothing runs it: the error the rule would give */
         coll_spec s = *spec;
-        s.algo = COLL_AUTO;
+        s.algo = COLL_RULE;
         coll_prog p;
         coll_algo ran;
         int rc = coll_prepare(A->t, &A->cfg, &s, &p, &ran, err);
@@ -775,12 +898,65 @@ int coll_estimate_choice(coll_analytic *A, const coll_spec *spec, const int *con
     return DT_OK;
 }
 
-/* A spec with `fastest` or `estimate` (alone) resolved into *s (a copy); DT_OK or their error. */
+static int estimated_op(const coll_spec *spec)
+{
+    return spec->op == COLL_ALLREDUCE || spec->op == COLL_REDUCE_SCATTER ||
+           spec->op == COLL_ALLGATHER;
+}
+
+int coll_estimate_choice(coll_analytic *A, const coll_spec *spec, const int *concurrent, int m,
+                         coll_algo *out, dt_error *err)
+{
+    if (spec->op == COLL_SENDRECV) {
+        *out = COLL_DIRECT;
+        return DT_OK;
+    }
+    if (!estimated_op(spec) || spec->n <= 1 || !spec->group) {
+        *out = coll_auto_choice(A->t, spec);
+        return DT_OK;
+    }
+    return estimate_among(A, spec, estimate_candidates,
+                          (int)(sizeof estimate_candidates / sizeof *estimate_candidates),
+                          concurrent, m, out, err);
+}
+
+/* NCCL's algorithms per op, as its tuner chooses among them (NVIDIA/nccl src/graph/tuning.cc,
+ * ncclTopoTuneModel: "if (coll != ncclFuncAllReduce && a != NCCL_ALGO_RING) continue"; the
+ * choice per call is the least of its latency + size / bandwidth table, enqueue.cc).
+ * CollNet and NVLS need switch hardware (SHARP, NVLink SHARP) that the topologies do not
+ * model; PAT (NCCL 2.23, one GPU per node) is a halving-doubling variant left out. Its
+ * all-to-all is point-to-point sends to every peer (direct). */
+static const coll_algo nccl_allreduce[] = {COLL_RING, COLL_TREE};
+
+int coll_auto_pick(coll_analytic *A, const coll_spec *spec, const int *concurrent, int m,
+                   coll_algo *out, dt_error *err)
+{
+    if (A->cfg.library != COLL_LIB_NCCL) return coll_estimate_choice(A, spec, concurrent, m, out, err);
+    switch (spec->op) {
+    case COLL_ALLTOALL:
+    case COLL_SENDRECV: *out = COLL_DIRECT; return DT_OK;
+    case COLL_ALLREDUCE:
+        if (spec->n > 1 && spec->group)
+            return estimate_among(A, spec, nccl_allreduce, 2, concurrent, m, out, err);
+        *out = COLL_RING;
+        return DT_OK;
+    default: *out = COLL_RING; return DT_OK; /* one algorithm: nothing to estimate */
+    }
+}
+
+/* A spec with `fastest`, `estimate` or `auto` (alone) resolved into *s (a copy); DT_OK or
+ * their error. */
+static int chosen(coll_algo a)
+{
+    return a == COLL_FASTEST || a == COLL_ESTIMATE || a == COLL_AUTO;
+}
+
 static int resolve_fastest(coll_analytic *A, const coll_spec *spec, coll_spec *s, dt_error *err)
 {
     *s = *spec;
     if (spec->op == COLL_SENDRECV) return DT_OK;
     if (spec->algo == COLL_ESTIMATE) return coll_estimate_choice(A, spec, NULL, 0, &s->algo, err);
+    if (spec->algo == COLL_AUTO) return coll_auto_pick(A, spec, NULL, 0, &s->algo, err);
     if (spec->algo != COLL_FASTEST) return DT_OK;
     return coll_fastest_choice(A, spec, &s->algo, err);
 }
@@ -788,10 +964,31 @@ static int resolve_fastest(coll_analytic *A, const coll_spec *spec, coll_spec *s
 int coll_analytic_time(coll_analytic *A, const coll_spec *spec, sim_time_t *time,
                        coll_algo *algo, dt_error *err)
 {
-    if ((spec->algo == COLL_FASTEST || spec->algo == COLL_ESTIMATE) && spec->op != COLL_SENDRECV) {
+    if (chosen(spec->algo) && spec->op != COLL_SENDRECV) {
+        /* The choice is memoised with its time under the spec as asked (an EXACT entry whose
+         * algo is auto, fastest or estimate), so a step's tensor-parallel collectives (auto,
+         * thousands of calls on a few groups and sizes) pay the candidates' look-ups once. */
+        int cacheable = spec->group && spec->n >= 1 && (unsigned)spec->op < COLL_OP_COUNT &&
+                        spec->bytes >= 0 && isfinite(spec->bytes);
+        uint64_t h = cacheable ? spec_hash(spec, CA_EXACT, COLL_AUTO, 0) : 0;
+        ca_entry *e = cacheable ? lookup(A, h, spec, CA_EXACT, COLL_AUTO, 0) : NULL;
+        if (e) {
+            *time = e->time;
+            if (algo) *algo = e->ran;
+            return DT_OK;
+        }
         coll_spec s;
+        coll_algo ran;
         int rc = resolve_fastest(A, spec, &s, err);
-        return rc != DT_OK ? rc : coll_analytic_time(A, &s, time, algo, err);
+        if (rc == DT_OK) rc = coll_analytic_time(A, &s, time, &ran, err);
+        if (rc != DT_OK) return rc;
+        if (algo) *algo = ran;
+        if (cacheable) {
+            e = insert(A, h, spec, CA_EXACT);
+            e->ran = ran;
+            e->time = *time;
+        }
+        return DT_OK;
     }
     if (spec->op == COLL_SENDRECV && spec->n == 2 && spec->group && (spec->root == 0 || spec->root == 1) &&
         spec->bytes >= 0 && isfinite(spec->bytes)) {
@@ -841,7 +1038,8 @@ int coll_analytic_time(coll_analytic *A, const coll_spec *spec, sim_time_t *time
                 ps = l->lat + l->per_byte * spec->bytes;
             } else {
                 double lat = 0;
-                ps = ringish ? ring_time(A, &p, 1, 0, &lat) : lockstep_time(A, &p, 1, 0, &lat);
+                double part;
+                ps = ringish ? ring_time(A, &p, 1, 0, &lat) : lockstep_time(A, &p, 1, 1, &lat, INFINITY, &part);
                 if (cacheable && spec->bytes > 0) {
                     l = insert(A, hl, spec, CA_LINEAR);
                     l->ran = ran;
@@ -879,7 +1077,7 @@ static void loads_emit(coll_analytic *A, coll_load_fn fn, void *ctx)
 int coll_analytic_loads(coll_analytic *A, const coll_spec *spec, coll_load_fn fn, void *ctx,
                         dt_error *err)
 {
-    if ((spec->algo == COLL_FASTEST || spec->algo == COLL_ESTIMATE) && spec->op != COLL_SENDRECV) {
+    if (chosen(spec->algo) && spec->op != COLL_SENDRECV) {
         coll_spec s;
         int rc = resolve_fastest(A, spec, &s, err);
         return rc != DT_OK ? rc : coll_analytic_loads(A, &s, fn, ctx, err);
@@ -946,7 +1144,7 @@ static void host_shape(const topo *t, const int *g, int n, int *hosts, int *per_
 int coll_analytic_bytes(coll_analytic *A, const coll_spec *spec, double *sent, dt_error *err)
 {
     *sent = 0;
-    if ((spec->algo == COLL_FASTEST || spec->algo == COLL_ESTIMATE) && spec->op != COLL_SENDRECV) {
+    if (chosen(spec->algo) && spec->op != COLL_SENDRECV) {
         coll_spec s;
         int rc = resolve_fastest(A, spec, &s, err);
         return rc != DT_OK ? rc : coll_analytic_bytes(A, &s, sent, err);

@@ -83,8 +83,10 @@ struct coll_prog {
     double d[4];
 };
 
-/* Validate spec (DT_EINPUT with err filled, as coll_start documents), resolve `auto`
- * (coll_auto_choice; sendrecv always runs as direct) and run the algorithm's builder with
+/* Validate spec (DT_EINPUT with err filled, as coll_start documents), resolve `rule` (and
+ * `auto`, which the public entry points resolve by estimate before they get here, and which
+ * only reaches this as the error path of a spec nothing runs) by coll_auto_choice (sendrecv
+ * always runs as direct) and run the algorithm's builder with
  * cfg's chunk. On DT_OK *p is ready (p->gpus borrows spec->group, p->data is the caller's to
  * free()) and *algo names what runs; coll_start and coll_analytic_time share it, so both
  * resolve and validate a spec the same way. */

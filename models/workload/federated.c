@@ -411,7 +411,8 @@ static int simulate(const wl_scenario *s, topo *t, const fl_spec *f, const char 
     S.eng = sim_engine_create();
     net_config nc = {.mode = s->env.network};
     S.n = net_create(t, S.eng, &nc);
-    coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18, .ring_model = s->env.ring_model};
+    coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18, .ring_model = s->env.ring_model,
+                      .library = s->env.coll_library};
     S.ce = coll_create(S.n, S.eng, t, &cc);
     static const char *const names[K_COUNT] = {"fl_trained", "fl_at_edge", "fl_edge_reduced",
                                                "fl_at_cloud", "fl_cloud_reduced", "fl_shard_at_edge",

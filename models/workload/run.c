@@ -164,19 +164,19 @@ typedef struct comm_ctx {
     double elem_bytes;
     coll_algo algo;
     int servers; /* options.ps_servers */
-    traffic_phases *phases; /* algo "estimate": the step's concurrent groups (NULL: alone) */
+    traffic_phases *phases; /* algo "auto", "estimate": the step's concurrent groups (NULL: alone) */
 } comm_ctx;
 
-/* The algorithm a cross-lane collective runs: options.dp_algorithm, "estimate" resolved with
- * the step's concurrent groups of the same op and size (traffic_phases_choice, memoised), so
- * that flow and analytic mode and the traffic report all run the same choice. */
+/* The algorithm a cross-lane collective runs: options.dp_algorithm, "auto" and "estimate"
+ * resolved with the step's concurrent groups of the same op and size (traffic_phases_choice,
+ * memoised), so that flow and analytic mode and the traffic report all run the same choice. */
 static coll_algo cross_lane_algo(comm_ctx *cc, coll_spec s)
 {
-    if (s.algo != COLL_ESTIMATE || s.op == COLL_SENDRECV) return s.algo;
+    if ((s.algo != COLL_ESTIMATE && s.algo != COLL_AUTO) || s.op == COLL_SENDRECV) return s.algo;
     dt_error e;
     dt_error_clear(&e);
     coll_algo a;
-    return traffic_phases_choice(cc->phases, cc->an, &s, &a, &e) == DT_OK ? a : COLL_AUTO;
+    return traffic_phases_choice(cc->phases, cc->an, &s, &a, &e) == DT_OK ? a : COLL_RULE;
 }
 
 /* Contention-free cost (analytic mode; TP in both modes): the algorithm coll_fn would start
@@ -583,12 +583,15 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
     net *n = net_create(t, eng, &nc);
     /* One pipelining chunk per ring step: in the fluid model chunking leaves a ring's time
      * unchanged (coll_ring.c) and only multiplies flows and events. */
-    coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18, .ring_model = J->env->ring_model};
+    coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18, .ring_model = J->env->ring_model,
+                      .library = J->env->coll_library};
     coll_engine *ce = coll_create(n, eng, t, &cc);
     coll_analytic *an = coll_analytic_create(n, t, &cc);
     comm_ctx ctx = {.n = n, .ce = ce, .an = an, .elem_bytes = g->precision == GPU_FP32 ? 4 : 2,
                     .algo = J->env->dp_algorithm, .servers = J->env->ps_servers,
-                    .phases = J->env->dp_algorithm == COLL_ESTIMATE ? traffic_phases_create(g) : NULL};
+                    .phases = J->env->dp_algorithm == COLL_ESTIMATE || J->env->dp_algorithm == COLL_AUTO
+                                  ? traffic_phases_create(g)
+                                  : NULL};
     replay_comm comm = {.coll = coll_fn, .send = send_fn, .ctx = &ctx};
     double *slow = wl_env_slowdowns(J->env, t->n_gpus, NULL);
     bool record = opt && (opt->record_timeline || opt->timeline);
@@ -879,7 +882,8 @@ static int probe_topology(run_probe_cache *cache, const cJSON *j, const js_ctx *
     e.eng = sim_engine_create();
     net_config nc = {.mode = NET_ANALYTIC};
     e.n = net_create(e.t, e.eng, &nc);
-    coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18, .ring_model = s->env.ring_model};
+    coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18, .ring_model = s->env.ring_model,
+                      .library = s->env.coll_library};
     e.an = coll_analytic_create(e.n, e.t, &cc);
     const topo *t = e.t;
     e.n_cuts = t->n_hosts + t->n_gpus;

@@ -550,10 +550,12 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
     const cJSON *fwv = cJSON_GetObjectItemCaseSensitive(j, "framework");
     if (fwv) TRY(parse_framework(c, fwv, p, s));
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "options");
+    bool lib_set = false;
     if (o) {
         static const char *const okeys[] = {"network", "calibration", "dp_algorithm",
                                             "ring_model", "ps_servers", "memory_headroom",
-                                            "calibration_fit", "comm_contention", NULL};
+                                            "calibration_fit", "comm_contention",
+                                            "collective_library", NULL};
         TRY(js_expect_object(c, o, "options"));
         TRY(js_check_keys(c, o, "options", okeys));
         int nm = NET_FLOW;
@@ -563,9 +565,15 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
         TRY(js_get_string(c, o, "options", "dp_algorithm", false, &algo));
         if (algo && coll_algo_parse(algo, &s->env.dp_algorithm) != DT_OK)
             return js_fail(c, "options", "dp_algorithm",
-                           "expected auto, ring, tree, dbt, hd, direct, hier, ps or fastest, found "
-                           "\"%s\"",
+                           "expected auto, ring, tree, dbt, hd, direct, hier, ps, fastest, estimate "
+                           "or rule, found \"%s\"",
                            algo);
+        const char *lib = NULL;
+        TRY(js_get_string(c, o, "options", "collective_library", false, &lib));
+        if (lib && coll_library_parse(lib, &s->env.coll_library) != DT_OK)
+            return js_fail(c, "options", "collective_library", "expected nccl or any, found \"%s\"",
+                           lib);
+        lib_set = lib != NULL;
         long long servers = 0;
         TRY(js_get_int(c, o, "options", "ps_servers", false, 1, 1 << 22, &servers));
         if (servers && s->env.dp_algorithm != COLL_PS && s->env.dp_algorithm != COLL_FASTEST)
@@ -605,6 +613,10 @@ static int parse_all(const js_ctx *c, const cJSON *j, wl_scenario *s)
         if (fit) snprintf(s->calibration_fit, sizeof s->calibration_fit, "%s", fit);
         TRY(wl_comm_contention_parse(c, o, "options", &s->env));
     }
+    /* Megatron-LM and PyTorch FSDP run their collectives through NCCL (torch.distributed's
+     * GPU backend): `auto` chooses among NCCL's algorithms. No framework: a generic or
+     * decentralised setting, whatever the fabric allows. */
+    if (!lib_set) s->env.coll_library = s->plan.fw.preset != WL_FW_GENERIC ? COLL_LIB_NCCL : COLL_LIB_ANY;
     TRY(parse_faults(c, j, s));
     TRY(gp_parse(c, j, &s->failures, &s->checkpoint, &s->storage, &s->input));
     long long seed = (long long)s->env.seed;

@@ -83,6 +83,8 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
     if (env->env.ps_servers > 0) fprintf(f, ", \"ps_servers\": %d", env->env.ps_servers);
     if (env->env.ring_model != COLL_RING_AUTO)
         fprintf(f, ", \"ring_model\": \"%s\"", coll_ring_model_name(env->env.ring_model));
+    if (env->env.coll_library != COLL_LIB_ANY)
+        fprintf(f, ", \"collective_library\": \"%s\"", coll_library_name(env->env.coll_library));
     if ((env->env.link_nvlink > 0 && env->env.link_nvlink != 1) ||
         (env->env.link_network > 0 && env->env.link_network != 1))
         fprintf(f, ", \"link_efficiency\": {\"nvlink\": %.17g, \"network\": %.17g}",
@@ -233,7 +235,7 @@ static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
                                        "ps_servers",
                                        "gpu",    "stragglers",     "jitter",
                                        "degraded_links", "memory", "link_efficiency",
-                                       "comm_contention", NULL};
+                                       "comm_contention", "collective_library", NULL};
     const char *P = "environment";
     TRY(js_expect_object(c, e, P));
     TRY(js_check_keys(c, e, P, keys));
@@ -250,6 +252,10 @@ static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
     long long servers = 0;
     TRY(js_get_int(c, e, P, "ps_servers", false, 1, 1 << 22, &servers));
     env->env.ps_servers = (int)servers;
+    const char *lib = NULL;
+    TRY(js_get_string(c, e, P, "collective_library", false, &lib));
+    if (lib && coll_library_parse(lib, &env->env.coll_library) != DT_OK)
+        return js_fail(c, P, "collective_library", "expected nccl or any, found \"%s\"", lib);
     const char *rm = NULL;
     env->env.ring_model = COLL_RING_AUTO;
     TRY(js_get_string(c, e, P, "ring_model", false, &rm));

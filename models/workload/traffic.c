@@ -23,11 +23,11 @@ static coll_spec spec_of(const traffic_env *e, coll_op op, const int *gpus, int 
     coll_spec s = {.op = op, .algo = in_lane ? COLL_AUTO : e->algo, .group = gpus, .n = n,
                    .bytes = bytes, .root = op == COLL_SENDRECV ? 1 : 0,
                    .elem_bytes = e->elem_bytes, .servers = in_lane ? 0 : e->servers};
-    if (s.algo == COLL_ESTIMATE && op != COLL_SENDRECV) {
+    if ((s.algo == COLL_ESTIMATE || s.algo == COLL_AUTO) && !in_lane && op != COLL_SENDRECV) {
         /* what the run chose, with the step's concurrent groups */
         dt_error err;
         dt_error_clear(&err);
-        if (traffic_phases_choice(e->phases, e->an, &s, &s.algo, &err) != DT_OK) s.algo = COLL_AUTO;
+        if (traffic_phases_choice(e->phases, e->an, &s, &s.algo, &err) != DT_OK) s.algo = COLL_RULE;
     }
     return s;
 }
@@ -244,7 +244,7 @@ typedef struct phase_set {
 typedef struct choice {
     int used, phase;
     double bytes;
-    coll_algo algo;
+    coll_algo asked, algo;
 } choice;
 
 struct traffic_phases {
@@ -358,19 +358,23 @@ static uint64_t choice_hash(int phase, double bytes)
 int traffic_phases_choice(traffic_phases *P, coll_analytic *an, const coll_spec *spec,
                           coll_algo *out, dt_error *err)
 {
+    /* auto: the library's candidates (coll_auto_pick); estimate: every candidate */
+    int (*choose)(coll_analytic *, const coll_spec *, const int *, int, coll_algo *, dt_error *) =
+        spec->algo == COLL_AUTO ? coll_auto_pick : coll_estimate_choice;
     int f = P ? phase_find(P, spec->op, spec->n) : -1;
     if (f < 0 || !phase_has(&P->ph[f], spec->group, group_hash(spec->group, spec->n)))
-        return coll_estimate_choice(an, spec, NULL, 0, out, err); /* alone (e.g. a quorum) */
+        return choose(an, spec, NULL, 0, out, err); /* alone (e.g. a quorum) */
     if (P->cap) {
         for (int s = (int)(choice_hash(f, spec->bytes) & (uint64_t)(P->cap - 1)); P->memo[s].used;
              s = (s + 1) & (P->cap - 1))
-            if (P->memo[s].phase == f && P->memo[s].bytes == spec->bytes) {
+            if (P->memo[s].phase == f && P->memo[s].bytes == spec->bytes &&
+                P->memo[s].asked == spec->algo) {
                 *out = P->memo[s].algo;
                 return DT_OK;
             }
     }
     const phase_set *F = &P->ph[f];
-    int rc = coll_estimate_choice(an, spec, F->groups, F->m, out, err);
+    int rc = choose(an, spec, F->groups, F->m, out, err);
     if (rc != DT_OK) return rc;
     if (2 * (P->used + 1) > P->cap) { /* grow: rehash */
         choice *old = P->memo;
@@ -387,7 +391,8 @@ int traffic_phases_choice(traffic_phases *P, coll_analytic *an, const coll_spec 
     }
     int s = (int)(choice_hash(f, spec->bytes) & (uint64_t)(P->cap - 1));
     while (P->memo[s].used) s = (s + 1) & (P->cap - 1);
-    P->memo[s] = (choice){.used = 1, .phase = f, .bytes = spec->bytes, .algo = *out};
+    P->memo[s] = (choice){.used = 1, .phase = f, .bytes = spec->bytes, .asked = spec->algo,
+                          .algo = *out};
     P->used++;
     return DT_OK;
 }

@@ -16,7 +16,7 @@
 #include "dtsim/coll.h"
 #include "dtsim/workload.h"
 
-/* The step's concurrent collectives, for options.dp_algorithm "estimate": per (op, group
+/* The step's concurrent collectives, for options.dp_algorithm "auto" and "estimate": per (op, group
  * size), every distinct group that a collective instance of the graph runs over (the k-th
  * GPUs of its participating lanes: the data-parallel groups of every tensor-parallel rank and
  * pipeline stage). A step's data-parallel collectives of one op and size run in its last
@@ -27,10 +27,11 @@
 typedef struct traffic_phases traffic_phases;
 traffic_phases *traffic_phases_create(const wl_graph *g);
 void traffic_phases_destroy(traffic_phases *P);
-/* What "estimate" runs for spec (cross-lane, algo ignored): coll_estimate_choice with the
- * phase of (spec->op, spec->n) as the concurrent set, memoised per (phase, bytes); a group
- * outside every phase (a backup-worker quorum) is costed alone, not memoised. P NULL: alone.
- * DT_OK or coll_estimate_choice's error. */
+/* What "auto" (spec->algo COLL_AUTO: coll_auto_pick, the library's candidates) or "estimate"
+ * (any other: coll_estimate_choice) runs for spec (cross-lane), with the phase of (spec->op,
+ * spec->n) as the concurrent set, memoised per (phase, bytes, algo asked); a group outside
+ * every phase (a backup-worker quorum) is costed alone, not memoised. P NULL: alone. DT_OK
+ * or the choice's error. */
 int traffic_phases_choice(traffic_phases *P, coll_analytic *an, const coll_spec *spec,
                           coll_algo *out, dt_error *err);
 
@@ -40,7 +41,7 @@ typedef struct traffic_env {
     coll_algo algo;     /* algorithm of cross-lane collectives (options.dp_algorithm) */
     int servers;        /* options.ps_servers (0 = coll_ps's default) */
     double elem_bytes;
-    traffic_phases *phases; /* "estimate": the run's choices (borrowed; NULL: alone) */
+    traffic_phases *phases; /* "auto", "estimate": the run's choices (borrowed; NULL: alone) */
 } traffic_env;
 
 /* Bytes all GPUs send in one step, per kind (sent[k] for wl_comm_kind k; sends count their

@@ -147,16 +147,16 @@ for x in rows("topk"):
     assert faster == want, f"top-k {bw} {tp:g} r={ratio}: faster {faster}"
 PY
 # decentralised: the figures its README quotes (step times and DP exposed, 4 significant digits),
-# and the ordering the lab's argument rests on: geo with a ring > geo with a sharded PS > data
-# centre; local SGD's mean step = (3 local + 1 averaging) / 4.
+# and the ordering the lab's argument rests on: geo with the rule's ring > geo with a sharded PS
+# (= auto by estimated time) > data centre; local SGD's mean step = (3 local + 1 averaging) / 4.
 dec=$labs/decentralised
-for s in datacenter geo-default geo-placed geo-ps geo-fastest geo-estimate geo-placed-estimate geo-localsgd; do
+for s in datacenter geo-default geo-placed geo-auto geo-ps geo-fastest geo-estimate geo-placed-estimate geo-localsgd; do
   "$DTSIM" run "$dec/$s.json" --json 2>/dev/null > "$tmp/dec-$s.json" || fail "decentralised $s"
 done
 python3 - "$tmp" <<'PY'
 import json, sys
 t = sys.argv[1]
-d = {s: json.load(open(f"{t}/dec-{s}.json")) for s in ["datacenter", "geo-default", "geo-placed", "geo-ps", "geo-fastest", "geo-estimate", "geo-placed-estimate", "geo-localsgd"]}
+d = {s: json.load(open(f"{t}/dec-{s}.json")) for s in ["datacenter", "geo-default", "geo-placed", "geo-auto", "geo-ps", "geo-fastest", "geo-estimate", "geo-placed-estimate", "geo-localsgd"]}
 want = {"datacenter": (8.739, 2.264), "geo-default": (24.45, 17.97), "geo-placed": (18.48, 11.91), "geo-ps": (11.45, 4.972)}
 for s, (step, dp) in want.items():
     assert abs(d[s]["step_time_s"] / step - 1) < 6e-4, (s, d[s]["step_time_s"])
@@ -166,7 +166,8 @@ assert d["geo-default"]["step_time_s"] > d["geo-placed"]["step_time_s"] > d["geo
 assert abs(d["geo-fastest"]["step_time_s"] / d["geo-ps"]["step_time_s"] - 1) < 1e-9, d["geo-fastest"]["step_time_s"]
 # "estimate" (every stage's replica group on the wide-area links at once) runs direct
 # reduce-scatter + all-gather, the sharded PS's traffic: the same step, with or without placement
-for s in ["geo-estimate", "geo-placed-estimate"]:
+# The default auto (no framework: every candidate, as estimate) runs the same step.
+for s in ["geo-estimate", "geo-placed-estimate", "geo-auto"]:
     assert abs(d[s]["step_time_s"] / 11.45 - 1) < 6e-4, (s, d[s]["step_time_s"])
 l = d["geo-localsgd"]["local_sgd"]
 assert abs(d["geo-localsgd"]["step_time_s"] - (3 * l["local_step_s"] + l["sync_step_s"]) / 4) < 1e-9

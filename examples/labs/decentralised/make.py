@@ -40,12 +40,13 @@ GEO = {"generator": "geo", "regions": 8, "gpus_per_region": 8, "gpus_per_node": 
        "nic": "2 Gb/s", "wan": bw, "wan_latency": lat}
 out = {
   "datacenter.json": scen("DT-FM data centre", "8 x p3.16xlarge: 8 V100 on NVLink per box, 25 Gb/s per box (3.125 Gb/s per GPU)", DC),
-  "geo-default.json": scen("DT-FM world-wide, default placement", "8 regions x 8 V100, measured AWS matrix; each region one pipeline", GEO),
+  "geo-default.json": scen("DT-FM world-wide, default placement", "8 regions x 8 V100, measured AWS matrix; each region one pipeline; the data-parallel algorithm by the rule (what auto ran before it chose by estimated time): a ring", GEO, options={"dp_algorithm": "rule"}),
+  "geo-auto.json": scen("DT-FM world-wide, default placement, auto", "as geo-default, the data-parallel algorithm by auto: the least estimated time under contention among every candidate (no framework: no library's set)", GEO),
   "geo-ps.json": scen("DT-FM world-wide, sharded PS", "as geo-default, data parallelism by a sharded parameter server", GEO, options={"dp_algorithm": "ps", "ps_servers": 8}),
   "geo-fastest.json": scen("DT-FM world-wide, fastest algorithm", "as geo-default, the data-parallel algorithm chosen by estimated time", GEO, options={"dp_algorithm": "fastest"}),
   "geo-estimate.json": scen("DT-FM world-wide, estimate", "as geo-default, the data-parallel algorithm chosen by estimated time under contention (ring, tree, dbt, hd, direct, hier; every replica group of the step on the links at once)", GEO, options={"dp_algorithm": "estimate"}),
   "geo-placed-estimate.json": scen("DT-FM world-wide, placed by bandwidth, estimate", "as geo-placed, the data-parallel algorithm chosen by estimated time under contention", GEO, {"placement": "bandwidth"}, {"dp_algorithm": "estimate"}),
-  "geo-placed.json": scen("DT-FM world-wide, placed by bandwidth", "as geo-default, ranks placed from the bandwidth matrix (pipelines in regions, replicas around the ring whose slowest link is fastest)", GEO, {"placement": "bandwidth"}),
+  "geo-placed.json": scen("DT-FM world-wide, placed by bandwidth", "as geo-default, ranks placed from the bandwidth matrix (pipelines in regions, replicas around the ring whose slowest link is fastest); the rule's ring", GEO, {"placement": "bandwidth"}, {"dp_algorithm": "rule"}),
   "geo-localsgd.json": scen("DT-FM world-wide, local SGD H=4", "as geo-ps, replicas averaged every 4 steps", GEO, {"local_sgd": 4}, {"dp_algorithm": "ps", "ps_servers": 8}),
 }
 for f, s in out.items():
