@@ -54,8 +54,9 @@ static void help(FILE *out)
             "  --servers    parameter servers for --algo ps (default: one per host)\n"
             "  --chunk      pipelining chunk (default 4MiB)\n"
             "  --reduce-bw  reduction compute bandwidth (default: the GPU's; 0 = free)\n"
-            "  --elem-bytes element size for splitting buffers (default 2)\n"
-            "  --rings      ring algorithm over hosts of g > 1 GPUs each: at most N rings\n"
+            "  --elem-bytes element size for splitting buffers (default 2)\n");
+    /* two strings: C17 promises only 4,095 characters in one literal */
+    fputs("  --rings      ring algorithm over hosts of g > 1 GPUs each: at most N rings\n"
             "               (NCCL's channels), each on its own rail (default g, at most 16;\n"
             "               1 = one ring through one NIC per host)\n"
             "  --ring-model exact (default: fluid where it gives the step model's answer,\n"
@@ -78,7 +79,8 @@ static void help(FILE *out)
             "  --json       one JSON document (an array of rows for a sweep): time_s,\n"
             "               algbw_GBps, busbw_GBps, events, wall_s, ring_model (for ring\n"
             "               all-reduce/reduce-scatter/all-gather: steps or fluid), and\n"
-            "               analytic_time_s with --analytic-time\n");
+            "               analytic_time_s with --analytic-time\n",
+          out);
 }
 
 typedef struct opts {

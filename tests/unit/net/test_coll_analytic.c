@@ -193,16 +193,17 @@ START_TEST(hier_and_host_ring_on_dgx)
     /* 8 rings of one chunk each with the H100's reductions: the step model's rings stagger on
      * each GPU's reduction unit (5.266 ms), the analytic time exposes each ring's own (5.224 ms) */
     AGREE(both(t, COLL_ALLREDUCE, COLL_RING, NULL, 16, S, -1, 1e18), 0.01);
-    /* auto: hier from 256 KiB on a multi-host group, hd below (16 is a power of two) */
-    AGREE(both(t, COLL_ALLREDUCE, COLL_AUTO, NULL, 16, 64.0 * 1048576, -1, 1e18), TOL);
-    pair_t small = both(t, COLL_ALLREDUCE, COLL_AUTO, NULL, 16, 64.0 * 1024, -1, 1e18);
+    /* the rule (what auto was): hier from 256 KiB on a multi-host group, hd below (16 is a
+     * power of two) */
+    AGREE(both(t, COLL_ALLREDUCE, COLL_RULE, NULL, 16, 64.0 * 1048576, -1, 1e18), TOL);
+    pair_t small = both(t, COLL_ALLREDUCE, COLL_RULE, NULL, 16, 64.0 * 1024, -1, 1e18);
     AGREE(small, TOL);
     ck_assert_int_eq(small.analytic_algo, COLL_HD);
     topo_destroy(t);
     /* 16 boxes: the 128-way data-parallel all-reduce of a training step (a 2.7B model's bf16
      * gradients in one bucket), GPU reduction cost, one chunk as dtsim run configures it. */
     t = dgx(16);
-    p = both(t, COLL_ALLREDUCE, COLL_AUTO, NULL, 128, 5.4e9, -1, 1e18);
+    p = both(t, COLL_ALLREDUCE, COLL_RULE, NULL, 128, 5.4e9, -1, 1e18);
     AGREE(p, TOL);
     ck_assert_int_eq(p.analytic_algo, COLL_HIER);
     topo_destroy(t);
