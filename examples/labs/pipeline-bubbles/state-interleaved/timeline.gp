@@ -12,8 +12,6 @@ unset grid
 set ytics ('GPU 0' 0, 'GPU 1' 1, 'GPU 2' 2, 'GPU 3' 3) font ',8'
 plot 'timeline.dat' using (($2+$3)/2):1:(($3-$2)/2):(0.4):4 with boxxyerror fs solid 1.0 noborder lc rgb variable notitle, \
      NaN with boxes fs solid 1.0 lc rgb '#4477aa' title 'compute', \
-     NaN with boxes fs solid 1.0 lc rgb '#ee6677' title 'comm (exposed)', \
-     NaN with boxes fs solid 1.0 lc rgb '#aa3377' title 'wait (peers)', \
      NaN with boxes fs solid 1.0 lc rgb '#dddddd' title 'idle'
 set terminal svg size 900,560 dynamic noenhanced font 'Sans,10'
 set output 'timeline.svg'
