@@ -134,6 +134,12 @@ void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out)
             b.grads += xg;
             b.optimizer += xo;
         }
+        if (p->fw.preset == WL_FW_MEGATRON && p->fw.reduce_bytes > wl_precision_bytes(p->precision))
+            /* Megatron accumulates gradients in a main_grad buffer of the reduction's dtype
+             * (fp32 under bf16): the Megatron-LM README ("Distributed Optimizer") counts
+             * 18 bytes per parameter for bf16 parameters with fp32 gradients (6 + 12/d with the
+             * distributed optimizer), 2 more than mixed precision's 16 */
+            b.grads *= p->fw.reduce_bytes / wl_precision_bytes(p->precision);
         if (m->kind != WL_PARAMS) {
             if (moe)
                 b.activations = b.inflight_microbatches *
