@@ -34,6 +34,22 @@
     " \"kv_heads\": 4, \"seq_len\": 8192, \"vocab\": 1000}, \"parallel\": {\"cp\": " #cp "},"      \
     " \"global_batch\": 1, \"options\": {\"network\": \"analytic\"}}"
 
+/* One ring block's attention time (ps) on an H100: the op's forward or backward attention
+ * FLOPs over L layers at the measured FA2 efficiency for a block of `keys` keys, causal
+ * (gpu_attention_eff; the backward in its own class), spread over the L x cp blocks. */
+static double h100_block_ps(const wl_layer_cost *lc, int bwd, double L, double cp, double keys)
+{
+    gpu_spec h100;
+    dt_error err;
+    ck_assert_int_eq(gpu_preset("H100-SXM", &h100, &err), DT_OK);
+    gpu_spec at = h100;
+    gpu_op_class cls = bwd ? GPU_OP_ATTENTION_BWD : GPU_OP_ATTENTION;
+    at.compute_eff[cls] = gpu_attention_eff(&h100, GPU_ATTN_FA2, keys, true, bwd);
+    double attn = (double)replay_roofline(&at, cls, GPU_BF16,
+                                          L * (bwd ? lc->bwd_attn_flops : lc->fwd_attn_flops), 0);
+    return attn / (L * cp);
+}
+
 START_TEST(ring_bytes_and_exposed_time)
 {
     load(SLOW_RING(4, 4), 4);
@@ -47,19 +63,15 @@ START_TEST(ring_bytes_and_exposed_time)
     gpu_spec h100;
     dt_error err;
     ck_assert_int_eq(gpu_preset("H100-SXM", &h100, &err), DT_OK);
+    /* the H100's measured FA2 efficiency for one ring block of s/cp = 2,048 keys, causal */
+    ck_assert_rel(gpu_attention_eff(&h100, GPU_ATTN_FA2, s / cp, true, false), 298.0 / 989, 1e-12);
+    ck_assert_rel(gpu_attention_eff(&h100, GPU_ATTN_FA2, s / cp, true, true),
+                  291.0 * 298 / 362 / 989, 1e-12);
     /* one op per direction (pp 1, one microbatch): ring_count = L passes of cp - 1 steps */
     double want = 0, all = 0;
     for (int bwd = 0; bwd < 2; bwd++) {
-        /* the flash kernels at the H100's measured FA2 efficiency for one ring block: s/cp =
-         * 2,048 keys, causal (gpu_attention_eff); the backward in its own class */
-        gpu_spec at = h100;
-        gpu_op_class cls = bwd ? GPU_OP_ATTENTION_BWD : GPU_OP_ATTENTION;
-        at.compute_eff[cls] = gpu_attention_eff(&h100, GPU_ATTN_FA2, s / cp, true, bwd);
-        ck_assert_rel(at.compute_eff[cls], bwd ? 291.0 * 298 / 362 / 989 : 298.0 / 989, 1e-12);
-        double attn = (double)replay_roofline(&at, cls, GPU_BF16,
-                                              L * (bwd ? lc.bwd_attn_flops : lc.fwd_attn_flops), 0);
         double send = (double)sim_time_from_s((bwd ? 2 : 1) * kv / 1e9);
-        double block = attn / (L * cp);
+        double block = h100_block_ps(&lc, bwd, L, cp, s / cp);
         ck_assert_double_lt(block, send); /* exposed: the link is slow */
         want += llround(L * (cp - 1) * (send - block));
         all += llround(L * (cp - 1) * send);
@@ -158,19 +170,11 @@ static double two_switch_exposed(double bw, double share, double *in_flight)
     wl_layer_cost lc;
     wl_layer_cost_get(&sc.model, &sc.plan, &lc);
     unload();
-    gpu_spec h100;
-    dt_error err;
-    ck_assert_int_eq(gpu_preset("H100-SXM", &h100, &err), DT_OK);
     double want = 0, all = 0;
     for (int bwd = 0; bwd < 2; bwd++) {
-        /* the flash kernels at the H100's measured FA2 efficiency for one ring block of
-         * s/cp = 4,096 keys, causal (gpu_attention_eff); the backward in its own class */
-        gpu_spec at = h100;
-        gpu_op_class cls = bwd ? GPU_OP_ATTENTION_BWD : GPU_OP_ATTENTION;
-        at.compute_eff[cls] = gpu_attention_eff(&h100, GPU_ATTN_FA2, 8192 / cp, true, bwd);
-        double attn = (double)replay_roofline(&at, cls, GPU_BF16,
-                                              L * (bwd ? lc.bwd_attn_flops : lc.fwd_attn_flops), 0);
-        double send = 1e12 * share * (bwd ? 2 : 1) * kv / bw, block = attn / (L * cp);
+        /* ring blocks of s/cp = 4,096 keys */
+        double send = 1e12 * share * (bwd ? 2 : 1) * kv / bw;
+        double block = h100_block_ps(&lc, bwd, L, cp, 8192 / cp);
         want += L * (cp - 1) * fmax(0, send - block);
         all += L * (cp - 1) * fmax(send, 0);
     }
