@@ -111,7 +111,8 @@ typedef struct wl_framework {
 const char *wl_framework_name(wl_framework_preset p);
 /* Bytes the optimizer step moves per parameter it updates: fw.optimizer_bytes when set, else
  * the framework's optimizer as derived in docs/workloads.md (Megatron's mixed-precision
- * optimizer: 54 with fp16, 42 with bf16/fp8; otherwise Adam 28, SGD with momentum 20). */
+ * optimizer: 54 with fp16, 38 with bf16/fp8, its main_grad zeroing being in
+ * wl_grad_buffer_bytes; otherwise Adam 28, SGD with momentum 20). */
 struct wl_plan;
 double wl_optimizer_bytes(const struct wl_plan *p);
 /* Bytes per parameter of the GPU's whole gradient buffer moved once per step by the
