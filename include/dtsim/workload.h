@@ -100,14 +100,32 @@ typedef struct wl_framework {
     /* bytes per gradient element of the data-parallel reduction (framework.reduce_dtype: FSDP's
      * MixedPrecision.reduce_dtype); 0 = the training precision's */
     double reduce_bytes;
+    /* bytes per parameter of the GPU's whole gradient buffer (not its ZeRO shard) that the
+     * framework's data-parallel wrapper moves once per step outside the optimizer: zeroing,
+     * scaling by 1/d, the NaN check (framework.grad_buffer_bytes, when grad_buffer_set;
+     * otherwise by preset) */
+    bool grad_buffer_set;
+    double grad_buffer_bytes;
 } wl_framework;
 
 const char *wl_framework_name(wl_framework_preset p);
 /* Bytes the optimizer step moves per parameter it updates: fw.optimizer_bytes when set, else
  * the framework's optimizer as derived in docs/workloads.md (Megatron's mixed-precision
- * optimizer: 54 with fp16, 42 with bf16/fp8; otherwise Adam 28, SGD with momentum 20). */
+ * optimizer: 54 with fp16, 38 with bf16/fp8, its main_grad zeroing being in
+ * wl_grad_buffer_bytes; otherwise Adam 28, SGD with momentum 20). */
 struct wl_plan;
 double wl_optimizer_bytes(const struct wl_plan *p);
+/* Bytes per parameter of the GPU's whole gradient buffer moved once per step by the
+ * data-parallel wrapper (fw.grad_buffer_bytes when set): Megatron-Core's DDP under bf16/fp8
+ * zeroes its main_grad buffer, scales it by 1/d and takes its norm for the NaN check, 4 x the
+ * buffer's element size (16 with the fp32 buffer); 0 otherwise (docs/workloads.md). */
+double wl_grad_buffer_bytes(const struct wl_plan *p);
+/* Bytes per element of the input embedding's V/t x h weight that one microbatch's backward
+ * moves for its weight gradient outside the scatter (Megatron: the dense gradient PyTorch's
+ * embedding backward zero-fills, added into the fp32 main_grad by the DDP hook; tied on one
+ * stage also the output layer's zeroed wgrad and autograd's sum of the two); 0 when the
+ * framework is not Megatron (docs/workloads.md, "Framework behaviour"). */
+double wl_embedding_wgrad_bytes(const struct wl_plan *p, bool tied_here);
 /* What a piece of communication is for: the key of the per-kind accounting of exposed
  * communication (replay.h), bytes sent per GPU and link loads (run.h). Tensor-parallel
  * collectives inside layers, pipeline sends, data-parallel gradient reduction (compressed or

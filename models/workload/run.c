@@ -1093,6 +1093,7 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
             double shard = psi / (p->zero >= 1 && dp ? p->dp : 1);
             wl_cost c = {0};
             c.bytes[GPU_OP_OPTIMIZER] = shard * wl_optimizer_bytes(p);
+            c.bytes[GPU_OP_ELEMENTWISE] = psi * wl_grad_buffer_bytes(p); /* as gen_lane */
             opt[st] = (double)replay_op_compute_time(gg, &c, &t->gpus[gpus[0]], gpu_op_time,
                                                      gpu_gemm_time) * 1e-12;
         }

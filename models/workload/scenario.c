@@ -343,10 +343,43 @@ double wl_optimizer_bytes(const wl_plan *p)
 {
     if (p->fw.optimizer_bytes > 0) return p->fw.optimizer_bytes;
     if (p->fw.preset == WL_FW_MEGATRON && p->optimizer == WL_ADAM && wl_precision_bytes(p->precision) < 4)
-        return p->precision == WL_FP16 ? 54 : 42;
+        /* bf16/fp8: 42 less the zeroing of the main_grad buffer, which wl_grad_buffer_bytes
+         * charges over the whole buffer, not the shard */
+        return p->precision == WL_FP16 ? 54 : 38;
     /* Adam reads/writes master, m, v (24) + grad and weight (4); SGD with momentum: master,
      * momentum (16) + grad and weight (4) */
     return p->optimizer == WL_ADAM ? 28 : 20;
+}
+
+/* the element size of Megatron's main_grad buffer: the reduction's dtype */
+static double main_grad_bytes(const wl_plan *p)
+{
+    return p->fw.reduce_bytes > 0 ? p->fw.reduce_bytes : wl_precision_bytes(p->precision);
+}
+
+double wl_grad_buffer_bytes(const wl_plan *p)
+{
+    if (p->fw.grad_buffer_set) return p->fw.grad_buffer_bytes;
+    /* Megatron-Core's DistributedDataParallel (core v0.7, param_and_grad_buffer.py): reset()
+     * zeroes grad_data (write 1), each bucket's start_grad_sync takes grad_data.norm() for
+     * check_for_nan_in_grad (on by default: read 1) and scales it in place by
+     * gradient_scaling_factor = 1/d (read 1, write 1; skipped when it is 1, d = 1: d counts
+     * the context-parallel ranks too). fp16 runs are Megatron-LM of 2022, whose 54 bytes
+     * already zero the buffer (dp 1 there: shard = buffer). */
+    if (p->fw.preset == WL_FW_MEGATRON && p->precision != WL_FP16)
+        return (p->dp * wl_cp(p) > 1 ? 4 : 2) * main_grad_bytes(p);
+    return 0;
+}
+
+double wl_embedding_wgrad_bytes(const wl_plan *p, bool tied_here)
+{
+    if (p->fw.preset != WL_FW_MEGATRON) return 0;
+    double e = wl_precision_bytes(p->precision), mg = main_grad_bytes(p);
+    /* F.embedding's backward zero-fills a dense V/t x h gradient (write e) before its
+     * scatter-add; the DDP param hook adds it into main_grad (read e, read and write mg).
+     * Tied on one stage (zero_out_wgrad): the output layer's wgrad is torch.zeros (write e),
+     * and autograd sums it with the embedding's before the hook (read 2e, write e). */
+    return 2 * e + 2 * mg + (tied_here ? 4 * e : 0);
 }
 
 /* "framework": a preset name or {"preset": NAME, option: value, ...}. Each preset's defaults
@@ -372,7 +405,7 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
         static const char *const keys[] = {"preset", "overlap_grad_reduce", "overlap_param_gather",
                                            "tp_comm_overlap", "pp_blocking_sends",
                                            "optimizer_bytes", "link_efficiency", "reduce_dtype",
-                                           NULL};
+                                           "grad_buffer_bytes", NULL};
         TRY(js_check_keys(c, o, "framework", keys));
         TRY(js_get_enum(c, o, "framework", "preset", false, framework_names, &preset));
     } else {
@@ -385,6 +418,7 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
     fw->tp_comm_overlap = false;                    /* --tp-comm-overlap is opt-in */
     fw->pp_blocking_sends = preset == WL_FW_MEGATRON;
     fw->optimizer_bytes = 0;
+    fw->grad_buffer_set = false;
     /* Megatron-LM reduces bf16 gradients in fp32: arguments.py sets
      * accumulate_allreduce_grads_in_fp32 for bf16 unless --grad-reduce-in-bf16 is given
      * (reduce_dtype "bf16" says that); fp16 runs reduce in fp16 by default */
@@ -407,6 +441,11 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
         TRY(js_get_bool(c, o, "framework", "tp_comm_overlap", false, &fw->tp_comm_overlap));
         TRY(js_get_bool(c, o, "framework", "pp_blocking_sends", false, &fw->pp_blocking_sends));
         TRY(js_get_number(c, o, "framework", "optimizer_bytes", false, 1, 1e4, &fw->optimizer_bytes));
+        if (cJSON_GetObjectItemCaseSensitive(o, "grad_buffer_bytes")) {
+            TRY(js_get_number(c, o, "framework", "grad_buffer_bytes", true, 0, 1e4,
+                              &fw->grad_buffer_bytes));
+            fw->grad_buffer_set = true;
+        }
         /* the dtype gradients are reduced in (PyTorch FSDP MixedPrecision.reduce_dtype; Composer's
          * mixed_precision DEFAULT reduces in fp32 under bf16 autocast) */
         int rd = -1;

@@ -373,6 +373,10 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
         double b = p->micro_batch_size, sq = m->seq_len / cp, h = m->hidden;
         double pb = wl_precision_bytes(p->precision);
         if (first) c.bytes[GPU_OP_ELEMENTWISE] += mult * 2 * b * sq * h * pb; /* embedding */
+        /* the embedding's dense weight gradient, every microbatch (wl_embedding_wgrad_bytes) */
+        if (first && bwd)
+            c.bytes[GPU_OP_ELEMENTWISE] += m->vocab / p->tp * h *
+                                           wl_embedding_wgrad_bytes(p, last && m->tied_embeddings);
         if (last) {
             double logits = b * sq * m->vocab / p->tp; /* elements on this TP rank */
             c.flops[GPU_OP_MATMUL] += mult * 2 * logits * h;
@@ -1102,6 +1106,11 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
         double per = wl_optimizer_bytes(p);
         wl_cost c = {0};
         c.bytes[GPU_OP_OPTIMIZER] = shard * per;
+        /* the passes of the data-parallel wrapper over the whole gradient buffer (zero, scale,
+         * NaN check: wl_grad_buffer_bytes), charged here on the compute stream; Megatron runs
+         * the zeroing before the first forward and the other two before each bucket's
+         * reduction in the last backward */
+        c.bytes[GPU_OP_ELEMENTWISE] = (psi + psi_expert) * wl_grad_buffer_bytes(p);
         uint32_t cost = wl_graph_cost(G->g, &c);
         uint32_t deps[3] = {L->last_compute, L->last_dp, blocking_send};
         uint32_t opt = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_OPT, -1, -1, cost, 0, deps, 3);

@@ -1,15 +1,17 @@
 /* test_wl_framework.c - the scenario's "framework": presets, options and what each changes.
  * Pins down: each preset's defaults (generic = today's behaviour; megatron: gradient reduction
  * after the backward, blocking pipeline sends, its mixed-precision optimizer's 54 B (fp16) /
- * 42 B (bf16) per parameter, NCCL link efficiency; fsdp: overlapped reduction, NCCL links);
+ * 38 B (bf16) per parameter, NCCL link efficiency; fsdp: overlapped reduction, NCCL links);
  * options override them; overlap_grad_reduce and parallel.overlap_dp must agree; bad values are
  * errors naming the path. Closed forms on hand-built cases: tp_comm_overlap makes a TP op last
  * max(compute, comm) instead of compute + comm; pp_blocking_sends on a 2-stage GPipe step
  * (10 ms -> 11 ms, hand-traced below); overlap_param_gather moves the ZeRO-1 parameter
  * all-gather from after the optimizer (whole stage, exposed) to before the first forward, layer
  * by layer (only the first layer's exposed); link_efficiency scales a data-parallel all-reduce's
- * bandwidth term; the optimizer op moves optimizer_bytes per parameter of its shard; Megatron
- * reduces and keeps bf16 gradients in fp32 (megatron_fp32_reduction).
+ * bandwidth term; the optimizer op moves optimizer_bytes per parameter of its shard, and
+ * Megatron's gradient-buffer passes per parameter of the whole buffer; the embedding's dense
+ * weight gradient on every microbatch's first-stage backward; Megatron reduces and keeps bf16
+ * gradients in fp32 (megatron_fp32_reduction).
  * Leaves free: op ids and graph size. */
 #include <math.h>
 #include <string.h>
@@ -71,7 +73,7 @@ START_TEST(presets)
     ck_assert(sc.plan.overlap_dp && sc.plan.fw.overlap_param_gather && sc.plan.fw.tp_comm_overlap);
     ck_assert(sc.env.link_nvlink == 1 && sc.env.link_network == 1);
     /* bf16: no loss scaling (no unscale/inf check), fp32 main grads zeroed: 54 - 8 - 6 + 2 */
-    ck_assert_double_eq(wl_optimizer_bytes(&sc.plan), 42);
+    ck_assert_double_eq(wl_optimizer_bytes(&sc.plan), 38);
     unload();
 
     load("{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"dp\": 2, \"overlap_dp\": false},"
@@ -107,6 +109,7 @@ START_TEST(bad_input)
     bad("{\"link_efficiency\": \"fast\"}", "framework.link_efficiency", "found \"fast\"");
     bad("{\"link_efficiency\": {\"nvlink\": 1.5}}", "framework.link_efficiency.nvlink", "");
     bad("{\"preset\": \"fsdp\", \"reduce_dtype\": \"fp64\"}", "framework.reduce_dtype", "fp64");
+    bad("{\"preset\": \"megatron\", \"grad_buffer_bytes\": -1}", "framework.grad_buffer_bytes", "");
 }
 END_TEST
 
@@ -342,6 +345,71 @@ START_TEST(megatron_fp32_reduction)
 }
 END_TEST
 
+/* Megatron-Core's gradient buffer (bf16, fp32 main_grad) on a 4-layer model, h 1024, V 32000,
+ * dp 2, ZeRO-1. The optimizer op moves 38 B per parameter of its shard (42 less the zeroing)
+ * and, in the elementwise class, 16 B per parameter of the whole buffer: zero (4), NaN-check
+ * norm (4), scale by 1/d (4 + 4). At dp 1 the scaling by 1 is skipped: 8 B. fp16 (Megatron-LM
+ * of 2022) and fsdp: none; framework.grad_buffer_bytes overrides. The embedding's dense weight
+ * gradient adds V h (2 e + 2 x 4 + 4 e) = 32000 x 1024 x 20 = 655,360,000 B to every
+ * microbatch's backward of the first stage (tied, pp 1): generic charges none. */
+START_TEST(grad_buffer_in_graph)
+{
+    static const struct { const char *fw; int dp; double opt, buf; } cases[] = {
+        {"\"megatron\"", 2, 38, 16},
+        {"\"megatron\"", 1, 38, 8},
+        {"{\"preset\": \"megatron\", \"reduce_dtype\": \"bf16\"}", 2, 38, 8},
+        {"{\"preset\": \"megatron\", \"grad_buffer_bytes\": 5}", 2, 38, 5},
+        {"\"fsdp\"", 2, 28, 0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"dp\": %d, \"zero\": 1},"
+                 "\"precision\": \"bf16\", \"framework\": %s}",
+                 cases[k].dp, cases[k].fw);
+        load(text, cases[k].dp);
+        ck_assert_double_eq(wl_grad_buffer_bytes(&sc.plan), cases[k].buf);
+        wl_graph *g = wl_graph_build(&sc);
+        double psi = 4 * wl_layer_params(&sc.model) + wl_embedding_params(&sc.model);
+        int found = 0;
+        for (uint32_t i = 0; i < g->n_ops; i++)
+            if (!strcmp(g->names[g->ops[i].name], "optimizer_step") && g->ops[i].lane == 0) {
+                const wl_cost *c = &g->costs[g->ops[i].arg];
+                ck_assert_rel(c->bytes[GPU_OP_OPTIMIZER], psi / cases[k].dp * cases[k].opt, 1e-12);
+                ck_assert_rel(c->bytes[GPU_OP_ELEMENTWISE], psi * cases[k].buf, 1e-12);
+                found++;
+            }
+        ck_assert_int_eq(found, 1);
+        wl_graph_destroy(g);
+        unload();
+    }
+    load("{\"topology\": \"x\", " TRANSFORMER ", \"precision\": \"fp16\", \"framework\": \"megatron\"}", 1);
+    ck_assert_double_eq(wl_grad_buffer_bytes(&sc.plan), 0);
+    unload();
+
+    double bwd[2];
+    for (int k = 0; k < 2; k++) {
+        load(k ? "{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"microbatches\": 2},"
+                 "\"precision\": \"bf16\", \"framework\": \"megatron\"}"
+               : "{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"microbatches\": 2},"
+                 "\"precision\": \"bf16\"}",
+             1);
+        wl_graph *g = wl_graph_build(&sc);
+        int n = 0;
+        for (uint32_t i = 0; i < g->n_ops; i++)
+            if (!strcmp(g->names[g->ops[i].name], "backward")) {
+                double b = g->costs[g->ops[i].arg].bytes[GPU_OP_ELEMENTWISE];
+                if (n++) ck_assert_double_eq(b, bwd[k]); /* every microbatch alike */
+                bwd[k] = b;
+            }
+        ck_assert_int_eq(n, 2);
+        wl_graph_destroy(g);
+        unload();
+    }
+    ck_assert_rel(bwd[1] - bwd[0], 32000.0 * 1024 * 20, 1e-12);
+}
+END_TEST
+
 /* link_efficiency on a real topology: one DP all-reduce of S = 2e9 B after the backward over 2
  * GPUs of one box (NVLink 450 GB/s, the dgx generator's default). At half the link rate its
  * bandwidth term 2 (n-1)/n S/B = S/B = 4.44 ms doubles; latency and the receiver's reduction
@@ -386,6 +454,7 @@ static Suite *suite(void)
     tcase_add_test(tc, optimizer_bytes_in_graph);
     tcase_add_test(tc, reduce_dtype_in_graph);
     tcase_add_test(tc, megatron_fp32_reduction);
+    tcase_add_test(tc, grad_buffer_in_graph);
     tcase_add_test(tc, link_efficiency_scales_dp);
     suite_add_tcase(s, tc);
     return s;
