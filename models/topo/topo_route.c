@@ -42,11 +42,9 @@
  * of physical memory, at least 256 MB: a 16k-GPU torus needs ~4 GB); the switch core is kept,
  * paths are never dropped. A mutex makes concurrent topo_route() calls on one topology safe.
  */
-#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "topo_internal.h"
@@ -145,24 +143,6 @@ typedef struct route_cache {
 } route_cache;
 
 static const int no_links[1] = {0};
-
-/* The path and next-hop tables: open addressing over millions of slots (16,384 GPUs: a few
- * hundred MB), probed at random, so that with 4 KiB pages nearly every look-up also misses the
- * TLB. Tables of 2 MiB or more are 2 MiB-aligned and advised as huge pages (Linux's
- * transparent huge pages in their default `madvise` mode); elsewhere, or when the advice is
- * refused, they are ordinary memory. Freed with free(). Nothing stored depends on it. */
-#define HUGE_PAGE ((size_t)2 << 20)
-static void *table_alloc(size_t bytes)
-{
-    if (bytes < HUGE_PAGE) return dt_xmalloc(bytes);
-    void *p = NULL;
-    size_t rounded = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-    if (posix_memalign(&p, HUGE_PAGE, rounded) != 0) return dt_xmalloc(bytes);
-#ifdef MADV_HUGEPAGE
-    (void)madvise(p, rounded, MADV_HUGEPAGE);
-#endif
-    return p;
-}
 
 static uint64_t mix64(uint64_t x)
 {
@@ -783,7 +763,7 @@ static void hops_grow(route_cache *c)
     size_t old_cap = c->hops_cap;
     hop_entry *old = c->hops;
     c->hops_cap = old_cap ? 2 * old_cap : 4096;
-    c->hops = table_alloc(c->hops_cap * sizeof *c->hops);
+    c->hops = dt_xmalloc(c->hops_cap * sizeof *c->hops);
     for (size_t i = 0; i < c->hops_cap; i++) c->hops[i].v = -1;
     for (size_t i = 0; i < old_cap; i++) {
         if (old[i].v < 0) continue;
@@ -927,7 +907,7 @@ static void tab_grow(route_cache *c)
     size_t old_cap = c->tab_cap;
     path_entry *old = c->tab;
     c->tab_cap = old_cap ? 2 * old_cap : 1024;
-    c->tab = table_alloc(c->tab_cap * sizeof *c->tab);
+    c->tab = dt_xmalloc(c->tab_cap * sizeof *c->tab);
     for (size_t i = 0; i < c->tab_cap; i++) c->tab[i].src = -1;
     for (size_t i = 0; i < old_cap; i++) {
         if (old[i].src < 0) continue;
