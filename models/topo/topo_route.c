@@ -895,7 +895,8 @@ static int walk(const topo *t, route_cache *c, int src, int dst, int variant)
  * the cache lines the first one loaded. With the variant hashed in, every look-up of a table
  * of millions of paths was a cache miss: 60 % of route()'s own time at 16,384 GPUs went to
  * that first load. The cost: a pair's variants form one probe run, so a pair looked up under
- * many hashes (up to 64 variants) probes past its other variants; the look-ups here use 1-4.
+ * many hashes (up to 64 variants) probes past its other variants; dtsim's callers use at most
+ * 5 (net.c's 4 ECMP lanes and hash 0).
  * Where a path lives in the table changes nothing it returns. */
 static size_t slot_of(const route_cache *c, int src, int dst, int variant)
 {
