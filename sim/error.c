@@ -6,9 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Clears what a reader can see (the code, the positions and the three strings up to their
+ * terminators) instead of zeroing the whole 1.5 KiB record: callers clear an error per call on
+ * hot paths (every collective costed in a training step: 380 k clears, 8 % of the instructions
+ * of a 4,096-GPU step when this was a memset). dt_error_set writes each string whole. */
 void dt_error_clear(dt_error *err)
 {
-    if (err) memset(err, 0, sizeof *err);
+    if (!err) return;
+    err->code = 0;
+    err->file[0] = err->path[0] = err->msg[0] = '\0';
+    err->line = err->column = 0;
 }
 
 int dt_error_set(dt_error *err, int code, const char *file, const char *path, const char *fmt, ...)

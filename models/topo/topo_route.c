@@ -889,10 +889,19 @@ static int walk(const topo *t, route_cache *c, int src, int dst, int variant)
     return len;
 }
 
+/* The home slot of a pair's paths: (src, dst) only, not the variant, so that the variants of
+ * one pair (the 4 ECMP lanes the analytic time and the estimate look up one after another)
+ * sit in neighbouring slots of the linear probe and a lane after the first finds its entry in
+ * the cache lines the first one loaded. With the variant hashed in, every look-up of a table
+ * of millions of paths was a cache miss: 60 % of route()'s own time at 16,384 GPUs went to
+ * that first load. The cost: a pair's variants form one probe run, so a pair looked up under
+ * many hashes (up to 64 variants) probes past its other variants; dtsim's callers use at most
+ * 5 (net.c's 4 ECMP lanes and hash 0).
+ * Where a path lives in the table changes nothing it returns. */
 static size_t slot_of(const route_cache *c, int src, int dst, int variant)
 {
-    uint64_t h = mix64(((uint64_t)(uint32_t)src << 32) ^ ((uint64_t)(uint32_t)dst << 6) ^
-                       (uint64_t)variant);
+    (void)variant;
+    uint64_t h = mix64(((uint64_t)(uint32_t)src << 32) ^ (uint64_t)(uint32_t)dst);
     return (size_t)(h & (c->tab_cap - 1));
 }
 

@@ -317,6 +317,45 @@ START_TEST(ecmp_determinism_across_copies)
 }
 END_TEST
 
+/* The path table homes every variant of a pair in one slot (topo_route.c, slot_of), so a pair's
+ * 64 variants form one long probe run and the table grows through such runs. Looked up in
+ * opposite orders on two copies (one pair after another against interleaved, hashes up against
+ * down), every (pair, hash) gets the same path, and a second look-up on one copy returns the
+ * very pointer of the first (a hit, not a second walk). 16 cross-spine pairs x 200 hashes: up to
+ * 1,024 entries, two doublings of the table. */
+START_TEST(pair_variants_share_a_home_slot)
+{
+    topo_gen_params p = {.family = TOPO_FAMILY_DGX, .nodes = 64, .gpus_per_node = 8, .radix = 16};
+    topo *a = gen(p), *b = gen(p);
+    enum { PAIRS = 16, HASHES = 200 };
+    const int *first[PAIRS][HASHES];
+    int len[PAIRS][HASHES];
+    for (int h = 0; h < HASHES; h++) /* a: interleaved, hashes going up */
+        for (int q = 0; q < PAIRS; q++)
+            ck_assert_int_eq(topo_route(a, q * 8, 511 - q * 8, (uint64_t)h * 0x9e37u, &first[q][h],
+                                        &len[q][h]),
+                             DT_OK);
+    for (int q = PAIRS - 1; q >= 0; q--) /* b: pair by pair, hashes going down */
+        for (int h = HASHES - 1; h >= 0; h--) {
+            const int *l;
+            int n;
+            ck_assert_int_eq(topo_route(b, q * 8, 511 - q * 8, (uint64_t)h * 0x9e37u, &l, &n), DT_OK);
+            ck_assert_int_eq(n, len[q][h]);
+            ck_assert_int_eq(n, 6); /* across hosts and rails: GPU-NIC-leaf-spine-leaf-NIC-GPU */
+            ck_assert(memcmp(l, first[q][h], (size_t)n * sizeof *l) == 0);
+        }
+    for (int q = 0; q < PAIRS; q++)
+        for (int h = 0; h < HASHES; h++) {
+            const int *l;
+            int n;
+            ck_assert_int_eq(topo_route(a, q * 8, 511 - q * 8, (uint64_t)h * 0x9e37u, &l, &n), DT_OK);
+            ck_assert_ptr_eq(l, first[q][h]);
+        }
+    topo_destroy(a);
+    topo_destroy(b);
+}
+END_TEST
+
 typedef struct thread_arg {
     topo *t;
     int first;
@@ -521,6 +560,7 @@ int main(void)
     tcase_add_test(tc, flush_after_latency_change);
     tcase_add_test(tc, generator_errors);
     tcase_add_test(tc, ecmp_determinism_across_copies);
+    tcase_add_test(tc, pair_variants_share_a_home_slot);
     tcase_add_test(tc, concurrent_routes);
     tcase_add_test(tc, routes_equal_reference);
     tcase_add_test(tc, route_memory_linear);
