@@ -18,7 +18,7 @@
 
 #include "dtsim/replay.h"
 #include "dtsim/workload.h"
-#include "testutil.h"
+#include "wl_testutil.h"
 
 static wl_model gpt(void)
 {
@@ -131,14 +131,8 @@ START_TEST(scenario_defaults_and_recompute)
         "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, "
         "\"hidden\": 1024, \"heads\": 16, \"seq_len\": 512, \"vocab\": 32000, "
         "\"attention\": \"unfused\"}, \"parallel\": {\"activation_checkpointing\": \"selective\"}}";
-    cJSON *j = NULL;
     dt_error err;
-    dt_error_clear(&err);
-    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &j, &err), DT_OK);
-    js_ctx c = {"t.json", &err};
-    wl_scenario sc;
-    ck_assert_int_eq(wl_scenario_parse(&c, j, &sc), DT_OK);
-    ck_assert_int_eq(wl_scenario_resolve(&c, &sc, 1), DT_OK);
+    load(text, 1);
     ck_assert_int_eq(sc.model.attention, WL_ATTN_UNFUSED);
     ck_assert(!sc.model.non_causal && !sc.model.no_attention_dropout);
     wl_layer_cost lc;
@@ -180,24 +174,19 @@ START_TEST(scenario_defaults_and_recompute)
     }
     ck_assert_int_eq(seen, 1);
     wl_graph_destroy(g);
-    wl_scenario_free(&sc);
-    cJSON_Delete(j);
+    unload();
 
     text = "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, "
            "\"hidden\": 1024, \"heads\": 16, \"seq_len\": 512, \"vocab\": 32000}}";
-    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &j, &err), DT_OK);
-    ck_assert_int_eq(wl_scenario_parse(&c, j, &sc), DT_OK);
+    load(text, 1);
     ck_assert_int_eq(sc.model.attention, WL_ATTN_FLASH);
-    wl_scenario_free(&sc);
-    cJSON_Delete(j);
+    unload();
 
     text = "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, "
            "\"hidden\": 1024, \"heads\": 16, \"seq_len\": 512, \"vocab\": 32000, "
            "\"attention\": \"fused\"}}";
-    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &j, &err), DT_OK);
-    ck_assert_int_eq(wl_scenario_parse(&c, j, &sc), DT_EINPUT);
+    ck_assert_int_eq(try_load(text, 1, &err), DT_EINPUT);
     ck_assert_str_eq(err.path, "model.attention");
-    cJSON_Delete(j);
 }
 END_TEST
 
@@ -209,14 +198,8 @@ START_TEST(flash_costs_and_kernel)
         "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, "
         "\"hidden\": 1024, \"heads\": 16, \"seq_len\": 512, \"vocab\": 32000, "
         "\"flash_kernel\": \"cudnn\"}}";
-    cJSON *j = NULL;
     dt_error err;
-    dt_error_clear(&err);
-    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &j, &err), DT_OK);
-    js_ctx c = {"t.json", &err};
-    wl_scenario sc;
-    ck_assert_int_eq(wl_scenario_parse(&c, j, &sc), DT_OK);
-    ck_assert_int_eq(wl_scenario_resolve(&c, &sc, 1), DT_OK);
+    load(text, 1);
     ck_assert_int_eq(sc.model.flash_kernel, GPU_ATTN_CUDNN);
     wl_layer_cost lc;
     wl_layer_cost_get(&sc.model, &sc.plan, &lc);
@@ -237,8 +220,7 @@ START_TEST(flash_costs_and_kernel)
     }
     ck_assert_int_eq(seen, 2);
     wl_graph_destroy(g);
-    wl_scenario_free(&sc);
-    cJSON_Delete(j);
+    unload();
 
     /* the time of 1 PFLOP of causal FA2 backward at 2,048 on an H100: 1e15 / (989.5e12 x
      * 291 x (298/362) / 989), the picosecond rounded up; without a length, the flat class */
@@ -261,17 +243,13 @@ START_TEST(flash_costs_and_kernel)
     text = "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, "
            "\"hidden\": 1024, \"heads\": 16, \"seq_len\": 512, \"vocab\": 32000, "
            "\"attention\": \"unfused\", \"flash_kernel\": \"fa2\"}}";
-    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &j, &err), DT_OK);
-    ck_assert_int_eq(wl_scenario_parse(&c, j, &sc), DT_EINPUT);
+    ck_assert_int_eq(try_load(text, 1, &err), DT_EINPUT);
     ck_assert_str_eq(err.path, "model.flash_kernel");
-    cJSON_Delete(j);
     text = "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, "
            "\"hidden\": 1024, \"heads\": 16, \"seq_len\": 512, \"vocab\": 32000, "
            "\"flash_kernel\": \"fa3\"}}";
-    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &j, &err), DT_OK);
-    ck_assert_int_eq(wl_scenario_parse(&c, j, &sc), DT_EINPUT);
+    ck_assert_int_eq(try_load(text, 1, &err), DT_EINPUT);
     ck_assert_str_eq(err.path, "model.flash_kernel");
-    cJSON_Delete(j);
 }
 END_TEST
 
