@@ -19,45 +19,7 @@
 #include "dtsim/coll.h"
 #include "dtsim/net.h"
 #include "dtsim/topo.h"
-
-typedef struct set_done {
-    int left;
-    sim_time_t at;
-} set_done;
-
-static void on_done(void *model, sim_engine *eng, const sim_event *ev)
-{
-    (void)eng;
-    set_done *d = model;
-    if (--d->left == 0) d->at = ev->time;
-}
-
-/* as a training step runs its collectives (run.c) */
-static const coll_config step_cc = {.reduce_bw = -1, .chunk_bytes = 1e18,
-                                    .ring_model = COLL_RING_AUTO};
-
-static double flow_set(topo *t, coll_op op, coll_algo a, const int *gs, int m, int n, double S)
-{
-    sim_engine *e = sim_engine_create();
-    net_config nc = {.mode = NET_FLOW};
-    net *nw = net_create(t, e, &nc);
-    coll_engine *ce = coll_create(nw, e, t, &step_cc);
-    set_done d = {m, 0};
-    uint32_t k = sim_kind_register(e, "bench.done", on_done, &d);
-    dt_error err;
-    dt_error_clear(&err);
-    int ok = 1;
-    for (int i = 0; i < m && ok; i++) {
-        coll_spec s = {.op = op, .algo = a, .group = gs + (size_t)i * n, .n = n, .bytes = S,
-                       .elem_bytes = 2};
-        ok = coll_start(ce, &s, k, (uint32_t)i, 0, &err) == DT_OK;
-    }
-    if (ok) sim_run(e, SIM_TIME_MAX);
-    coll_destroy(ce);
-    net_destroy(nw);
-    sim_engine_destroy(e);
-    return ok ? sim_time_to_s(d.at) : -1;
-}
+#include "../unit/net/coll_set.h"
 
 static void bench(const char *label, int nodes, int gpn, int radix, int stages, int replicas,
                   int rails, int contiguous, coll_op op, double S)

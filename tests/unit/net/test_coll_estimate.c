@@ -23,50 +23,10 @@
 #include <string.h>
 
 #include "coll_testutil.h"
+#include "coll_set.h"
 
 static const coll_algo cands[] = {COLL_RING, COLL_TREE, COLL_DBT, COLL_HD, COLL_DIRECT, COLL_HIER};
 #define N_CANDS ((int)(sizeof cands / sizeof *cands))
-
-/* a training step's collective configuration (run.c) */
-static const coll_config step_cc = {.reduce_bw = -1, .chunk_bytes = 1e18,
-                                    .ring_model = COLL_RING_AUTO};
-
-typedef struct set_done {
-    int left;
-    sim_time_t at;
-} set_done;
-
-static void on_set(void *model, sim_engine *eng, const sim_event *ev)
-{
-    (void)eng;
-    set_done *d = model;
-    if (--d->left == 0) d->at = ev->time;
-}
-
-/* Flow time of m groups of n running (op, algo) from the same instant: the last to finish;
- * -1 when the algorithm cannot run them. */
-static double flow_set(topo *t, coll_op op, coll_algo algo, const int *gs, int m, int n, double S)
-{
-    sim_engine *e = sim_engine_create();
-    net_config nc = {.mode = NET_FLOW};
-    net *nw = net_create(t, e, &nc);
-    coll_engine *ce = coll_create(nw, e, t, &step_cc);
-    set_done d = {m, 0};
-    uint32_t k = sim_kind_register(e, "test.set.done", on_set, &d);
-    dt_error err;
-    dt_error_clear(&err);
-    int ok = 1;
-    for (int i = 0; i < m && ok; i++) {
-        coll_spec s = {.op = op, .algo = algo, .group = gs + i * n, .n = n, .bytes = S,
-                       .elem_bytes = 2};
-        ok = coll_start(ce, &s, k, (uint32_t)i, 0, &err) == DT_OK;
-    }
-    if (ok) sim_run(e, SIM_TIME_MAX);
-    coll_destroy(ce);
-    net_destroy(nw);
-    sim_engine_destroy(e);
-    return ok ? sim_time_to_s(d.at) : -1;
-}
 
 /* The estimate's pick over the set (m = 1: alone) is the least flow time of every candidate
  * run the same way; returns the pick. Where the estimate is exact it matches the flow. */
