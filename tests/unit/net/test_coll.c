@@ -461,28 +461,30 @@ START_TEST(batched_equals_per_flow)
 }
 END_TEST
 
-typedef struct nic_bytes {
+/* Per GPU: bytes into its NIC and out of its NIC (tree_nic_traffic, rings_per_rail) */
+typedef struct rail_bytes {
     topo *t;
-    double up[64]; /* per GPU: bytes it pushed into its NIC */
-} nic_bytes;
+    double up[64], down[64];
+} rail_bytes;
 
-static void on_link_bytes(void *ctx, int link, sim_time_t start, sim_time_t end, double bytes,
+static void on_rail_bytes(void *ctx, int link, sim_time_t start, sim_time_t end, double bytes,
                           uint32_t tag)
 {
-    nic_bytes *nb = ctx;
+    rail_bytes *rb = ctx;
     (void)start;
     (void)end;
     (void)tag;
-    const topo_link *l = &nb->t->links[link];
-    if (nb->t->nodes[l->src].kind == TOPO_GPU && nb->t->nodes[l->dst].kind == TOPO_NIC)
-        nb->up[nb->t->nodes[l->src].gpu] += bytes;
+    const topo_link *l = &rb->t->links[link];
+    const topo_node *a = &rb->t->nodes[l->src], *b = &rb->t->nodes[l->dst];
+    if (a->kind == TOPO_GPU && b->kind == TOPO_NIC) rb->up[a->gpu] += bytes;
+    if (a->kind == TOPO_NIC && b->kind == TOPO_GPU) rb->down[b->gpu] += bytes;
 }
 
-static void tree_nic_traffic(coll_algo algo, double S, nic_bytes *nb)
+static void tree_nic_traffic(coll_algo algo, double S, rail_bytes *nb)
 {
     sim_engine *e = sim_engine_create();
     net *n = net_create(nb->t, e, NULL);
-    net_set_link_observer(n, on_link_bytes, nb);
+    net_set_link_observer(n, on_rail_bytes, nb);
     coll_config cc = {.reduce_bw = 0};
     coll_engine *c = coll_create(n, e, nb->t, &cc);
     two_done d = {{0, 0}};
@@ -509,7 +511,7 @@ START_TEST(host_aware_trees)
      * dbt: each tree carries S/2; the second tree's heads are on the last rail (local 3),
      * the root's box keeping the root as head. */
     double S = 8.0 * 1048576;
-    nic_bytes nb = {.t = gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 4,
+    rail_bytes nb = {.t = gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 4,
                                                .gpus_per_node = 4})};
     tree_nic_traffic(COLL_TREE, S, &nb);
     double total = 0;
@@ -532,25 +534,6 @@ START_TEST(host_aware_trees)
     topo_destroy(nb.t);
 }
 END_TEST
-
-/* Per GPU: bytes into its NIC and out of its NIC (rings_per_rail) */
-typedef struct rail_bytes {
-    topo *t;
-    double up[64], down[64];
-} rail_bytes;
-
-static void on_rail_bytes(void *ctx, int link, sim_time_t start, sim_time_t end, double bytes,
-                          uint32_t tag)
-{
-    rail_bytes *rb = ctx;
-    (void)start;
-    (void)end;
-    (void)tag;
-    const topo_link *l = &rb->t->links[link];
-    const topo_node *a = &rb->t->nodes[l->src], *b = &rb->t->nodes[l->dst];
-    if (a->kind == TOPO_GPU && b->kind == TOPO_NIC) rb->up[a->gpu] += bytes;
-    if (a->kind == TOPO_NIC && b->kind == TOPO_GPU) rb->down[b->gpu] += bytes;
-}
 
 static double rails_run(rail_bytes *rb, coll_op op, int n, double S, coll_ring_model model)
 {
