@@ -21,11 +21,12 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 for attempt in 1 2 3 4; do
   "$DTSIM" calibrate --ranks 2 --sizes 64KiB:2MiB:x2 --repeats 15 --topk-fraction 0 \
     --out "$tmp/cal.json" >/dev/null
-  # a burst of load can leave a line that explains nothing (R² < 0.5): dtsim refuses to apply
-  # it (test_calib_fit.sh), and that is retried like a miss
+  # a burst of load can leave a line that explains nothing (R² < 0.5) or a latency fitted
+  # clearly below zero: dtsim refuses to apply either (test_calib_fit.sh), and that is retried
+  # like a miss
   if ! "$DTSIM" collective --topology gen:ring:gpus=2 --op allreduce --algo ring --size 512KiB \
     --elem-bytes 4 --calibration "$tmp/cal.json" --json >"$tmp/sim.json" 2>"$tmp/err.txt"; then
-    grep -q "below 0.5" "$tmp/err.txt" || { cat "$tmp/err.txt"; fail "collective failed"; }
+    grep -q -e "below 0.5" -e "a negative latency" "$tmp/err.txt" || { cat "$tmp/err.txt"; fail "collective failed"; }
     echo "attempt $attempt: $(cat "$tmp/err.txt" | cut -c1-80)...; calibrating again"
     continue
   fi
