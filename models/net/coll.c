@@ -503,12 +503,17 @@ static int ring_exact(coll_engine *c, const coll_prog *p)
     return ok;
 }
 
+int coll_ring_auto_fluid(const coll_prog *p)
+{
+    return p->form == COLL_FORM_RING && (p->n >= COLL_RING_FLUID_MIN || p->rings > 1);
+}
+
 static int use_fluid(coll_engine *c, const coll_prog *p)
 {
     if (p->form != COLL_FORM_RING || p->n < 2) return 0;
     switch (c->cfg.ring_model) {
     case COLL_RING_FLUID: return 1;
-    case COLL_RING_AUTO: return p->n >= COLL_RING_FLUID_MIN;
+    case COLL_RING_AUTO: return coll_ring_auto_fluid(p);
     case COLL_RING_EXACT: return p->n >= COLL_RING_FLUID_MIN && ring_exact(c, p);
     default: return 0;
     }
