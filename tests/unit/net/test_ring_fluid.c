@@ -9,7 +9,11 @@
  * solver equals a global re-solve throughout fluid and step rings and sends; `auto` switches at
  * COLL_RING_FLUID_MIN ranks (one flow instead of 2(n-1)n); `exact` runs fluid only where the step
  * model's steps run alone (then within a picosecond per step) and is the step model elsewhere;
- * names parse; runs repeat exactly.
+ * names parse; runs repeat exactly. Rings per rail (8 rings over 2 DGX boxes, 16 ranks) run
+ * fluid under `auto` at any size: 32 flows instead of 3,840, the closed form of 8 rails alone
+ * (a picosecond per step from the step model), and under contention a shared link split as
+ * hand-computed (two all-reduces on the same GPUs; a send on one ring's NIC), the step model
+ * earlier by at most the ring's latency term where other traffic fills its per-step gaps.
  * Leaves free: how the fluid model differs from the step model under partial contention
  * (documented in docs/collectives.md, not a fixed number). */
 #include <math.h>
@@ -374,6 +378,133 @@ START_TEST(exact_where_steps_agree)
 }
 END_TEST
 
+/* Rings per rail (docs/collectives.md) under `auto`: a ring all-reduce over 2 DGX boxes of 8 GPUs
+ * (n = 16, below COLL_RING_FLUID_MIN), started at t = 0, plus `other`: nothing (0), the same
+ * all-reduce over the same GPUs (1), or a send 0 -> 8 of `send` bytes (2, GPU 0's NIC to GPU 8's:
+ * rail 0). Completion times in seconds (the second 0 without other traffic); *flows counted. */
+static void rails_with(topo *t, coll_ring_model m, int other, double S, double send, double out[2],
+                       uint64_t *flows)
+{
+    sim_engine *e = sim_engine_create();
+    net *n = net_create(t, e, NULL);
+    coll_config cc = {.reduce_bw = 0, .chunk_bytes = 1e18, .ring_model = m};
+    coll_engine *c = coll_create(n, e, t, &cc);
+    two_done d = {{0, 0}};
+    uint32_t k = sim_kind_register(e, "test.rails", on_two, &d);
+    int g[16];
+    for (int i = 0; i < 16; i++) g[i] = i;
+    coll_spec a = {.op = COLL_ALLREDUCE, .algo = COLL_RING, .group = g, .n = 16, .bytes = S,
+                   .elem_bytes = 2};
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_start(c, &a, k, 0, 0, &err), DT_OK);
+    if (other == 1) ck_assert_int_eq(coll_start(c, &a, k, 1, 0, &err), DT_OK);
+    if (other == 2) net_send(n, 0, 8, send, k, 1, 0);
+    sim_run(e, SIM_TIME_MAX);
+    ck_assert_int_eq(net_check_fair(n, 1e-9), 0);
+    net_stats st;
+    net_get_stats(n, &st);
+    ck_assert_uint_eq(st.flows_started, st.flows_finished);
+    *flows = st.flows_started;
+    for (int i = 0; i < 2; i++) out[i] = sim_time_to_s(d.at[i]);
+    coll_destroy(c);
+    net_destroy(n);
+    sim_engine_destroy(e);
+}
+
+START_TEST(auto_rings_per_rail_fluid)
+{
+    /* 2 DGX boxes of 8 GPUs (NVLink 450 GB/s, one 50 GB/s NIC per GPU): n = 16 ranks, below
+     * COLL_RING_FLUID_MIN, run as 8 rings, one per rail. `auto` runs them as the fluid ring
+     * (4 lane flows per ring: 32 flows) where the step model takes 8 x 2(n-1)n = 3,840; alone
+     * both give the closed form of 8 parallel rings, 8 x the per-rail bandwidth
+     * (coll_closed_form_rails: 2(n-1) a + 2(n-1)/n S / (8 x 50 GB/s), a the wrap-around edge's
+     * path, the slowest), and agree with each other to a picosecond per step. One ring
+     * (coll_config.rings = 1) below 64 ranks stays the step model. */
+    topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 2, .gpus_per_node = 8,
+                                    .nic_bw = 50e9, .nvlink_bw = 450e9});
+    double a_x, b_x, a_in, b_in, a_out, b_out;
+    path(t, 8 + 6, 0, &a_x, &b_x); /* ring 0's wrap-around: host 1 local (0-2) mod 8 -> GPU 0 */
+    path(t, 0, 1, &a_in, &b_in);
+    path(t, 0, 8, &a_out, &b_out);
+    ck_assert_double_eq(b_out, 50e9);
+    int n = 16, steps = 2 * (n - 1);
+    double S = 256.0 * 1048576, cf = coll_closed_form_rails(COLL_ALLREDUCE, 8, 2, S, a_x, b_in, b_out);
+    ck_assert_rel(cf - steps * a_x, 2.0 * (n - 1) / n * S / (8 * 50e9), 1e-12);
+    double fa[2], fs[2];
+    uint64_t flows_a, flows_s;
+    rails_with(t, COLL_RING_AUTO, 0, S, 0, fa, &flows_a);
+    rails_with(t, COLL_RING_STEPS, 0, S, 0, fs, &flows_s);
+    ck_assert_uint_eq(flows_a, 8 * NET_ECMP_LANES);
+    ck_assert_uint_eq(flows_s, (uint64_t)8 * 2 * (n - 1) * n);
+    ck_assert_rel(fa[0], cf, 1e-6);
+    ck_assert_msg(fabs(fa[0] - fs[0]) <= steps * 1e-12, "auto %.12f s, steps %.12f s", fa[0], fs[0]);
+    /* the same through coll_simulate: what ran, and one ring stays steps */
+    int g[16];
+    for (int i = 0; i < 16; i++) g[i] = i;
+    coll_spec spec = {.op = COLL_ALLREDUCE, .algo = COLL_RING, .group = g, .n = n, .bytes = S,
+                      .elem_bytes = 2};
+    coll_config cc = {.reduce_bw = 0, .chunk_bytes = 1e18, .ring_model = COLL_RING_AUTO};
+    coll_result r = simulate_checked(t, &spec, &cc);
+    ck_assert_int_eq(r.ring_model, COLL_RING_FLUID);
+    cc.rings = 1;
+    r = simulate_checked(t, &spec, &cc);
+    ck_assert_int_eq(r.ring_model, COLL_RING_STEPS);
+    ck_assert_uint_eq(r.net.flows_started, (uint64_t)2 * (n - 1) * n);
+    topo_destroy(t);
+}
+END_TEST
+
+START_TEST(rings_per_rail_contention)
+{
+    /* The fluid rings per rail still split what they share (same set-up as
+     * auto_rings_per_rail_fluid: 2 DGX boxes, 256 MiB, a = the wrap-around edge's path):
+     * (1) two such all-reduces over the same 16 GPUs at once share every link: each takes the
+     *     latency plus twice the bandwidth term, 2(n-1) a + 2 x 2(n-1)/n S / (8 x 50 GB/s); the
+     *     step model gives the same within 0.5 %.
+     * (2) one all-reduce and a send 0 -> 8 of one ring edge's bytes b = 2(n-1)/n S/8: the send
+     *     shares GPU 0's NIC (and GPU 8's) with ring 1's host crossing, the only ring that
+     *     crosses there, and gets half of it (ring 1's 4 lane flows weigh one flow). Fluid:
+     *     ring 1 runs at 25 GB/s throughout (its edges move in lockstep) and paces the
+     *     collective, closed form + b / 50 GB/s; the send ends at a_out + 2 b / 50 GB/s.
+     *     The step model differs as docs/collectives.md says (reason 2): the send fills ring 1's
+     *     per-step gaps at 50 GB/s, so the NIC carries 2b at full rate without a pause and the
+     *     ring ends at a_out + 2b / 50 GB/s, its latency hidden under the send; the fluid ring
+     *     charges its latency after its bytes, later by at most 2(n-1) a (3 % here: 2.6 us a
+     *     step against 84 us of transfer), and the send ends earlier by at most as much. */
+    topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 2, .gpus_per_node = 8,
+                                    .nic_bw = 50e9, .nvlink_bw = 450e9});
+    double a_x, b_x, a_in, b_in, a_out, b_out;
+    path(t, 8 + 6, 0, &a_x, &b_x);
+    path(t, 0, 1, &a_in, &b_in);
+    path(t, 0, 8, &a_out, &b_out);
+    int n = 16, steps = 2 * (n - 1);
+    double S = 256.0 * 1048576, bwt = 2.0 * (n - 1) / n * S / (8 * b_out), b = 2.0 * (n - 1) / n * S / 8;
+    double fl[2], st[2];
+    uint64_t flows;
+    /* (1) */
+    rails_with(t, COLL_RING_AUTO, 1, S, 0, fl, &flows);
+    ck_assert_uint_eq(flows, 2 * 8 * NET_ECMP_LANES);
+    rails_with(t, COLL_RING_STEPS, 1, S, 0, st, &flows);
+    ck_assert_uint_eq(flows, (uint64_t)2 * 8 * 2 * (n - 1) * n);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_rel(fl[i], steps * a_x + 2 * bwt, 1e-6);
+        ck_assert_rel(st[i], steps * a_x + 2 * bwt, TOL);
+    }
+    /* (2) */
+    rails_with(t, COLL_RING_AUTO, 2, S, b, fl, &flows);
+    ck_assert_rel(fl[0], steps * a_x + bwt + b / b_out, 1e-6);
+    ck_assert_rel(fl[1], a_out + 2 * b / b_out, 1e-6);
+    rails_with(t, COLL_RING_STEPS, 2, S, b, st, &flows);
+    ck_assert_rel(st[0], a_out + 2 * b / b_out, 1e-6);
+    ck_assert_double_le(fl[0] - st[0], steps * a_x);
+    ck_assert_double_ge(fl[0] - st[0], 0);
+    ck_assert_double_le(fl[1] - st[1], steps * a_x);
+    ck_assert_double_ge(fl[1] - st[1], 0);
+    topo_destroy(t);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ring_fluid");
@@ -387,6 +518,8 @@ int main(void)
     tcase_add_test(tc, fluid_incremental_equals_global);
     tcase_add_test(tc, auto_threshold_and_names);
     tcase_add_test(tc, exact_where_steps_agree);
+    tcase_add_test(tc, auto_rings_per_rail_fluid);
+    tcase_add_test(tc, rings_per_rail_contention);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);
 }
