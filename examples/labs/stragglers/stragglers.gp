@@ -8,8 +8,10 @@ set multiplot layout 1,3 title 'Synchronous data parallelism, 32 H100s: dtsim (p
 set grid
 ms(c) = 1e3*column(c)
 # The step of the base case, from the fault-free point of the slowdown sweep (x = 1):
-# C = 144 ms forward+backward, T_opt = 12.54 ms Adam step, T_AR = 20.72 ms gradient all-reduce.
-C = 144.0; Topt = 12.537313; Tar = 20.722623
+# C = 144 ms forward+backward, T_opt = 12.54 ms Adam step, T_AR = 15.75 ms gradient all-reduce
+# (auto: 8 rings per rail). The link sweep pins the rule's hierarchical all-reduce, whose
+# fault-free all-reduce is TarL = 20.72 ms (its f = 1 point).
+C = 144.0; Topt = 12.537313; Tar = 15.754061; TarL = 20.722623
 # (a) one GPU slowed by x: everyone waits for it at the all-reduce.
 set title '(a) GPU 5 slowed by x'
 set xlabel 'slowdown x of GPU 5'
@@ -44,8 +46,8 @@ set ylabel 'time (ms)'
 set key top left Left reverse
 set xrange [0:21]
 set yrange [0:480]
-plot Tar + 9*(x-1) w l lw 1.5 lc rgb '#ee6677' title 'T_AR + 9 ms (1/f - 1)', \
-     C+Topt+Tar + 9*(x-1) w l lw 1.5 lc rgb '#4477aa' title 'step: C + T_opt + T_AR + 9 ms (1/f - 1)', \
+plot TarL + 9*(x-1) w l lw 1.5 lc rgb '#ee6677' title 'T_AR + 9 ms (1/f - 1)', \
+     C+Topt+TarL + 9*(x-1) w l lw 1.5 lc rgb '#4477aa' title 'step: C + T_opt + T_AR + 9 ms (1/f - 1)', \
      'results-link/results.csv' u (1/column('degraded_links[0].bandwidth_factor')):(ms('comm_exposed_s')) w p pt 7 lc rgb '#ee6677' title 'exposed communication', \
      '' u (1/column('degraded_links[0].bandwidth_factor')):(ms('step_time_s')) w p pt 7 lc rgb '#4477aa' title 'step time'
 unset multiplot
