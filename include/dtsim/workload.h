@@ -131,8 +131,9 @@ double wl_grad_buffer_bytes(const struct wl_plan *p);
 /* Bytes per element of the input embedding's V/t x h weight that one microbatch's backward
  * moves for its weight gradient outside the scatter (Megatron: the dense gradient PyTorch's
  * embedding backward zero-fills, added into the fp32 main_grad by the DDP hook; tied on one
- * stage also the output layer's zeroed wgrad and autograd's sum of the two); 0 when the
- * framework is not Megatron (docs/workloads.md, "Framework behaviour"). */
+ * stage also the output layer's zeroed wgrad and autograd's sum of the two); PyTorch FSDP the
+ * zero-fill and, tied on one GPU, autograd's sum with the output layer's gradient (4e); 0 for
+ * the generic preset (docs/workloads.md, "Framework behaviour"). */
 double wl_embedding_wgrad_bytes(const struct wl_plan *p, bool tied_here);
 /* Bytes per logit of the output layer's cross-entropy (docs/workloads.md, "Compute time of an
  * op"): fp32 (framework.cross_entropy "fp32") forward e + 32, backward 12 + e; flash-attn's fused

@@ -373,8 +373,16 @@ double wl_grad_buffer_bytes(const wl_plan *p)
 
 double wl_embedding_wgrad_bytes(const wl_plan *p, bool tied_here)
 {
+    double e = wl_precision_bytes(p->precision);
+    if (p->fw.preset == WL_FW_FSDP)
+        /* PyTorch FSDP (MPT's SharedEmbedding: F.embedding, and F.linear on the same weight for
+         * the logits): embedding_dense_backward zero-fills the dense gradient (write e) before
+         * its scatter-add; tied on one GPU, autograd sums it with the output layer's weight
+         * gradient (read 2e, write e). The flat gradient's concatenation is
+         * wl_fsdp_flat_grad_bytes. */
+        return e + (tied_here ? 3 * e : 0);
     if (p->fw.preset != WL_FW_MEGATRON) return 0;
-    double e = wl_precision_bytes(p->precision), mg = main_grad_bytes(p);
+    double mg = main_grad_bytes(p);
     /* F.embedding's backward zero-fills a dense V/t x h gradient (write e) before its
      * scatter-add; the DDP param hook adds it into main_grad (read e, read and write mg).
      * Tied on one stage (zero_out_wgrad): the output layer's wgrad is torch.zeros (write e),

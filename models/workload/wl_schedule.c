@@ -400,9 +400,13 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
         double pb = wl_precision_bytes(p->precision);
         if (first) c.bytes[GPU_OP_ELEMENTWISE] += mult * 2 * b * sq * h * pb; /* embedding */
         /* the embedding's dense weight gradient, every microbatch (wl_embedding_wgrad_bytes) */
+        /* tied on this GPU: the op holds the output layer too; FSDP runs no pipeline (pp 1),
+         * so its first layer's op, split off per layer under ZeRO-3, shares the GPU with it
+         * (Megatron's last-microbatch backward, split per layer, is left as it was: its tied
+         * sum is charged only where one op holds both) */
+        bool tied_here = m->tied_embeddings && (last || (p->fw.preset == WL_FW_FSDP && p->pp == 1));
         if (first && bwd)
-            c.bytes[GPU_OP_ELEMENTWISE] += m->vocab / p->tp * h *
-                                           wl_embedding_wgrad_bytes(p, last && m->tied_embeddings);
+            c.bytes[GPU_OP_ELEMENTWISE] += m->vocab / p->tp * h * wl_embedding_wgrad_bytes(p, tied_here);
         if (last) {
             double logits = b * sq * m->vocab / p->tp; /* elements on this TP rank */
             c.flops[GPU_OP_MATMUL] += mult * 2 * logits * h;

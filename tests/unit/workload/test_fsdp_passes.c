@@ -6,7 +6,8 @@
  * unsharded gradient, post-division and fp32 cast of the shard, accumulation into the saved
  * shard) for DEFAULT (fp32 reduction) and PURE (bf16) mixed precision, sharded and not; the
  * pre-unshard cast of the fp32 shard before an all-gather; the flat gradient's concatenation in
- * every backward (2e per unsharded parameter, on the compute stream); the cross-entropy's bytes
+ * every backward (2e per unsharded parameter, on the compute stream); the embedding's dense
+ * gradient (zero-fill, and the tied output layer's sum: 4e per element); the cross-entropy's bytes
  * per logit, fp32 and fused; the unpad/pad copies around the flash kernel, MHA and GQA. In the
  * op graph: the backward ops carry the concatenation and the copies, the forward ops the
  * copies, the output layer the fused loss; the ZeRO-3 reduce-scatters and gathers carry their
@@ -132,7 +133,8 @@ static double op_bytes(const wl_graph *g, const char *name, int layer, int cls)
  * forward gains 1024 tokens x 18,432 B of copies; its backward 1024 x 34,816 B of copies and
  * its P parameters' flat gradient, 4 P; the last layer's (the output layer's fused loss instead
  * of the fp32 one) (2 + 4 - 34 - 14) B per logit, 1024 x 32000 logits; the first layer's
- * backward also the tied embedding's V h parameters' concatenation. Its reduce-scatter carries
+ * backward also the tied embedding's V h parameters' concatenation (4 B each) and its dense
+ * gradient's zero-fill and autograd's sum with the output layer's (2 + 6 B each). Its reduce-scatter carries
  * 14 P (cast 6, pre-division by 2 8, post-division by 1 none), its gathers 6 P/2. */
 START_TEST(passes_in_graph)
 {
@@ -179,7 +181,7 @@ START_TEST(passes_in_graph)
             for (int l = 0; l < 4; l++) {
                 double dl = l == 3 ? toks * V * (2 - 34) : 0;
                 double bl = l == 3 ? toks * V * (4 - 14) : 0;
-                double emb = l == 0 ? V * h * 4 : 0;
+                double emb = l == 0 ? V * h * (4 + 8) : 0; /* concatenation; zero-fill and tied sum */
                 ck_assert_rel(fwd[1][l] - fwd[0][l], toks * 18432 + dl, 1e-9);
                 ck_assert_rel(bwd[1][l] - bwd[0][l], toks * 34816 + 4 * P1 + emb + bl, 1e-9);
             }
