@@ -8,7 +8,7 @@ do for [out = 1:2] {
   set size ratio -1
   set key inside left top font ',8'
   set logscale xy 10
-  set xrange [0.720536:238.249]; set yrange [0.720536:238.249]
+  set xrange [0.748695:241.738]; set yrange [0.748695:241.738]
   set title 'step time (s)'; set xlabel 'measured'; set ylabel 'predicted'
   plot x with lines lw 1.5 lc rgb 'black' title 'y = x', \
        1.05*x with lines dt 2 lc rgb '#228833' title '+-5 %', 0.95*x with lines dt 2 lc rgb '#228833' notitle, \

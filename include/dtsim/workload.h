@@ -106,6 +106,14 @@ typedef struct wl_framework {
      * otherwise by preset) */
     bool grad_buffer_set;
     double grad_buffer_bytes;
+    /* the output layer's loss (framework.cross_entropy): false = "fp32", PyTorch's
+     * F.cross_entropy over logits cast to fp32 (Megatron, autocast); true = "fused",
+     * flash-attn's fused kernel over the 16-bit logits (llm-foundry's default loss_fn) */
+    bool fused_cross_entropy;
+    /* flash attention called through flash-attn's unpad_input/pad_input (llm-foundry's
+     * flash_attn_fn): gathers of q, k, v and a scatter of the output around the varlen kernel
+     * (framework.attention_unpad) */
+    bool attention_unpad;
 } wl_framework;
 
 const char *wl_framework_name(wl_framework_preset p);
@@ -123,9 +131,40 @@ double wl_grad_buffer_bytes(const struct wl_plan *p);
 /* Bytes per element of the input embedding's V/t x h weight that one microbatch's backward
  * moves for its weight gradient outside the scatter (Megatron: the dense gradient PyTorch's
  * embedding backward zero-fills, added into the fp32 main_grad by the DDP hook; tied on one
- * stage also the output layer's zeroed wgrad and autograd's sum of the two); 0 when the
- * framework is not Megatron (docs/workloads.md, "Framework behaviour"). */
+ * stage also the output layer's zeroed wgrad and autograd's sum of the two); PyTorch FSDP the
+ * zero-fill and, tied on one GPU, autograd's sum with the output layer's gradient (4e); 0 for
+ * the generic preset (docs/workloads.md, "Framework behaviour"). */
 double wl_embedding_wgrad_bytes(const struct wl_plan *p, bool tied_here);
+/* Bytes per logit of the output layer's cross-entropy (docs/workloads.md, "Compute time of an
+ * op"): fp32 (framework.cross_entropy "fp32") forward e + 32, backward 12 + e; flash-attn's fused
+ * kernel ("fused") forward e (one online-softmax read), backward 2e (read the logits, write
+ * their gradient); e the training precision's bytes. */
+double wl_cross_entropy_bytes(const struct wl_plan *p, bool bwd);
+/* Bytes per token and layer of the layout copies around a flash kernel called through
+ * flash-attn's unpad_input/pad_input (framework.attention_unpad; 0 without): forward the gathers
+ * of q, k, v (read and write each) and pad_input's zero-fill and scatter of the output;
+ * backward the output gradient's gather, the zero-fill and scatter of dq, dk, dv and the
+ * concatenation of the three into the fused QKV gradient (docs/workloads.md). */
+double wl_attention_unpad_bytes(const struct wl_model *m, const struct wl_plan *p, bool bwd);
+/* PyTorch FSDP (FSDP1, flat parameters; the fsdp preset) per unsharded parameter of a layer's
+ * backward on the compute stream: autograd builds the flat gradient from the parameters' views
+ * (split_with_sizes' backward: a concatenation, read e and write e); 0 for other presets. */
+double wl_fsdp_flat_grad_bytes(const struct wl_plan *p);
+/* PyTorch FSDP's gradient pre- and post-division factors for d ranks (DefaultState's
+ * _get_gradient_predivide_factor: the smallest power of two f with f >= d / f or not dividing
+ * d; post = d / pre). */
+double wl_fsdp_predivide(int d);
+/* HBM bytes per GPU of the memory passes FSDP runs on its post-backward stream around the
+ * reduction of `elems` unsharded gradient elements over d ranks: the cast to reduce_dtype, the
+ * pre-division of the unsharded gradient, the post-division of the shard, its cast to the fp32
+ * parameter dtype and, when `accumulate`, its addition to the saved shard (sharded strategies:
+ * zero >= 1; with zero 0 the division and cast act on the whole all-reduced gradient). 0 unless
+ * the fsdp preset. */
+double wl_fsdp_reduce_pass_bytes(const struct wl_plan *p, double elems, int d, bool accumulate);
+/* HBM bytes per GPU of FSDP's pre-unshard cast of the fp32 shard to the parameter dtype before
+ * an all-gather of `elems` unsharded parameters over d ranks (read 4, write e per shard
+ * element); 0 unless the fsdp preset under a 16-bit precision. */
+double wl_fsdp_gather_pass_bytes(const struct wl_plan *p, double elems, int d);
 /* What a piece of communication is for: the key of the per-kind accounting of exposed
  * communication (replay.h), bytes sent per GPU and link loads (run.h). Tensor-parallel
  * collectives inside layers, pipeline sends, data-parallel gradient reduction (compressed or
@@ -540,6 +579,10 @@ typedef struct wl_coll {
     coll_op op;
     double bytes;   /* per GPU, nccl-tests convention (all-gather: output size) */
     uint8_t kind;   /* wl_comm_kind: WL_COMM_DP unless set (wl_graph_coll_kind) */
+    /* HBM bytes per GPU of memory-bound passes the framework runs on the collective's stream
+     * around it (FSDP's casts and divisions): charged as HBM traffic beside compute over the
+     * collective's contention-free time, not as time of their own (docs/workloads.md) */
+    double hbm_bytes;
 } wl_coll;
 
 typedef struct wl_op {

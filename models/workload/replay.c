@@ -638,6 +638,11 @@ static void start_op(rep *R, uint32_t id)
                 /* its pace per GPU sets both its HBM traffic and the channels NCCL gives it */
                 double rate = sent_bytes(c->op, (int)last_m, c->bytes) / sim_time_to_s(t0);
                 double h = REPLAY_NCCL_HBM_PER_BYTE * rate;
+                /* the framework's memory passes on the collective's stream (FSDP's casts and
+                 * divisions, wl_coll.hbm_bytes) spread over its contention-free time: they run
+                 * beside the compute on their own stream, so they take HBM bandwidth from it,
+                 * not time from it (docs/workloads.md, "Compute beside communication") */
+                h += c->hbm_bytes / sim_time_to_s(t0);
                 double ch = R->cfg->contention_sms > 0
                                 ? R->cfg->contention_sms
                                 : replay_nccl_channels(&R->cfg->gpus[R->scratch[0]], rate);

@@ -373,13 +373,91 @@ double wl_grad_buffer_bytes(const wl_plan *p)
 
 double wl_embedding_wgrad_bytes(const wl_plan *p, bool tied_here)
 {
+    double e = wl_precision_bytes(p->precision);
+    if (p->fw.preset == WL_FW_FSDP)
+        /* PyTorch FSDP (MPT's SharedEmbedding: F.embedding, and F.linear on the same weight for
+         * the logits): embedding_dense_backward zero-fills the dense gradient (write e) before
+         * its scatter-add; tied on one GPU, autograd sums it with the output layer's weight
+         * gradient (read 2e, write e). The flat gradient's concatenation is
+         * wl_fsdp_flat_grad_bytes. */
+        return e + (tied_here ? 3 * e : 0);
     if (p->fw.preset != WL_FW_MEGATRON) return 0;
-    double e = wl_precision_bytes(p->precision), mg = main_grad_bytes(p);
+    double mg = main_grad_bytes(p);
     /* F.embedding's backward zero-fills a dense V/t x h gradient (write e) before its
      * scatter-add; the DDP param hook adds it into main_grad (read e, read and write mg).
      * Tied on one stage (zero_out_wgrad): the output layer's wgrad is torch.zeros (write e),
      * and autograd sums it with the embedding's before the hook (read 2e, write e). */
     return 2 * e + 2 * mg + (tied_here ? 4 * e : 0);
+}
+
+double wl_cross_entropy_bytes(const wl_plan *p, bool bwd)
+{
+    double e = wl_precision_bytes(p->precision);
+    if (p->fw.fused_cross_entropy)
+        /* flash-attn's cross_entropy_fwd_kernel: one pass over each row with an online softmax
+         * (read e), the loss and LSE per row; cross_entropy_bwd_kernel: read the logits and the
+         * LSE, write the gradient (e + e) */
+        return bwd ? 2 * e : e;
+    /* fp32: forward cast (read e, write 4), max (read 4), subtract (4 + 4), exp (4 + 4), sum
+     * (4), softmax kept for the backward (4 + 4); backward scale by the loss gradient (4 + 4)
+     * and cast back (read 4, write e) */
+    return bwd ? 12 + e : 32 + e;
+}
+
+double wl_attention_unpad_bytes(const wl_model *m, const wl_plan *p, bool bwd)
+{
+    if (!p->fw.attention_unpad || m->kind != WL_TRANSFORMER || m->attention != WL_ATTN_FLASH)
+        return 0;
+    double e = wl_precision_bytes(p->precision), d = wl_head_dim(m);
+    double q = m->heads * d / p->tp, kv = (m->kv_heads > 0 ? m->kv_heads : m->heads) * d / p->tp;
+    double qkv = q + 2 * kv;
+    /* forward: index_first_axis (torch.gather) of q, k and v (read and write each), pad_input's
+     * zero-filled output and index_put of the kernel's output (write, read, write) */
+    if (!bwd) return e * (2 * qkv + 3 * q);
+    /* backward: pad_input's gather of the output gradient (read, write), index_first_axis's
+     * zero-filled gradients and scatter_ of dq, dk, dv (write, read, write), and the split of
+     * the fused QKV output: its backward concatenates the three (read, write) */
+    return e * (2 * q + 3 * qkv + 2 * qkv);
+}
+
+double wl_fsdp_flat_grad_bytes(const wl_plan *p)
+{
+    /* FSDP1's FlatParamHandle gives each module views of the flat parameter (torch.split then
+     * view); autograd's SplitWithSizesBackward builds the flat gradient with at::cat: every
+     * parameter gradient read once and written once, in the parameter dtype */
+    return p->fw.preset == WL_FW_FSDP ? 2 * wl_precision_bytes(p->precision) : 0;
+}
+
+double wl_fsdp_predivide(int d)
+{
+    double f = 1;
+    while (d % (int)f == 0 && d / f > f) f *= 2;
+    return f;
+}
+
+double wl_fsdp_reduce_pass_bytes(const wl_plan *p, double elems, int d, bool accumulate)
+{
+    if (p->fw.preset != WL_FW_FSDP || d < 2 || elems <= 0) return 0;
+    double e = wl_precision_bytes(p->precision);
+    double r = p->fw.reduce_bytes > 0 ? p->fw.reduce_bytes : e;
+    double pre = wl_fsdp_predivide(d), post = d / pre;
+    bool sharded = p->zero >= 1;
+    double out = sharded ? elems / d : elems; /* what the collective leaves on this GPU */
+    double b = 0;
+    if (r != e) b += (e + r) * elems;       /* flat_param.grad.to(reduce_dtype) */
+    if (pre > 1) b += 2 * r * elems;        /* _div_if_needed(unsharded, predivide) */
+    if (post > 1) b += 2 * r * out;         /* _div_if_needed(output, postdivide) */
+    if (r != 4) b += (r + 4) * out;         /* _cast_grad_to_param_dtype: the fp32 flat param */
+    if (sharded && accumulate) b += 12 * out; /* _saved_grad_shard += new_sharded_grad */
+    return b;
+}
+
+double wl_fsdp_gather_pass_bytes(const wl_plan *p, double elems, int d)
+{
+    double e = wl_precision_bytes(p->precision);
+    if (p->fw.preset != WL_FW_FSDP || d < 2 || e >= 4) return 0;
+    /* FlatParamHandle._use_low_precision_shard: _mp_shard.copy_(_local_shard), fp32 to e */
+    return (4 + e) * elems / d;
 }
 
 /* "framework": a preset name or {"preset": NAME, option: value, ...}. Each preset's defaults
@@ -405,7 +483,8 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
         static const char *const keys[] = {"preset", "overlap_grad_reduce", "overlap_param_gather",
                                            "tp_comm_overlap", "pp_blocking_sends",
                                            "optimizer_bytes", "link_efficiency", "reduce_dtype",
-                                           "grad_buffer_bytes", NULL};
+                                           "grad_buffer_bytes", "cross_entropy",
+                                           "attention_unpad", NULL};
         TRY(js_check_keys(c, o, "framework", keys));
         TRY(js_get_enum(c, o, "framework", "preset", false, framework_names, &preset));
     } else {
@@ -419,6 +498,8 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
     fw->pp_blocking_sends = preset == WL_FW_MEGATRON;
     fw->optimizer_bytes = 0;
     fw->grad_buffer_set = false;
+    fw->fused_cross_entropy = false; /* every preset: PyTorch's loss over fp32 logits */
+    fw->attention_unpad = false;
     /* Megatron-LM reduces bf16 gradients in fp32: arguments.py sets
      * accumulate_allreduce_grads_in_fp32 for bf16 unless --grad-reduce-in-bf16 is given
      * (reduce_dtype "bf16" says that); fp16 runs reduce in fp16 by default */
@@ -451,6 +532,13 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
         int rd = -1;
         TRY(js_get_enum(c, o, "framework", "reduce_dtype", false, precision_names, &rd));
         if (rd >= 0) fw->reduce_bytes = wl_precision_bytes((wl_precision)rd);
+        /* the loss kernel (llm-foundry's ComposerMPTCausalLM: loss_fn fused_crossentropy by
+         * default, flash-attn's fused kernel) */
+        static const char *const ce_names[] = {"fp32", "fused", NULL};
+        int ce = -1;
+        TRY(js_get_enum(c, o, "framework", "cross_entropy", false, ce_names, &ce));
+        if (ce >= 0) fw->fused_cross_entropy = ce == 1;
+        TRY(js_get_bool(c, o, "framework", "attention_unpad", false, &fw->attention_unpad));
         const cJSON *le = cJSON_GetObjectItemCaseSensitive(o, "link_efficiency");
         if (le) {
             if (cJSON_IsString(le)) {

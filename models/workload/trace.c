@@ -203,6 +203,7 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
                 coll_names[g->colls[i].op], g->colls[i].bytes);
         if (g->colls[i].kind != WL_COMM_DP && g->colls[i].kind < WL_COMM_KIND_COUNT)
             fprintf(f, ", \"comm\": \"%s\"", comm_names[g->colls[i].kind]);
+        if (g->colls[i].hbm_bytes > 0) fprintf(f, ", \"hbm_bytes\": %.17g", g->colls[i].hbm_bytes);
         fputc('}', f);
     }
     fprintf(f, "],\n\"ops\": [\n");
@@ -635,7 +636,7 @@ static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env 
         for (const cJSON *x = colls->child; x; x = x->next, i++) {
             char p[JS_PATH_MAX];
             js_path_index(p, "collectives", i);
-            static const char *const ck[] = {"op", "bytes", "comm", NULL};
+            static const char *const ck[] = {"op", "bytes", "comm", "hbm_bytes", NULL};
             TRY(js_expect_object(c, x, p));
             TRY(js_check_keys(c, x, p, ck));
             int op = 0, kind = WL_COMM_DP;
@@ -643,7 +644,11 @@ static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env 
             TRY(js_get_enum(c, x, p, "op", true, coll_names, &op));
             TRY(js_get_quantity(c, x, p, "bytes", UNIT_SIZE, true, false, &b));
             TRY(js_get_enum(c, x, p, "comm", false, comm_names, &kind));
-            wl_graph_coll_kind(g, (coll_op)op, b, (wl_comm_kind)kind);
+            double hb = 0;
+            if (cJSON_GetObjectItemCaseSensitive(x, "hbm_bytes"))
+                TRY(js_get_quantity(c, x, p, "hbm_bytes", UNIT_SIZE, true, false, &hb));
+            uint32_t ci = wl_graph_coll_kind(g, (coll_op)op, b, (wl_comm_kind)kind);
+            g->colls[ci].hbm_bytes = hb;
         }
     }
     const cJSON *ops = cJSON_GetObjectItemCaseSensitive(j, "ops");

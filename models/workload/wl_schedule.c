@@ -344,6 +344,32 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
             c.flops[GPU_OP_MATMUL] += fwd_matmul;
             c.bytes[GPU_OP_ELEMENTWISE] += n * lc->fwd_elem_bytes;
         }
+        /* the layout copies around a flash kernel called through unpad_input/pad_input
+         * (llm-foundry's flash_attn_fn), per token of the microbatch; a fully recomputed
+         * backward runs the forward's again */
+        double toks = p->micro_batch_size * (m->seq_len / cp);
+        c.bytes[GPU_OP_ELEMENTWISE] += n * toks * wl_attention_unpad_bytes(m, p, bwd);
+        if (bwd && p->checkpointing == WL_CKPT_FULL)
+            c.bytes[GPU_OP_ELEMENTWISE] += n * toks * wl_attention_unpad_bytes(m, p, false);
+        /* FSDP1's flat gradient: autograd concatenates the gradients of the parameters' views
+         * into it, every backward (wl_fsdp_flat_grad_bytes); the routed experts of an MoE
+         * layer are 1/ep of them on this GPU */
+        double fgb = bwd ? wl_fsdp_flat_grad_bytes(p) : 0;
+        if (fgb > 0) {
+            double dense = m->experts > 1 ? (m->moe_layer_freq > 1 ? wl_layer_params_at(m, 1) : 0)
+                                          : wl_layer_params(m);
+            double moep = 0;
+            if (m->experts > 1) {
+                double ex = wl_layer_expert_params_at(m, 0);
+                moep = wl_layer_params_at(m, 0) - ex + ex / wl_ep(p);
+            }
+            double params = ((n - moe) * dense + moe * moep) / p->tp;
+            if (first || (last && !m->tied_embeddings)) {
+                int embs = (first ? 1 : 0) + (last && !m->tied_embeddings ? 1 : 0);
+                params += embs * wl_embedding_params(m) / p->tp;
+            }
+            c.bytes[GPU_OP_ELEMENTWISE] += params * fgb;
+        }
         /* the same FLOPs as GEMM shapes: each layer GEMM n times (forward; backward: its data
          * and weight gradients, and the forward again under full recomputation), then the
          * logits */
@@ -374,9 +400,13 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
         double pb = wl_precision_bytes(p->precision);
         if (first) c.bytes[GPU_OP_ELEMENTWISE] += mult * 2 * b * sq * h * pb; /* embedding */
         /* the embedding's dense weight gradient, every microbatch (wl_embedding_wgrad_bytes) */
+        /* tied on this GPU: the op holds the output layer too; FSDP runs no pipeline (pp 1),
+         * so its first layer's op, split off per layer under ZeRO-3, shares the GPU with it
+         * (Megatron's last-microbatch backward, split per layer, is left as it was: its tied
+         * sum is charged only where one op holds both) */
+        bool tied_here = m->tied_embeddings && (last || (p->fw.preset == WL_FW_FSDP && p->pp == 1));
         if (first && bwd)
-            c.bytes[GPU_OP_ELEMENTWISE] += m->vocab / p->tp * h *
-                                           wl_embedding_wgrad_bytes(p, last && m->tied_embeddings);
+            c.bytes[GPU_OP_ELEMENTWISE] += m->vocab / p->tp * h * wl_embedding_wgrad_bytes(p, tied_here);
         if (last) {
             double logits = b * sq * m->vocab / p->tp; /* elements on this TP rank */
             c.flops[GPU_OP_MATMUL] += mult * 2 * logits * h;
@@ -389,11 +419,10 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
             } else {
                 gs[ng++] = lg;
             }
-            /* the cross-entropy over the logits, in fp32 (Megatron casts them, autocast does
-             * the same): forward cast (read e, write 4), max (read 4), subtract (4 + 4), exp
-             * (4 + 4), sum (4), softmax kept for the backward (4 + 4) = e + 32 bytes; backward
-             * scale by the loss gradient (4 + 4) and cast back (read 4, write e) = 12 + e */
-            c.bytes[GPU_OP_ELEMENTWISE] += logits * (bwd ? 12 + pb : 32 + pb);
+            /* the cross-entropy over the logits: in fp32 (Megatron casts them, autocast does
+             * the same), e + 32 bytes forward and 12 + e backward, or flash-attn's fused
+             * kernel over the 16-bit logits, e and 2e (wl_cross_entropy_bytes) */
+            c.bytes[GPU_OP_ELEMENTWISE] += logits * wl_cross_entropy_bytes(p, bwd);
         }
         if (ng) {
             /* the shapes replace the total in the time, so they must be the same FLOPs */
@@ -556,6 +585,13 @@ static uint32_t edp_coll(gen *G, coll_op op, double bytes, wl_comm_kind kind)
                       &G->edp_cursor, op, bytes, kind);
 }
 
+/* FSDP's memory passes beside a collective (wl_coll.hbm_bytes): the instance is shared by the
+ * lanes of its group, which all set the same figure */
+static void coll_passes(gen *G, uint32_t inst, double bytes)
+{
+    if (bytes > 0) G->g->colls[inst].hbm_bytes = bytes;
+}
+
 #define PLACEHOLDER (UINT32_MAX - 1)
 
 static uint32_t add_op(gen *G, wl_op_kind kind, wl_stream stream, int name, int mb, int layer,
@@ -678,6 +714,8 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
         if ((p->dp / G->ep) * G->cp < 2) return;
         coll_op op = p->zero == 0 ? COLL_ALLREDUCE : COLL_REDUCE_SCATTER;
         uint32_t inst = edp_coll(G, op, grad_bytes * reduce, WL_COMM_DP);
+        coll_passes(G, inst, wl_fsdp_reduce_pass_bytes(p, grad_bytes / wl_precision_bytes(p->precision),
+                                                       (p->dp / G->ep) * G->cp, mb > 0));
         uint32_t deps[1] = {after};
         L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, p->zero == 0 ? N_EDP_AR : N_EDP_RS, mb,
                             layer, inst, 0, deps, 1);
@@ -784,6 +822,11 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
     coll_op op = p->zero == 0 ? COLL_ALLREDUCE : COLL_REDUCE_SCATTER;
     int name = p->zero == 0 ? N_DP_AR : (p->zero >= 2 ? N_ZERO_RS : N_DP_RS);
     uint32_t inst = stage_coll(G, op, grad_bytes * reduce, WL_COMM_DP);
+    /* FSDP's post-backward stream: cast, pre- and post-division, the shard's cast and
+     * accumulation around the reduction (wl_fsdp_reduce_pass_bytes); a microbatch after the
+     * first adds its shard to the one saved */
+    coll_passes(G, inst, wl_fsdp_reduce_pass_bytes(p, grad_bytes / wl_precision_bytes(p->precision),
+                                                   G->reps, mb > 0));
     uint32_t deps[1] = {after};
     L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, name, mb, layer, inst, 0, deps, 1);
 }
@@ -892,12 +935,14 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                     gather2 = pending_gather2;
                 } else {
                     uint32_t inst = stage_coll(G, COLL_ALLGATHER, zd, WL_COMM_ZERO);
+                    coll_passes(G, inst, wl_fsdp_gather_pass_bytes(p, zd / pb, G->reps));
                     uint32_t d[1] = {L->prev_compute};
                     gather = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_ZERO_GATHER, I.mb, layer,
                                     inst, 0, d, 1);
                     L->last_dp = gather;
                     if (zx > 0) {
                         inst = edp_coll(G, COLL_ALLGATHER, zx, WL_COMM_ZERO);
+                        coll_passes(G, inst, wl_fsdp_gather_pass_bytes(p, zx / pb, (p->dp / G->ep) * G->cp));
                         gather2 = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_EDP_AG, I.mb, layer,
                                          inst, 0, d, 1);
                         L->last_dp = gather2;
@@ -910,12 +955,15 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                     if (split3)
                         zero3_layer_bytes(G, next_op_layer(G, items, n_items, it, k, n_ops), &zd, &zx);
                     uint32_t inst = stage_coll(G, COLL_ALLGATHER, zd, WL_COMM_ZERO);
+                    /* FSDP's pre-unshard stream casts the fp32 shard first */
+                    coll_passes(G, inst, wl_fsdp_gather_pass_bytes(p, zd / pb, G->reps));
                     uint32_t d[1] = {L->last_compute};
                     pending_gather = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_ZERO_GATHER, I.mb,
                                             -1, inst, 0, d, 1);
                     L->last_dp = pending_gather;
                     if (zx > 0) {
                         inst = edp_coll(G, COLL_ALLGATHER, zx, WL_COMM_ZERO);
+                        coll_passes(G, inst, wl_fsdp_gather_pass_bytes(p, zx / pb, (p->dp / G->ep) * G->cp));
                         pending_gather2 = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_EDP_AG, I.mb, -1,
                                                  inst, 0, d, 1);
                         L->last_dp = pending_gather2;
@@ -1118,6 +1166,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
         if (dp && (p->zero == 1 || p->zero == 2) && !gather_ahead) {
             uint32_t inst = stage_coll(G, COLL_ALLGATHER, psi * wl_precision_bytes(p->precision),
                                        WL_COMM_ZERO);
+            coll_passes(G, inst, wl_fsdp_gather_pass_bytes(p, psi, G->reps));
             uint32_t d[1] = {opt};
             L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_PARAM_AG, -1, -1, inst, 0, d, 1);
             if (psi_expert > 0 && (p->dp / G->ep) * G->cp > 1) {
