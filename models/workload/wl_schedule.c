@@ -390,10 +390,14 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
                 gs[ng++] = lg;
             }
             /* the cross-entropy over the logits, in fp32 (Megatron casts them, autocast does
-             * the same): forward cast (read e, write 4), max (read 4), subtract (4 + 4), exp
-             * (4 + 4), sum (4), softmax kept for the backward (4 + 4) = e + 32 bytes; backward
-             * scale by the loss gradient (4 + 4) and cast back (read 4, write e) = 12 + e */
-            c.bytes[GPU_OP_ELEMENTWISE] += logits * (bwd ? 12 + pb : 32 + pb);
+             * the same). Megatron's _VocabParallelCrossEntropy kernel by kernel: forward cast
+             * (read e, write 4), max (read 4), subtract out of place (4 + 4), exp in place
+             * (4 + 4), sum (4), divide in place into the softmax kept for the backward (4 + 4)
+             * = e + 36 bytes; backward scale by the loss gradient (4 + 4) and cast back (read
+             * 4, write e) = 12 + e. Other frameworks run PyTorch's F.cross_entropy, whose
+             * kernels are not derived here: they keep the earlier count, e + 32 forward. */
+            double ce_fwd = p->fw.preset == WL_FW_MEGATRON ? 36 : 32;
+            c.bytes[GPU_OP_ELEMENTWISE] += logits * (bwd ? 12 + pb : ce_fwd + pb);
         }
         if (ng) {
             /* the shapes replace the total in the time, so they must be the same FLOPs */
