@@ -398,10 +398,14 @@ double wl_cross_entropy_bytes(const wl_plan *p, bool bwd)
          * (read e), the loss and LSE per row; cross_entropy_bwd_kernel: read the logits and the
          * LSE, write the gradient (e + e) */
         return bwd ? 2 * e : e;
-    /* fp32: forward cast (read e, write 4), max (read 4), subtract (4 + 4), exp (4 + 4), sum
-     * (4), softmax kept for the backward (4 + 4); backward scale by the loss gradient (4 + 4)
-     * and cast back (read 4, write e) */
-    return bwd ? 12 + e : 32 + e;
+    /* fp32, Megatron's _VocabParallelCrossEntropy kernel by kernel: forward cast (read e,
+     * write 4), max (read 4), subtract out of place (4 + 4), exp in place (4 + 4), sum (4),
+     * divide in place into the softmax kept for the backward (4 + 4) = e + 36; backward scale
+     * by the loss gradient (4 + 4) and cast back (read 4, write e) = 12 + e. Other frameworks
+     * run PyTorch's F.cross_entropy, whose kernels are not derived here: they keep the earlier
+     * count, e + 32 forward. */
+    if (bwd) return 12 + e;
+    return (p->fw.preset == WL_FW_MEGATRON ? 36 : 32) + e;
 }
 
 double wl_attention_unpad_bytes(const wl_model *m, const wl_plan *p, bool bwd)

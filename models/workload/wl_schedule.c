@@ -1068,12 +1068,20 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                     if (G->ep > 1) eb = ex / G->ep / p->tp * pb;
                     else gb += ex / p->tp * pb;
                 }
-                if (l) gb += G->emb_grad_bytes;
-                if (f && (pp > 1 || !G->s->model.tied_embeddings)) gb += G->emb_grad_bytes;
+                /* One V x h matrix shared by the input embedding and the output layer on
+                 * this chunk (tied, one stage): its gradient is complete only once both
+                 * uses have contributed, i.e. after the embedding's backward at the very
+                 * end (autograd runs the weight's AccumulateGrad node, on which
+                 * Megatron-Core's DDP hangs its bucket hook, once all its inputs are in),
+                 * so it joins the last bucket, not the first. Otherwise the output layer's
+                 * copy is ready first and the embedding's last. */
+                bool shared = first && last && G->s->model.tied_embeddings;
+                int embs = (l && !shared ? 1 : 0) + (f ? 1 : 0);
+                gb += embs * G->emb_grad_bytes;
                 bucket += gb;
                 ebucket += eb;
                 blayers += per_layer ? 1 : nl;
-                bembs += (l ? 1 : 0) + (f && (pp > 1 || !G->s->model.tied_embeddings) ? 1 : 0);
+                bembs += embs;
                 for (int x = 0; x < 2; x++) {
                     double *bk = x ? &ebucket : &bucket;
                     if (x && *bk == 0) continue;

@@ -1,24 +1,28 @@
 /* test_lm_head.c - what the output layer adds besides its GEMM: the cross-entropy over fp32
  * logits and, with tied embeddings on different stages, their gradient all-reduce.
  * Pins down (GPT-like layer, h 1024, V 32000, s 512, b 2, tp 2, pp 2, bf16 e = 2): the last
- * stage's forward moves (32 + e) bytes and its backward (12 + e) per logit on its TP rank
- * (b s V / t of them) on top of the layers' elementwise traffic, the first stage none; one
+ * stage's forward moves (36 + e) bytes under the megatron preset (Megatron's cross-entropy: cast
+ * e + 4, max 4, subtract 8, exp 8, sum 4, divide 8; 32 + e without it) and its backward (12 + e)
+ * per logit on its TP rank (b s V / t of them) on top of the layers' elementwise traffic, the first stage none; one
  * "embedding_allreduce" per DP replica joins the first and the last stage (V h / t e bytes, an
  * all-reduce, comm kind pp) after the backward and before each stage's optimizer step; untied
- * embeddings or pp 1 have none. Leaves free: op ids. */
+ * embeddings or pp 1 have none. On one stage (pp 1) the tied V x h matrix is one parameter used
+ * at both ends, so its gradient joins the data-parallel reduction's last bucket (after the
+ * embedding's backward), not the first; untied, the output layer's copy joins the first and the
+ * embedding's the last. Leaves free: op ids. */
 #include <string.h>
 
 #include "dtsim/workload.h"
 #include "testutil.h"
 
-static wl_graph *build(const char *tied, wl_scenario *sc, cJSON **j)
+static wl_graph *build_fw(const char *tied, const char *fw, wl_scenario *sc, cJSON **j)
 {
     char text[1024];
     snprintf(text, sizeof text,
              "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 4, "
              "\"hidden\": 1024, \"heads\": 16, \"seq_len\": 512, \"vocab\": 32000, "
              "\"tied_embeddings\": %s}, \"parallel\": {\"tp\": 2, \"pp\": 2, \"dp\": 2, "
-             "\"micro_batch_size\": 2, \"microbatches\": 2, \"sequence_parallel\": true}}", tied);
+             "\"micro_batch_size\": 2, \"microbatches\": 2, \"sequence_parallel\": true}%s}", tied, fw);
     dt_error e;
     dt_error_clear(&e);
     ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", j, &e), DT_OK);
@@ -28,11 +32,16 @@ static wl_graph *build(const char *tied, wl_scenario *sc, cJSON **j)
     return wl_graph_build(sc);
 }
 
-START_TEST(cross_entropy_bytes)
+static wl_graph *build(const char *tied, wl_scenario *sc, cJSON **j)
+{
+    return build_fw(tied, "", sc, j);
+}
+
+static void cross_entropy_case(const char *fw, double ce_fwd)
 {
     wl_scenario sc;
     cJSON *j;
-    wl_graph *g = build("true", &sc, &j);
+    wl_graph *g = build_fw("true", fw, &sc, &j);
     wl_layer_cost lc;
     wl_layer_cost_get(&sc.model, &sc.plan, &lc);
     double logits = 2 * 512 * 32000 / 2.0, e = 2;
@@ -43,7 +52,7 @@ START_TEST(cross_entropy_bytes)
         const char *nm = g->names[o->name];
         double bytes = g->costs[o->arg].bytes[GPU_OP_ELEMENTWISE];
         if (!strcmp(nm, "forward")) {
-            ck_assert_rel(bytes, 2 * lc.fwd_elem_bytes + logits * (32 + e), 1e-15);
+            ck_assert_rel(bytes, 2 * lc.fwd_elem_bytes + logits * (ce_fwd + e), 1e-15);
             seen++;
         } else if (!strcmp(nm, "backward") && o->layer == 3) { /* per layer: the last one */
             ck_assert_rel(bytes, 2 * lc.fwd_elem_bytes + lc.bwd_score_bytes + logits * (12 + e), 1e-15);
@@ -61,6 +70,12 @@ START_TEST(cross_entropy_bytes)
     wl_graph_destroy(g);
     wl_scenario_free(&sc);
     cJSON_Delete(j);
+}
+
+START_TEST(cross_entropy_bytes)
+{
+    cross_entropy_case("", 32);
+    cross_entropy_case(", \"framework\": {\"preset\": \"megatron\"}", 36);
 }
 END_TEST
 
@@ -107,12 +122,64 @@ START_TEST(tied_embedding_allreduce)
 }
 END_TEST
 
+/* pp 1, dp 2, ZeRO-1, buckets of 1 B (one per layer): the reduce-scatters of the last
+ * microbatch's backward, in issue order, carry layer 3 (with the output layer when untied),
+ * layers 2 and 1, then layer 0 with the embedding (the shared matrix when tied). By hand: a
+ * layer of h 1024 holds 12 h^2 + 4 h = 12,587,008 parameters (GELU MLP 4h, biases left out),
+ * V h = 32,768,000 for the embedding; bf16 gradients, 2 bytes each. */
+static void bucket_bytes(const char *tied, const double want[4])
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 4, "
+             "\"hidden\": 1024, \"heads\": 16, \"seq_len\": 512, \"vocab\": 32000, "
+             "\"tied_embeddings\": %s}, \"parallel\": {\"tp\": 1, \"pp\": 1, \"dp\": 2, "
+             "\"micro_batch_size\": 1, \"microbatches\": 2, \"zero\": 1, \"bucket_size\": \"1 B\"}}",
+             tied);
+    dt_error e;
+    dt_error_clear(&e);
+    cJSON *j;
+    ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", &j, &e), DT_OK);
+    js_ctx c = {"t.json", &e};
+    wl_scenario sc;
+    ck_assert_int_eq(wl_scenario_parse(&c, j, &sc), DT_OK);
+    ck_assert_int_eq(wl_scenario_resolve(&c, &sc, 2), DT_OK);
+    wl_graph *g = wl_graph_build(&sc);
+    int n = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->lane != 0 || o->kind != WL_OP_COLL || g->colls[o->arg].op != COLL_REDUCE_SCATTER)
+            continue;
+        ck_assert_int_lt(n, 4);
+        ck_assert_rel(g->colls[o->arg].bytes, want[n], 1e-15);
+        /* each bucket leaves after its layer's backward, the embedding's with layer 0 */
+        ck_assert_int_eq(o->layer, 3 - n);
+        n++;
+    }
+    ck_assert_int_eq(n, 4);
+    wl_graph_destroy(g);
+    wl_scenario_free(&sc);
+    cJSON_Delete(j);
+}
+
+START_TEST(tied_embedding_gradient_last_bucket)
+{
+    double layer = 12.0 * 1024 * 1024 + 4 * 1024, emb = 32000.0 * 1024;
+    ck_assert_double_eq(layer, 12587008);
+    const double tied[4] = {2 * layer, 2 * layer, 2 * layer, 2 * (layer + emb)};
+    bucket_bytes("true", tied);
+    const double untied[4] = {2 * (layer + emb), 2 * layer, 2 * layer, 2 * (layer + emb)};
+    bucket_bytes("false", untied);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("lm_head");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, cross_entropy_bytes);
     tcase_add_test(tc, tied_embedding_allreduce);
+    tcase_add_test(tc, tied_embedding_gradient_last_bucket);
     suite_add_tcase(s, tc);
     return s;
 }
