@@ -1020,12 +1020,20 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                     if (G->ep > 1) eb = ex / G->ep / p->tp * pb;
                     else gb += ex / p->tp * pb;
                 }
-                if (l) gb += G->emb_grad_bytes;
-                if (f && (pp > 1 || !G->s->model.tied_embeddings)) gb += G->emb_grad_bytes;
+                /* The embedding matrices' gradients join the bucket of the op that completes
+                 * them. A matrix tied on one stage (pp 1) is one parameter used twice: autograd
+                 * sums the output layer's and the lookup's contributions and runs its
+                 * gradient-ready hook once, after the lookup's backward, the last op of the
+                 * backward, so it is reduced with the last bucket (Megatron-Core builds its
+                 * buckets from params[::-1], the embedding coming first in the module; FSDP
+                 * keeps it in the root unit, reduced last), not with the output layer's. */
+                bool one_copy = pp == 1 && G->s->model.tied_embeddings;
+                if (l && !one_copy) gb += G->emb_grad_bytes;
+                if (f) gb += G->emb_grad_bytes;
                 bucket += gb;
                 ebucket += eb;
                 blayers += per_layer ? 1 : nl;
-                bembs += (l ? 1 : 0) + (f && (pp > 1 || !G->s->model.tied_embeddings) ? 1 : 0);
+                bembs += (l && !one_copy ? 1 : 0) + (f ? 1 : 0);
                 for (int x = 0; x < 2; x++) {
                     double *bk = x ? &ebucket : &bucket;
                     if (x && *bk == 0) continue;

@@ -11,7 +11,8 @@
  * bandwidth term; the optimizer op moves optimizer_bytes per parameter of its shard, and
  * Megatron's gradient-buffer passes per parameter of the whole buffer; the embedding's dense
  * weight gradient on every microbatch's first-stage backward; Megatron reduces and keeps bf16
- * gradients in fp32 (megatron_fp32_reduction).
+ * gradients in fp32 (megatron_fp32_reduction); a tied embedding's gradient is reduced with the
+ * last bucket, an untied output layer's with the first (tied_embedding_reduced_last).
  * Leaves free: op ids and graph size. */
 #include <math.h>
 #include <string.h>
@@ -345,6 +346,44 @@ START_TEST(megatron_fp32_reduction)
 }
 END_TEST
 
+/* The embedding's gradient joins the bucket of the backward op that completes it. 4 layers,
+ * h 1024, V 32000, dp 2, bf16, overlapped all-reduce buckets (25 MB: one per layer, a layer
+ * being 12.6 M parameters, 25.2 MB). Tied on one stage the matrix is one parameter used twice:
+ * autograd sums both contributions and fires its ready hook after the lookup's backward, the
+ * last op, so the buckets carry L, L, L, L + E parameters (x 2 B) in op order and the last one
+ * waits for layer 0's backward; untied (two matrices) the output layer's is ready after the
+ * last layer's backward: L + E, L, L, L + E. Total bytes are the same either way. */
+START_TEST(tied_embedding_reduced_last)
+{
+    for (int tied = 0; tied < 2; tied++) {
+        char doc[512];
+        snprintf(doc, sizeof doc, "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", "
+                 "\"layers\": 4, \"hidden\": 1024, \"heads\": 16, \"seq_len\": 512, \"vocab\": "
+                 "32000, \"tied_embeddings\": %s}, \"parallel\": {\"dp\": 2}}", tied ? "true" : "false");
+        load(doc, 2);
+        wl_graph *g = wl_graph_build(&sc);
+        double L = wl_layer_params(&sc.model), E = 32000.0 * 1024;
+        double want[4] = {(tied ? L : L + E) * 2, L * 2, L * 2, (L + E) * 2};
+        int n = 0;
+        for (uint32_t i = 0; i < g->n_ops; i++) {
+            const wl_op *o = &g->ops[i];
+            if (o->kind != WL_OP_COLL || o->lane != 0 || g->colls[o->arg].op != COLL_ALLREDUCE)
+                continue;
+            ck_assert_int_lt(n, 4);
+            ck_assert_rel(g->colls[o->arg].bytes, want[n], 1e-12);
+            /* each bucket waits for the backward op of the layer that completes it */
+            const wl_op *after = &g->ops[g->deps[o->dep_start]];
+            ck_assert_str_eq(g->names[after->name], "backward");
+            ck_assert_int_eq(after->layer, 3 - n);
+            n++;
+        }
+        ck_assert_int_eq(n, 4);
+        wl_graph_destroy(g);
+        unload();
+    }
+}
+END_TEST
+
 /* Megatron-Core's gradient buffer (bf16, fp32 main_grad) on a 4-layer model, h 1024, V 32000,
  * dp 2, ZeRO-1. The optimizer op moves 38 B per parameter of its shard (42 less the zeroing)
  * and, in the elementwise class, 16 B per parameter of the whole buffer: zero (4), NaN-check
@@ -455,6 +494,7 @@ static Suite *suite(void)
     tcase_add_test(tc, reduce_dtype_in_graph);
     tcase_add_test(tc, megatron_fp32_reduction);
     tcase_add_test(tc, grad_buffer_in_graph);
+    tcase_add_test(tc, tied_embedding_reduced_last);
     tcase_add_test(tc, link_efficiency_scales_dp);
     suite_add_tcase(s, tc);
     return s;
