@@ -371,6 +371,15 @@ double wl_grad_buffer_bytes(const wl_plan *p)
     return 0;
 }
 
+double wl_grad_buffer_bucket_bytes(const wl_plan *p)
+{
+    /* the norm (read 1) and the scaling (read 1, write 1) of start_grad_sync, per bucket; a
+     * grad_buffer_bytes given by the user is not split (all of it stays with the optimizer),
+     * nor is anything without buckets (d = 1) */
+    if (p->fw.grad_buffer_set || wl_grad_buffer_bytes(p) == 0 || p->dp * wl_cp(p) < 2) return 0;
+    return 3 * main_grad_bytes(p);
+}
+
 double wl_embedding_wgrad_bytes(const wl_plan *p, bool tied_here)
 {
     if (p->fw.preset != WL_FW_MEGATRON) return 0;

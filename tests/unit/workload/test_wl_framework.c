@@ -390,15 +390,20 @@ END_TEST
  * norm (4), scale by 1/d (4 + 4). At dp 1 the scaling by 1 is skipped: 8 B. fp16 (Megatron-LM
  * of 2022) and fsdp: none; framework.grad_buffer_bytes overrides. The embedding's dense weight
  * gradient adds V h (2 e + 2 x 4 + 4 e) = 32000 x 1024 x 20 = 655,360,000 B to every
- * microbatch's backward of the first stage (tied, pp 1): generic charges none. */
+ * microbatch's backward of the first stage (tied, pp 1): generic charges none. Of the 16 B, the
+ * NaN-check norm and the scaling (12 B, 3 x 4) run per bucket on the compute stream just before
+ * its reduce-scatter (start_grad_sync), inside the last backward with overlap_grad_reduce, after
+ * it without; 4 buckets of one layer each, Ψ x 12 B in all; the zeroing, 4 B, stays with the
+ * optimizer. */
 START_TEST(grad_buffer_in_graph)
 {
-    static const struct { const char *fw; int dp; double opt, buf; } cases[] = {
-        {"\"megatron\"", 2, 38, 16},
-        {"\"megatron\"", 1, 38, 8},
-        {"{\"preset\": \"megatron\", \"reduce_dtype\": \"bf16\"}", 2, 38, 8},
-        {"{\"preset\": \"megatron\", \"grad_buffer_bytes\": 5}", 2, 38, 5},
-        {"\"fsdp\"", 2, 28, 0},
+    static const struct { const char *fw; int dp; double opt, buf, bkt; } cases[] = {
+        {"\"megatron\"", 2, 38, 16, 12},
+        {"{\"preset\": \"megatron\", \"overlap_grad_reduce\": true}", 2, 38, 16, 12},
+        {"\"megatron\"", 1, 38, 8, 0},
+        {"{\"preset\": \"megatron\", \"reduce_dtype\": \"bf16\"}", 2, 38, 8, 6},
+        {"{\"preset\": \"megatron\", \"grad_buffer_bytes\": 5}", 2, 38, 5, 0},
+        {"\"fsdp\"", 2, 28, 0, 0},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char text[1024];
@@ -408,17 +413,39 @@ START_TEST(grad_buffer_in_graph)
                  cases[k].dp, cases[k].fw);
         load(text, cases[k].dp);
         ck_assert_double_eq(wl_grad_buffer_bytes(&sc.plan), cases[k].buf);
+        ck_assert_double_eq(wl_grad_buffer_bucket_bytes(&sc.plan), cases[k].bkt);
+        bool overlap = sc.plan.overlap_dp;
         wl_graph *g = wl_graph_build(&sc);
         double psi = 4 * wl_layer_params(&sc.model) + wl_embedding_params(&sc.model);
-        int found = 0;
-        for (uint32_t i = 0; i < g->n_ops; i++)
-            if (!strcmp(g->names[g->ops[i].name], "optimizer_step") && g->ops[i].lane == 0) {
-                const wl_cost *c = &g->costs[g->ops[i].arg];
+        int found = 0, rs = 0;
+        double passes = 0;
+        for (uint32_t i = 0; i < g->n_ops; i++) {
+            const wl_op *o = &g->ops[i];
+            if (o->lane != 0) continue;
+            const char *name = g->names[o->name];
+            if (!strcmp(name, "optimizer_step")) {
+                const wl_cost *c = &g->costs[o->arg];
                 ck_assert_rel(c->bytes[GPU_OP_OPTIMIZER], psi / cases[k].dp * cases[k].opt, 1e-12);
-                ck_assert_rel(c->bytes[GPU_OP_ELEMENTWISE], psi * cases[k].buf, 1e-12);
+                /* the zeroing (and all of a user's grad_buffer_bytes) stays with the optimizer */
+                ck_assert_rel(c->bytes[GPU_OP_ELEMENTWISE], psi * (cases[k].buf - cases[k].bkt), 1e-12);
                 found++;
+            } else if (!strcmp(name, "grad_bucket_passes")) {
+                passes += g->costs[o->arg].bytes[GPU_OP_ELEMENTWISE];
+                /* with overlap inside the last backward: after a layer's backward, and the
+                 * next layer's backward after it but for the last bucket; without, after it */
+                ck_assert_str_eq(g->names[g->ops[g->deps[o->dep_start]].name],
+                                 overlap ? "backward" : (passes > g->costs[o->arg].bytes[GPU_OP_ELEMENTWISE]
+                                                         ? "grad_bucket_passes" : "backward"));
+            } else if (!strcmp(name, "dp_reduce_scatter")) {
+                /* each bucket's reduce-scatter waits for its passes (start_grad_sync) */
+                const char *dep = g->names[g->ops[g->deps[o->dep_start]].name];
+                ck_assert_str_eq(dep, cases[k].bkt > 0 ? "grad_bucket_passes" : "backward");
+                rs++;
             }
+        }
         ck_assert_int_eq(found, 1);
+        ck_assert_int_eq(rs, cases[k].dp > 1 ? 4 : 0);
+        ck_assert_rel(passes + 1, psi * cases[k].bkt + 1, 1e-12);
         wl_graph_destroy(g);
         unload();
     }
