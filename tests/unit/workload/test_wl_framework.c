@@ -5,7 +5,8 @@
  * options override them; overlap_grad_reduce and parallel.overlap_dp must agree; bad values are
  * errors naming the path. Closed forms on hand-built cases: tp_comm_overlap makes a TP op last
  * max(compute, comm) instead of compute + comm; pp_blocking_sends on a 2-stage GPipe step
- * (10 ms -> 11 ms, hand-traced below); overlap_param_gather moves the ZeRO-1 parameter
+ * (10 ms -> 11 ms, hand-traced below); 1F1B with a heavier last stage at that stage's pace
+ * (heavy_last_stage_closed_form); overlap_param_gather moves the ZeRO-1 parameter
  * all-gather from after the optimizer (whole stage, exposed) to before the first forward, layer
  * by layer (only the first layer's exposed); link_efficiency scales a data-parallel all-reduce's
  * bandwidth term; the optimizer op moves optimizer_bytes per parameter of its shard, and
@@ -203,6 +204,30 @@ START_TEST(blocking_sends_closed_form)
     load(text, 2);
     g = wl_graph_build(&sc);
     ck_assert_int_eq(run(g, &u).step_time, 11 * SIM_MS);
+    wl_graph_destroy(g);
+    unload();
+}
+END_TEST
+
+/* 1F1B with blocking sends and a heavier last stage, the shape of Korthikanti's 1T run (64
+ * stages, the logits on the last): pp 4, m 8, stage layers 1, 1, 1, 2, forward 1 ms and
+ * backward 2 ms per layer, sends of latency c = 0.5 ms. Megatron's schedule (warm-up of
+ * p - rank - 1 forwards, then one forward and one backward, each exchange waited for) runs at
+ * the slowest stage's pace once filled: the last stage starts after the fill (p-1)(F + c) =
+ * 4.5 ms, then runs m cycles of its forward, backward and gradient send, 8 x (2 + 4 + 0.5) = 52
+ * ms (the others keep up: their cycle is 1 + 2 + 2c = 4 ms, and an activation is ready 4 ms
+ * after the gradient before it), then the drain back to stage 0, (p-1) B + (p-2) c = 7 ms:
+ * 63.5 ms in all. */
+START_TEST(heavy_last_stage_closed_form)
+{
+    uni u = {.bw = 1e12, .lat = SIM_MS / 2};
+    load("{\"topology\": \"x\", \"model\": {\"kind\": \"synthetic\", \"layers\": 5,"
+         "\"forward_time\": \"1 ms\", \"backward_time\": \"2 ms\", \"params\": 0,"
+         "\"activation_bytes\": 0}, \"parallel\": {\"pp\": 4, \"microbatches\": 8,"
+         "\"schedule\": \"1f1b\", \"stage_layers\": [1, 1, 1, 2]},"
+         "\"framework\": {\"pp_blocking_sends\": true}}", 4);
+    wl_graph *g = wl_graph_build(&sc);
+    ck_assert_int_eq(run(g, &u).step_time, 63 * SIM_MS + SIM_MS / 2);
     wl_graph_destroy(g);
     unload();
 }
@@ -516,6 +541,7 @@ static Suite *suite(void)
     tcase_add_test(tc, tp_comm_overlap_closed_form);
     tcase_add_test(tc, tp_overlap_drain_in_graph);
     tcase_add_test(tc, blocking_sends_closed_form);
+    tcase_add_test(tc, heavy_last_stage_closed_form);
     tcase_add_test(tc, overlap_param_gather_closed_form);
     tcase_add_test(tc, optimizer_bytes_in_graph);
     tcase_add_test(tc, reduce_dtype_in_graph);
