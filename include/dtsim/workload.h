@@ -96,6 +96,9 @@ typedef struct wl_framework {
     bool overlap_param_gather;   /* ZeRO-1/2 parameter all-gather hidden in the next forward */
     bool tp_comm_overlap;        /* TP collectives overlap the layer's GEMMs (exposed: excess) */
     bool pp_blocking_sends;      /* a stage's compute waits for its pipeline send to finish */
+    /* with overlap and pp > 1 (1F1B), only the first stage reduces during its last backward;
+     * the others start their buckets after it (Megatron-Core --delay-grad-reduce) */
+    bool delay_grad_reduce;
     double optimizer_bytes;      /* bytes moved per updated parameter; 0 = by optimizer kind */
     /* bytes per gradient element of the data-parallel reduction (framework.reduce_dtype: FSDP's
      * MixedPrecision.reduce_dtype); 0 = the training precision's */

@@ -412,7 +412,7 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
     } else if (cJSON_IsObject(v)) {
         o = v;
         static const char *const keys[] = {"preset", "overlap_grad_reduce", "overlap_param_gather",
-                                           "tp_comm_overlap", "pp_blocking_sends",
+                                           "tp_comm_overlap", "pp_blocking_sends", "delay_grad_reduce",
                                            "optimizer_bytes", "link_efficiency", "reduce_dtype",
                                            "grad_buffer_bytes", NULL};
         TRY(js_check_keys(c, o, "framework", keys));
@@ -426,6 +426,9 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
     fw->overlap_param_gather = false;               /* --overlap-param-gather is opt-in */
     fw->tp_comm_overlap = false;                    /* --tp-comm-overlap is opt-in */
     fw->pp_blocking_sends = preset == WL_FW_MEGATRON;
+    /* Megatron-Core: --no-delay-grad-reduce (store_false) is opt-out ("delay / synchronize grad
+     * reductions in all but first PP stage") */
+    fw->delay_grad_reduce = preset == WL_FW_MEGATRON;
     fw->optimizer_bytes = 0;
     fw->grad_buffer_set = false;
     /* Megatron-LM reduces bf16 gradients in fp32: arguments.py sets
@@ -449,6 +452,7 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
         TRY(js_get_bool(c, o, "framework", "overlap_param_gather", false, &fw->overlap_param_gather));
         TRY(js_get_bool(c, o, "framework", "tp_comm_overlap", false, &fw->tp_comm_overlap));
         TRY(js_get_bool(c, o, "framework", "pp_blocking_sends", false, &fw->pp_blocking_sends));
+        TRY(js_get_bool(c, o, "framework", "delay_grad_reduce", false, &fw->delay_grad_reduce));
         TRY(js_get_number(c, o, "framework", "optimizer_bytes", false, 1, 1e4, &fw->optimizer_bytes));
         if (cJSON_GetObjectItemCaseSensitive(o, "grad_buffer_bytes")) {
             TRY(js_get_number(c, o, "framework", "grad_buffer_bytes", true, 0, 1e4,

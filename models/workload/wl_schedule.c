@@ -677,16 +677,18 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
      * precision) */
     double reduce = p->fw.reduce_bytes > 0 ? p->fw.reduce_bytes / wl_precision_bytes(p->precision) : 1;
     double passes = wl_grad_buffer_bucket_bytes(p);
-    if (passes > 0 && G->pp == 1 && p->zero <= 1 && p->quant_bits == 0 &&
-        p->lowrank_rank == 0 && p->compression_ratio == 0) {
+    bool placed = G->pp == 1 || (G->v == 1 && p->fw.delay_grad_reduce);
+    if (passes > 0 && placed && p->zero <= 1 && p->quant_bits == 0 && p->lowrank_rank == 0 &&
+        p->compression_ratio == 0) {
         /* Megatron-Core's start_grad_sync, on the compute stream before it launches the
          * bucket's collective: the NaN check's norm and the in-place 1/d scaling of the
          * bucket's main_grad (wl_grad_buffer_bucket_bytes per parameter). With overlap they
-         * run inside the last backward as each bucket completes; without, after it. Only on
-         * the first pipeline stage: with pp > 1 the others start their grad sync after their
-         * last backward and send (training.py sets grad_sync_func under --delay-grad-reduce,
-         * on by default in core v0.7), in the drain's bubble, so theirs stay with the
-         * optimizer op rather than delaying the gradient sends the drain waits for. */
+         * run inside the last backward as each bucket completes; without, after it. With
+         * pp > 1 only where the stages' syncs are placed as Megatron places them
+         * (delay_grad_reduce, 1F1B: the first stage's in its last backward, which ends the
+         * drain, the others' after their last backward and send); elsewhere they stay with
+         * the optimizer op, since inside a later stage's last backward they would delay the
+         * gradient sends the drain waits for. */
         wl_cost c = {0};
         c.bytes[GPU_OP_ELEMENTWISE] = grad_bytes / wl_precision_bytes(p->precision) * passes;
         uint32_t d0[1] = {after};
@@ -854,6 +856,13 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
      * steady state that is this step's first microbatch: gathered before it, not after the
      * optimizer. */
     bool gather_ahead = dp && (p->zero == 1 || p->zero == 2) && p->fw.overlap_param_gather;
+    /* Megatron-Core's --delay-grad-reduce (1F1B, pp > 1): only the first stage launches its
+     * buckets during its last backward; the schedule gives the others grad_sync_func, called
+     * after their last backward and send ("other pipeline stages do grad reduction during
+     * pipeline bubble", schedules.py), so their buckets wait for the backward's end. (The
+     * interleaved schedule staggers each chunk's sync by the stage's rank: not modelled, its
+     * chunks reduce as their backward ends.) */
+    bool delayed = p->overlap_dp && p->fw.delay_grad_reduce && pp > 1 && v == 1 && st > 0;
     L->last_compute = L->prev_compute = L->last_dp = NONE;
     L->n_held = 0;
     L->passes_bytes = 0;
@@ -1063,7 +1072,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                     if (x && *bk == 0) continue;
                     if (*bk >= p->bucket_bytes || k == n_ops - 1) {
                         double nly = x ? 0 : blayers, nem = x ? 0 : bembs;
-                        if (p->overlap_dp) {
+                        if (p->overlap_dp && !delayed) {
                             grad_collective(G, L, *bk, id, I.mb, layer, x, nly, nem);
                         } else {
                             if (L->n_held >= L->cap_held) {

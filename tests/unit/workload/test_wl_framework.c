@@ -6,7 +6,8 @@
  * errors naming the path. Closed forms on hand-built cases: tp_comm_overlap makes a TP op last
  * max(compute, comm) instead of compute + comm; pp_blocking_sends on a 2-stage GPipe step
  * (10 ms -> 11 ms, hand-traced below); 1F1B with a heavier last stage at that stage's pace
- * (heavy_last_stage_closed_form); overlap_param_gather moves the ZeRO-1 parameter
+ * (heavy_last_stage_closed_form); delay_grad_reduce holds a later stage's buckets until the end
+ * of its backward (delay_grad_reduce_in_graph); overlap_param_gather moves the ZeRO-1 parameter
  * all-gather from after the optimizer (whole stage, exposed) to before the first forward, layer
  * by layer (only the first layer's exposed); link_efficiency scales a data-parallel all-reduce's
  * bandwidth term; the optimizer op moves optimizer_bytes per parameter of its shard, and
@@ -54,6 +55,7 @@ START_TEST(presets)
     load("{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"dp\": 2}}", 2);
     ck_assert_int_eq(sc.plan.fw.preset, WL_FW_GENERIC);
     ck_assert(sc.plan.overlap_dp && !sc.plan.fw.pp_blocking_sends && !sc.plan.fw.tp_comm_overlap);
+    ck_assert(!sc.plan.fw.delay_grad_reduce);
     ck_assert(sc.env.link_nvlink == 0 && sc.env.link_network == 0); /* line rate */
     ck_assert_double_eq(wl_optimizer_bytes(&sc.plan), 28);
     unload();
@@ -61,7 +63,7 @@ START_TEST(presets)
     load("{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"dp\": 2}, \"precision\": \"fp16\","
          "\"framework\": \"megatron\"}", 2);
     ck_assert_int_eq(sc.plan.fw.preset, WL_FW_MEGATRON);
-    ck_assert(!sc.plan.overlap_dp && sc.plan.fw.pp_blocking_sends);
+    ck_assert(!sc.plan.overlap_dp && sc.plan.fw.pp_blocking_sends && sc.plan.fw.delay_grad_reduce);
     ck_assert(!sc.plan.fw.tp_comm_overlap && !sc.plan.fw.overlap_param_gather);
     ck_assert_double_eq(sc.env.link_nvlink, 0.80);
     ck_assert_double_eq(sc.env.link_network, 0.96);
@@ -112,6 +114,7 @@ START_TEST(bad_input)
     bad("{\"link_efficiency\": {\"nvlink\": 1.5}}", "framework.link_efficiency.nvlink", "");
     bad("{\"preset\": \"fsdp\", \"reduce_dtype\": \"fp64\"}", "framework.reduce_dtype", "fp64");
     bad("{\"preset\": \"megatron\", \"grad_buffer_bytes\": -1}", "framework.grad_buffer_bytes", "");
+    bad("{\"preset\": \"megatron\", \"delay_grad_reduce\": 1}", "framework.delay_grad_reduce", "");
 }
 END_TEST
 
@@ -230,6 +233,47 @@ START_TEST(heavy_last_stage_closed_form)
     ck_assert_int_eq(run(g, &u).step_time, 63 * SIM_MS + SIM_MS / 2);
     wl_graph_destroy(g);
     unload();
+}
+END_TEST
+
+/* delay_grad_reduce (Megatron-Core --delay-grad-reduce, default on): pp 2, dp 2, 1F1B, overlap
+ * on. The first stage's buckets are reduced during its last backward (its first reduce-scatter
+ * comes before its last backward op in the graph); the last stage's wait for the end of its
+ * backward (every reduce-scatter after it), each after its NaN-check and scaling passes. With
+ * the option off both stages reduce during their last backward. */
+START_TEST(delay_grad_reduce_in_graph)
+{
+    for (int delay = 0; delay < 2; delay++) {
+        char doc[1024];
+        snprintf(doc, sizeof doc, "{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"dp\": 2,"
+                 "\"pp\": 2, \"microbatches\": 4, \"schedule\": \"1f1b\", \"zero\": 1},"
+                 "\"framework\": {\"preset\": \"megatron\", \"overlap_grad_reduce\": true,"
+                 "\"delay_grad_reduce\": %s}}", delay ? "true" : "false");
+        load(doc, 4);
+        wl_graph *g = wl_graph_build(&sc);
+        for (uint32_t lane = 0; lane < (uint32_t)g->n_lanes; lane++) {
+            /* the stage: the first sends no gradient, the last no activation */
+            int last_bwd = -1, first_rs = -1, sends_grad = 0, passes = 0;
+            for (uint32_t i = 0; i < g->n_ops; i++) {
+                const wl_op *o = &g->ops[i];
+                if (o->lane != lane) continue;
+                const char *name = g->names[o->name];
+                if (!strcmp(name, "backward")) last_bwd = (int)i;
+                if (!strcmp(name, "send_gradient")) sends_grad = 1;
+                if (!strcmp(name, "grad_bucket_passes")) passes++;
+                if (!strcmp(name, "dp_reduce_scatter") && first_rs < 0) first_rs = (int)i;
+            }
+            ck_assert_int_ge(first_rs, 0);
+            bool later_stage = sends_grad;
+            if (later_stage && delay)
+                ck_assert_int_gt(first_rs, last_bwd);
+            else
+                ck_assert_int_lt(first_rs, last_bwd);
+            ck_assert_int_eq(passes, delay ? 2 : 0); /* one bucket per layer, 2 layers a stage */
+        }
+        wl_graph_destroy(g);
+        unload();
+    }
 }
 END_TEST
 
@@ -542,6 +586,7 @@ static Suite *suite(void)
     tcase_add_test(tc, tp_overlap_drain_in_graph);
     tcase_add_test(tc, blocking_sends_closed_form);
     tcase_add_test(tc, heavy_last_stage_closed_form);
+    tcase_add_test(tc, delay_grad_reduce_in_graph);
     tcase_add_test(tc, overlap_param_gather_closed_form);
     tcase_add_test(tc, optimizer_bytes_in_graph);
     tcase_add_test(tc, reduce_dtype_in_graph);
