@@ -1099,9 +1099,11 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
             c.bytes[GPU_OP_ELEMENTWISE] = psi * wl_grad_buffer_bytes(p); /* as gen_lane */
             opt[st] = (double)replay_op_compute_time(gg, &c, &t->gpus[gpus[0]], gpu_op_time,
                                                      gpu_gemm_time) * 1e-12;
-            /* gen_lane's per-bucket passes (grad_collective): pp 1, ZeRO-0/1, uncompressed */
-            bool bucket_passes = dp && pp == 1 && p->zero <= 1 && p->quant_bits == 0 &&
-                                 p->lowrank_rank == 0 && p->compression_ratio == 0;
+            /* gen_lane's per-bucket passes (grad_collective): pp 1 or 1F1B with
+             * delay_grad_reduce, ZeRO-0/1, uncompressed */
+            bool bucket_passes = dp && (pp == 1 || (v == 1 && p->fw.delay_grad_reduce)) &&
+                                 p->zero <= 1 && p->quant_bits == 0 && p->lowrank_rank == 0 &&
+                                 p->compression_ratio == 0;
             c.bytes[GPU_OP_ELEMENTWISE] =
                 psi * (wl_grad_buffer_bytes(p) - (bucket_passes ? wl_grad_buffer_bucket_bytes(p) : 0));
             opt_tail[st] = (double)replay_op_compute_time(gg, &c, &t->gpus[gpus[0]], gpu_op_time,
