@@ -691,9 +691,12 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
          * gradient sends the drain waits for. */
         wl_cost c = {0};
         c.bytes[GPU_OP_ELEMENTWISE] = grad_bytes / wl_precision_bytes(p->precision) * passes;
-        uint32_t d0[1] = {after};
+        /* without overlap the collectives are synchronous (async_op = overlap_grad_reduce):
+         * the compute stream waits for each bucket's before the next bucket's passes */
+        uint32_t d0[2] = {after, L->last_dp};
+        int nd0 = !p->overlap_dp && L->last_dp != NONE ? 2 : 1;
         after = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_GRAD_PASSES, mb, layer,
-                       wl_graph_cost(G->g, &c), 0, d0, 1);
+                       wl_graph_cost(G->g, &c), 0, d0, nd0);
         L->prev_compute = L->last_compute;
         L->last_compute = after;
         L->passes_bytes += c.bytes[GPU_OP_ELEMENTWISE];

@@ -462,7 +462,7 @@ END_TEST
  * microbatch's backward of the first stage (tied, pp 1): generic charges none. Of the 16 B, the
  * NaN-check norm and the scaling (12 B, 3 x 4) run per bucket on the compute stream just before
  * its reduce-scatter (start_grad_sync), inside the last backward with overlap_grad_reduce, after
- * it without; 4 buckets of one layer each, Ψ x 12 B in all; the zeroing, 4 B, stays with the
+ * it without (then each after the reduce-scatter before it: synchronous collectives); 4 buckets of one layer each, Ψ x 12 B in all; the zeroing, 4 B, stays with the
  * optimizer. */
 START_TEST(grad_buffer_in_graph)
 {
@@ -502,9 +502,15 @@ START_TEST(grad_buffer_in_graph)
                 passes += g->costs[o->arg].bytes[GPU_OP_ELEMENTWISE];
                 /* with overlap inside the last backward: after a layer's backward, and the
                  * next layer's backward after it but for the last bucket; without, after it */
+                bool later = passes > g->costs[o->arg].bytes[GPU_OP_ELEMENTWISE];
                 ck_assert_str_eq(g->names[g->ops[g->deps[o->dep_start]].name],
-                                 overlap ? "backward" : (passes > g->costs[o->arg].bytes[GPU_OP_ELEMENTWISE]
-                                                         ? "grad_bucket_passes" : "backward"));
+                                 overlap ? "backward" : later ? "grad_bucket_passes" : "backward");
+                /* without overlap the reductions are synchronous: a later bucket's passes also
+                 * wait for the reduce-scatter before them */
+                ck_assert_int_eq(o->n_deps, !overlap && later ? 2 : 1);
+                if (o->n_deps == 2)
+                    ck_assert_str_eq(g->names[g->ops[g->deps[o->dep_start + 1]].name],
+                                     "dp_reduce_scatter");
             } else if (!strcmp(name, "dp_reduce_scatter")) {
                 /* each bucket's reduce-scatter waits for its passes (start_grad_sync) */
                 const char *dep = g->names[g->ops[g->deps[o->dep_start]].name];
