@@ -96,6 +96,9 @@ typedef struct wl_framework {
     bool overlap_param_gather;   /* ZeRO-1/2 parameter all-gather hidden in the next forward */
     bool tp_comm_overlap;        /* TP collectives overlap the layer's GEMMs (exposed: excess) */
     bool pp_blocking_sends;      /* a stage's compute waits for its pipeline send to finish */
+    /* with overlap and pp > 1 (1F1B), only the first stage reduces during its last backward;
+     * the others start their buckets after it (Megatron-Core --delay-grad-reduce) */
+    bool delay_grad_reduce;
     double optimizer_bytes;      /* bytes moved per updated parameter; 0 = by optimizer kind */
     /* bytes per gradient element of the data-parallel reduction (framework.reduce_dtype: FSDP's
      * MixedPrecision.reduce_dtype); 0 = the training precision's */
@@ -128,6 +131,11 @@ double wl_optimizer_bytes(const struct wl_plan *p);
  * zeroes its main_grad buffer, scales it by 1/d and takes its norm for the NaN check, 4 x the
  * buffer's element size (16 with the fp32 buffer); 0 otherwise (docs/workloads.md). */
 double wl_grad_buffer_bytes(const struct wl_plan *p);
+/* The part of wl_grad_buffer_bytes that Megatron-Core runs per gradient bucket, on the compute
+ * stream just before the bucket's reduction (start_grad_sync: the NaN check's norm and the 1/d
+ * scaling, 3 x the element size); the rest (the zeroing) runs once per step. 0 without the
+ * preset's passes, at d = 1, and when framework.grad_buffer_bytes is given. */
+double wl_grad_buffer_bucket_bytes(const struct wl_plan *p);
 /* Bytes per element of the input embedding's V/t x h weight that one microbatch's backward
  * moves for its weight gradient outside the scatter (Megatron: the dense gradient PyTorch's
  * embedding backward zero-fills, added into the fp32 main_grad by the DDP hook; tied on one

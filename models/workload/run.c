@@ -1047,6 +1047,9 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
     gg->precision = prec;
     double *F = dt_xcalloc((size_t)n_vs, sizeof *F), *B = dt_xcalloc((size_t)n_vs, sizeof *B);
     double *opt = dt_xcalloc((size_t)pp, sizeof *opt);
+    /* the part of the optimizer op that follows the DP stream's last collective: without the
+     * gradient-buffer passes the graph runs before each bucket's reduction (gen_lane) */
+    double *opt_tail = dt_xcalloc((size_t)pp, sizeof *opt_tail);
     /* per stage: the last gradient collective before the optimizer, the ZeRO-1/2 parameter
      * all-gather after it */
     double *dp_last = dt_xcalloc((size_t)pp, sizeof *dp_last), *ag = dt_xcalloc((size_t)pp, sizeof *ag);
@@ -1096,6 +1099,15 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
             c.bytes[GPU_OP_ELEMENTWISE] = psi * wl_grad_buffer_bytes(p); /* as gen_lane */
             opt[st] = (double)replay_op_compute_time(gg, &c, &t->gpus[gpus[0]], gpu_op_time,
                                                      gpu_gemm_time) * 1e-12;
+            /* gen_lane's per-bucket passes (grad_collective): pp 1 or 1F1B with
+             * delay_grad_reduce, ZeRO-0/1, uncompressed */
+            bool bucket_passes = dp && (pp == 1 || (v == 1 && p->fw.delay_grad_reduce)) &&
+                                 p->zero <= 1 && p->quant_bits == 0 && p->lowrank_rank == 0 &&
+                                 p->compression_ratio == 0;
+            c.bytes[GPU_OP_ELEMENTWISE] =
+                psi * (wl_grad_buffer_bytes(p) - (bucket_passes ? wl_grad_buffer_bucket_bytes(p) : 0));
+            opt_tail[st] = (double)replay_op_compute_time(gg, &c, &t->gpus[gpus[0]], gpu_op_time,
+                                                          gpu_gemm_time) * 1e-12;
         }
         /* Data parallelism (not for local SGD, whose local steps have none; not with
          * compression, whose collectives move fewer bytes): the optimizer waits for the last
@@ -1151,7 +1163,7 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
         double work = m * per_mb;
         lb = fmax(lb, pre + work + dp_last[st] + opt[st] + ag[st]);
         lb = fmax(lb, pre + work + post + dp_last[0] + opt[0] + ag[0]);
-        lb = fmax(lb, dp_all[st] + opt[st] + ag[st]);
+        lb = fmax(lb, dp_all[st] + opt_tail[st] + ag[st]);
         pre += F[st];
         post += B[st];
     }
@@ -1160,6 +1172,7 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
     free(F);
     free(B);
     free(opt);
+    free(opt_tail);
     free(dp_last);
     free(dp_all);
     free(dgpus);

@@ -371,6 +371,15 @@ double wl_grad_buffer_bytes(const wl_plan *p)
     return 0;
 }
 
+double wl_grad_buffer_bucket_bytes(const wl_plan *p)
+{
+    /* the norm (read 1) and the scaling (read 1, write 1) of start_grad_sync, per bucket; a
+     * grad_buffer_bytes given by the user is not split (all of it stays with the optimizer),
+     * nor is anything without buckets (d = 1) */
+    if (p->fw.grad_buffer_set || wl_grad_buffer_bytes(p) == 0 || p->dp * wl_cp(p) < 2) return 0;
+    return 3 * main_grad_bytes(p);
+}
+
 double wl_embedding_wgrad_bytes(const wl_plan *p, bool tied_here)
 {
     double e = wl_precision_bytes(p->precision);
@@ -485,7 +494,7 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
     } else if (cJSON_IsObject(v)) {
         o = v;
         static const char *const keys[] = {"preset", "overlap_grad_reduce", "overlap_param_gather",
-                                           "tp_comm_overlap", "pp_blocking_sends",
+                                           "tp_comm_overlap", "pp_blocking_sends", "delay_grad_reduce",
                                            "optimizer_bytes", "link_efficiency", "reduce_dtype",
                                            "grad_buffer_bytes", "cross_entropy",
                                            "attention_unpad", NULL};
@@ -500,6 +509,9 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
     fw->overlap_param_gather = false;               /* --overlap-param-gather is opt-in */
     fw->tp_comm_overlap = false;                    /* --tp-comm-overlap is opt-in */
     fw->pp_blocking_sends = preset == WL_FW_MEGATRON;
+    /* Megatron-Core: --no-delay-grad-reduce (store_false) is opt-out ("delay / synchronize grad
+     * reductions in all but first PP stage") */
+    fw->delay_grad_reduce = preset == WL_FW_MEGATRON;
     fw->optimizer_bytes = 0;
     fw->grad_buffer_set = false;
     fw->fused_cross_entropy = false; /* every preset: PyTorch's loss over fp32 logits */
@@ -525,6 +537,7 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
         TRY(js_get_bool(c, o, "framework", "overlap_param_gather", false, &fw->overlap_param_gather));
         TRY(js_get_bool(c, o, "framework", "tp_comm_overlap", false, &fw->tp_comm_overlap));
         TRY(js_get_bool(c, o, "framework", "pp_blocking_sends", false, &fw->pp_blocking_sends));
+        TRY(js_get_bool(c, o, "framework", "delay_grad_reduce", false, &fw->delay_grad_reduce));
         TRY(js_get_number(c, o, "framework", "optimizer_bytes", false, 1, 1e4, &fw->optimizer_bytes));
         if (cJSON_GetObjectItemCaseSensitive(o, "grad_buffer_bytes")) {
             TRY(js_get_number(c, o, "framework", "grad_buffer_bytes", true, 0, 1e4,

@@ -267,7 +267,9 @@ enum { N_FWD, N_BWD, N_SEND_ACT, N_SEND_GRAD, N_DP_AR, N_DP_RS, N_DP_AG, N_ZERO_
        N_EDP_AG, N_COUNT_EP,
        /* interned only by graphs with top-k through a parameter server or PowerSGD */
        N_PS_PUSH = N_COUNT_EP, N_PS_PULL, N_LR_COMPRESS, N_LR_AR_DENSE, N_LR_AR_P, N_LR_AR_Q,
-       N_COUNT_ALL };
+       N_COUNT_LR,
+       /* interned only by graphs whose buckets run Megatron-Core's NaN check and scaling */
+       N_GRAD_PASSES = N_COUNT_LR, N_COUNT_ALL };
 _Static_assert(N_COUNT_ALL <= N_OP_NAMES, "gen.names holds every op name");
 static const char *const op_names[N_COUNT_ALL] = {
     "forward", "backward", "send_activation", "send_gradient", "dp_allreduce",
@@ -276,7 +278,7 @@ static const char *const op_names[N_COUNT_ALL] = {
     "embedding_allreduce", "topk_sparse_allreduce", "quantize", "quantized_allreduce", "ep_dispatch", "ep_combine", "expert_forward", "expert_backward",
     "expert_dp_allreduce", "expert_dp_reduce_scatter", "expert_param_allgather",
     "topk_ps_push", "topk_ps_pull", "powersgd_compress", "powersgd_allreduce_uncompressed",
-    "powersgd_allreduce_p", "powersgd_allreduce_q"};
+    "powersgd_allreduce_p", "powersgd_allreduce_q", "grad_bucket_passes"};
 
 /* The cost of one forward or backward op over `layers` layers of a virtual stage, `moe` of
  * them MoE layers, with the layer's work lc (wl_layer_cost_get of the model and plan) and cp the
@@ -668,6 +670,7 @@ typedef struct lane_state {
     bool *held_expert; /* ... of expert gradients (reduced over the expert-DP group) */
     double *held_layers, *held_embs; /* ... their layers and embedding matrices (PowerSGD) */
     size_t n_held, cap_held;
+    double passes_bytes; /* gradient-buffer bytes charged before the buckets' reductions */
 } lane_state;
 
 /* DP gradient collective (or top-k compression + all-gather) for `grad_bytes` of gradients,
@@ -709,6 +712,31 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
     /* an uncompressed reduction runs in framework.reduce_dtype (grad_bytes are in the training
      * precision) */
     double reduce = p->fw.reduce_bytes > 0 ? p->fw.reduce_bytes / wl_precision_bytes(p->precision) : 1;
+    double passes = wl_grad_buffer_bucket_bytes(p);
+    bool placed = G->pp == 1 || (G->v == 1 && p->fw.delay_grad_reduce);
+    if (passes > 0 && placed && p->zero <= 1 && p->quant_bits == 0 && p->lowrank_rank == 0 &&
+        p->compression_ratio == 0) {
+        /* Megatron-Core's start_grad_sync, on the compute stream before it launches the
+         * bucket's collective: the NaN check's norm and the in-place 1/d scaling of the
+         * bucket's main_grad (wl_grad_buffer_bucket_bytes per parameter). With overlap they
+         * run inside the last backward as each bucket completes; without, after it. With
+         * pp > 1 only where the stages' syncs are placed as Megatron places them
+         * (delay_grad_reduce, 1F1B: the first stage's in its last backward, which ends the
+         * drain, the others' after their last backward and send); elsewhere they stay with
+         * the optimizer op, since inside a later stage's last backward they would delay the
+         * gradient sends the drain waits for. */
+        wl_cost c = {0};
+        c.bytes[GPU_OP_ELEMENTWISE] = grad_bytes / wl_precision_bytes(p->precision) * passes;
+        /* without overlap the collectives are synchronous (async_op = overlap_grad_reduce):
+         * the compute stream waits for each bucket's before the next bucket's passes */
+        uint32_t d0[2] = {after, L->last_dp};
+        int nd0 = !p->overlap_dp && L->last_dp != NONE ? 2 : 1;
+        after = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_GRAD_PASSES, mb, layer,
+                       wl_graph_cost(G->g, &c), 0, d0, nd0);
+        L->prev_compute = L->last_compute;
+        L->last_compute = after;
+        L->passes_bytes += c.bytes[GPU_OP_ELEMENTWISE];
+    }
     if (expert) {
         /* routed experts' gradients: over the expert-DP group (absent when it is one lane) */
         if ((p->dp / G->ep) * G->cp < 2) return;
@@ -874,8 +902,16 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
      * steady state that is this step's first microbatch: gathered before it, not after the
      * optimizer. */
     bool gather_ahead = dp && (p->zero == 1 || p->zero == 2) && p->fw.overlap_param_gather;
+    /* Megatron-Core's --delay-grad-reduce (1F1B, pp > 1): only the first stage launches its
+     * buckets during its last backward; the schedule gives the others grad_sync_func, called
+     * after their last backward and send ("other pipeline stages do grad reduction during
+     * pipeline bubble", schedules.py), so their buckets wait for the backward's end. (The
+     * interleaved schedule staggers each chunk's sync by the stage's rank: not modelled, its
+     * chunks reduce as their backward ends.) */
+    bool delayed = p->overlap_dp && p->fw.delay_grad_reduce && pp > 1 && v == 1 && st > 0;
     L->last_compute = L->prev_compute = L->last_dp = NONE;
     L->n_held = 0;
+    L->passes_bytes = 0;
     double stage_psi = 0, stage_psi_expert = 0; /* bytes; experts: this GPU's (1/ep) */
     const wl_model *mo = &G->s->model;
     bool moe_model = mo->kind == WL_TRANSFORMER && mo->experts > 1;
@@ -1068,26 +1104,26 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                     if (G->ep > 1) eb = ex / G->ep / p->tp * pb;
                     else gb += ex / p->tp * pb;
                 }
-                /* One V x h matrix shared by the input embedding and the output layer on
-                 * this chunk (tied, one stage): its gradient is complete only once both
-                 * uses have contributed, i.e. after the embedding's backward at the very
-                 * end (autograd runs the weight's AccumulateGrad node, on which
-                 * Megatron-Core's DDP hangs its bucket hook, once all its inputs are in),
-                 * so it joins the last bucket, not the first. Otherwise the output layer's
-                 * copy is ready first and the embedding's last. */
-                bool shared = first && last && G->s->model.tied_embeddings;
-                int embs = (l && !shared ? 1 : 0) + (f ? 1 : 0);
-                gb += embs * G->emb_grad_bytes;
+                /* The embedding matrices' gradients join the bucket of the op that completes
+                 * them. A matrix tied on one stage (pp 1) is one parameter used twice: autograd
+                 * sums the output layer's and the lookup's contributions and runs its
+                 * gradient-ready hook once, after the lookup's backward, the last op of the
+                 * backward, so it is reduced with the last bucket (Megatron-Core builds its
+                 * buckets from params[::-1], the embedding coming first in the module; FSDP
+                 * keeps it in the root unit, reduced last), not with the output layer's. */
+                bool one_copy = pp == 1 && G->s->model.tied_embeddings;
+                if (l && !one_copy) gb += G->emb_grad_bytes;
+                if (f) gb += G->emb_grad_bytes;
                 bucket += gb;
                 ebucket += eb;
                 blayers += per_layer ? 1 : nl;
-                bembs += embs;
+                bembs += (l && !one_copy ? 1 : 0) + (f ? 1 : 0);
                 for (int x = 0; x < 2; x++) {
                     double *bk = x ? &ebucket : &bucket;
                     if (x && *bk == 0) continue;
                     if (*bk >= p->bucket_bytes || k == n_ops - 1) {
                         double nly = x ? 0 : blayers, nem = x ? 0 : bembs;
-                        if (p->overlap_dp) {
+                        if (p->overlap_dp && !delayed) {
                             grad_collective(G, L, *bk, id, I.mb, layer, x, nly, nem);
                         } else {
                             if (L->n_held >= L->cap_held) {
@@ -1163,10 +1199,11 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
         wl_cost c = {0};
         c.bytes[GPU_OP_OPTIMIZER] = shard * per;
         /* the passes of the data-parallel wrapper over the whole gradient buffer (zero, scale,
-         * NaN check: wl_grad_buffer_bytes), charged here on the compute stream; Megatron runs
-         * the zeroing before the first forward and the other two before each bucket's
-         * reduction in the last backward */
-        c.bytes[GPU_OP_ELEMENTWISE] = (psi + psi_expert) * wl_grad_buffer_bytes(p);
+         * NaN check: wl_grad_buffer_bytes) on the compute stream; Megatron runs the zeroing
+         * before the first forward, charged here, and the other two before each bucket's
+         * reduction, charged there (grad_collective) where the buckets have them */
+        c.bytes[GPU_OP_ELEMENTWISE] = (psi + psi_expert) * wl_grad_buffer_bytes(p) - L->passes_bytes;
+        if (c.bytes[GPU_OP_ELEMENTWISE] < 0) c.bytes[GPU_OP_ELEMENTWISE] = 0;
         uint32_t cost = wl_graph_cost(G->g, &c);
         uint32_t deps[3] = {L->last_compute, L->last_dp, blocking_send};
         uint32_t opt = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_OPT, -1, -1, cost, 0, deps, 3);
@@ -1252,7 +1289,9 @@ wl_graph *wl_graph_build(const wl_scenario *s)
         G.n_lr_emb_gemms = wl_lowrank_get(&s->model, p, true, &G.lr_emb, G.lr_emb_gemms);
     }
     if (p->lowrank_rank > 0 || p->topk_ps)
-        for (int i = N_COUNT_EP; i < N_COUNT_ALL; i++) G.names[i] = wl_graph_name(g, op_names[i]);
+        for (int i = N_COUNT_EP; i < N_COUNT_LR; i++) G.names[i] = wl_graph_name(g, op_names[i]);
+    if (wl_grad_buffer_bucket_bytes(p) > 0)
+        G.names[N_GRAD_PASSES] = wl_graph_name(g, op_names[N_GRAD_PASSES]);
 
     size_t slots = (size_t)n_lanes * G.v * G.mstride;
     if (p->pp > 1 && s->model.kind == WL_TRANSFORMER && s->model.tied_embeddings) {

@@ -5,13 +5,16 @@
  * options override them; overlap_grad_reduce and parallel.overlap_dp must agree; bad values are
  * errors naming the path. Closed forms on hand-built cases: tp_comm_overlap makes a TP op last
  * max(compute, comm) instead of compute + comm; pp_blocking_sends on a 2-stage GPipe step
- * (10 ms -> 11 ms, hand-traced below); overlap_param_gather moves the ZeRO-1 parameter
+ * (10 ms -> 11 ms, hand-traced below); 1F1B with a heavier last stage at that stage's pace
+ * (heavy_last_stage_closed_form); delay_grad_reduce holds a later stage's buckets until the end
+ * of its backward (delay_grad_reduce_in_graph); overlap_param_gather moves the ZeRO-1 parameter
  * all-gather from after the optimizer (whole stage, exposed) to before the first forward, layer
  * by layer (only the first layer's exposed); link_efficiency scales a data-parallel all-reduce's
  * bandwidth term; the optimizer op moves optimizer_bytes per parameter of its shard, and
  * Megatron's gradient-buffer passes per parameter of the whole buffer; the embedding's dense
  * weight gradient on every microbatch's first-stage backward; Megatron reduces and keeps bf16
- * gradients in fp32 (megatron_fp32_reduction).
+ * gradients in fp32 (megatron_fp32_reduction); a tied embedding's gradient is reduced with the
+ * last bucket, an untied output layer's with the first (tied_embedding_reduced_last).
  * Leaves free: op ids and graph size. */
 #include <math.h>
 #include <string.h>
@@ -52,6 +55,7 @@ START_TEST(presets)
     load("{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"dp\": 2}}", 2);
     ck_assert_int_eq(sc.plan.fw.preset, WL_FW_GENERIC);
     ck_assert(sc.plan.overlap_dp && !sc.plan.fw.pp_blocking_sends && !sc.plan.fw.tp_comm_overlap);
+    ck_assert(!sc.plan.fw.delay_grad_reduce);
     ck_assert(sc.env.link_nvlink == 0 && sc.env.link_network == 0); /* line rate */
     ck_assert_double_eq(wl_optimizer_bytes(&sc.plan), 28);
     unload();
@@ -59,7 +63,7 @@ START_TEST(presets)
     load("{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"dp\": 2}, \"precision\": \"fp16\","
          "\"framework\": \"megatron\"}", 2);
     ck_assert_int_eq(sc.plan.fw.preset, WL_FW_MEGATRON);
-    ck_assert(!sc.plan.overlap_dp && sc.plan.fw.pp_blocking_sends);
+    ck_assert(!sc.plan.overlap_dp && sc.plan.fw.pp_blocking_sends && sc.plan.fw.delay_grad_reduce);
     ck_assert(!sc.plan.fw.tp_comm_overlap && !sc.plan.fw.overlap_param_gather);
     ck_assert_double_eq(sc.env.link_nvlink, 0.80);
     ck_assert_double_eq(sc.env.link_network, 0.96);
@@ -110,6 +114,7 @@ START_TEST(bad_input)
     bad("{\"link_efficiency\": {\"nvlink\": 1.5}}", "framework.link_efficiency.nvlink", "");
     bad("{\"preset\": \"fsdp\", \"reduce_dtype\": \"fp64\"}", "framework.reduce_dtype", "fp64");
     bad("{\"preset\": \"megatron\", \"grad_buffer_bytes\": -1}", "framework.grad_buffer_bytes", "");
+    bad("{\"preset\": \"megatron\", \"delay_grad_reduce\": 1}", "framework.delay_grad_reduce", "");
 }
 END_TEST
 
@@ -204,6 +209,71 @@ START_TEST(blocking_sends_closed_form)
     ck_assert_int_eq(run(g, &u).step_time, 11 * SIM_MS);
     wl_graph_destroy(g);
     unload();
+}
+END_TEST
+
+/* 1F1B with blocking sends and a heavier last stage, the shape of Korthikanti's 1T run (64
+ * stages, the logits on the last): pp 4, m 8, stage layers 1, 1, 1, 2, forward 1 ms and
+ * backward 2 ms per layer, sends of latency c = 0.5 ms. Megatron's schedule (warm-up of
+ * p - rank - 1 forwards, then one forward and one backward, each exchange waited for) runs at
+ * the slowest stage's pace once filled: the last stage starts after the fill (p-1)(F + c) =
+ * 4.5 ms, then runs m cycles of its forward, backward and gradient send, 8 x (2 + 4 + 0.5) = 52
+ * ms (the others keep up: their cycle is 1 + 2 + 2c = 4 ms, and an activation is ready 4 ms
+ * after the gradient before it), then the drain back to stage 0, (p-1) B + (p-2) c = 7 ms:
+ * 63.5 ms in all. */
+START_TEST(heavy_last_stage_closed_form)
+{
+    uni u = {.bw = 1e12, .lat = SIM_MS / 2};
+    load("{\"topology\": \"x\", \"model\": {\"kind\": \"synthetic\", \"layers\": 5,"
+         "\"forward_time\": \"1 ms\", \"backward_time\": \"2 ms\", \"params\": 0,"
+         "\"activation_bytes\": 0}, \"parallel\": {\"pp\": 4, \"microbatches\": 8,"
+         "\"schedule\": \"1f1b\", \"stage_layers\": [1, 1, 1, 2]},"
+         "\"framework\": {\"pp_blocking_sends\": true}}", 4);
+    wl_graph *g = wl_graph_build(&sc);
+    ck_assert_int_eq(run(g, &u).step_time, 63 * SIM_MS + SIM_MS / 2);
+    wl_graph_destroy(g);
+    unload();
+}
+END_TEST
+
+/* delay_grad_reduce (Megatron-Core --delay-grad-reduce, default on): pp 2, dp 2, 1F1B, overlap
+ * on. The first stage's buckets are reduced during its last backward (its first reduce-scatter
+ * comes before its last backward op in the graph); the last stage's wait for the end of its
+ * backward (every reduce-scatter after it), each after its NaN-check and scaling passes. With
+ * the option off both stages reduce during their last backward. */
+START_TEST(delay_grad_reduce_in_graph)
+{
+    for (int delay = 0; delay < 2; delay++) {
+        char doc[1024];
+        snprintf(doc, sizeof doc, "{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"dp\": 2,"
+                 "\"pp\": 2, \"microbatches\": 4, \"schedule\": \"1f1b\", \"zero\": 1},"
+                 "\"framework\": {\"preset\": \"megatron\", \"overlap_grad_reduce\": true,"
+                 "\"delay_grad_reduce\": %s}}", delay ? "true" : "false");
+        load(doc, 4);
+        wl_graph *g = wl_graph_build(&sc);
+        for (uint32_t lane = 0; lane < (uint32_t)g->n_lanes; lane++) {
+            /* the stage: the first sends no gradient, the last no activation */
+            int last_bwd = -1, first_rs = -1, sends_grad = 0, passes = 0;
+            for (uint32_t i = 0; i < g->n_ops; i++) {
+                const wl_op *o = &g->ops[i];
+                if (o->lane != lane) continue;
+                const char *name = g->names[o->name];
+                if (!strcmp(name, "backward")) last_bwd = (int)i;
+                if (!strcmp(name, "send_gradient")) sends_grad = 1;
+                if (!strcmp(name, "grad_bucket_passes")) passes++;
+                if (!strcmp(name, "dp_reduce_scatter") && first_rs < 0) first_rs = (int)i;
+            }
+            ck_assert_int_ge(first_rs, 0);
+            bool later_stage = sends_grad;
+            if (later_stage && delay)
+                ck_assert_int_gt(first_rs, last_bwd);
+            else
+                ck_assert_int_lt(first_rs, last_bwd);
+            ck_assert_int_eq(passes, delay ? 2 : 0); /* one bucket per layer, 2 layers a stage */
+        }
+        wl_graph_destroy(g);
+        unload();
+    }
 }
 END_TEST
 
@@ -345,21 +415,64 @@ START_TEST(megatron_fp32_reduction)
 }
 END_TEST
 
+/* The embedding's gradient joins the bucket of the backward op that completes it. 4 layers,
+ * h 1024, V 32000, dp 2, bf16, overlapped all-reduce buckets (25 MB: one per layer, a layer
+ * being 12.6 M parameters, 25.2 MB). Tied on one stage the matrix is one parameter used twice:
+ * autograd sums both contributions and fires its ready hook after the lookup's backward, the
+ * last op, so the buckets carry L, L, L, L + E parameters (x 2 B) in op order and the last one
+ * waits for layer 0's backward; untied (two matrices) the output layer's is ready after the
+ * last layer's backward: L + E, L, L, L + E. Total bytes are the same either way. */
+START_TEST(tied_embedding_reduced_last)
+{
+    for (int tied = 0; tied < 2; tied++) {
+        char doc[512];
+        snprintf(doc, sizeof doc, "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", "
+                 "\"layers\": 4, \"hidden\": 1024, \"heads\": 16, \"seq_len\": 512, \"vocab\": "
+                 "32000, \"tied_embeddings\": %s}, \"parallel\": {\"dp\": 2}}", tied ? "true" : "false");
+        load(doc, 2);
+        wl_graph *g = wl_graph_build(&sc);
+        double L = wl_layer_params(&sc.model), E = 32000.0 * 1024;
+        double want[4] = {(tied ? L : L + E) * 2, L * 2, L * 2, (L + E) * 2};
+        int n = 0;
+        for (uint32_t i = 0; i < g->n_ops; i++) {
+            const wl_op *o = &g->ops[i];
+            if (o->kind != WL_OP_COLL || o->lane != 0 || g->colls[o->arg].op != COLL_ALLREDUCE)
+                continue;
+            ck_assert_int_lt(n, 4);
+            ck_assert_rel(g->colls[o->arg].bytes, want[n], 1e-12);
+            /* each bucket waits for the backward op of the layer that completes it */
+            const wl_op *after = &g->ops[g->deps[o->dep_start]];
+            ck_assert_str_eq(g->names[after->name], "backward");
+            ck_assert_int_eq(after->layer, 3 - n);
+            n++;
+        }
+        ck_assert_int_eq(n, 4);
+        wl_graph_destroy(g);
+        unload();
+    }
+}
+END_TEST
+
 /* Megatron-Core's gradient buffer (bf16, fp32 main_grad) on a 4-layer model, h 1024, V 32000,
  * dp 2, ZeRO-1. The optimizer op moves 38 B per parameter of its shard (42 less the zeroing)
  * and, in the elementwise class, 16 B per parameter of the whole buffer: zero (4), NaN-check
  * norm (4), scale by 1/d (4 + 4). At dp 1 the scaling by 1 is skipped: 8 B. fp16 (Megatron-LM
  * of 2022) and fsdp: none; framework.grad_buffer_bytes overrides. The embedding's dense weight
  * gradient adds V h (2 e + 2 x 4 + 4 e) = 32000 x 1024 x 20 = 655,360,000 B to every
- * microbatch's backward of the first stage (tied, pp 1): generic charges none. */
+ * microbatch's backward of the first stage (tied, pp 1): generic charges none. Of the 16 B, the
+ * NaN-check norm and the scaling (12 B, 3 x 4) run per bucket on the compute stream just before
+ * its reduce-scatter (start_grad_sync), inside the last backward with overlap_grad_reduce, after
+ * it without (then each after the reduce-scatter before it: synchronous collectives); 4 buckets of one layer each, Ψ x 12 B in all; the zeroing, 4 B, stays with the
+ * optimizer. */
 START_TEST(grad_buffer_in_graph)
 {
-    static const struct { const char *fw; int dp; double opt, buf; } cases[] = {
-        {"\"megatron\"", 2, 38, 16},
-        {"\"megatron\"", 1, 38, 8},
-        {"{\"preset\": \"megatron\", \"reduce_dtype\": \"bf16\"}", 2, 38, 8},
-        {"{\"preset\": \"megatron\", \"grad_buffer_bytes\": 5}", 2, 38, 5},
-        {"\"fsdp\"", 2, 28, 0},
+    static const struct { const char *fw; int dp; double opt, buf, bkt; } cases[] = {
+        {"\"megatron\"", 2, 38, 16, 12},
+        {"{\"preset\": \"megatron\", \"overlap_grad_reduce\": true}", 2, 38, 16, 12},
+        {"\"megatron\"", 1, 38, 8, 0},
+        {"{\"preset\": \"megatron\", \"reduce_dtype\": \"bf16\"}", 2, 38, 8, 6},
+        {"{\"preset\": \"megatron\", \"grad_buffer_bytes\": 5}", 2, 38, 5, 0},
+        {"\"fsdp\"", 2, 28, 0, 0},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char text[1024];
@@ -369,17 +482,45 @@ START_TEST(grad_buffer_in_graph)
                  cases[k].dp, cases[k].fw);
         load(text, cases[k].dp);
         ck_assert_double_eq(wl_grad_buffer_bytes(&sc.plan), cases[k].buf);
+        ck_assert_double_eq(wl_grad_buffer_bucket_bytes(&sc.plan), cases[k].bkt);
+        bool overlap = sc.plan.overlap_dp;
         wl_graph *g = wl_graph_build(&sc);
         double psi = 4 * wl_layer_params(&sc.model) + wl_embedding_params(&sc.model);
-        int found = 0;
-        for (uint32_t i = 0; i < g->n_ops; i++)
-            if (!strcmp(g->names[g->ops[i].name], "optimizer_step") && g->ops[i].lane == 0) {
-                const wl_cost *c = &g->costs[g->ops[i].arg];
+        int found = 0, rs = 0;
+        double passes = 0;
+        for (uint32_t i = 0; i < g->n_ops; i++) {
+            const wl_op *o = &g->ops[i];
+            if (o->lane != 0) continue;
+            const char *name = g->names[o->name];
+            if (!strcmp(name, "optimizer_step")) {
+                const wl_cost *c = &g->costs[o->arg];
                 ck_assert_rel(c->bytes[GPU_OP_OPTIMIZER], psi / cases[k].dp * cases[k].opt, 1e-12);
-                ck_assert_rel(c->bytes[GPU_OP_ELEMENTWISE], psi * cases[k].buf, 1e-12);
+                /* the zeroing (and all of a user's grad_buffer_bytes) stays with the optimizer */
+                ck_assert_rel(c->bytes[GPU_OP_ELEMENTWISE], psi * (cases[k].buf - cases[k].bkt), 1e-12);
                 found++;
+            } else if (!strcmp(name, "grad_bucket_passes")) {
+                passes += g->costs[o->arg].bytes[GPU_OP_ELEMENTWISE];
+                /* with overlap inside the last backward: after a layer's backward, and the
+                 * next layer's backward after it but for the last bucket; without, after it */
+                bool later = passes > g->costs[o->arg].bytes[GPU_OP_ELEMENTWISE];
+                ck_assert_str_eq(g->names[g->ops[g->deps[o->dep_start]].name],
+                                 overlap ? "backward" : later ? "grad_bucket_passes" : "backward");
+                /* without overlap the reductions are synchronous: a later bucket's passes also
+                 * wait for the reduce-scatter before them */
+                ck_assert_int_eq(o->n_deps, !overlap && later ? 2 : 1);
+                if (o->n_deps == 2)
+                    ck_assert_str_eq(g->names[g->ops[g->deps[o->dep_start + 1]].name],
+                                     "dp_reduce_scatter");
+            } else if (!strcmp(name, "dp_reduce_scatter")) {
+                /* each bucket's reduce-scatter waits for its passes (start_grad_sync) */
+                const char *dep = g->names[g->ops[g->deps[o->dep_start]].name];
+                ck_assert_str_eq(dep, cases[k].bkt > 0 ? "grad_bucket_passes" : "backward");
+                rs++;
             }
+        }
         ck_assert_int_eq(found, 1);
+        ck_assert_int_eq(rs, cases[k].dp > 1 ? 4 : 0);
+        ck_assert_rel(passes + 1, psi * cases[k].bkt + 1, 1e-12);
         wl_graph_destroy(g);
         unload();
     }
@@ -450,11 +591,14 @@ static Suite *suite(void)
     tcase_add_test(tc, tp_comm_overlap_closed_form);
     tcase_add_test(tc, tp_overlap_drain_in_graph);
     tcase_add_test(tc, blocking_sends_closed_form);
+    tcase_add_test(tc, heavy_last_stage_closed_form);
+    tcase_add_test(tc, delay_grad_reduce_in_graph);
     tcase_add_test(tc, overlap_param_gather_closed_form);
     tcase_add_test(tc, optimizer_bytes_in_graph);
     tcase_add_test(tc, reduce_dtype_in_graph);
     tcase_add_test(tc, megatron_fp32_reduction);
     tcase_add_test(tc, grad_buffer_in_graph);
+    tcase_add_test(tc, tied_embedding_reduced_last);
     tcase_add_test(tc, link_efficiency_scales_dp);
     suite_add_tcase(s, tc);
     return s;
