@@ -474,11 +474,17 @@ static int measure(bench *b, cal_result *c, const char *name, cal_kind kind, con
         }
     }
     if (!rc) {
-        rc = cal_fit_alpha_beta(fx, ft, nf, &a->fit, err);
+        /* cal_fit_line judges the latency by the reader's own rule, so what is written here is
+         * never refused for it: noise below zero is held at 0, a clearly negative one stops the
+         * run (a measurement that failed, exit 1, like the flat line below) */
+        rc = cal_fit_line(fx, ft, nf, &a->fit, err);
         if (rc && err) {
             char tmp[DT_ERR_MSG_MAX];
             memcpy(tmp, err->msg, sizeof tmp);
-            snprintf(err->msg, sizeof err->msg, "%s: %.700s", name, tmp);
+            bool negative = a->fit.beta > 0 && cal_alpha_judge(a->fit.alpha, a->fit.alpha_ci) == CAL_ALPHA_NEGATIVE;
+            if (negative) err->code = rc = DT_EUNSUPPORTED;
+            snprintf(err->msg, sizeof err->msg, "%s: %.600s%s", name, tmp,
+                     negative ? "; measure again (more --repeats, a quieter machine) or include smaller --sizes" : "");
         }
     }
     /* A fit whose time does not grow with size has no bandwidth to report, and link figures
