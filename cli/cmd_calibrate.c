@@ -504,6 +504,15 @@ static int measure(bench *b, cal_result *c, const char *name, cal_kind kind, con
 
 /* ---------------------------------------------------------------- output */
 
+/* Say so when alpha was held at 0 (cal_fit_line): the line through the origin is not the free fit. */
+static void print_held(const cal_algo *a, FILE *f)
+{
+    char b1[32], b2[32];
+    if (a->fit.alpha_held)
+        fprintf(f, "held at 0 (the free fit's %s ± %s reaches 0: a latency under the noise; beta refitted), ",
+                unit_fmt_seconds(a->fit.free_alpha, b1, sizeof b1), unit_fmt_seconds(a->fit.free_alpha_ci, b2, sizeof b2));
+}
+
 static void print_tables(const cal_result *c, const opts *o, FILE *f)
 {
     char b1[32], b2[32], b3[32], b4[32], b5[32], rb[64];
@@ -545,6 +554,7 @@ static void print_tables(const cal_result *c, const opts *o, FILE *f)
                         100 * a->fit_worst);
             fprintf(f, "  fit  T(S) = alpha + S*beta: alpha = %s ± %s, ", unit_fmt_seconds(a->fit.alpha, b1, sizeof b1),
                     unit_fmt_seconds(a->fit.alpha_ci, b2, sizeof b2));
+            print_held(a, f);
             double lo = 1.0 / (a->fit.beta + a->fit.beta_ci), hi = a->fit.beta > a->fit.beta_ci ? 1.0 / (a->fit.beta - a->fit.beta_ci) : INFINITY;
             fprintf(f, "1/beta = %s (95%% CI %s .. %s), R² = %.4f\n", unit_fmt_bandwidth(1.0 / a->fit.beta, b3, sizeof b3),
                     unit_fmt_bandwidth(lo, b4, sizeof b4), isfinite(hi) ? unit_fmt_bandwidth(hi, b5, sizeof b5) : "inf", a->fit.r2);
@@ -561,9 +571,11 @@ static void print_tables(const cal_result *c, const opts *o, FILE *f)
                 fprintf(f, "%-14s %12.0f %12s %12s %16.4g\n", "", p->size, unit_fmt_seconds(p->median, b2, sizeof b2),
                         unit_fmt_seconds(p->min, b3, sizeof b3), p->size / p->median);
             }
-            fprintf(f, "  fit  T(n) = alpha + n*beta (k = %g n): alpha = %s ± %s, throughput 1/beta = %.4g elements/s (± %.2g%%), R² = %.4f\n",
-                    a->k_fraction, unit_fmt_seconds(a->fit.alpha, b1, sizeof b1), unit_fmt_seconds(a->fit.alpha_ci, b2, sizeof b2),
-                    1.0 / a->fit.beta, 100 * a->fit.beta_ci / a->fit.beta, a->fit.r2);
+            fprintf(f, "  fit  T(n) = alpha + n*beta (k = %g n): alpha = %s ± %s, ", a->k_fraction,
+                    unit_fmt_seconds(a->fit.alpha, b1, sizeof b1), unit_fmt_seconds(a->fit.alpha_ci, b2, sizeof b2));
+            print_held(a, f);
+            fprintf(f, "throughput 1/beta = %.4g elements/s (± %.2g%%), R² = %.4f\n", 1.0 / a->fit.beta,
+                    100 * a->fit.beta_ci / a->fit.beta, a->fit.r2);
         }
     }
     fprintf(f, "\nwrote %s%s%s\n", o->out, o->plot ? ", " : "", o->plot ? o->plot : "");
