@@ -9,6 +9,9 @@
  * Intervals are t(0.975, n-2) * standard error. R^2 is that of the per-size medians against the
  * line, in seconds (unweighted): "how much of the variation the line explains", undisturbed by
  * the outliers the robust fit set aside.
+ * cal_fit_line is what calibrate writes: that fit, its alpha then judged by the calibration
+ * reader's rule (cal_alpha_judge): noise below zero held at 0 with beta refitted through the
+ * origin, a clearly negative alpha refused, so no reader ever refuses what was written.
  */
 #include <gsl/gsl_cdf.h>
 #include <gsl/gsl_errno.h>
