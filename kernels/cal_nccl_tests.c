@@ -776,9 +776,9 @@ static double median_of(const double *t, int n)
     return m;
 }
 
-/* Fit points [i0, i1) and report the worst relative miss of a median. */
-/* settle: the line written (cal_fit_line: a noisy negative latency held at 0, a clearly negative
- * one refused); else the free fit, enough to compare candidate ranges. */
+/* Fit points [i0, i1) and report the worst relative miss of a median. settle: the line written
+ * (cal_fit_line: a noisy negative latency held at 0, a clearly negative one refused); else the
+ * free fit, enough to compare candidate ranges. */
 static int fit_range(const size_samples *pts, int i0, int i1, bool settle, cal_fit *fit, double *worst, int *worst_at,
                      dt_error *err)
 {
