@@ -9,7 +9,9 @@
 #    the origin (between the 64 KiB point's own slope and b); `dtsim collective` applies it
 #    without complaint and its sendrecv of 1 MiB takes beta x 1 MiB (alpha 0) to 1e-6;
 #  - a = -1 us, e = 1 %: the interval (+-0.30 us) stays below 0: refused, exit 2, a message with
-#    the log, the collective and the figures, no file written.
+#    the log, the collective and the figures, no file written;
+#  - a file whose alpha_free was edited into a clearly negative latency is refused by its reader
+#    with the file and JSON path, exit 2.
 # The same rule (cal_alpha_judge) decides for the live kernels (tests/unit/kernels/test_cal_fit.c).
 # Leaves free: the wording around the quoted parts.
 set -euo pipefail
@@ -75,6 +77,21 @@ assert abs(sim["time_s"] / (f["beta"] * 1048576) - 1) < 1e-6, (sim["time_s"], f[
 print("held: free alpha %.3f us +- %.3f, beta %.4g s/B (free 2e-10), 1 MiB sendrecv %.3f us"
       % (h["alpha"] * 1e6, h["alpha_ci95"] * 1e6, f["beta"], sim["time_s"] * 1e6))
 PY
+
+# ---- a hand edit the rule would not have made: alpha_free that is not noise, a located error
+python3 - "$tmp/noisy.json" "$tmp/edited.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["fits"][0]["alpha_free"]["alpha_ci95"] = 0.5e-6     # -1 us +- 0.5 us: clearly negative
+json.dump(d, open(sys.argv[2], "w"))
+PY
+set +e
+"$DTSIM" collective --topology gen:ring:gpus=2 --op sendrecv --size 1MiB --calibration "$tmp/edited.json" >/dev/null 2>"$tmp/edited.err"
+rc=$?
+set -e
+[[ $rc -eq 2 ]] || { cat "$tmp/edited.err"; fail "edited alpha_free: expected exit 2, got $rc"; }
+grep -q "edited.json: fits\[0\].alpha_free.alpha: expected a negative latency whose 95 % interval reaches 0" "$tmp/edited.err" ||
+  { cat "$tmp/edited.err"; fail "edited alpha_free: no located error"; }
 
 # ---- a clearly negative latency: refused, nothing written
 gen -1e-6 2e-10 0.01 "$tmp/neg.sendrecv_perf.log"
