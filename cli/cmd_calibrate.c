@@ -474,11 +474,17 @@ static int measure(bench *b, cal_result *c, const char *name, cal_kind kind, con
         }
     }
     if (!rc) {
-        rc = cal_fit_alpha_beta(fx, ft, nf, &a->fit, err);
+        /* cal_fit_line judges the latency by the reader's own rule, so what is written here is
+         * never refused for it: noise below zero is held at 0, a clearly negative one stops the
+         * run (a measurement that failed, exit 1, like the flat line below) */
+        rc = cal_fit_line(fx, ft, nf, &a->fit, err);
         if (rc && err) {
             char tmp[DT_ERR_MSG_MAX];
             memcpy(tmp, err->msg, sizeof tmp);
-            snprintf(err->msg, sizeof err->msg, "%s: %.700s", name, tmp);
+            bool negative = a->fit.beta > 0 && cal_alpha_judge(a->fit.alpha, a->fit.alpha_ci) == CAL_ALPHA_NEGATIVE;
+            if (negative) err->code = rc = DT_EUNSUPPORTED;
+            snprintf(err->msg, sizeof err->msg, "%s: %.600s%s", name, tmp,
+                     negative ? "; measure again (more --repeats, a quieter machine) or include smaller --sizes" : "");
         }
     }
     /* A fit whose time does not grow with size has no bandwidth to report, and link figures
@@ -497,6 +503,15 @@ static int measure(bench *b, cal_result *c, const char *name, cal_kind kind, con
 }
 
 /* ---------------------------------------------------------------- output */
+
+/* Say so when alpha was held at 0 (cal_fit_line): the line through the origin is not the free fit. */
+static void print_held(const cal_algo *a, FILE *f)
+{
+    char b1[32], b2[32];
+    if (a->fit.alpha_held)
+        fprintf(f, "held at 0 (the free fit's %s ± %s reaches 0: a latency under the noise; beta refitted), ",
+                unit_fmt_seconds(a->fit.free_alpha, b1, sizeof b1), unit_fmt_seconds(a->fit.free_alpha_ci, b2, sizeof b2));
+}
 
 static void print_tables(const cal_result *c, const opts *o, FILE *f)
 {
@@ -539,6 +554,7 @@ static void print_tables(const cal_result *c, const opts *o, FILE *f)
                         100 * a->fit_worst);
             fprintf(f, "  fit  T(S) = alpha + S*beta: alpha = %s ± %s, ", unit_fmt_seconds(a->fit.alpha, b1, sizeof b1),
                     unit_fmt_seconds(a->fit.alpha_ci, b2, sizeof b2));
+            print_held(a, f);
             double lo = 1.0 / (a->fit.beta + a->fit.beta_ci), hi = a->fit.beta > a->fit.beta_ci ? 1.0 / (a->fit.beta - a->fit.beta_ci) : INFINITY;
             fprintf(f, "1/beta = %s (95%% CI %s .. %s), R² = %.4f\n", unit_fmt_bandwidth(1.0 / a->fit.beta, b3, sizeof b3),
                     unit_fmt_bandwidth(lo, b4, sizeof b4), isfinite(hi) ? unit_fmt_bandwidth(hi, b5, sizeof b5) : "inf", a->fit.r2);
@@ -555,9 +571,11 @@ static void print_tables(const cal_result *c, const opts *o, FILE *f)
                 fprintf(f, "%-14s %12.0f %12s %12s %16.4g\n", "", p->size, unit_fmt_seconds(p->median, b2, sizeof b2),
                         unit_fmt_seconds(p->min, b3, sizeof b3), p->size / p->median);
             }
-            fprintf(f, "  fit  T(n) = alpha + n*beta (k = %g n): alpha = %s ± %s, throughput 1/beta = %.4g elements/s (± %.2g%%), R² = %.4f\n",
-                    a->k_fraction, unit_fmt_seconds(a->fit.alpha, b1, sizeof b1), unit_fmt_seconds(a->fit.alpha_ci, b2, sizeof b2),
-                    1.0 / a->fit.beta, 100 * a->fit.beta_ci / a->fit.beta, a->fit.r2);
+            fprintf(f, "  fit  T(n) = alpha + n*beta (k = %g n): alpha = %s ± %s, ", a->k_fraction,
+                    unit_fmt_seconds(a->fit.alpha, b1, sizeof b1), unit_fmt_seconds(a->fit.alpha_ci, b2, sizeof b2));
+            print_held(a, f);
+            fprintf(f, "throughput 1/beta = %.4g elements/s (± %.2g%%), R² = %.4f\n", 1.0 / a->fit.beta,
+                    100 * a->fit.beta_ci / a->fit.beta, a->fit.r2);
         }
     }
     fprintf(f, "\nwrote %s%s%s\n", o->out, o->plot ? ", " : "", o->plot ? o->plot : "");

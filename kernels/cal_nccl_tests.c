@@ -776,8 +776,11 @@ static double median_of(const double *t, int n)
     return m;
 }
 
-/* Fit points [i0, i1) and report the worst relative miss of a median. */
-static int fit_range(const size_samples *pts, int i0, int i1, cal_fit *fit, double *worst, int *worst_at, dt_error *err)
+/* Fit points [i0, i1) and report the worst relative miss of a median. settle: the line written
+ * (cal_fit_line: a noisy negative latency held at 0, a clearly negative one refused); else the
+ * free fit, enough to compare candidate ranges. */
+static int fit_range(const size_samples *pts, int i0, int i1, bool settle, cal_fit *fit, double *worst, int *worst_at,
+                     dt_error *err)
 {
     int n = 0;
     for (int i = i0; i < i1; i++) n += pts[i].n;
@@ -788,7 +791,7 @@ static int fit_range(const size_samples *pts, int i0, int i1, cal_fit *fit, doub
             x[k] = pts[i].size;
             t[k++] = pts[i].t[j];
         }
-    int rc = cal_fit_alpha_beta(x, t, (size_t)n, fit, err);
+    int rc = settle ? cal_fit_line(x, t, (size_t)n, fit, err) : cal_fit_alpha_beta(x, t, (size_t)n, fit, err);
     free(x);
     free(t);
     if (rc) return rc;
@@ -890,7 +893,6 @@ int cal_from_nccl_runs(const cal_nccl_run *runs, int n_runs, const cal_nccl_opti
                               "anything about its quality)",
                               op_test_names[R->kind], hi - lo, hi - lo == 1 ? "" : "s");
         } else if (forced) {
-            rc = fit_range(pts, lo, hi, &fit, &worst, &worst_at, err);
             chosen = lo;
         } else {
             double best_worst = INFINITY;
@@ -901,7 +903,7 @@ int cal_from_nccl_runs(const cal_nccl_run *runs, int n_runs, const cal_nccl_opti
                 cal_fit f;
                 double w;
                 int wa;
-                if (fit_range(pts, i, hi, &f, &w, &wa, &e2) != DT_OK || !(f.beta > 0)) continue;
+                if (fit_range(pts, i, hi, false, &f, &w, &wa, &e2) != DT_OK || !(f.beta > 0)) continue;
                 if (w <= tol) {
                     chosen = i;
                     fit = f;
@@ -923,6 +925,17 @@ int cal_from_nccl_runs(const cal_nccl_run *runs, int n_runs, const cal_nccl_opti
                                   100 * best_worst);
             }
         }
+        /* the chosen range fitted as it is written (the search compared free fits) */
+        if (rc == DT_OK) {
+            rc = fit_range(pts, chosen, hi, true, &fit, &worst, &worst_at, err);
+            if (rc && err) {
+                char tmp[DT_ERR_MSG_MAX];
+                memcpy(tmp, err->msg, sizeof tmp);
+                bool negative = fit.beta > 0 && cal_alpha_judge(fit.alpha, fit.alpha_ci) == CAL_ALPHA_NEGATIVE;
+                dt_error_set(err, rc, R->file, NULL, "%s_perf: %.600s%s", op_test_names[R->kind], tmp,
+                             negative ? ": fit a range that includes small sizes (--fit-range)" : "");
+            }
+        }
         if (rc == DT_OK && !(fit.beta > 0)) {
             rc = dt_error_set(err, DT_EINPUT, R->file, NULL,
                               "%s_perf: the time does not grow with the size over the range fitted (beta = %.3g s/B)",
@@ -937,13 +950,6 @@ int cal_from_nccl_runs(const cal_nccl_run *runs, int n_runs, const cal_nccl_opti
                               "outside what a calibration holds (|alpha|, beta and their 95 %% intervals up to 1e6 s): "
                               "the times are not those of a collective",
                               op_test_names[R->kind], fit.alpha, fit.alpha_ci, fit.beta, fit.beta_ci, fit.r2);
-        }
-        /* ... and the reader refuses a negative alpha whose interval does not reach 0 */
-        if (rc == DT_OK && fit.alpha + fit.alpha_ci < 0) {
-            rc = dt_error_set(err, DT_EINPUT, R->file, NULL,
-                              "%s_perf: the fitted latency is negative (alpha %.3g s +- %.3g) beyond its 95 %% "
-                              "interval: fit a range that includes small sizes (--fit-range)",
-                              op_test_names[R->kind], fit.alpha, fit.alpha_ci);
         }
         if (rc == DT_OK) {
             char name[32];

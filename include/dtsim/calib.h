@@ -14,6 +14,7 @@
 #define DTSIM_CALIB_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "dtsim/error.h"
@@ -32,8 +33,29 @@ typedef struct cal_fit {
     double alpha_se, beta_se; /* standard errors */
     double alpha_ci, beta_ci; /* 95% CI half-widths */
     double r2;                /* coefficient of determination of the per-size medians */
-    int n_samples, dof;
+    int n_samples, dof;       /* dof: samples - parameters fitted (2, or 1 when alpha_held) */
+    /* alpha held at 0: the free fit's alpha was negative but statistically zero
+     * (CAL_ALPHA_NOISE below), so beta was refitted with the line through the origin; alpha and
+     * alpha_ci are then 0 and the free fit's figures are kept here ("alpha_free" in files). */
+    bool alpha_held;
+    double free_alpha, free_alpha_ci;
 } cal_fit;
+
+/* What a fitted latency says, the one rule that the writers (dtsim calibrate: cal_fit_line in
+ * kern.h, the nccl-tests import) and the reader (cal_load_file) apply, so that they cannot
+ * disagree:
+ *   CAL_ALPHA_OK        alpha >= 0;
+ *   CAL_ALPHA_NOISE     alpha < 0 but its 95 % interval reaches 0 (alpha + alpha_ci >= 0): a
+ *                       latency under the timing noise, statistically zero; a writer refits
+ *                       through the origin, a reader applies it as 0;
+ *   CAL_ALPHA_NEGATIVE  the whole interval below 0 (or not a number): not noise but a wrong fit
+ *                       (sizes where the time is not a line through a positive latency), refused
+ *                       by writers and readers alike. */
+typedef enum cal_alpha_verdict { CAL_ALPHA_OK, CAL_ALPHA_NOISE, CAL_ALPHA_NEGATIVE } cal_alpha_verdict;
+cal_alpha_verdict cal_alpha_judge(double alpha, double alpha_ci);
+/* The refusal's words, shared by writers and reader (each adds where: a file and JSON path, or a
+ * collective's name): "a negative latency (A s) whose 95 % interval (+-C s) does not reach 0". */
+const char *cal_alpha_refusal(double alpha, double alpha_ci, char *buf, size_t len);
 
 /* Fit method, recorded in files: robust (Tukey bisquare, gsl_multifit_robust) least squares on
  * relative residuals, i.e. each sample is divided by the median time at its size so that a

@@ -171,6 +171,14 @@ int kern_cuda_run(kern_cuda_ctx *c, size_t count, double *seconds, dt_error *err
  * samples at 2 or more distinct x; DT_EINPUT with a message otherwise, DT_EINTERNAL if GSL
  * fails. */
 int cal_fit_alpha_beta(const double *x, const double *t, size_t n, cal_fit *out, dt_error *err);
+/* The line dtsim writes: the fit above, its latency judged by cal_alpha_judge (calib.h), the rule
+ * the calibration reader applies. CAL_ALPHA_OK: the free fit. CAL_ALPHA_NOISE: beta refitted with
+ * alpha held at 0 (same method, the line through the origin), out->alpha_held set and the free
+ * fit's alpha kept in out->free_alpha(_ci). CAL_ALPHA_NEGATIVE: DT_EINPUT whose message gives the
+ * figures (the caller adds the collective's name); *out keeps the free fit. A fit whose beta is
+ * not positive is returned as fitted, unjudged: callers refuse it as "not growing with size".
+ * Other errors as cal_fit_alpha_beta. */
+int cal_fit_line(const double *x, const double *t, size_t n, cal_fit *out, dt_error *err);
 
 /* Fill machine fields (hostname, /proc/cpuinfo model, online cores) and the current date. */
 void cal_result_set_machine(cal_result *c);

@@ -130,6 +130,22 @@ void cal_link_figures(cal_kind kind, double alpha, double beta, int n, double *l
 
 int cal_fit_ranks(const cal_result *c, const cal_algo *a) { return a->ranks > 0 ? a->ranks : c->ranks; }
 
+/* The 95 % interval, not a fixed number of standard errors: it is what the file records
+ * (alpha_ci95 = t(0.975, dof) x the standard error), so a reader of the file alone reaches the
+ * verdict its writer reached. !(x >= 0) also sends a NaN to the refusal. */
+cal_alpha_verdict cal_alpha_judge(double alpha, double alpha_ci)
+{
+    if (alpha >= 0) return CAL_ALPHA_OK;
+    if (alpha + alpha_ci >= 0) return CAL_ALPHA_NOISE;
+    return CAL_ALPHA_NEGATIVE;
+}
+
+const char *cal_alpha_refusal(double alpha, double alpha_ci, char *buf, size_t len)
+{
+    snprintf(buf, len, "a negative latency (%.6g s) whose 95 %% interval (+-%.3g s) does not reach 0", alpha, alpha_ci);
+    return buf;
+}
+
 static bool in_fit_range(const cal_algo *a, double size)
 {
     return !(a->fit_from > 0 && size < a->fit_from * (1 - 1e-12)) && !(a->fit_to > 0 && size > a->fit_to * (1 + 1e-12));
@@ -167,6 +183,11 @@ cJSON *cal_result_to_json(const cal_result *c)
         cJSON_AddNumberToObject(f, "alpha_ci95", a->fit.alpha_ci);
         cJSON_AddNumberToObject(f, "beta", a->fit.beta);
         cJSON_AddNumberToObject(f, "beta_ci95", a->fit.beta_ci);
+        if (a->fit.alpha_held) {
+            cJSON *h = cJSON_AddObjectToObject(f, "alpha_free");
+            cJSON_AddNumberToObject(h, "alpha", a->fit.free_alpha);
+            cJSON_AddNumberToObject(h, "alpha_ci95", a->fit.free_alpha_ci);
+        }
         cJSON_AddNumberToObject(f, "r2", a->fit.r2);
         cJSON_AddNumberToObject(f, "samples", a->fit.n_samples);
         if (a->ranks > 0 && a->ranks != c->ranks) cJSON_AddNumberToObject(f, "ranks", a->ranks);
@@ -274,7 +295,7 @@ static int load_fit(const js_ctx *ctx, const cJSON *f, const char *path, const c
 {
     static const char *const keys[] = {"name",    "kind",      "k_fraction", "alpha",  "alpha_ci95", "beta",
                                        "beta_ci95", "r2",      "samples",    "bandwidth", "link",     "throughput",
-                                       "points",  "ranks",     "hosts",      "scope",  "fit_range",  NULL};
+                                       "points",  "ranks",     "hosts",      "scope",  "fit_range",  "alpha_free", NULL};
     int rc, kind = 0;
     const char *name = NULL;
     if ((rc = js_expect_object(ctx, f, path)) || (rc = js_check_keys(ctx, f, path, keys)) ||
@@ -302,13 +323,33 @@ static int load_fit(const js_ctx *ctx, const cJSON *f, const char *path, const c
         return rc;
     /* A negative alpha within its own 95 % interval is a latency below the noise: applied as 0
      * (docs/calibration.md). One whose interval does not reach 0 is a wrong fit (a fit range of
-     * large sizes only, a broken log): applied as 0 it silently removed every latency. */
-    if (a->fit.alpha < 0 && a->fit.alpha + a->fit.alpha_ci < 0)
-        return js_fail(ctx, path, "alpha", "a negative latency (%.6g s) whose 95 %% interval "
-                       "(+-%.3g s) does not reach 0: the fit is wrong; re-run the calibration "
-                       "with smaller sizes in its fit range", a->fit.alpha, a->fit.alpha_ci);
+     * large sizes only, a broken log): applied as 0 it silently removed every latency. The rule
+     * is cal_alpha_judge, the one dtsim calibrate applies before it writes. */
+    char why[160];
+    if (cal_alpha_judge(a->fit.alpha, a->fit.alpha_ci) == CAL_ALPHA_NEGATIVE)
+        return js_fail(ctx, path, "alpha", "%s: the fit is wrong; re-run the calibration with smaller sizes in its fit range",
+                       cal_alpha_refusal(a->fit.alpha, a->fit.alpha_ci, why, sizeof why));
+    /* "alpha_free": the writer held alpha at 0 because the free fit's was noise. Checked, so
+     * that a file cannot claim a hold the rule would not have made. */
+    const cJSON *held = cJSON_GetObjectItemCaseSensitive(f, "alpha_free");
+    if (held) {
+        static const char *const hkeys[] = {"alpha", "alpha_ci95", NULL};
+        char hp[JS_PATH_MAX];
+        js_path_key(hp, path, "alpha_free");
+        if ((rc = js_expect_object(ctx, held, hp)) || (rc = js_check_keys(ctx, held, hp, hkeys)) ||
+            (rc = js_get_number(ctx, held, hp, "alpha", true, -1e6, 1e6, &a->fit.free_alpha)) ||
+            (rc = js_get_number(ctx, held, hp, "alpha_ci95", true, 0, 1e6, &a->fit.free_alpha_ci)))
+            return rc;
+        if (a->fit.alpha != 0 || a->fit.alpha_ci != 0)
+            return js_fail(ctx, path, "alpha", "expected 0 with alpha_ci95 0 (alpha_free says alpha was held at 0), "
+                           "found %.6g +- %.3g s", a->fit.alpha, a->fit.alpha_ci);
+        if (cal_alpha_judge(a->fit.free_alpha, a->fit.free_alpha_ci) != CAL_ALPHA_NOISE)
+            return js_fail(ctx, hp, "alpha", "expected a negative latency whose 95 %% interval reaches 0 (the only "
+                           "one held at 0), found %.6g +- %.3g s", a->fit.free_alpha, a->fit.free_alpha_ci);
+        a->fit.alpha_held = true;
+    }
     a->fit.n_samples = (int)ns;
-    a->fit.dof = (int)ns - 2;
+    a->fit.dof = (int)ns - (a->fit.alpha_held ? 1 : 2);
     (void)dummy;
     long long rk = 0, hs = 1;
     int sc = CAL_SCOPE_INTRA;

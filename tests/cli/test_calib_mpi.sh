@@ -28,16 +28,21 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 for np in 2 4; do
   for dt in fp32 bf16; do
     out="$tmp/mpi$np$dt.json"
-    # Oversubscribed ranks on a loaded 2-core machine can time so noisily that the fit finds no
-    # growth with size; calibrate then refuses (exit 1, a message saying so, no file). That is
-    # the right answer for such data, not an MPI failure: try again, up to 3 times.
+    # 256 B pins the latency: from 4 KiB up the line is bandwidth-bound and, the curve bending
+    # upwards a little, its intercept came out clearly below zero in 4 of 8 runs with 2 ranks,
+    # which calibrate refuses (docs/calibration.md, "A negative latency"); with 256 B, 8 of 8
+    # fitted 1.6 - 8.8 us. Oversubscribed ranks on a loaded 2-core machine can still time so
+    # noisily that the fit finds no growth with size or such a latency; calibrate then refuses
+    # (exit 1, a message saying so, no file). That is the right answer for such data, not an
+    # MPI failure: try again, up to 3 times. (ctest runs this test alone: PROCESSORS 4 in
+    # kernels/kernels.cmake; a test beside it used to starve the ranks for all 3 attempts.)
     ok=0
     for attempt in 1 2 3; do
       if mpirun -np $np --oversubscribe "$DTSIM" calibrate --backend mpi --dtype $dt \
-        --sizes 4KiB,256KiB,4MiB --repeats 5 --warmup 1 --out "$out" >"$tmp/log" 2>&1; then
+        --sizes 256B,4KiB,256KiB,4MiB --repeats 5 --warmup 1 --out "$out" >"$tmp/log" 2>&1; then
         ok=1; break
       fi
-      grep -q "does not grow with size" "$tmp/log" || break
+      grep -q -e "does not grow with size" -e "a negative latency" "$tmp/log" || break
       [[ ! -e "$out" ]] || fail "a refused fit must leave no file"
       echo "note: noisy timings, no fit (attempt $attempt); retrying"
     done

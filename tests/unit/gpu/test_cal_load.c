@@ -143,6 +143,53 @@ START_TEST(validation_errors)
 }
 END_TEST
 
+/* A fit whose alpha calibrate held at 0 (the free fit's -1.8 us +- 2.5 us was noise) loads back
+ * with the free figures; a file whose claim the rule (cal_alpha_judge) would not have made, or
+ * whose alpha is not the 0 it claims, is refused at the path; and a clearly negative alpha, the
+ * case calibrate no longer writes, is refused as before. */
+START_TEST(alpha_held_at_zero)
+{
+    cal_result *c = cal_test_make();
+    c->algos[0].fit = (cal_fit){.alpha = 0, .beta = 1.0 / 2e9, .alpha_ci = 0, .beta_ci = 1e-11, .r2 = 0.99,
+                                .n_samples = 9, .dof = 8, .alpha_held = true, .free_alpha = -1.8e-6, .free_alpha_ci = 2.5e-6};
+    cJSON *j = cal_result_to_json(c);
+    cal_result_destroy(c);
+    const cJSON *h = cJSON_GetObjectItem(fit0(j), "alpha_free");
+    ck_assert_ptr_nonnull(h);
+    ck_assert(cJSON_GetObjectItem(h, "alpha")->valuedouble == -1.8e-6);
+    ck_assert(cJSON_GetObjectItem(h, "alpha_ci95")->valuedouble == 2.5e-6);
+    ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "fits"), 1), "alpha_free"));
+    dt_error err;
+    dt_error_clear(&err);
+    js_ctx ctx = {.file = "c.json", .err = &err};
+    cal_result *d = NULL;
+    ck_assert_msg(cal_from_json(&ctx, j, &d) == DT_OK, "%s: %s", err.path, err.msg);
+    ck_assert(d->algos[0].fit.alpha_held && !d->algos[1].fit.alpha_held);
+    ck_assert(d->algos[0].fit.alpha == 0 && d->algos[0].fit.free_alpha == -1.8e-6 && d->algos[0].fit.free_alpha_ci == 2.5e-6);
+    ck_assert_int_eq(d->algos[0].fit.dof, 8); /* 9 samples, one parameter */
+    cal_result_destroy(d);
+
+    cJSON *k = cJSON_Duplicate(j, 1);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(fit0(k), "alpha_free"), "alpha_ci95", cJSON_CreateNumber(1.5e-6));
+    expect_error(k, "fits[0].alpha_free.alpha", "reaches 0");
+    k = cJSON_Duplicate(j, 1);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(fit0(k), "alpha_free"), "alpha", cJSON_CreateNumber(3e-6));
+    expect_error(k, "fits[0].alpha_free.alpha", "found 3e-06");
+    k = cJSON_Duplicate(j, 1);
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(fit0(k), "alpha_free"), "beta", 1e-9);
+    expect_error(k, "fits[0].alpha_free.beta", "");
+    k = cJSON_Duplicate(j, 1);
+    cJSON_ReplaceItemInObject(fit0(k), "alpha_ci95", cJSON_CreateNumber(1e-7));
+    expect_error(k, "fits[0].alpha", "alpha was held at 0");
+    cJSON_Delete(j);
+
+    j = fresh();
+    cJSON_ReplaceItemInObject(fit0(j), "alpha", cJSON_CreateNumber(-1.8e-6));
+    cJSON_ReplaceItemInObject(fit0(j), "alpha_ci95", cJSON_CreateNumber(1.5e-6));
+    expect_error(j, "fits[0].alpha", "a negative latency (-1.8e-06 s) whose 95 % interval (+-1.5e-06 s) does not reach 0");
+}
+END_TEST
+
 START_TEST(load_missing_file)
 {
     cal_result *d = NULL;
@@ -245,6 +292,7 @@ static Suite *suite(void)
     tcase_add_test(tc, round_trip);
     tcase_add_test(tc, validation_errors);
     tcase_add_test(tc, load_missing_file);
+    tcase_add_test(tc, alpha_held_at_zero);
     suite_add_tcase(s, tc);
     return s;
 }

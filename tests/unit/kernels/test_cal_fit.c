@@ -4,7 +4,11 @@
  * confidence intervals, and over 200 seeds the intervals cover the truth close to 95% of the time
  * (between 88% and 99.5%: a too-narrow interval would fail here); a few wild outliers (a
  * preempted thread) do not move the robust fit; the ring-to-link mapping is the closed form;
- * too few samples or sizes are input errors.
+ * too few samples or sizes are input errors. The line written (cal_fit_line) on hand-made pairs
+ * with an exactly known free fit: a positive latency is kept; a negative one whose 95 % interval
+ * reaches 0 is held at 0 and beta refitted through the origin (between the smallest size's own
+ * slope and the free beta); a clearly negative one is refused with its figures; the verdict's
+ * edges (an interval touching 0, NaN).
  * Leaves free: the exact iteration path of the robust solver. */
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -124,6 +128,97 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/* Two samples per size on either side of the line a + b S, L (1 +- e): the medians are the line
+ * and the relative residuals +-e cancel pair by pair in the normal equations whatever the
+ * (equal within a pair) robust weights, so the free fit is exactly (a, b), with an interval that
+ * grows with e. Sizes 64 KiB .. 2 MiB, as the round-trip test calibrates. */
+#define NL 6
+static size_t pairs(double a, double b, double e, double *x, double *t)
+{
+    size_t n = 0;
+    for (int i = 0; i < NL; i++) {
+        double s = 65536.0 * (1 << i), line = a + b * s;
+        x[n] = s;
+        t[n++] = line * (1 + e);
+        x[n] = s;
+        t[n++] = line * (1 - e);
+    }
+    return n;
+}
+
+START_TEST(line_positive_latency)
+{
+    /* 5 us + S / 5 GB/s: the free fit, written as fitted */
+    double x[2 * NL], t[2 * NL];
+    size_t n = pairs(5e-6, 2e-10, 0.05, x, t);
+    cal_fit f;
+    ck_assert_int_eq(cal_fit_line(x, t, n, &f, NULL), DT_OK);
+    ck_assert_rel(f.alpha, 5e-6, 1e-9);
+    ck_assert_rel(f.beta, 2e-10, 1e-9);
+    ck_assert(!f.alpha_held);
+    ck_assert(f.alpha_ci > 0 && f.alpha - f.alpha_ci > 0); /* e = 5 %: 5 us is clearly there */
+    ck_assert_int_eq(f.dof, (int)n - 2);
+    ck_assert_int_eq(cal_alpha_judge(f.alpha, f.alpha_ci), CAL_ALPHA_OK);
+}
+END_TEST
+
+START_TEST(line_noisy_zero_latency)
+{
+    /* -1 us + S / 5 GB/s with +-5 % scatter: the free fit is exactly (-1 us, b) and its interval
+     * (+-1.48 us) reaches 0, so alpha is noise: held at 0, beta refitted through the origin */
+    double x[2 * NL], t[2 * NL];
+    size_t n = pairs(-1e-6, 2e-10, 0.05, x, t);
+    cal_fit free_fit, f;
+    ck_assert_int_eq(cal_fit_alpha_beta(x, t, n, &free_fit, NULL), DT_OK);
+    ck_assert_rel(free_fit.alpha, -1e-6, 1e-6);
+    ck_assert_rel(free_fit.beta, 2e-10, 1e-9);
+    ck_assert_int_eq(cal_alpha_judge(free_fit.alpha, free_fit.alpha_ci), CAL_ALPHA_NOISE);
+    ck_assert(free_fit.alpha_ci > 1.2e-6 && free_fit.alpha_ci < 2e-6);
+    ck_assert_int_eq(cal_fit_line(x, t, n, &f, NULL), DT_OK);
+    ck_assert(f.alpha_held);
+    ck_assert(f.alpha == 0 && f.alpha_ci == 0 && f.alpha_se == 0);
+    ck_assert(f.free_alpha == free_fit.alpha && f.free_alpha_ci == free_fit.alpha_ci);
+    ck_assert_int_eq(f.dof, (int)n - 1);
+    /* through the origin the line must lean less than b (the latency it may not have is taken
+     * out of the slope): between (a + b S_min) / S_min, the smallest size's own slope, and b */
+    double lo = (-1e-6 + 2e-10 * 65536) / 65536;
+    ck_assert_msg(f.beta > lo && f.beta < 2e-10, "held beta %g outside (%g, %g)", f.beta, lo, 2e-10);
+    ck_assert(f.beta_ci > 0 && f.beta_ci < 0.1 * f.beta);
+    ck_assert(f.r2 > 0.99 && f.r2 <= 1.0);
+}
+END_TEST
+
+START_TEST(line_clearly_negative_latency)
+{
+    /* -1 us + S / 5 GB/s with +-1 % scatter: the interval (+-0.3 us) stays below 0, refused with
+     * the figures */
+    double x[2 * NL], t[2 * NL];
+    size_t n = pairs(-1e-6, 2e-10, 0.01, x, t);
+    cal_fit f;
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(cal_fit_line(x, t, n, &f, &err), DT_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "a negative latency (-1e-06 s) whose 95 % interval"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "does not reach 0"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "beta 2e-10 s/B"));
+    /* *out keeps the free fit, for the caller's message */
+    ck_assert_rel(f.alpha, -1e-6, 1e-6);
+    ck_assert(!f.alpha_held && f.alpha + f.alpha_ci < 0);
+    ck_assert_int_eq(cal_alpha_judge(f.alpha, f.alpha_ci), CAL_ALPHA_NEGATIVE);
+}
+END_TEST
+
+START_TEST(alpha_verdicts)
+{
+    ck_assert_int_eq(cal_alpha_judge(0.0, 0.0), CAL_ALPHA_OK);
+    ck_assert_int_eq(cal_alpha_judge(3e-6, 1e-5), CAL_ALPHA_OK);
+    ck_assert_int_eq(cal_alpha_judge(-1.8e-6, 1.8e-6), CAL_ALPHA_NOISE); /* the interval touches 0 */
+    ck_assert_int_eq(cal_alpha_judge(-1.8e-6, 2.5e-6), CAL_ALPHA_NOISE);
+    ck_assert_int_eq(cal_alpha_judge(-1.8e-6, 1.5e-6), CAL_ALPHA_NEGATIVE); /* the round-trip flake */
+    ck_assert_int_eq(cal_alpha_judge(NAN, 1.0), CAL_ALPHA_NEGATIVE);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("cal_fit");
@@ -134,6 +229,10 @@ static Suite *suite(void)
     tcase_add_test(tc, outliers_ignored);
     tcase_add_test(tc, ring_link_closed_form);
     tcase_add_test(tc, bad_input);
+    tcase_add_test(tc, line_positive_latency);
+    tcase_add_test(tc, line_noisy_zero_latency);
+    tcase_add_test(tc, line_clearly_negative_latency);
+    tcase_add_test(tc, alpha_verdicts);
     suite_add_tcase(s, tc);
     return s;
 }
