@@ -102,6 +102,12 @@ typedef struct rep {
     uint32_t k_ring_part, k_ring_step;
     uint32_t *ring_left;
     sim_time_t *ring_t0, *ring_base, *ring_block, *ring_exp, *ring_all;
+    /* With contention (cp > 1): per (cost, lane) the SMs and HBM B/s one ring step's NCCL
+     * send/receive takes on each lane member (-1: not yet known); flow mode, per op: the
+     * attention block of the step in flight at the rate the op runs beside it, and when the
+     * op's compute (and TP) part ended while its ring was still going (-1: not yet). */
+    double *ring_cn_sms, *ring_cn_hbm;
+    sim_time_t *ring_bcur, *ring_cdone;
     bool hetero_time;
     sim_rng **rng;                 /* per GPU jitter streams */
     int *scratch;                  /* group building */
@@ -392,6 +398,65 @@ static double ring_block_time(const rep *R, const wl_cost *c, int gpu)
     return attn / ((double)c->ring_count * R->g->cp);
 }
 
+/* The contention-free time of one ring step's sends of cost on lane: the TP ranks send to their
+ * counterparts at once, the slowest pair paces the step. */
+static sim_time_t ring_send_time(rep *R, const wl_cost *c, uint32_t lane)
+{
+    const int *gpus = &R->g->lane_gpus[(size_t)lane * R->ts];
+    const int *next = &R->g->lane_gpus[(size_t)R->g->cp_next[lane] * R->ts];
+    sim_time_t send = 0;
+    for (int k = 0; k < R->ts; k++) {
+        int pair[2] = {gpus[k], next[k]};
+        sim_time_t x = comm_time(R, COLL_SENDRECV, pair, 2, c->ring_bytes, false);
+        if (x > send) send = x;
+    }
+    return send;
+}
+
+/* What one ring step takes from the compute beside it (contention on): the KV block goes out
+ * as NCCL send/receive kernels (Transformer Engine's flash_attn_p2p_communicate: isend/irecv
+ * on the CP group), which hold SMs and stream HBM like a collective's. At its contention-free
+ * pace (rate = bytes / send time): the channels a collective of that rate takes
+ * (replay_nccl_channels; NCCL's ncclTopoGetNchannels gives a send/receive 2 channels per
+ * network peer by default, 2 per NVLink of an NVLink peer, capped by the collectives'), and
+ * REPLAY_NCCL_P2P_HBM_PER_BYTE x rate of HBM. Cached per (cost, lane). */
+static void ring_contention(rep *R, uint32_t cost, uint32_t lane, double *sms, double *hbm)
+{
+    size_t slot = (size_t)cost * R->g->n_lanes + lane;
+    if (R->ring_cn_sms[slot] < 0) {
+        const wl_cost *c = &R->g->costs[cost];
+        sim_time_t send = ring_send_time(R, c, lane);
+        double s = 0, h = 0;
+        if (send > 0 && c->ring_bytes > 0) {
+            double rate = c->ring_bytes / sim_time_to_s(send);
+            int gpu = R->g->lane_gpus[(size_t)lane * R->ts];
+            h = REPLAY_NCCL_P2P_HBM_PER_BYTE * rate;
+            s = R->cfg->contention_sms > 0 ? R->cfg->contention_sms
+                                           : replay_nccl_channels(&R->cfg->gpus[gpu], rate);
+        }
+        R->ring_cn_sms[slot] = s;
+        R->ring_cn_hbm[slot] = h;
+    }
+    *sms = R->ring_cn_sms[slot];
+    *hbm = R->ring_cn_hbm[slot];
+}
+
+/* Contended / free time of cost on the lane's first GPU beside one ring step's sends alone
+ * (1 without contention). */
+static double ring_ratio(rep *R, uint32_t cost, uint32_t lane)
+{
+    if (!R->ring_cn_sms) return 1;
+    double sms, hbm;
+    ring_contention(R, cost, lane, &sms, &hbm);
+    if (sms <= 0 && hbm <= 0) return 1;
+    int gpu = R->g->lane_gpus[(size_t)lane * R->ts];
+    sim_time_t t0 = base_time(R, cost, gpu);
+    if (t0 <= 0) return 1;
+    sim_time_t t1 = replay_contended_time(R->g, &R->g->costs[cost], &R->cfg->gpus[gpu],
+                                          R->cfg->op_time, R->cfg->gemm_time, sms, hbm);
+    return t1 > t0 ? (double)t1 / (double)t0 : 1;
+}
+
 /* Context parallelism's ring attention, exposed, in closed form (analytic mode; flow mode runs
  * ring_step): each of the op's ring_count passes sends the KV block to the next CP lane cp - 1
  * times, every send overlapped with one block of the attention compute (the op's
@@ -405,15 +470,10 @@ static sim_time_t ring_time(rep *R, uint32_t cost, uint32_t lane)
     sim_time_t *slot = &R->ring_cache[(size_t)cost * R->g->n_lanes + lane];
     if (*slot >= 0) return *slot;
     const int *gpus = &R->g->lane_gpus[(size_t)lane * R->ts];
-    const int *next = &R->g->lane_gpus[(size_t)R->g->cp_next[lane] * R->ts];
     int cp = R->g->cp;
-    sim_time_t send = 0;
-    for (int k = 0; k < R->ts; k++) {
-        int pair[2] = {gpus[k], next[k]};
-        sim_time_t x = comm_time(R, COLL_SENDRECV, pair, 2, c->ring_bytes, false);
-        if (x > send) send = x;
-    }
-    double block = ring_block_time(R, c, gpus[0]);
+    sim_time_t send = ring_send_time(R, c, lane);
+    /* with contention the attention block runs slower beside the step's sends */
+    double block = ring_block_time(R, c, gpus[0]) * ring_ratio(R, cost, lane);
     double exposed = (double)send > block ? (double)send - block : 0;
     double t = (double)c->ring_count * (cp - 1) * exposed;
     double all = (double)c->ring_count * (cp - 1) * (double)send;
@@ -450,6 +510,17 @@ static void ring_step(rep *R, uint32_t id)
     const int *dst = &R->g->lane_gpus[(size_t)R->g->cp_next[o->lane] * R->ts];
     R->ring_t0[id] = sim_now(R->eng);
     R->pending_send[id] = (uint32_t)R->ts; /* compute ops never use it otherwise */
+    R->ring_bcur[id] = R->ring_block[id];
+    if (R->ring_cn_sms) {
+        /* the step's send/receive kernels run beside the lane's compute until the last flow
+         * has arrived; the attention block they overlap runs at the op's rate beside them (and
+         * whatever else of the lane is in flight), also once the op's other compute is done */
+        double sms, hbm;
+        ring_contention(R, o->arg, o->lane, &sms, &hbm);
+        cn_change(R, o->lane, +1, hbm, sms);
+        double r = R->cn_cur[o->lane] == id ? R->cn_ratio[o->lane] : cn_ratio_of(R, o->arg, o->lane);
+        R->ring_bcur[id] = (sim_time_t)llround((double)R->ring_block[id] * r);
+    }
     for (int k = 0; k < R->ts; k++)
         R->cfg->comm->send(R->cfg->comm->ctx, src[k], dst[k], c->ring_bytes,
                            REPLAY_TAG(WL_COMM_CP, REPLAY_TAG_INLANE), R->k_ring_part, id);
@@ -465,7 +536,13 @@ static void on_ring_part(void *model, sim_engine *eng, const sim_event *ev)
     uint32_t id = ev->id;
     if (--R->pending_send[id] > 0) return;
     sim_time_t now = sim_now(eng), t0 = R->ring_t0[id], took = now - t0;
-    sim_time_t block = R->ring_block[id];
+    sim_time_t block = R->ring_bcur[id];
+    if (R->ring_cn_sms) {
+        double sms, hbm;
+        uint32_t lane = R->g->ops[id].lane;
+        ring_contention(R, R->g->ops[id].arg, lane, &sms, &hbm);
+        cn_change(R, lane, -1, -hbm, -sms);
+    }
     R->ring_all[id] = sim_time_add(R->ring_all[id], took);
     if (took > block) R->ring_exp[id] = sim_time_add(R->ring_exp[id], took - block);
     if (--R->ring_left[id] > 0) {
@@ -478,6 +555,19 @@ static void on_ring_part(void *model, sim_engine *eng, const sim_event *ev)
     R->inl_cp[id] = ring;
     R->ring_hid[id] = R->ring_all[id] > ring ? R->ring_all[id] - ring : 0;
     R->inl[id] = sim_time_add(R->inl[id], ring);
+    if (R->ring_cdone) {
+        /* contention-timed: the op ends its (re-timed) compute and TP part plus the ring's
+         * exposed time; still computing: the exposed time joins its tail */
+        uint32_t lane = R->g->ops[id].lane;
+        if (R->cn_cur[lane] == id) {
+            R->cn_tail[lane] = sim_time_add(R->cn_tail[lane], ring);
+            cn_schedule(R, lane);
+            return;
+        }
+        sim_time_t end = sim_time_add(R->ring_cdone[id], ring);
+        sim_schedule_in(eng, now, end > now ? end - now : 0, R->k_op_done, id, 0);
+        return;
+    }
     sim_time_t end = sim_time_add(sim_time_add(R->start[id], R->ring_base[id]), ring);
     sim_schedule_in(eng, now, end > now ? end - now : 0, R->k_op_done, id, 0);
 }
@@ -531,6 +621,19 @@ static void start_op(rep *R, uint32_t id)
             R->ring_block[id] = (sim_time_t)llround(ring_block_time(R, oc, gpus[0]));
             R->ring_exp[id] = R->ring_all[id] = 0;
             R->inl[id] = in;
+            if (R->ring_cdone && o->stream == WL_STREAM_COMPUTE) {
+                /* its compute is re-timed by whatever runs beside it, its own ring included
+                 * (ring_step); on_ring_part adds the exposed time at the end */
+                uint32_t l = o->lane;
+                R->ring_cdone[id] = -1;
+                R->cn_cur[l] = id;
+                R->cn_rem[l] = (double)max;
+                R->cn_t[l] = now;
+                R->cn_start[l] = planned;
+                R->cn_tail[l] = in;
+                R->cn_ratio[l] = cn_ratio_of(R, o->arg, l);
+                cn_schedule(R, l);
+            }
             ring_step(R, id);
             return;
         }
@@ -540,6 +643,15 @@ static void start_op(rep *R, uint32_t id)
             /* what the compute hid: in flight, never exposed (it lies under the compute) */
             sim_time_t all = R->g->costs[o->arg].ring_count
                                  ? R->ring_total[(size_t)o->arg * R->g->n_lanes + o->lane] : 0;
+            if (R->ring_cn_sms && all > 0) {
+                /* contention: while the sends are in flight the compute runs at 1/ratio of its
+                 * rate, losing 1 - 1/ratio of each such picosecond (tp_steal_time's form), for
+                 * as long as the sends or the stretched compute last */
+                double r = ring_ratio(R, o->arg, o->lane);
+                double c = fmin((double)all, (double)max * r);
+                double x = (double)max + (1 - 1 / r) * c;
+                max = x < 9.2e18 ? (sim_time_t)llround(x) : SIM_TIME_MAX;
+            }
             R->ring_hid[id] = all > ring ? all - ring : 0;
             in = sim_time_add(in, ring);
         }
@@ -698,6 +810,11 @@ static void on_op_done(void *model, sim_engine *eng, const sim_event *ev)
                 double x = (double)R->own[(size_t)ev->id * R->ts + k] * f;
                 R->own[(size_t)ev->id * R->ts + k] = x < 9.2e18 ? (sim_time_t)llround(x) : SIM_TIME_MAX;
             }
+        }
+        if (R->ring_cdone && R->ring_left[ev->id] > 0) {
+            /* its ring is still going: on_ring_part ends it with the exposed time added */
+            R->ring_cdone[ev->id] = sim_now(eng);
+            return;
         }
     }
     complete_op(R, ev->id);
@@ -1040,7 +1157,14 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
         R.cn_on = dt_xcalloc((size_t)n + 1, 1);
         R.tp_steal = dt_xmalloc((nic + 1) * sizeof *R.tp_steal);
         for (size_t i = 0; i < nic; i++) R.tp_steal[i] = -1;
+        if (R.ring_cache) {
+            R.ring_cn_sms = dt_xmalloc((nic + 1) * sizeof *R.ring_cn_sms);
+            R.ring_cn_hbm = dt_xcalloc(nic + 1, sizeof *R.ring_cn_hbm);
+            for (size_t i = 0; i < nic; i++) R.ring_cn_sms[i] = -1;
+            if (R.ring_left) R.ring_cdone = dt_xcalloc((size_t)n + 1, sizeof *R.ring_cdone);
+        }
     }
+    if (R.ring_left) R.ring_bcur = dt_xcalloc((size_t)n + 1, sizeof *R.ring_bcur);
     if (cfg->jitter != WL_JITTER_NONE) {
         R.rng = dt_xcalloc((size_t)g->n_gpus, sizeof *R.rng);
         for (int i = 0; i < g->n_gpus; i++) {
@@ -1156,6 +1280,10 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     free(R.ring_block);
     free(R.ring_exp);
     free(R.ring_all);
+    free(R.ring_cn_sms);
+    free(R.ring_cn_hbm);
+    free(R.ring_bcur);
+    free(R.ring_cdone);
     free(R.cost_base);
     free(R.spec_of);
     free(R.inlane_cache);
