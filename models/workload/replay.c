@@ -66,6 +66,12 @@ sim_time_t replay_coll_time(replay_path_fn path, void *ctx, coll_op op, const in
     return sim_time_add(L < 9.2e18 ? (sim_time_t)L : SIM_TIME_MAX, sim_time_from_s(t));
 }
 
+/* One remembered contended/free ratio of a lane (cn_ratio_of). */
+typedef struct cn_memo {
+    uint32_t cost;
+    double sms, hbm, r;
+} cn_memo;
+
 typedef struct rep {
     const wl_graph *g;
     const replay_config *cfg;
@@ -130,6 +136,7 @@ typedef struct rep {
     double *cn_inst_hbm;           /* per collective instance: its HBM B/s on each GPU */
     double *cn_inst_sms;           /* per collective instance: the SMs it holds on each GPU */
     unsigned char *cn_on;          /* per op: its collective counted in its lane's contention */
+    cn_memo *cn_memo;              /* per lane: its last two ratios (cn_ratio_of) */
     sim_time_t *tp_steal;          /* per (cost, lane): compute lost to overlapped TP comm, -1 */
 } rep;
 
@@ -273,13 +280,23 @@ static double sent_bytes(coll_op op, int n, double bytes)
 static double cn_ratio_of(rep *R, uint32_t cost, uint32_t lane)
 {
     if (R->cn_lvl[lane] <= 0) return 1;
+    /* A lane's op mostly alternates between two states (a ring step's sends in flight or not,
+     * one bucket's collective or not): the last two answers are kept, keyed exactly, since a
+     * contended time costs the op's GEMM shapes again (the CP ring asks twice per step). */
+    cn_memo *mo = &R->cn_memo[(size_t)lane * 2];
+    for (int k = 0; k < 2; k++)
+        if (mo[k].cost == cost && mo[k].sms == R->cn_sms[lane] && mo[k].hbm == R->cn_hbm[lane])
+            return mo[k].r;
     int gpu = R->g->lane_gpus[(size_t)lane * R->ts];
     const gpu_spec *sp = &R->cfg->gpus[gpu];
     sim_time_t t0 = base_time(R, cost, gpu);
     if (t0 <= 0) return 1;
     sim_time_t t1 = replay_contended_time(R->g, &R->g->costs[cost], sp, R->cfg->op_time,
                                           R->cfg->gemm_time, R->cn_sms[lane], R->cn_hbm[lane]);
-    return t1 > t0 ? (double)t1 / (double)t0 : 1;
+    double r = t1 > t0 ? (double)t1 / (double)t0 : 1;
+    mo[1] = mo[0];
+    mo[0] = (cn_memo){cost, R->cn_sms[lane], R->cn_hbm[lane], r};
+    return r;
 }
 
 static void cn_schedule(rep *R, uint32_t lane)
@@ -1155,6 +1172,8 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
         R.cn_inst_hbm = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.cn_inst_hbm);
         R.cn_inst_sms = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.cn_inst_sms);
         R.cn_on = dt_xcalloc((size_t)n + 1, 1);
+        R.cn_memo = dt_xmalloc(2 * L * sizeof *R.cn_memo);
+        for (size_t i = 0; i < 2 * L; i++) R.cn_memo[i] = (cn_memo){.cost = UINT32_MAX};
         R.tp_steal = dt_xmalloc((nic + 1) * sizeof *R.tp_steal);
         for (size_t i = 0; i < nic; i++) R.tp_steal[i] = -1;
         if (R.ring_cache) {
@@ -1268,6 +1287,7 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     free(R.cn_inst_hbm);
     free(R.cn_inst_sms);
     free(R.cn_on);
+    free(R.cn_memo);
     free(R.tp_steal);
     free(R.inl);
     free(R.inl_cp);
