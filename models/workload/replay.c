@@ -109,11 +109,10 @@ typedef struct rep {
     uint32_t *ring_left;
     sim_time_t *ring_t0, *ring_base, *ring_block, *ring_exp, *ring_all;
     /* With contention (cp > 1): per (cost, lane) the SMs and HBM B/s one ring step's NCCL
-     * send/receive takes on each lane member (-1: not yet known); flow mode, per op: the
-     * attention block of the step in flight at the rate the op runs beside it, and when the
-     * op's compute (and TP) part ended while its ring was still going (-1: not yet). */
+     * send/receive takes on each lane member (-1: not yet known); flow mode, per op: when its
+     * compute (and TP) part ended while its ring was still going (-1: not yet). */
     double *ring_cn_sms, *ring_cn_hbm;
-    sim_time_t *ring_bcur, *ring_cdone;
+    sim_time_t *ring_cdone;
     bool hetero_time;
     sim_rng **rng;                 /* per GPU jitter streams */
     int *scratch;                  /* group building */
@@ -527,17 +526,6 @@ static void ring_step(rep *R, uint32_t id)
     const int *dst = &R->g->lane_gpus[(size_t)R->g->cp_next[o->lane] * R->ts];
     R->ring_t0[id] = sim_now(R->eng);
     R->pending_send[id] = (uint32_t)R->ts; /* compute ops never use it otherwise */
-    R->ring_bcur[id] = R->ring_block[id];
-    if (R->ring_cn_sms) {
-        /* the step's send/receive kernels run beside the lane's compute until the last flow
-         * has arrived; the attention block they overlap runs at the op's rate beside them (and
-         * whatever else of the lane is in flight), also once the op's other compute is done */
-        double sms, hbm;
-        ring_contention(R, o->arg, o->lane, &sms, &hbm);
-        cn_change(R, o->lane, +1, hbm, sms);
-        double r = R->cn_cur[o->lane] == id ? R->cn_ratio[o->lane] : cn_ratio_of(R, o->arg, o->lane);
-        R->ring_bcur[id] = (sim_time_t)llround((double)R->ring_block[id] * r);
-    }
     for (int k = 0; k < R->ts; k++)
         R->cfg->comm->send(R->cfg->comm->ctx, src[k], dst[k], c->ring_bytes,
                            REPLAY_TAG(WL_COMM_CP, REPLAY_TAG_INLANE), R->k_ring_part, id);
@@ -553,13 +541,7 @@ static void on_ring_part(void *model, sim_engine *eng, const sim_event *ev)
     uint32_t id = ev->id;
     if (--R->pending_send[id] > 0) return;
     sim_time_t now = sim_now(eng), t0 = R->ring_t0[id], took = now - t0;
-    sim_time_t block = R->ring_bcur[id];
-    if (R->ring_cn_sms) {
-        double sms, hbm;
-        uint32_t lane = R->g->ops[id].lane;
-        ring_contention(R, R->g->ops[id].arg, lane, &sms, &hbm);
-        cn_change(R, lane, -1, -hbm, -sms);
-    }
+    sim_time_t block = R->ring_block[id];
     R->ring_all[id] = sim_time_add(R->ring_all[id], took);
     if (took > block) R->ring_exp[id] = sim_time_add(R->ring_exp[id], took - block);
     if (--R->ring_left[id] > 0) {
@@ -574,8 +556,15 @@ static void on_ring_part(void *model, sim_engine *eng, const sim_event *ev)
     R->inl[id] = sim_time_add(R->inl[id], ring);
     if (R->ring_cdone) {
         /* contention-timed: the op ends its (re-timed) compute and TP part plus the ring's
-         * exposed time; still computing: the exposed time joins its tail */
-        uint32_t lane = R->g->ops[id].lane;
+         * exposed time and what the sends took from its compute: while they were in flight
+         * (ring_all: the steps' flows' real times) it ran at 1/r of its rate, for at most its
+         * stretched compute (analytic mode's closed form, with the flows' times) */
+        const wl_op *o = &R->g->ops[id];
+        double r = ring_ratio(R, o->arg, o->lane);
+        double w = (double)(R->ring_base[id] - R->inl[id] + ring); /* compute before the ring */
+        double steal = (1 - 1 / r) * fmin((double)R->ring_all[id], w * r);
+        ring = sim_time_add(ring, (sim_time_t)llround(steal));
+        uint32_t lane = o->lane;
         if (R->cn_cur[lane] == id) {
             R->cn_tail[lane] = sim_time_add(R->cn_tail[lane], ring);
             cn_schedule(R, lane);
@@ -635,12 +624,17 @@ static void start_op(rep *R, uint32_t id)
             /* flow mode: the ring's steps as flows; ring_step's last one schedules the end */
             R->ring_left[id] = (uint32_t)oc->ring_count * (uint32_t)(R->g->cp - 1);
             R->ring_base[id] = sim_time_add(max, in);
-            R->ring_block[id] = (sim_time_t)llround(ring_block_time(R, oc, gpus[0]));
+            /* with contention the attention block beside a step's sends runs at 1/r of its
+             * rate (r: the op's contended/free time beside them, ring_ratio) */
+            R->ring_block[id] = (sim_time_t)llround(ring_block_time(R, oc, gpus[0]) *
+                                                    ring_ratio(R, o->arg, o->lane));
             R->ring_exp[id] = R->ring_all[id] = 0;
             R->inl[id] = in;
             if (R->ring_cdone && o->stream == WL_STREAM_COMPUTE) {
-                /* its compute is re-timed by whatever runs beside it, its own ring included
-                 * (ring_step); on_ring_part adds the exposed time at the end */
+                /* its compute is re-timed by the lane's collectives beside it; on_ring_part adds
+                 * the ring's exposed time and its own sends' toll at the end (one re-timing per
+                 * op, not two per step: a re-timed op leaves its old event queued until its
+                 * time, and two per step had tripled the 1,024-GPU 128k step's memory) */
                 uint32_t l = o->lane;
                 R->ring_cdone[id] = -1;
                 R->cn_cur[l] = id;
@@ -1183,7 +1177,7 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
             if (R.ring_left) R.ring_cdone = dt_xcalloc((size_t)n + 1, sizeof *R.ring_cdone);
         }
     }
-    if (R.ring_left) R.ring_bcur = dt_xcalloc((size_t)n + 1, sizeof *R.ring_bcur);
+
     if (cfg->jitter != WL_JITTER_NONE) {
         R.rng = dt_xcalloc((size_t)g->n_gpus, sizeof *R.rng);
         for (int i = 0; i < g->n_gpus; i++) {
@@ -1302,7 +1296,6 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     free(R.ring_all);
     free(R.ring_cn_sms);
     free(R.ring_cn_hbm);
-    free(R.ring_bcur);
     free(R.ring_cdone);
     free(R.cost_base);
     free(R.spec_of);
