@@ -126,7 +126,8 @@ if abs(mean - want) > 0.15 * want:
 r = rows("zero")
 assert len(r) == 16, len(r)
 psi = float(r[0]["mem_params_bytes"]) / 2
-close(psi, 12841047040, 1e-9, "13B parameter count")
+# 40 layers x (12 h^2 + 4h) + V h (tied) + the final LayerNorm's 2h, h = 5120
+close(psi, 12841047040 + 2 * 5120, 1e-9, "13B parameter count")
 for x in r:
     z, dd = int(x["parallel.zero"]), int(x["n_gpus"])
     states = {0: 16 * psi, 1: 4 * psi + 12 * psi / dd, 2: 2 * psi + 14 * psi / dd, 3: 16 * psi / dd}[z]

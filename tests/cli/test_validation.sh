@@ -20,7 +20,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 python3 - "$tmp/epcp.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-want = {"E-mixtral-8x7b-64-h100": 527.5, "E-qwen3-30b-a3b-8-h100": 22.65, "N-llama2-7b-32k-cp2": 882.4, "N-llama2-7b-128k-cp4": 731.2}
+want = {"E-mixtral-8x7b-64-h100": 527.5, "E-qwen3-30b-a3b-8-h100": 22.65, "N-llama2-7b-32k-cp2": 871.3, "N-llama2-7b-128k-cp4": 724.9}
 got = {r["id"]: r for r in d["cases"]}
 assert set(got) == set(want), got.keys()
 for k, v in want.items():
