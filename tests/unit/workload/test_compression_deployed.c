@@ -7,7 +7,7 @@
  *   h x h matrix is worth it (2 x 300 x 2h > h²: PyTorch's min_compression_rate 2) and goes
  *   dense; tp 2 halves each matrix's sharded side;
  * - a step's DP bytes per GPU with PowerSGD: three ring all-reduces, 2 (d-1)/d e (L (dense + P
- *   + Q) + P_emb + Q_emb) = 1,437,184 B at d = 8;
+ *   + Q) + P_emb + Q_emb + 2h) = 1,444,352 B at d = 8 (2h: the final LayerNorm, uncompressed);
  * - top-k through S parameter servers on a star (one bucket, no overlap): bytes per GPU
  *   (n-1)/n (r G (4+e) + min(U (4+e), G e)) with U = G (1 - (1-r)^n), whatever S; the exposed DP
  *   time is the push (a + (n-1) (rG(4+e)/S)/B + (n-1) (rG(4+e)/S)/R) plus the pull (a + (n-1)
