@@ -136,6 +136,12 @@ int replay_nccl_channels(const gpu_spec *spec, double rate);
  * send, written on receipt: 2. */
 #define REPLAY_NCCL_HBM_PER_BYTE 3.0
 #define REPLAY_TE_HBM_PER_BYTE 2.0
+/* HBM bytes a GPU moves per byte it sends in an NCCL send/receive pair of equal size (context
+ * parallelism's ring step: Transformer Engine's isend/irecv of the KV block to the next CP rank
+ * and from the previous one): no ring chains the read that feeds a send to the write of what
+ * came in, so the send reads its source (1) and the received byte is written into the FIFO,
+ * read from it and written to the output (3): 4. */
+#define REPLAY_NCCL_P2P_HBM_PER_BYTE 4.0
 /* Compute time of cost c on spec while other kernels hold `sms` of its SMs and use `hbm` B/s of
  * its memory bandwidth: the cost on a GPU with sms fewer SMs (peak scaled by the SMs left, GEMM
  * waves over the SMs left) and the achieved HBM bandwidth less hbm, never under half of it (two

@@ -42,6 +42,10 @@ typedef enum wl_mlp_kind { WL_MLP_GELU, WL_MLP_SWIGLU } wl_mlp_kind;
  * fused flash kernel (no score matrix in memory, recomputed inside its backward). 0 = unfused
  * so that struct literals keep Korthikanti's closed forms; scenarios default to flash. */
 typedef enum wl_attention { WL_ATTN_UNFUSED, WL_ATTN_FLASH } wl_attention;
+/* The model's normalisation layers (docs/workloads.md, "Parameters"): LayerNorm has a weight
+ * and a bias of h each (GPT, Megatron's default), RMSNorm a weight alone (Llama, Mixtral,
+ * Qwen). 0 = LayerNorm so that struct literals keep the 4h per layer of the closed forms. */
+typedef enum wl_norm_kind { WL_NORM_LAYERNORM, WL_NORM_RMSNORM } wl_norm_kind;
 
 typedef struct wl_model {
     wl_model_kind kind;
@@ -63,6 +67,7 @@ typedef struct wl_model {
     wl_mlp_kind mlp;
     bool tied_embeddings;     /* output layer shares the input embedding (GPT) */
     wl_attention attention;
+    wl_norm_kind norm;        /* the two norms of every layer and the final one */
     /* (negated so that zero is the GPT default: causal mask, dropout on the probabilities) */
     bool non_causal;          /* no causal mask: flash computes every score block */
     bool no_attention_dropout; /* unfused: no dropout kernel, mask or output over the scores */
@@ -465,6 +470,13 @@ double wl_q_width(const wl_model *m);
 double wl_kv_width(const wl_model *m);
 double wl_cp_ring_bytes(const wl_model *m, const wl_plan *p);
 double wl_embedding_params(const wl_model *m);
+/* Parameters of one norm layer: 2h for LayerNorm (weight, bias), h for RMSNorm; 0 for models
+ * that are not transformers. A layer holds two, the model one more after its last layer (the
+ * final norm before the logits), held by the last pipeline stage. Norm weights are replicated
+ * over the TP ranks: the final norm is counted whole on each (the layers' two are inside
+ * wl_layer_params, divided by tp with the rest). */
+double wl_norm_params(const wl_model *m);
+/* Layers + embedding (twice when untied) + the final norm. */
 double wl_total_params(const wl_model *m);
 void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out);
 /* The forward GEMMs of one transformer layer for one microbatch on one GPU (Megatron's tensor

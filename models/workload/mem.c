@@ -123,6 +123,9 @@ void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out)
         if (m->kind == WL_PARAMS) psi = m->params / p->tp / pp;
         if (st == 0) psi += emb;
         if (st == pp - 1 && (pp > 1 || !m->tied_embeddings)) psi += emb;
+        /* the final norm after the last layer, whole on every TP rank of the last stage
+         * (Megatron's final_layernorm is not split over TP), sharded by ZeRO with the rest */
+        if (st == pp - 1) psi += wl_norm_params(m);
         mem_breakdown b = {.stage = st, .inflight_microbatches = mem_inflight(p, st)};
         mem_model_states(psi, dense_dp, p->zero, p->precision, p->optimizer, &b.params, &b.grads,
                          &b.optimizer);

@@ -66,6 +66,12 @@ sim_time_t replay_coll_time(replay_path_fn path, void *ctx, coll_op op, const in
     return sim_time_add(L < 9.2e18 ? (sim_time_t)L : SIM_TIME_MAX, sim_time_from_s(t));
 }
 
+/* One remembered contended/free ratio of a lane (cn_ratio_of). */
+typedef struct cn_memo {
+    uint32_t cost;
+    double sms, hbm, r;
+} cn_memo;
+
 typedef struct rep {
     const wl_graph *g;
     const replay_config *cfg;
@@ -102,6 +108,11 @@ typedef struct rep {
     uint32_t k_ring_part, k_ring_step;
     uint32_t *ring_left;
     sim_time_t *ring_t0, *ring_base, *ring_block, *ring_exp, *ring_all;
+    /* With contention (cp > 1): per (cost, lane) the SMs and HBM B/s one ring step's NCCL
+     * send/receive takes on each lane member (-1: not yet known); flow mode, per op: when its
+     * compute (and TP) part ended while its ring was still going (-1: not yet). */
+    double *ring_cn_sms, *ring_cn_hbm;
+    sim_time_t *ring_cdone;
     bool hetero_time;
     sim_rng **rng;                 /* per GPU jitter streams */
     int *scratch;                  /* group building */
@@ -124,6 +135,7 @@ typedef struct rep {
     double *cn_inst_hbm;           /* per collective instance: its HBM B/s on each GPU */
     double *cn_inst_sms;           /* per collective instance: the SMs it holds on each GPU */
     unsigned char *cn_on;          /* per op: its collective counted in its lane's contention */
+    cn_memo *cn_memo;              /* per lane: its last two ratios (cn_ratio_of) */
     sim_time_t *tp_steal;          /* per (cost, lane): compute lost to overlapped TP comm, -1 */
 } rep;
 
@@ -267,13 +279,23 @@ static double sent_bytes(coll_op op, int n, double bytes)
 static double cn_ratio_of(rep *R, uint32_t cost, uint32_t lane)
 {
     if (R->cn_lvl[lane] <= 0) return 1;
+    /* A lane's op mostly alternates between two states (a ring step's sends in flight or not,
+     * one bucket's collective or not): the last two answers are kept, keyed exactly, since a
+     * contended time costs the op's GEMM shapes again (the CP ring asks twice per step). */
+    cn_memo *mo = &R->cn_memo[(size_t)lane * 2];
+    for (int k = 0; k < 2; k++)
+        if (mo[k].cost == cost && mo[k].sms == R->cn_sms[lane] && mo[k].hbm == R->cn_hbm[lane])
+            return mo[k].r;
     int gpu = R->g->lane_gpus[(size_t)lane * R->ts];
     const gpu_spec *sp = &R->cfg->gpus[gpu];
     sim_time_t t0 = base_time(R, cost, gpu);
     if (t0 <= 0) return 1;
     sim_time_t t1 = replay_contended_time(R->g, &R->g->costs[cost], sp, R->cfg->op_time,
                                           R->cfg->gemm_time, R->cn_sms[lane], R->cn_hbm[lane]);
-    return t1 > t0 ? (double)t1 / (double)t0 : 1;
+    double r = t1 > t0 ? (double)t1 / (double)t0 : 1;
+    mo[1] = mo[0];
+    mo[0] = (cn_memo){cost, R->cn_sms[lane], R->cn_hbm[lane], r};
+    return r;
 }
 
 static void cn_schedule(rep *R, uint32_t lane)
@@ -392,6 +414,65 @@ static double ring_block_time(const rep *R, const wl_cost *c, int gpu)
     return attn / ((double)c->ring_count * R->g->cp);
 }
 
+/* The contention-free time of one ring step's sends of cost on lane: the TP ranks send to their
+ * counterparts at once, the slowest pair paces the step. */
+static sim_time_t ring_send_time(rep *R, const wl_cost *c, uint32_t lane)
+{
+    const int *gpus = &R->g->lane_gpus[(size_t)lane * R->ts];
+    const int *next = &R->g->lane_gpus[(size_t)R->g->cp_next[lane] * R->ts];
+    sim_time_t send = 0;
+    for (int k = 0; k < R->ts; k++) {
+        int pair[2] = {gpus[k], next[k]};
+        sim_time_t x = comm_time(R, COLL_SENDRECV, pair, 2, c->ring_bytes, false);
+        if (x > send) send = x;
+    }
+    return send;
+}
+
+/* What one ring step takes from the compute beside it (contention on): the KV block goes out
+ * as NCCL send/receive kernels (Transformer Engine's flash_attn_p2p_communicate: isend/irecv
+ * on the CP group), which hold SMs and stream HBM like a collective's. At its contention-free
+ * pace (rate = bytes / send time): the channels a collective of that rate takes
+ * (replay_nccl_channels; NCCL's ncclTopoGetNchannels gives a send/receive 2 channels per
+ * network peer by default, 2 per NVLink of an NVLink peer, capped by the collectives'), and
+ * REPLAY_NCCL_P2P_HBM_PER_BYTE x rate of HBM. Cached per (cost, lane). */
+static void ring_contention(rep *R, uint32_t cost, uint32_t lane, double *sms, double *hbm)
+{
+    size_t slot = (size_t)cost * R->g->n_lanes + lane;
+    if (R->ring_cn_sms[slot] < 0) {
+        const wl_cost *c = &R->g->costs[cost];
+        sim_time_t send = ring_send_time(R, c, lane);
+        double s = 0, h = 0;
+        if (send > 0 && c->ring_bytes > 0) {
+            double rate = c->ring_bytes / sim_time_to_s(send);
+            int gpu = R->g->lane_gpus[(size_t)lane * R->ts];
+            h = REPLAY_NCCL_P2P_HBM_PER_BYTE * rate;
+            s = R->cfg->contention_sms > 0 ? R->cfg->contention_sms
+                                           : replay_nccl_channels(&R->cfg->gpus[gpu], rate);
+        }
+        R->ring_cn_sms[slot] = s;
+        R->ring_cn_hbm[slot] = h;
+    }
+    *sms = R->ring_cn_sms[slot];
+    *hbm = R->ring_cn_hbm[slot];
+}
+
+/* Contended / free time of cost on the lane's first GPU beside one ring step's sends alone
+ * (1 without contention). */
+static double ring_ratio(rep *R, uint32_t cost, uint32_t lane)
+{
+    if (!R->ring_cn_sms) return 1;
+    double sms, hbm;
+    ring_contention(R, cost, lane, &sms, &hbm);
+    if (sms <= 0 && hbm <= 0) return 1;
+    int gpu = R->g->lane_gpus[(size_t)lane * R->ts];
+    sim_time_t t0 = base_time(R, cost, gpu);
+    if (t0 <= 0) return 1;
+    sim_time_t t1 = replay_contended_time(R->g, &R->g->costs[cost], &R->cfg->gpus[gpu],
+                                          R->cfg->op_time, R->cfg->gemm_time, sms, hbm);
+    return t1 > t0 ? (double)t1 / (double)t0 : 1;
+}
+
 /* Context parallelism's ring attention, exposed, in closed form (analytic mode; flow mode runs
  * ring_step): each of the op's ring_count passes sends the KV block to the next CP lane cp - 1
  * times, every send overlapped with one block of the attention compute (the op's
@@ -405,15 +486,10 @@ static sim_time_t ring_time(rep *R, uint32_t cost, uint32_t lane)
     sim_time_t *slot = &R->ring_cache[(size_t)cost * R->g->n_lanes + lane];
     if (*slot >= 0) return *slot;
     const int *gpus = &R->g->lane_gpus[(size_t)lane * R->ts];
-    const int *next = &R->g->lane_gpus[(size_t)R->g->cp_next[lane] * R->ts];
     int cp = R->g->cp;
-    sim_time_t send = 0;
-    for (int k = 0; k < R->ts; k++) {
-        int pair[2] = {gpus[k], next[k]};
-        sim_time_t x = comm_time(R, COLL_SENDRECV, pair, 2, c->ring_bytes, false);
-        if (x > send) send = x;
-    }
-    double block = ring_block_time(R, c, gpus[0]);
+    sim_time_t send = ring_send_time(R, c, lane);
+    /* with contention the attention block runs slower beside the step's sends */
+    double block = ring_block_time(R, c, gpus[0]) * ring_ratio(R, cost, lane);
     double exposed = (double)send > block ? (double)send - block : 0;
     double t = (double)c->ring_count * (cp - 1) * exposed;
     double all = (double)c->ring_count * (cp - 1) * (double)send;
@@ -478,6 +554,26 @@ static void on_ring_part(void *model, sim_engine *eng, const sim_event *ev)
     R->inl_cp[id] = ring;
     R->ring_hid[id] = R->ring_all[id] > ring ? R->ring_all[id] - ring : 0;
     R->inl[id] = sim_time_add(R->inl[id], ring);
+    if (R->ring_cdone) {
+        /* contention-timed: the op ends its (re-timed) compute and TP part plus the ring's
+         * exposed time and what the sends took from its compute: while they were in flight
+         * (ring_all: the steps' flows' real times) it ran at 1/r of its rate, for at most its
+         * stretched compute (analytic mode's closed form, with the flows' times) */
+        const wl_op *o = &R->g->ops[id];
+        double r = ring_ratio(R, o->arg, o->lane);
+        double w = (double)(R->ring_base[id] - R->inl[id] + ring); /* compute before the ring */
+        double steal = (1 - 1 / r) * fmin((double)R->ring_all[id], w * r);
+        ring = sim_time_add(ring, (sim_time_t)llround(steal));
+        uint32_t lane = o->lane;
+        if (R->cn_cur[lane] == id) {
+            R->cn_tail[lane] = sim_time_add(R->cn_tail[lane], ring);
+            cn_schedule(R, lane);
+            return;
+        }
+        sim_time_t end = sim_time_add(R->ring_cdone[id], ring);
+        sim_schedule_in(eng, now, end > now ? end - now : 0, R->k_op_done, id, 0);
+        return;
+    }
     sim_time_t end = sim_time_add(sim_time_add(R->start[id], R->ring_base[id]), ring);
     sim_schedule_in(eng, now, end > now ? end - now : 0, R->k_op_done, id, 0);
 }
@@ -528,9 +624,27 @@ static void start_op(rep *R, uint32_t id)
             /* flow mode: the ring's steps as flows; ring_step's last one schedules the end */
             R->ring_left[id] = (uint32_t)oc->ring_count * (uint32_t)(R->g->cp - 1);
             R->ring_base[id] = sim_time_add(max, in);
-            R->ring_block[id] = (sim_time_t)llround(ring_block_time(R, oc, gpus[0]));
+            /* with contention the attention block beside a step's sends runs at 1/r of its
+             * rate (r: the op's contended/free time beside them, ring_ratio) */
+            R->ring_block[id] = (sim_time_t)llround(ring_block_time(R, oc, gpus[0]) *
+                                                    ring_ratio(R, o->arg, o->lane));
             R->ring_exp[id] = R->ring_all[id] = 0;
             R->inl[id] = in;
+            if (R->ring_cdone && o->stream == WL_STREAM_COMPUTE) {
+                /* its compute is re-timed by the lane's collectives beside it; on_ring_part adds
+                 * the ring's exposed time and its own sends' toll at the end (one re-timing per
+                 * op, not two per step: a re-timed op leaves its old event queued until its
+                 * time, and two per step had tripled the 1,024-GPU 128k step's memory) */
+                uint32_t l = o->lane;
+                R->ring_cdone[id] = -1;
+                R->cn_cur[l] = id;
+                R->cn_rem[l] = (double)max;
+                R->cn_t[l] = now;
+                R->cn_start[l] = planned;
+                R->cn_tail[l] = in;
+                R->cn_ratio[l] = cn_ratio_of(R, o->arg, l);
+                cn_schedule(R, l);
+            }
             ring_step(R, id);
             return;
         }
@@ -540,6 +654,15 @@ static void start_op(rep *R, uint32_t id)
             /* what the compute hid: in flight, never exposed (it lies under the compute) */
             sim_time_t all = R->g->costs[o->arg].ring_count
                                  ? R->ring_total[(size_t)o->arg * R->g->n_lanes + o->lane] : 0;
+            if (R->ring_cn_sms && all > 0) {
+                /* contention: while the sends are in flight the compute runs at 1/ratio of its
+                 * rate, losing 1 - 1/ratio of each such picosecond (tp_steal_time's form), for
+                 * as long as the sends or the stretched compute last */
+                double r = ring_ratio(R, o->arg, o->lane);
+                double c = fmin((double)all, (double)max * r);
+                double x = (double)max + (1 - 1 / r) * c;
+                max = x < 9.2e18 ? (sim_time_t)llround(x) : SIM_TIME_MAX;
+            }
             R->ring_hid[id] = all > ring ? all - ring : 0;
             in = sim_time_add(in, ring);
         }
@@ -703,6 +826,11 @@ static void on_op_done(void *model, sim_engine *eng, const sim_event *ev)
                 double x = (double)R->own[(size_t)ev->id * R->ts + k] * f;
                 R->own[(size_t)ev->id * R->ts + k] = x < 9.2e18 ? (sim_time_t)llround(x) : SIM_TIME_MAX;
             }
+        }
+        if (R->ring_cdone && R->ring_left[ev->id] > 0) {
+            /* its ring is still going: on_ring_part ends it with the exposed time added */
+            R->ring_cdone[ev->id] = sim_now(eng);
+            return;
         }
     }
     complete_op(R, ev->id);
@@ -1043,9 +1171,18 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
         R.cn_inst_hbm = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.cn_inst_hbm);
         R.cn_inst_sms = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.cn_inst_sms);
         R.cn_on = dt_xcalloc((size_t)n + 1, 1);
+        R.cn_memo = dt_xmalloc(2 * L * sizeof *R.cn_memo);
+        for (size_t i = 0; i < 2 * L; i++) R.cn_memo[i] = (cn_memo){.cost = UINT32_MAX};
         R.tp_steal = dt_xmalloc((nic + 1) * sizeof *R.tp_steal);
         for (size_t i = 0; i < nic; i++) R.tp_steal[i] = -1;
+        if (R.ring_cache) {
+            R.ring_cn_sms = dt_xmalloc((nic + 1) * sizeof *R.ring_cn_sms);
+            R.ring_cn_hbm = dt_xcalloc(nic + 1, sizeof *R.ring_cn_hbm);
+            for (size_t i = 0; i < nic; i++) R.ring_cn_sms[i] = -1;
+            if (R.ring_left) R.ring_cdone = dt_xcalloc((size_t)n + 1, sizeof *R.ring_cdone);
+        }
     }
+
     if (cfg->jitter != WL_JITTER_NONE) {
         R.rng = dt_xcalloc((size_t)g->n_gpus, sizeof *R.rng);
         for (int i = 0; i < g->n_gpus; i++) {
@@ -1149,6 +1286,7 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     free(R.cn_inst_hbm);
     free(R.cn_inst_sms);
     free(R.cn_on);
+    free(R.cn_memo);
     free(R.tp_steal);
     free(R.inl);
     free(R.inl_cp);
@@ -1161,6 +1299,9 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     free(R.ring_block);
     free(R.ring_exp);
     free(R.ring_all);
+    free(R.ring_cn_sms);
+    free(R.ring_cn_hbm);
+    free(R.ring_cdone);
     free(R.cost_base);
     free(R.spec_of);
     free(R.inlane_cache);

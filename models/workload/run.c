@@ -1068,7 +1068,8 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
             int vs = ch * pp + st, nl = p->stage_layers[vs];
             bool first = vs == 0, last = vs == n_vs - 1;
             psi += layer_psi * nl + (first ? emb : 0) +
-                   (last && (!first || !s->model.tied_embeddings) ? emb : 0);
+                   (last && (!first || !s->model.tied_embeddings) ? emb : 0) +
+                   (last ? wl_norm_params(&s->model) : 0); /* the final norm, whole */
             for (int bwd = 0; bwd < 2; bwd++) {
                 wl_cost c;
                 wl_layer_op_cost_graph(s, p, gg, bwd, first, last, nl, &c);

@@ -25,6 +25,7 @@ static const char *const ckpt_names[] = {"none", "full", "selective", NULL};
 static const char *const kind_names[] = {"transformer", "synthetic", "params", NULL};
 static const char *const mlp_names[] = {"gelu", "swiglu", NULL};
 static const char *const attention_names[] = {"unfused", "flash", NULL};
+static const char *const norm_names[] = {"layernorm", "rmsnorm", NULL};
 static const char *const network_names[] = {"flow", "analytic", NULL};
 static const char *const jitter_names[] = {"none", "lognormal", "normal", NULL};
 
@@ -46,7 +47,7 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
         "experts", "top_k", "mlp", "tied_embeddings", "forward_time", "backward_time", "params",
         "activation_bytes", "flops_per_layer", "attention", "causal", "attention_dropout",
         "flash_kernel", "expert_ffn", "shared_experts", "capacity_factor", "router_zipf",
-        "moe_layer_freq", "router_seed", "head_dim", NULL};
+        "moe_layer_freq", "router_seed", "head_dim", "norm", NULL};
     TRY(js_expect_object(c, m, path));
     TRY(js_check_keys(c, m, path, keys));
     int kind = WL_TRANSFORMER;
@@ -61,7 +62,7 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
                                           "tied_embeddings", "attention", "causal",
                                           "attention_dropout", "flash_kernel", "expert_ffn", "shared_experts",
                                           "capacity_factor", "router_zipf", "moe_layer_freq",
-                                          "router_seed", "head_dim", NULL};
+                                          "router_seed", "head_dim", "norm", NULL};
     static const char *const syn_only[] = {"forward_time", "backward_time", "activation_bytes",
                                            "flops_per_layer", NULL};
     const char *const *foreign[3][2] = {{syn_only, NULL}, {tf_only, NULL}, {tf_only, syn_only}};
@@ -120,6 +121,9 @@ static int parse_model(const js_ctx *c, const cJSON *m, const char *path, wl_mod
         TRY(js_get_enum(c, m, path, "mlp", false, mlp_names, &mlp));
         out->mlp = (wl_mlp_kind)mlp;
         TRY(js_get_bool(c, m, path, "tied_embeddings", false, &out->tied_embeddings));
+        int norm = WL_NORM_LAYERNORM;
+        TRY(js_get_enum(c, m, path, "norm", false, norm_names, &norm));
+        out->norm = (wl_norm_kind)norm;
         int attn = WL_ATTN_FLASH;
         TRY(js_get_enum(c, m, path, "attention", false, attention_names, &attn));
         out->attention = (wl_attention)attn;

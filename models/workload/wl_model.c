@@ -54,11 +54,17 @@ static double layer_matmul_params(const wl_model *m, bool moe, bool active_only)
            m->hidden * m->experts; /* router */
 }
 
+double wl_norm_params(const wl_model *m)
+{
+    if (m->kind != WL_TRANSFORMER) return 0;
+    return (m->norm == WL_NORM_RMSNORM ? 1 : 2) * m->hidden;
+}
+
 double wl_layer_params(const wl_model *m)
 {
     switch (m->kind) {
     case WL_TRANSFORMER: /* + 2 norms */
-        return layer_matmul_params(m, m->experts > 1, false) + 4 * m->hidden;
+        return layer_matmul_params(m, m->experts > 1, false) + 2 * wl_norm_params(m);
     default: return m->params / m->layers;
     }
 }
@@ -66,7 +72,7 @@ double wl_layer_params(const wl_model *m)
 double wl_layer_params_at(const wl_model *m, int layer)
 {
     if (m->kind != WL_TRANSFORMER) return m->params / m->layers;
-    return layer_matmul_params(m, wl_layer_is_moe(m, layer), false) + 4 * m->hidden;
+    return layer_matmul_params(m, wl_layer_is_moe(m, layer), false) + 2 * wl_norm_params(m);
 }
 
 double wl_layer_expert_params_at(const wl_model *m, int layer)
@@ -86,8 +92,9 @@ double wl_layers_params(const wl_model *m, int first, int n)
 {
     if (m->kind != WL_TRANSFORMER) return n * wl_layer_params(m);
     int moe = wl_moe_layers_in(m, first, n);
-    return moe * (layer_matmul_params(m, true, false) + 4 * m->hidden) +
-           (n - moe) * (layer_matmul_params(m, false, false) + 4 * m->hidden);
+    double norms = 2 * wl_norm_params(m);
+    return moe * (layer_matmul_params(m, true, false) + norms) +
+           (n - moe) * (layer_matmul_params(m, false, false) + norms);
 }
 
 double wl_layers_expert_params(const wl_model *m, int first, int n)
@@ -105,7 +112,7 @@ double wl_total_params(const wl_model *m)
 {
     if (m->kind != WL_TRANSFORMER) return m->params;
     return wl_layers_params(m, 0, m->layers) +
-           wl_embedding_params(m) * (m->tied_embeddings ? 1 : 2) + 2 * m->hidden;
+           wl_embedding_params(m) * (m->tied_embeddings ? 1 : 2) + wl_norm_params(m);
 }
 
 void wl_moe_rank_loads(const wl_model *m, int ep, int layer, uint64_t seed, double *loads)

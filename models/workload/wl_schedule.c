@@ -224,6 +224,7 @@ typedef struct gen {
     double layer_grad_bytes;           /* gradient bytes of one layer on one GPU */
     double layer_param_bytes;
     double emb_grad_bytes;
+    double norm_bytes;                 /* the final norm's parameters (last virtual stage) */
     /* PowerSGD of one layer's and of the embedding's gradient (wl_lowrank_get), their GEMMs */
     wl_lowrank lr_layer, lr_emb;
     gpu_gemm lr_layer_gemms[WL_LOWRANK_GEMMS_MAX], lr_emb_gemms[WL_LOWRANK_GEMMS_MAX];
@@ -669,6 +670,7 @@ typedef struct lane_state {
     double *held;     /* no-overlap buckets waiting for the end of backward */
     bool *held_expert; /* ... of expert gradients (reduced over the expert-DP group) */
     double *held_layers, *held_embs; /* ... their layers and embedding matrices (PowerSGD) */
+    double *held_norms;              /* ... and final-norm elements (PowerSGD: sent dense) */
     size_t n_held, cap_held;
     double passes_bytes; /* gradient-buffer bytes charged before the buckets' reductions */
 } lane_state;
@@ -706,7 +708,7 @@ static uint32_t lowrank_cost(gen *G, double layers, double embs, double elems)
 }
 
 static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t after, int mb,
-                            int layer, bool expert, double layers, double embs)
+                            int layer, bool expert, double layers, double embs, double norms)
 {
     const wl_plan *p = G->p;
     /* an uncompressed reduction runs in framework.reduce_dtype (grad_bytes are in the training
@@ -784,7 +786,8 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
         L->prev_compute = L->last_compute;
         L->last_compute = cmp;
         const wl_lowrank *a = &G->lr_layer, *b = &G->lr_emb;
-        double sizes[3] = {layers * a->dense_elems + embs * b->dense_elems,
+        /* the final norm is no matrix: it joins the uncompressed all-reduce */
+        double sizes[3] = {layers * a->dense_elems + embs * b->dense_elems + norms,
                            layers * a->p_elems + embs * b->p_elems,
                            layers * a->q_elems + embs * b->q_elems};
         static const int names[3] = {N_LR_AR_DENSE, N_LR_AR_P, N_LR_AR_Q};
@@ -945,10 +948,11 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                 }
             }
             stage_psi += layers_bytes + (first ? G->emb_grad_bytes : 0) +
-                         (last && (!first || !G->s->model.tied_embeddings) ? G->emb_grad_bytes : 0);
+                         (last && (!first || !G->s->model.tied_embeddings) ? G->emb_grad_bytes : 0) +
+                         (last ? G->norm_bytes : 0);
         }
         int n_ops = per_layer ? nl : 1;
-        double bucket = 0, ebucket = 0, blayers = 0, bembs = 0;
+        double bucket = 0, ebucket = 0, blayers = 0, bembs = 0, bnorms = 0;
         for (int k = 0; k < n_ops; k++) {
             /* backward runs from the chunk's last layer down */
             int li = I.bwd ? n_ops - 1 - k : k;
@@ -1023,7 +1027,8 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                     }
                 }
                 double bytes = layers_bytes + (f ? G->emb_grad_bytes : 0) +
-                               (l && (!first || !G->s->model.tied_embeddings) ? G->emb_grad_bytes : 0);
+                               (l && (!first || !G->s->model.tied_embeddings) ? G->emb_grad_bytes : 0) +
+                               (l ? G->norm_bytes : 0);
                 uint32_t inst = stage_coll(G, COLL_ALLGATHER, bytes, WL_COMM_ZERO);
                 gather = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_PARAM_AG, -1, layer, inst, 0, NULL, 0);
                 L->last_dp = gather;
@@ -1113,18 +1118,20 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                  * keeps it in the root unit, reduced last), not with the output layer's. */
                 bool one_copy = pp == 1 && G->s->model.tied_embeddings;
                 if (l && !one_copy) gb += G->emb_grad_bytes;
+                if (l) gb += G->norm_bytes; /* the final norm */
                 if (f) gb += G->emb_grad_bytes;
                 bucket += gb;
                 ebucket += eb;
                 blayers += per_layer ? 1 : nl;
                 bembs += (l && !one_copy ? 1 : 0) + (f ? 1 : 0);
+                if (l) bnorms += G->norm_bytes / pb;
                 for (int x = 0; x < 2; x++) {
                     double *bk = x ? &ebucket : &bucket;
                     if (x && *bk == 0) continue;
                     if (*bk >= p->bucket_bytes || k == n_ops - 1) {
-                        double nly = x ? 0 : blayers, nem = x ? 0 : bembs;
+                        double nly = x ? 0 : blayers, nem = x ? 0 : bembs, nno = x ? 0 : bnorms;
                         if (p->overlap_dp && !delayed) {
-                            grad_collective(G, L, *bk, id, I.mb, layer, x, nly, nem);
+                            grad_collective(G, L, *bk, id, I.mb, layer, x, nly, nem, nno);
                         } else {
                             if (L->n_held >= L->cap_held) {
                                 L->cap_held = L->cap_held ? 2 * L->cap_held : 64;
@@ -1135,14 +1142,17 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                                                              L->cap_held * sizeof *L->held_layers);
                                 L->held_embs = dt_xrealloc(L->held_embs,
                                                            L->cap_held * sizeof *L->held_embs);
+                                L->held_norms = dt_xrealloc(L->held_norms,
+                                                            L->cap_held * sizeof *L->held_norms);
                             }
                             L->held_expert[L->n_held] = x;
                             L->held_layers[L->n_held] = nly;
                             L->held_embs[L->n_held] = nem;
+                            L->held_norms[L->n_held] = nno;
                             L->held[L->n_held++] = *bk;
                         }
                         *bk = 0;
-                        if (!x) blayers = bembs = 0;
+                        if (!x) blayers = bembs = bnorms = 0;
                     }
                 }
             }
@@ -1173,7 +1183,8 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
     /* Without overlap, every bucket waits for the end of the backward pass. */
     for (size_t i = 0; i < L->n_held; i++)
         grad_collective(G, L, L->held[i], L->last_compute, m - 1, -1,
-                        L->held_expert && L->held_expert[i], L->held_layers[i], L->held_embs[i]);
+                        L->held_expert && L->held_expert[i], L->held_layers[i], L->held_embs[i],
+                        L->held_norms[i]);
     /* Tied input and output embeddings on different stages hold two copies of one matrix:
      * the first and the last stage all-reduce its gradient after the data-parallel reduction
      * (Megatron's _allreduce_word_embedding_grads; DeepSpeed's tied layers likewise). One
@@ -1284,6 +1295,7 @@ wl_graph *wl_graph_build(const wl_scenario *s)
     G.layer_grad_bytes = layer_psi * pb;
     G.layer_param_bytes = layer_psi * pb;
     G.emb_grad_bytes = wl_embedding_params(&s->model) / p->tp * pb;
+    G.norm_bytes = wl_norm_params(&s->model) * pb; /* whole on every TP rank */
     if (p->lowrank_rank > 0) {
         G.n_lr_layer_gemms = wl_lowrank_get(&s->model, p, false, &G.lr_layer, G.lr_layer_gemms);
         G.n_lr_emb_gemms = wl_lowrank_get(&s->model, p, true, &G.lr_emb, G.lr_emb_gemms);
@@ -1322,6 +1334,7 @@ wl_graph *wl_graph_build(const wl_scenario *s)
     free(L.held_expert);
     free(L.held_layers);
     free(L.held_embs);
+    free(L.held_norms);
     if (G.moe_split) {
         gtab_free(&G.ep_tab);
         gtab_free(&G.edp_tab);

@@ -5,7 +5,7 @@ set datafile columnheaders
 set terminal pngcairo size 1200,480 noenhanced font 'Sans,10'
 set output 'zero.png'
 set multiplot layout 1,2 title '13B GPT (Psi = 12.84 B parameters), pure data parallelism on DGX A100 80GB boxes, 200 Gb/s NIC per GPU'
-Psi = 12.841047040e9
+Psi = 12.841057280e9
 A = 1.607081984e9; A3 = 2.865455104e9   # activations + buffers (ZeRO-3: + two gathered layers)
 GiB = 2.0**30
 sel(z) = (column('parallel.zero') == z) ? 1 : NaN

@@ -50,6 +50,41 @@ static double h100_block_ps(const wl_layer_cost *lc, int bwd, double L, double c
     return attn / (L * cp);
 }
 
+/* Contention (docs/workloads.md, "Compute beside communication"): a ring step's NCCL
+ * send/receive sending `rate` B/s per GPU holds replay_nccl_channels(rate) SMs and moves
+ * REPLAY_NCCL_P2P_HBM_PER_BYTE x rate of HBM, and the compute op beside it (its attention
+ * block included) runs at t1/t0 of its time. For each ring op of scenario `text`'s lane 0, in
+ * order (at most 8): whether it is a backward op, its ring passes, and that ratio on an H100.
+ * Returns how many. */
+static int h100_ring_ops(const char *text, int n_gpus, double rate, int bwd[8], int count[8],
+                         double ratio[8])
+{
+    gpu_spec h100;
+    dt_error err;
+    ck_assert_int_eq(gpu_preset("H100-SXM", &h100, &err), DT_OK);
+    load(text, n_gpus);
+    wl_graph *g = wl_graph_build(&sc);
+    int n = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        const wl_cost *c = &g->costs[o->arg];
+        if (o->kind != WL_OP_COMPUTE || o->lane != 0 || c->ring_count == 0) continue;
+        ck_assert_int_lt(n, 8);
+        sim_time_t t0 = replay_op_compute_time(g, c, &h100, gpu_op_time, gpu_gemm_time);
+        sim_time_t t1 = replay_contended_time(g, c, &h100, gpu_op_time, gpu_gemm_time,
+                                              replay_nccl_channels(&h100, rate),
+                                              REPLAY_NCCL_P2P_HBM_PER_BYTE * rate);
+        bwd[n] = c->flops[GPU_OP_ATTENTION_BWD] > 0;
+        count[n] = c->ring_count;
+        ratio[n++] = (double)t1 / (double)t0;
+        ck_assert_double_gt(ratio[n - 1], 1);
+        ck_assert_double_lt(ratio[n - 1], 2);
+    }
+    wl_graph_destroy(g);
+    unload();
+    return n;
+}
+
 START_TEST(ring_bytes_and_exposed_time)
 {
     load(SLOW_RING(4, 4), 4);
@@ -67,16 +102,27 @@ START_TEST(ring_bytes_and_exposed_time)
     ck_assert_rel(gpu_attention_eff(&h100, GPU_ATTN_FA2, s / cp, true, false), 298.0 / 989, 1e-12);
     ck_assert_rel(gpu_attention_eff(&h100, GPU_ATTN_FA2, s / cp, true, true),
                   291.0 * 298 / 362 / 989, 1e-12);
-    /* one op per direction (pp 1, one microbatch): ring_count = L passes of cp - 1 steps */
-    double want = 0, all = 0;
-    for (int bwd = 0; bwd < 2; bwd++) {
-        double send = (double)sim_time_from_s((bwd ? 2 : 1) * kv / 1e9);
-        double block = h100_block_ps(&lc, bwd, L, cp, s / cp);
-        ck_assert_double_lt(block, send); /* exposed: the link is slow */
-        want += llround(L * (cp - 1) * (send - block));
-        all += llround(L * (cp - 1) * send);
-    }
+    /* the ring ops (pp 1, one microbatch): the forward, and the backward split per layer (the
+     * gradients are reduced over the cp replicas layer by layer), ring_count passes of cp - 1
+     * steps each, L in all per direction; each block of attention runs beside its step's
+     * send/receive kernels (1 GB/s: 2 SMs, NCCL's fewest, and 4 GB/s of HBM), at r times its
+     * time (r of its op's cost) */
     unload();
+    ck_assert_int_eq(replay_nccl_channels(&h100, 1e9), 2);
+    int bwd[8], count[8], passes[2] = {0, 0};
+    double ratio[8], want = 0, all = 0;
+    int n = h100_ring_ops(SLOW_RING(4, 4), 4, 1e9, bwd, count, ratio);
+    ck_assert_int_eq(n, 3);
+    for (int k = 0; k < n; k++) {
+        double send = (double)sim_time_from_s((bwd[k] ? 2 : 1) * kv / 1e9);
+        double block = h100_block_ps(&lc, bwd[k], L, cp, s / cp);
+        ck_assert_double_lt(block * ratio[k], send); /* exposed: the link is slow */
+        want += llround(count[k] * (cp - 1) * (send - block * ratio[k]));
+        all += llround(count[k] * (cp - 1) * send);
+        passes[bwd[k]] += count[k];
+    }
+    ck_assert_int_eq(passes[0], L);
+    ck_assert_int_eq(passes[1], L);
     run_result r = run_text(SLOW_RING(4, 4));
     ck_assert_rel(r.bytes_sent_per_gpu[WL_COMM_CP], 3 * 1 * L * (cp - 1) * kv, 1e-12);
     /* within a picosecond per op: each side rounds its own sums to whole picoseconds */
@@ -164,6 +210,11 @@ END_TEST
  * which costs each send alone). */
 static double two_switch_exposed(double bw, double share, double *in_flight)
 {
+    /* contention: the attention block beside a step's sends runs at r times its time (its op's),
+     * the sends' contention-free pace being the link's bandwidth (each alone) */
+    int bwd[8], count[8];
+    double r[8];
+    int n = h100_ring_ops(TWO_SWITCHES("1 GB/s", "flow"), 4, bw, bwd, count, r);
     load(TWO_SWITCHES("1 GB/s", "flow"), 4);
     double kv = wl_cp_ring_bytes(&sc.model, &sc.plan), L = 2, cp = 2;
     ck_assert_rel(kv, 2 * 1.0 * (8192 / cp) * 1024 * (4.0 / 16) * 2 / 2, 1e-15);
@@ -171,12 +222,12 @@ static double two_switch_exposed(double bw, double share, double *in_flight)
     wl_layer_cost_get(&sc.model, &sc.plan, &lc);
     unload();
     double want = 0, all = 0;
-    for (int bwd = 0; bwd < 2; bwd++) {
+    for (int k = 0; k < n; k++) {
         /* ring blocks of s/cp = 4,096 keys */
-        double send = 1e12 * share * (bwd ? 2 : 1) * kv / bw;
-        double block = h100_block_ps(&lc, bwd, L, cp, 8192 / cp);
-        want += L * (cp - 1) * fmax(0, send - block);
-        all += L * (cp - 1) * fmax(send, 0);
+        double send = 1e12 * share * (bwd[k] ? 2 : 1) * kv / bw;
+        double block = h100_block_ps(&lc, bwd[k], L, cp, 8192 / cp) * r[k];
+        want += count[k] * (cp - 1) * fmax(0, send - block);
+        all += count[k] * (cp - 1) * fmax(send, 0);
     }
     *in_flight = all * 1e-12;
     return want * 1e-12;
@@ -249,6 +300,57 @@ START_TEST(ring_flows_uncontended_closed_form)
     ck_assert_rel(f.step_time_s, an.step_time_s, 1e-9);
     run_result_free(&f);
     run_result_free(&an);
+}
+END_TEST
+
+/* The ring's sends slow the compute beside them (options.comm_contention, default on): on one
+ * switch at 100 GB/s a step's KV block (2 MB forward, 4 MB backward) takes 21 or 42 us, less
+ * than its attention block, so nothing is exposed; each send/receive holds ceil(100 / 15) = 7
+ * SMs and 4 x 100 GB/s of HBM while it runs, and a ring op of compute W runs at 1/r of its
+ * rate for its count (cp - 1) sends: W + (1 - 1/r) count (cp - 1) send. The step with
+ * contention minus without is the sum over lane 0's three ring ops, in both network modes
+ * (flow: every GPU's link carries one send each way, so a flow takes its alone time). */
+#define FAST_RING(network, extra)                                                                 \
+    "{\"topology\": {\"generator\": \"switch\", \"gpus\": 4, \"bandwidth\": \"100 GB/s\","         \
+    " \"latency\": \"0 s\", \"switch_latency\": \"0 s\", \"gpu\": \"H100-SXM\"},"                  \
+    " \"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 1024, \"heads\": 16,"      \
+    " \"kv_heads\": 4, \"seq_len\": 8192, \"vocab\": 1000}, \"parallel\": {\"cp\": 4,"             \
+    " \"overlap_dp\": false}, \"global_batch\": 1, \"options\": {\"network\": \"" network "\""    \
+    extra "}}"
+
+START_TEST(ring_sends_slow_compute)
+{
+    gpu_spec h100;
+    dt_error err;
+    ck_assert_int_eq(gpu_preset("H100-SXM", &h100, &err), DT_OK);
+    ck_assert_int_eq(replay_nccl_channels(&h100, 100e9), 7);
+    int bwd[8], count[8];
+    double r[8];
+    int n = h100_ring_ops(FAST_RING("analytic", ""), 4, 100e9, bwd, count, r);
+    ck_assert_int_eq(n, 3);
+    load(FAST_RING("analytic", ""), 4);
+    double kv = wl_cp_ring_bytes(&sc.model, &sc.plan), cp = 4;
+    unload();
+    double want = 0;
+    for (int k = 0; k < n; k++) {
+        double send = (double)sim_time_from_s((bwd[k] ? 2 : 1) * kv / 100e9);
+        want += (1 - 1 / r[k]) * count[k] * (cp - 1) * send;
+    }
+    ck_assert_double_gt(want, 1e6); /* a few microseconds */
+    static const char *const modes[2][2] = {
+        {FAST_RING("analytic", ""), FAST_RING("analytic", ", \"comm_contention\": false")},
+        {FAST_RING("flow", ""), FAST_RING("flow", ", \"comm_contention\": false")}};
+    for (int m = 0; m < 2; m++) {
+        run_result on = run_text(modes[m][0]), off = run_text(modes[m][1]);
+        ck_assert_double_eq(on.comm_exposed_by_kind_s[WL_COMM_CP], 0);
+        ck_assert_double_eq(off.comm_exposed_by_kind_s[WL_COMM_CP], 0);
+        ck_assert_double_eq(on.comm_inflight_by_kind_s[WL_COMM_CP],
+                            off.comm_inflight_by_kind_s[WL_COMM_CP]);
+        /* within a few picoseconds: each op's stretch is rounded on its own */
+        ck_assert_double_lt(fabs(on.step_time_s - off.step_time_s - want * 1e-12), 5e-12);
+        run_result_free(&on);
+        run_result_free(&off);
+    }
 }
 END_TEST
 
@@ -422,6 +524,7 @@ int main(void)
     tcase_add_test(tc, ring_bytes_and_exposed_time);
     tcase_add_test(tc, with_tp_pp_dp);
     tcase_add_test(tc, ring_flows_share_links);
+    tcase_add_test(tc, ring_sends_slow_compute);
     tcase_add_test(tc, ring_flows_uncontended_closed_form);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, cp_traces);

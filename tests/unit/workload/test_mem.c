@@ -4,12 +4,16 @@
  * 4+4+8); Korthikanti et al. activation bytes per layer (sbh(34 + 5as/h), with TP
  * sbh(10 + 24/t + 5as/ht), with TP+SP sbh(34/t + 5as/ht), selective drops 5as/h, full keeps
  * 2sbh); 1F1B holds at most p microbatches on stage 0, GPipe m; run_memory on a scenario.
+ * The final norm (2h LayerNorm, h RMSNorm) by hand: in the parameter count (Llama-2-7B's and
+ * Qwen3-30B-A3B's published counts), the memory of the stage that holds it, the last stage's
+ * optimizer op and gradient reduction.
  * Leaves free: the small buffers (logits, ZeRO-3 gather) beyond being non-negative. */
 #include <string.h>
 
 #include "dtsim/run.h"
 #include "dtsim/workload.h"
 #include "testutil.h"
+#include "wl_testutil.h"
 
 START_TEST(zero_paper_model_states)
 {
@@ -130,6 +134,109 @@ START_TEST(run_memory_scenario)
 }
 END_TEST
 
+/* Llama-2-7B (meta-llama/Llama-2-7b-hf config.json: h 4096, 32 layers, 32 heads, ffn 11008,
+ * SwiGLU, V 32000, untied, RMSNorm), by hand with RMSNorm's h per norm:
+ *   layer  4h^2 = 67,108,864 + 3hf = 135,266,304 + 2 norms 2h = 8,192    = 202,383,360
+ *   model  32 x 202,383,360 + 2 x 32000 x 4096 + the final norm's 4,096  = 6,738,415,616
+ * the checkpoint's count exactly (llama.cpp's general.parameter_count). As LayerNorms (weight
+ * and bias): 32 x 8,192 + 4,096 more. Qwen3-30B-A3B (test_moe.c's layer) with RMSNorm:
+ * 48 x (623,124,480 - 4,096 + 2 x 2,048) ... = 48 x 623,120,384 + 2 x 151,936 x 2048 + 2,048 =
+ * 30,532,110,336: the checkpoint's 30,532,122,624 less its per-head q and k norms (48 x 2 x 128
+ * = 12,288), which dtsim does not model. */
+#define LLAMA2_7B(norm)                                                                          \
+    "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 32, \"hidden\": 4096," \
+    " \"heads\": 32, \"seq_len\": 4096, \"vocab\": 32000, \"ffn\": 11008, \"mlp\": \"swiglu\","      \
+    " \"tied_embeddings\": false" norm "}}"
+
+START_TEST(norm_params_published)
+{
+    load(LLAMA2_7B(", \"norm\": \"rmsnorm\""), 1);
+    ck_assert_double_eq(wl_norm_params(&sc.model), 4096);
+    ck_assert_double_eq(wl_layer_params(&sc.model), 202383360.0);
+    ck_assert_double_eq(wl_total_params(&sc.model), 6738415616.0);
+    ck_assert_double_eq(sc.model.params, 6738415616.0);
+    unload();
+    load(LLAMA2_7B(""), 1); /* default: LayerNorm */
+    ck_assert_double_eq(wl_norm_params(&sc.model), 8192);
+    ck_assert_double_eq(wl_total_params(&sc.model), 6738415616.0 + 32 * 8192 + 4096);
+    unload();
+    load("{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 48, \"hidden\": 2048,"
+         " \"heads\": 32, \"head_dim\": 128, \"kv_heads\": 4, \"seq_len\": 4096, \"vocab\": 151936,"
+         " \"tied_embeddings\": false, \"mlp\": \"swiglu\", \"experts\": 128, \"top_k\": 8,"
+         " \"expert_ffn\": 768, \"norm\": \"rmsnorm\"}}", 1);
+    ck_assert_double_eq(wl_layer_params(&sc.model), 623120384.0);
+    ck_assert_double_eq(wl_total_params(&sc.model), 30532122624.0 - 48 * 2 * 128);
+    unload();
+    /* a model that is not a transformer has no norms; a bad kind is refused where it stands */
+    wl_model syn = {.kind = WL_SYNTHETIC, .hidden = 1024};
+    ck_assert_double_eq(wl_norm_params(&syn), 0);
+    dt_error e;
+    ck_assert_int_eq(try_load(LLAMA2_7B(", \"norm\": \"batchnorm\""), 1, &e), DT_EINPUT);
+    ck_assert_str_eq(e.path, "model.norm");
+}
+END_TEST
+
+/* The final norm on the GPUs that hold it: 4 layers, h 1024, f 4096, V 32000, tied, tp 2,
+ * bf16, Adam, ZeRO-1 over dp 2, by hand:
+ *   layer  4h^2 + 2hf + 4h (two LayerNorms) = 12,587,008, / tp = 6,293,504 per GPU
+ *   embedding V h / tp = 16,384,000; final LayerNorm 2h = 2,048, whole on each TP rank
+ * pp 1: Ψ = 4 x 6,293,504 + 16,384,000 + 2,048 = 41,560,064 per GPU: parameters 2Ψ =
+ * 83,120,128 B, gradients as much, optimizer states 12Ψ/2 = 249,360,384 B; RMSNorm (h per
+ * norm): 4 x 6,292,480 + 16,384,000 + 1,024 = 41,554,944.
+ * pp 2 (2 layers a stage, each stage its copy of the tied matrix): stage 0 holds
+ * 2 x 6,293,504 + 16,384,000 = 28,971,008, stage 1 2,048 more, 28,973,056: its optimizer op
+ * moves 28 B (Adam) per parameter of its shard (Ψ/2) and its gradient reduce-scatters 2Ψ B. */
+#define SMALL(norm, pp)                                                                           \
+    "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 4, \"hidden\": 1024," \
+    " \"heads\": 16, \"seq_len\": 512, \"vocab\": 32000" norm "}, \"parallel\": {\"tp\": 2,"        \
+    " \"pp\": " #pp ", \"dp\": 2, \"zero\": 1}, \"precision\": \"bf16\", \"global_batch\": 8}"
+
+START_TEST(final_norm_memory_and_graph)
+{
+    mem_breakdown mb;
+    load(SMALL("", 1), 4);
+    ck_assert_double_eq(wl_layer_params(&sc.model) / 2, 6293504);
+    mem_compute(&sc.model, &sc.plan, &mb);
+    ck_assert_rel(mb.params, 83120128, 1e-15);
+    ck_assert_rel(mb.grads, 83120128, 1e-15);
+    ck_assert_rel(mb.optimizer, 249360384, 1e-15);
+    unload();
+    load(SMALL(", \"norm\": \"rmsnorm\"", 1), 4);
+    mem_compute(&sc.model, &sc.plan, &mb);
+    ck_assert_rel(mb.params, 2 * 41554944.0, 1e-15);
+    ck_assert_rel(mb.optimizer, 12 * 41554944.0 / 2, 1e-15);
+    unload();
+
+    load(SMALL("", 2), 8);
+    wl_graph *g = wl_graph_build(&sc);
+    const double psi[2] = {28971008, 28973056};
+    double rs[8] = {0};
+    int seen[2] = {0, 0};
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->kind == WL_OP_COLL && g->colls[o->arg].op == COLL_REDUCE_SCATTER)
+            rs[o->lane] += g->colls[o->arg].bytes;
+        if (strcmp(g->names[o->name], "optimizer_step")) continue;
+        double bytes = g->costs[o->arg].bytes[GPU_OP_OPTIMIZER];
+        int st = fabs(bytes - psi[1] / 2 * 28) < 1e-6 ? 1 : 0;
+        ck_assert_rel(bytes, psi[st] / 2 * 28, 1e-15);
+        seen[st]++;
+    }
+    ck_assert_int_eq(seen[0], 2); /* one optimizer op per lane: 2 replicas of each stage */
+    ck_assert_int_eq(seen[1], 2);
+    int lanes[2] = {0, 0};
+    for (int l = 0; l < g->n_lanes; l++) {
+        int st = fabs(rs[l] - 2 * psi[1]) < 1e-6 ? 1 : 0;
+        ck_assert_rel(rs[l], 2 * psi[st], 1e-15);
+        lanes[st]++;
+    }
+    ck_assert_int_eq(lanes[0], 2);
+    ck_assert_int_eq(lanes[1], 2);
+    wl_graph_destroy(g);
+    unload();
+}
+END_TEST
+
 Suite *suite(void)
 {
     Suite *s = suite_create("mem");
@@ -138,6 +245,8 @@ Suite *suite(void)
     tcase_add_test(t, korthikanti_activations);
     tcase_add_test(t, inflight_by_schedule);
     tcase_add_test(t, run_memory_scenario);
+    tcase_add_test(t, norm_params_published);
+    tcase_add_test(t, final_norm_memory_and_graph);
     suite_add_tcase(s, t);
     return s;
 }

@@ -126,8 +126,9 @@ START_TEST(param_gather_groups)
         if (o->kind != WL_OP_COLL || o->lane != 1 || o->layer < 0) continue; /* stage 1 of DP rank 0 */
         const wl_coll *c = &g->colls[o->arg];
         if (o->name == dense_ag) {
-            /* layers 2 and 3: the last one also holds the output layer (untied: V h) */
-            double want = dense * pb + (o->layer == 3 ? 32000 * h * pb : 0);
+            /* layers 2 and 3: the last one also holds the output layer (untied: V h) and
+             * the final LayerNorm (2h) */
+            double want = dense * pb + (o->layer == 3 ? (32000 * h + 2 * h) * pb : 0);
             ck_assert_rel(c->bytes, want, 1e-15);
             ck_assert_int_eq(coll_gpus(g, o->arg, gpus), 16);
             n_dense++;
@@ -151,9 +152,11 @@ START_TEST(memory_by_hand)
          ", \"parallel\": {\"ep\": 4, \"zero\": 1}, \"global_batch\": 8}", 8);
     double L = 4, h = 1024, V = 32000, E = 8, f = 2816, ep = 4, dp = 8, kv = 1024;
     double attn = 2 * h * h + 2 * h * kv, expert = 3 * h * f;
-    double dense = L * (attn + expert /* shared */ + h * E /* router */ + 4 * h) + 2 * V * h;
+    /* dense: the layers' shared parts, both embedding matrices and the final LayerNorm's 2h */
+    double dense = L * (attn + expert /* shared */ + h * E /* router */ + 4 * h) + 2 * V * h +
+                   2 * h;
     double routed = L * E * expert / ep;
-    ck_assert_rel(wl_total_params(&sc.model), dense + L * E * expert + 2 * h, 1e-15);
+    ck_assert_rel(wl_total_params(&sc.model), dense + L * E * expert, 1e-15);
     mem_breakdown mb;
     mem_compute(&sc.model, &sc.plan, &mb);
     ck_assert_rel(mb.params, 2 * (dense + routed), 1e-12);
@@ -326,8 +329,10 @@ END_TEST
  *   experts      8 x 3 x 1024 x 2816 / ep 8 = 8,650,752 params on this GPU  = 17,301,504 B
  * one gather per layer op, forward and backward: 2 microbatches x 2 x 4 = 16 each, a ring
  * all-gather sending (n-1)/n of its output: 16 (15/16 8,413,184 + 1/2 17,301,504) =
- * 264,609,792 ZeRO bytes per GPU; parameters per GPU (embedding 32,768,000 on the stage, tied):
- * (4 x 4,206,592 + 32,768,000) x 2 / 16 + 4 x 8 x 8,650,752 / 8 x 2 / 2 = 40,802,304 B. */
+ * 264,609,792 ZeRO bytes per GPU (the embedding and the final norm are not gathered per
+ * layer); parameters per GPU (embedding 32,768,000 on the stage, tied, and the final
+ * LayerNorm's 2h = 2,048): (4 x 4,206,592 + 32,768,000 + 2,048) x 2 / 16 +
+ * 4 x 8 x 8,650,752 / 8 x 2 / 2 = 40,802,560 B. */
 START_TEST(zero3_with_ep)
 {
     const char *text = "{\"topology\": {\"generator\": \"dgx\", \"nodes\": 2, \"gpus_per_node\": 8,"
@@ -335,7 +340,7 @@ START_TEST(zero3_with_ep)
                        " \"ep\": 8, \"zero\": 3, \"micro_batch_size\": 1}, \"global_batch\": 32}";
     run_result r = run_text(text);
     ck_assert_rel(r.bytes_sent_per_gpu[WL_COMM_ZERO], 264609792.0, 1e-12);
-    ck_assert_rel(r.memory.params, 40802304.0, 1e-12);
+    ck_assert_rel(r.memory.params, 40802560.0, 1e-12);
     ck_assert_double_gt(r.step_time_s, 0);
     run_result_free(&r);
 }
