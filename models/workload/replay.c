@@ -975,7 +975,11 @@ static void breakdown(rep *R, uint32_t lane, int member, replay_result *out)
                 ADD(e - in, e - ring, CAT_COMM, kind);
                 ADD(e - ring, e, CAT_COMM, WL_COMM_CP);
             } else {
-                ADD(s, l, CAT_WAIT, 0);
+                /* a pipeline-kind collective (the tied embedding's all-reduce between the
+                 * first and the last stage) waiting for the other stage waits for the
+                 * pipeline's drain: the bubble, not a late peer; left unmarked, it counts as
+                 * idle */
+                if (kind != WL_COMM_PP) ADD(s, l, CAT_WAIT, 0);
                 ADD(l, e, CAT_COMM, kind);
             }
         }

@@ -20,7 +20,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 python3 - "$tmp/epcp.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-want = {"E-mixtral-8x7b-64-h100": 526.9, "E-qwen3-30b-a3b-8-h100": 22.785, "N-llama2-7b-32k-cp2": 882.0, "N-llama2-7b-128k-cp4": 726.6}
+want = {"E-mixtral-8x7b-64-h100": 526.9, "E-qwen3-30b-a3b-8-h100": 22.785, "N-llama2-7b-32k-cp2": 870.9, "N-llama2-7b-128k-cp4": 728.3}
 got = {r["id"]: r for r in d["cases"]}
 assert set(got) == set(want), got.keys()
 for k, v in want.items():
@@ -47,6 +47,13 @@ for r in rows:
     want = m / p - 1 if r["metric"] == "step_time" else p / m - 1
     assert abs(r["error"] - want) < 1e-9, (r["id"], r["error"], want)
     assert r["source"] and isinstance(r["assumptions"], list)
+    # no case has a straggler or jitter: no GPU can wait for a late peer, and a pipelined
+    # case's critical GPU (its last stage) waits for the drain as bubble, not straggler wait
+    b = r.get("breakdown_s")
+    if b is not None:
+        assert b["straggler_wait"] == 0, (r["id"], b)
+        if r["step_time_s"] > 0:
+            assert abs(sum(b.values()) - r["step_time_s"]) < 1e-9 * r["step_time_s"], (r["id"], b)
     errs.append(abs(r["error"]))
 s = d["summary"]
 assert s["cases"] == len(rows) and s["ran"] == len(rows)

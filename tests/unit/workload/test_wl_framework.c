@@ -206,7 +206,14 @@ START_TEST(blocking_sends_closed_form)
     snprintf(text, sizeof text, base, ", \"framework\": {\"pp_blocking_sends\": true}");
     load(text, 2);
     g = wl_graph_build(&sc);
-    ck_assert_int_eq(run(g, &u).step_time, 11 * SIM_MS);
+    replay_result r = run(g, &u);
+    ck_assert_int_eq(r.step_time, 11 * SIM_MS);
+    /* the critical GPU, stage 0: computes 1 + 1 + 2 + 2 ms, its two activation sends (0.5 ms
+     * each) are exposed, and the rest, 4 ms, is waiting for stage 1: the bubble */
+    ck_assert_int_eq(r.compute, 6 * SIM_MS);
+    ck_assert_int_eq(r.comm_exposed, 1 * SIM_MS);
+    ck_assert_int_eq(r.bubble, 4 * SIM_MS);
+    ck_assert_int_eq(r.straggler_wait, 0);
     wl_graph_destroy(g);
     unload();
 }
@@ -420,9 +427,9 @@ END_TEST
  * h 1024, V 32000, dp 2, bf16, overlapped all-reduce buckets (25 MB: one per layer, a layer
  * being 12.6 M parameters, 25.2 MB). Tied on one stage the matrix is one parameter used twice:
  * autograd sums both contributions and fires its ready hook after the lookup's backward, the
- * last op, so the buckets carry L, L, L, L + E parameters (x 2 B) in op order and the last one
- * waits for layer 0's backward; untied (two matrices) the output layer's is ready after the
- * last layer's backward: L + E, L, L, L + E. Total bytes are the same either way. */
+ * last op, so the buckets carry L + N, L, L, L + E parameters (x 2 B; N the final norm's 2h) in
+ * op order and the last one waits for layer 0's backward; untied (two matrices) the output
+ * layer's is ready after the last layer's backward: L + E + N, L, L, L + E. Total bytes are the same either way. */
 START_TEST(tied_embedding_reduced_last)
 {
     for (int tied = 0; tied < 2; tied++) {
@@ -432,8 +439,9 @@ START_TEST(tied_embedding_reduced_last)
                  "32000, \"tied_embeddings\": %s}, \"parallel\": {\"dp\": 2}}", tied ? "true" : "false");
         load(doc, 2);
         wl_graph *g = wl_graph_build(&sc);
-        double L = wl_layer_params(&sc.model), E = 32000.0 * 1024;
-        double want[4] = {(tied ? L : L + E) * 2, L * 2, L * 2, (L + E) * 2};
+        double L = wl_layer_params(&sc.model), E = 32000.0 * 1024, N = 2 * 1024;
+        /* the final LayerNorm's 2h ride with the output layer, in the first bucket */
+        double want[4] = {(tied ? L + N : L + E + N) * 2, L * 2, L * 2, (L + E) * 2};
         int n = 0;
         for (uint32_t i = 0; i < g->n_ops; i++) {
             const wl_op *o = &g->ops[i];
