@@ -421,7 +421,12 @@ static inline int wl_cp(const wl_plan *p) { return p->cp > 1 ? p->cp : 1; }
 typedef struct wl_layer_cost {
     double fwd_matmul_flops, fwd_attn_flops; /* forward */
     double bwd_attn_flops;                   /* backward of the attention core */
-    double fwd_elem_bytes;                   /* memory-bound traffic of norms/activations */
+    /* memory-bound traffic of norms, activation, dropout, residuals and bias gradients per
+     * layer, forward and backward, as the plan's framework preset runs them kernel by kernel
+     * (docs/workloads.md, "Elementwise traffic of a layer"): an MoE layer's when the model has
+     * experts, dense_* a dense layer's (the same without experts) */
+    double fwd_elem_bytes, bwd_elem_bytes;
+    double dense_fwd_elem_bytes, dense_bwd_elem_bytes;
     double fwd_score_bytes, bwd_score_bytes; /* unfused: traffic over the score matrix */
     /* unfused: the part of it the core's batched GEMMs move themselves (forward: S written, D
      * read, 2e per score; backward: dD written, dS read twice, D read, 4e), which their own

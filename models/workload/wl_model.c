@@ -177,6 +177,100 @@ double wl_cp_ring_bytes(const wl_model *m, const wl_plan *p)
            wl_precision_bytes(p->precision) / p->tp;
 }
 
+/* The hidden sizes Megatron-LM's MixedFusedLayerNorm (2022, megatron/model/fused_layer_norm.py)
+ * runs with apex's persistent FastLayerNorm kernels; others take apex's FusedLayerNorm */
+static bool apex_persistent_ln(double h)
+{
+    static const double sizes[] = {1024,  1536,  2048,  2304,  3072,  3840,  4096,  5120,
+                                   6144,  8192,  10240, 12288, 12800, 15360, 16384, 18432,
+                                   20480, 24576, 25600, 30720, 32768, 40960, 49152, 65536};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (h == sizes[i]) return true;
+    return false;
+}
+
+/* Elementwise HBM traffic of one transformer layer per token of the microbatch (s already
+ * s/cp), on one GPU, forward or backward: the norms, the activation function, the hidden
+ * dropouts with their residual adds, the residual stream's gradient sums, the bias-gradient
+ * reductions and the layout copies outside the attention core, kernel by kernel as the
+ * preset's framework runs them (docs/workloads.md, "Elementwise traffic of a layer", has the
+ * table and the sources). f is the activation's width per token (the MLP's, or an MoE
+ * layer's top_k + shared experts'). Regions outside the TP GEMMs (norms, dropout-add) are
+ * split over t with sequence parallelism and whole on every TP rank without it; the rest is
+ * split over t. Two properties of the model that no scenario field states are read from what
+ * the suite's models ran: linear biases with a GeLU MLP (Megatron's add_bias_linear and
+ * llm-foundry's no_bias defaults; the GPT and MPT runs), none with SwiGLU (the Llama family,
+ * --disable-bias-linear); hidden dropout where the attention dropout is on (Megatron's 0.1
+ * defaults for both; the MPT and Llama recipes set both to 0). */
+static double layer_elem_bytes(const wl_model *m, const wl_plan *p, double f, bool bwd)
+{
+    double e = wl_precision_bytes(p->precision), h = m->hidden, t = p->tp;
+    double q = wl_q_width(m), qkv = q + 2 * wl_kv_width(m);
+    bool glu = m->mlp == WL_MLP_SWIGLU, bias = !glu, dr = !m->no_attention_dropout;
+    bool unfused = m->attention == WL_ATTN_UNFUSED;
+    double seq = 0, tpr = 0; /* per token: outside the TP regions, inside them */
+    if (p->fw.preset == WL_FW_GENERIC) {
+        /* Korthikanti et al. 2022's 34·s·b·h stored activation bytes (e = 2) read as traffic,
+         * written once and read once (34·e·h per token, backward twice that): 10 of them
+         * outside the TP regions, 24 inside */
+        seq = 10 * e * h, tpr = 24 * e * h;
+        if (bwd) seq *= 2, tpr *= 2;
+    } else if (p->fw.preset == WL_FW_MEGATRON) {
+        /* fp16 runs are Megatron-LM of 2022 (Korthikanti's cases: megatron/model/transformer.py,
+         * megatron/mpu/layers.py); bf16 and fp8 runs Megatron-Core v0.7 with Transformer Engine
+         * (TELayerNormColumnParallelLinear, cuDNN attention) */
+        bool legacy = p->precision == WL_FP16;
+        /* layernorm: read x, write y (fp32 mean and rstd per token); backward read dy and x,
+         * write dx, gamma and beta partials in the same pass (TE's and apex's persistent
+         * kernels), or a second pass re-reading dy and x (apex's FusedLayerNorm) */
+        double ln_b = legacy && !apex_persistent_ln(h) ? 5 : 3;
+        /* bias-dropout-add (jit-fused): read x and the residual, write the sum and a 1-byte
+         * mask; backward the dropout's (read the gradient and the mask, write) and the bias
+         * gradient's reduction over the tokens (read); without dropout a plain add */
+        double bda_f = 3 * e * h + (dr ? h : 0);
+        double bda_b = (dr ? 2 * e * h + h : 0) + (bias ? e * h : 0);
+        if (!bwd) {
+            seq = 2 * (2 * e * h) + 2 * bda_f;
+            /* bias-GeLU (read, write) or bias-SwiGLU (read 2f, write f) */
+            tpr = glu ? 3 * e * f : 2 * e * f;
+            if (legacy && bias) tpr += 2 * e * qkv; /* QKV GEMM then `output + bias` */
+            if (legacy && unfused) tpr += 2 * e * q; /* context permute(...).contiguous() */
+        } else {
+            /* two layernorm backwards, two residual-stream gradient sums (read 2, write 1) */
+            seq = 2 * ln_b * e * h + 2 * 3 * e * h + 2 * bda_b;
+            /* bias_gelu_back (read g and x, write) and the fc1 bias reduction; SwiGLU: read g
+             * and the 2f input, write 2f */
+            tpr = glu ? 5 * e * f + (bias ? 2 * e * f : 0) : 3 * e * f + (bias ? e * f : 0);
+            if (legacy && bias) tpr += e * qkv;    /* QKV grad_bias = grad_output.sum(0) */
+            if (legacy && unfused) tpr += 2 * e * qkv + 2 * e * q; /* split's cat, permute */
+        }
+    } else {
+        /* fsdp: llm-foundry's MPT block in eager PyTorch under bf16 autocast (LPLayerNorm in the
+         * autocast dtype, nn.Dropout, residual adds, MPTMLP or MPTGLU) */
+        if (!bwd) {
+            /* F.layer_norm (read, write) twice; x + dropout(b) twice: the add (read 2, write 1)
+             * and, with dropout, native_dropout (read, write, 1-byte mask) */
+            seq = 2 * (2 * e * h) + 2 * 3 * e * h + (dr ? 2 * (2 * e * h + h) : 0);
+            /* GeLU (read, write); SwiGLU: silu (read, write) and the product (read 2, write 1) */
+            tpr = glu ? 5 * e * f : 2 * e * f;
+        } else {
+            /* layer_norm backward: the input gradient (read dy and x, write) and the
+             * gamma/beta kernel re-reading dy and x; two residual-stream sums; the dropout
+             * backwards (read, mask, write); the biases' sum_to_size reductions of the
+             * out_proj and down_proj gradients */
+            seq = 2 * 5 * e * h + 2 * 3 * e * h + (dr ? 2 * (2 * e * h + h) : 0) +
+                  (bias ? 2 * e * h : 0);
+            /* gelu_backward (read g and x, write); SwiGLU: the product's two gradients (read 2,
+             * write 1 each) and silu's backward (read 2, write 1); the Wqkv and up_proj bias
+             * reductions */
+            tpr = glu ? 9 * e * f : 3 * e * f;
+            if (bias) tpr += e * qkv + (glu ? 2 : 1) * e * f;
+        }
+    }
+    bool split = t > 1 && !p->sequence_parallel;
+    return (split ? seq : seq / t) + tpr / t;
+}
+
 void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
 {
     double b = p->micro_batch_size, t = p->tp;
@@ -225,12 +319,12 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
         out->fwd_score_gemm_bytes = scores * 2 * e;
         out->bwd_score_gemm_bytes = scores * 4 * e;
     }
-    /* Norms, activation function, dropout, residual adds: each stored activation element is
-     * written once and read once (the 34·s·b·h bytes term of Korthikanti et al.). Without
-     * sequence parallelism 10·s·b·h of them (the two layernorms and dropouts outside the TP
-     * regions) run whole on every TP rank; with it, every term is split over t. */
-    double elems = t > 1 && !p->sequence_parallel ? 10 + 24 / t : 34 / t;
-    out->fwd_elem_bytes = 2 * elems * s * b * h * wl_precision_bytes(p->precision) / 2;
+    /* norms, activation, dropout, residuals: kernel by kernel per framework (layer_elem_bytes) */
+    double fe = moe ? (m->top_k + m->shared_experts) * wl_expert_ffn(m) : m->ffn;
+    out->fwd_elem_bytes = layer_elem_bytes(m, p, fe, false) * b * s;
+    out->bwd_elem_bytes = layer_elem_bytes(m, p, fe, true) * b * s;
+    out->dense_fwd_elem_bytes = layer_elem_bytes(m, p, m->ffn, false) * b * s;
+    out->dense_bwd_elem_bytes = layer_elem_bytes(m, p, m->ffn, true) * b * s;
     out->tp_bytes = b * s * h * wl_precision_bytes(p->precision);
 }
 

@@ -336,7 +336,10 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
         }
         double fsb = lc->fwd_score_bytes - (nag ? lc->fwd_score_gemm_bytes : 0);
         double bsb = lc->bwd_score_bytes - (nag ? lc->bwd_score_gemm_bytes : 0);
-        c.bytes[GPU_OP_ELEMENTWISE] = n * (mult * lc->fwd_elem_bytes + (bwd ? bsb : fsb));
+        /* the layers' elementwise kernels (wl_layer_cost_get: an MoE layer's and a dense one's) */
+        double efwd = (n - moe) * lc->dense_fwd_elem_bytes + moe * lc->fwd_elem_bytes;
+        double ebwd = (n - moe) * lc->dense_bwd_elem_bytes + moe * lc->bwd_elem_bytes;
+        c.bytes[GPU_OP_ELEMENTWISE] = (bwd ? ebwd : efwd) + n * (bwd ? bsb : fsb);
         /* recomputation re-runs the forward (full: whole layers; selective: the attention
          * core, Korthikanti et al. 2022) before the backward */
         if (bwd && p->checkpointing != WL_CKPT_NONE) {
@@ -345,7 +348,7 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
         }
         if (bwd && p->checkpointing == WL_CKPT_FULL) {
             c.flops[GPU_OP_MATMUL] += fwd_matmul;
-            c.bytes[GPU_OP_ELEMENTWISE] += n * lc->fwd_elem_bytes;
+            c.bytes[GPU_OP_ELEMENTWISE] += efwd;
         }
         /* the layout copies around a flash kernel called through unpad_input/pad_input
          * (llm-foundry's flash_attn_fn), per token of the microbatch; a fully recomputed
@@ -403,11 +406,10 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
         double pb = wl_precision_bytes(p->precision);
         if (first) c.bytes[GPU_OP_ELEMENTWISE] += mult * 2 * b * sq * h * pb; /* embedding */
         /* the embedding's dense weight gradient, every microbatch (wl_embedding_wgrad_bytes) */
-        /* tied on this GPU: the op holds the output layer too; FSDP runs no pipeline (pp 1),
-         * so its first layer's op, split off per layer under ZeRO-3, shares the GPU with it
-         * (Megatron's last-microbatch backward, split per layer, is left as it was: its tied
-         * sum is charged only where one op holds both) */
-        bool tied_here = m->tied_embeddings && (last || (p->fw.preset == WL_FW_FSDP && p->pp == 1));
+        /* tied on this GPU: the op holds the output layer too, or the pipeline has one stage
+         * (pp 1), so the first layer's op, split off per layer (FSDP's ZeRO-3 units, Megatron's
+         * last-microbatch backward whose gradients are reduced), shares the GPU with it */
+        bool tied_here = m->tied_embeddings && (last || p->pp == 1);
         if (first && bwd)
             c.bytes[GPU_OP_ELEMENTWISE] += m->vocab / p->tp * h * wl_embedding_wgrad_bytes(p, tied_here);
         if (last) {
