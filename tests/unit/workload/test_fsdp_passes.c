@@ -236,16 +236,20 @@ static void uni_path(void *ctx, int a, int b, double *bw, sim_time_t *lat)
     *lat = 0;
 }
 
-/* End of a memory-bound op of 1 ms on lane 0 of two H100s (3.35 TB/s x 0.8 = 2.68 TB/s
- * achieved) beside a 0.5 ms all-gather of both lanes over 100 GB/s links (1e8 B output: 5e7 B
- * sent each) that carries `passes` bytes of framework passes. */
-static double op_end_ms(double passes)
+/* End of a 1 ms op on lane 0 of two H100s (3.35 TB/s x 0.8 = 2.68 TB/s achieved, 989.5
+ * TFLOP/s bf16 at the flat 0.7), memory-bound or a GEMM (no shapes), beside a 0.5 ms
+ * all-gather of both lanes over 100 GB/s links (1e8 B output: 5e7 B sent each, 7 NCCL
+ * channels) that carries `passes` bytes of framework passes. */
+static double op_end_ms(double passes, bool gemm)
 {
     wl_graph *g = wl_graph_create(2, 2, 1);
     g->lane_gpus[0] = 0;
     g->lane_gpus[1] = 1;
     wl_cost cc = {0};
-    cc.bytes[GPU_OP_ELEMENTWISE] = 1e-3 * 3.35e12 * 0.8;
+    if (gemm)
+        cc.flops[GPU_OP_MATMUL] = 1e-3 * 989.5e12 * 0.7;
+    else
+        cc.bytes[GPU_OP_ELEMENTWISE] = 1e-3 * 3.35e12 * 0.8;
     uint32_t c = wl_graph_cost(g, &cc);
     wl_op o = {.lane = 0, .kind = WL_OP_COMPUTE, .stream = WL_STREAM_COMPUTE, .mb = -1,
                .layer = -1, .arg = c, .name = (uint16_t)wl_graph_name(g, "op")};
@@ -272,13 +276,30 @@ static double op_end_ms(double passes)
     return t;
 }
 
-/* While the all-gather runs (0.5 ms) the op loses the HBM it takes: NCCL's 3 x 100 GB/s, plus
- * the passes spread over its 0.5 ms; it ends at 1 ms + 0.5 ms x taken / 2.68 TB/s. Passes of
- * 0.134 GB (0.268 TB/s over 0.5 ms) double NCCL's 0.3 TB/s to 0.568. */
+/* While the all-gather runs (0.5 ms) a memory-bound op loses the HBM NCCL takes (3 x 100
+ * GB/s: rate 2.38/2.68) and a GEMM the SMs of NCCL's 7 channels (rate 125/132). Passes of
+ * 0.134 GB take the whole GPU for 0.134 GB / 2.68 TB/s = 0.05 ms, a share of 0.1 of the
+ * all-gather's 0.5 ms, and the op runs at 0.9 of that rate: it ends at 1 + 0.5 x (1 - 0.9 x
+ * rate) ms, the GEMM included (under the earlier HBM-only charge it lost nothing to them).
+ * Passes of 0.67 GB (0.25 ms alone, a share of 0.5) and of 1.34 GB (0.5 ms, share 1) both
+ * leave it half of the GPU: two streams of equal priority. */
 START_TEST(replay_charges_passes)
 {
-    ck_assert_rel(op_end_ms(0), 1.0 + 0.5 * 0.3 / 2.68, 1e-9);
-    ck_assert_rel(op_end_ms(0.134e9), 1.0 + 0.5 * 0.568 / 2.68, 1e-9);
+    double mem = 2.38 / 2.68, mm = 125.0 / 132.0;
+    ck_assert_rel(op_end_ms(0, false), 1.0 + 0.5 * 0.3 / 2.68, 1e-9);
+    ck_assert_rel(op_end_ms(0.134e9, false), 1.0 + 0.5 * (1 - 0.9 * mem), 1e-9);
+    ck_assert_rel(op_end_ms(0, true), 1.0 + 0.5 * 7.0 / 132.0, 1e-9);
+    ck_assert_rel(op_end_ms(0.134e9, true), 1.0 + 0.5 * (1 - 0.9 * mm), 1e-9);
+    ck_assert_rel(op_end_ms(0.67e9, true), 1.0 + 0.5 * (1 - 0.5 * mm), 1e-9);
+    ck_assert_rel(op_end_ms(1.34e9, true), 1.0 + 0.5 * (1 - 0.5 * mm), 1e-9);
+    /* the share itself: bytes / achieved HBM bandwidth / t0 */
+    gpu_spec sp;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(gpu_preset("H100-SXM", &sp, &e), DT_OK);
+    ck_assert_rel(replay_passes_phi(&sp, 0.134e9, 0.5e-3), 0.1, 1e-12);
+    ck_assert_double_eq(replay_passes_phi(&sp, 0, 0.5e-3), 0);
+    ck_assert_double_eq(replay_passes_share(0.7), REPLAY_PASSES_MAX_SHARE);
 }
 END_TEST
 
