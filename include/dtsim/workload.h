@@ -169,6 +169,9 @@ double wl_fsdp_predivide(int d);
  * zero >= 1; with zero 0 the division and cast act on the whole all-reduced gradient). 0 unless
  * the fsdp preset. */
 double wl_fsdp_reduce_pass_bytes(const struct wl_plan *p, double elems, int d, bool accumulate);
+/* The part of wl_fsdp_reduce_pass_bytes that runs before the collective starts: the cast to
+ * reduce_dtype and the pre-division of the unsharded gradient; the rest runs after it ends. */
+double wl_fsdp_reduce_pre_bytes(const struct wl_plan *p, double elems, int d);
 /* HBM bytes per GPU of FSDP's pre-unshard cast of the fp32 shard to the parameter dtype before
  * an all-gather of `elems` unsharded parameters over d ranks (read 4, write e per shard
  * element); 0 unless the fsdp preset under a 16-bit precision. */
