@@ -535,6 +535,16 @@ double mem_moe_dispatch_buffers(const wl_model *m, const wl_plan *p);
 /* Microbatches' activations (in units of one microbatch through the stage's layers) that
  * stage `stage` holds at its peak. */
 double mem_inflight(const wl_plan *p, int stage);
+/* PyTorch FSDP's (FSDP1, the fsdp preset) buffers on stage `stage` beyond the ZeRO-3 gathers
+ * of two layers, transformer models with sharded gradients (zero >= 1) over dp x cp > 1
+ * ranks (0 otherwise; docs/workloads.md, "Memory"): the post-backward's unsharded gradients,
+ * (e + c) U for the unit whose reduce-scatter is in flight and max(2e, e + c) U for the unit
+ * whose backward has just ended, U one layer's parameters on the GPU, e the parameter bytes
+ * and c the reduce dtype's when it differs (the fp32 copy), else 0; with zero 3 also the root
+ * unit's embedding matrices, unsharded from the forward to the end of the backward (e each),
+ * and the output layer's weight gradient held by autograd until the root's post-backward
+ * (e per element). */
+double mem_fsdp_buffers(const wl_model *m, const wl_plan *p, int stage);
 /* Memory of the most loaded GPU (max peak over stages). */
 void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out);
 
