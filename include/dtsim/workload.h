@@ -539,7 +539,9 @@ double mem_inflight(const wl_plan *p, int stage);
  * of two layers, transformer models with sharded gradients (zero >= 1) over dp x cp > 1
  * ranks (0 otherwise; docs/workloads.md, "Memory"): the post-backward's unsharded gradients,
  * (e + c) U for the unit whose reduce-scatter is in flight and max(2e, e + c) U for the unit
- * whose backward has just ended, U one layer's parameters on the GPU, e the parameter bytes
+ * whose backward has just ended, U the gradients of one layer that this GPU reduces (with
+ * expert parallelism the dense part, and its 1/ep of the routed experts where their
+ * expert-data-parallel group has more than one rank), e the parameter bytes
  * and c the reduce dtype's when it differs (the fp32 copy), else 0; with zero 3 also the root
  * unit's embedding matrices, unsharded from the forward to the end of the backward (e each),
  * and the output layer's weight gradient held by autograd until the root's post-backward

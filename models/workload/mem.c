@@ -91,14 +91,18 @@ double mem_inflight(const wl_plan *p, int stage)
     return m;
 }
 
-/* One layer's parameters on this GPU (its TP shard; with expert parallelism 1/ep of the routed
- * experts): what ZeRO-3 gathers, FSDP's unit. */
-static double unit_params(const wl_model *m, const wl_plan *p)
+/* The gradients one layer's reduction takes on this GPU (FSDP's unit): its TP shard; with
+ * expert parallelism the dense part, and the routed experts it holds (1/ep of them) only where
+ * their expert-data-parallel group has more than one rank (otherwise nothing reduces them:
+ * their gradients are the gradient state itself). */
+static double unit_grads(const wl_model *m, const wl_plan *p)
 {
     int ep = wl_ep(p);
     bool moe = m->kind == WL_TRANSFORMER && m->experts > 1;
-    return wl_layer_params(m) / p->tp -
-           (moe && ep > 1 ? wl_layer_expert_params_at(m, 0) * (1 - 1.0 / ep) / p->tp : 0);
+    if (!moe || ep < 2) return wl_layer_params(m) / p->tp;
+    double ex = wl_layer_expert_params_at(m, 0);
+    bool edp = p->dp / ep * wl_cp(p) > 1;
+    return (wl_layer_params(m) - ex + (edp ? ex / ep : 0)) / p->tp;
 }
 
 double mem_fsdp_buffers(const wl_model *m, const wl_plan *p, int stage)
@@ -108,7 +112,7 @@ double mem_fsdp_buffers(const wl_model *m, const wl_plan *p, int stage)
         return 0;
     double e = wl_precision_bytes(p->precision);
     double c = p->fw.reduce_bytes > 0 && p->fw.reduce_bytes != e ? p->fw.reduce_bytes : 0;
-    double u = unit_params(m, p);
+    double u = unit_grads(m, p);
     /* _post_backward_hook (torch 2.1-2.3 _runtime_utils.py): the unsharded flat gradient that
      * autograd built on the compute stream is record_stream'd onto the post-backward stream,
      * and its cast to reduce_dtype is the reduce-scatter's input, which ProcessGroupNCCL

@@ -153,6 +153,21 @@ START_TEST(fsdp_buffers)
     p.dp = 8;
     p.zero = 0;
     ck_assert_double_eq(mem_fsdp_buffers(&m, &p, 0), 0);
+    /* MoE, 4 experts of f 1024 (2 h f each) every layer, ep 2, PURE, ZeRO-2 (no root): the
+     * layer's dense part 4h^2 + router 4h + norms 4h = 4,202,496 and its 2 local experts
+     * 4,194,304 when their expert-DP group has 2 ranks (dp 4): 6 x 8,396,800 = 50,380,800 B;
+     * at dp 2 nothing reduces the experts' gradients: 6 x 4,202,496 = 25,214,976 B. */
+    m.experts = 4;
+    m.top_k = 2;
+    m.expert_ffn = 1024;
+    p.zero = 2;
+    p.fw.reduce_bytes = 0;
+    p.ep = 2;
+    p.dp = 4;
+    ck_assert_double_eq(wl_layer_params(&m), 12591104);
+    ck_assert_double_eq(mem_fsdp_buffers(&m, &p, 0), 50380800);
+    p.dp = 2;
+    ck_assert_double_eq(mem_fsdp_buffers(&m, &p, 0), 25214976);
 }
 END_TEST
 
