@@ -152,9 +152,9 @@ sim_time_t replay_contended_time(const wl_graph *g, const wl_cost *c, const gpu_
  * "FSDP's own passes"). */
 double replay_passes_phi(const gpu_spec *spec, double bytes, double t0);
 /* The share of the GPU that passes summing to phi leave the compute stream without: phi, at
- * most REPLAY_PASSES_MAX_SHARE (two streams of equal priority, as FSDP creates its
- * post-backward and pre-unshard streams, each get about half of the SMs while both have
- * blocks waiting). */
+ * most REPLAY_PASSES_MAX_SHARE (FSDP creates its post-backward and pre-unshard streams at the
+ * default priority: the block scheduler prefers neither stream's waiting blocks, and the
+ * symmetric case gives each half of the SMs while both have work). */
 #define REPLAY_PASSES_MAX_SHARE 0.5
 double replay_passes_share(double phi);
 
