@@ -149,6 +149,20 @@ int replay_nccl_channels(const gpu_spec *spec, double rate);
 sim_time_t replay_contended_time(const wl_graph *g, const wl_cost *c, const gpu_spec *spec,
                                  replay_op_time_fn op_time, replay_gemm_time_fn gemm_time,
                                  double sms, double hbm);
+/* The framework's memory passes on a collective's stream (FSDP's casts and divisions,
+ * wl_coll.hbm_bytes) as a share of the GPU over the collective's contention-free time t0 s:
+ * their time alone, bytes at spec's achieved HBM bandwidth, over t0 (0 without passes, time or
+ * bandwidth). An elementwise kernel at HBM bandwidth keeps every SM busy for bytes / BW, and
+ * its blocks share no SM with a GEMM's that fills the register file, so beside any compute op
+ * the passes time-share the GPU: the op runs at (1 - share) of its rate (docs/workloads.md,
+ * "FSDP's own passes"). */
+double replay_passes_phi(const gpu_spec *spec, double bytes, double t0);
+/* The share of the GPU that passes summing to phi leave the compute stream without: phi, at
+ * most REPLAY_PASSES_MAX_SHARE (FSDP creates its post-backward and pre-unshard streams at the
+ * default priority: the block scheduler prefers neither stream's waiting blocks, and the
+ * symmetric case gives each half of the SMs while both have work). */
+#define REPLAY_PASSES_MAX_SHARE 0.5
+double replay_passes_share(double phi);
 
 typedef struct replay_result {
     sim_time_t step_time;

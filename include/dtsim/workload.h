@@ -174,6 +174,9 @@ double wl_fsdp_predivide(int d);
  * zero >= 1; with zero 0 the division and cast act on the whole all-reduced gradient). 0 unless
  * the fsdp preset. */
 double wl_fsdp_reduce_pass_bytes(const struct wl_plan *p, double elems, int d, bool accumulate);
+/* The part of wl_fsdp_reduce_pass_bytes that runs before the collective starts: the cast to
+ * reduce_dtype and the pre-division of the unsharded gradient; the rest runs after it ends. */
+double wl_fsdp_reduce_pre_bytes(const struct wl_plan *p, double elems, int d);
 /* HBM bytes per GPU of FSDP's pre-unshard cast of the fp32 shard to the parameter dtype before
  * an all-gather of `elems` unsharded parameters over d ranks (read 4, write e per shard
  * element); 0 unless the fsdp preset under a 16-bit precision. */
@@ -549,6 +552,18 @@ double mem_moe_dispatch_buffers(const wl_model *m, const wl_plan *p);
 /* Microbatches' activations (in units of one microbatch through the stage's layers) that
  * stage `stage` holds at its peak. */
 double mem_inflight(const wl_plan *p, int stage);
+/* PyTorch FSDP's (FSDP1, the fsdp preset) buffers on stage `stage` beyond the ZeRO-3 gathers
+ * of two layers, transformer models with sharded gradients (zero >= 1) over dp x cp > 1
+ * ranks (0 otherwise; docs/workloads.md, "Memory"): the post-backward's unsharded gradients,
+ * (e + c) U for the unit whose reduce-scatter is in flight and max(2e, e + c) U for the unit
+ * whose backward has just ended, U the gradients of one layer that this GPU reduces (with
+ * expert parallelism the dense part, and its 1/ep of the routed experts where their
+ * expert-data-parallel group has more than one rank), e the parameter bytes
+ * and c the reduce dtype's when it differs (the fp32 copy), else 0; with zero 3 also the root
+ * unit's embedding matrices, unsharded from the forward to the end of the backward (e each),
+ * and the output layer's weight gradient held by autograd until the root's post-backward
+ * (e per element). */
+double mem_fsdp_buffers(const wl_model *m, const wl_plan *p, int stage);
 /* Memory of the most loaded GPU (max peak over stages). */
 void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out);
 

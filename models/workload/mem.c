@@ -91,6 +91,53 @@ double mem_inflight(const wl_plan *p, int stage)
     return m;
 }
 
+/* The gradients one layer's reduction takes on this GPU (FSDP's unit): its TP shard; with
+ * expert parallelism the dense part, and the routed experts it holds (1/ep of them) only where
+ * their expert-data-parallel group has more than one rank (otherwise nothing reduces them:
+ * their gradients are the gradient state itself). */
+static double unit_grads(const wl_model *m, const wl_plan *p)
+{
+    int ep = wl_ep(p);
+    bool moe = m->kind == WL_TRANSFORMER && m->experts > 1;
+    if (!moe || ep < 2) return wl_layer_params(m) / p->tp;
+    double ex = wl_layer_expert_params_at(m, 0);
+    bool edp = p->dp / ep * wl_cp(p) > 1;
+    return (wl_layer_params(m) - ex + (edp ? ex / ep : 0)) / p->tp;
+}
+
+double mem_fsdp_buffers(const wl_model *m, const wl_plan *p, int stage)
+{
+    if (p->fw.preset != WL_FW_FSDP || m->kind != WL_TRANSFORMER || p->zero < 1 ||
+        p->dp * wl_cp(p) < 2)
+        return 0;
+    double e = wl_precision_bytes(p->precision);
+    double c = p->fw.reduce_bytes > 0 && p->fw.reduce_bytes != e ? p->fw.reduce_bytes : 0;
+    double u = unit_grads(m, p);
+    /* _post_backward_hook (torch 2.1-2.3 _runtime_utils.py): the unsharded flat gradient that
+     * autograd built on the compute stream is record_stream'd onto the post-backward stream,
+     * and its cast to reduce_dtype is the reduce-scatter's input, which ProcessGroupNCCL
+     * record_stream's onto its own stream: both stay allocated until the reduce-scatter and the
+     * passes queued behind it are done. One communicator runs FSDP's gathers and reductions in
+     * the order issued, and the next unit's prefetched gather comes after this unit's
+     * reduce-scatter, so at most one reduction is in flight while the next unit's backward
+     * runs: that unit holds its parameters' gradients, then (SplitWithSizesBackward's cat)
+     * the flat gradient beside them, 2e, and after its hook the flat gradient and its copy,
+     * e + c. */
+    double b = (e + c) * u + fmax(2 * e, e + c) * u;
+    if (p->zero >= 3) {
+        /* the root unit (the embeddings, outside the wrapped blocks) is not resharded after
+         * the forward (_post_forward_reshard: not for the root), and the output layer's weight
+         * gradient, computed first in the backward, waits in autograd until the embedding's
+         * backward completes the root's flat gradient at the end */
+        double emb = wl_embedding_params(m) / p->tp;
+        int pp = p->pp;
+        int here = (stage == 0) + (stage == pp - 1 && (pp > 1 || !m->tied_embeddings));
+        b += here * emb * e;
+        if (stage == pp - 1) b += emb * e;
+    }
+    return b;
+}
+
 void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out)
 {
     *out = (mem_breakdown){0};
@@ -178,6 +225,7 @@ void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out)
             /* fp32 logits of one microbatch for the softmax / cross-entropy */
             b.buffers += 4 * (m->seq_len / cp) * p->micro_batch_size * m->vocab / p->tp;
         if (moe && ep > 1) b.buffers += mem_moe_dispatch_buffers(m, p);
+        b.buffers += mem_fsdp_buffers(m, p, st);
         if (p->zero >= 3 && p->dp > 1 && m->kind != WL_PARAMS)
             /* ZeRO-3 gathers a layer's full parameters (current + prefetched next); with
              * expert parallelism only this GPU's 1/ep of the routed experts */

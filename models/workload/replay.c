@@ -128,12 +128,16 @@ typedef struct rep {
      * op's earlier completion event be ignored (sim.h: lazy cancellation). NULL when off. */
     int *cn_lvl;
     double *cn_hbm, *cn_sms;
+    /* the share of the GPU the framework's memory passes on the collectives' streams take
+     * (wl_coll.hbm_bytes: their time alone over the collective's), summed per lane */
+    double *cn_phi;
     uint32_t *cn_cur;
     double *cn_rem, *cn_ratio;
     sim_time_t *cn_t, *cn_cend, *cn_tail, *cn_start;
     uint64_t *cn_ver;
     double *cn_inst_hbm;           /* per collective instance: its HBM B/s on each GPU */
     double *cn_inst_sms;           /* per collective instance: the SMs it holds on each GPU */
+    double *cn_inst_phi;           /* per collective instance: its passes' share of the GPU */
     unsigned char *cn_on;          /* per op: its collective counted in its lane's contention */
     cn_memo *cn_memo;              /* per lane: its last two ratios (cn_ratio_of) */
     sim_time_t *tp_steal;          /* per (cost, lane): compute lost to overlapped TP comm, -1 */
@@ -235,6 +239,18 @@ int replay_nccl_channels(const gpu_spec *spec, double rate)
     return ch > most ? most : ch;
 }
 
+double replay_passes_phi(const gpu_spec *spec, double bytes, double t0)
+{
+    if (!spec || bytes <= 0 || t0 <= 0 || spec->hbm_bw <= 0 || spec->memory_eff <= 0) return 0;
+    return bytes / (spec->hbm_bw * spec->memory_eff) / t0;
+}
+
+double replay_passes_share(double phi)
+{
+    if (phi <= 0) return 0;
+    return phi < REPLAY_PASSES_MAX_SHARE ? phi : REPLAY_PASSES_MAX_SHARE;
+}
+
 sim_time_t replay_contended_time(const wl_graph *g, const wl_cost *c, const gpu_spec *spec,
                                  replay_op_time_fn op_time, replay_gemm_time_fn gemm_time,
                                  double sms, double hbm)
@@ -283,9 +299,12 @@ static double cn_ratio_of(rep *R, uint32_t cost, uint32_t lane)
      * one bucket's collective or not): the last two answers are kept, keyed exactly, since a
      * contended time costs the op's GEMM shapes again (the CP ring asks twice per step). */
     cn_memo *mo = &R->cn_memo[(size_t)lane * 2];
+    /* the FSDP passes beside the collectives time-share the whole GPU with the op
+     * (replay_passes_share); not part of the memo's key, so applied to its answer */
+    double passes = 1 - replay_passes_share(R->cn_phi[lane]);
     for (int k = 0; k < 2; k++)
         if (mo[k].cost == cost && mo[k].sms == R->cn_sms[lane] && mo[k].hbm == R->cn_hbm[lane])
-            return mo[k].r;
+            return mo[k].r / passes;
     int gpu = R->g->lane_gpus[(size_t)lane * R->ts];
     const gpu_spec *sp = &R->cfg->gpus[gpu];
     sim_time_t t0 = base_time(R, cost, gpu);
@@ -295,7 +314,7 @@ static double cn_ratio_of(rep *R, uint32_t cost, uint32_t lane)
     double r = t1 > t0 ? (double)t1 / (double)t0 : 1;
     mo[1] = mo[0];
     mo[0] = (cn_memo){cost, R->cn_sms[lane], R->cn_hbm[lane], r};
-    return r;
+    return r / passes;
 }
 
 static void cn_schedule(rep *R, uint32_t lane)
@@ -311,7 +330,7 @@ static void cn_schedule(rep *R, uint32_t lane)
 /* A collective of this lane starts (dl +1) or ends (-1): the compute op running now, if it is
  * still in its compute part, keeps the work it has done at the old rate and runs the rest at the
  * new one. */
-static void cn_change(rep *R, uint32_t lane, int dl, double dh, double ds)
+static void cn_change(rep *R, uint32_t lane, int dl, double dh, double ds, double dphi)
 {
     sim_time_t now = sim_now(R->eng);
     uint32_t id = R->cn_cur[lane];
@@ -323,9 +342,11 @@ static void cn_change(rep *R, uint32_t lane, int dl, double dh, double ds)
     R->cn_lvl[lane] += dl;
     R->cn_hbm[lane] += dh;
     R->cn_sms[lane] += ds;
+    R->cn_phi[lane] += dphi;
     if (R->cn_lvl[lane] <= 0) {
         R->cn_lvl[lane] = 0;
-        R->cn_hbm[lane] = R->cn_sms[lane] = 0; /* no drift of the sums once nothing is in flight */
+        /* no drift of the sums once nothing is in flight */
+        R->cn_hbm[lane] = R->cn_sms[lane] = R->cn_phi[lane] = 0;
     }
     if (!running) return;
     R->cn_t[lane] = now;
@@ -763,19 +784,22 @@ static void start_op(rep *R, uint32_t id)
                 double h = REPLAY_NCCL_HBM_PER_BYTE * rate;
                 /* the framework's memory passes on the collective's stream (FSDP's casts and
                  * divisions, wl_coll.hbm_bytes) spread over its contention-free time: they run
-                 * beside the compute on their own stream, so they take HBM bandwidth from it,
-                 * not time from it (docs/workloads.md, "Compute beside communication") */
-                h += c->hbm_bytes / sim_time_to_s(t0);
+                 * beside the compute on their own stream, and their elementwise kernels hold
+                 * every SM and the HBM for their time alone, so the compute beside them
+                 * time-shares the GPU with them (docs/workloads.md, "FSDP's own passes") */
+                const gpu_spec *gs = &R->cfg->gpus[R->scratch[0]];
+                double phi = replay_passes_phi(gs, c->hbm_bytes, sim_time_to_s(t0));
                 double ch = R->cfg->contention_sms > 0
                                 ? R->cfg->contention_sms
                                 : replay_nccl_channels(&R->cfg->gpus[R->scratch[0]], rate);
                 R->cn_inst_hbm[inst] = h;
                 R->cn_inst_sms[inst] = ch;
+                R->cn_inst_phi[inst] = phi;
                 for (uint32_t i = 0; i < n; i++) {
                     uint32_t p = R->part[R->part_start[inst] + i];
                     if (R->dropped && R->dropped[R->g->ops[p].lane]) continue;
                     R->cn_on[p] = 1;
-                    cn_change(R, R->g->ops[p].lane, +1, h, ch);
+                    cn_change(R, R->g->ops[p].lane, +1, h, ch, phi);
                 }
             }
         }
@@ -848,7 +872,8 @@ static void finish_coll(rep *R, uint32_t inst)
         }
         if (R->cn_on && R->cn_on[p]) {
             R->cn_on[p] = 0;
-            cn_change(R, R->g->ops[p].lane, -1, -R->cn_inst_hbm[inst], -R->cn_inst_sms[inst]);
+            cn_change(R, R->g->ops[p].lane, -1, -R->cn_inst_hbm[inst], -R->cn_inst_sms[inst],
+                      -R->cn_inst_phi[inst]);
         }
         complete_op(R, p);
     }
@@ -1163,6 +1188,7 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
         R.cn_lvl = dt_xcalloc(L, sizeof *R.cn_lvl);
         R.cn_hbm = dt_xcalloc(L, sizeof *R.cn_hbm);
         R.cn_sms = dt_xcalloc(L, sizeof *R.cn_sms);
+        R.cn_phi = dt_xcalloc(L, sizeof *R.cn_phi);
         R.cn_cur = dt_xmalloc(L * sizeof *R.cn_cur);
         for (size_t i = 0; i < L; i++) R.cn_cur[i] = CN_NONE;
         R.cn_rem = dt_xcalloc(L, sizeof *R.cn_rem);
@@ -1174,6 +1200,7 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
         R.cn_ver = dt_xcalloc(L, sizeof *R.cn_ver);
         R.cn_inst_hbm = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.cn_inst_hbm);
         R.cn_inst_sms = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.cn_inst_sms);
+        R.cn_inst_phi = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.cn_inst_phi);
         R.cn_on = dt_xcalloc((size_t)n + 1, 1);
         R.cn_memo = dt_xmalloc(2 * L * sizeof *R.cn_memo);
         for (size_t i = 0; i < 2 * L; i++) R.cn_memo[i] = (cn_memo){.cost = UINT32_MAX};
@@ -1279,6 +1306,7 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     free(R.cn_lvl);
     free(R.cn_hbm);
     free(R.cn_sms);
+    free(R.cn_phi);
     free(R.cn_cur);
     free(R.cn_rem);
     free(R.cn_ratio);
@@ -1289,6 +1317,7 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     free(R.cn_ver);
     free(R.cn_inst_hbm);
     free(R.cn_inst_sms);
+    free(R.cn_inst_phi);
     free(R.cn_on);
     free(R.cn_memo);
     free(R.tp_steal);

@@ -456,7 +456,9 @@ static void build_timeline(tl_build *b, const wl_graph *g, const replay_result *
                 sim_time_t in = r->op_inlane[i], ring = r->op_ring ? r->op_ring[i] : 0;
                 sim_time_t hid = r->op_ring_hidden ? r->op_ring_hidden[i] : 0;
                 if (hid > e - in - s) hid = e - in - s;
-                add_span(b, gpu, RUN_STREAM_COMPUTE, s, e - in, o->name, o->mb, o->layer, -1);
+                /* compute ops on the DP stream (FSDP's passes after the backward) on its track */
+                add_span(b, gpu, o->stream == WL_STREAM_DP ? RUN_STREAM_DP : RUN_STREAM_COMPUTE, s,
+                         e - in, o->name, o->mb, o->layer, -1);
                 add_span(b, gpu, RUN_STREAM_TP, s, s + hid, n_ring, o->mb, o->layer, WL_COMM_CP);
                 add_span(b, gpu, RUN_STREAM_TP, e - in, e - ring, n_tp, o->mb, o->layer,
                          WL_COMM_TP);

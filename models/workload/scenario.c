@@ -469,6 +469,17 @@ double wl_fsdp_reduce_pass_bytes(const wl_plan *p, double elems, int d, bool acc
     return b;
 }
 
+double wl_fsdp_reduce_pre_bytes(const wl_plan *p, double elems, int d)
+{
+    if (p->fw.preset != WL_FW_FSDP || d < 2 || elems <= 0) return 0;
+    double e = wl_precision_bytes(p->precision);
+    double r = p->fw.reduce_bytes > 0 ? p->fw.reduce_bytes : e;
+    double b = 0;
+    if (r != e) b += (e + r) * elems;              /* flat_param.grad.to(reduce_dtype) */
+    if (wl_fsdp_predivide(d) > 1) b += 2 * r * elems; /* _div_if_needed(unsharded, predivide) */
+    return b;
+}
+
 double wl_fsdp_gather_pass_bytes(const wl_plan *p, double elems, int d)
 {
     double e = wl_precision_bytes(p->precision);

@@ -184,7 +184,7 @@ uint32_t wl_graph_op(wl_graph *g, const wl_op *op, const uint32_t *deps, uint32_
 
 typedef struct cost_slot { int key, n; uint32_t id; } cost_slot;
 
-#define N_OP_NAMES 32 /* room for the op names below (N_COUNT_EP) */
+#define N_OP_NAMES 34 /* room for the op names below (N_COUNT_ALL) */
 
 /* Collective instances of groups of lanes: ids[key] lists a group's instances in issue order. */
 typedef struct gtab { uint32_t **ids; size_t *n, *cap; size_t n_keys; } gtab;
@@ -270,7 +270,9 @@ enum { N_FWD, N_BWD, N_SEND_ACT, N_SEND_GRAD, N_DP_AR, N_DP_RS, N_DP_AG, N_ZERO_
        N_PS_PUSH = N_COUNT_EP, N_PS_PULL, N_LR_COMPRESS, N_LR_AR_DENSE, N_LR_AR_P, N_LR_AR_Q,
        N_COUNT_LR,
        /* interned only by graphs whose buckets run Megatron-Core's NaN check and scaling */
-       N_GRAD_PASSES = N_COUNT_LR, N_COUNT_ALL };
+       N_GRAD_PASSES = N_COUNT_LR,
+       /* interned only by fsdp graphs: the last reduction's post-backward passes */
+       N_FSDP_PRE, N_FSDP_POST, N_COUNT_ALL };
 _Static_assert(N_COUNT_ALL <= N_OP_NAMES, "gen.names holds every op name");
 static const char *const op_names[N_COUNT_ALL] = {
     "forward", "backward", "send_activation", "send_gradient", "dp_allreduce",
@@ -279,7 +281,8 @@ static const char *const op_names[N_COUNT_ALL] = {
     "embedding_allreduce", "topk_sparse_allreduce", "quantize", "quantized_allreduce", "ep_dispatch", "ep_combine", "expert_forward", "expert_backward",
     "expert_dp_allreduce", "expert_dp_reduce_scatter", "expert_param_allgather",
     "topk_ps_push", "topk_ps_pull", "powersgd_compress", "powersgd_allreduce_uncompressed",
-    "powersgd_allreduce_p", "powersgd_allreduce_q", "grad_bucket_passes"};
+    "powersgd_allreduce_p", "powersgd_allreduce_q", "grad_bucket_passes",
+    "fsdp_pre_reduce_passes", "fsdp_post_reduce_passes"};
 
 /* The cost of one forward or backward op over `layers` layers of a virtual stage, `moe` of
  * them MoE layers, with the layer's work lc (wl_layer_cost_get of the model and plan) and cp the
@@ -675,6 +678,9 @@ typedef struct lane_state {
     double *held_norms;              /* ... and final-norm elements (PowerSGD: sent dense) */
     size_t n_held, cap_held;
     double passes_bytes; /* gradient-buffer bytes charged before the buckets' reductions */
+    /* the reduction being added has no compute beside it: the last backward's last bucket, or
+     * any bucket held for the end of the backward (FSDP's passes run as time of their own) */
+    bool final_reduce;
 } lane_state;
 
 /* DP gradient collective (or top-k compression + all-gather) for `grad_bytes` of gradients,
@@ -707,6 +713,38 @@ static uint32_t lowrank_cost(gen *G, double layers, double embs, double elems)
     if (G->n_lr_cache < (int)(sizeof G->lr_cache / sizeof G->lr_cache[0]))
         G->lr_cache[G->n_lr_cache++] = (lr_slot){layers, embs, id};
     return id;
+}
+
+/* FSDP's post-backward stream around a reduction of `elems` gradient elements over d ranks,
+ * op `inst` on the DP stream after `after`. Beside the backward its passes are the
+ * collective's hbm_bytes (the compute time-shares the GPU with them, replay_passes_phi). With
+ * nothing beside them (L->final_reduce: the optimizer waits for this stream,
+ * _post_backward_final_callback) they are time on the stream itself: the cast and
+ * pre-division run before the reduce-scatter starts, the post-division, the shard's cast and
+ * its accumulation after it ends, each an elementwise op on the DP stream. Returns the op the
+ * optimizer waits for. */
+static uint32_t fsdp_reduction(gen *G, lane_state *L, uint32_t inst, double elems, int d,
+                               uint32_t after, int name, int mb, int layer)
+{
+    const wl_plan *p = G->p;
+    double all = wl_fsdp_reduce_pass_bytes(p, elems, d, mb > 0);
+    uint32_t deps[1] = {after};
+    if (!L->final_reduce || all <= 0) {
+        coll_passes(G, inst, all);
+        return add_op(G, WL_OP_COLL, WL_STREAM_DP, name, mb, layer, inst, 0, deps, 1);
+    }
+    double pre = wl_fsdp_reduce_pre_bytes(p, elems, d);
+    wl_cost c = {0};
+    if (pre > 0) {
+        c.bytes[GPU_OP_ELEMENTWISE] = pre;
+        deps[0] = add_op(G, WL_OP_COMPUTE, WL_STREAM_DP, N_FSDP_PRE, mb, layer,
+                         wl_graph_cost(G->g, &c), 0, deps, 1);
+    }
+    deps[0] = add_op(G, WL_OP_COLL, WL_STREAM_DP, name, mb, layer, inst, 0, deps, 1);
+    if (all - pre <= 0) return deps[0];
+    c.bytes[GPU_OP_ELEMENTWISE] = all - pre;
+    return add_op(G, WL_OP_COMPUTE, WL_STREAM_DP, N_FSDP_POST, mb, layer, wl_graph_cost(G->g, &c),
+                  0, deps, 1);
 }
 
 static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t after, int mb,
@@ -746,11 +784,9 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
         if ((p->dp / G->ep) * G->cp < 2) return;
         coll_op op = p->zero == 0 ? COLL_ALLREDUCE : COLL_REDUCE_SCATTER;
         uint32_t inst = edp_coll(G, op, grad_bytes * reduce, WL_COMM_DP);
-        coll_passes(G, inst, wl_fsdp_reduce_pass_bytes(p, grad_bytes / wl_precision_bytes(p->precision),
-                                                       (p->dp / G->ep) * G->cp, mb > 0));
-        uint32_t deps[1] = {after};
-        L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, p->zero == 0 ? N_EDP_AR : N_EDP_RS, mb,
-                            layer, inst, 0, deps, 1);
+        L->last_dp = fsdp_reduction(G, L, inst, grad_bytes / wl_precision_bytes(p->precision),
+                                    (p->dp / G->ep) * G->cp, after,
+                                    p->zero == 0 ? N_EDP_AR : N_EDP_RS, mb, layer);
         return;
     }
     if (p->quant_bits > 0) {
@@ -858,10 +894,8 @@ static void grad_collective(gen *G, lane_state *L, double grad_bytes, uint32_t a
     /* FSDP's post-backward stream: cast, pre- and post-division, the shard's cast and
      * accumulation around the reduction (wl_fsdp_reduce_pass_bytes); a microbatch after the
      * first adds its shard to the one saved */
-    coll_passes(G, inst, wl_fsdp_reduce_pass_bytes(p, grad_bytes / wl_precision_bytes(p->precision),
-                                                   G->reps, mb > 0));
-    uint32_t deps[1] = {after};
-    L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, name, mb, layer, inst, 0, deps, 1);
+    L->last_dp = fsdp_reduction(G, L, inst, grad_bytes / wl_precision_bytes(p->precision),
+                                G->reps, after, name, mb, layer);
 }
 
 /* ZeRO-3 with expert parallelism: the bytes one GPU's gathers of `layer` assemble, the dense
@@ -916,6 +950,10 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
     bool delayed = p->overlap_dp && p->fw.delay_grad_reduce && pp > 1 && v == 1 && st > 0;
     L->last_compute = L->prev_compute = L->last_dp = NONE;
     L->n_held = 0;
+    L->final_reduce = false;
+    int last_bwd = -1; /* the lane's last backward item */
+    for (int it = 0; it < n_items; it++)
+        if (items[it].bwd) last_bwd = it;
     L->passes_bytes = 0;
     double stage_psi = 0, stage_psi_expert = 0; /* bytes; experts: this GPU's (1/ep) */
     const wl_model *mo = &G->s->model;
@@ -1133,7 +1171,11 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                     if (*bk >= p->bucket_bytes || k == n_ops - 1) {
                         double nly = x ? 0 : blayers, nem = x ? 0 : bembs, nno = x ? 0 : bnorms;
                         if (p->overlap_dp && !delayed) {
+                            /* the lane's last backward op ends the compute before the
+                             * optimizer: nothing runs beside the reductions it fires */
+                            L->final_reduce = it == last_bwd && k == n_ops - 1;
                             grad_collective(G, L, *bk, id, I.mb, layer, x, nly, nem, nno);
+                            L->final_reduce = false;
                         } else {
                             if (L->n_held >= L->cap_held) {
                                 L->cap_held = L->cap_held ? 2 * L->cap_held : 64;
@@ -1182,7 +1224,9 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
             }
         }
     }
-    /* Without overlap, every bucket waits for the end of the backward pass. */
+    /* Without overlap, every bucket waits for the end of the backward pass: nothing computes
+     * beside its reduction. */
+    L->final_reduce = true;
     for (size_t i = 0; i < L->n_held; i++)
         grad_collective(G, L, L->held[i], L->last_compute, m - 1, -1,
                         L->held_expert && L->held_expert[i], L->held_layers[i], L->held_embs[i],
@@ -1198,6 +1242,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
         uint32_t d[2] = {L->last_compute, L->last_dp};
         L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_EMB_AR, -1, -1, *slot, 0, d, 2);
     }
+    L->final_reduce = false;
     /* Optimizer step on this GPU's shard, then ZeRO-1/2 gather the updated parameters. */
     if (stage_psi > 0 || G->s->model.params > 0) {
         double psi = stage_psi / wl_precision_bytes(p->precision);
@@ -1306,6 +1351,8 @@ wl_graph *wl_graph_build(const wl_scenario *s)
         for (int i = N_COUNT_EP; i < N_COUNT_LR; i++) G.names[i] = wl_graph_name(g, op_names[i]);
     if (wl_grad_buffer_bucket_bytes(p) > 0)
         G.names[N_GRAD_PASSES] = wl_graph_name(g, op_names[N_GRAD_PASSES]);
+    if (p->fw.preset == WL_FW_FSDP)
+        for (int i = N_FSDP_PRE; i <= N_FSDP_POST; i++) G.names[i] = wl_graph_name(g, op_names[i]);
 
     size_t slots = (size_t)n_lanes * G.v * G.mstride;
     if (p->pp > 1 && s->model.kind == WL_TRANSFORMER && s->model.tied_embeddings) {

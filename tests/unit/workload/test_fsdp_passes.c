@@ -241,16 +241,20 @@ static void uni_path(void *ctx, int a, int b, double *bw, sim_time_t *lat)
     *lat = 0;
 }
 
-/* End of a memory-bound op of 1 ms on lane 0 of two H100s (3.35 TB/s x 0.8 = 2.68 TB/s
- * achieved) beside a 0.5 ms all-gather of both lanes over 100 GB/s links (1e8 B output: 5e7 B
- * sent each) that carries `passes` bytes of framework passes. */
-static double op_end_ms(double passes)
+/* End of a 1 ms op on lane 0 of two H100s (3.35 TB/s x 0.8 = 2.68 TB/s achieved, 989.5
+ * TFLOP/s bf16 at the flat 0.7), memory-bound or a GEMM (no shapes), beside a 0.5 ms
+ * all-gather of both lanes over 100 GB/s links (1e8 B output: 5e7 B sent each, 7 NCCL
+ * channels) that carries `passes` bytes of framework passes. */
+static double op_end_ms(double passes, bool gemm)
 {
     wl_graph *g = wl_graph_create(2, 2, 1);
     g->lane_gpus[0] = 0;
     g->lane_gpus[1] = 1;
     wl_cost cc = {0};
-    cc.bytes[GPU_OP_ELEMENTWISE] = 1e-3 * 3.35e12 * 0.8;
+    if (gemm)
+        cc.flops[GPU_OP_MATMUL] = 1e-3 * 989.5e12 * 0.7;
+    else
+        cc.bytes[GPU_OP_ELEMENTWISE] = 1e-3 * 3.35e12 * 0.8;
     uint32_t c = wl_graph_cost(g, &cc);
     wl_op o = {.lane = 0, .kind = WL_OP_COMPUTE, .stream = WL_STREAM_COMPUTE, .mb = -1,
                .layer = -1, .arg = c, .name = (uint16_t)wl_graph_name(g, "op")};
@@ -277,13 +281,100 @@ static double op_end_ms(double passes)
     return t;
 }
 
-/* While the all-gather runs (0.5 ms) the op loses the HBM it takes: NCCL's 3 x 100 GB/s, plus
- * the passes spread over its 0.5 ms; it ends at 1 ms + 0.5 ms x taken / 2.68 TB/s. Passes of
- * 0.134 GB (0.268 TB/s over 0.5 ms) double NCCL's 0.3 TB/s to 0.568. */
+/* While the all-gather runs (0.5 ms) a memory-bound op loses the HBM NCCL takes (3 x 100
+ * GB/s: rate 2.38/2.68) and a GEMM the SMs of NCCL's 7 channels (rate 125/132). Passes of
+ * 0.134 GB take the whole GPU for 0.134 GB / 2.68 TB/s = 0.05 ms, a share of 0.1 of the
+ * all-gather's 0.5 ms, and the op runs at 0.9 of that rate: it ends at 1 + 0.5 x (1 - 0.9 x
+ * rate) ms, the GEMM included (under the earlier HBM-only charge it lost nothing to them).
+ * Passes of 0.67 GB (0.25 ms alone, a share of 0.5) and of 1.34 GB (0.5 ms, share 1) both
+ * leave it half of the GPU: two streams of equal priority. */
 START_TEST(replay_charges_passes)
 {
-    ck_assert_rel(op_end_ms(0), 1.0 + 0.5 * 0.3 / 2.68, 1e-9);
-    ck_assert_rel(op_end_ms(0.134e9), 1.0 + 0.5 * 0.568 / 2.68, 1e-9);
+    double mem = 2.38 / 2.68, mm = 125.0 / 132.0;
+    ck_assert_rel(op_end_ms(0, false), 1.0 + 0.5 * 0.3 / 2.68, 1e-9);
+    ck_assert_rel(op_end_ms(0.134e9, false), 1.0 + 0.5 * (1 - 0.9 * mem), 1e-9);
+    ck_assert_rel(op_end_ms(0, true), 1.0 + 0.5 * 7.0 / 132.0, 1e-9);
+    ck_assert_rel(op_end_ms(0.134e9, true), 1.0 + 0.5 * (1 - 0.9 * mm), 1e-9);
+    ck_assert_rel(op_end_ms(0.67e9, true), 1.0 + 0.5 * (1 - 0.5 * mm), 1e-9);
+    ck_assert_rel(op_end_ms(1.34e9, true), 1.0 + 0.5 * (1 - 0.5 * mm), 1e-9);
+    /* the share itself: bytes / achieved HBM bandwidth / t0 */
+    gpu_spec sp;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(gpu_preset("H100-SXM", &sp, &e), DT_OK);
+    ck_assert_rel(replay_passes_phi(&sp, 0.134e9, 0.5e-3), 0.1, 1e-12);
+    ck_assert_double_eq(replay_passes_phi(&sp, 0, 0.5e-3), 0);
+    ck_assert_double_eq(replay_passes_share(0.7), REPLAY_PASSES_MAX_SHARE);
+}
+END_TEST
+
+/* The last reduction (the optimizer waits for it: nothing computes beside it). ZeRO-3 over 8
+ * GPUs, 2 microbatches, fsdp with fp32 reduction: the last backward op (layer 0 of microbatch
+ * 1) completes layer 0 and the tied embedding, G = P + V h elements. Its post-backward passes
+ * become ops of their own on the DP stream: before the reduce-scatter the cast (2 + 4) and
+ * the pre-division by 4 (2 x 4): 14 G; after it the post-division by 2 of the G/8 shard (8 G/8)
+ * and the accumulation into microbatch 0's saved shard (12 G/8): 2.5 G; the collective keeps
+ * no passes of its own, and the optimizer waits for the post op. In the replay (H100, 2.68
+ * TB/s achieved) each lasts its bytes at that bandwidth. Every earlier reduction keeps its
+ * passes on the collective (layer 1's of microbatch 1: 14 P + 2.5 P). */
+START_TEST(last_reduction_serial)
+{
+    load("{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"dp\": 8, \"zero\": 3,"
+         " \"micro_batch_size\": 1, \"microbatches\": 2}, \"precision\": \"bf16\","
+         " \"framework\": {\"preset\": \"fsdp\", \"reduce_dtype\": \"fp32\"}}", 8);
+    wl_graph *g = wl_graph_build(&sc);
+    double P = wl_layer_params(&sc.model), G = P + 32000.0 * 1024;
+    int n_pre = 0, n_post = 0;
+    uint32_t pre = UINT32_MAX, post = UINT32_MAX, opt = UINT32_MAX, rs1 = UINT32_MAX;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        const char *nm = g->names[o->name];
+        if (!strcmp(nm, "fsdp_pre_reduce_passes")) n_pre++;
+        if (!strcmp(nm, "fsdp_post_reduce_passes")) n_post++;
+        if (o->lane != 0) continue;
+        if (!strcmp(nm, "fsdp_pre_reduce_passes")) pre = i;
+        if (!strcmp(nm, "fsdp_post_reduce_passes")) post = i;
+        if (!strcmp(nm, "optimizer_step")) opt = i;
+        if (!strcmp(nm, "zero_grad_reduce_scatter") && o->mb == 1 && o->layer == 1) rs1 = i;
+    }
+    ck_assert_int_eq(n_pre, 8); /* one each per lane */
+    ck_assert_int_eq(n_post, 8);
+    ck_assert(pre != UINT32_MAX && post != UINT32_MAX && opt != UINT32_MAX && rs1 != UINT32_MAX);
+    const wl_op *a = &g->ops[pre], *b = &g->ops[post];
+    ck_assert_int_eq(a->stream, WL_STREAM_DP);
+    ck_assert_int_eq(a->kind, WL_OP_COMPUTE);
+    ck_assert_int_eq(b->stream, WL_STREAM_DP);
+    ck_assert_rel(g->costs[a->arg].bytes[GPU_OP_ELEMENTWISE], 14 * G, 1e-12);
+    ck_assert_rel(g->costs[b->arg].bytes[GPU_OP_ELEMENTWISE], 2.5 * G, 1e-12);
+    /* pre <- last backward; reduce-scatter <- pre; post <- reduce-scatter; optimizer <- post */
+    ck_assert_uint_eq(a->n_deps, 1);
+    ck_assert_str_eq(g->names[g->ops[g->deps[a->dep_start]].name], "backward");
+    ck_assert_uint_eq(b->n_deps, 1);
+    uint32_t rs = g->deps[b->dep_start];
+    ck_assert_str_eq(g->names[g->ops[rs].name], "zero_grad_reduce_scatter");
+    ck_assert_uint_eq(g->ops[rs].n_deps, 1);
+    ck_assert_uint_eq(g->deps[g->ops[rs].dep_start], pre);
+    ck_assert_rel(g->colls[g->ops[rs].arg].bytes, 4 * G, 1e-12);
+    ck_assert_double_eq(g->colls[g->ops[rs].arg].hbm_bytes, 0);
+    ck_assert_rel(g->colls[g->ops[rs1].arg].hbm_bytes, 16.5 * P, 1e-12);
+    bool waits = false;
+    for (uint32_t k = 0; k < g->ops[opt].n_deps; k++) waits |= g->deps[g->ops[opt].dep_start + k] == post;
+    ck_assert(waits);
+
+    gpu_spec sp[8];
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(gpu_preset("H100-SXM", &sp[0], &e), DT_OK);
+    for (int k = 1; k < 8; k++) sp[k] = sp[0];
+    replay_config cfg = {.n_gpus = 8, .gpus = sp, .path = uni_path, .record = true, .contention = true};
+    replay_result r;
+    ck_assert_int_eq(replay_run(g, &cfg, &r, &e), DT_OK);
+    ck_assert_rel(sim_time_to_s(r.op_end[pre] - r.op_start[pre]), 14 * G / 2.68e12, 1e-6);
+    ck_assert_rel(sim_time_to_s(r.op_end[post] - r.op_start[post]), 2.5 * G / 2.68e12, 1e-6);
+    ck_assert(r.op_start[rs] >= r.op_end[pre] && r.op_start[post] >= r.op_end[rs]);
+    replay_result_free(&r);
+    wl_graph_destroy(g);
+    unload();
 }
 END_TEST
 
@@ -312,6 +403,7 @@ static Suite *suite(void)
     tcase_add_test(tc, passes_in_graph);
     tcase_add_test(tc, trace_keeps_passes);
     tcase_add_test(tc, replay_charges_passes);
+    tcase_add_test(tc, last_reduction_serial);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
     return s;

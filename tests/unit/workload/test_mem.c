@@ -6,7 +6,8 @@
  * 2sbh); 1F1B holds at most p microbatches on stage 0, GPipe m; run_memory on a scenario.
  * The final norm (2h LayerNorm, h RMSNorm) by hand: in the parameter count (Llama-2-7B's and
  * Qwen3-30B-A3B's published counts), the memory of the stage that holds it, the last stage's
- * optimizer op and gradient reduction.
+ * optimizer op and gradient reduction;
+ * PyTorch FSDP's transient gradient and root-unit buffers, by hand.
  * Leaves free: the small buffers (logits, ZeRO-3 gather) beyond being non-negative. */
 #include <string.h>
 
@@ -102,6 +103,75 @@ START_TEST(inflight_by_schedule)
     ck_assert_rel(bg.activations, 32 * per_mb, 1e-12);
     ck_assert_int_eq(b1.stage, 0);
     ck_assert(b1.buffers >= 0);
+}
+END_TEST
+
+/* PyTorch FSDP's transient buffers (mem_fsdp_buffers, docs/workloads.md "Memory"), by hand
+ * for 4 layers of h 1024, f 4096, V 32,000 on 8 GPUs in bf16: one layer's parameters
+ * P = 4h^2 + 2hf + 4h = 12,587,008, the embedding V h = 32,768,000.
+ * DEFAULT (reduce fp32, ZeRO-3): the unit being reduced (2 + 4) P, the next unit max(2 x 2,
+ * 2 + 4) P: 12 P = 151,044,096 B; the root's tied embedding kept unsharded 2 V h and the
+ * output layer's gradient 2 V h: 131,072,000 B; 282,116,096 in all. PURE (reduce bf16): 2 P
+ * + max(4, 2) P = 6 P: 206,594,048. Untied, the root holds both matrices: 347,652,096.
+ * ZeRO-2 (SHARD_GRAD_OP: the parameters stay whole, counted as parameters): 12 P alone. pp 2:
+ * stage 0 the input embedding, stage 1 its copy and the output gradient. Nothing for other
+ * presets, one rank, or unsharded gradients (NO_SHARD). mem_compute adds it to the buffers. */
+START_TEST(fsdp_buffers)
+{
+    wl_model m = {.kind = WL_TRANSFORMER, .layers = 4, .hidden = 1024, .heads = 16,
+                  .seq_len = 512, .vocab = 32000, .ffn = 4096, .kv_heads = 16, .experts = 1,
+                  .top_k = 1, .mlp = WL_MLP_GELU, .tied_embeddings = true};
+    wl_plan p = {.dp = 8, .tp = 1, .pp = 1, .zero = 3, .virtual_stages = 1, .microbatches = 1,
+                 .micro_batch_size = 1, .precision = WL_BF16};
+    p.fw.preset = WL_FW_FSDP;
+    p.fw.reduce_bytes = 4;
+    double P = 12587008, Vh = 32768000;
+    ck_assert_double_eq(wl_layer_params(&m), P);
+    ck_assert_double_eq(mem_fsdp_buffers(&m, &p, 0), 282116096);
+    mem_breakdown with, without;
+    mem_compute(&m, &p, &with);
+    p.fw.preset = WL_FW_GENERIC;
+    ck_assert_double_eq(mem_fsdp_buffers(&m, &p, 0), 0);
+    mem_compute(&m, &p, &without);
+    ck_assert_rel(with.buffers - without.buffers, 282116096, 1e-15);
+    ck_assert_rel(with.peak - without.peak, 282116096, 1e-15);
+    p.fw.preset = WL_FW_FSDP;
+    p.fw.reduce_bytes = 0; /* PURE: the training precision */
+    ck_assert_double_eq(mem_fsdp_buffers(&m, &p, 0), 206594048);
+    p.fw.reduce_bytes = 2;
+    ck_assert_double_eq(mem_fsdp_buffers(&m, &p, 0), 206594048);
+    p.fw.reduce_bytes = 4;
+    m.tied_embeddings = false;
+    ck_assert_double_eq(mem_fsdp_buffers(&m, &p, 0), 347652096);
+    m.tied_embeddings = true;
+    p.zero = 2;
+    ck_assert_double_eq(mem_fsdp_buffers(&m, &p, 0), 12 * P);
+    p.zero = 3;
+    p.pp = 2;
+    p.dp = 4;
+    ck_assert_double_eq(mem_fsdp_buffers(&m, &p, 0), 12 * P + 2 * Vh);
+    ck_assert_double_eq(mem_fsdp_buffers(&m, &p, 1), 12 * P + 4 * Vh);
+    p.pp = 1;
+    p.dp = 1;
+    ck_assert_double_eq(mem_fsdp_buffers(&m, &p, 0), 0);
+    p.dp = 8;
+    p.zero = 0;
+    ck_assert_double_eq(mem_fsdp_buffers(&m, &p, 0), 0);
+    /* MoE, 4 experts of f 1024 (2 h f each) every layer, ep 2, PURE, ZeRO-2 (no root): the
+     * layer's dense part 4h^2 + router 4h + norms 4h = 4,202,496 and its 2 local experts
+     * 4,194,304 when their expert-DP group has 2 ranks (dp 4): 6 x 8,396,800 = 50,380,800 B;
+     * at dp 2 nothing reduces the experts' gradients: 6 x 4,202,496 = 25,214,976 B. */
+    m.experts = 4;
+    m.top_k = 2;
+    m.expert_ffn = 1024;
+    p.zero = 2;
+    p.fw.reduce_bytes = 0;
+    p.ep = 2;
+    p.dp = 4;
+    ck_assert_double_eq(wl_layer_params(&m), 12591104);
+    ck_assert_double_eq(mem_fsdp_buffers(&m, &p, 0), 50380800);
+    p.dp = 2;
+    ck_assert_double_eq(mem_fsdp_buffers(&m, &p, 0), 25214976);
 }
 END_TEST
 
@@ -247,6 +317,7 @@ Suite *suite(void)
     tcase_add_test(t, run_memory_scenario);
     tcase_add_test(t, norm_params_published);
     tcase_add_test(t, final_norm_memory_and_graph);
+    tcase_add_test(t, fsdp_buffers);
     suite_add_tcase(s, t);
     return s;
 }
