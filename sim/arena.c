@@ -1,0 +1,87 @@
+/* arena.c - bump allocation from blocks, every array zeroed (dtsim/arena.h). */
+#include "dtsim/arena.h"
+
+#include <stdalign.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The header is padded to max_align_t, so the data after it is aligned for any type. */
+struct dt_arena_block {
+    alignas(max_align_t) dt_arena_block *next;
+    size_t cap, used; /* bytes of data after the header */
+};
+
+#define ALIGN_UP(x) (((x) + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1))
+
+/* behind: link the new block after the head, leaving the head's free tail for the requests to
+ * come (a request too large for any ordinary block gets a block of its own). */
+static bool open_block(dt_arena *a, size_t bytes, bool behind)
+{
+    size_t hdr = ALIGN_UP(sizeof(dt_arena_block));
+    if (bytes > SIZE_MAX - hdr) {
+        a->failed = SIZE_MAX;
+        a->overflow = true;
+        return false;
+    }
+    /* malloc, not calloc: each array is zeroed as it is handed out, so a block's unused tail
+     * costs neither the zeroing nor (untouched pages) memory */
+    dt_arena_block *b = malloc(hdr + bytes);
+    if (!b) {
+        a->failed = bytes;
+        return false;
+    }
+    b->cap = bytes;
+    b->used = 0;
+    if (behind && a->head) {
+        b->next = a->head->next;
+        a->head->next = b;
+    } else {
+        b->next = a->head;
+        a->head = b;
+    }
+    return true;
+}
+
+void dt_arena_reserve(dt_arena *a, size_t bytes)
+{
+    if (!a->failed) open_block(a, ALIGN_UP(bytes ? bytes : 1), false);
+}
+
+void *dt_arena_array(dt_arena *a, size_t n, size_t size)
+{
+    if (a->failed) return NULL;
+    if (size && n > (SIZE_MAX - alignof(max_align_t)) / size) {
+        a->failed = SIZE_MAX;
+        a->overflow = true;
+        return NULL;
+    }
+    size_t bytes = ALIGN_UP(n * size);
+    dt_arena_block *b = a->head;
+    if (!b || b->cap - b->used < bytes) {
+        bool own = bytes > DT_ARENA_BLOCK / 2;
+        if (!open_block(a, own ? bytes : DT_ARENA_BLOCK, own)) return NULL;
+        b = own && a->head->next ? a->head->next : a->head;
+    }
+    void *p = (char *)b + ALIGN_UP(sizeof *b) + b->used;
+    b->used += bytes;
+    return memset(p, 0, n * size);
+}
+
+int dt_arena_check(const dt_arena *a, const char *what, dt_error *err)
+{
+    if (!a->failed) return DT_OK;
+    if (a->overflow)
+        return dt_error_set(err, DT_ENOMEM, NULL, NULL, "%s: out of memory (an array larger than the address space)", what);
+    return dt_error_set(err, DT_ENOMEM, NULL, NULL, "%s: out of memory (a request of %zu bytes failed)", what, a->failed);
+}
+
+void dt_arena_free(dt_arena *a)
+{
+    if (!a) return;
+    for (dt_arena_block *b = a->head, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
+    *a = (dt_arena)DT_ARENA_INIT;
+}
