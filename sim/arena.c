@@ -14,6 +14,24 @@ struct dt_arena_block {
 
 #define ALIGN_UP(x) (((x) + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1))
 
+/* Under AddressSanitizer (-DDTSIM_SANITIZE=ON) the arena would hide an overrun from one array
+ * into the next, both inside one malloc'd block; so there every array is followed by a poisoned
+ * red zone and a block's unused space is poisoned until handed out, and ASan reports an overrun
+ * as it would between two callocs. (Valgrind still sees only the blocks: an overrun inside one
+ * is not reported there.) */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define REDZONE 32
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define REDZONE 0
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+static char *data_of(dt_arena_block *b) { return (char *)b + ALIGN_UP(sizeof *b); }
+
 /* behind: link the new block after the head, leaving the head's free tail for the requests to
  * come (a request too large for any ordinary block gets a block of its own). */
 static bool open_block(dt_arena *a, size_t bytes, bool behind)
@@ -33,6 +51,7 @@ static bool open_block(dt_arena *a, size_t bytes, bool behind)
     }
     b->cap = bytes;
     b->used = 0;
+    POISON(data_of(b), bytes);
     if (behind && a->head) {
         b->next = a->head->next;
         a->head->next = b;
@@ -51,20 +70,24 @@ void dt_arena_reserve(dt_arena *a, size_t bytes)
 void *dt_arena_array(dt_arena *a, size_t n, size_t size)
 {
     if (a->failed) return NULL;
-    if (size && n > (SIZE_MAX - alignof(max_align_t)) / size) {
+    if (size && n > (SIZE_MAX - alignof(max_align_t) - REDZONE) / size) {
         a->failed = SIZE_MAX;
         a->overflow = true;
         return NULL;
     }
-    size_t bytes = ALIGN_UP(n * size);
+    size_t bytes = ALIGN_UP(n * size + REDZONE);
     dt_arena_block *b = a->head;
     if (!b || b->cap - b->used < bytes) {
         bool own = bytes > DT_ARENA_BLOCK / 2;
-        if (!open_block(a, own ? bytes : DT_ARENA_BLOCK, own)) return NULL;
+        if (!open_block(a, own ? bytes : DT_ARENA_BLOCK, own)) {
+            if (!a->overflow && n > 0 && size > 0) a->failed = n * size; /* what the caller asked for */
+            return NULL;
+        }
         b = own && a->head->next ? a->head->next : a->head;
     }
-    void *p = (char *)b + ALIGN_UP(sizeof *b) + b->used;
+    void *p = data_of(b) + b->used;
     b->used += bytes;
+    UNPOISON(p, n * size);
     return memset(p, 0, n * size);
 }
 
@@ -81,6 +104,7 @@ void dt_arena_free(dt_arena *a)
     if (!a) return;
     for (dt_arena_block *b = a->head, *next; b; b = next) {
         next = b->next;
+        UNPOISON(data_of(b), b->cap);
         free(b);
     }
     *a = (dt_arena)DT_ARENA_INIT;

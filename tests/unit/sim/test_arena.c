@@ -5,7 +5,8 @@
  * pointer; a failed request (n x size overflowing size_t, or more bytes than can be had) is
  * sticky: NULL then and for every later request, reported once by dt_arena_check as DT_ENOMEM
  * with the caller's name and the bytes asked, nothing printed; dt_arena_free empties the arena,
- * which can then be used again. ASan and valgrind (scripts/test.sh) see the frees.
+ * which can then be used again; under ASan the byte after each array is poisoned (an overrun
+ * into the next array is reported). ASan and valgrind (scripts/test.sh) see the frees.
  * Leaves free: the block layout (which block an array comes from). */
 #include <stdalign.h>
 #include <stdint.h>
@@ -85,12 +86,31 @@ START_TEST(failure_is_sticky_and_returned)
 }
 END_TEST
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+/* Under ASan an overrun from one array into the next is caught as between two callocs: the byte
+ * after each array is poisoned, the array itself is not. */
+START_TEST(asan_red_zones)
+{
+    dt_arena a = DT_ARENA_INIT;
+    char *x = dt_arena_array(&a, 24, 1), *y = dt_arena_array(&a, 16, 1);
+    ck_assert(!__asan_address_is_poisoned(x) && !__asan_address_is_poisoned(x + 23));
+    ck_assert(__asan_address_is_poisoned(x + 24));
+    ck_assert(__asan_address_is_poisoned(y + 16));
+    dt_arena_free(&a);
+}
+END_TEST
+#endif
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("arena");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, zeroed_aligned_disjoint);
     tcase_add_test(tc, failure_is_sticky_and_returned);
+#if defined(__SANITIZE_ADDRESS__)
+    tcase_add_test(tc, asan_red_zones);
+#endif
     suite_add_tcase(s, tc);
     return s;
 }
