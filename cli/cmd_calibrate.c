@@ -745,8 +745,36 @@ static int write_plot(const cal_result *c, const char *path, dt_error *err)
     return cli_outfile_commit(&out, err);
 }
 
+/* Before anything is written: the fits every reader applies by default must pass the readers'
+ * R² rule (cal_check_link_fits), else the file would be refused wherever it is used. Measured
+ * here, a poor line is a failed measurement (exit 1, like a clearly negative latency); from
+ * nccl-tests logs it is the input's (exit 2). Other poor fits are kept, with a warning: a reader
+ * refuses them only if they are chosen by name (docs/calibration.md, "Fit quality"). */
+static int judge_fits(const cal_result *c, const opts *o, dt_error *err)
+{
+    int rc = cal_check_link_fits(c, o->n_logs ? DT_EINPUT : DT_EUNSUPPORTED, err);
+    if (rc && err) {
+        char tmp[DT_ERR_MSG_MAX];
+        memcpy(tmp, err->msg, sizeof tmp);
+        snprintf(err->msg, sizeof err->msg, "%.500s; every reader would refuse it, so nothing is written: %s", tmp,
+                 o->n_logs ? "fit the sizes where the time is a line (--fit-range FROM:TO)"
+                           : "measure again (more --repeats, a quieter machine, a narrower --sizes range)");
+    }
+    for (int i = 0; !rc && i < c->n_algos; i++) {
+        const cal_algo *a = &c->algos[i];
+        if (a->kind != CAL_KIND_TOPK && cal_r2_judge(a->fit.r2) == CAL_R2_POOR) {
+            char why[512];
+            fprintf(stderr, "dtsim: warning: %s; kept, but not applied by default: a reader given "
+                            "--calibration-fit %s refuses it\n", cal_r2_refusal(a, why, sizeof why), a->name);
+        }
+    }
+    return rc;
+}
+
 static int write_outputs(const cal_result *c, const opts *o, dt_error *err)
 {
+    int rc0 = judge_fits(c, o, err);
+    if (rc0) return rc0;
     cJSON *doc = cal_result_to_json(c);
     char *text = cJSON_Print(doc);
     cJSON_Delete(doc);

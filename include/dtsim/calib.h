@@ -165,6 +165,26 @@ int cal_find_fit(const cal_result *c, const char *name);
 #define CAL_R2_REFUSE 0.5
 #define CAL_R2_WARN 0.9
 
+/* The one R^2 rule, applied by the readers (topo_apply_calibration_fits, to the fits they apply)
+ * and by the writer (dtsim calibrate, cal_check_link_fits below, before it writes), so that they
+ * cannot disagree:
+ *   CAL_R2_OK     r2 >= CAL_R2_WARN;
+ *   CAL_R2_ROUGH  CAL_R2_REFUSE <= r2 < CAL_R2_WARN: applied with a warning;
+ *   CAL_R2_POOR   r2 < CAL_R2_REFUSE, or not a number: refused. */
+typedef enum cal_r2_verdict { CAL_R2_OK, CAL_R2_ROUGH, CAL_R2_POOR } cal_r2_verdict;
+cal_r2_verdict cal_r2_judge(double r2);
+/* The refusal's words, shared by writer and readers (each adds where, and what to do), e.g.
+ *   fit "ring" has R² = 0.213, below 0.5 (allreduce, 6 sizes 64 KiB - 2 MiB, 90 samples;
+ *   alpha 3.1 us, beta 2.5e-10 s/B): its line T = α + S·β does not describe its own measurements
+ * "sizes" are the points inside the fit range (fit_from..fit_to). Returns buf. */
+const char *cal_r2_refusal(const cal_algo *a, char *buf, size_t len);
+/* The writer's gate: judge by cal_r2_judge the collective fits a reader applies by default (per
+ * scope, cal_link_fit_scope). A CAL_R2_POOR one: returns `code` (the caller's exit class) with
+ * the refusal in err (no file or path: nothing is written yet). Fits that are not a scope's
+ * default are not judged here, as readers judge them only when chosen (calibration_fit); a top-k
+ * fit sets no links and is never judged by R^2. DT_OK also when the file has no collective fit. */
+int cal_check_link_fits(const cal_result *c, int code, dt_error *err);
+
 /* The ranks a fit ran over: its own (nccl-tests fits), else the file's. */
 int cal_fit_ranks(const cal_result *c, const cal_algo *a);
 

@@ -151,6 +151,54 @@ static bool in_fit_range(const cal_algo *a, double size)
     return !(a->fit_from > 0 && size < a->fit_from * (1 - 1e-12)) && !(a->fit_to > 0 && size > a->fit_to * (1 + 1e-12));
 }
 
+/* !(r2 >= ...) sends a NaN to the refusal, as cal_alpha_judge does. */
+cal_r2_verdict cal_r2_judge(double r2)
+{
+    if (!(r2 >= CAL_R2_REFUSE)) return CAL_R2_POOR;
+    return r2 < CAL_R2_WARN ? CAL_R2_ROUGH : CAL_R2_OK;
+}
+
+const char *cal_r2_refusal(const cal_algo *a, char *buf, size_t len)
+{
+    double lo = INFINITY, hi = -INFINITY;
+    int n = 0;
+    for (int i = 0; i < a->n_points; i++)
+        if (in_fit_range(a, a->points[i].size)) {
+            lo = fmin(lo, a->points[i].size);
+            hi = fmax(hi, a->points[i].size);
+            n++;
+        }
+    char b1[32] = "?", b2[32] = "?", b3[32];
+    if (n) {
+        unit_fmt_size(lo, b1, sizeof b1);
+        unit_fmt_size(hi, b2, sizeof b2);
+    }
+    snprintf(buf, len,
+             "fit \"%s\" has R² = %.3g, below %.2g (%s, %d size%s %s - %s, %d samples; alpha %s, beta %.4g s/B): "
+             "its line T = α + S·β does not describe its own measurements",
+             a->name, a->fit.r2, CAL_R2_REFUSE, cal_kind_name(a->kind), n, n == 1 ? "" : "s", b1, b2,
+             a->fit.n_samples, unit_fmt_seconds(a->fit.alpha, b3, sizeof b3), a->fit.beta);
+    return buf;
+}
+
+/* Only the defaults: a reader that is not told otherwise applies exactly these, and refuses the
+ * file when one of them is poor, so a writer that let one through would write a file nobody can
+ * use. A poor fit that is not a default (MPI's second algorithm, one nccl-tests collective of
+ * several) is kept with its samples: readers apply it only when chosen by name, and then refuse
+ * it by the same rule. */
+int cal_check_link_fits(const cal_result *c, int code, dt_error *err)
+{
+    const cal_scope scopes[2] = {CAL_SCOPE_INTRA, CAL_SCOPE_INTER};
+    for (int k = 0; k < 2; k++) {
+        const cal_algo *a = cal_link_fit_scope(c, scopes[k]);
+        if (a && cal_r2_judge(a->fit.r2) == CAL_R2_POOR) {
+            char why[512];
+            return dt_error_set(err, code, NULL, NULL, "%s", cal_r2_refusal(a, why, sizeof why));
+        }
+    }
+    return DT_OK;
+}
+
 /* ---------------------------------------------------------------- writing */
 
 cJSON *cal_result_to_json(const cal_result *c)

@@ -179,24 +179,25 @@ int topo_apply_calibration_fits(topo *t, const cal_result *c, const char *choose
     if (!ai && !ae) return dt_error_set(err, DT_EINPUT, efile, "fits", "no collective fit to take link figures from");
     const cal_algo *fits[2] = {ai, ae};
     /* Quality: a line that does not describe its medians would put made-up figures on every
-     * link. Refuse below CAL_R2_REFUSE, warn below CAL_R2_WARN (in the note). */
+     * link. Refuse below CAL_R2_REFUSE, warn below CAL_R2_WARN (in the note): cal_r2_judge, the
+     * rule dtsim calibrate applies to these same default fits before it writes. */
     char warn[1024] = "";
     for (int k = 0; k < 2; k++) {
         if (!fits[k]) continue;
         const cal_algo *a = fits[k];
         char path[32];
         snprintf(path, sizeof path, "fits[%d].r2", (int)(a - c->algos));
-        if (!(a->fit.r2 >= CAL_R2_REFUSE)) {
+        cal_r2_verdict v = cal_r2_judge(a->fit.r2);
+        if (v == CAL_R2_POOR) {
+            char why[400];
             fit_list(c, have, sizeof have);
             return dt_error_set(err, DT_EINPUT, efile, path,
-                                "fit \"%s\" has R² = %.3g, below %.2g: its line T = α + S·β does "
-                                "not describe its own measurements, so the link figures it would "
-                                "give are meaningless; measure again (more --repeats, a quieter "
-                                "machine, a narrower --sizes range) or choose another fit "
-                                "(--calibration-fit NAME, options.calibration_fit; the file has: %s)",
-                                a->name, a->fit.r2, CAL_R2_REFUSE, have);
+                                "%s, so the link figures it would give are meaningless; measure again "
+                                "(more --repeats, a quieter machine, a narrower --sizes range) or choose "
+                                "another fit (--calibration-fit NAME, options.calibration_fit; the file has: %s)",
+                                cal_r2_refusal(a, why, sizeof why), have);
         }
-        if (a->fit.r2 < CAL_R2_WARN) {
+        if (v == CAL_R2_ROUGH) {
             size_t wl = strlen(warn);
             snprintf(warn + wl, sizeof warn - wl,
                      "; warning: %.200s fit \"%.32s\" (%s) has R² = %.3g, below %.2g: the figures "

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtsim/arena.h"
 #include "dtsim/federated.h"
 #include "run_internal.h"
 
@@ -55,16 +56,14 @@ typedef struct fl_spec {
     int *cloud_gpu;                  /* [ns] */
     int local_steps, edge_rounds, rounds;
     double update_bytes;
+    dt_arena mem;                    /* client_edge and the edge arrays (the GPU lists grow) */
 } fl_spec;
 
 static void spec_free(fl_spec *f)
 {
     free(f->client_gpu);
-    free(f->client_edge);
-    free(f->edge_gpu);
-    free(f->edge_first);
-    free(f->edge_n);
     free(f->cloud_gpu);
+    dt_arena_free(&f->mem);
 }
 
 /* A GPU: its index in the topology, or the name of a GPU node. */
@@ -165,9 +164,10 @@ static int parse_spec(const js_ctx *c, const cJSON *f, const wl_scenario *s, con
         if (rc == DT_OK && ne == 0) rc = js_fail(c, path, NULL, "expected at least one edge server");
         static const char *const ekeys[] = {"server", "clients", NULL};
         unsigned char *eseen = dt_xcalloc((size_t)t->n_gpus + 1, 1);
-        o->edge_gpu = dt_xmalloc(((size_t)ne + 1) * sizeof *o->edge_gpu);
-        o->edge_first = dt_xmalloc(((size_t)ne + 1) * sizeof *o->edge_first);
-        o->edge_n = dt_xmalloc(((size_t)ne + 1) * sizeof *o->edge_n);
+        o->edge_gpu = dt_arena_array(&o->mem, (size_t)ne + 1, sizeof *o->edge_gpu);
+        o->edge_first = dt_arena_array(&o->mem, (size_t)ne + 1, sizeof *o->edge_first);
+        o->edge_n = dt_arena_array(&o->mem, (size_t)ne + 1, sizeof *o->edge_n);
+        if (rc == DT_OK) rc = dt_arena_check(&o->mem, "federated", c->err);
         int i = 0;
         for (const cJSON *e = rc == DT_OK ? edges->child : NULL; e && rc == DT_OK; e = e->next, i++) {
             js_path_index(ep, path, i);
@@ -193,8 +193,9 @@ static int parse_spec(const js_ctx *c, const cJSON *f, const wl_scenario *s, con
         }
         free(eseen);
         o->ne = i;
+        if (rc == DT_OK) o->client_edge = dt_arena_array(&o->mem, (size_t)o->nc + 1, sizeof *o->client_edge);
+        if (rc == DT_OK) rc = dt_arena_check(&o->mem, "federated", c->err);
         if (rc == DT_OK) {
-            o->client_edge = dt_xmalloc(((size_t)o->nc + 1) * sizeof *o->client_edge);
             for (int e = 0; e < o->ne; e++)
                 for (int j = 0; j < o->edge_n[e]; j++) o->client_edge[o->edge_first[e] + j] = e;
         }
@@ -213,8 +214,9 @@ static int parse_spec(const js_ctx *c, const cJSON *f, const wl_scenario *s, con
     }
     free(seen);
     if (rc == DT_OK && !o->client_edge) {
-        o->client_edge = dt_xmalloc(((size_t)o->nc + 1) * sizeof *o->client_edge);
-        for (int j = 0; j < o->nc; j++) o->client_edge[j] = -1;
+        o->client_edge = dt_arena_array(&o->mem, (size_t)o->nc + 1, sizeof *o->client_edge);
+        rc = dt_arena_check(&o->mem, "federated", c->err);
+        for (int j = 0; rc == DT_OK && j < o->nc; j++) o->client_edge[j] = -1;
     }
     if (rc == DT_OK && o->agg == FL_ALLREDUCE && o->nc < 2)
         rc = js_fail(c, P, "aggregation", "\"allreduce\" needs at least 2 clients, found %d", o->nc);
@@ -408,6 +410,29 @@ static int simulate(const wl_scenario *s, topo *t, const fl_spec *f, const char 
                     fl_result *out, dt_error *err)
 {
     fl_sim S = {.f = f, .t = t, .end = 0};
+    /* The per-client, per-edge, per-cloud-server and per-GPU state: one arena (dtsim/arena.h),
+     * checked once before anything else is built, freed at once at the end. */
+    dt_arena mem = DT_ARENA_INIT;
+    size_t nc1 = (size_t)f->nc + 1, ne1 = (size_t)f->ne + 1, ns1 = (size_t)f->ns + 1;
+#define CARVE(field, n) (S.field = dt_arena_array(&mem, (n), sizeof *S.field))
+    CARVE(train, nc1);
+    CARVE(client_round, nc1);
+    CARVE(client_j, nc1);
+    CARVE(client_shards, nc1);
+    CARVE(edge_count, ne1);
+    CARVE(edge_j, ne1);
+    CARVE(edge_round, ne1);
+    CARVE(edge_shards, ne1);
+    CARVE(cloud_count, ns1);
+    CARVE(cloud_round, ns1);
+    CARVE(reduce_free, (size_t)t->n_gpus + 1);
+#undef CARVE
+    int *group = f->agg == FL_ALLREDUCE ? dt_arena_array(&mem, nc1, sizeof *group) : NULL;
+    int rc = dt_arena_check(&mem, "federated", err);
+    if (rc) {
+        dt_arena_free(&mem);
+        return rc;
+    }
     S.eng = sim_engine_create();
     net_config nc = {.mode = s->env.network};
     S.n = net_create(t, S.eng, &nc);
@@ -418,18 +443,6 @@ static int simulate(const wl_scenario *s, topo *t, const fl_spec *f, const char 
                                                "fl_at_cloud", "fl_cloud_reduced", "fl_shard_at_edge",
                                                "fl_at_client", "fl_allreduced"};
     for (int k = 0; k < K_COUNT; k++) S.kind[k] = sim_kind_register(S.eng, names[k], on_event, &S);
-    size_t nc1 = (size_t)f->nc + 1, ne1 = (size_t)f->ne + 1, ns1 = (size_t)f->ns + 1;
-    S.train = dt_xmalloc(nc1 * sizeof *S.train);
-    S.client_round = dt_xcalloc(nc1, sizeof *S.client_round);
-    S.client_j = dt_xcalloc(nc1, sizeof *S.client_j);
-    S.client_shards = dt_xcalloc(nc1, sizeof *S.client_shards);
-    S.edge_count = dt_xcalloc(ne1, sizeof *S.edge_count);
-    S.edge_j = dt_xcalloc(ne1, sizeof *S.edge_j);
-    S.edge_round = dt_xcalloc(ne1, sizeof *S.edge_round);
-    S.edge_shards = dt_xcalloc(ne1, sizeof *S.edge_shards);
-    S.cloud_count = dt_xcalloc(ns1, sizeof *S.cloud_count);
-    S.cloud_round = dt_xcalloc(ns1, sizeof *S.cloud_round);
-    S.reduce_free = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *S.reduce_free);
     for (int m = 0; m < 7; m++) S.ms[m] = -1;
     double *slow = wl_env_slowdowns(&s->env, t->n_gpus, NULL);
     /* between two aggregations a client takes part in: local_steps (hierarchical: every edge
@@ -437,7 +450,6 @@ static int simulate(const wl_scenario *s, topo *t, const fl_spec *f, const char 
     int steps = f->local_steps * (f->agg == FL_HIERARCHICAL ? 1 : f->edge_rounds);
     out->local_step_min_s = INFINITY;
     double worst = 0;
-    int rc = DT_OK;
     for (int c = 0; c < f->nc; c++) {
         sim_time_t one = local_step(s, t, f->client_gpu[c], slow[f->client_gpu[c]]);
         double one_s = sim_time_to_s(one);
@@ -446,9 +458,7 @@ static int simulate(const wl_scenario *s, topo *t, const fl_spec *f, const char 
         S.train[c] = one > 0 && steps > SIM_TIME_MAX / one ? SIM_TIME_MAX : one * steps;
         worst = fmax(worst, one_s * f->local_steps * f->edge_rounds);
     }
-    int *group = NULL;
-    if (f->agg == FL_ALLREDUCE) {
-        group = dt_xmalloc(nc1 * sizeof *group);
+    if (group) {
         memcpy(group, f->client_gpu, (size_t)f->nc * sizeof *group);
         S.ar = (coll_spec){.op = COLL_ALLREDUCE, .algo = s->env.dp_algorithm, .group = group,
                            .n = f->nc, .bytes = f->update_bytes, .elem_bytes = 4,
@@ -483,19 +493,8 @@ static int simulate(const wl_scenario *s, topo *t, const fl_spec *f, const char 
     out->bytes_cloud_down = S.bytes[2] / f->rounds;
     out->bytes_edges_down = S.bytes[3] / f->rounds;
     out->events = sim_events_handled(S.eng);
-    free(group);
     free(slow);
-    free(S.train);
-    free(S.client_round);
-    free(S.client_j);
-    free(S.client_shards);
-    free(S.edge_count);
-    free(S.edge_j);
-    free(S.edge_round);
-    free(S.edge_shards);
-    free(S.cloud_count);
-    free(S.cloud_round);
-    free(S.reduce_free);
+    dt_arena_free(&mem);
     coll_destroy(S.ce);
     net_destroy(S.n);
     sim_engine_destroy(S.eng);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtsim/arena.h"
 #include "dtsim/replay.h"
 
 #define N_STREAMS 4
@@ -141,6 +142,7 @@ typedef struct rep {
     unsigned char *cn_on;          /* per op: its collective counted in its lane's contention */
     cn_memo *cn_memo;              /* per lane: its last two ratios (cn_ratio_of) */
     sim_time_t *tp_steal;          /* per (cost, lane): compute lost to overlapped TP comm, -1 */
+    dt_arena mem;                  /* owns every array above but those a result takes over */
 } rep;
 
 #define CN_NONE UINT32_MAX
@@ -899,20 +901,27 @@ static void on_send_part(void *model, sim_engine *eng, const sim_event *ev)
     if (--R->pending_send[ev->id] == 0) complete_op(R, ev->id);
 }
 
-/* Counting-sort CSR: items 0..n-1 with key[i] in [0, n_keys). */
-static void csr(uint32_t n_keys, uint32_t n, const uint32_t *key, uint32_t **start_out,
-                uint32_t **items_out)
+/* Counting-sort CSR: items 0..n-1 with key[i] in [0, n_keys); the caller provides the arrays. */
+static void csr(uint32_t n_keys, uint32_t n, const uint32_t *key, uint32_t *start, uint32_t *items,
+                uint32_t *fill)
 {
-    uint32_t *start = dt_xcalloc((size_t)n_keys + 1, sizeof *start);
-    uint32_t *items = dt_xmalloc(((size_t)n + 1) * sizeof *items);
+    /* start: n_keys + 1 zeroed; items: n; fill: n_keys + 1 scratch */
     for (uint32_t i = 0; i < n; i++) start[key[i] + 1]++;
     for (uint32_t k = 0; k < n_keys; k++) start[k + 1] += start[k];
-    uint32_t *fill = dt_xmalloc(((size_t)n_keys + 1) * sizeof *fill);
     memcpy(fill, start, ((size_t)n_keys + 1) * sizeof *fill);
     for (uint32_t i = 0; i < n; i++) items[fill[key[i]]++] = i;
-    free(fill);
-    *start_out = start;
-    *items_out = items;
+}
+
+/* A zeroed array for R.field from the run's arena (dtsim/arena.h), n elements of its type. */
+#define CARVE(field, n) (R.field = dt_arena_array(&R.mem, (n), sizeof *R.field))
+
+/* An array the run may hand to its result (replay_result_free frees it alone): calloc'd by
+ * itself, a failure noted in *oom for the one check that also covers the arena. */
+static void *keep_array(size_t n, size_t size, bool *oom)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p) *oom = true;
+    return p;
 }
 
 /* ---- breakdown of the critical GPU ---- */
@@ -1076,10 +1085,101 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     R.k_ring_part = sim_kind_register(R.eng, "rep.ring_part", on_ring_part, &R);
     R.k_ring_step = sim_kind_register(R.eng, "rep.ring_step", on_ring_step, &R);
 
+    /* The run's working arrays come from one arena (R.mem, freed at once at the end), the
+     * set-up's temporaries from another (setup, freed once the tables are built); both are checked
+     * once before anything is written to them. The arrays a run hands to its result (start,
+     * launch, end, inl_cp, ring_hid, dropped: replay_result_free frees them one by one) are
+     * calloc'd alone, their failures folded into the same check. */
+    dt_arena setup = DT_ARENA_INIT;
+    bool kept_oom = false;
+    uint32_t n_keys = (uint32_t)g->n_lanes * N_STREAMS, n_coll_ops = 0;
+    for (uint32_t i = 0; i < n; i++) n_coll_ops += g->ops[i].kind == WL_OP_COLL;
+    size_t nic = (size_t)g->n_costs * g->n_lanes, L = (size_t)g->n_lanes + 1;
+    size_t n_fill = (size_t)(n_keys > n ? n_keys : n) + 1;
+    if ((size_t)g->n_colls + 1 > n_fill) n_fill = (size_t)g->n_colls + 1;
+    uint32_t *key = dt_arena_array(&setup, (size_t)(g->n_deps > n ? g->n_deps : n) + 1, sizeof *key);
+    uint32_t *edge_to = dt_arena_array(&setup, (size_t)g->n_deps + 1, sizeof *edge_to);
+    uint32_t *eidx = dt_arena_array(&setup, (size_t)g->n_deps + 1, sizeof *eidx);
+    uint32_t *pidx = dt_arena_array(&setup, (size_t)n_coll_ops + 1, sizeof *pidx);
+    uint32_t *coll_ops = dt_arena_array(&setup, (size_t)n_coll_ops + 1, sizeof *coll_ops);
+    uint32_t *fill = dt_arena_array(&setup, n_fill, sizeof *fill);
+    CARVE(remaining, (size_t)n + 1);
+    CARVE(succ_start, (size_t)n + 1);
+    CARVE(succ, (size_t)g->n_deps + 1);
+    CARVE(q_start, (size_t)n_keys + 1);
+    CARVE(q, (size_t)n + 1);
+    CARVE(q_head, (size_t)n_keys + 1);
+    CARVE(q_busy, (size_t)n_keys + 1);
+    CARVE(part_start, (size_t)g->n_colls + 1);
+    CARVE(part, (size_t)n_coll_ops + 1);
+    CARVE(arrived, (size_t)g->n_colls + 1);
+    CARVE(pending_send, (size_t)n + 1);
+    CARVE(pending_coll, (size_t)g->n_colls + 1);
+    R.start = keep_array((size_t)n + 1, sizeof *R.start, &kept_oom);
+    R.launch = keep_array((size_t)n + 1, sizeof *R.launch, &kept_oom);
+    R.end = keep_array((size_t)n + 1, sizeof *R.end, &kept_oom);
+    /* compute-time caches */
+    if (cfg->gpus && g->n_gpus > 1) CARVE(spec_of, (size_t)g->n_gpus);
+    CARVE(inlane_cache, nic + 1);
+    for (uint32_t i = 0; i < g->n_costs && !R.inl; i++)
+        if (g->costs[i].inlane_overlap && g->costs[i].n_inlane) CARVE(inl, (size_t)n + 1);
+    if (g->cp_next && g->cp > 1) {
+        CARVE(ring_cache, nic + 1);
+        CARVE(ring_total, nic + 1);
+        R.inl_cp = keep_array((size_t)n + 1, sizeof *R.inl_cp, &kept_oom);
+        R.ring_hid = keep_array((size_t)n + 1, sizeof *R.ring_hid, &kept_oom);
+        if (!R.inl) CARVE(inl, (size_t)n + 1);
+        if (cfg->comm) {
+            CARVE(ring_left, (size_t)n + 1);
+            CARVE(ring_t0, (size_t)n + 1);
+            CARVE(ring_base, (size_t)n + 1);
+            CARVE(ring_block, (size_t)n + 1);
+            CARVE(ring_exp, (size_t)n + 1);
+            CARVE(ring_all, (size_t)n + 1);
+        }
+    }
+    bool slow = false;
+    if (cfg->slowdown)
+        for (int i = 0; i < g->n_gpus; i++)
+            if (cfg->slowdown[i] != 1.0) slow = true;
+    R.hetero_time = slow || cfg->jitter != WL_JITTER_NONE;
+    if (cfg->backup_drop > 0) {
+        R.dropped = keep_array(L, 1, &kept_oom);
+        CARVE(waiting, (size_t)n + 1);
+    }
+    if (R.hetero_time) CARVE(own, (size_t)n * R.ts + 1);
+    if (cfg->contention && cfg->gpus) {
+        CARVE(cn_lvl, L);
+        CARVE(cn_hbm, L);
+        CARVE(cn_sms, L);
+        CARVE(cn_cur, L);
+        CARVE(cn_rem, L);
+        CARVE(cn_ratio, L);
+        CARVE(cn_t, L);
+        CARVE(cn_cend, L);
+        CARVE(cn_tail, L);
+        CARVE(cn_start, L);
+        CARVE(cn_ver, L);
+        CARVE(cn_inst_hbm, (size_t)g->n_colls + 1);
+        CARVE(cn_inst_sms, (size_t)g->n_colls + 1);
+        CARVE(cn_inst_phi, (size_t)g->n_colls + 1);
+        CARVE(cn_phi, L);
+        CARVE(cn_on, (size_t)n + 1);
+        CARVE(cn_memo, 2 * L);
+        CARVE(tp_steal, nic + 1);
+        if (R.ring_cache) {
+            CARVE(ring_cn_sms, nic + 1);
+            CARVE(ring_cn_hbm, nic + 1);
+            if (R.ring_left) CARVE(ring_cdone, (size_t)n + 1);
+        }
+    }
+    if (cfg->jitter != WL_JITTER_NONE) CARVE(rng, (size_t)g->n_gpus);
+    int rc = kept_oom ? dt_error_set(err, DT_ENOMEM, NULL, NULL, "replay: out of memory") : DT_OK;
+    if (!rc) rc = dt_arena_check(&setup, "replay", err);
+    if (!rc) rc = dt_arena_check(&R.mem, "replay", err);
+    if (rc) goto done;
+
     /* successors: one entry per dep edge, keyed by the dep */
-    uint32_t *key = dt_xmalloc(((size_t)(g->n_deps > n ? g->n_deps : n) + 1) * sizeof *key);
-    uint32_t *edge_to = dt_xmalloc(((size_t)g->n_deps + 1) * sizeof *edge_to);
-    R.remaining = dt_xcalloc((size_t)n + 1, sizeof *R.remaining);
     for (uint32_t i = 0; i < n; i++) {
         const wl_op *o = &g->ops[i];
         R.remaining[i] = o->n_deps;
@@ -1089,53 +1189,31 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
             DT_ASSERT(g->deps[o->dep_start + d] < n);
         }
     }
-    uint32_t *eidx;
-    csr(n, g->n_deps, key, &R.succ_start, &eidx);
-    R.succ = dt_xmalloc(((size_t)g->n_deps + 1) * sizeof *R.succ);
+    csr(n, g->n_deps, key, R.succ_start, eidx, fill);
     for (uint32_t i = 0; i < g->n_deps; i++) R.succ[i] = edge_to[eidx[i]];
-    free(eidx);
-    free(edge_to);
     /* stream queues in op order */
-    uint32_t n_keys = (uint32_t)g->n_lanes * N_STREAMS;
     for (uint32_t i = 0; i < n; i++) key[i] = g->ops[i].lane * N_STREAMS + g->ops[i].stream;
-    csr(n_keys, n, key, &R.q_start, &R.q);
-    R.q_head = dt_xmalloc(((size_t)n_keys + 1) * sizeof *R.q_head);
+    csr(n_keys, n, key, R.q_start, R.q, fill);
     memcpy(R.q_head, R.q_start, (size_t)n_keys * sizeof *R.q_head);
-    R.q_busy = dt_xcalloc((size_t)n_keys + 1, 1);
     /* collective participants */
-    uint32_t n_coll_ops = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (g->ops[i].kind == WL_OP_COLL) key[n_coll_ops++] = g->ops[i].arg;
-    uint32_t *pidx;
-    csr(g->n_colls, n_coll_ops, key, &R.part_start, &pidx);
+    for (uint32_t i = 0, k = 0; i < n; i++)
+        if (g->ops[i].kind == WL_OP_COLL) key[k++] = g->ops[i].arg;
+    csr(g->n_colls, n_coll_ops, key, R.part_start, pidx, fill);
     /* map participant indices (k-th collective op) back to op ids */
-    uint32_t *coll_ops = dt_xmalloc(((size_t)n_coll_ops + 1) * sizeof *coll_ops);
     for (uint32_t i = 0, k = 0; i < n; i++)
         if (g->ops[i].kind == WL_OP_COLL) coll_ops[k++] = i;
-    R.part = dt_xmalloc(((size_t)n_coll_ops + 1) * sizeof *R.part);
     uint32_t max_part = 1;
     for (uint32_t i = 0; i < n_coll_ops; i++) R.part[i] = coll_ops[pidx[i]];
     for (uint32_t c = 0; c < g->n_colls; c++) {
         uint32_t np = R.part_start[c + 1] - R.part_start[c];
         if (np > max_part) max_part = np;
     }
-    free(pidx);
-    free(coll_ops);
-    free(key);
-    R.arrived = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.arrived);
-    R.pending_send = dt_xcalloc((size_t)n + 1, sizeof *R.pending_send);
-    R.pending_coll = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.pending_coll);
-    R.scratch = dt_xmalloc(max_part * sizeof *R.scratch);
-    R.start = dt_xcalloc((size_t)n + 1, sizeof *R.start);
-    R.launch = dt_xcalloc((size_t)n + 1, sizeof *R.launch);
-    R.end = dt_xcalloc((size_t)n + 1, sizeof *R.end);
+    dt_arena_free(&setup);
     for (uint32_t i = 0; i < n; i++) R.end[i] = -1;
-    /* compute-time caches */
     R.n_specs = 1;
-    if (cfg->gpus && g->n_gpus > 1) {
+    if (R.spec_of) {
         /* distinct specs by content, in order of first appearance: a mixed cluster has a
          * few, and a GPU whose spec equals an earlier one's shares its times */
-        R.spec_of = dt_xcalloc((size_t)g->n_gpus, sizeof *R.spec_of);
         int first[MAX_SPECS]; /* a GPU of each distinct spec */
         first[0] = 0;
         for (int i = 1; i < g->n_gpus; i++) {
@@ -1146,81 +1224,22 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
             R.spec_of[i] = k < R.n_specs ? k : -1; /* beyond MAX_SPECS: computed every time */
         }
     }
+    /* sized by what was just counted: the participants of the largest collective, the specs */
     size_t ncb = (size_t)g->n_costs * R.n_specs;
-    R.cost_base = dt_xmalloc((ncb + 1) * sizeof *R.cost_base);
+    CARVE(scratch, max_part);
+    CARVE(cost_base, ncb + 1);
+    if ((rc = dt_arena_check(&R.mem, "replay", err))) goto done;
     for (size_t i = 0; i < ncb; i++) R.cost_base[i] = -1;
-    size_t nic = (size_t)g->n_costs * g->n_lanes;
-    R.inlane_cache = dt_xmalloc((nic + 1) * sizeof *R.inlane_cache);
     for (size_t i = 0; i < nic; i++) R.inlane_cache[i] = -1;
-    for (uint32_t i = 0; i < g->n_costs; i++)
-        if (g->costs[i].inlane_overlap && g->costs[i].n_inlane) {
-            R.inl = dt_xcalloc((size_t)n + 1, sizeof *R.inl);
-            break;
-        }
-    if (g->cp_next && g->cp > 1) {
-        R.ring_cache = dt_xmalloc((nic + 1) * sizeof *R.ring_cache);
-        for (size_t i = 0; i < nic; i++) R.ring_cache[i] = -1;
-        R.ring_total = dt_xcalloc(nic + 1, sizeof *R.ring_total);
-        R.inl_cp = dt_xcalloc((size_t)n + 1, sizeof *R.inl_cp);
-        R.ring_hid = dt_xcalloc((size_t)n + 1, sizeof *R.ring_hid);
-        if (!R.inl) R.inl = dt_xcalloc((size_t)n + 1, sizeof *R.inl);
-        if (cfg->comm) {
-            R.ring_left = dt_xcalloc((size_t)n + 1, sizeof *R.ring_left);
-            R.ring_t0 = dt_xcalloc((size_t)n + 1, sizeof *R.ring_t0);
-            R.ring_base = dt_xcalloc((size_t)n + 1, sizeof *R.ring_base);
-            R.ring_block = dt_xcalloc((size_t)n + 1, sizeof *R.ring_block);
-            R.ring_exp = dt_xcalloc((size_t)n + 1, sizeof *R.ring_exp);
-            R.ring_all = dt_xcalloc((size_t)n + 1, sizeof *R.ring_all);
-        }
-    }
-    bool slow = false;
-    if (cfg->slowdown)
-        for (int i = 0; i < g->n_gpus; i++)
-            if (cfg->slowdown[i] != 1.0) slow = true;
-    R.hetero_time = slow || cfg->jitter != WL_JITTER_NONE;
-    if (cfg->backup_drop > 0) {
-        R.dropped = dt_xcalloc((size_t)g->n_lanes + 1, 1);
-        R.waiting = dt_xcalloc((size_t)n + 1, 1);
-    }
-    if (R.hetero_time) R.own = dt_xcalloc((size_t)n * R.ts + 1, sizeof *R.own);
-    if (cfg->contention && cfg->gpus) {
-        size_t L = (size_t)g->n_lanes + 1;
-        R.cn_lvl = dt_xcalloc(L, sizeof *R.cn_lvl);
-        R.cn_hbm = dt_xcalloc(L, sizeof *R.cn_hbm);
-        R.cn_sms = dt_xcalloc(L, sizeof *R.cn_sms);
-        R.cn_phi = dt_xcalloc(L, sizeof *R.cn_phi);
-        R.cn_cur = dt_xmalloc(L * sizeof *R.cn_cur);
-        for (size_t i = 0; i < L; i++) R.cn_cur[i] = CN_NONE;
-        R.cn_rem = dt_xcalloc(L, sizeof *R.cn_rem);
-        R.cn_ratio = dt_xcalloc(L, sizeof *R.cn_ratio);
-        R.cn_t = dt_xcalloc(L, sizeof *R.cn_t);
-        R.cn_cend = dt_xcalloc(L, sizeof *R.cn_cend);
-        R.cn_tail = dt_xcalloc(L, sizeof *R.cn_tail);
-        R.cn_start = dt_xcalloc(L, sizeof *R.cn_start);
-        R.cn_ver = dt_xcalloc(L, sizeof *R.cn_ver);
-        R.cn_inst_hbm = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.cn_inst_hbm);
-        R.cn_inst_sms = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.cn_inst_sms);
-        R.cn_inst_phi = dt_xcalloc((size_t)g->n_colls + 1, sizeof *R.cn_inst_phi);
-        R.cn_on = dt_xcalloc((size_t)n + 1, 1);
-        R.cn_memo = dt_xmalloc(2 * L * sizeof *R.cn_memo);
-        for (size_t i = 0; i < 2 * L; i++) R.cn_memo[i] = (cn_memo){.cost = UINT32_MAX};
-        R.tp_steal = dt_xmalloc((nic + 1) * sizeof *R.tp_steal);
-        for (size_t i = 0; i < nic; i++) R.tp_steal[i] = -1;
-        if (R.ring_cache) {
-            R.ring_cn_sms = dt_xmalloc((nic + 1) * sizeof *R.ring_cn_sms);
-            R.ring_cn_hbm = dt_xcalloc(nic + 1, sizeof *R.ring_cn_hbm);
-            for (size_t i = 0; i < nic; i++) R.ring_cn_sms[i] = -1;
-            if (R.ring_left) R.ring_cdone = dt_xcalloc((size_t)n + 1, sizeof *R.ring_cdone);
-        }
-    }
-
-    if (cfg->jitter != WL_JITTER_NONE) {
-        R.rng = dt_xcalloc((size_t)g->n_gpus, sizeof *R.rng);
-        for (int i = 0; i < g->n_gpus; i++) {
-            char name[48];
-            snprintf(name, sizeof name, "jitter.gpu%d", i);
-            R.rng[i] = sim_rng_create(cfg->seed, name);
-        }
+    for (size_t i = 0; R.ring_cache && i < nic; i++) R.ring_cache[i] = -1;
+    for (size_t i = 0; R.cn_cur && i < L; i++) R.cn_cur[i] = CN_NONE;
+    for (size_t i = 0; R.tp_steal && i < nic; i++) R.tp_steal[i] = -1;
+    for (size_t i = 0; R.cn_memo && i < 2 * L; i++) R.cn_memo[i] = (cn_memo){.cost = UINT32_MAX};
+    for (size_t i = 0; R.ring_cn_sms && i < nic; i++) R.ring_cn_sms[i] = -1;
+    for (int i = 0; R.rng && i < g->n_gpus; i++) {
+        char name[48];
+        snprintf(name, sizeof name, "jitter.gpu%d", i);
+        R.rng[i] = sim_rng_create(cfg->seed, name);
     }
 
     uint64_t ev0 = sim_events_handled(R.eng);
@@ -1229,7 +1248,6 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     sim_run(R.eng, deadline ? cfg->deadline : SIM_TIME_MAX);
     out->events = sim_events_handled(R.eng) - ev0;
 
-    int rc = DT_OK;
     /* An op is marked ended by the event that ends it, and sim_run handled every event up to
      * the deadline: an op left without an end ends after it (or never: a cycle, which a full
      * run would report; a caller with a deadline learns only that the step is longer). */
@@ -1273,7 +1291,13 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
                     out->max_straggler_wait_gpu = g->lane_gpus[(size_t)l * R.ts + k];
                 }
             }
-        out->lane_end = dt_xcalloc((size_t)g->n_lanes + 1, sizeof *out->lane_end);
+        out->lane_end = keep_array(L, sizeof *out->lane_end, &kept_oom);
+        if (cfg->record) out->op_inlane = keep_array((size_t)n + 1, sizeof *out->op_inlane, &kept_oom);
+        if (kept_oom) {
+            rc = dt_error_set(err, DT_ENOMEM, NULL, NULL, "replay: out of memory");
+            replay_result_free(out);
+            goto done;
+        }
         for (uint32_t i = 0; i < n; i++)
             if (R.end[i] > out->lane_end[g->ops[i].lane]) out->lane_end[g->ops[i].lane] = R.end[i];
         if (R.dropped) {
@@ -1285,7 +1309,6 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
             out->op_start = R.start;
             out->op_launch = R.launch;
             out->op_end = R.end;
-            out->op_inlane = dt_xmalloc(((size_t)n + 1) * sizeof *out->op_inlane);
             for (uint32_t i = 0; i < n; i++)
                 out->op_inlane[i] = g->ops[i].kind == WL_OP_COMPUTE
                                         ? (R.inl ? R.inl[i]
@@ -1297,63 +1320,17 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
             R.inl_cp = R.ring_hid = NULL;
         }
     }
-    if (R.rng)
-        for (int i = 0; i < g->n_gpus; i++) sim_rng_destroy(R.rng[i]);
-    free(R.rng);
-    free(R.dropped);
-    free(R.waiting);
-    free(R.own);
-    free(R.cn_lvl);
-    free(R.cn_hbm);
-    free(R.cn_sms);
-    free(R.cn_phi);
-    free(R.cn_cur);
-    free(R.cn_rem);
-    free(R.cn_ratio);
-    free(R.cn_t);
-    free(R.cn_cend);
-    free(R.cn_tail);
-    free(R.cn_start);
-    free(R.cn_ver);
-    free(R.cn_inst_hbm);
-    free(R.cn_inst_sms);
-    free(R.cn_inst_phi);
-    free(R.cn_on);
-    free(R.cn_memo);
-    free(R.tp_steal);
-    free(R.inl);
-    free(R.inl_cp);
-    free(R.ring_hid);
-    free(R.ring_cache);
-    free(R.ring_total);
-    free(R.ring_left);
-    free(R.ring_t0);
-    free(R.ring_base);
-    free(R.ring_block);
-    free(R.ring_exp);
-    free(R.ring_all);
-    free(R.ring_cn_sms);
-    free(R.ring_cn_hbm);
-    free(R.ring_cdone);
-    free(R.cost_base);
-    free(R.spec_of);
-    free(R.inlane_cache);
+done:
+    for (int i = 0; R.rng && i < g->n_gpus; i++) sim_rng_destroy(R.rng[i]); /* NULL-safe */
+    dt_arena_free(&setup);
+    dt_arena_free(&R.mem);
+    /* the result's arrays, unless handed over (set to NULL then) */
     free(R.start);
     free(R.launch);
     free(R.end);
-    free(R.scratch);
-    free(R.pending_send);
-    free(R.pending_coll);
-    free(R.arrived);
-    free(R.part);
-    free(R.part_start);
-    free(R.q_busy);
-    free(R.q_head);
-    free(R.q);
-    free(R.q_start);
-    free(R.succ);
-    free(R.succ_start);
-    free(R.remaining);
+    free(R.inl_cp);
+    free(R.ring_hid);
+    free(R.dropped);
     if (own_engine) sim_engine_destroy(R.eng);
     return rc;
 }

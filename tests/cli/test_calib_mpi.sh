@@ -32,7 +32,8 @@ for np in 2 4; do
     # upwards a little, its intercept came out clearly below zero in 4 of 8 runs with 2 ranks,
     # which calibrate refuses (docs/calibration.md, "A negative latency"); with 256 B, 8 of 8
     # fitted 1.6 - 8.8 us. Oversubscribed ranks on a loaded 2-core machine can still time so
-    # noisily that the fit finds no growth with size or such a latency; calibrate then refuses
+    # noisily that the fit finds no growth with size, such a latency or R² below 0.5 (for
+    # MPI_Allreduce, the default fit; a poor mpi_rs_ag is kept with a warning); calibrate refuses
     # (exit 1, a message saying so, no file). That is the right answer for such data, not an
     # MPI failure: try again, up to 3 times. (ctest runs this test alone: PROCESSORS 4 in
     # kernels/kernels.cmake; a test beside it used to starve the ranks for all 3 attempts.)
@@ -42,7 +43,7 @@ for np in 2 4; do
         --sizes 256B,4KiB,256KiB,4MiB --repeats 5 --warmup 1 --out "$out" >"$tmp/log" 2>&1; then
         ok=1; break
       fi
-      grep -q -e "does not grow with size" -e "a negative latency" "$tmp/log" || break
+      grep -q -e "does not grow with size" -e "a negative latency" -e "below 0.5" "$tmp/log" || break
       [[ ! -e "$out" ]] || fail "a refused fit must leave no file"
       echo "note: noisy timings, no fit (attempt $attempt); retrying"
     done

@@ -8,7 +8,10 @@
  * with an exactly known free fit: a positive latency is kept; a negative one whose 95 % interval
  * reaches 0 is held at 0 and beta refitted through the origin (between the smallest size's own
  * slope and the free beta); a clearly negative one is refused with its figures; the verdict's
- * edges (an interval touching 0, NaN).
+ * edges (an interval touching 0, NaN). The writer's R² gate (cal_check_link_fits): hand-made pairs
+ * whose medians leave the line by a known pattern, the fit's R² equal to the definition recomputed
+ * here, below 0.5 refused with the fit's name and figures, a non-default poor fit let through;
+ * the R² verdict's edges.
  * Leaves free: the exact iteration path of the robust solver. */
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -219,6 +222,109 @@ START_TEST(alpha_verdicts)
 }
 END_TEST
 
+/* Pairs L_i (1 +- e) around medians that leave the line in the pattern (+, -, -, +, ...): the
+ * writer's R² gate (cal_check_link_fits, cal_r2_judge: the readers' rule) on a fit whose medians
+ * the line does not describe. The R² the fit reports must be the definition's, recomputed here
+ * from the medians and the line it returned: 1 - sum (m - (a + b S))^2 / sum (m - mean m)^2. */
+#define NQ 4
+static const double q_pattern[NQ] = {+1, -1, -1, +1}; /* orthogonal to 1 and to S: no slope in it */
+static size_t bent_pairs(double a, double b, double d, double e, double *x, double *t, double *med)
+{
+    size_t n = 0;
+    for (int i = 0; i < NQ; i++) {
+        double s = 1048576.0 * (i + 1), m = (a + b * s) * (1 + q_pattern[i] * d);
+        med[i] = m;
+        x[n] = s;
+        t[n++] = m * (1 + e);
+        x[n] = s;
+        t[n++] = m * (1 - e);
+    }
+    return n;
+}
+
+static double r2_of(const double *med, double a, double b)
+{
+    double mean = 0, ss_res = 0, ss_tot = 0;
+    for (int i = 0; i < NQ; i++) mean += med[i] / NQ;
+    for (int i = 0; i < NQ; i++) {
+        double r = med[i] - (a + b * 1048576.0 * (i + 1));
+        ss_res += r * r;
+        ss_tot += (med[i] - mean) * (med[i] - mean);
+    }
+    return 1 - ss_res / ss_tot;
+}
+
+static cal_result *one_fit(const char *name, const double *x, const double *t, size_t n, const cal_fit *f)
+{
+    cal_result *c = dt_xcalloc(1, sizeof *c);
+    c->ranks = 2;
+    cal_algo *a = cal_result_add_algo(c, name, CAL_KIND_ALLREDUCE);
+    a->points = dt_xcalloc(n / 2, sizeof *a->points);
+    for (size_t i = 0; i < n; i += 2) cal_point_set(&a->points[a->n_points++], x[i], &t[i], 2);
+    a->fit = *f;
+    return c;
+}
+
+START_TEST(r2_gate_refuses_a_poor_line)
+{
+    /* 10 us + S / 5 GB/s (1..4 MiB: 220..850 us), medians 40 % off the line in the pattern, +-1 %
+     * pairs around them: a slope well resolved, but a line that explains little of the medians */
+    double x[2 * NQ], t[2 * NQ], med[NQ];
+    size_t n = bent_pairs(10e-6, 2e-10, 0.4, 0.01, x, t, med);
+    cal_fit f;
+    ck_assert_int_eq(cal_fit_line(x, t, n, &f, NULL), DT_OK);
+    ck_assert(f.beta > 0);
+    double r2 = r2_of(med, f.alpha, f.beta);
+    ck_assert_rel(f.r2, r2, 1e-9);
+    ck_assert_msg(f.r2 > 0.125 && f.r2 < 0.135, "R² %g", f.r2); /* 0.1303, tests/cli/test_calib_r2.sh's too */
+    ck_assert_int_eq(cal_r2_judge(f.r2), CAL_R2_POOR);
+    cal_result *c = one_fit("ring", x, t, n, &f);
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(cal_check_link_fits(c, DT_EUNSUPPORTED, &err), DT_EUNSUPPORTED);
+    char want[160];
+    snprintf(want, sizeof want, "fit \"ring\" has R² = %.3g, below 0.5 (allreduce, 4 sizes 1 MiB - 4 MiB, 8 samples;", r2);
+    ck_assert_msg(strstr(err.msg, want), "%s\nnot in\n%s", want, err.msg);
+    ck_assert_ptr_nonnull(strstr(err.msg, "does not describe its own measurements"));
+    /* the same fit as a second, non-default all-reduce (MPI's pair after MPI_Allreduce) is not
+     * judged: readers apply it only when chosen, and then refuse it by the same rule */
+    cal_result *c2 = one_fit("mpi_allreduce", x, t, n, &(cal_fit){.alpha = 5e-6, .beta = 1e-10, .r2 = 0.99, .n_samples = 8, .dof = 6});
+    cal_algo *p = cal_result_add_algo(c2, "mpi_rs_ag", CAL_KIND_ALLREDUCE);
+    p->fit = f;
+    dt_error_clear(&err);
+    ck_assert_int_eq(cal_check_link_fits(c2, DT_EUNSUPPORTED, &err), DT_OK);
+    cal_result_destroy(c);
+    cal_result_destroy(c2);
+}
+END_TEST
+
+START_TEST(r2_gate_passes_a_good_line)
+{
+    /* the same sizes with the medians 1 % off the line: R² near 1, written */
+    double x[2 * NQ], t[2 * NQ], med[NQ];
+    size_t n = bent_pairs(10e-6, 2e-10, 0.01, 0.01, x, t, med);
+    cal_fit f;
+    ck_assert_int_eq(cal_fit_line(x, t, n, &f, NULL), DT_OK);
+    ck_assert_rel(f.r2, r2_of(med, f.alpha, f.beta), 1e-9);
+    ck_assert(f.r2 > CAL_R2_WARN);
+    cal_result *c = one_fit("ring", x, t, n, &f);
+    ck_assert_int_eq(cal_check_link_fits(c, DT_EUNSUPPORTED, NULL), DT_OK);
+    cal_result_destroy(c);
+}
+END_TEST
+
+START_TEST(r2_verdicts)
+{
+    ck_assert_int_eq(cal_r2_judge(1.0), CAL_R2_OK);
+    ck_assert_int_eq(cal_r2_judge(0.9), CAL_R2_OK); /* the edges belong to the better side */
+    ck_assert_int_eq(cal_r2_judge(0.8999), CAL_R2_ROUGH);
+    ck_assert_int_eq(cal_r2_judge(0.5), CAL_R2_ROUGH);
+    ck_assert_int_eq(cal_r2_judge(0.4999), CAL_R2_POOR);
+    ck_assert_int_eq(cal_r2_judge(-0.2), CAL_R2_POOR);
+    ck_assert_int_eq(cal_r2_judge(NAN), CAL_R2_POOR);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("cal_fit");
@@ -233,6 +339,9 @@ static Suite *suite(void)
     tcase_add_test(tc, line_noisy_zero_latency);
     tcase_add_test(tc, line_clearly_negative_latency);
     tcase_add_test(tc, alpha_verdicts);
+    tcase_add_test(tc, r2_gate_refuses_a_poor_line);
+    tcase_add_test(tc, r2_gate_passes_a_good_line);
+    tcase_add_test(tc, r2_verdicts);
     suite_add_tcase(s, tc);
     return s;
 }
