@@ -481,9 +481,13 @@ double wl_embedding_params(const wl_model *m);
 /* Parameters of one norm layer: 2h for LayerNorm (weight, bias), h for RMSNorm; 0 for models
  * that are not transformers. A layer holds two, the model one more after its last layer (the
  * final norm before the logits), held by the last pipeline stage. Norm weights are replicated
- * over the TP ranks: the final norm is counted whole on each (the layers' two are inside
- * wl_layer_params, divided by tp with the rest). */
+ * over the TP ranks: every norm is whole on each (wl_tp_rank_params for the layers' two). */
 double wl_norm_params(const wl_model *m);
+/* What one TP rank holds of `params` parameters (from wl_layer_params, wl_layers_params or
+ * their dense part) of `layers` whole layers: their two norms each whole, the rest / tp:
+ * (params - layers·2n)/tp + layers·2n. A layer's routed experts (already / ep) are passed in
+ * or left out by the caller; they hold no norm. */
+double wl_tp_rank_params(const wl_model *m, double params, double layers, int tp);
 /* Layers + embedding (twice when untied) + the final norm. */
 double wl_total_params(const wl_model *m);
 void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out);

@@ -99,10 +99,10 @@ static double unit_grads(const wl_model *m, const wl_plan *p)
 {
     int ep = wl_ep(p);
     bool moe = m->kind == WL_TRANSFORMER && m->experts > 1;
-    if (!moe || ep < 2) return wl_layer_params(m) / p->tp;
+    if (!moe || ep < 2) return wl_tp_rank_params(m, wl_layer_params(m), 1, p->tp);
     double ex = wl_layer_expert_params_at(m, 0);
     bool edp = p->dp / ep * wl_cp(p) > 1;
-    return (wl_layer_params(m) - ex + (edp ? ex / ep : 0)) / p->tp;
+    return wl_tp_rank_params(m, wl_layer_params(m) - ex, 1, p->tp) + (edp ? ex / ep / p->tp : 0);
 }
 
 double mem_fsdp_buffers(const wl_model *m, const wl_plan *p, int stage)
@@ -144,7 +144,8 @@ void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out)
     out->peak = -1;
     int pp = p->pp, ep = wl_ep(p), cp = wl_cp(p);
     bool moe = m->kind == WL_TRANSFORMER && m->experts > 1;
-    double layer_psi = wl_layer_params(m) / p->tp;
+    /* one layer on one GPU: its linears / tp, its two norms whole on every TP rank */
+    double layer_psi = wl_tp_rank_params(m, wl_layer_params(m), 1, p->tp);
     double emb = wl_embedding_params(m) / p->tp;
     double act_layer = mem_activation_per_layer(m, p);
     double act_dense = moe ? activation_layer(m, p, false) : act_layer;
@@ -162,7 +163,8 @@ void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out)
             for (int c = 0; c < p->virtual_stages; c++) {
                 int first, n;
                 wl_virtual_stage_layers(p, m->layers, c * pp + st, &first, &n);
-                psi += (wl_layers_params(m, first, n) - wl_layers_expert_params(m, first, n)) / p->tp;
+                psi += wl_tp_rank_params(m, wl_layers_params(m, first, n) -
+                                                wl_layers_expert_params(m, first, n), n, p->tp);
                 psi_expert += wl_layers_expert_params(m, first, n) / ep / p->tp;
                 moe_layers += wl_moe_layers_in(m, first, n);
             }

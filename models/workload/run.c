@@ -1061,7 +1061,8 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
     /* the same DP stream costed by the algorithm's own closed form (run_probe.step_estimate_s) */
     double dp_est = 0;
     int *dgpus = dt_xmalloc(((size_t)p->dp + 1) * sizeof *dgpus);
-    double layer_psi = wl_layer_params(&s->model) / tp, emb = wl_embedding_params(&s->model) / tp;
+    double layer_psi = wl_tp_rank_params(&s->model, wl_layer_params(&s->model), 1, tp);
+    double emb = wl_embedding_params(&s->model) / tp;
     bool dp = p->dp > 1 && !p->local_step;
     for (int st = 0; st < pp; st++) {
         for (int k = 0; k < tp; k++) gpus[k] = wl_gpu_of(p, 0, st, k);

@@ -60,6 +60,15 @@ double wl_norm_params(const wl_model *m)
     return (m->norm == WL_NORM_RMSNORM ? 1 : 2) * m->hidden;
 }
 
+double wl_tp_rank_params(const wl_model *m, double params, double layers, int tp)
+{
+    /* Megatron splits every linear over the TP ranks but keeps the norms whole on each
+     * (docs/workloads.md, "Parameters": TELayerNormColumnParallelLinear's layer_norm_weight,
+     * the standalone norms' weights); biases are not in the count at all */
+    double whole = layers * 2 * wl_norm_params(m);
+    return (params - whole) / tp + whole;
+}
+
 double wl_layer_params(const wl_model *m)
 {
     switch (m->kind) {
@@ -420,7 +429,7 @@ int wl_lowrank_get(const wl_model *m, const wl_plan *p, bool embedding, wl_lowra
         matrices += f[i].n * f[i].k * f[i].count;
     }
     /* norms (and anything else that is not a GEMM weight) go uncompressed */
-    double rest = wl_layer_params(m) / p->tp - matrices;
+    double rest = wl_tp_rank_params(m, wl_layer_params(m), 1, p->tp) - matrices;
     if (rest > 0) out->dense_elems += rest;
     return ng;
 }

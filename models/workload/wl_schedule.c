@@ -372,7 +372,7 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
                 double ex = wl_layer_expert_params_at(m, 0);
                 moep = wl_layer_params_at(m, 0) - ex + ex / wl_ep(p);
             }
-            double params = ((n - moe) * dense + moe * moep) / p->tp;
+            double params = wl_tp_rank_params(m, (n - moe) * dense + moe * moep, n, p->tp);
             if (first || (last && !m->tied_embeddings)) {
                 int embs = (first ? 1 : 0) + (last && !m->tied_embeddings ? 1 : 0);
                 params += embs * wl_embedding_params(m) / p->tp;
@@ -908,7 +908,7 @@ static void zero3_layer_bytes(const gen *G, int layer, double *dense, double *ex
     const wl_plan *p = G->p;
     double pb = wl_precision_bytes(p->precision);
     double all = wl_layers_params(mo, layer, 1), ex = wl_layers_expert_params(mo, layer, 1);
-    *dense = (all - ex) / p->tp * pb;
+    *dense = wl_tp_rank_params(mo, all - ex, 1, p->tp) * pb;
     *experts = (p->dp / G->ep) * G->cp > 1 ? ex / G->ep / p->tp * pb : 0;
 }
 
@@ -923,6 +923,31 @@ static int next_op_layer(const gen *G, const item *items, int n_items, int it, i
     I = items[it + 1];
     vs = I.chunk * G->pp + G->stage;
     return G->vs_first[vs] + (I.bwd ? G->vs_layers[vs] - 1 : 0);
+}
+
+/* ZeRO-3: the parameters of a chunk outside its layers (FSDP's root unit: the embedding on
+ * the first virtual stage; the output layer, a copy of its own unless tied on one stage, and
+ * the final norm on the last), in bytes on this GPU. FSDP gathers the root before the first
+ * layer's forward (_root_pre_forward's unshard, every microbatch: the post-backward resharded
+ * it) and keeps it unsharded through the backward (_post_forward_reshard skips the root), and
+ * reduce-scatters its gradient after the backward's end. The forward's gather of the chunk's
+ * first layer carries it (zero3_root_gather), as one collective of the summed bytes (one alpha
+ * less than FSDP's two back-to-back gathers), and the chunk's last backward op its reduction. */
+static double zero3_root_bytes(const gen *G, int vs)
+{
+    int n_vs = G->pp * G->v;
+    bool first = vs == 0, last = vs == n_vs - 1;
+    bool one_copy = G->pp == 1 && G->s->model.tied_embeddings;
+    return (first ? G->emb_grad_bytes : 0) + (last && !one_copy ? G->emb_grad_bytes : 0) +
+           (last ? G->norm_bytes : 0);
+}
+
+/* The root bytes the gather of op k of item `it` carries: those of its chunk when it is a
+ * forward's first layer, else none. */
+static double zero3_root_gather(const gen *G, const item *items, int it, int k)
+{
+    if (items[it].bwd || k != 0) return 0;
+    return zero3_root_bytes(G, items[it].chunk * G->pp + G->stage);
 }
 
 static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
@@ -956,6 +981,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
         if (items[it].bwd) last_bwd = it;
     L->passes_bytes = 0;
     double stage_psi = 0, stage_psi_expert = 0; /* bytes; experts: this GPU's (1/ep) */
+    double stage_norms = 0; /* elements of the stage's norms (layers' and final), whole */
     const wl_model *mo = &G->s->model;
     bool moe_model = mo->kind == WL_TRANSFORMER && mo->experts > 1;
 
@@ -981,12 +1007,14 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                  * them) are kept apart: their optimizer shard and gathers use the expert-DP
                  * group */
                 double all = wl_layers_params(mo, layer0, nl), ex = wl_layers_expert_params(mo, layer0, nl);
-                layers_bytes = all / p->tp * pb;
+                layers_bytes = wl_tp_rank_params(mo, all, nl, p->tp) * pb;
                 if (G->ep > 1) {
-                    layers_bytes = (all - ex) / p->tp * pb;
+                    layers_bytes = wl_tp_rank_params(mo, all - ex, nl, p->tp) * pb;
                     stage_psi_expert += ex / G->ep / p->tp * pb;
                 }
             }
+            if (mo->kind == WL_TRANSFORMER)
+                stage_norms += nl * 2 * wl_norm_params(mo) + (last ? wl_norm_params(mo) : 0);
             stage_psi += layers_bytes + (first ? G->emb_grad_bytes : 0) +
                          (last && (!first || !G->s->model.tied_embeddings) ? G->emb_grad_bytes : 0) +
                          (last ? G->norm_bytes : 0);
@@ -1010,6 +1038,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                 bool split3 = moe_model && G->ep > 1;
                 double zd = G->layer_param_bytes, zx = 0;
                 if (split3) zero3_layer_bytes(G, layer, &zd, &zx);
+                zd += zero3_root_gather(G, items, it, k);
                 if (pending_gather != NONE) {
                     gather = pending_gather;
                     gather2 = pending_gather2;
@@ -1032,8 +1061,11 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                 if (k + 1 < n_ops || it + 1 < n_items) {
                     /* Prefetch depth one: the next layer's gather may start once the op
                      * before this one is done, overlapping this op's compute. */
+                    zd = G->layer_param_bytes;
                     if (split3)
                         zero3_layer_bytes(G, next_op_layer(G, items, n_items, it, k, n_ops), &zd, &zx);
+                    zd += k + 1 < n_ops ? zero3_root_gather(G, items, it, k + 1)
+                                        : zero3_root_gather(G, items, it + 1, 0);
                     uint32_t inst = stage_coll(G, COLL_ALLGATHER, zd, WL_COMM_ZERO);
                     /* FSDP's pre-unshard stream casts the fp32 shard first */
                     coll_passes(G, inst, wl_fsdp_gather_pass_bytes(p, zd / pb, G->reps));
@@ -1059,7 +1091,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                     /* expert parallelism: the dense part over all replicas, the routed
                      * experts (1/ep of them here) over their expert-DP group */
                     double all = wl_layers_params(mo, layer, n_in), ex = wl_layers_expert_params(mo, layer, n_in);
-                    layers_bytes = (all - ex) / p->tp * pb;
+                    layers_bytes = wl_tp_rank_params(mo, all - ex, n_in, p->tp) * pb;
                     if (ex > 0 && (p->dp / G->ep) * G->cp > 1) {
                         uint32_t xi = edp_coll(G, COLL_ALLGATHER, ex / G->ep / p->tp * pb, WL_COMM_ZERO);
                         gather2 = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_EDP_AG, -1, layer, xi, 0,
@@ -1145,7 +1177,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                 if (moe_model) {
                     double all = wl_layers_params(mo, layer, n_in);
                     double ex = wl_layers_expert_params(mo, layer, n_in);
-                    gb = (all - ex) / p->tp * pb;
+                    gb = wl_tp_rank_params(mo, all - ex, n_in, p->tp) * pb;
                     if (G->ep > 1) eb = ex / G->ep / p->tp * pb;
                     else gb += ex / p->tp * pb;
                 }
@@ -1157,14 +1189,17 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                  * buckets from params[::-1], the embedding coming first in the module; FSDP
                  * keeps it in the root unit, reduced last), not with the output layer's. */
                 bool one_copy = pp == 1 && G->s->model.tied_embeddings;
-                if (l && !one_copy) gb += G->emb_grad_bytes;
-                if (l) gb += G->norm_bytes; /* the final norm */
+                /* ZeRO-3: the output layer and the final norm are in the root unit,
+                 * reduced with the chunk's last backward op (zero3_root_bytes) */
+                bool lr = zero3 ? last && k == n_ops - 1 : l;
+                if (lr && !one_copy) gb += G->emb_grad_bytes;
+                if (lr) gb += G->norm_bytes; /* the final norm */
                 if (f) gb += G->emb_grad_bytes;
                 bucket += gb;
                 ebucket += eb;
                 blayers += per_layer ? 1 : nl;
-                bembs += (l && !one_copy ? 1 : 0) + (f ? 1 : 0);
-                if (l) bnorms += G->norm_bytes / pb;
+                bembs += (lr && !one_copy ? 1 : 0) + (f ? 1 : 0);
+                if (lr) bnorms += G->norm_bytes / pb;
                 for (int x = 0; x < 2; x++) {
                     double *bk = x ? &ebucket : &bucket;
                     if (x && *bk == 0) continue;
@@ -1262,6 +1297,18 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
          * reduction, charged there (grad_collective) where the buckets have them */
         c.bytes[GPU_OP_ELEMENTWISE] = (psi + psi_expert) * wl_grad_buffer_bytes(p) - L->passes_bytes;
         if (c.bytes[GPU_OP_ELEMENTWISE] < 0) c.bytes[GPU_OP_ELEMENTWISE] = 0;
+        if (p->tp > 1 && p->sequence_parallel && stage_norms > 0) {
+            /* Sequence parallelism: each TP rank's norm weights saw only its s/t tokens, so
+             * before the step their gradients are summed over the TP group, one coalesced
+             * all-reduce of the stage's norms in the gradient buffer's dtype (Megatron-Core
+             * finalize_model_grads -> _allreduce_layernorm_grads, after the data-parallel
+             * sync; docs/workloads.md, "Tensor parallelism"). Blocking, before the step. */
+            double gbytes = p->fw.reduce_bytes > 0 ? p->fw.reduce_bytes : wl_precision_bytes(p->precision);
+            c.inlane[0].op = COLL_ALLREDUCE;
+            c.inlane[0].bytes = stage_norms * gbytes;
+            c.inlane[0].count = 1;
+            c.n_inlane = 1;
+        }
         uint32_t cost = wl_graph_cost(G->g, &c);
         uint32_t deps[3] = {L->last_compute, L->last_dp, blocking_send};
         uint32_t opt = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_OPT, -1, -1, cost, 0, deps, 3);
@@ -1338,7 +1385,8 @@ wl_graph *wl_graph_build(const wl_scenario *s)
     wl_layer_cost_get(&s->model, p, &G.lc);
     G.n_layer_gemms = wl_layer_gemms(&s->model, p, G.layer_gemms);
     double pb = wl_precision_bytes(p->precision);
-    double layer_psi = wl_layer_params(&s->model) / p->tp;
+    /* one layer on one GPU: its linears / tp, its two norms whole (wl_tp_rank_params) */
+    double layer_psi = wl_tp_rank_params(&s->model, wl_layer_params(&s->model), 1, p->tp);
     G.layer_grad_bytes = layer_psi * pb;
     G.layer_param_bytes = layer_psi * pb;
     G.emb_grad_bytes = wl_embedding_params(&s->model) / p->tp * pb;

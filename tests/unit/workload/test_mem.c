@@ -7,7 +7,9 @@
  * The final norm (2h LayerNorm, h RMSNorm) by hand: in the parameter count (Llama-2-7B's and
  * Qwen3-30B-A3B's published counts), the memory of the stage that holds it, the last stage's
  * optimizer op and gradient reduction;
- * PyTorch FSDP's transient gradient and root-unit buffers, by hand.
+ * the layers' norms whole on every TP rank (per-GPU parameters at tp 1, 2, 8) and their
+ * gradients' TP all-reduce under sequence parallelism; ZeRO-3's root gathers and reductions
+ * (embedding, final norm) by hand; PyTorch FSDP's transient gradient and root-unit buffers.
  * Leaves free: the small buffers (logits, ZeRO-3 gather) beyond being non-negative. */
 #include <string.h>
 
@@ -248,13 +250,14 @@ END_TEST
 
 /* The final norm on the GPUs that hold it: 4 layers, h 1024, f 4096, V 32000, tied, tp 2,
  * bf16, Adam, ZeRO-1 over dp 2, by hand:
- *   layer  4h^2 + 2hf + 4h (two LayerNorms) = 12,587,008, / tp = 6,293,504 per GPU
+ *   layer  linears 4h^2 + 2hf = 12,582,912, / tp = 6,291,456 per GPU, and its two LayerNorms
+ *          4h = 4,096 whole on each TP rank (Megatron replicates norm weights): 6,295,552
  *   embedding V h / tp = 16,384,000; final LayerNorm 2h = 2,048, whole on each TP rank
- * pp 1: Ψ = 4 x 6,293,504 + 16,384,000 + 2,048 = 41,560,064 per GPU: parameters 2Ψ =
- * 83,120,128 B, gradients as much, optimizer states 12Ψ/2 = 249,360,384 B; RMSNorm (h per
- * norm): 4 x 6,292,480 + 16,384,000 + 1,024 = 41,554,944.
+ * pp 1: Ψ = 4 x 6,295,552 + 16,384,000 + 2,048 = 41,568,256 per GPU: parameters 2Ψ =
+ * 83,136,512 B, gradients as much, optimizer states 12Ψ/2 = 249,409,536 B; RMSNorm (h per
+ * norm): 4 x (6,291,456 + 2,048) + 16,384,000 + 1,024 = 41,559,040.
  * pp 2 (2 layers a stage, each stage its copy of the tied matrix): stage 0 holds
- * 2 x 6,293,504 + 16,384,000 = 28,971,008, stage 1 2,048 more, 28,973,056: its optimizer op
+ * 2 x 6,295,552 + 16,384,000 = 28,975,104, stage 1 2,048 more, 28,977,152: its optimizer op
  * moves 28 B (Adam) per parameter of its shard (Ψ/2) and its gradient reduce-scatters 2Ψ B. */
 #define SMALL(norm, pp)                                                                           \
     "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 4, \"hidden\": 1024," \
@@ -265,21 +268,21 @@ START_TEST(final_norm_memory_and_graph)
 {
     mem_breakdown mb;
     load(SMALL("", 1), 4);
-    ck_assert_double_eq(wl_layer_params(&sc.model) / 2, 6293504);
+    ck_assert_double_eq(wl_tp_rank_params(&sc.model, wl_layer_params(&sc.model), 1, 2), 6295552);
     mem_compute(&sc.model, &sc.plan, &mb);
-    ck_assert_rel(mb.params, 83120128, 1e-15);
-    ck_assert_rel(mb.grads, 83120128, 1e-15);
-    ck_assert_rel(mb.optimizer, 249360384, 1e-15);
+    ck_assert_rel(mb.params, 83136512, 1e-15);
+    ck_assert_rel(mb.grads, 83136512, 1e-15);
+    ck_assert_rel(mb.optimizer, 249409536, 1e-15);
     unload();
     load(SMALL(", \"norm\": \"rmsnorm\"", 1), 4);
     mem_compute(&sc.model, &sc.plan, &mb);
-    ck_assert_rel(mb.params, 2 * 41554944.0, 1e-15);
-    ck_assert_rel(mb.optimizer, 12 * 41554944.0 / 2, 1e-15);
+    ck_assert_rel(mb.params, 2 * 41559040.0, 1e-15);
+    ck_assert_rel(mb.optimizer, 12 * 41559040.0 / 2, 1e-15);
     unload();
 
     load(SMALL("", 2), 8);
     wl_graph *g = wl_graph_build(&sc);
-    const double psi[2] = {28971008, 28973056};
+    const double psi[2] = {28975104, 28977152};
     double rs[8] = {0};
     int seen[2] = {0, 0};
     for (uint32_t i = 0; i < g->n_ops; i++) {
@@ -307,6 +310,132 @@ START_TEST(final_norm_memory_and_graph)
 }
 END_TEST
 
+/* Parameters per GPU at tp 1, 2 and 8, by hand (the model above: 4 layers, h 1024, f 4096,
+ * V 32000, tied, LayerNorm, pp 1, dp 2, ZeRO-1, bf16 Adam). Each layer's linears
+ * 12,582,912 / t, its two LayerNorms 4,096 and the final one 2,048 whole on every TP rank, the
+ * embedding 32,768,000 / t:
+ *   t 1: 4 x 12,587,008           + 32,768,000 + 2,048 = 83,118,080
+ *   t 2: 4 x (6,291,456 + 4,096)  + 16,384,000 + 2,048 = 41,568,256
+ *   t 8: 4 x (1,572,864 + 4,096)  +  4,096,000 + 2,048 = 10,405,888
+ * (dividing the norms by t too gave 10,391,552 at t 8: 4 x 4,096 x 7/8 = 14,336 fewer).
+ * The memory holds 2Ψ of parameters and of gradients, each lane reduce-scatters 2Ψ B and its
+ * optimizer op moves 28 B per parameter of its shard Ψ/2 (Megatron under bf16: fp32
+ * gradients, 4Ψ, and 38 B). With sequence parallelism the
+ * stage's norms, 4 x 4,096 + 2,048 = 18,432 elements, are all-reduced over the TP group once
+ * before the step, inside the optimizer op: 36,864 B in the bf16 gradient buffer (generic),
+ * 73,728 B in Megatron's fp32 main_grad; nothing without it, nor at t 1. */
+#define SMALLTP(tp, extra)                                                                        \
+    "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 4, \"hidden\": 1024," \
+    " \"heads\": 16, \"seq_len\": 512, \"vocab\": 32000}, \"parallel\": {\"tp\": " #tp ","         \
+    " \"pp\": 1, \"dp\": 2, \"zero\": 1" extra "}, \"precision\": \"bf16\", \"global_batch\": 8}"
+
+static void check_tp_rank(const char *text, int n_gpus, double psi, double norm_ar_bytes, double gb,
+                          double opt)
+{
+    mem_breakdown mb;
+    load(text, n_gpus);
+    mem_compute(&sc.model, &sc.plan, &mb);
+    ck_assert_rel(mb.params, 2 * psi, 1e-15);
+    ck_assert_rel(mb.grads, gb * psi, 1e-15);
+    ck_assert_rel(mb.optimizer, 12 * psi / 2, 1e-15);
+    wl_graph *g = wl_graph_build(&sc);
+    double rs[16] = {0};
+    int opts = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->kind == WL_OP_COLL && g->colls[o->arg].op == COLL_REDUCE_SCATTER)
+            rs[o->lane] += g->colls[o->arg].bytes;
+        if (strcmp(g->names[o->name], "optimizer_step")) continue;
+        const wl_cost *c = &g->costs[o->arg];
+        ck_assert_rel(c->bytes[GPU_OP_OPTIMIZER], psi / 2 * opt, 1e-15);
+        if (norm_ar_bytes > 0) {
+            ck_assert_int_eq(c->n_inlane, 1);
+            ck_assert_int_eq(c->inlane[0].op, COLL_ALLREDUCE);
+            ck_assert_int_eq(c->inlane[0].count, 1);
+            ck_assert_double_eq(c->inlane[0].bytes, norm_ar_bytes);
+        } else {
+            ck_assert_int_eq(c->n_inlane, 0);
+        }
+        opts++;
+    }
+    ck_assert_int_eq(opts, 2); /* one lane per replica */
+    for (int l = 0; l < g->n_lanes; l++)
+        ck_assert_rel(rs[l], gb * psi, 1e-15);
+    wl_graph_destroy(g);
+    unload();
+}
+
+START_TEST(tp_rank_params_by_hand)
+{
+    check_tp_rank(SMALLTP(1, ""), 2, 83118080, 0, 2, 28);
+    check_tp_rank(SMALLTP(2, ""), 4, 41568256, 0, 2, 28);
+    check_tp_rank(SMALLTP(8, ""), 16, 10405888, 0, 2, 28);
+    check_tp_rank(SMALLTP(2, ", \"sequence_parallel\": true"), 4, 41568256, 36864, 2, 28);
+    check_tp_rank(SMALLTP(8, ", \"sequence_parallel\": true"), 16, 10405888, 36864, 2, 28);
+    /* Megatron under bf16 keeps fp32 main gradients (its reduce_dtype): 4 B per element; its
+     * optimizer step moves 38 B per parameter (wl_optimizer_bytes) */
+    check_tp_rank("{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 4,"
+                  " \"hidden\": 1024, \"heads\": 16, \"seq_len\": 512, \"vocab\": 32000},"
+                  " \"parallel\": {\"tp\": 8, \"pp\": 1, \"dp\": 2, \"zero\": 1,"
+                  " \"sequence_parallel\": true}, \"framework\": {\"preset\": \"megatron\"},"
+                  " \"precision\": \"bf16\", \"global_batch\": 8}",
+                  16, 10405888, 73728, 4, 38);
+    ck_assert_double_eq(wl_tp_rank_params(&(wl_model){.kind = WL_SYNTHETIC}, 800, 4, 8), 100);
+}
+END_TEST
+
+/* ZeRO-3's gathers and reductions of the root parameters (the embedding and the final norm),
+ * by hand: 4 layers, h 1024, f 4096, V 32000, tp 1, pp 1, dp 2, 4 microbatches, bf16. A
+ * layer's gather is 12,587,008 x 2 = 25,174,016 B; the root, tied: 32,768,000 + 2,048 =
+ * 32,770,048 parameters, 65,540,096 B, carried by each microbatch's first forward gather
+ * (layer 0's): 90,714,112 B, then 7 layer gathers (3 forward, 4 backward). Per lane and step
+ * 4 x (90,714,112 + 7 x 25,174,016) = 1,067,728,896 B. The reduce-scatters, one bucket per
+ * layer (25 MB buckets): layers 3, 2, 1 25,174,016 B, layer 0 with the root 90,714,112 B.
+ * Untied the root holds both matrices, 2 x 32,768,000 + 2,048 = 65,538,048 parameters:
+ * 131,076,096 B, so 156,250,112 B in layer 0's gather and reduction, and layer 3's bucket
+ * stays 25,174,016 B (its output layer and final norm wait for the root's reduction). */
+#define ZERO3(tied)                                                                               \
+    "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 4, \"hidden\": 1024," \
+    " \"heads\": 16, \"seq_len\": 512, \"vocab\": 32000, \"tied_embeddings\": " #tied "},"        \
+    " \"parallel\": {\"tp\": 1, \"pp\": 1, \"dp\": 2, \"zero\": 3}, \"precision\": \"bf16\","     \
+    " \"global_batch\": 8}"
+
+static void check_zero3_root(const char *text, double root0)
+{
+    const double layer = 25174016;
+    load(text, 2);
+    wl_graph *g = wl_graph_build(&sc);
+    int n_ag = 0, n_rs = 0;
+    double ag_sum = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->lane != 0 || o->kind != WL_OP_COLL) continue;
+        double bytes = g->colls[o->arg].bytes;
+        if (!strcmp(g->names[o->name], "zero3_param_gather")) {
+            /* every microbatch's first gather is layer 0's forward, with the root */
+            ck_assert_double_eq(bytes, n_ag % 8 == 0 ? root0 : layer);
+            ag_sum += bytes;
+            n_ag++;
+        } else if (g->colls[o->arg].op == COLL_REDUCE_SCATTER) {
+            /* backward order: layers 3, 2, 1, then 0 with the root */
+            ck_assert_double_eq(bytes, n_rs % 4 == 3 ? root0 : layer);
+            n_rs++;
+        }
+    }
+    ck_assert_int_eq(n_ag, 32);
+    ck_assert_int_eq(n_rs, 16);
+    ck_assert_double_eq(ag_sum, 4 * (root0 + 7 * layer));
+    wl_graph_destroy(g);
+    unload();
+}
+
+START_TEST(zero3_root_by_hand)
+{
+    check_zero3_root(ZERO3(true), 90714112);
+    check_zero3_root(ZERO3(false), 156250112);
+}
+END_TEST
+
 Suite *suite(void)
 {
     Suite *s = suite_create("mem");
@@ -317,6 +446,8 @@ Suite *suite(void)
     tcase_add_test(t, run_memory_scenario);
     tcase_add_test(t, norm_params_published);
     tcase_add_test(t, final_norm_memory_and_graph);
+    tcase_add_test(t, tp_rank_params_by_hand);
+    tcase_add_test(t, zero3_root_by_hand);
     tcase_add_test(t, fsdp_buffers);
     suite_add_tcase(s, t);
     return s;
