@@ -1143,9 +1143,13 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
             for (int ch = 0; ch < v; ch++) layers_s += p->stage_layers[ch * pp + st];
             dp_all[st] = (p->zero >= 2 ? m : 1) * grads +
                          (p->fw.overlap_param_gather ? gather : 0);
+            /* ... and the root (embedding, output layer, final norm: what the stage holds
+             * outside its layers) with each microbatch's first forward gather */
+            double root = psi - layers_s * layer_psi;
             if (p->zero >= 3)
                 dp_all[st] += 2.0 * m * layers_s *
-                              coll_cut_bound(pe, t, p, st, COLL_ALLGATHER, layer_psi * pbytes, shared);
+                                  coll_cut_bound(pe, t, p, st, COLL_ALLGATHER, layer_psi * pbytes, shared) +
+                              m * coll_cut_bound(pe, t, p, st, COLL_ALLGATHER, root * pbytes, shared);
             /* An estimate, not a bound: the contention-free time of the algorithm the run will
              * use, on the first DP group of the stage (coll_analytic's cache makes it linear
              * in the bytes after the first call). */
@@ -1156,7 +1160,8 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
                 e += 1e-12 * (double)coll_time_fn(&cc, COLL_ALLGATHER, dgpus, p->dp, psi * pbytes, false);
             if (p->zero >= 3)
                 e += 2.0 * m * layers_s * 1e-12 *
-                     (double)coll_time_fn(&cc, COLL_ALLGATHER, dgpus, p->dp, layer_psi * pbytes, false);
+                         (double)coll_time_fn(&cc, COLL_ALLGATHER, dgpus, p->dp, layer_psi * pbytes, false) +
+                     m * 1e-12 * (double)coll_time_fn(&cc, COLL_ALLGATHER, dgpus, p->dp, root * pbytes, false);
             dp_est = fmax(dp_est, e + opt[st]);
         }
     }

@@ -52,13 +52,14 @@ START_TEST(lowrank_layer_closed_form)
     wl_lowrank_get(&sc.model, &sc.plan, false, &a, NULL);
     ck_assert_double_eq(a.dense_elems, 4096 + 1024.0 * 1024);
     ck_assert_double_eq(a.p_elems, 300.0 * (3072 + 4096 + 1024));
-    /* tp 2: each GPU holds half of every matrix's sharded side */
+    /* tp 2: each GPU holds half of every matrix's sharded side, and the layer's two
+     * LayerNorms (4h = 4,096) whole: Megatron replicates norm weights over the TP ranks */
     sc.plan.lowrank_rank = 4;
     sc.plan.tp = 2;
     wl_lowrank_get(&sc.model, &sc.plan, false, &a, NULL);
     ck_assert_double_eq(a.p_elems, 4.0 * (1536 + 1024 + 2048 + 1024));
     ck_assert_double_eq(a.q_elems, 4.0 * (1024 + 512 + 1024 + 2048));
-    ck_assert_double_eq(a.dense_elems, 2048);
+    ck_assert_double_eq(a.dense_elems, 4096);
     unload();
 }
 END_TEST

@@ -310,7 +310,8 @@ END_TEST
 
 /* The last reduction (the optimizer waits for it: nothing computes beside it). ZeRO-3 over 8
  * GPUs, 2 microbatches, fsdp with fp32 reduction: the last backward op (layer 0 of microbatch
- * 1) completes layer 0 and the tied embedding, G = P + V h elements. Its post-backward passes
+ * 1) completes layer 0 and the root unit, the tied embedding and the final LayerNorm (ZeRO-3
+ * reduces the root after the backward's end), G = P + V h + 2h elements. Its post-backward passes
  * become ops of their own on the DP stream: before the reduce-scatter the cast (2 + 4) and
  * the pre-division by 4 (2 x 4): 14 G; after it the post-division by 2 of the G/8 shard (8 G/8)
  * and the accumulation into microbatch 0's saved shard (12 G/8): 2.5 G; the collective keeps
@@ -323,7 +324,7 @@ START_TEST(last_reduction_serial)
          " \"micro_batch_size\": 1, \"microbatches\": 2}, \"precision\": \"bf16\","
          " \"framework\": {\"preset\": \"fsdp\", \"reduce_dtype\": \"fp32\"}}", 8);
     wl_graph *g = wl_graph_build(&sc);
-    double P = wl_layer_params(&sc.model), G = P + 32000.0 * 1024;
+    double P = wl_layer_params(&sc.model), G = P + 32000.0 * 1024 + 2 * 1024;
     int n_pre = 0, n_post = 0;
     uint32_t pre = UINT32_MAX, post = UINT32_MAX, opt = UINT32_MAX, rs1 = UINT32_MAX;
     for (uint32_t i = 0; i < g->n_ops; i++) {

@@ -329,8 +329,9 @@ END_TEST
  *   experts      8 x 3 x 1024 x 2816 / ep 8 = 8,650,752 params on this GPU  = 17,301,504 B
  * one gather per layer op, forward and backward: 2 microbatches x 2 x 4 = 16 each, a ring
  * all-gather sending (n-1)/n of its output: 16 (15/16 8,413,184 + 1/2 17,301,504) =
- * 264,609,792 ZeRO bytes per GPU (the embedding and the final norm are not gathered per
- * layer); parameters per GPU (embedding 32,768,000 on the stage, tied, and the final
+ * 264,609,792, and the root unit (the tied embedding 32,768,000 and the final LayerNorm 2,048:
+ * 65,540,096 B) with each microbatch's first forward gather, 2 x 15/16 x 65,540,096 =
+ * 122,887,680: 387,497,472 ZeRO bytes per GPU; parameters per GPU (embedding 32,768,000 on the stage, tied, and the final
  * LayerNorm's 2h = 2,048): (4 x 4,206,592 + 32,768,000 + 2,048) x 2 / 16 +
  * 4 x 8 x 8,650,752 / 8 x 2 / 2 = 40,802,560 B. */
 START_TEST(zero3_with_ep)
@@ -339,7 +340,9 @@ START_TEST(zero3_with_ep)
                        " \"gpu\": \"H100-SXM\"}, " MOE_MODEL("") ", \"parallel\": {\"pp\": 1, \"dp\": 16,"
                        " \"ep\": 8, \"zero\": 3, \"micro_batch_size\": 1}, \"global_batch\": 32}";
     run_result r = run_text(text);
-    ck_assert_rel(r.bytes_sent_per_gpu[WL_COMM_ZERO], 264609792.0, 1e-12);
+    ck_assert_rel(r.bytes_sent_per_gpu[WL_COMM_ZERO], 264609792.0 + 2 * 15.0 / 16 * 65540096,
+                  1e-12);
+    ck_assert_rel(r.bytes_sent_per_gpu[WL_COMM_ZERO], 387497472.0, 1e-12);
     ck_assert_rel(r.memory.params, 40802560.0, 1e-12);
     ck_assert_double_gt(r.step_time_s, 0);
     run_result_free(&r);
