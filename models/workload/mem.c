@@ -133,7 +133,7 @@ double mem_fsdp_buffers(const wl_model *m, const wl_plan *p, int stage)
         int pp = p->pp;
         int here = (stage == 0) + (stage == pp - 1 && (pp > 1 || !m->tied_embeddings));
         b += here * emb * e;
-        if (stage == pp - 1) b += emb * e;
+        if (stage == pp - 1) b += emb * e + wl_norm_params(m) * e; /* + the final norm, whole */
     }
     return b;
 }
@@ -228,12 +228,21 @@ void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out)
             b.buffers += 4 * (m->seq_len / cp) * p->micro_batch_size * m->vocab / p->tp;
         if (moe && ep > 1) b.buffers += mem_moe_dispatch_buffers(m, p);
         b.buffers += mem_fsdp_buffers(m, p, st);
-        if (p->zero >= 3 && p->dp > 1 && m->kind != WL_PARAMS)
+        if (p->zero >= 3 && p->dp > 1 && m->kind != WL_PARAMS) {
             /* ZeRO-3 gathers a layer's full parameters (current + prefetched next); with
              * expert parallelism only this GPU's 1/ep of the routed experts */
             b.buffers += 2 * (layer_psi - (moe && ep > 1 ? wl_layer_expert_params_at(m, 0) *
                                                                (1 - 1.0 / ep) / p->tp : 0)) *
                          wl_precision_bytes(p->precision);
+            /* and the root (embedding, output layer, final norm), gathered before the first
+             * layer and kept through the backward (docs/workloads.md, "ZeRO-3's root"); the
+             * fsdp preset counts it in mem_fsdp_buffers with its gradient */
+            if (p->fw.preset != WL_FW_FSDP && m->kind == WL_TRANSFORMER) {
+                int embs = (st == 0) + (st == pp - 1 && (pp > 1 || !m->tied_embeddings));
+                b.buffers += (embs * emb + (st == pp - 1 ? wl_norm_params(m) : 0)) *
+                             wl_precision_bytes(p->precision);
+            }
+        }
         b.peak = b.params + b.grads + b.optimizer + b.activations + b.buffers;
         if (b.peak > out->peak) *out = b;
     }
