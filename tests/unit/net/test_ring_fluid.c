@@ -466,7 +466,10 @@ START_TEST(rings_per_rail_contention)
      *     shares GPU 0's NIC (and GPU 8's) with ring 1's host crossing, the only ring that
      *     crosses there, and gets half of it (ring 1's 4 lane flows weigh one flow). Fluid:
      *     ring 1 runs at 25 GB/s throughout (its edges move in lockstep) and paces the
-     *     collective, closed form + b / 50 GB/s; the send ends at a_out + 2 b / 50 GB/s.
+     *     collective; each of its steps lasts as long as the edge held to that rate, the
+     *     crossing at GPU 0's NIC (a_out + c / 25 GB/s: its other edges, the wrap-around one
+     *     of latency a_x included, are done sooner), so it ends at steps x a_out + 2b / 50 GB/s;
+     *     the send ends at a_out + 2 b / 50 GB/s.
      *     The step model differs as docs/collectives.md says (reason 2): the send fills ring 1's
      *     per-step gaps at 50 GB/s, so the NIC carries 2b at full rate without a pause and the
      *     ring ends at a_out + 2b / 50 GB/s, its latency hidden under the send; the fluid ring
@@ -493,7 +496,7 @@ START_TEST(rings_per_rail_contention)
     }
     /* (2) */
     rails_with(t, COLL_RING_AUTO, 2, S, b, fl, &flows);
-    ck_assert_rel(fl[0], steps * a_x + bwt + b / b_out, 1e-6);
+    ck_assert_rel(fl[0], steps * a_out + bwt + b / b_out, 1e-6);
     ck_assert_rel(fl[1], a_out + 2 * b / b_out, 1e-6);
     rails_with(t, COLL_RING_STEPS, 2, S, b, st, &flows);
     ck_assert_rel(st[0], a_out + 2 * b / b_out, 1e-6);
