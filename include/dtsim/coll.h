@@ -234,8 +234,11 @@ int coll_simulate(topo *t, const coll_spec *spec, const coll_config *cc, const n
  * walked once without the engine, every transfer's bytes put on the links of its route (spread
  * evenly over the pair's NET_ECMP_LANES lanes, net_route_lane), a = route latency:
  *   ring (allreduce, reduce_scatter, allgather): over the ring's edges in coll_ring's order,
- *        steps x max a + edge bytes / bandwidth of the busiest link, plus the receivers'
- *        reductions as the fluid ring charges them (all with one chunk, one chunk's with more);
+ *        max(steps x a of the edges crossing the busiest link + edge bytes / its bandwidth,
+ *        max over edges of steps x a_e + the time the edge's own busiest link needs) - every
+ *        step as long as its slowest edge, latency included, as the fluid ring charges it -
+ *        plus the receivers' reductions as the fluid ring charges them (all with one chunk,
+ *        one chunk's with more);
  *   hd, hier, direct, ps, sendrecv: lock step - per step index, max a + the busiest link's
  *        load / bandwidth over all the step's transfers + the slowest rank's reduction;
  *   tree, dbt, ring broadcast/reduce: per tree, the first chunk's trip (up then down) plus

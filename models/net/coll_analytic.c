@@ -217,9 +217,52 @@ static void step_of(const coll_prog *p, coll_send *buf, int r, int k, int s, col
  * ring, so they slip out of step and their collisions do not all coincide: charging each
  * step the busiest link of every ring's step at once is an upper bound (45 % over the flow
  * for 128 rings, docs/collectives.md), `total` a lower bound, exact for one ring. */
+/* The latency side of a ring's steps under the loads in place: per edge its latency alpha_e
+ * (largest over the pair's lanes) and busy_e, the ps its busiest link needs; a_tight the
+ * largest alpha of the edges whose busiest link is the busiest of all (they move at the
+ * coupled rate), t_max the largest steps x alpha_e + busy_e, a_max the largest alpha. */
+typedef struct ring_lat {
+    double a_tight, a_max, t_max;
+} ring_lat;
+
+static void edge_lat(coll_analytic *A, const coll_prog *ps, int m, int steps, ring_lat *out)
+{
+    double worst = 0;
+    *out = (ring_lat){0, 0, 0};
+    for (int pass = 0; pass < 2; pass++)
+        for (int j = 0; j < m; j++) {
+            const coll_prog *p = &ps[j];
+            int ne = p->rings * p->n;
+            int *src = dt_xmalloc((size_t)ne * 2 * sizeof *src), *dst = src + ne;
+            double *b = dt_xmalloc((size_t)ne * 2 * sizeof *b);
+            p->ring_edges(p, src, dst, b, b + ne);
+            for (int q = 0; q < ne; q++) {
+                int a = p->gpus[src[q]], d = p->gpus[dst[q]];
+                if (a == d) continue;
+                double busy = route_busy(A, a, d);
+                if (pass == 0) {
+                    worst = fmax(worst, busy);
+                    continue;
+                }
+                double al = 0;
+                for (int l = 0; l < NET_ECMP_LANES; l++) {
+                    sim_time_t lat = 0;
+                    if (net_route_lane(A->net, a, d, l, NULL, NULL, &lat) == DT_OK)
+                        al = fmax(al, (double)lat);
+                }
+                out->a_max = fmax(out->a_max, al);
+                out->t_max = fmax(out->t_max, steps * al + busy);
+                if (busy >= worst * (1 - 1e-9)) out->a_tight = fmax(out->a_tight, al);
+            }
+            free(src);
+            free(b);
+        }
+}
+
 static double ring_time(coll_analytic *A, const coll_prog *ps, int m, int steps_lanes,
                         double *lat_part)
 {
+    ring_lat lat_all = {0, 0, 0};
     double amax = 0, rmax = 0;
     int steps = 0;
     for (int i = 0; i < m; i++)
@@ -264,12 +307,24 @@ static double ring_time(coll_analytic *A, const coll_prog *ps, int m, int steps_
                 if (per_ring) busy += on_lane * load_drain(A);
             }
             if (per_ring) own = fmax(own, busy);
-            else total = load_drain(A);
+            else {
+                A->lane = -1;
+                edge_lat(A, ps, m, steps, &lat_all);
+                total = load_drain(A);
+            }
         }
     }
     A->lane = -1;
-    *lat_part = steps * amax;
-    return *lat_part + fmax(own, total) + rmax;
+    (void)amax;
+    /* Every step lasts as long as its slowest edge, latency included (the fluid ring's
+     * net_send_ring_steps): the edges crossing the busiest link take the bandwidth term, every
+     * other edge e steps x alpha_e + the time its own busiest link needs. */
+    double bw = fmax(own, total);
+    double t = fmax(steps * lat_all.a_tight + bw, lat_all.t_max);
+    /* Linear in the size (one latency + the loads) when the edges held to the busiest link
+     * are the longest ones, as in a uniform ring; else a size-dependent max (no lat_part). */
+    *lat_part = lat_all.a_max <= lat_all.a_tight ? steps * lat_all.a_tight : NAN;
+    return t + rmax;
 }
 
 /* ----------------------------------------------------------- lockstep ---- */
@@ -813,8 +868,9 @@ static int estimate_ps(coll_analytic *A, const coll_spec *spec, coll_algo algo, 
                 e->per_byte = (part - lat) / spec->bytes;
             }
         }
-        /* a walk stopped at the bound (INFINITY) is not the candidate's time: not cached */
-        if (spec->bytes > 0 && ps[0].n > 1 && isfinite(*out)) {
+        /* a walk stopped at the bound (INFINITY) is not the candidate's time: not cached; nor
+         * a ring whose time is not linear in the size (lat NAN: ring_time) */
+        if (spec->bytes > 0 && ps[0].n > 1 && isfinite(*out) && isfinite(lat)) {
             coll_spec key = {.op = spec->op, .algo = algo, .group = set, .n = m * n, .root = n,
                              .servers = spec->servers, .elem_bytes = spec->elem_bytes,
                              .bytes = spec->bytes};
@@ -1042,7 +1098,7 @@ int coll_analytic_time(coll_analytic *A, const coll_spec *spec, sim_time_t *time
                 double lat = 0;
                 double part;
                 ps = ringish ? ring_time(A, &p, 1, 0, &lat) : lockstep_time(A, &p, 1, 1, &lat, INFINITY, &part);
-                if (cacheable && spec->bytes > 0) {
+                if (cacheable && spec->bytes > 0 && isfinite(lat)) {
                     l = insert(A, hl, spec, CA_LINEAR);
                     l->ran = ran;
                     l->streams = p.n_streams;
