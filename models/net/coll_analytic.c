@@ -8,8 +8,10 @@
  * share a link inside the collective share its bandwidth as in the flow model:
  *
  *  - ring_time (ring all-reduce, reduce-scatter, all-gather): the edges of every ring (one per
- *    rail across hosts) in the order coll_ring builds them (coll_prog.ring_edges); steps x max
- *    latency + the busiest link's load,
+ *    rail across hosts) in the order coll_ring builds them (coll_prog.ring_edges); every step
+ *    as long as its slowest edge, as the fluid ring charges it (net_send_ring_steps): the
+ *    larger of steps x the largest latency on the busiest link + that link's load, and max
+ *    over edges of steps x latency + the edge's own busiest link,
  *    + the receivers' reductions charged as the fluid ring charges them (coll.c on_fluid).
  *  - lockstep_time (hd, hier, direct, ps): these programs advance in lock step when their
  *    transfers are uniform, so the time is the sum over step indices of the step's largest
@@ -204,7 +206,8 @@ static void step_of(const coll_prog *p, coll_send *buf, int r, int k, int s, col
 
 /* As the fluid ring (coll.c start_fluid, on_fluid): every edge carries its bytes at the rate
  * of the busiest link any edge crosses (a link two edges cross carries both), every step
- * pays the largest edge latency, and the receivers' reductions follow. With m > 1 programs
+ * lasts as long as its slowest edge, latency included (edge_lat), and the receivers'
+ * reductions follow. With m > 1 programs
  * (concurrent rings, coll_estimate_choice) every ring's edges load the links together and
  * the time is the slowest ring's: the busiest link of them all.
  *
@@ -263,7 +266,7 @@ static double ring_time(coll_analytic *A, const coll_prog *ps, int m, int steps_
                         double *lat_part)
 {
     ring_lat lat_all = {0, 0, 0};
-    double amax = 0, rmax = 0;
+    double rmax = 0;
     int steps = 0;
     for (int i = 0; i < m; i++)
         if (ps[i].ring_steps(&ps[i]) > steps) steps = ps[i].ring_steps(&ps[i]);
@@ -294,7 +297,7 @@ static double ring_time(coll_analytic *A, const coll_prog *ps, int m, int steps_
                         /* one step's bytes, times the steps on this lane unless drained per lane */
                         if (steps_lanes) b = b / p->ring_steps(p) * (per_ring ? 1 : on_lane);
                         for (int q = r * n; q < r * n + n; q++) {
-                            amax = fmax(amax, load_add(A, p->gpus[src[q]], p->gpus[dst[q]], b));
+                            load_add(A, p->gpus[src[q]], p->gpus[dst[q]], b);
                             /* what the receiver exposes, as the fluid ring charges it */
                             rmax = fmax(rmax, reduce_ps(A, p->gpus[dst[q]], red[q]));
                         }
@@ -315,7 +318,6 @@ static double ring_time(coll_analytic *A, const coll_prog *ps, int m, int steps_
         }
     }
     A->lane = -1;
-    (void)amax;
     /* Every step lasts as long as its slowest edge, latency included (the fluid ring's
      * net_send_ring_steps): the edges crossing the busiest link take the bandwidth term, every
      * other edge e steps x alpha_e + the time its own busiest link needs. */
