@@ -108,11 +108,12 @@ _Static_assert(sizeof(net_flow) == 64 && sizeof(flow_cold) == 64, "flow records:
  * flow records (full) and read only when the flow's rate or bottleneck changes and at its end. */
 typedef struct ring_gap {
     double c;          /* bytes per step (the flow's own bytes / steps) */
-    double m;          /* ps: max over pairs of (alpha_e + c / rate_e), rate_e its uncontended share */
+    double wr;         /* a pair's uncontended rate is wr x its route's bottleneck */
     double acc;        /* ps of gaps accrued so far */
     double a_tight;    /* ps: largest latency of the pairs held to the flow's rate (gap_tight) */
     int n_pairs;
-    sim_time_t *lat;   /* per pair (on the flow's path, in order): route latency, ps */
+    sim_time_t *lat;   /* per pair (on the flow's path, in order): route latency, ps, */
+    double *bw;        /*   route bottleneck, B/s, */
     int *hops;         /*   and its number of hops */
 } ring_gap;
 
@@ -620,11 +621,21 @@ static inline const int *flow_path(const net *n, int id)
 }
 
 /* ps a step of a stepped flow lasts beyond c / rate at coupled rate `rate`: the pairs held to
- * that rate (a_tight: the largest latency among them) take alpha_e + c / rate, the others at
- * most their uncontended alpha_e + c / rate_e (m). O(1). */
-static inline double gap_now(const ring_gap *g, double rate)
+ * that rate (a_tight: the largest latency among them) take alpha_e + c / rate, the others
+ * alpha_e + c / max(rate, their uncontended share): no pair is slower than the coupled flow
+ * (it is one of its edges), and one whose share is above the rate is taken at its share.
+ * The max keeps the gap within [a_tight, largest latency] whatever the rate: a lane flow
+ * whose sibling lanes have finished runs above its share. O(pairs). */
+static double gap_now(const ring_gap *g, double rate)
 {
-    double rest = rate > 0 ? g->m - g->c / rate * 1e12 : g->m;
+    double cr = rate > 0 ? g->c / rate * 1e12 : 0, t = 0;
+    for (int q = 0; q < g->n_pairs; q++) {
+        if (g->hops[q] == 0) continue;
+        double share = g->wr * g->bw[q];
+        double x = (double)g->lat[q] + (share > rate ? g->c / share * 1e12 : cr);
+        if (x > t) t = x;
+    }
+    double rest = t - cr;
     return rest > g->a_tight ? rest : g->a_tight;
 }
 
@@ -1011,16 +1022,12 @@ static void send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gp
          * (weight x bottleneck: the lanes of a pair share its first link), or in analytic
          * mode, where transfers do not share, the bottleneck itself. */
         g = dt_xmalloc(sizeof *g);
-        *g = (ring_gap){.c = bytes / steps, .n_pairs = n_pairs, .lat = pl,
-                        .hops = pinfo_hops(pl, n_pairs)};
-        double wr = analytic ? 1.0 : weight;
+        *g = (ring_gap){.c = bytes / steps, .wr = analytic ? 1.0 : weight, .n_pairs = n_pairs,
+                        .lat = pl, .bw = pinfo_bw(pl, n_pairs), .hops = pinfo_hops(pl, n_pairs)};
         for (int i = 0; i < n_pairs; i++) {
             if (g->hops[i] == 0) continue;
-            double b = pinfo_bw(pl, n_pairs)[i];
-            double t = (double)pl[i] + g->c / (wr * b) * 1e12;
-            if (t > g->m) g->m = t;
             /* until a solve says otherwise (alone: for good), the pairs at the bottleneck */
-            if (b <= bw * (1 + 1e-12) && (double)pl[i] > g->a_tight) g->a_tight = (double)pl[i];
+            if (g->bw[i] <= bw * (1 + 1e-12) && (double)pl[i] > g->a_tight) g->a_tight = (double)pl[i];
         }
     }
     if (analytic) {
