@@ -72,13 +72,14 @@ void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, 
  * steps, alpha_e the pair's path latency. The bytes move at the coupled rate as in
  * net_send_ring (its bottleneck pairs set the pace); what the other pairs' latencies add to
  * each step is charged after the last byte instead of net_send_ring's one largest latency:
- * per step max(alpha of the pairs crossing the flow's bottleneck link, max_e(alpha_e +
- * c / rate_e) - c / rate), where rate is the coupled rate of the moment and rate_e a pair's
- * own uncontended share (weight x its route's bottleneck; in analytic mode the bottleneck),
- * accrued step by step as the rate changes. Alone, the transfer takes steps x max_e(alpha_e
- * + c / rate_e): with uniform pairs steps x (alpha + c / rate), and with one slow pair and
- * another of larger latency, what a step program's steps take. O(pairs) at the call, O(hops)
- * per rate change of the flow. */
+ * per step max(alpha of the pairs crossing a link used to capacity, max_e(alpha_e +
+ * c / max(rate, rate_e)) - c / rate), where rate is the coupled rate of the moment and rate_e
+ * a pair's own uncontended share (weight x its route's bottleneck; in analytic mode the
+ * bottleneck), accrued step by step as the rate changes; it never exceeds the largest pair
+ * latency. Alone, the transfer takes steps x max_e(alpha_e + c / rate_e): with uniform pairs
+ * steps x (alpha + c / rate), and with one slow pair and another of larger latency, what a
+ * step program's steps take. O(pairs) at the call and per rate change of the flow, O(hops)
+ * per solve that includes it. */
 void net_send_ring_steps(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu,
                          double bytes, int steps, int lane, double weight, uint32_t done_kind,
                          uint32_t done_id, uint64_t done_data);
