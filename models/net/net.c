@@ -111,6 +111,7 @@ typedef struct ring_gap {
     double wr;         /* a pair's uncontended rate is wr x its route's bottleneck */
     double acc;        /* ps of gaps accrued so far */
     double a_tight;    /* ps: largest latency of the pairs held to the flow's rate (gap_tight) */
+    double gap, gap_rate; /* ps per step at rate gap_rate and a_tight (gap_now), kept current */
     int n_pairs;
     sim_time_t *lat;   /* per pair (on the flow's path, in order): route latency, ps, */
     double *bw;        /*   route bottleneck, B/s, */
@@ -639,11 +640,12 @@ static double gap_now(const ring_gap *g, double rate)
     return rest > g->a_tight ? rest : g->a_tight;
 }
 
-/* Stepped flow id sent `sent` bytes at `rate`: the gaps of those steps accrue. */
-static inline void gap_accrue(net *n, int id, double sent, double rate)
+/* Stepped flow id sent `sent` bytes since its rate or sharing last changed: the gaps of those
+ * steps accrue (at the gap kept for that rate and sharing). */
+static inline void gap_accrue(net *n, int id, double sent)
 {
     ring_gap *g = n->gap[id];
-    if (sent > 0 && g->c > 0) g->acc += sent / g->c * gap_now(g, rate);
+    if (sent > 0 && g->c > 0) g->acc += sent / g->c * g->gap;
 }
 
 /* After a solve: which of stepped flow i's pairs are held to its rate. A pair whose route
@@ -656,14 +658,18 @@ static inline void gap_accrue(net *n, int id, double sent, double rate)
 static void gap_tight(net *n, int id, const int *fl)
 {
     ring_gap *g = n->gap[id];
-    double a = 0;
+    double a = 0, rate = n->flows[id].rate;
     for (int q = 0, h = 0; q < g->n_pairs; h += g->hops[q++])
         for (int k = h; k < h + g->hops[q]; k++)
             if (n->used[fl[k]] >= n->cap[fl[k]] * (1 - 1e-9)) {
                 if ((double)g->lat[q] > a) a = (double)g->lat[q];
                 break;
             }
-    g->a_tight = a;
+    if (a != g->a_tight || rate != g->gap_rate) { /* O(pairs) only when something moved */
+        g->a_tight = a;
+        g->gap_rate = rate;
+        g->gap = gap_now(g, rate);
+    }
 }
 
 /* Put a new flow on its links and either schedule it (alone on every link) or mark its links
@@ -1029,6 +1035,9 @@ static void send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gp
             /* until a solve says otherwise (alone: for good), the pairs at the bottleneck */
             if (g->bw[i] <= bw * (1 + 1e-12) && (double)pl[i] > g->a_tight) g->a_tight = (double)pl[i];
         }
+        /* the gap of a flow alone (flow_start's fast path runs it at bw); a solve replaces it */
+        g->gap_rate = bw;
+        g->gap = gap_now(g, bw);
     }
     if (analytic) {
         sim_time_t dt = (bytes > 0 && nh > 0) ? ps_ceil(bytes / bw) : 0;
@@ -1131,7 +1140,7 @@ static inline void depart(net *n, sim_engine *eng, int id, sim_time_t now)
     if (f->stepped) {
         /* the last steps at the current rate; their gaps and all earlier ones pass now */
         ring_gap *g = n->gap[id];
-        gap_accrue(n, id, f->remaining, f->rate);
+        gap_accrue(n, id, f->remaining);
         fc->tail = g->acc < 9.0e18 ? (sim_time_t)llround(g->acc) : SIM_TIME_MAX;
         gap_free(g);
         n->gap[id] = NULL;
@@ -1483,7 +1492,7 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
             /* the steps done since t_last took the gaps of the rate and sharing until now */
             double rem = f->remaining - f->rate * sim_time_to_s(now - f->t_last);
             rem = rem > 0 ? rem : 0;
-            gap_accrue(n, fid, f->remaining - rem, f->rate);
+            gap_accrue(n, fid, f->remaining - rem);
             f->remaining = rem;
             f->t_last = now;
             stepped = 1;
