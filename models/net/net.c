@@ -1488,14 +1488,16 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         double r = n->rate[i];
         for (int j = n->fstart[i]; j < n->fstart[i + 1]; j++) n->used[n->flinks[j]] += r;
         int b = n->bn[i] >= 0 ? n->cl[n->bn[i]] : -1;
-        if (f->stepped && f->rate > 0) {
-            /* the steps done since t_last took the gaps of the rate and sharing until now */
-            double rem = f->remaining - f->rate * sim_time_to_s(now - f->t_last);
-            rem = rem > 0 ? rem : 0;
-            gap_accrue(n, fid, f->remaining - rem);
-            f->remaining = rem;
-            f->t_last = now;
+        if (f->stepped) {
             stepped = 1;
+            if (f->rate > 0) {
+                /* the steps done since t_last took the gaps of the rate and sharing until now */
+                double rem = f->remaining - f->rate * sim_time_to_s(now - f->t_last);
+                rem = rem > 0 ? rem : 0;
+                gap_accrue(n, fid, f->remaining - rem);
+                f->remaining = rem;
+                f->t_last = now;
+            }
         }
         if (b != f->bneck) {
             if (f->bneck >= 0) n->links[f->bneck].n_bneck--;
