@@ -629,15 +629,17 @@ static inline const int *flow_path(const net *n, int id)
  * whose sibling lanes have finished runs above its share. O(pairs). */
 static double gap_now(const ring_gap *g, double rate)
 {
-    double cr = rate > 0 ? g->c / rate * 1e12 : 0, t = 0;
+    double cr = rate > 0 ? g->c / rate * 1e12 : 0, t = 0, amax = 0;
     for (int q = 0; q < g->n_pairs; q++) {
         if (g->hops[q] == 0) continue;
         double share = g->wr * g->bw[q];
         double x = (double)g->lat[q] + (share > rate ? g->c / share * 1e12 : cr);
         if (x > t) t = x;
+        if ((double)g->lat[q] > amax) amax = (double)g->lat[q];
     }
-    double rest = t - cr;
-    return rest > g->a_tight ? rest : g->a_tight;
+    double rest = t - cr, gap = rest > g->a_tight ? rest : g->a_tight;
+    DT_ASSERT(gap <= amax * (1 + 1e-9) + 1); /* a step never waits longer than its longest edge */
+    return gap;
 }
 
 /* Stepped flow id sent `sent` bytes since its rate or sharing last changed: the gaps of those
