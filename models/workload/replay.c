@@ -542,8 +542,9 @@ static sim_time_t ring_time(rep *R, uint32_t cost, uint32_t lane)
     return *slot;
 }
 
-/* Whether the sender's compute waits for pipeline send op id: a compute op of its own lane
- * depends on it (framework.pp_blocking_sends, or a trace that says so). Megatron's blocking
+/* Whether the sender's compute waits for pipeline send op id: an op of its own lane's compute
+ * stream depends on it (framework.pp_blocking_sends, or a trace that says so; the first op
+ * after it may be an expert-parallel all-to-all, which Megatron runs there). Megatron's blocking
  * exchange (p2p_communication.py, _communicate with wait_on_reqs) makes the next compute wait
  * for the send and for the receive posted with it, on both stages: the transfer then runs
  * beside no compute on either GPU. */
@@ -552,7 +553,7 @@ static bool send_blocks(const rep *R, uint32_t id)
     uint32_t lane = R->g->ops[id].lane;
     for (uint32_t i = R->succ_start[id]; i < R->succ_start[id + 1]; i++) {
         const wl_op *s = &R->g->ops[R->succ[i]];
-        if (s->lane == lane && s->kind == WL_OP_COMPUTE) return true;
+        if (s->lane == lane && s->stream == WL_STREAM_COMPUTE) return true;
     }
     return false;
 }
