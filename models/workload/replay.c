@@ -67,7 +67,15 @@ sim_time_t replay_coll_time(replay_path_fn path, void *ctx, coll_op op, const in
     return sim_time_add(L < 9.2e18 ? (sim_time_t)L : SIM_TIME_MAX, sim_time_from_s(t));
 }
 
-/* One remembered contended/free ratio of a lane (cn_ratio_of). */
+/* One remembered contention-free send time of a lane (send_time_of). */
+typedef struct send_memo {
+    uint32_t to;
+    double bytes;
+    sim_time_t t;
+} send_memo;
+
+/* One remembered contended/free ratio of a lane (cn_ratio_of), CN_MEMO_WAYS per lane. */
+#define CN_MEMO_WAYS 4
 typedef struct cn_memo {
     uint32_t cost;
     double sms, hbm, r;
@@ -142,7 +150,8 @@ typedef struct rep {
     unsigned char *cn_on;          /* per op: its collective (send) counted in its lane's (its
                                       two lanes') contention */
     sim_time_t *cn_send_t;         /* per send op counted: its contention-free time, its pace */
-    cn_memo *cn_memo;              /* per lane: its last two ratios (cn_ratio_of) */
+    send_memo *send_memo;          /* per lane: its last two destinations' send times */
+    cn_memo *cn_memo;              /* per lane: its last CN_MEMO_WAYS ratios (cn_ratio_of) */
     sim_time_t *tp_steal;          /* per (cost, lane): compute lost to overlapped TP comm, -1 */
     dt_arena mem;                  /* owns every array above but those a result takes over */
 } rep;
@@ -299,14 +308,15 @@ static double sent_bytes(coll_op op, int n, double bytes)
 static double cn_ratio_of(rep *R, uint32_t cost, uint32_t lane)
 {
     if (R->cn_lvl[lane] <= 0) return 1;
-    /* A lane's op mostly alternates between two states (a ring step's sends in flight or not,
-     * one bucket's collective or not): the last two answers are kept, keyed exactly, since a
-     * contended time costs the op's GEMM shapes again (the CP ring asks twice per step). */
-    cn_memo *mo = &R->cn_memo[(size_t)lane * 2];
+    /* A lane's op mostly moves among a few states (a ring step's sends in flight or not, one
+     * bucket's collective or not; a pipeline stage's own send, its neighbour's arriving, both):
+     * the last CN_MEMO_WAYS answers are kept, keyed exactly, since a contended time costs the
+     * op's GEMM shapes again (the CP ring asks twice per step). */
+    cn_memo *mo = &R->cn_memo[(size_t)lane * CN_MEMO_WAYS];
     /* the FSDP passes beside the collectives time-share the whole GPU with the op
      * (replay_passes_share); not part of the memo's key, so applied to its answer */
     double passes = 1 - replay_passes_share(R->cn_phi[lane]);
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < CN_MEMO_WAYS; k++)
         if (mo[k].cost == cost && mo[k].sms == R->cn_sms[lane] && mo[k].hbm == R->cn_hbm[lane])
             return mo[k].r / passes;
     int gpu = R->g->lane_gpus[(size_t)lane * R->ts];
@@ -316,7 +326,7 @@ static double cn_ratio_of(rep *R, uint32_t cost, uint32_t lane)
     sim_time_t t1 = replay_contended_time(R->g, &R->g->costs[cost], sp, R->cfg->op_time,
                                           R->cfg->gemm_time, R->cn_sms[lane], R->cn_hbm[lane]);
     double r = t1 > t0 ? (double)t1 / (double)t0 : 1;
-    mo[1] = mo[0];
+    memmove(mo + 1, mo, (CN_MEMO_WAYS - 1) * sizeof *mo);
     mo[0] = (cn_memo){cost, R->cn_sms[lane], R->cn_hbm[lane], r};
     return r / passes;
 }
@@ -454,6 +464,20 @@ static sim_time_t lanes_send_time(rep *R, uint32_t from, uint32_t to, double byt
         if (x > send) send = x;
     }
     return send;
+}
+
+/* lanes_send_time of a pipeline send from lane `from`, remembered: a stage sends the same bytes
+ * to its next stage and to its previous one all step long, and each time costs every TP pair's
+ * route (a third of the 1,024-GPU GPT-3 step's instructions in analytic mode unremembered). */
+static sim_time_t send_time_of(rep *R, uint32_t from, uint32_t to, double bytes)
+{
+    send_memo *mo = &R->send_memo[(size_t)from * 2];
+    for (int k = 0; k < 2; k++)
+        if (mo[k].to == to && mo[k].bytes == bytes) return mo[k].t;
+    sim_time_t t = lanes_send_time(R, from, to, bytes);
+    mo[1] = mo[0];
+    mo[0] = (send_memo){to, bytes, t};
+    return t;
 }
 
 /* The contention-free time of one ring step's sends of cost on lane. */
@@ -767,7 +791,7 @@ static void start_op(rep *R, uint32_t id)
          * (flow mode's sharing only slows it: an upper bound, as for collectives) */
         sim_time_t t = -1;
         if (R->cn_lvl && o->bytes > 0 && !send_blocks(R, id)) {
-            t = lanes_send_time(R, o->lane, o->arg, o->bytes);
+            t = send_time_of(R, o->lane, o->arg, o->bytes);
             if (t > 0) {
                 R->cn_send_t[id] = t;
                 R->cn_on[id] = 1;
@@ -780,7 +804,7 @@ static void start_op(rep *R, uint32_t id)
                 R->cfg->comm->send(R->cfg->comm->ctx, src[k], dst[k], o->bytes,
                                    REPLAY_TAG(WL_COMM_PP, o->name), R->k_send_part, id);
         } else {
-            if (t < 0) t = lanes_send_time(R, o->lane, o->arg, o->bytes);
+            if (t < 0) t = send_time_of(R, o->lane, o->arg, o->bytes);
             sim_schedule_in(R->eng, now, t, R->k_op_done, id, 0);
         }
     } else {
@@ -1235,7 +1259,7 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
         CARVE(cn_phi, L);
         CARVE(cn_on, (size_t)n + 1);
         CARVE(cn_send_t, (size_t)n + 1);
-        CARVE(cn_memo, 2 * L);
+        CARVE(cn_memo, CN_MEMO_WAYS * L);
         CARVE(tp_steal, nic + 1);
         if (R.ring_cache) {
             CARVE(ring_cn_sms, nic + 1);
@@ -1243,6 +1267,7 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
             if (R.ring_left) CARVE(ring_cdone, (size_t)n + 1);
         }
     }
+    CARVE(send_memo, 2 * L);
     if (cfg->jitter != WL_JITTER_NONE) CARVE(rng, (size_t)g->n_gpus);
     int rc = kept_oom ? dt_error_set(err, DT_ENOMEM, NULL, NULL, "replay: out of memory") : DT_OK;
     if (!rc) rc = dt_arena_check(&setup, "replay", err);
@@ -1304,7 +1329,9 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     for (size_t i = 0; R.ring_cache && i < nic; i++) R.ring_cache[i] = -1;
     for (size_t i = 0; R.cn_cur && i < L; i++) R.cn_cur[i] = CN_NONE;
     for (size_t i = 0; R.tp_steal && i < nic; i++) R.tp_steal[i] = -1;
-    for (size_t i = 0; R.cn_memo && i < 2 * L; i++) R.cn_memo[i] = (cn_memo){.cost = UINT32_MAX};
+    for (size_t i = 0; R.cn_memo && i < CN_MEMO_WAYS * L; i++)
+        R.cn_memo[i] = (cn_memo){.cost = UINT32_MAX};
+    for (size_t i = 0; R.send_memo && i < 2 * L; i++) R.send_memo[i] = (send_memo){.to = UINT32_MAX};
     for (size_t i = 0; R.ring_cn_sms && i < nic; i++) R.ring_cn_sms[i] = -1;
     for (int i = 0; R.rng && i < g->n_gpus; i++) {
         char name[48];
