@@ -21,7 +21,8 @@
  *   once); stage 1's 2 ms op running while it arrives at 2 ms + 0.5 ms x 7/132 (GEMM) or
  *   2 ms + 0.5 ms x 0.3/2.68 (memory-bound: the receive writes, reads and writes 100 GB/s);
  *   the same in flow mode (a trace on a 100 GB/s switch); a send the sender's next op waits
- *   for (pp_blocking_sends) slows nothing: 2.5 ms and 2 ms; contention off, 2 ms and 2 ms.
+ *   for (pp_blocking_sends) slows nothing: 2.5 ms and 2 ms, nor one that a collective on the
+ *   compute stream waits for (Megatron's MoE backward opens with one); contention off, 2 ms.
  * Leaves free: the scenario plumbing (cli tests), the flow network beyond one uncontended send. */
 #include <stdio.h>
 #include <string.h>
@@ -316,6 +317,42 @@ START_TEST(blocking_send_slows_nothing)
 }
 END_TEST
 
+/* A send that only an op on the compute stream other than a compute op waits for blocks too:
+ * Megatron's MoE backward opens with an all-to-all there (wl_schedule's split MoE layer). Here a
+ * collective of stage 0 alone (no time) on its compute stream waits for the send, and stage 1's
+ * 2 ms GEMM running while the bytes arrive is not slowed. */
+START_TEST(blocking_send_before_compute_stream_collective)
+{
+    wl_graph *g = wl_graph_create(2, 2, 1);
+    g->lane_gpus[0] = 0;
+    g->lane_gpus[1] = 1;
+    wl_cost a = gemm_1ms(), b = twice(gemm_1ms());
+    uint16_t nm = (uint16_t)wl_graph_name(g, "op");
+    wl_op o = {.lane = 0, .kind = WL_OP_COMPUTE, .stream = WL_STREAM_COMPUTE, .mb = -1,
+               .layer = -1, .arg = wl_graph_cost(g, &a), .name = nm};
+    uint32_t first = wl_graph_op(g, &o, NULL, 0);
+    wl_op snd = {.lane = 0, .kind = WL_OP_SEND, .stream = WL_STREAM_PP, .mb = -1, .layer = -1,
+                 .arg = 1, .bytes = SEND_BYTES, .name = nm};
+    uint32_t send = wl_graph_op(g, &snd, &first, 1);
+    wl_op a2a = {.lane = 0, .kind = WL_OP_COLL, .stream = WL_STREAM_COMPUTE, .mb = -1,
+                 .layer = -1, .arg = wl_graph_coll(g, COLL_ALLTOALL, 1e6), .name = nm};
+    wl_graph_op(g, &a2a, &send, 1);
+    wl_op r = {.lane = 1, .kind = WL_OP_COMPUTE, .stream = WL_STREAM_COMPUTE, .mb = -1,
+               .layer = -1, .arg = wl_graph_cost(g, &b), .name = nm};
+    uint32_t r_op = wl_graph_op(g, &r, NULL, 0);
+    gpu_spec sp[2] = {h100(), h100()};
+    replay_config cfg = {.n_gpus = 2, .gpus = sp, .path = uni_path, .record = true,
+                         .contention = true};
+    replay_result res;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(replay_run(g, &cfg, &res, &e), DT_OK);
+    ck_assert_rel(sim_time_to_s(res.op_end[r_op]) * 1e3, 2.0, 1e-9);
+    replay_result_free(&res);
+    wl_graph_destroy(g);
+}
+END_TEST
+
 /* The same two stages as a trace on two H100s under one 100 GB/s switch without latency, in
  * `network` mode: GPU 0's 1 ms GEMM, its 50 MB send to GPU 1 after it and, when `sender`, a
  * 1 ms memory-bound op after the GEMM (and after the send when `blocking`); otherwise GPU 1's
@@ -388,6 +425,7 @@ int main(void)
     tcase_add_test(t, nccl_sms_per_gpu);
     tcase_add_test(t, pipeline_send_slows_both_stages);
     tcase_add_test(t, blocking_send_slows_nothing);
+    tcase_add_test(t, blocking_send_before_compute_stream_collective);
     tcase_add_test(t, pipeline_send_both_modes);
     suite_add_tcase(s, t);
     return dt_run_suite(s);
