@@ -135,28 +135,19 @@ static int check_samples(const double *x, const double *t, size_t n, double **sc
     return DT_OK;
 }
 
-int cal_fit_alpha_beta(const double *x, const double *t, size_t n, cal_fit *out, dt_error *err)
-{
-    memset(out, 0, sizeof *out);
-    double *scale;
-    int rc = check_samples(x, t, n, &scale, err);
-    if (rc == DT_OK) rc = robust_fit(x, t, n, scale, 2, out, err);
-    free(scale);
-    return rc;
-}
-
 /* Why refit rather than clamp: setting a noisy -2 us alpha to 0 and keeping beta moves the
  * whole line up by 2 us; refitting beta with the line through the origin (the same robust,
  * relative-residual fit with one regressor) gives the best line that has the latency the
  * verdict says is there, zero. It costs a second fit, only in that case. */
-int cal_fit_line(const double *x, const double *t, size_t n, cal_fit *out, dt_error *err)
+static int fit(const double *x, const double *t, size_t n, bool judge, cal_fit *out,
+               dt_error *err)
 {
     memset(out, 0, sizeof *out);
     double *scale;
     int rc = check_samples(x, t, n, &scale, err);
     if (rc == DT_OK) rc = robust_fit(x, t, n, scale, 2, out, err);
     /* a line that does not rise has no latency worth judging; the callers refuse it by beta */
-    if (rc == DT_OK && out->beta > 0) {
+    if (judge && rc == DT_OK && out->beta > 0) {
         char why[160];
         switch (cal_alpha_judge(out->alpha, out->alpha_ci)) {
         case CAL_ALPHA_OK: break;
@@ -182,4 +173,14 @@ int cal_fit_line(const double *x, const double *t, size_t n, cal_fit *out, dt_er
     }
     free(scale);
     return rc;
+}
+
+int cal_fit_alpha_beta(const double *x, const double *t, size_t n, cal_fit *out, dt_error *err)
+{
+    return fit(x, t, n, false, out, err);
+}
+
+int cal_fit_line(const double *x, const double *t, size_t n, cal_fit *out, dt_error *err)
+{
+    return fit(x, t, n, true, out, err);
 }

@@ -101,15 +101,19 @@ typedef struct coll_engine coll_engine;
  *          edge). It is sent as NET_ECMP_LANES such flows, one per ECMP lane, each with
  *          1/lanes of the bytes and max-min weight 1/lanes: spread over the equal-cost paths
  *          like the step model's lane rotation, competing with other traffic as one flow.
- *          After the last lane: each receiver's reductions in one block on its reduction unit
- *          (with K chunks, one chunk's: the rest overlaps other chunks' transfers); then the
- *          latency of the remaining steps, (steps - 1) x the largest edge latency, added once.
+ *          Each lane flow runs in the ring's steps (net_send_ring_steps): a step lasts as long
+ *          as its slowest edge, latency included, max over edges of (alpha_e + chunk /
+ *          rate_e), the latency its bytes do not cover passing after its last byte. After the
+ *          last lane: each receiver's reductions in one block on its reduction unit (with K
+ *          chunks, one chunk's: the rest overlaps other chunks' transfers).
  *          Equal to the closed form (and to STEPS with one chunk) when uncontended. 4 flows
  *          and about 10 events per collective. n = 1, and ops other than these three, run as
  *          STEPS. Where it differs from STEPS: docs/collectives.md.
  *   AUTO   FLUID for groups of at least COLL_RING_FLUID_MIN ranks and for rings per rail
  *          (a group over hosts of g > 1 GPUs each, run as several rings: their step model
- *          costs the rings' count times 2(n-1)n flows), STEPS for one ring below.
+ *          costs the rings' count times 2(n-1)n flows), STEPS for one ring below (where
+ *          it sees ECMP collisions between concurrent groups that FLUID spreads away: the
+ *          threshold's measurement is in docs/collectives.md).
  *   EXACT  FLUID where it gives STEPS' answer, STEPS elsewhere: groups of at least
  *          COLL_RING_FLUID_MIN ranks whose ring edges are link-disjoint on every ECMP lane
  *          (so every step transfer runs alone at its route's bottleneck) and that send one
@@ -234,8 +238,11 @@ int coll_simulate(topo *t, const coll_spec *spec, const coll_config *cc, const n
  * walked once without the engine, every transfer's bytes put on the links of its route (spread
  * evenly over the pair's NET_ECMP_LANES lanes, net_route_lane), a = route latency:
  *   ring (allreduce, reduce_scatter, allgather): over the ring's edges in coll_ring's order,
- *        steps x max a + edge bytes / bandwidth of the busiest link, plus the receivers'
- *        reductions as the fluid ring charges them (all with one chunk, one chunk's with more);
+ *        max(steps x a of the edges crossing the busiest link + edge bytes / its bandwidth,
+ *        max over edges of steps x a_e + the time the edge's own busiest link needs) - every
+ *        step as long as its slowest edge, latency included, as the fluid ring charges it -
+ *        plus the receivers' reductions as the fluid ring charges them (all with one chunk,
+ *        one chunk's with more);
  *   hd, hier, direct, ps, sendrecv: lock step - per step index, max a + the busiest link's
  *        load / bandwidth over all the step's transfers + the slowest rank's reduction;
  *   tree, dbt, ring broadcast/reduce: per tree, the first chunk's trip (up then down) plus

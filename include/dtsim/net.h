@@ -67,6 +67,23 @@ void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, 
                    int lane, double weight, uint32_t done_kind, uint32_t done_id,
                    uint64_t done_data);
 
+/* net_send_ring for a transfer that a ring runs in `steps` (>= 1) equal steps, each of which
+ * lasts as long as its slowest pair: max over pairs e of (alpha_e + c / rate_e), c = bytes /
+ * steps, alpha_e the pair's path latency. The bytes move at the coupled rate as in
+ * net_send_ring (its bottleneck pairs set the pace); what the other pairs' latencies add to
+ * each step is charged after the last byte instead of net_send_ring's one largest latency:
+ * per step max(alpha of the pairs crossing a link used to capacity, max_e(alpha_e +
+ * c / max(rate, rate_e)) - c / rate), where rate is the coupled rate of the moment and rate_e
+ * a pair's own uncontended share (weight x its route's bottleneck; in analytic mode the
+ * bottleneck), accrued step by step as the rate changes; it never exceeds the largest pair
+ * latency. Alone, the transfer takes steps x max_e(alpha_e + c / rate_e): with uniform pairs
+ * steps x (alpha + c / rate), and with one slow pair and another of larger latency, what a
+ * step program's steps take. O(pairs) at the call and per rate change of the flow, O(hops)
+ * per solve that includes it. */
+void net_send_ring_steps(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu,
+                         double bytes, int steps, int lane, double weight, uint32_t done_kind,
+                         uint32_t done_id, uint64_t done_data);
+
 /* The largest of the pairs' path latencies (net_path_info's, flow hash 0). Cached with the
  * pair list's lane routes for net_send_ring: a ring started again with the same pairs (every
  * gradient bucket of a data-parallel group) routes nothing the second time. Returns the first

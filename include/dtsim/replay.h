@@ -89,7 +89,9 @@ typedef struct replay_config {
     /* Communication contention (docs/workloads.md, "Compute beside communication"): while a
      * collective of its lane is in flight, a compute op on the compute stream runs at the rate
      * of its GPU less the SMs the collective's kernels occupy and the HBM bandwidth they use
-     * (re-timed by events when a collective starts or ends); a layer op whose tensor-parallel
+     * (re-timed by events when a collective starts or ends), and likewise beside a pipeline send
+     * its compute does not wait for (the sender's and the receiver's GPU: NCCL send/receive
+     * kernels); a layer op whose tensor-parallel
      * collectives it overlaps (wl_cost.inlane_overlap) pays the SMs and HBM of Transformer
      * Engine's userbuffers kernels. false (the zero value): overlapped communication is free
      * for the compute beside it. contention_sms: SMs one NCCL collective occupies; 0: by its
@@ -136,12 +138,15 @@ int replay_nccl_channels(const gpu_spec *spec, double rate);
  * send, written on receipt: 2. */
 #define REPLAY_NCCL_HBM_PER_BYTE 3.0
 #define REPLAY_TE_HBM_PER_BYTE 2.0
-/* HBM bytes a GPU moves per byte it sends in an NCCL send/receive pair of equal size (context
- * parallelism's ring step: Transformer Engine's isend/irecv of the KV block to the next CP rank
- * and from the previous one): no ring chains the read that feeds a send to the write of what
- * came in, so the send reads its source (1) and the received byte is written into the FIFO,
- * read from it and written to the output (3): 4. */
-#define REPLAY_NCCL_P2P_HBM_PER_BYTE 4.0
+/* HBM bytes an NCCL send/receive moves per byte: the sender reads its source (1); the receiver
+ * has the byte written into its FIFO, reads it and writes it to the output (3). No ring chains
+ * the read that feeds a send to the write of what came in, so a GPU that sends one block and
+ * receives one as large (context parallelism's ring step: Transformer Engine's isend/irecv of
+ * the KV block to the next CP rank and from the previous one) moves 4 per byte it sends; a
+ * pipeline send charges its two sides apart, since they are two GPUs. */
+#define REPLAY_NCCL_SEND_HBM_PER_BYTE 1.0
+#define REPLAY_NCCL_RECV_HBM_PER_BYTE 3.0
+#define REPLAY_NCCL_P2P_HBM_PER_BYTE (REPLAY_NCCL_SEND_HBM_PER_BYTE + REPLAY_NCCL_RECV_HBM_PER_BYTE)
 /* Compute time of cost c on spec while other kernels hold `sms` of its SMs and use `hbm` B/s of
  * its memory bandwidth: the cost on a GPU with sms fewer SMs (peak scaled by the SMs left, GEMM
  * waves over the SMs left) and the achieved HBM bandwidth less hbm, never under half of it (two

@@ -40,7 +40,6 @@ typedef struct coll_inst {
     /* Fluid ring (coll.h, COLL_RING_FLUID): no step states (st NULL); one coupled flow over
      * all the ring's edges per ECMP lane. */
     int fluid;          /* coupled flows (one per ECMP lane) in flight; 0 for a step program */
-    sim_time_t f_extra; /* latency of the steps after the first, added once at the end */
     int *f_dst;         /* per edge: receiving GPU */
     double *f_red;      /* per edge: bytes the receiver reduces */
     uint32_t done_kind, done_id;
@@ -440,9 +439,10 @@ static void on_arrive(void *model, sim_engine *eng, const sim_event *ev)
     if (b_ready && in->st) finish_step(c, id, dst);
 }
 
-/* One of the fluid ring's lane flows has arrived; after the last one every receiver runs its reductions in one block on its
- * reduction unit (first come first served, as in finish_step), then the latency of the
- * remaining steps passes; the collective is done at the latest receiver's end. */
+/* One of the fluid ring's lane flows has arrived (its bytes, then its steps' latency: net_send_ring_steps);
+ * after the last one every receiver runs its reductions in one block on its reduction unit
+ * (first come first served, as in finish_step); the collective is done at the latest
+ * receiver's end. */
 static void on_fluid(void *model, sim_engine *eng, const sim_event *ev)
 {
     coll_engine *c = model;
@@ -465,7 +465,7 @@ static void on_fluid(void *model, sim_engine *eng, const sim_event *ev)
         }
         if (t > end) end = t;
     }
-    sim_schedule_in(eng, end, in->f_extra, in->done_kind, in->done_id, in->done_data);
+    sim_schedule(eng, end, in->done_kind, in->done_id, in->done_data);
     inst_release(in);
     in->next_free = c->free_head;
     c->free_head = id;
@@ -532,21 +532,17 @@ static void start_fluid(coll_engine *c, int id)
     in->f_dst = dst;
     in->p.ring_edges(&in->p, src, dst, bytes, in->f_red);
     coll_ring_exposed_reduction(&in->p, dst, in->f_red);
-    /* Every step pays one edge latency: the coupled flow's tail is the largest edge's, and so
-     * is each further step's (the step model's steps wait for the slowest edge too). */
-    sim_time_t amax = 0;
     for (int q = 0; q < ne; q++) {
         src[q] = in->gpus[src[q]];
         dst[q] = in->gpus[dst[q]];
     }
-    for (int r = 0; r < R; r++) {
-        sim_time_t a = 0;
-        int rc = net_ring_latency_max(c->net, n, src + (size_t)r * n, dst + (size_t)r * n, &a);
-        DT_ASSERT(rc == DT_OK); /* the group's routes were checked when it was built */
-        if (a > amax) amax = a;
-    }
-    double extra = (double)(in->p.ring_steps(&in->p) - 1) * (double)amax;
-    in->f_extra = extra < 9.0e18 ? (sim_time_t)extra : SIM_TIME_MAX;
+    /* Every step lasts as long as its slowest edge, max over edges of (alpha_e + chunk /
+     * rate_e), as in the step model where each step waits for the slowest edge: the coupled
+     * flow moves the bytes at its bottleneck edges' rate and charges what the other edges'
+     * latencies add per step after its last byte (net_send_ring_steps). Charging every step
+     * the largest edge latency instead over-charged a ring whose slow edge is not its
+     * longest: (n-1) x the difference per bucket (docs/collectives.md, "Ring models"). */
+    int steps = in->p.ring_steps(&in->p);
     /* One coupled flow per ECMP lane, each with 1/lanes of the data: the step model's
      * successive steps rotate over a pair's lanes (net_send), spreading each edge over the
      * equal-cost paths; a single coupled flow would pin every edge to one path, and a ring
@@ -560,8 +556,9 @@ static void start_fluid(coll_engine *c, int id)
         for (int q = 0; q < n; q++)
             if (bytes[r * n + q] > b) b = bytes[r * n + q];
         for (int l = 0; l < NET_ECMP_LANES; l++)
-            net_send_ring(c->net, n, src + (size_t)r * n, dst + (size_t)r * n, b / NET_ECMP_LANES, l,
-                          1.0 / NET_ECMP_LANES, c->k_fluid, (uint32_t)id, 0);
+            net_send_ring_steps(c->net, n, src + (size_t)r * n, dst + (size_t)r * n,
+                                b / NET_ECMP_LANES, steps, l, 1.0 / NET_ECMP_LANES, c->k_fluid,
+                                (uint32_t)id, 0);
     }
     free(src);
     free(bytes);

@@ -8,8 +8,10 @@
  * share a link inside the collective share its bandwidth as in the flow model:
  *
  *  - ring_time (ring all-reduce, reduce-scatter, all-gather): the edges of every ring (one per
- *    rail across hosts) in the order coll_ring builds them (coll_prog.ring_edges); steps x max
- *    latency + the busiest link's load,
+ *    rail across hosts) in the order coll_ring builds them (coll_prog.ring_edges); every step
+ *    as long as its slowest edge, as the fluid ring charges it (net_send_ring_steps): the
+ *    larger of steps x the largest latency on the busiest link + that link's load, and max
+ *    over edges of steps x latency + the edge's own busiest link,
  *    + the receivers' reductions charged as the fluid ring charges them (coll.c on_fluid).
  *  - lockstep_time (hd, hier, direct, ps): these programs advance in lock step when their
  *    transfers are uniform, so the time is the sum over step indices of the step's largest
@@ -204,7 +206,8 @@ static void step_of(const coll_prog *p, coll_send *buf, int r, int k, int s, col
 
 /* As the fluid ring (coll.c start_fluid, on_fluid): every edge carries its bytes at the rate
  * of the busiest link any edge crosses (a link two edges cross carries both), every step
- * pays the largest edge latency, and the receivers' reductions follow. With m > 1 programs
+ * lasts as long as its slowest edge, latency included (edge_lat), and the receivers'
+ * reductions follow. With m > 1 programs
  * (concurrent rings, coll_estimate_choice) every ring's edges load the links together and
  * the time is the slowest ring's: the busiest link of them all.
  *
@@ -217,10 +220,53 @@ static void step_of(const coll_prog *p, coll_send *buf, int r, int k, int s, col
  * ring, so they slip out of step and their collisions do not all coincide: charging each
  * step the busiest link of every ring's step at once is an upper bound (45 % over the flow
  * for 128 rings, docs/collectives.md), `total` a lower bound, exact for one ring. */
+/* The latency side of a ring's steps under the loads in place: per edge its latency alpha_e
+ * (largest over the pair's lanes) and busy_e, the ps its busiest link needs; a_tight the
+ * largest alpha of the edges whose busiest link is the busiest of all (they move at the
+ * coupled rate), t_max the largest steps x alpha_e + busy_e, a_max the largest alpha. */
+typedef struct ring_lat {
+    double a_tight, a_max, t_max;
+} ring_lat;
+
+static void edge_lat(coll_analytic *A, const coll_prog *ps, int m, int steps, ring_lat *out)
+{
+    double worst = 0;
+    *out = (ring_lat){0, 0, 0};
+    for (int pass = 0; pass < 2; pass++)
+        for (int j = 0; j < m; j++) {
+            const coll_prog *p = &ps[j];
+            int ne = p->rings * p->n;
+            int *src = dt_xmalloc((size_t)ne * 2 * sizeof *src), *dst = src + ne;
+            double *b = dt_xmalloc((size_t)ne * 2 * sizeof *b);
+            p->ring_edges(p, src, dst, b, b + ne);
+            for (int q = 0; q < ne; q++) {
+                int a = p->gpus[src[q]], d = p->gpus[dst[q]];
+                if (a == d) continue;
+                double busy = route_busy(A, a, d);
+                if (pass == 0) {
+                    worst = fmax(worst, busy);
+                    continue;
+                }
+                double al = 0;
+                for (int l = 0; l < NET_ECMP_LANES; l++) {
+                    sim_time_t lat = 0;
+                    if (net_route_lane(A->net, a, d, l, NULL, NULL, &lat) == DT_OK)
+                        al = fmax(al, (double)lat);
+                }
+                out->a_max = fmax(out->a_max, al);
+                out->t_max = fmax(out->t_max, steps * al + busy);
+                if (busy >= worst * (1 - 1e-9)) out->a_tight = fmax(out->a_tight, al);
+            }
+            free(src);
+            free(b);
+        }
+}
+
 static double ring_time(coll_analytic *A, const coll_prog *ps, int m, int steps_lanes,
                         double *lat_part)
 {
-    double amax = 0, rmax = 0;
+    ring_lat lat_all = {0, 0, 0};
+    double rmax = 0;
     int steps = 0;
     for (int i = 0; i < m; i++)
         if (ps[i].ring_steps(&ps[i]) > steps) steps = ps[i].ring_steps(&ps[i]);
@@ -251,7 +297,7 @@ static double ring_time(coll_analytic *A, const coll_prog *ps, int m, int steps_
                         /* one step's bytes, times the steps on this lane unless drained per lane */
                         if (steps_lanes) b = b / p->ring_steps(p) * (per_ring ? 1 : on_lane);
                         for (int q = r * n; q < r * n + n; q++) {
-                            amax = fmax(amax, load_add(A, p->gpus[src[q]], p->gpus[dst[q]], b));
+                            load_add(A, p->gpus[src[q]], p->gpus[dst[q]], b);
                             /* what the receiver exposes, as the fluid ring charges it */
                             rmax = fmax(rmax, reduce_ps(A, p->gpus[dst[q]], red[q]));
                         }
@@ -264,12 +310,23 @@ static double ring_time(coll_analytic *A, const coll_prog *ps, int m, int steps_
                 if (per_ring) busy += on_lane * load_drain(A);
             }
             if (per_ring) own = fmax(own, busy);
-            else total = load_drain(A);
+            else {
+                A->lane = -1;
+                edge_lat(A, ps, m, steps, &lat_all);
+                total = load_drain(A);
+            }
         }
     }
     A->lane = -1;
-    *lat_part = steps * amax;
-    return *lat_part + fmax(own, total) + rmax;
+    /* Every step lasts as long as its slowest edge, latency included (the fluid ring's
+     * net_send_ring_steps): the edges crossing the busiest link take the bandwidth term, every
+     * other edge e steps x alpha_e + the time its own busiest link needs. */
+    double bw = fmax(own, total);
+    double t = fmax(steps * lat_all.a_tight + bw, lat_all.t_max);
+    /* Linear in the size (one latency + the loads) when the edges held to the busiest link
+     * are the longest ones, as in a uniform ring; else a size-dependent max (no lat_part). */
+    *lat_part = lat_all.a_max <= lat_all.a_tight ? steps * lat_all.a_tight : NAN;
+    return t + rmax;
 }
 
 /* ----------------------------------------------------------- lockstep ---- */
@@ -813,8 +870,9 @@ static int estimate_ps(coll_analytic *A, const coll_spec *spec, coll_algo algo, 
                 e->per_byte = (part - lat) / spec->bytes;
             }
         }
-        /* a walk stopped at the bound (INFINITY) is not the candidate's time: not cached */
-        if (spec->bytes > 0 && ps[0].n > 1 && isfinite(*out)) {
+        /* a walk stopped at the bound (INFINITY) is not the candidate's time: not cached; nor
+         * a ring whose time is not linear in the size (lat NAN: ring_time) */
+        if (spec->bytes > 0 && ps[0].n > 1 && isfinite(*out) && isfinite(lat)) {
             coll_spec key = {.op = spec->op, .algo = algo, .group = set, .n = m * n, .root = n,
                              .servers = spec->servers, .elem_bytes = spec->elem_bytes,
                              .bytes = spec->bytes};
@@ -1042,7 +1100,7 @@ int coll_analytic_time(coll_analytic *A, const coll_spec *spec, sim_time_t *time
                 double lat = 0;
                 double part;
                 ps = ringish ? ring_time(A, &p, 1, 0, &lat) : lockstep_time(A, &p, 1, 1, &lat, INFINITY, &part);
-                if (cacheable && spec->bytes > 0) {
+                if (cacheable && spec->bytes > 0 && isfinite(lat)) {
                     l = insert(A, hl, spec, CA_LINEAR);
                     l->ran = ran;
                     l->streams = p.n_streams;

@@ -73,9 +73,10 @@ typedef struct net_flow {
     uint32_t version;   /* bumped on every reschedule and on free: stale events carry old ones */
     int bneck;          /* bottleneck link from the last solve, -1 before */
     int batch;          /* completion batch holding its pending data-done, or -1 */
-    uint32_t n_hops : 30;   /* a coupled ring's path: every pair's route, 2^17 hops and more */
+    uint32_t n_hops : 29;   /* a coupled ring's path: every pair's route, 2^17 hops and more */
     uint32_t active : 1;
     uint32_t owns_path : 1; /* p.path is the flow's own (a coupled flow's, net_send_ring) */
+    uint32_t stepped : 1;   /* a ring run in steps (net_send_ring_steps): n->gap[id] is its */
     union {
         int link[NET_HOT_HOPS]; /* n_hops <= NET_HOT_HOPS: the path itself */
         const int *path;        /* longer: borrowed from the route cache, or owned (owns_path) */
@@ -99,6 +100,30 @@ typedef struct flow_cold {
 } flow_cold;
 
 _Static_assert(sizeof(net_flow) == 64 && sizeof(flow_cold) == 64, "flow records: one line each");
+
+/* What a coupled flow run in steps (net_send_ring_steps) charges beyond its bytes: each step
+ * lasts max over pairs of (alpha_e + c / rate_e), of which the coupled flow's data phase covers
+ * c / rate (its bottleneck's transfer); the rest, the step's gap, accrues per step done at
+ * the rate of the moment and passes after the last byte (the flow's tail). Kept apart from the
+ * flow records (full) and read only when the flow's rate or bottleneck changes and at its end. */
+typedef struct ring_gap {
+    double c;          /* bytes per step (the flow's own bytes / steps) */
+    double wr;         /* a pair's uncontended rate is wr x its route's bottleneck */
+    double acc;        /* ps of gaps accrued so far */
+    double a_tight;    /* ps: largest latency of the pairs held to the flow's rate (gap_tight) */
+    double gap, gap_rate; /* ps per step at rate gap_rate and a_tight (gap_now), kept current */
+    int n_pairs;
+    sim_time_t *lat;   /* per pair (on the flow's path, in order): route latency, ps, */
+    double *bw;        /*   route bottleneck, B/s, */
+    int *hops;         /*   and its number of hops */
+} ring_gap;
+
+static void gap_free(ring_gap *g)
+{
+    if (!g) return;
+    free(g->lat);
+    free(g);
+}
 
 /* Passes over many flows in an order unrelated to their ids (a component walk, the re-rating
  * after a solve, a batch of completions) ask for the record PF_AHEAD flows ahead: the cache
@@ -187,6 +212,9 @@ typedef struct ring_route {
     sim_time_t amax;
     int amax_ok;
     int *path[NET_LANES]; /* NULL until that lane is used */
+    /* per lane, per pair: route latency, bottleneck bandwidth, hops (net_send_ring_steps);
+     * one block, NULL until that lane is used */
+    sim_time_t *plat[NET_LANES];
     int nh[NET_LANES], bl[NET_LANES];
     sim_time_t lat[NET_LANES];
     double bw[NET_LANES];
@@ -240,6 +268,7 @@ struct net {
                           for paths of NET_HOT_HOPS + 1 .. NET_INLINE_HOPS hops (pages of it
                           that no such flow uses are never touched) */
     int *free_stack;   /* ids of free flow records, the next to reuse on top */
+    ring_gap **gap;    /* per flow: its step record when stepped (net_send_ring_steps), else unused */
     int n_flows_cap, n_free, active;
     /* dirty links awaiting a recompute */
     int *dirty;
@@ -331,6 +360,7 @@ void net_destroy(net *n)
     free(n->links);
     free(n->lmark);
     for (int i = 0; i < n->n_flows_cap; i++) {
+        if (n->flows[i].active && n->flows[i].stepped) gap_free(n->gap[i]);
         if (!n->flows[i].active || n->flows[i].n_hops <= NET_HOT_HOPS) continue;
         if (n->flows[i].owns_path) free((int *)n->flows[i].p.path);
         free(n->cold[i].u.x.xslot);
@@ -339,6 +369,7 @@ void net_destroy(net *n)
     free(n->cold_raw);
     free(n->fmark);
     free(n->free_stack);
+    free(n->gap);
     free(n->fslot);
     free(n->dirty);
     free(n->cf);
@@ -381,7 +412,10 @@ void net_destroy(net *n)
     free(n->store);
     for (int i = 0; i < n->n_rings; i++) {
         free(n->rings[i].src);
-        for (int l = 0; l < NET_LANES; l++) free(n->rings[i].path[l]);
+        for (int l = 0; l < NET_LANES; l++) {
+            free(n->rings[i].path[l]);
+            free(n->rings[i].plat[l]);
+        }
     }
     free(n->rings);
     mm_destroy(n->mm);
@@ -505,7 +539,10 @@ __attribute__((always_inline)) static inline int flow_alloc(net *n)
         memset(n->fmark + old, 0, (size_t)(c - old) * sizeof *n->fmark);
         n->fslot = dt_xrealloc(n->fslot, (size_t)c * NET_INLINE_HOPS * sizeof *n->fslot);
         n->free_stack = dt_xrealloc(n->free_stack, (size_t)c * sizeof *n->free_stack);
+        n->gap = dt_xrealloc(n->gap, (size_t)c * sizeof *n->gap);
         for (int i = c - 1; i >= old; i--) { /* every other field is set when the flow starts */
+            n->gap[i] = NULL;
+            n->flows[i].stepped = 0;
             n->flows[i].owns_path = 0;
             n->flows[i].active = 0;
             n->flows[i].version = 0;
@@ -584,6 +621,59 @@ static inline const int *flow_path(const net *n, int id)
     return f->n_hops <= NET_HOT_HOPS ? f->p.link : f->p.path;
 }
 
+/* ps a step of a stepped flow lasts beyond c / rate at coupled rate `rate`: the pairs held to
+ * that rate (a_tight: the largest latency among them) take alpha_e + c / rate, the others
+ * alpha_e + c / max(rate, their uncontended share): no pair is slower than the coupled flow
+ * (it is one of its edges), and one whose share is above the rate is taken at its share.
+ * The max keeps the gap within [a_tight, largest latency] whatever the rate: a lane flow
+ * whose sibling lanes have finished runs above its share. O(pairs). */
+static double gap_now(const ring_gap *g, double rate)
+{
+    double cr = rate > 0 ? g->c / rate * 1e12 : 0, t = 0, amax = 0;
+    for (int q = 0; q < g->n_pairs; q++) {
+        if (g->hops[q] == 0) continue;
+        double share = g->wr * g->bw[q];
+        double x = (double)g->lat[q] + (share > rate ? g->c / share * 1e12 : cr);
+        if (x > t) t = x;
+        if ((double)g->lat[q] > amax) amax = (double)g->lat[q];
+    }
+    double rest = t - cr, gap = rest > g->a_tight ? rest : g->a_tight;
+    DT_ASSERT(gap <= amax * (1 + 1e-9) + 1); /* a step never waits longer than its longest edge */
+    return gap;
+}
+
+/* Stepped flow id sent `sent` bytes since its rate or sharing last changed: the gaps of those
+ * steps accrue (at the gap kept for that rate and sharing). */
+static inline void gap_accrue(net *n, int id, double sent)
+{
+    ring_gap *g = n->gap[id];
+    if (sent > 0 && g->c > 0) g->acc += sent / g->c * g->gap;
+}
+
+/* After a solve: which of stepped flow i's pairs are held to its rate. A pair whose route
+ * crosses a saturated link (used to capacity, this flow's rate included) runs no faster than
+ * the coupled flow there, as its step transfer would share that link; the others are taken at
+ * their uncontended share. Ties matter: two rings sharing every link saturate all their
+ * links, and the ring's longest edge then paces each step, not only the one edge the
+ * solver happened to freeze the flow on. fl: the flow's local link indices in path order
+ * (on_recompute's flinks). O(hops). */
+static void gap_tight(net *n, int id, const int *fl)
+{
+    ring_gap *g = n->gap[id];
+    double a = 0, rate = n->flows[id].rate;
+    for (int q = 0, h = 0; q < g->n_pairs; h += g->hops[q++])
+        for (int k = h; k < h + g->hops[q]; k++)
+            if (n->used[fl[k]] >= n->cap[fl[k]] * (1 - 1e-9)) {
+                if ((double)g->lat[q] > a) a = (double)g->lat[q];
+                break;
+            }
+    if (a != g->a_tight || rate != g->gap_rate) { /* O(pairs) only when something moved */
+        g->a_tight = a;
+        g->gap_rate = rate;
+        g->gap = gap_now(g, rate);
+    }
+}
+
 /* Put a new flow on its links and either schedule it (alone on every link) or mark its links
  * for a recompute. xpath: NULL, or the path (owned by the flow from now on) of a coupled flow
  * standing for `pairs` transfers. */
@@ -591,13 +681,15 @@ static inline const int *flow_path(const net *n, int id)
  * 1,024-GPU step's instructions). */
 __attribute__((always_inline)) static inline void
 flow_start(net *n, const int *path, int nh, int *xpath, int pairs, double w,
-                       sim_time_t lat, double bw, int bl, double bytes, uint32_t done_kind, uint32_t done_id,
-                       uint64_t done_data)
+                       sim_time_t lat, double bw, int bl, double bytes, ring_gap *gap,
+                       uint32_t done_kind, uint32_t done_id, uint64_t done_data)
 {
     sim_time_t now = sim_now(n->eng);
     int id = flow_alloc(n);
     net_flow *f = &n->flows[id];
     flow_cold *fc = &n->cold[id];
+    f->stepped = gap != NULL;
+    n->gap[id] = gap;
     f->remaining = fc->bytes = bytes;
     f->rate = 0;
     f->t_last = fc->t_start = now;
@@ -777,8 +869,8 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
         return;
     }
 
-    flow_start(n, path, nh, NULL, 1, 1.0, lat, lane_bw(n, ln), ln->bl, bytes, done_kind, done_id,
-               done_data);
+    flow_start(n, path, nh, NULL, 1, 1.0, lat, lane_bw(n, ln), ln->bl, bytes, NULL, done_kind,
+               done_id, done_data);
 }
 
 /* What next_route does to the memo, without routing: the pair's entry is (re)claimed, so
@@ -809,7 +901,10 @@ static ring_route *ring_lookup(net *n, int n_pairs, const int *src, const int *d
     if (n->ring_bytes > NET_RING_CACHE_BYTES) {
         for (int i = 0; i < n->n_rings; i++) {
             free(n->rings[i].src);
-            for (int l = 0; l < NET_LANES; l++) free(n->rings[i].path[l]);
+            for (int l = 0; l < NET_LANES; l++) {
+                free(n->rings[i].path[l]);
+                free(n->rings[i].plat[l]);
+            }
         }
         n->n_rings = 0;
         n->ring_bytes = 0;
@@ -849,12 +944,21 @@ int net_ring_latency_max(net *n, int n_pairs, const int *src_gpu, const int *dst
     return DT_OK;
 }
 
-void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, double bytes,
-                   int lane, double weight, uint32_t done_kind, uint32_t done_id,
-                   uint64_t done_data)
+/* Per-pair route figures of a ring lane, one block: latencies, then bottlenecks, then hops. */
+static inline double *pinfo_bw(sim_time_t *lat, int n_pairs) { return (double *)(lat + n_pairs); }
+static inline int *pinfo_hops(sim_time_t *lat, int n_pairs)
+{
+    return (int *)(pinfo_bw(lat, n_pairs) + n_pairs);
+}
+#define PINFO_BYTES(np) ((size_t)(np) * (sizeof(sim_time_t) + sizeof(double) + sizeof(int)))
+
+/* net_send_ring (steps = 0: one largest latency after the bytes) and net_send_ring_steps. */
+static void send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, double bytes,
+                      int steps, int lane, double weight, uint32_t done_kind, uint32_t done_id,
+                      uint64_t done_data)
 {
     sim_time_t now = sim_now(n->eng);
-    DT_ASSERT(bytes >= 0 && n_pairs >= 1 && weight > 0 && weight <= 1);
+    DT_ASSERT(bytes >= 0 && n_pairs >= 1 && weight > 0 && weight <= 1 && steps >= 0);
     n->st.flows_started++;
     n->st.bytes_sent += bytes * n_pairs;
     /* The path is every pair's route end to end (a link two pairs cross appears twice: the
@@ -864,7 +968,9 @@ void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, 
     double bw = INFINITY;
     ring_route *rr = lane >= 0 ? ring_lookup(n, n_pairs, src_gpu, dst_gpu) : NULL;
     int l0 = lane >= 0 ? lane % NET_LANES : 0;
-    if (rr && rr->path[l0]) {
+    /* per pair: latency, bottleneck, hops (a stepped ring's gaps need them) */
+    sim_time_t *pl = steps > 0 ? dt_xmalloc(PINFO_BYTES(n_pairs)) : NULL;
+    if (rr && rr->path[l0] && (!pl || rr->plat[l0])) {
         for (int i = 0; i < n_pairs; i++)
             if (src_gpu[i] != dst_gpu[i]) memo_touch(n, src_gpu[i], dst_gpu[i]);
         nh = rr->nh[l0];
@@ -873,8 +979,14 @@ void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, 
         lat = rr->lat[l0];
         bw = rr->bw[l0];
         bl = rr->bl[l0];
+        if (pl) memcpy(pl, rr->plat[l0], PINFO_BYTES(n_pairs));
     } else {
         for (int i = 0; i < n_pairs; i++) {
+            if (pl) {
+                pl[i] = 0;
+                pinfo_bw(pl, n_pairs)[i] = INFINITY;
+                pinfo_hops(pl, n_pairs)[i] = 0;
+            }
             if (src_gpu[i] == dst_gpu[i]) continue;
             const route_lane *ln = next_route(n, src_gpu[i], dst_gpu[i], lane);
             if (nh + ln->n_hops > cap) {
@@ -888,19 +1000,55 @@ void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, 
                 bw = lane_bw(n, ln);
                 bl = ln->bl;
             }
+            if (pl) {
+                pl[i] = ln->lat;
+                pinfo_bw(pl, n_pairs)[i] = lane_bw(n, ln);
+                pinfo_hops(pl, n_pairs)[i] = ln->n_hops;
+            }
         }
         if (rr) {
-            rr->path[l0] = dt_xmalloc(((size_t)nh + 1) * sizeof *path);
-            memcpy(rr->path[l0], path, (size_t)nh * sizeof *path);
-            rr->nh[l0] = nh;
-            rr->lat[l0] = lat;
-            rr->bw[l0] = bw;
-            rr->bl[l0] = bl;
-            n->ring_bytes += (size_t)nh * sizeof *path;
+            if (!rr->path[l0]) {
+                rr->path[l0] = dt_xmalloc(((size_t)nh + 1) * sizeof *path);
+                memcpy(rr->path[l0], path, (size_t)nh * sizeof *path);
+                rr->nh[l0] = nh;
+                rr->lat[l0] = lat;
+                rr->bw[l0] = bw;
+                rr->bl[l0] = bl;
+                n->ring_bytes += (size_t)nh * sizeof *path;
+            }
+            if (pl && !rr->plat[l0]) {
+                rr->plat[l0] = dt_xmalloc(PINFO_BYTES(n_pairs));
+                memcpy(rr->plat[l0], pl, PINFO_BYTES(n_pairs));
+                n->ring_bytes += PINFO_BYTES(n_pairs);
+            }
         }
     }
-    if (n->cfg.mode == NET_ANALYTIC || bytes == 0 || nh == 0) {
+    ring_gap *g = NULL;
+    int analytic = n->cfg.mode == NET_ANALYTIC || bytes == 0 || nh == 0;
+    if (pl) {
+        /* Each pair's own rate alone: its route's bottleneck shared by the ring's lanes
+         * (weight x bottleneck: the lanes of a pair share its first link), or in analytic
+         * mode, where transfers do not share, the bottleneck itself. */
+        g = dt_xmalloc(sizeof *g);
+        *g = (ring_gap){.c = bytes / steps, .wr = analytic ? 1.0 : weight, .n_pairs = n_pairs,
+                        .lat = pl, .bw = pinfo_bw(pl, n_pairs), .hops = pinfo_hops(pl, n_pairs)};
+        for (int i = 0; i < n_pairs; i++) {
+            if (g->hops[i] == 0) continue;
+            /* until a solve says otherwise (alone: for good), the pairs at the bottleneck */
+            if (g->bw[i] <= bw * (1 + 1e-12) && (double)pl[i] > g->a_tight) g->a_tight = (double)pl[i];
+        }
+        /* the gap of a flow alone (flow_start's fast path runs it at bw); a solve replaces it */
+        g->gap_rate = bw;
+        g->gap = gap_now(g, bw);
+    }
+    if (analytic) {
         sim_time_t dt = (bytes > 0 && nh > 0) ? ps_ceil(bytes / bw) : 0;
+        if (g) {
+            /* steps x the slowest pair's step, the bytes at the bottleneck's rate */
+            double gsum = steps * gap_now(g, bw);
+            lat = gsum < 9.0e18 ? (sim_time_t)llround(gsum) : SIM_TIME_MAX;
+            gap_free(g);
+        }
         n->st.flows_finished++;
         n->st.bytes_delivered += bytes * n_pairs;
         if (n->obs && bytes > 0)
@@ -912,8 +1060,25 @@ void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, 
     }
     /* (A link the path crosses twice gets two entries, so flow_start never takes the
      * single-flow fast path for it: the solver charges the rate twice there.) */
-    flow_start(n, path, nh, path, n_pairs, weight, lat, bw, bl, bytes, done_kind, done_id, done_data);
+    flow_start(n, path, nh, path, n_pairs, weight, lat, bw, bl, bytes, g, done_kind, done_id,
+               done_data);
     /* (path is the flow's now: kept, or freed at once when short enough for the record) */
+}
+
+void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, double bytes,
+                   int lane, double weight, uint32_t done_kind, uint32_t done_id,
+                   uint64_t done_data)
+{
+    send_ring(n, n_pairs, src_gpu, dst_gpu, bytes, 0, lane, weight, done_kind, done_id, done_data);
+}
+
+void net_send_ring_steps(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu,
+                         double bytes, int steps, int lane, double weight, uint32_t done_kind,
+                         uint32_t done_id, uint64_t done_data)
+{
+    DT_ASSERT(steps >= 1);
+    send_ring(n, n_pairs, src_gpu, dst_gpu, bytes, steps, lane, weight, done_kind, done_id,
+              done_data);
 }
 
 /* Add fc's completion to the delivery group of its time, creating the group while there is
@@ -974,6 +1139,15 @@ static inline void depart(net *n, sim_engine *eng, int id, sim_time_t now)
 {
     net_flow *f = &n->flows[id];
     flow_cold *fc = &n->cold[id];
+    if (f->stepped) {
+        /* the last steps at the current rate; their gaps and all earlier ones pass now */
+        ring_gap *g = n->gap[id];
+        gap_accrue(n, id, f->remaining);
+        fc->tail = g->acc < 9.0e18 ? (sim_time_t)llround(g->acc) : SIM_TIME_MAX;
+        gap_free(g);
+        n->gap[id] = NULL;
+        f->stepped = 0;
+    }
     if (f->bneck >= 0) n->links[f->bneck].n_bneck--;
     const int *slot = flow_slots(n, id);
     const int *path = flow_path(n, id);
@@ -1305,6 +1479,7 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         memset(n->lcnt, 0, (size_t)n->cap_lc * sizeof *n->lcnt);
     }
     int m = 0; /* flows rescheduled */
+    int stepped = 0; /* some stepped flow is in the component */
     n->st.solves++;
     n->st.solved_flows += (uint64_t)nf;
 
@@ -1315,6 +1490,17 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         double r = n->rate[i];
         for (int j = n->fstart[i]; j < n->fstart[i + 1]; j++) n->used[n->flinks[j]] += r;
         int b = n->bn[i] >= 0 ? n->cl[n->bn[i]] : -1;
+        if (f->stepped) {
+            stepped = 1;
+            if (f->rate > 0) {
+                /* the steps done since t_last took the gaps of the rate and sharing until now */
+                double rem = f->remaining - f->rate * sim_time_to_s(now - f->t_last);
+                rem = rem > 0 ? rem : 0;
+                gap_accrue(n, fid, f->remaining - rem);
+                f->remaining = rem;
+                f->t_last = now;
+            }
+        }
         if (b != f->bneck) {
             if (f->bneck >= 0) n->links[f->bneck].n_bneck--;
             if (b >= 0) n->links[b].n_bneck++;
@@ -1337,6 +1523,9 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         n->rs_t[m++] = finish_at(now, ps_ceil(f->remaining / f->rate));
     }
     emit_finishes(n, m);
+    if (stepped)
+        for (int i = 0; i < nf; i++)
+            if (n->flows[n->cf[i]].stepped) gap_tight(n, n->cf[i], n->flinks + n->fstart[i]);
     for (int j = 0; j < nl; j++) note_util(n, n->used[j], n->cap[j]);
     (void)eng;
 }

@@ -67,7 +67,15 @@ sim_time_t replay_coll_time(replay_path_fn path, void *ctx, coll_op op, const in
     return sim_time_add(L < 9.2e18 ? (sim_time_t)L : SIM_TIME_MAX, sim_time_from_s(t));
 }
 
-/* One remembered contended/free ratio of a lane (cn_ratio_of). */
+/* One remembered contention-free send time of a lane (send_time_of). */
+typedef struct send_memo {
+    uint32_t to;
+    double bytes;
+    sim_time_t t;
+} send_memo;
+
+/* One remembered contended/free ratio of a lane (cn_ratio_of), CN_MEMO_WAYS per lane. */
+#define CN_MEMO_WAYS 4
 typedef struct cn_memo {
     uint32_t cost;
     double sms, hbm, r;
@@ -139,8 +147,11 @@ typedef struct rep {
     double *cn_inst_hbm;           /* per collective instance: its HBM B/s on each GPU */
     double *cn_inst_sms;           /* per collective instance: the SMs it holds on each GPU */
     double *cn_inst_phi;           /* per collective instance: its passes' share of the GPU */
-    unsigned char *cn_on;          /* per op: its collective counted in its lane's contention */
-    cn_memo *cn_memo;              /* per lane: its last two ratios (cn_ratio_of) */
+    unsigned char *cn_on;          /* per op: its collective (send) counted in its lane's (its
+                                      two lanes') contention */
+    sim_time_t *cn_send_t;         /* per send op counted: its contention-free time, its pace */
+    send_memo *send_memo;          /* per lane: its last two destinations' send times */
+    cn_memo *cn_memo;              /* per lane: its last CN_MEMO_WAYS ratios (cn_ratio_of) */
     sim_time_t *tp_steal;          /* per (cost, lane): compute lost to overlapped TP comm, -1 */
     dt_arena mem;                  /* owns every array above but those a result takes over */
 } rep;
@@ -297,14 +308,15 @@ static double sent_bytes(coll_op op, int n, double bytes)
 static double cn_ratio_of(rep *R, uint32_t cost, uint32_t lane)
 {
     if (R->cn_lvl[lane] <= 0) return 1;
-    /* A lane's op mostly alternates between two states (a ring step's sends in flight or not,
-     * one bucket's collective or not): the last two answers are kept, keyed exactly, since a
-     * contended time costs the op's GEMM shapes again (the CP ring asks twice per step). */
-    cn_memo *mo = &R->cn_memo[(size_t)lane * 2];
+    /* A lane's op mostly moves among a few states (a ring step's sends in flight or not, one
+     * bucket's collective or not; a pipeline stage's own send, its neighbour's arriving, both):
+     * the last CN_MEMO_WAYS answers are kept, keyed exactly, since a contended time costs the
+     * op's GEMM shapes again (the CP ring asks twice per step). */
+    cn_memo *mo = &R->cn_memo[(size_t)lane * CN_MEMO_WAYS];
     /* the FSDP passes beside the collectives time-share the whole GPU with the op
      * (replay_passes_share); not part of the memo's key, so applied to its answer */
     double passes = 1 - replay_passes_share(R->cn_phi[lane]);
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < CN_MEMO_WAYS; k++)
         if (mo[k].cost == cost && mo[k].sms == R->cn_sms[lane] && mo[k].hbm == R->cn_hbm[lane])
             return mo[k].r / passes;
     int gpu = R->g->lane_gpus[(size_t)lane * R->ts];
@@ -314,7 +326,7 @@ static double cn_ratio_of(rep *R, uint32_t cost, uint32_t lane)
     sim_time_t t1 = replay_contended_time(R->g, &R->g->costs[cost], sp, R->cfg->op_time,
                                           R->cfg->gemm_time, R->cn_sms[lane], R->cn_hbm[lane]);
     double r = t1 > t0 ? (double)t1 / (double)t0 : 1;
-    mo[1] = mo[0];
+    memmove(mo + 1, mo, (CN_MEMO_WAYS - 1) * sizeof *mo);
     mo[0] = (cn_memo){cost, R->cn_sms[lane], R->cn_hbm[lane], r};
     return r / passes;
 }
@@ -437,42 +449,74 @@ static double ring_block_time(const rep *R, const wl_cost *c, int gpu)
     return attn / ((double)c->ring_count * R->g->cp);
 }
 
-/* The contention-free time of one ring step's sends of cost on lane: the TP ranks send to their
- * counterparts at once, the slowest pair paces the step. */
-static sim_time_t ring_send_time(rep *R, const wl_cost *c, uint32_t lane)
+/* The contention-free time of a send of `bytes` from every member of lane `from` to its
+ * counterpart (same position) in lane `to`: they send at once, the slowest pair paces them. A
+ * pipeline send (analytic mode's duration; the pace of its contention) and one ring step's
+ * sends (cp > 1) alike. */
+static sim_time_t lanes_send_time(rep *R, uint32_t from, uint32_t to, double bytes)
 {
-    const int *gpus = &R->g->lane_gpus[(size_t)lane * R->ts];
-    const int *next = &R->g->lane_gpus[(size_t)R->g->cp_next[lane] * R->ts];
+    const int *gpus = &R->g->lane_gpus[(size_t)from * R->ts];
+    const int *next = &R->g->lane_gpus[(size_t)to * R->ts];
     sim_time_t send = 0;
     for (int k = 0; k < R->ts; k++) {
         int pair[2] = {gpus[k], next[k]};
-        sim_time_t x = comm_time(R, COLL_SENDRECV, pair, 2, c->ring_bytes, false);
+        sim_time_t x = comm_time(R, COLL_SENDRECV, pair, 2, bytes, false);
         if (x > send) send = x;
     }
     return send;
 }
 
+/* lanes_send_time of a pipeline send from lane `from`, remembered: a stage sends the same bytes
+ * to its next stage and to its previous one all step long, and each time costs every TP pair's
+ * route (a third of the 1,024-GPU GPT-3 step's instructions in analytic mode unremembered). */
+static sim_time_t send_time_of(rep *R, uint32_t from, uint32_t to, double bytes)
+{
+    send_memo *mo = &R->send_memo[(size_t)from * 2];
+    for (int k = 0; k < 2; k++)
+        if (mo[k].to == to && mo[k].bytes == bytes) return mo[k].t;
+    sim_time_t t = lanes_send_time(R, from, to, bytes);
+    mo[1] = mo[0];
+    mo[0] = (send_memo){to, bytes, t};
+    return t;
+}
+
+/* The contention-free time of one ring step's sends of cost on lane. */
+static sim_time_t ring_send_time(rep *R, const wl_cost *c, uint32_t lane)
+{
+    return lanes_send_time(R, lane, R->g->cp_next[lane], c->ring_bytes);
+}
+
+/* What NCCL send/receive kernels moving `bytes` in `t` (their contention-free time) take from
+ * the compute beside them on `gpu`: at their pace (rate = bytes / t) the channels a collective
+ * of that rate takes (replay_nccl_channels; NCCL's ncclTopoGetNchannels gives a send/receive 2
+ * channels per network peer by default, 2 per NVLink of an NVLink peer, capped by the
+ * collectives'), or options.comm_contention's "sms", and per_byte x rate of HBM
+ * (REPLAY_NCCL_SEND_HBM_PER_BYTE, _RECV_, or _P2P_ for a GPU doing both). The one rule of the
+ * CP ring's steps and the pipeline's sends. */
+static void p2p_load(const rep *R, int gpu, double bytes, sim_time_t t, double per_byte,
+                     double *sms, double *hbm)
+{
+    *sms = *hbm = 0;
+    if (t <= 0 || bytes <= 0) return;
+    double rate = bytes / sim_time_to_s(t);
+    *hbm = per_byte * rate;
+    *sms = R->cfg->contention_sms > 0 ? R->cfg->contention_sms
+                                      : replay_nccl_channels(&R->cfg->gpus[gpu], rate);
+}
+
 /* What one ring step takes from the compute beside it (contention on): the KV block goes out
  * as NCCL send/receive kernels (Transformer Engine's flash_attn_p2p_communicate: isend/irecv
- * on the CP group), which hold SMs and stream HBM like a collective's. At its contention-free
- * pace (rate = bytes / send time): the channels a collective of that rate takes
- * (replay_nccl_channels; NCCL's ncclTopoGetNchannels gives a send/receive 2 channels per
- * network peer by default, 2 per NVLink of an NVLink peer, capped by the collectives'), and
- * REPLAY_NCCL_P2P_HBM_PER_BYTE x rate of HBM. Cached per (cost, lane). */
+ * on the CP group), which hold SMs and stream HBM like a collective's: p2p_load at the step's
+ * contention-free pace, each GPU sending one block and receiving one
+ * (REPLAY_NCCL_P2P_HBM_PER_BYTE). Cached per (cost, lane). */
 static void ring_contention(rep *R, uint32_t cost, uint32_t lane, double *sms, double *hbm)
 {
     size_t slot = (size_t)cost * R->g->n_lanes + lane;
     if (R->ring_cn_sms[slot] < 0) {
         const wl_cost *c = &R->g->costs[cost];
-        sim_time_t send = ring_send_time(R, c, lane);
-        double s = 0, h = 0;
-        if (send > 0 && c->ring_bytes > 0) {
-            double rate = c->ring_bytes / sim_time_to_s(send);
-            int gpu = R->g->lane_gpus[(size_t)lane * R->ts];
-            h = REPLAY_NCCL_P2P_HBM_PER_BYTE * rate;
-            s = R->cfg->contention_sms > 0 ? R->cfg->contention_sms
-                                           : replay_nccl_channels(&R->cfg->gpus[gpu], rate);
-        }
+        double s, h;
+        p2p_load(R, R->g->lane_gpus[(size_t)lane * R->ts], c->ring_bytes,
+                 ring_send_time(R, c, lane), REPLAY_NCCL_P2P_HBM_PER_BYTE, &s, &h);
         R->ring_cn_sms[slot] = s;
         R->ring_cn_hbm[slot] = h;
     }
@@ -520,6 +564,44 @@ static sim_time_t ring_time(rep *R, uint32_t cost, uint32_t lane)
     R->ring_total[(size_t)cost * R->g->n_lanes + lane] = all < 9.2e18 ? (sim_time_t)llround(all)
                                                                       : SIM_TIME_MAX;
     return *slot;
+}
+
+/* Whether the sender's compute waits for pipeline send op id: an op of its own lane's compute
+ * stream depends on it (framework.pp_blocking_sends, or a trace that says so; the first op
+ * after it may be an expert-parallel all-to-all, which Megatron runs there). Megatron's blocking
+ * exchange (p2p_communication.py, _communicate with wait_on_reqs) makes the next compute wait
+ * for the send and for the receive posted with it, on both stages: the transfer then runs
+ * beside no compute on either GPU. */
+static bool send_blocks(const rep *R, uint32_t id)
+{
+    uint32_t lane = R->g->ops[id].lane;
+    for (uint32_t i = R->succ_start[id]; i < R->succ_start[id + 1]; i++) {
+        const wl_op *s = &R->g->ops[R->succ[i]];
+        if (s->lane == lane && s->stream == WL_STREAM_COMPUTE) return true;
+    }
+    return false;
+}
+
+/* A non-blocking pipeline send starts (sign +1) or arrives (-1), with contention on: its NCCL
+ * send kernel runs beside the sender's next compute and the receive kernel beside whatever the
+ * receiver computes meanwhile (Megatron's overlap_p2p_comm posts both with isend/irecv and waits
+ * before the compute that needs them). Each side's load follows the CP ring's rule (p2p_load) at
+ * the send's contention-free pace R->cn_send_t[id]: the sender reads what it sends
+ * (REPLAY_NCCL_SEND_HBM_PER_BYTE), the receiver writes, reads and writes it again
+ * (REPLAY_NCCL_RECV_HBM_PER_BYTE); both hold the channels. Charged to the lanes' in-flight
+ * load like a collective (cn_change), so the op running beside it is re-timed by events. */
+static void send_contention(rep *R, uint32_t id, int sign)
+{
+    const wl_op *o = &R->g->ops[id];
+    uint32_t lanes[2] = {o->lane, o->arg};
+    static const double per_byte[2] = {REPLAY_NCCL_SEND_HBM_PER_BYTE,
+                                       REPLAY_NCCL_RECV_HBM_PER_BYTE};
+    for (int k = 0; k < 2; k++) {
+        double sms, hbm;
+        p2p_load(R, R->g->lane_gpus[(size_t)lanes[k] * R->ts], o->bytes, R->cn_send_t[id],
+                 per_byte[k], &sms, &hbm);
+        cn_change(R, lanes[k], sign, sign * hbm, sign * sms, 0);
+    }
 }
 
 static double jitter_draw(rep *R, int gpu)
@@ -705,18 +787,24 @@ static void start_op(rep *R, uint32_t id)
     } else if (o->kind == WL_OP_SEND) {
         const int *src = &R->g->lane_gpus[(size_t)o->lane * R->ts];
         const int *dst = &R->g->lane_gpus[(size_t)o->arg * R->ts];
+        /* the contention-free time: analytic mode's duration, and the pace of its contention
+         * (flow mode's sharing only slows it: an upper bound, as for collectives) */
+        sim_time_t t = -1;
+        if (R->cn_lvl && o->bytes > 0 && !send_blocks(R, id)) {
+            t = send_time_of(R, o->lane, o->arg, o->bytes);
+            if (t > 0) {
+                R->cn_send_t[id] = t;
+                R->cn_on[id] = 1;
+                send_contention(R, id, +1);
+            }
+        }
         if (R->cfg->comm) {
             R->pending_send[id] = (uint32_t)R->ts;
             for (int k = 0; k < R->ts; k++)
                 R->cfg->comm->send(R->cfg->comm->ctx, src[k], dst[k], o->bytes,
                                    REPLAY_TAG(WL_COMM_PP, o->name), R->k_send_part, id);
         } else {
-            sim_time_t t = 0;
-            for (int k = 0; k < R->ts; k++) {
-                int pair[2] = {src[k], dst[k]};
-                sim_time_t x = comm_time(R, COLL_SENDRECV, pair, 2, o->bytes, false);
-                if (x > t) t = x;
-            }
+            if (t < 0) t = send_time_of(R, o->lane, o->arg, o->bytes);
             sim_schedule_in(R->eng, now, t, R->k_op_done, id, 0);
         }
     } else {
@@ -822,6 +910,11 @@ static void complete_op(rep *R, uint32_t id)
 {
     const wl_op *o = &R->g->ops[id];
     R->end[id] = sim_now(R->eng);
+    if (o->kind == WL_OP_SEND && R->cn_on && R->cn_on[id]) {
+        /* arrived: its kernels leave both GPUs before the receiver's consumer starts below */
+        R->cn_on[id] = 0;
+        send_contention(R, id, -1);
+    }
     uint32_t key = o->lane * N_STREAMS + o->stream;
     R->q_busy[key] = 0;
     R->q_head[key]++;
@@ -1165,7 +1258,8 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
         CARVE(cn_inst_phi, (size_t)g->n_colls + 1);
         CARVE(cn_phi, L);
         CARVE(cn_on, (size_t)n + 1);
-        CARVE(cn_memo, 2 * L);
+        CARVE(cn_send_t, (size_t)n + 1);
+        CARVE(cn_memo, CN_MEMO_WAYS * L);
         CARVE(tp_steal, nic + 1);
         if (R.ring_cache) {
             CARVE(ring_cn_sms, nic + 1);
@@ -1173,6 +1267,7 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
             if (R.ring_left) CARVE(ring_cdone, (size_t)n + 1);
         }
     }
+    CARVE(send_memo, 2 * L);
     if (cfg->jitter != WL_JITTER_NONE) CARVE(rng, (size_t)g->n_gpus);
     int rc = kept_oom ? dt_error_set(err, DT_ENOMEM, NULL, NULL, "replay: out of memory") : DT_OK;
     if (!rc) rc = dt_arena_check(&setup, "replay", err);
@@ -1234,7 +1329,9 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     for (size_t i = 0; R.ring_cache && i < nic; i++) R.ring_cache[i] = -1;
     for (size_t i = 0; R.cn_cur && i < L; i++) R.cn_cur[i] = CN_NONE;
     for (size_t i = 0; R.tp_steal && i < nic; i++) R.tp_steal[i] = -1;
-    for (size_t i = 0; R.cn_memo && i < 2 * L; i++) R.cn_memo[i] = (cn_memo){.cost = UINT32_MAX};
+    for (size_t i = 0; R.cn_memo && i < CN_MEMO_WAYS * L; i++)
+        R.cn_memo[i] = (cn_memo){.cost = UINT32_MAX};
+    for (size_t i = 0; R.send_memo && i < 2 * L; i++) R.send_memo[i] = (send_memo){.to = UINT32_MAX};
     for (size_t i = 0; R.ring_cn_sms && i < nic; i++) R.ring_cn_sms[i] = -1;
     for (int i = 0; R.rng && i < g->n_gpus; i++) {
         char name[48];

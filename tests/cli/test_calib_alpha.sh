@@ -22,26 +22,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # gen A B E FILE: an nccl-tests sendrecv table, 64 KiB .. 2 MiB, times (A + S B)(1 +- E) in us
 gen() {
-  python3 - "$@" <<'PY'
-import sys
-a, b, e, out = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-rows, bws = [], []
-for i in range(6):
-    s = 65536 << i
-    cells = []
-    for t in ((a + b * s) * (1 + e), (a + b * s) * (1 - e)):
-        us = "%.2f" % (t * 1e6)
-        bw = "%.2f" % (s / float(us) / 1e3)   # algbw = busbw for sendrecv, GB/s
-        cells.append((us, bw))
-        bws.append(float(bw))
-    rows.append("%12d  %12d     float     sum      -1  %7s  %6s  %6s      0  %7s  %6s  %6s    N/A"
-                % (s, s // 4, cells[0][0], cells[0][1], cells[0][1], cells[1][0], cells[1][1], cells[1][1]))
-with open(out, "w") as f:
-    f.write("#\n#%62sout-of-place%23sin-place\n" % ("", ""))
-    f.write("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n")
-    f.write("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n")
-    f.write("\n".join(rows) + "\n# Out of bounds values : 0 OK\n# Avg bus bandwidth    : %.3f\n#\n" % (sum(bws) / len(bws)))
-PY
+  python3 "$SRC/tests/cli/nccl_log.py" "$4" sendrecv 1 "$1" "$2" "$3" 0 65536 131072 262144 524288 1048576 2097152
 }
 
 # ---- a positive latency: the free fit

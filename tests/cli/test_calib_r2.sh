@@ -18,32 +18,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# gen OP FACTOR D FILE: an nccl-tests table at 1..4 MiB, medians (a + S b)(1 + q d), +-1 % pairs;
-# FACTOR is busbw/algbw (sendrecv 1, all-reduce over 4 ranks 1.5)
+# gen OP FACTOR D FILE: an nccl-tests table at 1..4 MiB, medians (a + S b)(1 + q d) with a = 10 us,
+# b = 2e-10 s/B, q = (+1, -1, -1, +1), +-1 % pairs; FACTOR is busbw/algbw (sendrecv 1, all-reduce
+# over 4 ranks 1.5)
 gen() {
-  python3 - "$@" <<'PY'
-import sys
-op, factor, d, out = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-a, b, e, q = 10e-6, 2e-10, 0.01, (1, -1, -1, 1)
-rows, bws = [], []
-for i in range(4):
-    s = 1048576 * (i + 1)
-    m = (a + b * s) * (1 + q[i] * d)
-    cells = []
-    for t in (m * (1 + e), m * (1 - e)):
-        us = "%.2f" % (t * 1e6)
-        alg = "%.2f" % (s / float(us) / 1e3)
-        bus = "%.2f" % (float(alg) * factor)
-        cells.append((us, alg, bus))
-        bws.append(float(bus))
-    rows.append("%12d  %12d     float     sum      -1  %7s  %6s  %6s      0  %7s  %6s  %6s      0"
-                % (s, s // 4, *cells[0], *cells[1]))
-with open(out, "w") as f:
-    f.write("# Collective test starting: %s_perf\n#\n" % op)
-    f.write("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n")
-    f.write("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n")
-    f.write("\n".join(rows) + "\n# Out of bounds values : 0 OK\n# Avg bus bandwidth    : %.3f\n#\n" % (sum(bws) / len(bws)))
-PY
+  python3 "$SRC/tests/cli/nccl_log.py" "$4" "$1" "$2" 10e-6 2e-10 0.01 "$3" 1048576 2097152 3145728 4194304
 }
 cal() { "$DTSIM" calibrate --fit-range 1MiB:4MiB --out "$@"; }
 coll() { "$DTSIM" collective --topology gen:switch:gpus=4 --size 1MiB "$@"; }

@@ -14,6 +14,8 @@
  * (a picosecond per step from the step model), and under contention a shared link split as
  * hand-computed (two all-reduces on the same GPUs; a send on one ring's NIC), the step model
  * earlier by at most the ring's latency term where other traffic fills its per-step gaps.
+ * A ring with one slow edge and another edge of larger latency: steps, fluid and the analytic
+ * time all take 2(n-1) x max over edges of (alpha_e + c / B_e) (slow_edge_and_long_edge).
  * Leaves free: how the fluid model differs from the step model under partial contention
  * (documented in docs/collectives.md, not a fixed number). */
 #include <math.h>
@@ -466,7 +468,10 @@ START_TEST(rings_per_rail_contention)
      *     shares GPU 0's NIC (and GPU 8's) with ring 1's host crossing, the only ring that
      *     crosses there, and gets half of it (ring 1's 4 lane flows weigh one flow). Fluid:
      *     ring 1 runs at 25 GB/s throughout (its edges move in lockstep) and paces the
-     *     collective, closed form + b / 50 GB/s; the send ends at a_out + 2 b / 50 GB/s.
+     *     collective; each of its steps lasts as long as the edge held to that rate, the
+     *     crossing at GPU 0's NIC (a_out + c / 25 GB/s: its other edges, the wrap-around one
+     *     of latency a_x included, are done sooner), so it ends at steps x a_out + 2b / 50 GB/s;
+     *     the send ends at a_out + 2 b / 50 GB/s.
      *     The step model differs as docs/collectives.md says (reason 2): the send fills ring 1's
      *     per-step gaps at 50 GB/s, so the NIC carries 2b at full rate without a pause and the
      *     ring ends at a_out + 2b / 50 GB/s, its latency hidden under the send; the fluid ring
@@ -493,7 +498,7 @@ START_TEST(rings_per_rail_contention)
     }
     /* (2) */
     rails_with(t, COLL_RING_AUTO, 2, S, b, fl, &flows);
-    ck_assert_rel(fl[0], steps * a_x + bwt + b / b_out, 1e-6);
+    ck_assert_rel(fl[0], steps * a_out + bwt + b / b_out, 1e-6);
     ck_assert_rel(fl[1], a_out + 2 * b / b_out, 1e-6);
     rails_with(t, COLL_RING_STEPS, 2, S, b, st, &flows);
     ck_assert_rel(st[0], a_out + 2 * b / b_out, 1e-6);
@@ -501,6 +506,76 @@ START_TEST(rings_per_rail_contention)
     ck_assert_double_ge(fl[0] - st[0], 0);
     ck_assert_double_le(fl[1] - st[1], steps * a_x);
     ck_assert_double_ge(fl[1] - st[1], 0);
+    topo_destroy(t);
+}
+END_TEST
+
+/* The link from GPU a to GPU b of a generated ring topology (the direct one). */
+static int ring_link(const topo *t, int a, int b)
+{
+    for (int l = 0; l < t->n_links; l++)
+        if (t->links[l].src == t->gpu_node[a] && t->links[l].dst == t->gpu_node[b]) return l;
+    ck_abort_msg("no link %d -> %d", a, b);
+    return -1;
+}
+
+START_TEST(slow_edge_and_long_edge)
+{
+    /* A ring of 8 GPUs (100 GB/s, 1 us per link) where edge 2 -> 3 runs at 50 GB/s and edge
+     * 5 -> 6 has 3 us of latency: different edges. One chunk, no reductions, every edge alone
+     * on its link. A step of the step model lasts max over edges of (alpha_e + c / B_e), c =
+     * S/n: rank e's step s starts once its neighbours' steps s-1 are done, so no edge runs
+     * ahead by more than a step and the slowest edge's steps add up; the all-reduce takes
+     * 2(n-1) x max(1 us + c / 50 GB/s, 3 us + c / 100 GB/s). The fluid ring and the analytic
+     * time must give the same (each step's gap charged per step, net_send_ring_steps), where
+     * charging every step the largest latency, 3 us, gave 2(n-1) x (3 us + c / 50 GB/s).
+     * Two sizes: c = 1 MiB, where the slow edge paces every step (the old charge was 28 us, 9 %
+     * too long), and c = 64 KiB, where the long edge does (3.655 us a step against 3 + 1.31). */
+    int n = 8, steps = 2 * (n - 1);
+    topo *t = ring_topo(n);
+    t->links[ring_link(t, 2, 3)].bandwidth = 50e9;
+    t->links[ring_link(t, 5, 6)].latency = 3 * SIM_US;
+    double al_s, bw_s, al_l, bw_l;
+    path(t, 2, 3, &al_s, &bw_s);
+    path(t, 5, 6, &al_l, &bw_l);
+    ck_assert_double_eq(bw_s, 50e9);
+    ck_assert_double_eq(bw_l, 100e9);
+    ck_assert_rel(al_s, 1e-6, 1e-12);
+    ck_assert_rel(al_l, 3e-6, 1e-12);
+    const double sizes[2] = {8.0 * 1048576, 8.0 * 65536};
+    for (int i = 0; i < 2; i++) {
+        double S = sizes[i], c = S / n;
+        double step = fmax(al_s + c / bw_s, al_l + c / bw_l);
+        double cf = steps * step;
+        coll_result st = run(t, COLL_ALLREDUCE, NULL, n, S, 0, 1e18, COLL_RING_STEPS);
+        coll_result fl = run(t, COLL_ALLREDUCE, NULL, n, S, 0, 1e18, COLL_RING_FLUID);
+        ck_assert_int_eq(st.ring_model, COLL_RING_STEPS);
+        ck_assert_int_eq(fl.ring_model, COLL_RING_FLUID);
+        ck_assert_rel(secs(st), cf, 1e-9);
+        ck_assert_rel(secs(fl), cf, 1e-9);
+        ck_assert_msg(llabs((long long)(fl.time - st.time)) <= steps, "fluid %lld ps, steps %lld ps",
+                      (long long)fl.time, (long long)st.time);
+        /* what the largest-latency charge gave */
+        double old = steps * (al_l + c / bw_s);
+        ck_assert_rel(old - secs(fl), steps * (al_l + c / bw_s - step), 1e-6);
+        ck_assert_double_gt(old - secs(fl), (i == 0 ? 0.08 : 0.15) * secs(fl));
+        /* the analytic time charges the same */
+        int g[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+        coll_spec spec = {.op = COLL_ALLREDUCE, .algo = COLL_RING, .group = g, .n = n, .bytes = S,
+                          .elem_bytes = 2};
+        coll_config cc = {.reduce_bw = 0, .chunk_bytes = 1e18, .ring_model = COLL_RING_FLUID};
+        sim_engine *e = sim_engine_create();
+        net *nn = net_create(t, e, NULL);
+        coll_analytic *A = coll_analytic_create(nn, t, &cc);
+        sim_time_t at;
+        dt_error err;
+        dt_error_clear(&err);
+        ck_assert_int_eq(coll_analytic_time(A, &spec, &at, NULL, &err), DT_OK);
+        ck_assert_rel(sim_time_to_s(at), cf, 1e-9);
+        coll_analytic_destroy(A);
+        net_destroy(nn);
+        sim_engine_destroy(e);
+    }
     topo_destroy(t);
 }
 END_TEST
@@ -520,6 +595,7 @@ int main(void)
     tcase_add_test(tc, exact_where_steps_agree);
     tcase_add_test(tc, auto_rings_per_rail_fluid);
     tcase_add_test(tc, rings_per_rail_contention);
+    tcase_add_test(tc, slow_edge_and_long_edge);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);
 }

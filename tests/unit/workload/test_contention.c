@@ -14,11 +14,22 @@
  *   16 SMs) lasts 1 ms + 0.5 ms x 16/132, its all-gather (copy engines, 1 SM) 1 ms + 0.5/132;
  *   a reduce-scatter run as the split pipeline (4 chunks) leaves a quarter of it after the GEMM;
  * - replay_nccl_sms: 16 on A100 (300 GB/s), 24 on H100, 48 on B200; replay_nccl_channels: 2 for
- *   a 12 GB/s NIC, 4 at 48 GB/s, 24 at H100 NVLink's 360 GB/s and no more beyond, 16 on A100.
- * Leaves free: the flow network (analytic path costs here), the scenario plumbing (cli tests). */
+ *   a 12 GB/s NIC, 4 at 48 GB/s, 24 at H100 NVLink's 360 GB/s and no more beyond, 16 on A100;
+ * - a pipeline send of 0.5 ms (50 MB at 100 GB/s) from stage 0 after its first 1 ms op, not
+ *   waited for: stage 0's next op, a 1 ms GEMM, ends at 2 ms + 0.5 ms x 7/132 (the send's 7
+ *   channels), a 1 ms memory-bound op at 2 ms + 0.5 ms x 0.1/2.68 (the send reads its 100 GB/s
+ *   once); stage 1's 2 ms op running while it arrives at 2 ms + 0.5 ms x 7/132 (GEMM) or
+ *   2 ms + 0.5 ms x 0.3/2.68 (memory-bound: the receive writes, reads and writes 100 GB/s);
+ *   the same in flow mode (a trace on a 100 GB/s switch); a send the sender's next op waits
+ *   for (pp_blocking_sends) slows nothing: 2.5 ms and 2 ms, nor one that a collective on the
+ *   compute stream waits for (Megatron's MoE backward opens with one); contention off, 2 ms.
+ * Leaves free: the scenario plumbing (cli tests), the flow network beyond one uncontended send. */
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dtsim/replay.h"
+#include "dtsim/run.h"
 #include "dtsim/workload.h"
 #include "testutil.h"
 
@@ -209,6 +220,200 @@ START_TEST(nccl_sms_per_gpu)
 }
 END_TEST
 
+/* Two pipeline stages of one H100 each. Stage 0 computes a 1 ms GEMM, then sends `bytes` to
+ * stage 1 (PP stream) and computes `next`, after the send too when `blocking`; stage 1 computes
+ * `recv_side` from time 0 (none when NULL). Returns the ends (ms) of `next` and of `recv_side`. */
+static void two_stages(const wl_cost *next, const wl_cost *recv_side, double bytes, bool blocking,
+                       bool contention, double *next_ms, double *recv_ms)
+{
+    wl_graph *g = wl_graph_create(2, 2, 1);
+    g->lane_gpus[0] = 0;
+    g->lane_gpus[1] = 1;
+    wl_cost a = gemm_1ms();
+    uint16_t nm = (uint16_t)wl_graph_name(g, "op");
+    wl_op o = {.lane = 0, .kind = WL_OP_COMPUTE, .stream = WL_STREAM_COMPUTE, .mb = -1,
+               .layer = -1, .arg = wl_graph_cost(g, &a), .name = nm};
+    uint32_t first = wl_graph_op(g, &o, NULL, 0);
+    wl_op snd = {.lane = 0, .kind = WL_OP_SEND, .stream = WL_STREAM_PP, .mb = -1, .layer = -1,
+                 .arg = 1, .bytes = bytes, .name = nm};
+    uint32_t send = wl_graph_op(g, &snd, &first, 1);
+    o.arg = wl_graph_cost(g, next);
+    uint32_t deps[2] = {first, send};
+    uint32_t n_op = wl_graph_op(g, &o, deps, blocking ? 2 : 1);
+    uint32_t r_op = UINT32_MAX;
+    if (recv_side) {
+        wl_op r = {.lane = 1, .kind = WL_OP_COMPUTE, .stream = WL_STREAM_COMPUTE, .mb = -1,
+                   .layer = -1, .arg = wl_graph_cost(g, recv_side), .name = nm};
+        r_op = wl_graph_op(g, &r, NULL, 0);
+    }
+    gpu_spec sp[2] = {h100(), h100()};
+    replay_config cfg = {.n_gpus = 2, .gpus = sp, .path = uni_path, .record = true,
+                         .contention = contention};
+    replay_result res;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(replay_run(g, &cfg, &res, &e), DT_OK);
+    ck_assert_int_eq(res.compute + res.comm_exposed + res.bubble + res.straggler_wait,
+                     res.step_time);
+    /* the send itself: 0.5 ms after the first op, whatever it slows */
+    ck_assert_rel(sim_time_to_s(res.op_end[send]) * 1e3, 1.0 + bytes / 100e9 * 1e3, 1e-9);
+    *next_ms = sim_time_to_s(res.op_end[n_op]) * 1e3;
+    *recv_ms = recv_side ? sim_time_to_s(res.op_end[r_op]) * 1e3 : 0;
+    replay_result_free(&res);
+    wl_graph_destroy(g);
+}
+
+/* A 2 ms op of kind like: GEMM or memory-bound. */
+static wl_cost twice(wl_cost c)
+{
+    for (int k = 0; k < GPU_OP_CLASS_COUNT; k++) {
+        c.flops[k] *= 2;
+        c.bytes[k] *= 2;
+    }
+    return c;
+}
+
+/* 1 ms of HBM traffic at 0.8 x 3.35 TB/s = 2.68 TB/s */
+static wl_cost hbm_1ms(void)
+{
+    wl_cost c = {0};
+    c.bytes[GPU_OP_ELEMENTWISE] = 1e-3 * 3.35e12 * 0.8;
+    return c;
+}
+
+#define SEND_BYTES 50e6 /* 0.5 ms at 100 GB/s: 100 GB/s per GPU, 7 NCCL channels */
+
+START_TEST(pipeline_send_slows_both_stages)
+{
+    wl_cost gm = gemm_1ms(), hb = hbm_1ms(), gm2 = twice(gm), hb2 = twice(hb);
+    double nx, rv;
+    /* SMs: the send's 7 channels on both GPUs while it is in flight, [1, 1.5] ms */
+    two_stages(&gm, &gm2, SEND_BYTES, false, true, &nx, &rv);
+    ck_assert_rel(nx, 2.0 + 0.5 * 7.0 / 132.0, 1e-9);
+    ck_assert_rel(rv, 2.0 + 0.5 * 7.0 / 132.0, 1e-9);
+    /* HBM: the sender reads 100 GB/s, the receiver writes, reads and writes 300 GB/s */
+    two_stages(&hb, &hb2, SEND_BYTES, false, true, &nx, &rv);
+    ck_assert_rel(nx, 2.0 + 0.5 * 0.1 / 2.68, 1e-9);
+    ck_assert_rel(rv, 2.0 + 0.5 * 0.3 / 2.68, 1e-9);
+    /* contention off: free */
+    two_stages(&gm, &gm2, SEND_BYTES, false, false, &nx, &rv);
+    ck_assert_rel(nx, 2.0, 1e-9);
+    ck_assert_rel(rv, 2.0, 1e-9);
+}
+END_TEST
+
+START_TEST(blocking_send_slows_nothing)
+{
+    /* stage 0's next op waits for the send (Megatron's blocking exchange): it runs alone after
+     * it, and the receiver, inside its own exchange in Megatron, is not charged either */
+    wl_cost gm = gemm_1ms(), gm2 = twice(gm), hb = hbm_1ms(), hb2 = twice(hb);
+    double nx, rv;
+    two_stages(&gm, &gm2, SEND_BYTES, true, true, &nx, &rv);
+    ck_assert_rel(nx, 2.5, 1e-9);
+    ck_assert_rel(rv, 2.0, 1e-9);
+    two_stages(&hb, &hb2, SEND_BYTES, true, true, &nx, &rv);
+    ck_assert_rel(nx, 2.5, 1e-9);
+    ck_assert_rel(rv, 2.0, 1e-9);
+}
+END_TEST
+
+/* A send that only an op on the compute stream other than a compute op waits for blocks too:
+ * Megatron's MoE backward opens with an all-to-all there (wl_schedule's split MoE layer). Here a
+ * collective of stage 0 alone (no time) on its compute stream waits for the send, and stage 1's
+ * 2 ms GEMM running while the bytes arrive is not slowed. */
+START_TEST(blocking_send_before_compute_stream_collective)
+{
+    wl_graph *g = wl_graph_create(2, 2, 1);
+    g->lane_gpus[0] = 0;
+    g->lane_gpus[1] = 1;
+    wl_cost a = gemm_1ms(), b = twice(gemm_1ms());
+    uint16_t nm = (uint16_t)wl_graph_name(g, "op");
+    wl_op o = {.lane = 0, .kind = WL_OP_COMPUTE, .stream = WL_STREAM_COMPUTE, .mb = -1,
+               .layer = -1, .arg = wl_graph_cost(g, &a), .name = nm};
+    uint32_t first = wl_graph_op(g, &o, NULL, 0);
+    wl_op snd = {.lane = 0, .kind = WL_OP_SEND, .stream = WL_STREAM_PP, .mb = -1, .layer = -1,
+                 .arg = 1, .bytes = SEND_BYTES, .name = nm};
+    uint32_t send = wl_graph_op(g, &snd, &first, 1);
+    wl_op a2a = {.lane = 0, .kind = WL_OP_COLL, .stream = WL_STREAM_COMPUTE, .mb = -1,
+                 .layer = -1, .arg = wl_graph_coll(g, COLL_ALLTOALL, 1e6), .name = nm};
+    wl_graph_op(g, &a2a, &send, 1);
+    wl_op r = {.lane = 1, .kind = WL_OP_COMPUTE, .stream = WL_STREAM_COMPUTE, .mb = -1,
+               .layer = -1, .arg = wl_graph_cost(g, &b), .name = nm};
+    uint32_t r_op = wl_graph_op(g, &r, NULL, 0);
+    gpu_spec sp[2] = {h100(), h100()};
+    replay_config cfg = {.n_gpus = 2, .gpus = sp, .path = uni_path, .record = true,
+                         .contention = true};
+    replay_result res;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(replay_run(g, &cfg, &res, &e), DT_OK);
+    ck_assert_rel(sim_time_to_s(res.op_end[r_op]) * 1e3, 2.0, 1e-9);
+    replay_result_free(&res);
+    wl_graph_destroy(g);
+}
+END_TEST
+
+/* The same two stages as a trace on two H100s under one 100 GB/s switch without latency, in
+ * `network` mode: GPU 0's 1 ms GEMM, its 50 MB send to GPU 1 after it and, when `sender`, a
+ * 1 ms memory-bound op after the GEMM (and after the send when `blocking`); otherwise GPU 1's
+ * 2 ms memory-bound op from time 0 (and, when `blocking`, a GPU 0 op of no work waiting for the
+ * send, which makes it a blocking one). Returns the step time in ms: the slowed op's end. */
+static double trace_step_ms(const char *network, bool sender, bool blocking)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"format\": \"dtsim-trace\", \"version\": 1, \"gpus\": 2,"
+             " \"environment\": {\"network\": \"%s\"},"
+             " \"costs\": [{\"flops\": {\"matmul\": %.17g}},"
+             "  {\"bytes\": {\"elementwise\": %.17g}}, {\"bytes\": {\"elementwise\": %.17g}}],"
+             " \"ops\": ["
+             "  {\"gpu\": 0, \"kind\": \"compute\", \"cost\": 0},"
+             "  {\"gpu\": 0, \"kind\": \"send\", \"to\": 1, \"bytes\": %.17g, \"deps\": [0]},"
+             "  %s ]}",
+             network, 1e-3 * 989.5e12 * 0.7, 1e-3 * 3.35e12 * 0.8, 2e-3 * 3.35e12 * 0.8,
+             SEND_BYTES,
+             sender ? (blocking ? "{\"gpu\": 0, \"kind\": \"compute\", \"cost\": 1, \"deps\": [0, 1]}"
+                                : "{\"gpu\": 0, \"kind\": \"compute\", \"cost\": 1, \"deps\": [0]}")
+                    : (blocking ? "{\"gpu\": 1, \"kind\": \"compute\", \"cost\": 2},"
+                                  " {\"gpu\": 0, \"kind\": \"compute\", \"duration\": 0, \"deps\": [1]}"
+                                : "{\"gpu\": 1, \"kind\": \"compute\", \"cost\": 2}"));
+    char trace[256], topof[256];
+    snprintf(trace, sizeof trace, "/tmp/dtsim_test_ppsend_%ld.json", (long)getpid());
+    snprintf(topof, sizeof topof, "/tmp/dtsim_test_ppsend_topo_%ld.json", (long)getpid());
+    FILE *f = fopen(trace, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+    f = fopen(topof, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"generator\": \"switch\", \"gpus\": 2, \"bandwidth\": \"100 GB/s\","
+          " \"latency\": \"0 s\", \"switch_latency\": \"0 s\", \"gpu\": \"H100-SXM\"}", f);
+    fclose(f);
+    run_options opt = {0};
+    run_result r;
+    dt_error e;
+    dt_error_clear(&e);
+    int rc = run_trace_file(trace, topof, &opt, &r, &e);
+    ck_assert_msg(rc == DT_OK, "%s: %s: %s", e.file, e.path, e.msg);
+    double t = r.step_time_s * 1e3;
+    run_result_free(&r);
+    remove(trace);
+    remove(topof);
+    return t;
+}
+
+START_TEST(pipeline_send_both_modes)
+{
+    static const char *const modes[2] = {"analytic", "flow"};
+    for (int m = 0; m < 2; m++) {
+        ck_assert_rel(trace_step_ms(modes[m], true, false), 2.0 + 0.5 * 0.1 / 2.68, 1e-9);
+        ck_assert_rel(trace_step_ms(modes[m], false, false), 2.0 + 0.5 * 0.3 / 2.68, 1e-9);
+        ck_assert_rel(trace_step_ms(modes[m], true, true), 2.5, 1e-9);
+        ck_assert_rel(trace_step_ms(modes[m], false, true), 2.0, 1e-9);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("contention");
@@ -218,6 +423,10 @@ int main(void)
     tcase_add_test(t, tp_overlap_userbuffers);
     tcase_add_test(t, tp_overlap_drain);
     tcase_add_test(t, nccl_sms_per_gpu);
+    tcase_add_test(t, pipeline_send_slows_both_stages);
+    tcase_add_test(t, blocking_send_slows_nothing);
+    tcase_add_test(t, blocking_send_before_compute_stream_collective);
+    tcase_add_test(t, pipeline_send_both_modes);
     suite_add_tcase(s, t);
     return dt_run_suite(s);
 }
