@@ -32,6 +32,8 @@
 #include "dtsim/run.h"
 #include "dtsim/workload.h"
 #include "testutil.h"
+#define WL_TESTUTIL_NO_FIXTURE
+#include "wl_testutil.h"
 
 static void uni_path(void *ctx, int a, int b, double *bw, sim_time_t *lat)
 {
@@ -377,28 +379,11 @@ static double trace_step_ms(const char *network, bool sender, bool blocking)
                     : (blocking ? "{\"gpu\": 1, \"kind\": \"compute\", \"cost\": 2},"
                                   " {\"gpu\": 0, \"kind\": \"compute\", \"duration\": 0, \"deps\": [1]}"
                                 : "{\"gpu\": 1, \"kind\": \"compute\", \"cost\": 2}"));
-    char trace[256], topof[256];
-    snprintf(trace, sizeof trace, "/tmp/dtsim_test_ppsend_%ld.json", (long)getpid());
-    snprintf(topof, sizeof topof, "/tmp/dtsim_test_ppsend_topo_%ld.json", (long)getpid());
-    FILE *f = fopen(trace, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
-    f = fopen(topof, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs("{\"generator\": \"switch\", \"gpus\": 2, \"bandwidth\": \"100 GB/s\","
-          " \"latency\": \"0 s\", \"switch_latency\": \"0 s\", \"gpu\": \"H100-SXM\"}", f);
-    fclose(f);
-    run_options opt = {0};
-    run_result r;
-    dt_error e;
-    dt_error_clear(&e);
-    int rc = run_trace_file(trace, topof, &opt, &r, &e);
-    ck_assert_msg(rc == DT_OK, "%s: %s: %s", e.file, e.path, e.msg);
+    run_result r = run_trace_text(text, "{\"generator\": \"switch\", \"gpus\": 2, \"bandwidth\":"
+                                        " \"100 GB/s\", \"latency\": \"0 s\", \"switch_latency\":"
+                                        " \"0 s\", \"gpu\": \"H100-SXM\"}");
     double t = r.step_time_s * 1e3;
     run_result_free(&r);
-    remove(trace);
-    remove(topof);
     return t;
 }
 

@@ -15,8 +15,10 @@
 #include "dtsim/run.h"
 #include "dtsim/workload.h"
 #include "testutil.h"
+#define WL_TESTUTIL_NO_FIXTURE
+#include "wl_testutil.h"
 
-static int run_text(const char *text, run_result *r, dt_error *e)
+static int try_run_text(const char *text, run_result *r, dt_error *e)
 {
     cJSON *j;
     dt_error_clear(e);
@@ -37,7 +39,7 @@ static void bad(const char *text, const char *path, const char *needle)
 {
     run_result r;
     dt_error e;
-    int rc = run_text(text, &r, &e);
+    int rc = try_run_text(text, &r, &e);
     ck_assert_msg(rc == DT_EINPUT, "accepted: %s", text);
     ck_assert_msg(!strcmp(e.path, path), "path '%s', expected '%s' (%s)", e.path, path, e.msg);
     ck_assert_msg(strstr(e.msg, needle) != NULL, "message '%s' lacks '%s'", e.msg, needle);
@@ -158,33 +160,21 @@ START_TEST(hand_written_trace)
         "  {\"gpu\": 0, \"kind\": \"collective\", \"collective\": 0},"
         "  {\"gpu\": 1, \"kind\": \"collective\", \"collective\": 0, \"deps\": [2]}"
         " ]}";
-    char *trace = tmpname("hand"), *topof = tmpname("htopo");
-    FILE *f = fopen(trace, "w");
-    fputs(text, f);
-    fclose(f);
-    f = fopen(topof, "w");
-    fputs("{\"generator\": \"dgx\", \"nodes\": 1, \"gpus_per_node\": 2, \"nvlink_latency\": "
-          "\"1 ns\"}", f);
-    fclose(f);
-    run_options opt = {0};
-    run_result r;
-    dt_error e;
-    dt_error_clear(&e);
-    int rc = run_trace_file(trace, topof, &opt, &r, &e);
-    ck_assert_msg(rc == DT_OK, "%s: %s: %s", e.file, e.path, e.msg);
+    const char *topo_json = "{\"generator\": \"dgx\", \"nodes\": 1, \"gpus_per_node\": 2,"
+                       " \"nvlink_latency\": \"1 ns\"}";
+    run_result r = run_trace_text(text, topo_json);
     /* GPU 1: 3 ms compute, then (stream order) the 1 ms op whose send arrived at 2 ms + 1 ns:
      * 4 ms. The all-reduce starts when GPU 1 reaches it at 3 ms (GPU 0 waited 3 ms). */
     ck_assert_rel(r.step_time_s, 4e-3, 1e-12);
-    remove(trace);
+    run_result_free(&r);
     /* a dep on a missing op names its path */
-    f = fopen(trace, "w");
-    fputs("{\"format\": \"dtsim-trace\", \"version\": 1, \"gpus\": 1, \"ops\": ["
-          "{\"gpu\": 0, \"kind\": \"compute\", \"duration\": 1, \"deps\": [4]}]}", f);
-    fclose(f);
-    ck_assert_int_eq(run_trace_file(trace, topof, &opt, &r, &e), DT_EINPUT);
+    dt_error e;
+    ck_assert_int_eq(try_trace_text("{\"format\": \"dtsim-trace\", \"version\": 1, \"gpus\": 1,"
+                                    " \"ops\": [{\"gpu\": 0, \"kind\": \"compute\", \"duration\": 1,"
+                                    " \"deps\": [4]}]}",
+                                    topo_json, &r, &e),
+                     DT_EINPUT);
     ck_assert_str_eq(e.path, "ops[0].deps[0]");
-    remove(trace);
-    remove(topof);
 }
 END_TEST
 

@@ -1,11 +1,14 @@
 /* wl_testutil.h - helpers of the workload room's Check suites: a scenario from JSON text, run
- * whole (run_text) or parsed and resolved for a GPU count (the fixture: load, try_load, unload
+ * whole (run_text), a trace and its topology from JSON text (try_trace_text, run_trace_text), or
+ * parsed and resolved for a GPU count (the fixture: load, try_load, unload
  * on the file-level `sc` and `sc_json`; load_refused for bad input). A suite that only runs
  * scenarios defines WL_TESTUTIL_NO_FIXTURE before including this. */
 #ifndef DTSIM_WL_TESTUTIL_H
 #define DTSIM_WL_TESTUTIL_H
 
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dtsim/run.h"
 #include "dtsim/workload.h"
@@ -23,6 +26,38 @@ static inline run_result run_text(const char *text)
     int rc = run_scenario(j, "s.json", ".", &opt, &r, &e);
     ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
     cJSON_Delete(j);
+    return r;
+}
+
+/* One step of the trace `trace` on the topology `topo_text`, both JSON text, written to files under
+ * /tmp for run_trace_file and removed after; returns its status (r is filled on DT_OK). */
+static inline int try_trace_text(const char *trace, const char *topo_text, run_result *r, dt_error *e)
+{
+    char tf[256], pf[256];
+    snprintf(tf, sizeof tf, "/tmp/dtsim_test_trace_%ld.json", (long)getpid());
+    snprintf(pf, sizeof pf, "/tmp/dtsim_test_trace_topo_%ld.json", (long)getpid());
+    const char *files[2] = {tf, pf}, *texts[2] = {trace, topo_text};
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(files[i], "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(texts[i], f);
+        ck_assert_int_eq(fclose(f), 0);
+    }
+    run_options opt = {0};
+    dt_error_clear(e);
+    int rc = run_trace_file(tf, pf, &opt, r, e);
+    remove(tf);
+    remove(pf);
+    return rc;
+}
+
+/* The same, which must succeed. */
+static inline run_result run_trace_text(const char *trace, const char *topo_text)
+{
+    run_result r;
+    dt_error e;
+    int rc = try_trace_text(trace, topo_text, &r, &e);
+    ck_assert_msg(rc == DT_OK, "%s: %s: %s", e.file, e.path, e.msg);
     return r;
 }
 
