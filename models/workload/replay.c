@@ -518,22 +518,29 @@ static sim_time_t ring_send_time(rep *R, const wl_cost *c, uint32_t lane)
     return lanes_send_time(R, lane, R->g->cp_next[lane], c->ring_bytes);
 }
 
+/* What NCCL kernels sending `rate` B/s per GPU take from the compute beside them on `gpu`: the
+ * channels a collective of that pace takes (replay_nccl_channels), or options.comm_contention's
+ * "sms", and per_byte x rate of HBM. The one rule of collectives, the CP ring's steps and the
+ * pipeline's sends. */
+static void nccl_load(const rep *R, int gpu, double rate, double per_byte, double *sms,
+                      double *hbm)
+{
+    *hbm = per_byte * rate;
+    *sms = R->cfg->contention_sms > 0 ? R->cfg->contention_sms
+                                      : replay_nccl_channels(&R->cfg->gpus[gpu], rate);
+}
+
 /* What NCCL send/receive kernels moving `bytes` in `t` (their contention-free time) take from
- * the compute beside them on `gpu`: at their pace (rate = bytes / t) the channels a collective
- * of that rate takes (replay_nccl_channels; NCCL's ncclTopoGetNchannels gives a send/receive 2
- * channels per network peer by default, 2 per NVLink of an NVLink peer, capped by the
- * collectives'), or options.comm_contention's "sms", and per_byte x rate of HBM
- * (REPLAY_NCCL_SEND_HBM_PER_BYTE, _RECV_, or _P2P_ for a GPU doing both). The one rule of the
- * CP ring's steps and the pipeline's sends. */
+ * the compute beside them on `gpu`: nccl_load at their pace, rate = bytes / t (NCCL's
+ * ncclTopoGetNchannels gives a send/receive 2 channels per network peer by default, 2 per NVLink
+ * of an NVLink peer, capped by the collectives'), with REPLAY_NCCL_SEND_HBM_PER_BYTE, _RECV_, or
+ * _P2P_ for a GPU doing both; nothing for an empty or instant transfer. */
 static void p2p_load(const rep *R, int gpu, double bytes, sim_time_t t, double per_byte,
                      double *sms, double *hbm)
 {
     *sms = *hbm = 0;
     if (t <= 0 || bytes <= 0) return;
-    double rate = bytes / sim_time_to_s(t);
-    *hbm = per_byte * rate;
-    *sms = R->cfg->contention_sms > 0 ? R->cfg->contention_sms
-                                      : replay_nccl_channels(&R->cfg->gpus[gpu], rate);
+    nccl_load(R, gpu, bytes / sim_time_to_s(t), per_byte, sms, hbm);
 }
 
 /* What one ring step takes from the compute beside it (contention on): the KV block goes out
@@ -903,7 +910,8 @@ static void start_op(rep *R, uint32_t id)
             if (t0 > 0 && last_m > 1) {
                 /* its pace per GPU sets both its HBM traffic and the channels NCCL gives it */
                 double rate = sent_bytes(c->op, (int)last_m, c->bytes) / sim_time_to_s(t0);
-                double h = REPLAY_NCCL_HBM_PER_BYTE * rate;
+                double h, ch;
+                nccl_load(R, R->scratch[0], rate, REPLAY_NCCL_HBM_PER_BYTE, &ch, &h);
                 /* the framework's memory passes on the collective's stream (FSDP's casts and
                  * divisions, wl_coll.hbm_bytes) spread over its contention-free time: they run
                  * beside the compute on their own stream, and their elementwise kernels hold
@@ -911,9 +919,6 @@ static void start_op(rep *R, uint32_t id)
                  * time-shares the GPU with them (docs/workloads.md, "FSDP's own passes") */
                 const gpu_spec *gs = &R->cfg->gpus[R->scratch[0]];
                 double phi = replay_passes_phi(gs, c->hbm_bytes, sim_time_to_s(t0));
-                double ch = R->cfg->contention_sms > 0
-                                ? R->cfg->contention_sms
-                                : replay_nccl_channels(&R->cfg->gpus[R->scratch[0]], rate);
                 R->cn_inst_hbm[inst] = h;
                 R->cn_inst_sms[inst] = ch;
                 R->cn_inst_phi[inst] = phi;
