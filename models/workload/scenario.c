@@ -452,23 +452,6 @@ double wl_fsdp_predivide(int d)
     return f;
 }
 
-double wl_fsdp_reduce_pass_bytes(const wl_plan *p, double elems, int d, bool accumulate)
-{
-    if (p->fw.preset != WL_FW_FSDP || d < 2 || elems <= 0) return 0;
-    double e = wl_precision_bytes(p->precision);
-    double r = p->fw.reduce_bytes > 0 ? p->fw.reduce_bytes : e;
-    double pre = wl_fsdp_predivide(d), post = d / pre;
-    bool sharded = p->zero >= 1;
-    double out = sharded ? elems / d : elems; /* what the collective leaves on this GPU */
-    double b = 0;
-    if (r != e) b += (e + r) * elems;       /* flat_param.grad.to(reduce_dtype) */
-    if (pre > 1) b += 2 * r * elems;        /* _div_if_needed(unsharded, predivide) */
-    if (post > 1) b += 2 * r * out;         /* _div_if_needed(output, postdivide) */
-    if (r != 4) b += (r + 4) * out;         /* _cast_grad_to_param_dtype: the fp32 flat param */
-    if (sharded && accumulate) b += 12 * out; /* _saved_grad_shard += new_sharded_grad */
-    return b;
-}
-
 double wl_fsdp_reduce_pre_bytes(const wl_plan *p, double elems, int d)
 {
     if (p->fw.preset != WL_FW_FSDP || d < 2 || elems <= 0) return 0;
@@ -477,6 +460,20 @@ double wl_fsdp_reduce_pre_bytes(const wl_plan *p, double elems, int d)
     double b = 0;
     if (r != e) b += (e + r) * elems;              /* flat_param.grad.to(reduce_dtype) */
     if (wl_fsdp_predivide(d) > 1) b += 2 * r * elems; /* _div_if_needed(unsharded, predivide) */
+    return b;
+}
+
+double wl_fsdp_reduce_pass_bytes(const wl_plan *p, double elems, int d, bool accumulate)
+{
+    if (p->fw.preset != WL_FW_FSDP || d < 2 || elems <= 0) return 0;
+    double r = p->fw.reduce_bytes > 0 ? p->fw.reduce_bytes : wl_precision_bytes(p->precision);
+    double post = d / wl_fsdp_predivide(d);
+    bool sharded = p->zero >= 1;
+    double out = sharded ? elems / d : elems; /* what the collective leaves on this GPU */
+    double b = wl_fsdp_reduce_pre_bytes(p, elems, d); /* before the reduce-scatter */
+    if (post > 1) b += 2 * r * out;         /* _div_if_needed(output, postdivide) */
+    if (r != 4) b += (r + 4) * out;         /* _cast_grad_to_param_dtype: the fp32 flat param */
+    if (sharded && accumulate) b += 12 * out; /* _saved_grad_shard += new_sharded_grad */
     return b;
 }
 
