@@ -441,6 +441,10 @@ typedef struct wl_layer_cost {
      * shared experts) and expert_matmul_flops (the routed experts' tokens on this GPU,
      * balanced). dense_matmul_flops is a dense layer's of an MoE model (moe_layer_freq > 1). */
     double dense_matmul_flops, moe_matmul_flops, expert_matmul_flops;
+    /* fp8 only (0 otherwise): Transformer Engine's cast and transpose of the layer's weights on
+     * this GPU, once per step (the first microbatch's forward), an MoE layer's and a dense
+     * layer's (docs/workloads.md, "FP8 casts and transposes") */
+    double fp8_weight_bytes, dense_fp8_weight_bytes;
 } wl_layer_cost;
 
 /* Parameters of one layer (whole, not divided by tp), embedding (V*h) and the total.

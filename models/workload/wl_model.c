@@ -14,6 +14,10 @@
 #include "dtsim/sim.h"
 #include "dtsim/workload.h"
 
+/* Entries of Transformer Engine's amax history per fp8 tensor: DelayedScaling's default
+ * amax_history_len (transformer_engine/common/recipe.py, TE 1.x) and NeMo's fp8_amax_history_len */
+#define TE_FP8_AMAX_HISTORY 1024
+
 double wl_expert_ffn(const wl_model *m) { return m->expert_ffn > 0 ? m->expert_ffn : m->ffn; }
 
 bool wl_layer_is_moe(const wl_model *m, int layer)
@@ -198,6 +202,60 @@ static bool apex_persistent_ln(double h)
     return false;
 }
 
+/* Transformer Engine's FP8 casts around one GEMM of a layer (TE 1.x, DelayedScaling, as
+ * Megatron-Core runs it: docs/workloads.md, "FP8 casts and transposes"), bytes per token of the
+ * microbatch on this GPU, forward or backward; e the 16-bit activation size, fp8 elements of 1
+ * byte. k is the GEMM's input width on this GPU and n its output width on this GPU (a column-
+ * parallel GEMM: k = h whole, n split over t; a row-parallel one: k split, n = h). sp is TE's
+ * sequence_parallel (t > 1 and sequence parallelism).
+ *   forward, the input (module/linear.py, _Linear.forward): without sp fp8_cast_transpose_fused
+ *     (read e, write the cast and its transpose: e + 2 per element); with sp cast_to_fp8 only
+ *     (e + 1), on the sequence shard for a column-parallel GEMM (its input is all-gathered in
+ *     fp8 afterwards). A LayerNormLinear's input is written in fp8 by the norm itself
+ *     (layernorm_fwd_fp8): nothing here, the norm's own count takes 1 byte for its output.
+ *   backward, the output gradient (module/base.py, grad_output_preprocess): column-parallel,
+ *     fp8_cast_transpose_fused (or _bgrad_fused with a bias: the same bytes) over the whole
+ *     sequence, e + 2; row-parallel with sp, cast_to_fp8 on the shard (e + 1, 1/t of the
+ *     tokens), all-gathered in fp8, then fp8_transpose of the gathered tensor (read 1, write 1);
+ *     row-parallel without sp, e + 2.
+ *   backward, the input's transpose for the weight gradient: a LayerNormLinear always
+ *     transposes its saved fp8 norm output (layernorm_linear.py, tex.fp8_transpose of
+ *     ln_out_total: the gathered sequence under sp), 2 per element; a Linear only under sp
+ *     (its forward cast had no transpose), 2 per element of the gathered input. */
+static double te_gemm_cast_bytes(double e, double t, bool sp, bool column, bool ln_fused, double k,
+                                 double n, bool bwd)
+{
+    if (!bwd) {
+        if (ln_fused) return 0;
+        if (!sp) return (e + 2) * k;
+        return (e + 1) * k / (column ? t : 1);
+    }
+    double grad = column || !sp ? (e + 2) * n : (e + 1) * n / t + 2 * n;
+    double xt = ln_fused || sp ? 2 * k : 0;
+    return grad + xt;
+}
+
+/* The FP8 casts of one layer per token (te_gemm_cast_bytes for its four GEMMs: QKV and MLP up
+ * column-parallel, the attention projection and MLP down row-parallel), and under the megatron
+ * preset the two norms' fp8 outputs: Megatron-Core builds QKV and linear_fc1 as TE
+ * LayerNormLinear (TELayerNormColumnParallelLinear, return_layernorm_output=False), whose norm
+ * writes its output in fp8 (1 byte where the 16-bit count charges e), outside the TP regions
+ * (whole on every rank without sequence parallelism). Other presets run te.Linear on every
+ * GEMM (a separate norm in 16 bits). f is the activation width (layer_elem_bytes). */
+static double fp8_cast_bytes(const wl_model *m, const wl_plan *p, double f, bool bwd)
+{
+    double e = wl_precision_bytes(p->precision), h = m->hidden, t = p->tp;
+    double q = wl_q_width(m), qkv = q + 2 * wl_kv_width(m);
+    double up = (m->mlp == WL_MLP_SWIGLU ? 2 : 1) * f;
+    bool sp = t > 1 && p->sequence_parallel, fused = p->fw.preset == WL_FW_MEGATRON;
+    double c = te_gemm_cast_bytes(e, t, sp, true, fused, h, qkv / t, bwd) +
+               te_gemm_cast_bytes(e, t, sp, false, false, q / t, h, bwd) +
+               te_gemm_cast_bytes(e, t, sp, true, fused, h, up / t, bwd) +
+               te_gemm_cast_bytes(e, t, sp, false, false, f / t, h, bwd);
+    if (fused && !bwd) c -= 2 * (e - 1) * h / (t > 1 && !p->sequence_parallel ? 1 : t);
+    return c;
+}
+
 /* Elementwise HBM traffic of one transformer layer per token of the microbatch (s already
  * s/cp), on one GPU, forward or backward: the norms, the activation function, the hidden
  * dropouts with their residual adds, the residual stream's gradient sums, the bias-gradient
@@ -277,7 +335,8 @@ static double layer_elem_bytes(const wl_model *m, const wl_plan *p, double f, bo
         }
     }
     bool split = t > 1 && !p->sequence_parallel;
-    return (split ? seq : seq / t) + tpr / t;
+    double fp8 = p->precision == WL_FP8 ? fp8_cast_bytes(m, p, f, bwd) : 0;
+    return (split ? seq : seq / t) + tpr / t + fp8;
 }
 
 void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
@@ -335,6 +394,27 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
     out->dense_fwd_elem_bytes = layer_elem_bytes(m, p, m->ffn, false) * b * s;
     out->dense_bwd_elem_bytes = layer_elem_bytes(m, p, m->ffn, true) * b * s;
     out->tp_bytes = b * s * h * wl_precision_bytes(p->precision);
+    out->fp8_weight_bytes = out->dense_fp8_weight_bytes = 0;
+    if (p->precision == WL_FP8) {
+        /* Transformer Engine's weight casts: fp8_cast_transpose_fused of each weight (read e,
+         * write the fp8 copy and its transpose) on the first microbatch of a step only
+         * (Megatron-Core passes is_first_microbatch; later microbatches reuse the cache);
+         * Megatron's router is a torch parameter, not a TE module. And the DelayedScaling
+         * update after each forward and backward of the fp8 region (every microbatch): one
+         * fused kernel reads and writes the amax history of every fp8 tensor (3 per GEMM
+         * forward: input, weight, output; 2 backward: the gradients), 4-byte entries, and writes
+         * its scale and inverse (TE_FP8_AMAX_HISTORY entries: TE's and NeMo's default) */
+        double ex = moe ? m->experts / wl_ep(p) + m->shared_experts : 1;
+        double wm = attn_params(m) + mlp_params(m, moe ? wl_expert_ffn(m) : m->ffn) * ex;
+        double wd = attn_params(m) + mlp_params(m, m->ffn);
+        out->fp8_weight_bytes = (e + 2) * wm / t;
+        out->dense_fp8_weight_bytes = (e + 2) * wd / t;
+        double slot = 2 * 4 * TE_FP8_AMAX_HISTORY + 2 * 4;
+        out->fwd_elem_bytes += 3 * 2 * (1 + ex) * slot;
+        out->bwd_elem_bytes += 2 * 2 * (1 + ex) * slot;
+        out->dense_fwd_elem_bytes += 3 * 4 * slot;
+        out->dense_bwd_elem_bytes += 2 * 4 * slot;
+    }
 }
 
 int wl_attention_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_ATTN_GEMMS])

@@ -343,6 +343,14 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
         double efwd = (n - moe) * lc->dense_fwd_elem_bytes + moe * lc->fwd_elem_bytes;
         double ebwd = (n - moe) * lc->dense_bwd_elem_bytes + moe * lc->bwd_elem_bytes;
         c.bytes[GPU_OP_ELEMENTWISE] = (bwd ? ebwd : efwd) + n * (bwd ? bsb : fsb);
+        /* fp8: the weights' casts run once per step (wl_layer_cost.fp8_weight_bytes), on the
+         * first microbatch's forward in Transformer Engine; a forward op is costed alike for
+         * every microbatch, so each carries 1/microbatches of them (the step's total is what TE
+         * runs; a recomputed forward reuses the cache) */
+        if (!bwd && p->microbatches > 0)
+            c.bytes[GPU_OP_ELEMENTWISE] +=
+                ((n - moe) * lc->dense_fp8_weight_bytes + moe * lc->fp8_weight_bytes) /
+                p->microbatches;
         /* recomputation re-runs the forward (full: whole layers; selective: the attention
          * core, Korthikanti et al. 2022) before the backward */
         if (bwd && p->checkpointing != WL_CKPT_NONE) {
