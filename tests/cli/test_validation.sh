@@ -28,6 +28,33 @@ for k, v in want.items():
     assert abs(got[k]["predicted"] / v - 1) < 2e-4, (k, got[k]["predicted"], v)
 PY
 
+# The Megatron README cases run untied embeddings because every size label of the table is the
+# untied parameter count at its last digit and none is the tied one (docs/validation.md, "Untied
+# embeddings, from the size labels"): recount by hand from each scenario's shape, and check that
+# dtsim holds exactly the hand count on M-1.7B's one GPU (tp 1, pp 1: no split).
+"$DTSIM" run "$SRC/tests/validation/M-1.7B.json" --json >"$tmp/m17.json" || fail "M-1.7B run"
+python3 - "$SRC/tests/validation" "$tmp/m17.json" <<'PY'
+import json, math, sys
+labels = {"M-1.7B": 1.7, "M-16B": 16, "M-32B": 32, "M-70B": 70, "M-177B": 177, "M-462B": 462}
+def at_digit(x, label):
+    q = 0.1 if label < 10 else 1.0              # the label's last digit
+    return math.isclose(round(x / q) * q, label) or math.isclose(math.floor(x / q) * q, label)
+for case, label in labels.items():
+    m = json.load(open(f"{sys.argv[1]}/{case}.json"))["model"]
+    assert m.get("tied_embeddings") is False, case
+    L, h, V, s = m["layers"], m["hidden"], m["vocab"], m["seq_len"]
+    # 12h^2 weights and 13h biases and norm parameters a layer, the final norm, V*h per matrix,
+    # s*h learned positions (or none)
+    body = L * (12 * h * h + 13 * h) + 2 * h
+    untied = [(body + 2 * V * h + pos) / 1e9 for pos in (0, s * h)]
+    tied = [(body + V * h + pos) / 1e9 for pos in (0, s * h)]
+    assert any(at_digit(x, label) for x in untied), (case, untied, label)
+    assert not any(at_digit(x, label) for x in tied), (case, tied, label)
+r = json.load(open(sys.argv[2]))
+L, h, V = 24, 2048, 131072   # dtsim counts no biases: 12h^2 + 4h a layer, 2h, 2 V h; bf16
+assert r["memory_per_gpu_bytes"]["params"] == 2 * (L * (12 * h * h + 4 * h) + 2 * h + 2 * V * h), r["memory_per_gpu_bytes"]
+PY
+
 # The gate (percent). docs/validation.md states the figures they were set from.
 MAX_MEDIAN=6
 MAX_WORST=23
