@@ -1260,10 +1260,13 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
         }
     }
     /* Without overlap, every bucket waits for the end of the backward pass: nothing computes
-     * beside its reduction. */
+     * beside its reduction. Megatron's schedules wait for the last backward's gradient send
+     * (send_backward blocks) before finalize_model_grads or grad_sync_func start the
+     * reductions and their passes. */
     L->final_reduce = true;
+    uint32_t bwd_end = blocking_send != NONE ? blocking_send : L->last_compute;
     for (size_t i = 0; i < L->n_held; i++)
-        grad_collective(G, L, L->held[i], L->last_compute, m - 1, -1,
+        grad_collective(G, L, L->held[i], i == 0 ? bwd_end : L->last_compute, m - 1, -1,
                         L->held_expert && L->held_expert[i], L->held_layers[i], L->held_embs[i],
                         L->held_norms[i]);
     /* Tied input and output embeddings on different stages hold two copies of one matrix:
@@ -1274,8 +1277,8 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
         uint32_t *slot = &G->emb_inst[G->dp_rank];
         if (*slot == NONE)
             *slot = wl_graph_coll_kind(G->g, COLL_ALLREDUCE, G->emb_grad_bytes, WL_COMM_PP);
-        uint32_t d[2] = {L->last_compute, L->last_dp};
-        L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_EMB_AR, -1, -1, *slot, 0, d, 2);
+        uint32_t d[3] = {L->last_compute, L->last_dp, bwd_end};
+        L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_EMB_AR, -1, -1, *slot, 0, d, 3);
     }
     L->final_reduce = false;
     /* Optimizer step on this GPU's shard, then ZeRO-1/2 gather the updated parameters. */

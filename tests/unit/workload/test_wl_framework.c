@@ -7,7 +7,7 @@
  * max(compute, comm) instead of compute + comm; pp_blocking_sends on a 2-stage GPipe step
  * (10 ms -> 11 ms, hand-traced below); 1F1B with a heavier last stage at that stage's pace
  * (heavy_last_stage_closed_form); delay_grad_reduce holds a later stage's buckets until the end
- * of its backward (delay_grad_reduce_in_graph); overlap_param_gather moves the ZeRO-1 parameter
+ * of its backward and its last gradient send (delay_grad_reduce_in_graph); overlap_param_gather moves the ZeRO-1 parameter
  * all-gather from after the optimizer (whole stage, exposed) to before the first forward, layer
  * by layer (only the first layer's exposed); link_efficiency scales a data-parallel all-reduce's
  * bandwidth term; the optimizer op moves optimizer_bytes per parameter of its shard, and
@@ -246,7 +246,8 @@ END_TEST
 /* delay_grad_reduce (Megatron-Core --delay-grad-reduce, default on): pp 2, dp 2, 1F1B, overlap
  * on. The first stage's buckets are reduced during its last backward (its first reduce-scatter
  * comes before its last backward op in the graph); the last stage's wait for the end of its
- * backward (every reduce-scatter after it), each after its NaN-check and scaling passes. With
+ * backward (every reduce-scatter after it) and for its last gradient send (blocking in
+ * Megatron's cool-down, before grad_sync_func), each after its NaN-check and scaling passes. With
  * the option off both stages reduce during their last backward. */
 START_TEST(delay_grad_reduce_in_graph)
 {
@@ -261,13 +262,15 @@ START_TEST(delay_grad_reduce_in_graph)
         for (uint32_t lane = 0; lane < (uint32_t)g->n_lanes; lane++) {
             /* the stage: the first sends no gradient, the last no activation */
             int last_bwd = -1, first_rs = -1, sends_grad = 0, passes = 0;
+            const char *first_passes_dep = NULL;
             for (uint32_t i = 0; i < g->n_ops; i++) {
                 const wl_op *o = &g->ops[i];
                 if (o->lane != lane) continue;
                 const char *name = g->names[o->name];
                 if (!strcmp(name, "backward")) last_bwd = (int)i;
                 if (!strcmp(name, "send_gradient")) sends_grad = 1;
-                if (!strcmp(name, "grad_bucket_passes")) passes++;
+                if (!strcmp(name, "grad_bucket_passes") && passes++ == 0)
+                    first_passes_dep = g->names[g->ops[g->deps[o->dep_start]].name];
                 if (!strcmp(name, "dp_reduce_scatter") && first_rs < 0) first_rs = (int)i;
             }
             ck_assert_int_ge(first_rs, 0);
@@ -277,6 +280,9 @@ START_TEST(delay_grad_reduce_in_graph)
             else
                 ck_assert_int_lt(first_rs, last_bwd);
             ck_assert_int_eq(passes, delay ? 2 : 0); /* one bucket per layer, 2 layers a stage */
+            /* a later stage's sync starts after its last backward's blocking gradient send
+             * (send_backward, then grad_sync_func) */
+            if (later_stage && delay) ck_assert_str_eq(first_passes_dep, "send_gradient");
         }
         wl_graph_destroy(g);
         unload();
