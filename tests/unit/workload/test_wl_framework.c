@@ -1,6 +1,7 @@
 /* test_wl_framework.c - the scenario's "framework": presets, options and what each changes.
  * Pins down: each preset's defaults (generic = today's behaviour; megatron: gradient reduction
- * after the backward, blocking pipeline sends, its mixed-precision optimizer's 54 B (fp16) /
+ * after the backward, blocking pipeline sends (overlapped, overlap_p2p_comm, for the interleaved
+ * schedule under bf16/fp8), its mixed-precision optimizer's 54 B (fp16) /
  * 38 B (bf16) per parameter, NCCL link efficiency; fsdp: overlapped reduction, NCCL links);
  * options override them; overlap_grad_reduce and parallel.overlap_dp must agree; bad values are
  * errors naming the path. Closed forms on hand-built cases: tp_comm_overlap makes a TP op last
