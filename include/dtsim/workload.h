@@ -122,6 +122,10 @@ typedef struct wl_framework {
      * flash_attn_fn): gathers of q, k, v and a scatter of the output around the varlen kernel
      * (framework.attention_unpad) */
     bool attention_unpad;
+    /* interleaved schedule, sends not blocking: a stage's next compute of the send's direction
+     * waits for it (a forward's send before the next forward, a backward's before the next
+     * backward), the compute between them runs beside it (Megatron-Core overlap_p2p_comm) */
+    bool overlap_p2p_comm;
 } wl_framework;
 
 const char *wl_framework_name(wl_framework_preset p);

@@ -605,19 +605,46 @@ static sim_time_t ring_time(rep *R, uint32_t cost, uint32_t lane)
     return *slot;
 }
 
-/* Whether the sender's compute waits for pipeline send op id: an op of its own lane's compute
- * stream depends on it (framework.pp_blocking_sends, or a trace that says so; the first op
- * after it may be an expert-parallel all-to-all, which Megatron runs there). Megatron's blocking
- * exchange (p2p_communication.py, _communicate with wait_on_reqs) makes the next compute wait
- * for the send and for the receive posted with it, on both stages: the transfer then runs
- * beside no compute on either GPU. */
+/* Whether the sender's compute waits for pipeline send op id: the op its lane's compute stream
+ * runs next after the compute the send follows (its latest dependency there) depends on it
+ * (framework.pp_blocking_sends, or a trace that says so; that op may be an expert-parallel
+ * all-to-all, which Megatron runs there). Megatron's blocking exchange (p2p_communication.py,
+ * _communicate with wait_on_reqs) makes the next compute wait for the send and for the receive
+ * posted with it, on both stages: the transfer then runs beside no compute on either GPU. A
+ * send waited for only by a later op (overlap_p2p_comm: the next forward waits for a forward's
+ * send, the backward between them runs beside it) or by none does not block. A send with no
+ * compute before it on its lane (a hand-written trace) blocks if any compute of the lane waits
+ * for it. */
 static bool send_blocks(const rep *R, uint32_t id)
 {
-    uint32_t lane = R->g->ops[id].lane;
-    for (uint32_t i = R->succ_start[id]; i < R->succ_start[id + 1]; i++) {
-        const wl_op *s = &R->g->ops[R->succ[i]];
-        if (s->lane == lane && s->stream == WL_STREAM_COMPUTE) return true;
+    const wl_graph *g = R->g;
+    uint32_t lane = g->ops[id].lane;
+    uint32_t key = lane * N_STREAMS + WL_STREAM_COMPUTE;
+    uint32_t prev = UINT32_MAX;
+    for (uint32_t d = 0; d < g->ops[id].n_deps; d++) {
+        uint32_t x = g->deps[g->ops[id].dep_start + d];
+        if (g->ops[x].lane == lane && g->ops[x].stream == WL_STREAM_COMPUTE &&
+            (prev == UINT32_MAX || x > prev))
+            prev = x;
     }
+    if (prev == UINT32_MAX) {
+        for (uint32_t i = R->succ_start[id]; i < R->succ_start[id + 1]; i++) {
+            const wl_op *s = &g->ops[R->succ[i]];
+            if (s->lane == lane && s->stream == WL_STREAM_COMPUTE) return true;
+        }
+        return false;
+    }
+    /* the queue holds the lane's compute ops in id order: the one after prev */
+    uint32_t lo = R->q_start[key], hi = R->q_start[key + 1];
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (R->q[mid] <= prev) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == R->q_start[key + 1]) return false;
+    const wl_op *next = &g->ops[R->q[lo]];
+    for (uint32_t d = 0; d < next->n_deps; d++)
+        if (g->deps[next->dep_start + d] == id) return true;
     return false;
 }
 

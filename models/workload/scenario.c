@@ -509,7 +509,7 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
                                            "tp_comm_overlap", "pp_blocking_sends", "delay_grad_reduce",
                                            "optimizer_bytes", "link_efficiency", "reduce_dtype",
                                            "grad_buffer_bytes", "cross_entropy",
-                                           "attention_unpad", NULL};
+                                           "attention_unpad", "overlap_p2p_comm", NULL};
         TRY(js_check_keys(c, o, "framework", keys));
         TRY(js_get_enum(c, o, "framework", "preset", false, framework_names, &preset));
     } else {
@@ -520,7 +520,16 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
     bool overlap_grad = preset != WL_FW_MEGATRON; /* Megatron: --overlap-grad-reduce is opt-in */
     fw->overlap_param_gather = false;               /* --overlap-param-gather is opt-in */
     fw->tp_comm_overlap = false;                    /* --tp-comm-overlap is opt-in */
-    fw->pp_blocking_sends = preset == WL_FW_MEGATRON;
+    /* Pipeline sends. Megatron-Core (bf16/fp8 runs: the preset's Megatron-Core) posts the
+     * interleaved schedule's sends with isend/irecv and waits for them before the next compute
+     * of their direction (overlap_p2p_comm, on unless --no-overlap-p2p-communication; and
+     * arguments.py turns it off without a virtual pipeline, schedules.py raises for the other
+     * schedules); every other exchange waits for its requests before the compute goes on
+     * (_communicate's wait_on_reqs), as all of Megatron-LM of 2022 did (fp16 runs: its
+     * schedules.py has no overlap). docs/workloads.md, "Framework behaviour". */
+    bool interleaved = p->schedule == WL_INTERLEAVED && p->pp > 1 && p->virtual_stages > 1;
+    fw->overlap_p2p_comm = preset == WL_FW_MEGATRON && interleaved && p->precision != WL_FP16;
+    bool blocking_set = false, overlap_set = false;
     /* Megatron-Core: --no-delay-grad-reduce (store_false) is opt-out ("delay / synchronize grad
      * reductions in all but first PP stage") */
     fw->delay_grad_reduce = preset == WL_FW_MEGATRON;
@@ -548,7 +557,15 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
         }
         TRY(js_get_bool(c, o, "framework", "overlap_param_gather", false, &fw->overlap_param_gather));
         TRY(js_get_bool(c, o, "framework", "tp_comm_overlap", false, &fw->tp_comm_overlap));
+        blocking_set = cJSON_GetObjectItemCaseSensitive(o, "pp_blocking_sends") != NULL;
+        overlap_set = cJSON_GetObjectItemCaseSensitive(o, "overlap_p2p_comm") != NULL;
         TRY(js_get_bool(c, o, "framework", "pp_blocking_sends", false, &fw->pp_blocking_sends));
+        TRY(js_get_bool(c, o, "framework", "overlap_p2p_comm", false, &fw->overlap_p2p_comm));
+        if (blocking_set && overlap_set && fw->pp_blocking_sends && fw->overlap_p2p_comm &&
+            interleaved)
+            return js_fail(c, "framework", "overlap_p2p_comm",
+                           "contradicts pp_blocking_sends true: an overlapped send does not block "
+                           "the compute after it; give one");
         TRY(js_get_bool(c, o, "framework", "delay_grad_reduce", false, &fw->delay_grad_reduce));
         TRY(js_get_number(c, o, "framework", "optimizer_bytes", false, 1, 1e4, &fw->optimizer_bytes));
         if (cJSON_GetObjectItemCaseSensitive(o, "grad_buffer_bytes")) {
@@ -593,6 +610,11 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
         }
     }
     if (!od) p->overlap_dp = overlap_grad;
+    /* like arguments.py, overlap_p2p_comm is off outside the interleaved schedule; where it is
+     * on, sends do not block unless pp_blocking_sends says so (which then wins) */
+    if (!interleaved) fw->overlap_p2p_comm = false;
+    if (!blocking_set) fw->pp_blocking_sends = preset == WL_FW_MEGATRON && !fw->overlap_p2p_comm;
+    if (fw->pp_blocking_sends) fw->overlap_p2p_comm = false;
     return DT_OK;
 }
 

@@ -969,6 +969,9 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
     uint32_t pending_gather = NONE; /* ZeRO-3: the next compute op's gather, issued ahead */
     uint32_t pending_gather2 = NONE; /* ... of its routed experts (expert parallelism) */
     uint32_t blocking_send = NONE;  /* pp_blocking_sends: the send the next compute waits for */
+    /* overlap_p2p_comm: the last send of each direction (forward, backward), waited for by the
+     * next compute of that direction (Megatron-Core's fwd_wait_handles / bwd_wait_handles) */
+    uint32_t overlap_send[2] = {NONE, NONE};
     /* ZeRO-1/2 with overlap_param_gather: the updated parameters are gathered chunk by chunk
      * as the next step's first forward reaches them (Megatron --overlap-param-gather). In the
      * steady state that is this step's first microbatch: gathered before it, not after the
@@ -1113,7 +1116,12 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                 gather = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_PARAM_AG, -1, layer, inst, 0, NULL, 0);
                 L->last_dp = gather;
             }
-            uint32_t deps[4] = {gather, gather2, blocking_send, NONE};
+            uint32_t wait = blocking_send;
+            if (k == 0 && overlap_send[I.bwd] != NONE) {
+                wait = overlap_send[I.bwd];
+                overlap_send[I.bwd] = NONE;
+            }
+            uint32_t deps[4] = {gather, gather2, wait, NONE};
             uint32_t nd = 3;
             blocking_send = NONE;
             int src_vs = I.bwd ? vs + 1 : vs - 1;
@@ -1264,14 +1272,19 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                 uint32_t *tab = I.bwd ? G->bsend : G->fsend;
                 tab[(size_t)lane * v * G->mstride + (size_t)I.chunk * G->mstride + I.mb] = sid;
                 if (p->fw.pp_blocking_sends) blocking_send = sid;
+                else if (p->fw.overlap_p2p_comm) overlap_send[I.bwd] = sid;
             }
         }
     }
     /* Without overlap, every bucket waits for the end of the backward pass: nothing computes
-     * beside its reduction. */
+     * beside its reduction. Megatron's schedules wait for the last backward's gradient send
+     * (send_backward blocks; under overlap_p2p_comm the cool-down's exchanges block) before
+     * finalize_model_grads or grad_sync_func start the reductions and their passes. */
     L->final_reduce = true;
+    uint32_t bwd_end = blocking_send != NONE ? blocking_send
+                       : overlap_send[1] != NONE ? overlap_send[1] : L->last_compute;
     for (size_t i = 0; i < L->n_held; i++)
-        grad_collective(G, L, L->held[i], L->last_compute, m - 1, -1,
+        grad_collective(G, L, L->held[i], i == 0 ? bwd_end : L->last_compute, m - 1, -1,
                         L->held_expert && L->held_expert[i], L->held_layers[i], L->held_embs[i],
                         L->held_norms[i]);
     /* Tied input and output embeddings on different stages hold two copies of one matrix:
@@ -1282,8 +1295,8 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
         uint32_t *slot = &G->emb_inst[G->dp_rank];
         if (*slot == NONE)
             *slot = wl_graph_coll_kind(G->g, COLL_ALLREDUCE, G->emb_grad_bytes, WL_COMM_PP);
-        uint32_t d[2] = {L->last_compute, L->last_dp};
-        L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_EMB_AR, -1, -1, *slot, 0, d, 2);
+        uint32_t d[3] = {L->last_compute, L->last_dp, bwd_end};
+        L->last_dp = add_op(G, WL_OP_COLL, WL_STREAM_DP, N_EMB_AR, -1, -1, *slot, 0, d, 3);
     }
     L->final_reduce = false;
     /* Optimizer step on this GPU's shard, then ZeRO-1/2 gather the updated parameters. */
@@ -1318,8 +1331,12 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
             c.n_inlane = 1;
         }
         uint32_t cost = wl_graph_cost(G->g, &c);
-        uint32_t deps[3] = {L->last_compute, L->last_dp, blocking_send};
-        uint32_t opt = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_OPT, -1, -1, cost, 0, deps, 3);
+        /* overlap_p2p_comm: the cool-down's last gradient send blocked in Megatron
+         * (schedules.py waits on the cool-down's exchanges); the last activation send, never
+         * waited there, is long done */
+        uint32_t deps[5] = {L->last_compute, L->last_dp, blocking_send, overlap_send[1],
+                            overlap_send[0]};
+        uint32_t opt = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_OPT, -1, -1, cost, 0, deps, 5);
         L->last_compute = opt;
         if (dp && (p->zero == 1 || p->zero == 2) && !gather_ahead) {
             uint32_t inst = stage_coll(G, COLL_ALLGATHER, psi * wl_precision_bytes(p->precision),

@@ -69,6 +69,21 @@ grep -q '"inlane_overlap": true' "$tmp/tf.json" && grep -q '"link_efficiency"' "
 "$DTSIM" run --trace "$tmp/tf.json" --topology "$tmp/topo.json" --json | grep -v wall_s > "$tmp/fb"
 cmp "$tmp/fa" "$tmp/fb" || { diff "$tmp/fa" "$tmp/fb" >&2; fail "framework trace replay differs"; }
 cmp -s "$tmp/a" "$tmp/fa" && fail "the framework changed nothing"
+# Megatron-Core's overlapped pipeline sends (interleaved, bf16: overlap_p2p_comm) travel in the
+# trace as its dependencies: the replay is the run; blocking sends give another step
+for blk in "" ', "pp_blocking_sends": true'; do
+    python3 - "$SRC/scenarios/quickstart.json" "$tmp/il.json" "$blk" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["parallel"].update({"schedule": "interleaved", "virtual_stages": 3})
+s["framework"] = json.loads('{"preset": "megatron"' + sys.argv[3] + '}')
+json.dump(s, open(sys.argv[2], "w"))
+PY
+    "$DTSIM" run "$tmp/il.json" --json --write-trace "$tmp/ti.json" | grep -v wall_s > "$tmp/ia${blk:+b}"
+    "$DTSIM" run --trace "$tmp/ti.json" --topology "$tmp/topo.json" --json | grep -v wall_s > "$tmp/ib"
+    cmp "$tmp/ia${blk:+b}" "$tmp/ib" || { diff "$tmp/ia${blk:+b}" "$tmp/ib" >&2; fail "interleaved trace replay differs ($blk)"; }
+done
+cmp -s "$tmp/ia" "$tmp/iab" && fail "overlap_p2p_comm changed nothing"
 "$DTSIM" run "$SRC/scenarios/quickstart.json" --json --network analytic | grep -v wall_s > "$tmp/c"
 cmp -s "$tmp/a" "$tmp/c" && fail "--network analytic changed nothing"
 # options.ps_servers travels with the trace (environment.ps_servers): the replay is the run

@@ -22,7 +22,9 @@
  *   2 ms + 0.5 ms x 0.3/2.68 (memory-bound: the receive writes, reads and writes 100 GB/s);
  *   the same in flow mode (a trace on a 100 GB/s switch); a send the sender's next op waits
  *   for (pp_blocking_sends) slows nothing: 2.5 ms and 2 ms, nor one that a collective on the
- *   compute stream waits for (Megatron's MoE backward opens with one); contention off, 2 ms.
+ *   compute stream waits for (Megatron's MoE backward opens with one); contention off, 2 ms;
+ *   a send waited for only by the op after next (overlap_p2p_comm) slows the op between,
+ *   2 ms + 0.5 ms x 7/132, and the waiting op ends 1 ms later.
  * Leaves free: the scenario plumbing (cli tests), the flow network beyond one uncontended send. */
 #include <stdio.h>
 #include <string.h>
@@ -355,6 +357,46 @@ START_TEST(blocking_send_before_compute_stream_collective)
 }
 END_TEST
 
+/* Megatron-Core's overlap_p2p_comm (interleaved schedule): the send after forward k is waited
+ * for before forward k + 1, and backward k runs beside it. Stage 0: a 1 ms GEMM, its 50 MB send
+ * (0.5 ms, 7 channels), a 1 ms GEMM that does not wait for it, then a 1 ms GEMM that does. The
+ * send does not block (the op right after the compute it follows runs beside it): that op loses
+ * the send's channels for 0.5 ms and ends at 2 + 0.5 x 7/132 ms, the waiting op 1 ms later; a
+ * blocking send (the op right after waits) slows nothing (2.5 and 3.5 ms). */
+START_TEST(overlapped_send_slows_the_op_between)
+{
+    for (int blocking = 0; blocking < 2; blocking++) {
+        wl_graph *g = wl_graph_create(2, 2, 1);
+        g->lane_gpus[0] = 0;
+        g->lane_gpus[1] = 1;
+        wl_cost a = gemm_1ms();
+        uint16_t nm = (uint16_t)wl_graph_name(g, "op");
+        wl_op o = {.lane = 0, .kind = WL_OP_COMPUTE, .stream = WL_STREAM_COMPUTE, .mb = -1,
+                   .layer = -1, .arg = wl_graph_cost(g, &a), .name = nm};
+        uint32_t first = wl_graph_op(g, &o, NULL, 0);
+        wl_op snd = {.lane = 0, .kind = WL_OP_SEND, .stream = WL_STREAM_PP, .mb = -1, .layer = -1,
+                     .arg = 1, .bytes = SEND_BYTES, .name = nm};
+        uint32_t send = wl_graph_op(g, &snd, &first, 1);
+        uint32_t mid = wl_graph_op(g, &o, blocking ? &send : &first, 1);
+        uint32_t d[2] = {mid, send};
+        uint32_t last = wl_graph_op(g, &o, d, 2);
+        gpu_spec sp[2] = {h100(), h100()};
+        replay_config cfg = {.n_gpus = 2, .gpus = sp, .path = uni_path, .record = true,
+                             .contention = true};
+        replay_result res;
+        dt_error e;
+        dt_error_clear(&e);
+        ck_assert_int_eq(replay_run(g, &cfg, &res, &e), DT_OK);
+        double slow = blocking ? 0.5 : 0.5 * 7.0 / 132.0;
+        ck_assert_rel(sim_time_to_s(res.op_end[send]) * 1e3, 1.5, 1e-9);
+        ck_assert_rel(sim_time_to_s(res.op_end[mid]) * 1e3, 2.0 + slow, 1e-9);
+        ck_assert_rel(sim_time_to_s(res.op_end[last]) * 1e3, 3.0 + slow, 1e-9);
+        replay_result_free(&res);
+        wl_graph_destroy(g);
+    }
+}
+END_TEST
+
 /* The same two stages as a trace on two H100s under one 100 GB/s switch without latency, in
  * `network` mode: GPU 0's 1 ms GEMM, its 50 MB send to GPU 1 after it and, when `sender`, a
  * 1 ms memory-bound op after the GEMM (and after the send when `blocking`); otherwise GPU 1's
@@ -411,6 +453,7 @@ int main(void)
     tcase_add_test(t, pipeline_send_slows_both_stages);
     tcase_add_test(t, blocking_send_slows_nothing);
     tcase_add_test(t, blocking_send_before_compute_stream_collective);
+    tcase_add_test(t, overlapped_send_slows_the_op_between);
     tcase_add_test(t, pipeline_send_both_modes);
     suite_add_tcase(s, t);
     return dt_run_suite(s);

@@ -1,13 +1,16 @@
 /* test_wl_framework.c - the scenario's "framework": presets, options and what each changes.
  * Pins down: each preset's defaults (generic = today's behaviour; megatron: gradient reduction
- * after the backward, blocking pipeline sends, its mixed-precision optimizer's 54 B (fp16) /
+ * after the backward, blocking pipeline sends (overlapped, overlap_p2p_comm, for the interleaved
+ * schedule under bf16/fp8), its mixed-precision optimizer's 54 B (fp16) /
  * 38 B (bf16) per parameter, NCCL link efficiency; fsdp: overlapped reduction, NCCL links);
  * options override them; overlap_grad_reduce and parallel.overlap_dp must agree; bad values are
  * errors naming the path. Closed forms on hand-built cases: tp_comm_overlap makes a TP op last
  * max(compute, comm) instead of compute + comm; pp_blocking_sends on a 2-stage GPipe step
- * (10 ms -> 11 ms, hand-traced below); 1F1B with a heavier last stage at that stage's pace
+ * (10 ms -> 11 ms, hand-traced below); the interleaved schedule's sends blocking (Megatron-LM of
+ * 2022, fp16) or overlapped (Megatron-Core's overlap_p2p_comm, bf16: the preset's default there)
+ * on a hand-traced pp 2, v 2 step (33.5 ms -> 30 ms, interleaved_overlap_closed_form); 1F1B with a heavier last stage at that stage's pace
  * (heavy_last_stage_closed_form); delay_grad_reduce holds a later stage's buckets until the end
- * of its backward (delay_grad_reduce_in_graph); overlap_param_gather moves the ZeRO-1 parameter
+ * of its backward and its last gradient send (delay_grad_reduce_in_graph); overlap_param_gather moves the ZeRO-1 parameter
  * all-gather from after the optimizer (whole stage, exposed) to before the first forward, layer
  * by layer (only the first layer's exposed); link_efficiency scales a data-parallel all-reduce's
  * bandwidth term; the optimizer op moves optimizer_bytes per parameter of its shard, and
@@ -64,6 +67,7 @@ START_TEST(presets)
          "\"framework\": \"megatron\"}", 2);
     ck_assert_int_eq(sc.plan.fw.preset, WL_FW_MEGATRON);
     ck_assert(!sc.plan.overlap_dp && sc.plan.fw.pp_blocking_sends && sc.plan.fw.delay_grad_reduce);
+    ck_assert(!sc.plan.fw.overlap_p2p_comm); /* no interleaved schedule */
     ck_assert(!sc.plan.fw.tp_comm_overlap && !sc.plan.fw.overlap_param_gather);
     ck_assert_double_eq(sc.env.link_nvlink, 0.80);
     ck_assert_double_eq(sc.env.link_network, 0.96);
@@ -115,6 +119,7 @@ START_TEST(bad_input)
     bad("{\"preset\": \"fsdp\", \"reduce_dtype\": \"fp64\"}", "framework.reduce_dtype", "fp64");
     bad("{\"preset\": \"megatron\", \"grad_buffer_bytes\": -1}", "framework.grad_buffer_bytes", "");
     bad("{\"preset\": \"megatron\", \"delay_grad_reduce\": 1}", "framework.delay_grad_reduce", "");
+    bad("{\"overlap_p2p_comm\": \"yes\"}", "framework.overlap_p2p_comm", "");
 }
 END_TEST
 
@@ -219,6 +224,97 @@ START_TEST(blocking_sends_closed_form)
 }
 END_TEST
 
+/* The interleaved schedule's sends, blocking or overlapped (Megatron-Core's overlap_p2p_comm),
+ * hand-traced: pp 2, v 2 (virtual stages 0-3, vs v on stage v % 2), 4 microbatches, one layer
+ * per virtual stage (1 ms forward, 2 ms backward), every send 0.5 ms (its latency). Megatron's
+ * order (warm-up of (p - rank - 1) x 2 + (v - 1) p forwards: 4 on stage 0, 2 on stage 1), Fv.m
+ * the forward of virtual stage v for microbatch m, Bv.m its backward. Blocking (the next compute
+ * waits for the send before it):
+ *   stage 0: F0.0 [0,1] F0.1 [1.5,2.5] F2.0 [3,4] F2.1 [4.5,5.5] F0.2 [6,7] B2.0 [8,10]
+ *            F0.3 [10.5,11.5] B2.1 [12,14] F2.2 [14.5,15.5] B0.0 [16,18] F2.3 [18,19]
+ *            B0.1 [19.5,21.5] B2.2 [23,25] B2.3 [26.5,28.5] B0.2 [29,31] B0.3 [31.5,33.5]
+ *   stage 1: F1.0 [1.5,2.5] F1.1 [3,4] F3.0 [4.5,5.5] B3.0 [5.5,7.5] F3.1 [8,9] B3.1 [9,11]
+ *            F1.2 [11.5,12.5] B1.0 [13,15] F1.3 [15.5,16.5] B1.1 [17,19] F3.2 [19.5,20.5]
+ *            B3.2 [20.5,22.5] F3.3 [23,24] B3.3 [24,26] B1.2 [26.5,28.5] B1.3 [29,31]
+ * : 33.5 ms. Overlapped (a forward waits for the stage's previous forward send, a backward for
+ * its previous backward send; the warm-up and cool-down, one direction only, run as before):
+ *   stage 0: F0.0 [0,1] F0.1 [1.5,2.5] F2.0 [3,4] F2.1 [4.5,5.5] F0.2 [6,7] B2.0 [8,10]
+ *            F0.3 [10,11] B2.1 [11,13] F2.2 [13,14] B0.0 [14,16] F2.3 [16,17] B0.1 [17,19]
+ *            B2.2 [20,22] B2.3 [23,25] B0.2 [25.5,27.5] B0.3 [28,30]
+ *   stage 1: F1.0 [1.5,2.5] F1.1 [3,4] F3.0 [4.5,5.5] B3.0 [5.5,7.5] F3.1 [7.5,8.5]
+ *            B3.1 [8.5,10.5] F1.2 [10.5,11.5] B1.0 [11.5,13.5] F1.3 [13.5,14.5] B1.1 [14.5,16.5]
+ *            F3.2 [16.5,17.5] B3.2 [17.5,19.5] F3.3 [19.5,20.5] B3.3 [20.5,22.5] B1.2 [23,25]
+ *            B1.3 [25.5,27.5]
+ * : 30 ms, each steady-state send hidden under the opposite direction's compute (e.g. stage 0's
+ * F0.3 follows B2.0 at once, its send of F0.2 having arrived at 7.5). Stage 0 computes 4 x 1 +
+ * 4 x 1 + 8 x 2 = 24 ms in both. The megatron preset picks the overlap for bf16 (Megatron-Core)
+ * and blocking for fp16 (Megatron-LM of 2022). (Megatron v0.6 refused pp 2 with interleaving;
+ * later versions allow it with the overlap on; the order is the same for any p.) */
+START_TEST(interleaved_overlap_closed_form)
+{
+    uni u = {.bw = 1e12, .lat = SIM_MS / 2};
+    static const struct { const char *fw, *prec; bool overlap; sim_time_t step; } cases[] = {
+        {"\"megatron\"", "bf16", true, 30 * SIM_MS},
+        {"\"megatron\"", "fp16", false, 33 * SIM_MS + SIM_MS / 2},
+        {"{\"preset\": \"megatron\", \"pp_blocking_sends\": true}", "bf16", false,
+         33 * SIM_MS + SIM_MS / 2},
+        {"{\"preset\": \"megatron\", \"overlap_p2p_comm\": false}", "bf16", false,
+         33 * SIM_MS + SIM_MS / 2},
+        {"{\"overlap_p2p_comm\": true}", "bf16", true, 30 * SIM_MS},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "{\"topology\": \"x\", \"model\": {\"kind\": \"synthetic\", \"layers\": 4,"
+                 "\"forward_time\": \"1 ms\", \"backward_time\": \"2 ms\", \"params\": 0,"
+                 "\"activation_bytes\": 0}, \"parallel\": {\"pp\": 2, \"microbatches\": 4,"
+                 "\"schedule\": \"interleaved\", \"virtual_stages\": 2}, \"precision\": \"%s\","
+                 "\"framework\": %s}", cases[k].prec, cases[k].fw);
+        load(text, 2);
+        ck_assert_msg(sc.plan.fw.overlap_p2p_comm == cases[k].overlap, "case %zu", k);
+        ck_assert_msg(sc.plan.fw.pp_blocking_sends == (k != 0 && k != 4), "case %zu", k);
+        wl_graph *g = wl_graph_build(&sc);
+        /* with the overlap, a compute op waits only for its own lane's send of its direction:
+         * every send but each stage's last of a direction with no later compute of it (stage 0's
+         * F2.3, stage 1's B1.3), 22; blocking, every send but stage 1's B1.3, 23 */
+        int waits = 0;
+        for (uint32_t i = 0; i < g->n_ops; i++) {
+            const wl_op *o = &g->ops[i];
+            if (o->kind != WL_OP_COMPUTE) continue;
+            for (uint32_t d = 0; d < o->n_deps; d++) {
+                const wl_op *x = &g->ops[g->deps[o->dep_start + d]];
+                if (x->kind != WL_OP_SEND || x->lane != o->lane) continue;
+                waits++;
+                if (cases[k].overlap)
+                    ck_assert_str_eq(g->names[x->name], strcmp(g->names[o->name], "forward")
+                                                            ? "send_gradient" : "send_activation");
+            }
+        }
+        ck_assert_int_eq(waits, cases[k].overlap ? 22 : 23);
+        replay_result r = run(g, &u);
+        ck_assert_msg(r.step_time == cases[k].step, "case %zu: %lld", k, (long long)r.step_time);
+        ck_assert_int_eq(r.compute, 24 * SIM_MS);
+        wl_graph_destroy(g);
+        unload();
+    }
+    /* outside the interleaved schedule the option is off, as arguments.py sets it (the
+     * preset's sends then block); asked for together with blocking sends it is an error */
+    load("{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"pp\": 2, \"microbatches\": 4,"
+         "\"schedule\": \"1f1b\"}, \"framework\": {\"preset\": \"megatron\","
+         "\"overlap_p2p_comm\": true}}", 2);
+    ck_assert(!sc.plan.fw.overlap_p2p_comm && sc.plan.fw.pp_blocking_sends);
+    unload();
+    dt_error e;
+    ck_assert_int_eq(try_load("{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"pp\": 2,"
+                              "\"microbatches\": 4, \"schedule\": \"interleaved\","
+                              "\"virtual_stages\": 2}, \"framework\": {\"preset\": \"megatron\","
+                              "\"pp_blocking_sends\": true, \"overlap_p2p_comm\": true}}", 2, &e),
+                     DT_EINPUT);
+    ck_assert_str_eq(e.path, "framework.overlap_p2p_comm");
+    ck_assert(strstr(e.msg, "pp_blocking_sends"));
+}
+END_TEST
+
 /* 1F1B with blocking sends and a heavier last stage, the shape of Korthikanti's 1T run (64
  * stages, the logits on the last): pp 4, m 8, stage layers 1, 1, 1, 2, forward 1 ms and
  * backward 2 ms per layer, sends of latency c = 0.5 ms. Megatron's schedule (warm-up of
@@ -246,7 +342,8 @@ END_TEST
 /* delay_grad_reduce (Megatron-Core --delay-grad-reduce, default on): pp 2, dp 2, 1F1B, overlap
  * on. The first stage's buckets are reduced during its last backward (its first reduce-scatter
  * comes before its last backward op in the graph); the last stage's wait for the end of its
- * backward (every reduce-scatter after it), each after its NaN-check and scaling passes. With
+ * backward (every reduce-scatter after it) and for its last gradient send (blocking in
+ * Megatron's cool-down, before grad_sync_func), each after its NaN-check and scaling passes. With
  * the option off both stages reduce during their last backward. */
 START_TEST(delay_grad_reduce_in_graph)
 {
@@ -261,13 +358,15 @@ START_TEST(delay_grad_reduce_in_graph)
         for (uint32_t lane = 0; lane < (uint32_t)g->n_lanes; lane++) {
             /* the stage: the first sends no gradient, the last no activation */
             int last_bwd = -1, first_rs = -1, sends_grad = 0, passes = 0;
+            const char *first_passes_dep = NULL;
             for (uint32_t i = 0; i < g->n_ops; i++) {
                 const wl_op *o = &g->ops[i];
                 if (o->lane != lane) continue;
                 const char *name = g->names[o->name];
                 if (!strcmp(name, "backward")) last_bwd = (int)i;
                 if (!strcmp(name, "send_gradient")) sends_grad = 1;
-                if (!strcmp(name, "grad_bucket_passes")) passes++;
+                if (!strcmp(name, "grad_bucket_passes") && passes++ == 0)
+                    first_passes_dep = g->names[g->ops[g->deps[o->dep_start]].name];
                 if (!strcmp(name, "dp_reduce_scatter") && first_rs < 0) first_rs = (int)i;
             }
             ck_assert_int_ge(first_rs, 0);
@@ -277,6 +376,9 @@ START_TEST(delay_grad_reduce_in_graph)
             else
                 ck_assert_int_lt(first_rs, last_bwd);
             ck_assert_int_eq(passes, delay ? 2 : 0); /* one bucket per layer, 2 layers a stage */
+            /* a later stage's sync starts after its last backward's blocking gradient send
+             * (send_backward, then grad_sync_func) */
+            if (later_stage && delay) ck_assert_str_eq(first_passes_dep, "send_gradient");
         }
         wl_graph_destroy(g);
         unload();
@@ -609,6 +711,7 @@ static Suite *suite(void)
     tcase_add_test(tc, tp_comm_overlap_closed_form);
     tcase_add_test(tc, tp_overlap_drain_in_graph);
     tcase_add_test(tc, blocking_sends_closed_form);
+    tcase_add_test(tc, interleaved_overlap_closed_form);
     tcase_add_test(tc, heavy_last_stage_closed_form);
     tcase_add_test(tc, delay_grad_reduce_in_graph);
     tcase_add_test(tc, overlap_param_gather_closed_form);
