@@ -29,17 +29,19 @@ for k, v in want.items():
     assert abs(got[k]["predicted"] / v - 1) < 2e-4, (k, got[k]["predicted"], v)
 PY
 
-# NeMo 24.09 on DGX H100 (tests/validation-bridge, not gated: docs/validation.md says why): every
+# NeMo on DGX H100 (tests/validation-bridge, not gated: docs/validation.md says why): every
 # case runs and predicts the step docs/validation.md quotes (4 significant digits); dtsim's model
-# FLOPs per token are the recipes' README count, 12 L h^2 (1 + g/a + s/h) + 18 L f h + 6 V h, to
-# the FLOP (evaluated at the scenario's vocabulary), so the README's TFLOP/s and dtsim's agree.
+# FLOPs per token are the recipes' README count, 12 L h^2 (1 + g/a + s/h) + 18 L f h + 6 V h for
+# Llama (SwiGLU), 72 L h^2 + 12 L h s + 6 V h for GPT-3, to the FLOP (at the scenario's
+# vocabulary), so the READMEs' TFLOP/s and dtsim's agree.
 "$DTSIM" validate "$SRC/tests/validation-bridge" --json > "$tmp/bridge.json" || fail "bridge validation cases"
 python3 - "$tmp/bridge.json" "$SRC/tests/validation-bridge" <<'PY'
 import json, sys, os
 d = json.load(open(sys.argv[1]))
 want = {"D-llama31-8b-8-bf16": 12.100, "D-llama31-8b-128-bf16": 12.092,
         "D-llama31-70b-64-bf16": 13.206, "D-llama31-70b-1024-bf16": 13.292,
-        "D-llama31-405b-576-bf16": 15.524, "D-llama31-405b-2304-bf16": 15.665}
+        "D-llama31-405b-576-bf16": 15.524, "D-llama31-405b-2304-bf16": 15.665,
+        "D-gpt3-175b-128-bf16": 7.5945, "D-gpt3-175b-1024-bf16": 7.7248}
 got = {r["id"]: r for r in d["cases"]}
 assert set(got) == set(want), got.keys()
 for k, v in want.items():
@@ -48,9 +50,11 @@ for k, v in want.items():
     assert abs(r["predicted"] / v - 1) < 2e-4, (k, r["predicted"], v)
     sc = json.load(open(os.path.join(sys.argv[2], r["scenario"])))
     m, p = sc["model"], sc["parallel"]
-    L, h, a, g, f, V, s = m["layers"], m["hidden"], m["heads"], m["kv_heads"], m["ffn"], m["vocab"], m["seq_len"]
-    readme = 12 * L * h * h * (1 + g / a + s / h) + 18 * L * f * h + 6 * V * h
-    tokens = r["gpus"] // (p["tp"] * p.get("pp", 1) * p["cp"]) * p["micro_batch_size"] * p["microbatches"] * s
+    L, h, a, V, s = m["layers"], m["hidden"], m["heads"], m["vocab"], m["seq_len"]
+    g, f = m.get("kv_heads", a), m.get("ffn", 4 * h)
+    mlp = 18 if m.get("mlp") == "swiglu" else 12  # GPT-3's README: 48 L h^2 = 12 L f h at f = 4h
+    readme = 12 * L * h * h * (1 + g / a + s / h) + mlp * L * f * h + 6 * V * h
+    tokens = r["gpus"] // (p["tp"] * p.get("pp", 1) * p.get("cp", 1)) * p["micro_batch_size"] * p["microbatches"] * s
     ours = r["tflops_per_gpu"] * 1e12 * r["step_time_s"] * r["gpus"] / tokens
     assert abs(ours / readme - 1) < 1e-9, (k, ours, readme)
 # only the 405B on 576 GPUs exceeds dtsim's memory account (the run fitted: the account is pessimistic there)
