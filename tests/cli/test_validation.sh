@@ -70,7 +70,8 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 want = {"D-llama31-8b-8-fp8": 7.7431, "D-llama31-70b-64-fp8": 7.8819, "D-llama31-405b-576-fp8": 8.9173,
         "N-llama3-8b-8-fp8": 7.7431, "N-llama3-70b-64-fp8": 7.8819, "N-llama2-7b-8-fp8": 2.8738,
-        "N-llama2-13b-16-fp8": 3.0626, "N-llama2-70b-64-fp8": 4.5046, "D-gpt3-175b-128-fp8": 4.3227}
+        "N-llama2-13b-16-fp8": 3.0626, "N-llama2-70b-64-fp8": 4.5046, "D-gpt3-175b-128-fp8": 4.3227,
+        "N-gpt3-175b-128-fp8": 4.1435, "N-gpt3-175b-512-fp8": 8.2173}
 got = {r["id"]: r for r in d["cases"]}
 assert set(got) == set(want), got.keys()
 for k, v in want.items():
