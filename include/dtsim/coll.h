@@ -109,11 +109,13 @@ typedef struct coll_engine coll_engine;
  *          Equal to the closed form (and to STEPS with one chunk) when uncontended. 4 flows
  *          and about 10 events per collective. n = 1, and ops other than these three, run as
  *          STEPS. Where it differs from STEPS: docs/collectives.md.
- *   AUTO   FLUID for groups of at least COLL_RING_FLUID_MIN ranks and for rings per rail
+ *   AUTO   FLUID for groups of at least COLL_RING_FLUID_MIN ranks, for rings per rail
  *          (a group over hosts of g > 1 GPUs each, run as several rings: their step model
- *          costs the rings' count times 2(n-1)n flows), STEPS for one ring below (where
- *          it sees ECMP collisions between concurrent groups that FLUID spreads away: the
- *          threshold's measurement is in docs/collectives.md).
+ *          costs the rings' count times 2(n-1)n flows) and for any ring with an edge of
+ *          several equal-cost routes (through spines: the step model's per-step lane
+ *          rotation made collisions between concurrent groups follow their step phase,
+ *          docs/collectives.md "Ring models"); STEPS for a smaller ring whose every edge has
+ *          one route.
  *   EXACT  FLUID where it gives STEPS' answer, STEPS elsewhere: groups of at least
  *          COLL_RING_FLUID_MIN ranks whose ring edges are link-disjoint on every ECMP lane
  *          (so every step transfer runs alone at its route's bottleneck) and that send one

@@ -48,6 +48,25 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
 /* ECMP lanes per GPU pair: net_send rotates successive transfers of a pair over them. */
 #define NET_ECMP_LANES 4
 
+/* net_send for a transfer that the sender spreads over several connections at once, as NCCL's
+ * send/receive between hosts runs over several channels (2 per network peer), each pinned to
+ * its path: where the pair's NET_ECMP_LANES lanes take different routes (through spines), in
+ * flow mode, one coupled transfer over the four routes with a quarter of the bytes on each and
+ * max-min weight 1/4 (net_send_ring over the pair four times: it competes with other traffic
+ * as one flow and alone takes bytes / bottleneck + the largest lane latency, as net_send);
+ * otherwise exactly net_send (analytic mode, one route: net_pair_multipath). With net_send, which lane a whole transfer took followed how
+ * many the pair had sent, so whether two pairs' transfers met on a spine link followed their
+ * timing (docs/collectives.md, "Point-to-point transfers across the spines"). Costs
+ * NET_ECMP_LANES route look-ups in the per-source store and a coupled flow of 4x the hops. */
+void net_send_spread(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
+                     uint32_t done_id, uint64_t done_data);
+
+/* Whether the pair's NET_ECMP_LANES lanes take different routes (equal-cost paths through
+ * spines), which is where a transfer's lane matters. Pure, as net_route_lane (safe from
+ * threads sharing the net): the pair's lane rotation and the route store are left as they
+ * were. */
+int net_pair_multipath(net *n, int src_gpu, int dst_gpu);
+
 /* A coupled transfer: n_pairs transfers (src_gpu[i] -> dst_gpu[i]) that progress in lockstep
  * at one common rate, each sending `bytes` - how a ring collective's edges move data (each
  * step waits for the slowest edge). One flow whose path is every pair's route end to end: its

@@ -503,9 +503,33 @@ static int ring_exact(coll_engine *c, const coll_prog *p)
     return ok;
 }
 
-int coll_ring_auto_fluid(const coll_prog *p)
+/* Whether some edge of the ring has several equal-cost routes (its ECMP lanes differ: through
+ * spines), where the step model's choice of lane per step decides collisions. */
+static int ring_multipath(net *nw, const coll_prog *p)
 {
-    return p->form == COLL_FORM_RING && (p->n >= COLL_RING_FLUID_MIN || p->rings > 1);
+    int ne = p->rings * p->n, hit = 0;
+    int *src = dt_xmalloc((size_t)ne * 2 * sizeof *src), *dst = src + ne;
+    double *b = dt_xmalloc((size_t)ne * 2 * sizeof *b);
+    p->ring_edges(p, src, dst, b, b + ne);
+    for (int q = 0; q < ne && !hit; q++)
+        hit = net_pair_multipath(nw, p->gpus[src[q]], p->gpus[dst[q]]);
+    free(b);
+    free(src);
+    return hit;
+}
+
+int coll_ring_auto_fluid(net *nw, const coll_prog *p)
+{
+    /* A ring one of whose edges has several equal-cost routes runs fluid whatever its size:
+     * the step model sends each step of an edge on the pair's next ECMP lane, so whether two
+     * concurrent rings meet on a spine link flips with their relative step phase, and the step
+     * time jumps with it (M-70B moved by 3.4 % of its step for 0.1 % of NIC bandwidth); NCCL
+     * spreads a connection's bytes over its channels and their paths at once, as the fluid
+     * ring's lanes do (docs/collectives.md, "Ring models"). Where every edge has one route the
+     * lane is no choice, and the step model stays. */
+    if (p->form != COLL_FORM_RING) return 0;
+    if (p->n >= COLL_RING_FLUID_MIN || p->rings > 1) return 1;
+    return p->n > 1 && nw && ring_multipath(nw, p);
 }
 
 static int use_fluid(coll_engine *c, const coll_prog *p)
@@ -513,7 +537,7 @@ static int use_fluid(coll_engine *c, const coll_prog *p)
     if (p->form != COLL_FORM_RING || p->n < 2) return 0;
     switch (c->cfg.ring_model) {
     case COLL_RING_FLUID: return 1;
-    case COLL_RING_AUTO: return coll_ring_auto_fluid(p);
+    case COLL_RING_AUTO: return coll_ring_auto_fluid(c->net, p);
     case COLL_RING_EXACT: return p->n >= COLL_RING_FLUID_MIN && ring_exact(c, p);
     default: return 0;
     }

@@ -737,12 +737,13 @@ static const coll_algo estimate_candidates[] = {COLL_RING, COLL_TREE,   COLL_DBT
  * chunk a transfer, rotating) stay spread. */
 /* Whether the engine runs this ring in the step model with fewer chunks than lanes (coll.c
  * use_fluid: STEPS, AUTO where coll_ring_auto_fluid says steps (one ring below
- * COLL_RING_FLUID_MIN ranks), EXACT below COLL_RING_FLUID_MIN ranks; EXACT runs fluid only
- * where the two agree), so that each step's transfer of an edge takes one lane. */
+ * COLL_RING_FLUID_MIN ranks whose edges have one route each), EXACT below COLL_RING_FLUID_MIN
+ * ranks; EXACT runs fluid only where the two agree), so that each step's transfer of an edge
+ * takes one lane. */
 static int ring_steps_lanes(const coll_analytic *A, const coll_prog *p)
 {
     int fluid = A->cfg.ring_model == COLL_RING_FLUID ||
-                (A->cfg.ring_model == COLL_RING_AUTO && coll_ring_auto_fluid(p)) ||
+                (A->cfg.ring_model == COLL_RING_AUTO && coll_ring_auto_fluid(A->net, p)) ||
                 (A->cfg.ring_model == COLL_RING_EXACT && p->n >= COLL_RING_FLUID_MIN);
     return !fluid && p->n_streams < NET_ECMP_LANES;
 }

@@ -128,14 +128,17 @@ double coll_parts(double bytes, double elem, int n, int a, int b);
 void coll_ring_exposed_reduction(const coll_prog *p, const int *dst, double *red);
 
 /* Whether `auto` (COLL_RING_AUTO) runs this ring program (COLL_FORM_RING) as the fluid ring:
- * groups of at least COLL_RING_FLUID_MIN ranks, and rings per rail (p->rings > 1) of any size.
+ * groups of at least COLL_RING_FLUID_MIN ranks, rings per rail (p->rings > 1) of any size, and
+ * any ring with an edge of several equal-cost routes on nw (net_pair_multipath; its steps'
+ * lane rotation made concurrent rings' collisions on the spines follow their phase:
+ * docs/collectives.md, "Ring models"; nw NULL: not tested, such rings stay steps).
  * The step model costs 2(n-1)n flows per ring, and R rings per rail R times that: a 32-GPU
  * data-parallel all-reduce over 4 DGX boxes runs 8 rings, 15,872 flows per bucket, where the
  * fluid ring sends 32 (the stragglers lab: 1.6 M events a step against 1.7 k). What fluid
  * changes for such rings, and by how much, is in docs/collectives.md ("Ring models"). The
  * engine (coll.c use_fluid) and the estimate (coll_analytic.c) both ask here, so that `auto`
  * costs each ring as it will run. coll.c. */
-int coll_ring_auto_fluid(const coll_prog *p);
+int coll_ring_auto_fluid(net *nw, const coll_prog *p);
 
 /* Default pipelining chunk (bytes) for tree, dbt and chain broadcasts/reductions. */
 #define COLL_DEFAULT_CHUNK (4.0 * 1048576.0)

@@ -1065,6 +1065,63 @@ static void send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gp
     /* (path is the flow's now: kept, or freed at once when short enough for the record) */
 }
 
+/* Whether a lane's route (p, h) differs from lane 0's (p0, h0). */
+static inline int lanes_differ(const int *p0, int h0, const int *p, int h)
+{
+    return h != h0 || (p != p0 && memcmp(p, p0, (size_t)h0 * sizeof *p0));
+}
+
+int net_pair_multipath(net *n, int src_gpu, int dst_gpu)
+{
+    /* through topo_route (its table is locked), not the net's store: the analytic cost models
+     * that ask here may share one net between threads (the planner's jobs) */
+    if (src_gpu == dst_gpu) return 0;
+    const int *p0 = NULL;
+    int h0 = 0;
+    if (net_route_lane(n, src_gpu, dst_gpu, 0, &p0, &h0, NULL) != DT_OK) return 0;
+    for (int v = 1; v < NET_LANES; v++) {
+        const int *p = NULL;
+        int h = 0;
+        if (net_route_lane(n, src_gpu, dst_gpu, v, &p, &h, NULL) != DT_OK) return 0;
+        if (lanes_differ(p0, h0, p, h)) return 1;
+    }
+    return 0;
+}
+
+/* net_pair_multipath through the net's own per-source store (flow mode's transfers: one
+ * thread per net), which the transfer's routes then come from. */
+static int pair_multipath_stored(net *n, int src_gpu, int dst_gpu)
+{
+    int64_t key = (int64_t)src_gpu * n->t->n_gpus + dst_gpu;
+    /* copied out: a later look-up may grow the store and move its entries (not the paths) */
+    const route_lane *l0 = lane_get(n, key, 0, src_gpu, dst_gpu);
+    const int *p0 = l0->path;
+    int h0 = l0->n_hops;
+    for (unsigned v = 1; v < NET_LANES; v++) {
+        const route_lane *lv = lane_get(n, key, v, src_gpu, dst_gpu);
+        if (lanes_differ(p0, h0, lv->path, lv->n_hops)) return 1;
+    }
+    return 0;
+}
+
+void net_send_spread(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
+                     uint32_t done_id, uint64_t done_data)
+{
+    if (n->cfg.mode == NET_FLOW && bytes > 0 && src_gpu != dst_gpu &&
+        pair_multipath_stored(n, src_gpu, dst_gpu)) {
+        int s[NET_LANES], d[NET_LANES];
+        for (int v = 0; v < NET_LANES; v++) {
+            s[v] = src_gpu;
+            d[v] = dst_gpu;
+        }
+        /* lane -1: each copy takes the pair's next lane, so the four take all four */
+        send_ring(n, NET_LANES, s, d, bytes / NET_LANES, 0, -1, 1.0 / NET_LANES, done_kind,
+                  done_id, done_data);
+        return;
+    }
+    net_send(n, src_gpu, dst_gpu, bytes, done_kind, done_id, done_data);
+}
+
 void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, double bytes,
                    int lane, double weight, uint32_t done_kind, uint32_t done_id,
                    uint64_t done_data)

@@ -223,12 +223,15 @@ static void coll_fn(void *ctx, coll_op op, const int *gpus, int n, double bytes,
     DT_ASSERT(rc == DT_OK); /* groups come from the plan: always valid */
 }
 
+/* A point-to-point transfer (pipeline send, context-parallel ring step): spread over the
+ * pair's equal-cost paths at once where it has several (net_send_spread: NCCL's send/receive
+ * between hosts runs over several channels, each connection pinned to its path). */
 static void send_fn(void *ctx, int src, int dst, double bytes, uint32_t tag, uint32_t kind,
                     uint32_t id)
 {
     comm_ctx *cc = ctx;
     net_set_tag(cc->n, tag);
-    net_send(cc->n, src, dst, bytes, kind, id, 0);
+    net_send_spread(cc->n, src, dst, bytes, kind, id, 0);
 }
 
 /* ---------------------------------------------------------- timeline ---- */

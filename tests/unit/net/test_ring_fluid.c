@@ -7,7 +7,11 @@
  * a coupled transfer crossing one link twice gets half that link; a ring split over ECMP
  * lanes competes with a send like one flow (weighted max-min, hand-computed); the incremental
  * solver equals a global re-solve throughout fluid and step rings and sends; `auto` switches at
- * COLL_RING_FLUID_MIN ranks (one flow instead of 2(n-1)n); `exact` runs fluid only where the step
+ * COLL_RING_FLUID_MIN ranks (one flow instead of 2(n-1)n) and runs any ring with an edge of
+ * several equal-cost routes fluid;
+ * two trains of reduce-scatters of two pipeline stages' groups, meeting on the spines, end
+ * 1 ns later for a start 1 ns later under `auto`, where the step model's lane rotation moved
+ * them by 13 ns or more (trains_continuous_in_start); `exact` runs fluid only where the step
  * model's steps run alone (then within a picosecond per step) and is the step model elsewhere;
  * names parse; runs repeat exactly. Rings per rail (8 rings over 2 DGX boxes, 16 ranks) run
  * fluid under `auto` at any size: 32 flows instead of 3,840, the closed form of 8 rails alone
@@ -422,7 +426,8 @@ START_TEST(auto_rings_per_rail_fluid)
      * both give the closed form of 8 parallel rings, 8 x the per-rail bandwidth
      * (coll_closed_form_rails: 2(n-1) a + 2(n-1)/n S / (8 x 50 GB/s), a the wrap-around edge's
      * path, the slowest), and agree with each other to a picosecond per step. One ring
-     * (coll_config.rings = 1) below 64 ranks stays the step model. */
+     * (coll_config.rings = 1) below 64 ranks stays the step model where its every edge has
+     * one route. */
     topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 2, .gpus_per_node = 8,
                                     .nic_bw = 50e9, .nvlink_bw = 450e9});
     double a_x, b_x, a_in, b_in, a_out, b_out;
@@ -449,10 +454,17 @@ START_TEST(auto_rings_per_rail_fluid)
     coll_config cc = {.reduce_bw = 0, .chunk_bytes = 1e18, .ring_model = COLL_RING_AUTO};
     coll_result r = simulate_checked(t, &spec, &cc);
     ck_assert_int_eq(r.ring_model, COLL_RING_FLUID);
+    /* one ring over the 16 GPUs: its two edges between the boxes join GPU 7 (rail 7) to GPU
+     * 8 (rail 0) and back, through the spines (4 lanes, 4 routes), so it runs fluid too; a
+     * ring of one box's 8 GPUs (one route per edge, over the NVSwitch) stays the step model */
     cc.rings = 1;
     r = simulate_checked(t, &spec, &cc);
+    ck_assert_int_eq(r.ring_model, COLL_RING_FLUID);
+    ck_assert_uint_eq(r.net.flows_started, NET_ECMP_LANES);
+    spec.n = 8;
+    r = simulate_checked(t, &spec, &cc);
     ck_assert_int_eq(r.ring_model, COLL_RING_STEPS);
-    ck_assert_uint_eq(r.net.flows_started, (uint64_t)2 * (n - 1) * n);
+    ck_assert_uint_eq(r.net.flows_started, (uint64_t)2 * (8 - 1) * 8);
     topo_destroy(t);
 }
 END_TEST
@@ -580,6 +592,105 @@ START_TEST(slow_edge_and_long_edge)
 }
 END_TEST
 
+/* Trains of collectives (continuity): per train i, K reduce-scatters of S bytes on group g[i],
+ * each started when the one before it ends, the second train's first at d. */
+typedef struct train {
+    coll_engine *ce;
+    const int *g[2];
+    int n, left[2];
+    double S;
+    sim_time_t end[2];
+    uint32_t k_done;
+} train;
+
+static void train_next(train *T, int i)
+{
+    coll_spec s = {.op = COLL_REDUCE_SCATTER, .algo = COLL_RING, .group = T->g[i], .n = T->n,
+                   .bytes = T->S, .elem_bytes = 2};
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_start(T->ce, &s, T->k_done, (uint32_t)i, 0, &err), DT_OK);
+}
+
+static void on_train_done(void *model, sim_engine *eng, const sim_event *ev)
+{
+    (void)eng;
+    train *T = model;
+    T->end[ev->id] = ev->time;
+    if (--T->left[ev->id] > 0) train_next(T, (int)ev->id);
+}
+
+static void on_train_go(void *model, sim_engine *eng, const sim_event *ev)
+{
+    (void)eng;
+    train_next(model, (int)ev->id);
+}
+
+static void trains(topo *t, coll_ring_model m, const int *g0, const int *g1, int n, int K, double S,
+                   sim_time_t d, sim_time_t end[2])
+{
+    sim_engine *e = sim_engine_create();
+    net_config nc = {.mode = NET_FLOW};
+    net *nw = net_create(t, e, &nc);
+    coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18, .ring_model = m};
+    train T = {.ce = coll_create(nw, e, t, &cc), .g = {g0, g1}, .n = n, .left = {K, K}, .S = S};
+    T.k_done = sim_kind_register(e, "train.done", on_train_done, &T);
+    uint32_t go = sim_kind_register(e, "train.go", on_train_go, &T);
+    sim_schedule(e, 0, go, 0, 0);
+    sim_schedule(e, d, go, 1, 0);
+    sim_run(e, SIM_TIME_MAX);
+    end[0] = T.end[0];
+    end[1] = T.end[1];
+    coll_destroy(T.ce);
+    net_destroy(nw);
+    sim_engine_destroy(e);
+}
+
+START_TEST(trains_continuous_in_start)
+{
+    /* M-70B's data-parallel reduce-scatters in miniature (its phase sensitivity,
+     * docs/collectives.md "Ring models"): 12 DGX boxes of 4 GPUs, radix 8 (rail leaves of 4
+     * boxes, 4 spines), the rail-0 groups of two pipeline stages (boxes 0-5 and 6-11, whose
+     * rings meet on the spines), each a train of 16 reduce-scatters of 64 MB back to back, the
+     * second train starting d later. Under `auto` (fluid: every edge over its 4 ECMP lanes at
+     * once) a 1 ns later start of the second train moves its end by 1 ns and the first's by
+     * nothing, for every d: each lane carries a quarter of a NIC's rate, so two rings crossing a
+     * spine link do not fill it, and the first train ends at 16 x its reduce-scatter alone
+     * (1.127428 ms each), the second 16 of them after its start. The step model, whose every
+     * step takes each pair's next lane, moves the first train's end by 13-20 ns for that 1 ns
+     * (its steps meet the other ring's on a spine link or not as their phase slides) and
+     * between 18.04 and 22.31 ms across d. */
+    topo *t = gen((topo_gen_params){.family = TOPO_FAMILY_DGX, .nodes = 12, .gpus_per_node = 4,
+                                    .radix = 8});
+    int gs[12];
+    for (int b = 0; b < 12; b++) gs[b] = 4 * b;
+    double S = 64e6;
+    int K = 16;
+    sim_time_t one[2];
+    trains(t, COLL_RING_AUTO, gs, gs + 6, 6, 1, S, SIM_TIME_MAX / 2, one); /* one alone */
+    sim_time_t lo = SIM_TIME_MAX, hi = 0, gain = 0;
+    for (int j = 0; j <= 40; j++) {
+        sim_time_t d = (sim_time_t)j * 37000000; /* 0 to 1.48 ms */
+        sim_time_t a[2], b[2], sa[2], sb[2];
+        trains(t, COLL_RING_AUTO, gs, gs + 6, 6, K, S, d, a);
+        trains(t, COLL_RING_AUTO, gs, gs + 6, 6, K, S, d + 1000, b);
+        ck_assert_int_eq(a[0], K * one[0]);
+        ck_assert_int_eq(b[0], a[0]);
+        ck_assert_int_eq(a[1], d + K * one[0]);
+        ck_assert_int_eq(b[1] - a[1], 1000);
+        trains(t, COLL_RING_STEPS, gs, gs + 6, 6, K, S, d, sa);
+        trains(t, COLL_RING_STEPS, gs, gs + 6, 6, K, S, d + 1000, sb);
+        if (sa[0] < lo) lo = sa[0];
+        if (sa[0] > hi) hi = sa[0];
+        sim_time_t g = sb[0] > sa[0] ? sb[0] - sa[0] : sa[0] - sb[0];
+        if (g > gain) gain = g;
+    }
+    ck_assert_int_ge(gain, 13000);           /* steps: >= 13 ns for the 1 ns */
+    ck_assert_int_ge(hi - lo, 4000000000);   /* steps: >= 4 ms across d */
+    topo_destroy(t);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ring_fluid");
@@ -596,6 +707,7 @@ int main(void)
     tcase_add_test(tc, auto_rings_per_rail_fluid);
     tcase_add_test(tc, rings_per_rail_contention);
     tcase_add_test(tc, slow_edge_and_long_edge);
+    tcase_add_test(tc, trains_continuous_in_start);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);
 }

@@ -4,7 +4,8 @@
  * - a 1 ms GEMM beside a 0.5 ms all-gather of its lane ends at 1 ms + 0.5 ms x 7/132 (the
  *   all-gather sends 100 GB/s: ceil(100 / 15) = 7 NCCL channels, leaving 125 SMs to the GEMM
  *   while it runs: rate 125/132), and with a 2 ms all-gather it ends inside it, at
- *   1 ms x 132/125;
+ *   1 ms x 132/125; with the all-gather starting at s its end is continuous in s (the two
+ *   forms meet at s = 1 - 0.5 x 125/132 ms), a start 1 ns later moving it by 0 or -0.056 ns;
  * - a memory-bound op beside it loses the all-gather's HBM traffic, 3 bytes per byte sent at
  *   the 100 GB/s it sends: 1 ms + 0.5 ms x 0.3/2.68;
  * - options.comm_contention {"sms": 66}: half the SMs, 1 ms + 0.5 ms / 2; contention off (the
@@ -119,6 +120,57 @@ START_TEST(gemm_beside_allgather)
     g = graph(&c, AG_BYTES(0.5), true);
     ck_assert_rel(op_end_ms(g, true, 0), 1.0, 1e-9);
     wl_graph_destroy(g);
+}
+END_TEST
+
+/* Lane 0's 1 ms GEMM (op 0) beside a 0.5 ms all-gather of lanes 0 and 1 that starts when lane 1
+ * reaches it, after lane 1's own compute op of s_ms. */
+static double gemm_end_with_gather_at(double s_ms)
+{
+    wl_cost c = gemm_1ms(), w = {0};
+    w.flops[GPU_OP_MATMUL] = s_ms * 1e-3 * 989.5e12 * 0.7;
+    wl_graph *g = wl_graph_create(2, 2, 1);
+    g->lane_gpus[0] = 0;
+    g->lane_gpus[1] = 1;
+    uint32_t cg = wl_graph_cost(g, &c), cw = wl_graph_cost(g, &w);
+    wl_op o = {.lane = 0, .kind = WL_OP_COMPUTE, .stream = WL_STREAM_COMPUTE, .mb = -1,
+               .layer = -1, .arg = cg, .name = (uint16_t)wl_graph_name(g, "gemm")};
+    wl_graph_op(g, &o, NULL, 0);
+    o.lane = 1;
+    o.arg = cw;
+    uint32_t before = wl_graph_op(g, &o, NULL, 0);
+    uint32_t inst = wl_graph_coll(g, COLL_ALLGATHER, AG_BYTES(0.5));
+    for (uint32_t l = 0; l < 2; l++) {
+        wl_op a = {.lane = l, .kind = WL_OP_COLL, .stream = WL_STREAM_DP, .mb = -1, .layer = -1,
+                   .arg = inst, .name = (uint16_t)wl_graph_name(g, "gather")};
+        wl_graph_op(g, &a, l == 1 ? &before : NULL, l == 1 ? 1 : 0);
+    }
+    double t = op_end_ms(g, true, 0);
+    wl_graph_destroy(g);
+    return t;
+}
+
+START_TEST(gemm_end_continuous_in_gather_start)
+{
+    /* The all-gather (7 channels: the GEMM at 125/132 of its rate while it runs) starting at s.
+     * Inside the GEMM (s + 0.5 <= its end): 1 + 0.5 x 7/132 ms whatever s. Outlasting it
+     * (s >= 1 - 0.5 x 125/132 = 0.52652 ms): s + (1 - s) x 132/125. After it (s >= 1): 1 ms.
+     * The two forms meet at s = 0.52652 (1.026515 ms): the end is continuous in s, and a start
+     * 1 ns later moves it by 0 or by 1 ns x (1 - 132/125) = -0.056 ns, never by which part of
+     * the op the start falls in. */
+    const double ns = 1e-6; /* in ms */
+    double in = 1.0 + 0.5 * 7.0 / 132.0;
+    ck_assert_rel(gemm_end_with_gather_at(0.2), in, 1e-9);
+    ck_assert_double_eq_tol(gemm_end_with_gather_at(0.2 + ns) - gemm_end_with_gather_at(0.2), 0, 3e-9);
+    double s = 0.8, out = s + (1 - s) * 132.0 / 125.0;
+    ck_assert_rel(gemm_end_with_gather_at(s), out, 1e-9);
+    ck_assert_double_eq_tol(gemm_end_with_gather_at(s + ns) - gemm_end_with_gather_at(s),
+                            ns * (1 - 132.0 / 125.0), 3e-9);
+    double knee = 1 - 0.5 * 125.0 / 132.0;
+    ck_assert_double_eq_tol(gemm_end_with_gather_at(knee - ns), in, 3e-9);
+    ck_assert_double_eq_tol(gemm_end_with_gather_at(knee + ns), in + ns * (1 - 132.0 / 125.0), 3e-9);
+    ck_assert_rel(gemm_end_with_gather_at(1.0 + ns), 1.0, 1e-9);
+    ck_assert_double_eq_tol(gemm_end_with_gather_at(1.0 - ns), 1.0 + ns * (132.0 / 125.0 - 1), 3e-9);
 }
 END_TEST
 
@@ -446,6 +498,7 @@ int main(void)
     Suite *s = suite_create("contention");
     TCase *t = tcase_create("core");
     tcase_add_test(t, gemm_beside_allgather);
+    tcase_add_test(t, gemm_end_continuous_in_gather_start);
     tcase_add_test(t, memory_bound_beside_allgather);
     tcase_add_test(t, tp_overlap_userbuffers);
     tcase_add_test(t, tp_overlap_drain);

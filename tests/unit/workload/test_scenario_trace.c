@@ -5,7 +5,9 @@
  * run replays to the same step time and breakdown; a hand-written trace (one GPU per lane,
  * inline durations) runs with its closed-form time; bad traces name their paths;
  * options.ring_model: steps and fluid agree on an uncontended data-parallel step, auto picks
- * fluid for 64 ranks, a bad value names its path.
+ * fluid for 64 ranks, a bad value names its path; two sends through the spines into one NIC
+ * (each spread over its 4 ECMP lanes) share it as hand-computed, and a start 1 ns later moves
+ * the step by 1 ns.
  * Leaves free: message wording beyond the key facts checked. */
 #include <stdio.h>
 #include <string.h>
@@ -286,6 +288,45 @@ static run_result run_ok(const char *text)
     return r;
 }
 
+/* One step of the two-send trace below: GPU 0 sends S to GPU 16 at 0 and then computes 5 ms;
+ * GPU 4 computes d, then sends S to GPU 16 (with_b), or nothing. */
+static double two_sends(double d_ms, int with_b)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{\"format\": \"dtsim-trace\", \"version\": 1, \"gpus\": 17, \"ops\": ["
+             " {\"gpu\": 0, \"kind\": \"send\", \"to\": 16, \"bytes\": \"50 MB\"},"
+             " {\"gpu\": 0, \"kind\": \"compute\", \"duration\": \"5 ms\", \"deps\": [0]},"
+             " {\"gpu\": 4, \"kind\": \"compute\", \"duration\": \"%.9f ms\"},"
+             " {\"gpu\": 4, \"kind\": \"send\", \"to\": 16, \"bytes\": \"%s\", \"deps\": [2]}"
+             "]}",
+             d_ms, with_b ? "50 MB" : "0 B");
+    run_result r = run_trace_text(text, "{\"generator\": \"dgx\", \"nodes\": 12,"
+                                        " \"gpus_per_node\": 4, \"radix\": 8}");
+    double t = r.step_time_s;
+    run_result_free(&r);
+    return t;
+}
+
+START_TEST(send_across_spines_spread)
+{
+    /* 12 DGX boxes of 4 GPUs, radix 8 (rail leaves of 4 boxes, 4 spines), 400 Gb/s NICs
+     * (50 GB/s, line rate): GPUs 0 and 4 (boxes 0 and 1, rail 0) each send S = 50 MB to GPU 16
+     * (box 4, behind another leaf: through the spines, so each send is spread over its pair's
+     * 4 ECMP lanes at once, run.c send_fn). Both share GPU 16's NIC: the first runs alone at
+     * B until the second starts at d, then each at B/2, so its bytes are done at 2S/B - d and
+     * GPU 0's 5 ms compute ends at lat + 2S/B - d + 5 ms: the step (GPU 4's send ends at 2S/B
+     * + lat, earlier). Alone it is lat + S/B + 5 ms. So the step with the second send is the
+     * step alone + S/B - d whatever the route latency, and a start 1 ns later ends the step
+     * 1 ns earlier: a tiny change of a transfer's start moves the ends by as much. */
+    double B = 50e9, S = 50e6;
+    double alone = two_sends(0.3, 0);
+    double at = two_sends(0.3, 1), later = two_sends(0.300001, 1);
+    ck_assert_double_eq_tol(at, alone + S / B - 0.3e-3, 2e-12);
+    ck_assert_double_eq_tol(later - at, -1e-9, 2e-12);
+}
+END_TEST
+
 START_TEST(ring_model_option)
 {
     /* Data parallelism over 64 boxes: the gradient all-reduces are rings of 64, which `auto`
@@ -348,6 +389,7 @@ Suite *suite(void)
     tcase_add_test(t, degraded_link_closed_form);
     tcase_add_test(t, flow_matches_analytic_without_contention);
     tcase_add_test(t, ring_model_option);
+    tcase_add_test(t, send_across_spines_spread);
     suite_add_tcase(s, t);
     return s;
 }
