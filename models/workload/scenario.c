@@ -539,8 +539,13 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
     fw->attention_unpad = false;
     /* Megatron-LM reduces bf16 gradients in fp32: arguments.py sets
      * accumulate_allreduce_grads_in_fp32 for bf16 unless --grad-reduce-in-bf16 is given
-     * (reduce_dtype "bf16" says that); fp16 runs reduce in fp16 by default */
-    fw->reduce_bytes = preset == WL_FW_MEGATRON && s->plan.precision == WL_BF16 ? 4 : 0;
+     * (reduce_dtype "bf16" says that); an fp8 run is a --bf16 run whose GEMMs Transformer Engine
+     * runs in fp8 (--fp8-format needs bf16 parameters), so it reduces in fp32 too; fp16 runs
+     * reduce in fp16 by default */
+    fw->reduce_bytes = preset == WL_FW_MEGATRON &&
+                               (s->plan.precision == WL_BF16 || s->plan.precision == WL_FP8)
+                           ? 4
+                           : 0;
     if (preset != WL_FW_GENERIC) {
         /* both run their collectives on NCCL */
         s->env.link_nvlink = TOPO_NCCL_NVLINK_EFFICIENCY;

@@ -492,20 +492,21 @@ END_TEST
  * says) and keeps them in an fp32 main_grad buffer: a ZeRO-1 step's gradient reduce-scatter
  * moves Ψ x 4 bytes in all buckets, and the gradients take 4 B per parameter against 2 (the
  * Megatron-LM README's 6 + 12/d for bf16 parameters with fp32 gradients and the distributed
- * optimizer); fp16 and the explicit bf16 reduction keep 2. */
+ * optimizer); fp16 and the explicit bf16 reduction keep 2. An fp8 run is a bf16 run with
+ * Transformer Engine's fp8 GEMMs (--fp8-format needs --bf16): fp32 as well. */
 START_TEST(megatron_fp32_reduction)
 {
-    static const char *const fw[3] = {"\"megatron\"",
+    static const char *const fw[4] = {"\"megatron\"",
                                       "{\"preset\": \"megatron\", \"reduce_dtype\": \"bf16\"}",
-                                      "\"megatron\""};
-    static const char *const prec[3] = {"bf16", "bf16", "fp16"};
-    static const double elem[3] = {4, 2, 2};
-    for (int k = 0; k < 3; k++) {
+                                      "\"megatron\"", "\"megatron\""};
+    static const char *const prec[4] = {"bf16", "bf16", "fp16", "fp8"};
+    static const double elem[4] = {4, 2, 2, 4};
+    for (int k = 0; k < 4; k++) {
         char doc[1024];
         snprintf(doc, sizeof doc, "{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"dp\": 4, "
                  "\"zero\": 1}, \"precision\": \"%s\", \"framework\": %s}", prec[k], fw[k]);
         load(doc, 4);
-        ck_assert_double_eq(sc.plan.fw.reduce_bytes, k == 0 ? 4 : k == 1 ? 2 : 0);
+        ck_assert_double_eq(sc.plan.fw.reduce_bytes, k == 0 || k == 3 ? 4 : k == 1 ? 2 : 0);
         wl_graph *g = wl_graph_build(&sc);
         /* Ψ: every parameter, the final norm's 2h included (pp 1: all on this stage) */
         double rs = 0, psi = wl_total_params(&sc.model);
