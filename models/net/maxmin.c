@@ -212,8 +212,10 @@ static void dedup_links(mm_solver *s, int n_links, const double *cap, int n_flow
     int k2 = 0;
     for (int f = 0; f < n_flows; f++) {
         s->fs2[f] = k2;
-        for (int k = fstart[f]; k < fstart[f + 1]; k++)
-            if (s->alive[flinks[k]]) s->fl2[k2++] = flinks[k];
+        for (int k = fstart[f]; k < fstart[f + 1]; k++) { /* (no branch to mispredict) */
+            s->fl2[k2] = flinks[k];
+            k2 += s->alive[flinks[k]];
+        }
     }
     s->fs2[n_flows] = k2;
 }

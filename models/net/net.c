@@ -1400,7 +1400,10 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
 
     /* Walk the components touching dirty links, collecting each flow's links as local indices
      * (a link gets its index when first met). Scratch arrays grow to the largest component
-     * seen and are reused. */
+     * seen and are reused; the link lists (cl, stack) hold each link at most once per walk,
+     * so they are sized for every link once, and the walk does not check them per link. */
+    grow_int(&n->cl, &n->cap_cl, n->n_links);
+    grow_int(&n->stack, &n->cap_stack, n->n_links);
     for (int d = 0; d < n->n_dirty; d++) {
         int l0 = n->dirty[d];
         int why = n->links[l0].dirty;
@@ -1410,8 +1413,6 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
          * nobody left is bottlenecked here: the skip rule of on_done holds for the batch. */
         if (why == DIRTY_DEPART && n->links[l0].n_bneck == 0 && !DTSIM_NET_NOSKIP) continue;
         int sp = 0;
-        grow_int(&n->cl, &n->cap_cl, nl + 1);
-        grow_int(&n->stack, &n->cap_stack, nl + 1);
         n->lmark[l0] = (link_mark){ep, nl, n->links[l0].n};
         n->cl[nl++] = l0;
         n->stack[sp++] = l0;
@@ -1449,13 +1450,12 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
                 weighted |= f->w != 1.0;
                 n->cf[nf] = fid;
                 n->fstart[nf++] = ninc;
-                for (int h = 0; h < f->n_hops; h++) {
+                int nh = f->n_hops; /* (a bit-field: read once, not per hop) */
+                for (int h = 0; h < nh; h++) {
                     int m = fp[h];
                     link_mark *lm = &n->lmark[m];
                     if (lm->mark != ep) {
                         *lm = (link_mark){ep, nl, n->links[m].n};
-                        grow_int(&n->cl, &n->cap_cl, nl + 1);
-                        grow_int(&n->stack, &n->cap_stack, nl + 1);
                         n->cl[nl++] = m;
                         n->stack[sp++] = m;
                     }
