@@ -233,7 +233,7 @@ void mm_solve_counted(mm_solver *s, int n_links, const double *cap, int n_flows,
 {
     int n_inc = fstart[n_flows] - fstart[0];
     reserve(s, n_links, n_flows, n_inc);
-    memset(s->frozen, 0, (size_t)n_flows);
+    for (int f = 0; f < n_flows; f++) s->frozen[f] = 0;
     s->lstart[0] = 0;
     if (link_n) {
         /* the caller's counts: one pass over the links instead of one over the incidences */
