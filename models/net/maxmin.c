@@ -170,10 +170,33 @@ static void dedup_links(mm_solver *s, int n_links, const double *cap, int n_flow
         s->cap_tab = tcap;
     }
     for (int i = 0; i < tcap; i++) s->tab[i] = -1;
+    /* The slot of link l - 1's class (-1: l - 1 crosses nothing). Links numbered one after
+     * another along a flow's path are often crossed by the same flows (a ring's lanes share
+     * the hops of each pair's route): such a link is compared with the one before it, whose
+     * list lies just before its own, and joins that class's slot without a hash or a probe.
+     * A class keeps its slot for good (slots are only ever replaced), so the probe would have
+     * found that same slot and done the same. */
+    int pslot = -1;
     for (int l = 0; l < n_links; l++) {
         s->alive[l] = 0;
         int a = s->lstart[l], b = s->lstart[l + 1];
-        if (a == b) continue;
+        if (a == b) {
+            pslot = -1;
+            continue;
+        }
+        int slot;
+        if (pslot >= 0 && s->lstart[l - 1] == a - (b - a) &&
+            !memcmp(s->lflows + a - (b - a), s->lflows + a, (size_t)(b - a) * sizeof(int))) {
+            slot = pslot;
+            s->sig[l] = s->sig[l - 1];
+            int r = s->tab[slot];
+            if (cap[l] < cap[r]) { /* as below */
+                s->alive[r] = 0;
+                s->alive[l] = 1;
+                s->tab[slot] = l;
+            }
+            continue;
+        }
         /* A multiply per flow and one final mix: which links are alike is decided by the
          * exact compare below, so the hash only spreads the table (a stronger mix per flow
          * was a tenth of a large solve's instructions for nothing the answer depends on). */
@@ -181,8 +204,7 @@ static void dedup_links(mm_solver *s, int n_links, const double *cap, int n_flow
         for (int k = a; k < b; k++) h = (h ^ (uint64_t)(uint32_t)s->lflows[k]) * 0x9e3779b97f4a7c15ULL;
         h ^= h >> 29;
         s->sig[l] = h;
-        int slot = (int)(h & (uint64_t)(tcap - 1));
-        for (;; slot = (slot + 1) & (tcap - 1)) {
+        for (slot = (int)(h & (uint64_t)(tcap - 1));; slot = (slot + 1) & (tcap - 1)) {
             int r = s->tab[slot];
             if (r < 0) {
                 s->tab[slot] = l;
@@ -199,6 +221,7 @@ static void dedup_links(mm_solver *s, int n_links, const double *cap, int n_flow
             }
             break;
         }
+        pslot = slot;
     }
     int n_inc = fstart[n_flows] - fstart[0];
     if (n_flows + 1 > s->cap_fs2) {
