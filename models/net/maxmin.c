@@ -159,13 +159,6 @@ void mm_solve(mm_solver *s, int n_links, const double *cap, int n_flows, const i
  * Coupled ring flows (net_send_ring) cross thousands of links that carry just their own ECMP
  * lanes: this is what keeps the heap small for them. O(incidences + links).
  * Marks s->alive and builds the reduced flow -> link lists s->fs2 / s->fl2. */
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return x;
-}
 
 static void dedup_links(mm_solver *s, int n_links, const double *cap, int n_flows,
                         const int *fstart, const int *flinks)
@@ -177,15 +170,41 @@ static void dedup_links(mm_solver *s, int n_links, const double *cap, int n_flow
         s->cap_tab = tcap;
     }
     for (int i = 0; i < tcap; i++) s->tab[i] = -1;
+    /* The slot of link l - 1's class (-1: l - 1 crosses nothing). Links numbered one after
+     * another along a flow's path are often crossed by the same flows (a ring's lanes share
+     * the hops of each pair's route): such a link is compared with the one before it, whose
+     * list lies just before its own, and joins that class's slot without a hash or a probe.
+     * A class keeps its slot for good (slots are only ever replaced), so the probe would have
+     * found that same slot and done the same. */
+    int pslot = -1;
     for (int l = 0; l < n_links; l++) {
         s->alive[l] = 0;
         int a = s->lstart[l], b = s->lstart[l + 1];
-        if (a == b) continue;
+        if (a == b) {
+            pslot = -1;
+            continue;
+        }
+        int slot;
+        if (pslot >= 0 && s->lstart[l - 1] == a - (b - a) &&
+            !memcmp(s->lflows + a - (b - a), s->lflows + a, (size_t)(b - a) * sizeof(int))) {
+            slot = pslot;
+            s->sig[l] = s->sig[l - 1];
+            int r = s->tab[slot];
+            if (cap[l] < cap[r]) { /* as below */
+                s->alive[r] = 0;
+                s->alive[l] = 1;
+                s->tab[slot] = l;
+            }
+            continue;
+        }
+        /* A multiply per flow and one final mix: which links are alike is decided by the
+         * exact compare below, so the hash only spreads the table (a stronger mix per flow
+         * was a tenth of a large solve's instructions for nothing the answer depends on). */
         uint64_t h = (uint64_t)(b - a);
-        for (int k = a; k < b; k++) h = mix(h ^ (uint64_t)(uint32_t)s->lflows[k]) + 0x9e3779b97f4a7c15ULL;
+        for (int k = a; k < b; k++) h = (h ^ (uint64_t)(uint32_t)s->lflows[k]) * 0x9e3779b97f4a7c15ULL;
+        h ^= h >> 29;
         s->sig[l] = h;
-        int slot = (int)(h & (uint64_t)(tcap - 1));
-        for (;; slot = (slot + 1) & (tcap - 1)) {
+        for (slot = (int)(h & (uint64_t)(tcap - 1));; slot = (slot + 1) & (tcap - 1)) {
             int r = s->tab[slot];
             if (r < 0) {
                 s->tab[slot] = l;
@@ -202,6 +221,7 @@ static void dedup_links(mm_solver *s, int n_links, const double *cap, int n_flow
             }
             break;
         }
+        pslot = slot;
     }
     int n_inc = fstart[n_flows] - fstart[0];
     if (n_flows + 1 > s->cap_fs2) {
@@ -215,8 +235,10 @@ static void dedup_links(mm_solver *s, int n_links, const double *cap, int n_flow
     int k2 = 0;
     for (int f = 0; f < n_flows; f++) {
         s->fs2[f] = k2;
-        for (int k = fstart[f]; k < fstart[f + 1]; k++)
-            if (s->alive[flinks[k]]) s->fl2[k2++] = flinks[k];
+        for (int k = fstart[f]; k < fstart[f + 1]; k++) { /* (no branch to mispredict) */
+            s->fl2[k2] = flinks[k];
+            k2 += s->alive[flinks[k]];
+        }
     }
     s->fs2[n_flows] = k2;
 }
@@ -225,14 +247,33 @@ void mm_solve_weighted(mm_solver *s, int n_links, const double *cap, int n_flows
                        const int *fstart, const int *flinks, const double *weight, double *rate,
                        int *bneck)
 {
+    mm_solve_counted(s, n_links, cap, n_flows, fstart, flinks, weight, NULL, rate, bneck);
+}
+
+void mm_solve_counted(mm_solver *s, int n_links, const double *cap, int n_flows,
+                      const int *fstart, const int *flinks, const double *weight,
+                      const int *link_n, double *rate, int *bneck)
+{
     int n_inc = fstart[n_flows] - fstart[0];
     reserve(s, n_links, n_flows, n_inc);
-    memset(s->lstart, 0, (size_t)(n_links + 1) * sizeof *s->lstart);
-    for (int f = 0; f < n_flows; f++) {
-        s->frozen[f] = 0;
-        for (int k = fstart[f]; k < fstart[f + 1]; k++) s->lstart[flinks[k] + 1]++;
+    for (int f = 0; f < n_flows; f++) s->frozen[f] = 0;
+    s->lstart[0] = 0;
+    if (link_n) {
+        /* the caller's counts: one pass over the links instead of one over the incidences */
+        for (int l = 0; l < n_links; l++) s->lstart[l + 1] = s->lstart[l] + link_n[l];
+        DT_ASSERT(s->lstart[n_links] == n_inc);
+#ifndef NDEBUG
+        int *cnt = dt_xcalloc((size_t)n_links + 1, sizeof *cnt);
+        for (int k = fstart[0]; k < fstart[n_flows]; k++) cnt[flinks[k]]++;
+        for (int l = 0; l < n_links; l++) DT_ASSERT(cnt[l] == link_n[l]);
+        free(cnt);
+#endif
+    } else {
+        memset(s->lstart, 0, (size_t)(n_links + 1) * sizeof *s->lstart);
+        for (int f = 0; f < n_flows; f++)
+            for (int k = fstart[f]; k < fstart[f + 1]; k++) s->lstart[flinks[k] + 1]++;
+        for (int l = 0; l < n_links; l++) s->lstart[l + 1] += s->lstart[l];
     }
-    for (int l = 0; l < n_links; l++) s->lstart[l + 1] += s->lstart[l];
     memcpy(s->fill, s->lstart, (size_t)n_links * sizeof *s->fill);
     for (int f = 0; f < n_flows; f++)
         for (int k = fstart[f]; k < fstart[f + 1]; k++) s->lflows[s->fill[flinks[k]]++] = f;

@@ -40,6 +40,12 @@ void mm_solve(mm_solver *s, int n_links, const double *cap, int n_flows, const i
 void mm_solve_weighted(mm_solver *s, int n_links, const double *cap, int n_flows,
                        const int *fstart, const int *flinks, const double *weight, double *rate,
                        int *bneck);
+/* The same, with link_n[l] the number of incidences on link l (a flow crossing it twice counts
+ * twice), when the caller knows them without a pass over the incidences (the network model: its
+ * links' entry counts); they must be right (their total is checked). link_n NULL: counted. */
+void mm_solve_counted(mm_solver *s, int n_links, const double *cap, int n_flows,
+                      const int *fstart, const int *flinks, const double *weight,
+                      const int *link_n, double *rate, int *bneck);
 /* bneck (may be NULL) receives each flow's bottleneck: the link on which it froze (saturated,
  * and no flow on it is faster), -1 for a flow crossing no link. The network model uses it to
  * skip re-solving when a flow leaves links that bottleneck nobody else. */

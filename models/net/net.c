@@ -234,10 +234,11 @@ typedef struct link_entry {
 } link_entry;
 
 /* Component-walk marks, apart from the link records: a walk over a coupled ring's thousands
- * of links touches 8 bytes per link instead of a 40-byte record. */
+ * of links touches 12 bytes per link instead of a 40-byte record. */
 typedef struct link_mark {
     uint32_t mark; /* walk epoch */
     int local;     /* index in the component being solved */
+    int left;      /* its entries whose flow the walk has not met yet (on_recompute) */
 } link_mark;
 
 typedef struct net_link {
@@ -279,6 +280,8 @@ struct net {
     int *cf, *cl, *fstart, *flinks, *stack;
     double *cap, *rate, *used, *wt;
     int *bn;
+    int *lnum;           /* per component link: its entries (the solver's incidence count) */
+    unsigned char *sat;  /* per component link: saturated after the solve (gap_tight) */
     int cap_cf, cap_cl, cap_inc, cap_stack, cap_fs, cap_ls, cap_rate;
     mm_solver *mm;
     route_memo *memo;
@@ -378,6 +381,8 @@ void net_destroy(net *n)
     free(n->flinks);
     free(n->stack);
     free(n->cap);
+    free(n->lnum);
+    free(n->sat);
     free(n->rate);
     free(n->used);
     free(n->wt);
@@ -656,14 +661,14 @@ static inline void gap_accrue(net *n, int id, double sent)
  * their uncontended share. Ties matter: two rings sharing every link saturate all their
  * links, and the ring's longest edge then paces each step, not only the one edge the
  * solver happened to freeze the flow on. fl: the flow's local link indices in path order
- * (on_recompute's flinks). O(hops). */
+ * (on_recompute's flinks), n->sat: which of them are saturated. O(hops). */
 static void gap_tight(net *n, int id, const int *fl)
 {
     ring_gap *g = n->gap[id];
     double a = 0, rate = n->flows[id].rate;
     for (int q = 0, h = 0; q < g->n_pairs; h += g->hops[q++])
         for (int k = h; k < h + g->hops[q]; k++)
-            if (n->used[fl[k]] >= n->cap[fl[k]] * (1 - 1e-9)) {
+            if (n->sat[fl[k]]) {
                 if ((double)g->lat[q] > a) a = (double)g->lat[q];
                 break;
             }
@@ -1452,7 +1457,10 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
 
     /* Walk the components touching dirty links, collecting each flow's links as local indices
      * (a link gets its index when first met). Scratch arrays grow to the largest component
-     * seen and are reused. */
+     * seen and are reused; the link lists (cl, stack) hold each link at most once per walk,
+     * so they are sized for every link once, and the walk does not check them per link. */
+    grow_int(&n->cl, &n->cap_cl, n->n_links);
+    grow_int(&n->stack, &n->cap_stack, n->n_links);
     for (int d = 0; d < n->n_dirty; d++) {
         int l0 = n->dirty[d];
         int why = n->links[l0].dirty;
@@ -1462,14 +1470,20 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
          * nobody left is bottlenecked here: the skip rule of on_done holds for the batch. */
         if (why == DIRTY_DEPART && n->links[l0].n_bneck == 0 && !DTSIM_NET_NOSKIP) continue;
         int sp = 0;
-        grow_int(&n->cl, &n->cap_cl, nl + 1);
-        grow_int(&n->stack, &n->cap_stack, nl + 1);
-        n->lmark[l0] = (link_mark){ep, nl};
+        n->lmark[l0] = (link_mark){ep, nl, n->links[l0].n};
         n->cl[nl++] = l0;
         n->stack[sp++] = l0;
         while (sp > 0) {
-            net_link *lk = &n->links[n->stack[--sp]];
-            for (int k = 0; k < lk->n; k++) {
+            int lid = n->stack[--sp];
+            net_link *lk = &n->links[lid];
+            /* Scan only while some entry's flow is unmet: `left` counts them (each flow met
+             * takes its hops off its links' counts below), so a link whose flows were all met
+             * through other links is not scanned, and a scan stops at its last unmet flow.
+             * The scan would have found nothing more: the walk's order, and so every local
+             * index and the solve, stay as they were. Coupled rings cross thousands of links
+             * that carry the same few flows: most of them need no scan. */
+            const int *left = &n->lmark[lid].left;
+            for (int k = 0; k < lk->n && *left > 0; k++) {
                 if (k + PF_AHEAD < lk->n) {
                     int q = lk->e[k + PF_AHEAD].flow;
                     PF(&n->fmark[q]);
@@ -1493,16 +1507,16 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
                 weighted |= f->w != 1.0;
                 n->cf[nf] = fid;
                 n->fstart[nf++] = ninc;
-                for (int h = 0; h < f->n_hops; h++) {
+                int nh = f->n_hops; /* (a bit-field: read once, not per hop) */
+                for (int h = 0; h < nh; h++) {
                     int m = fp[h];
                     link_mark *lm = &n->lmark[m];
                     if (lm->mark != ep) {
-                        *lm = (link_mark){ep, nl};
-                        grow_int(&n->cl, &n->cap_cl, nl + 1);
-                        grow_int(&n->stack, &n->cap_stack, nl + 1);
+                        *lm = (link_mark){ep, nl, n->links[m].n};
                         n->cl[nl++] = m;
                         n->stack[sp++] = m;
                     }
+                    lm->left--;
                     n->flinks[ninc++] = lm->local; /* local link index */
                 }
             }
@@ -1516,13 +1530,19 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         n->cap_ls = n->cap_cl;
         n->cap = dt_xrealloc(n->cap, (size_t)n->cap_ls * sizeof *n->cap);
         n->used = dt_xrealloc(n->used, (size_t)n->cap_ls * sizeof *n->used);
+        n->lnum = dt_xrealloc(n->lnum, (size_t)n->cap_ls * sizeof *n->lnum);
+        n->sat = dt_xrealloc(n->sat, (size_t)n->cap_ls);
     }
     for (int j = 0; j < nl; j++) {
-        n->cap[j] = n->links[n->cl[j]].bw;
+        const net_link *lk = &n->links[n->cl[j]];
+        n->cap[j] = lk->bw;
+        /* every entry of a component link is a flow of the component: its count is the
+         * solver's incidence count (mm_solve_counted), no pass over flinks needed */
+        n->lnum[j] = lk->n;
         n->used[j] = 0;
     }
-    mm_solve_weighted(n->mm, nl, n->cap, nf, n->fstart, n->flinks, weighted ? n->wt : NULL,
-                      n->rate, n->bn);
+    mm_solve_counted(n->mm, nl, n->cap, nf, n->fstart, n->flinks, weighted ? n->wt : NULL,
+                     n->lnum, n->rate, n->bn);
     if (nf > n->cap_rs) {
         n->cap_rs = n->cap_cf;
         n->rs_i = dt_xrealloc(n->rs_i, (size_t)n->cap_rs * sizeof *n->rs_i);
@@ -1580,9 +1600,12 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         n->rs_t[m++] = finish_at(now, ps_ceil(f->remaining / f->rate));
     }
     emit_finishes(n, m);
-    if (stepped)
+    if (stepped) {
+        /* which links are saturated, once per link rather than once per stepped flow's hop */
+        for (int j = 0; j < nl; j++) n->sat[j] = n->used[j] >= n->cap[j] * (1 - 1e-9);
         for (int i = 0; i < nf; i++)
             if (n->flows[n->cf[i]].stepped) gap_tight(n, n->cf[i], n->flinks + n->fstart[i]);
+    }
     for (int j = 0; j < nl; j++) note_util(n, n->used[j], n->cap[j]);
     (void)eng;
 }
