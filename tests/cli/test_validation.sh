@@ -6,9 +6,11 @@
 # the JSON summary agrees with its rows (median of |error|, worst case); the error sign
 # (+ optimistic) from the rows' measured and predicted values; --case selects; `dtsim report`
 # draws the parity plot from the JSON; bad manifests and unknown cases exit 2 naming the path;
-# the ungated expert/context-parallel and NeMo 24.09 (validation-bridge) cases run and predict the
-# figures docs/validation.md quotes.
-# Leaves free: the predicted figures themselves (docs/validation.md shows them).
+# the ungated suites (validation-ep-cp, validation-bridge, validation-bridge-fp8) run and predict
+# the figures docs/validation.md quotes, pinned to 4-5 significant digits; the M cases' untied
+# parameter counts match their size labels.
+# Leaves free: the gated suite's per-case predictions (only its median and worst are bounded;
+# docs/validation.md shows them).
 set -euo pipefail
 : "${DTSIM:?}" "${SRC:?}"
 tmp=$(mktemp -d)
