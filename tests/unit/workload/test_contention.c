@@ -279,20 +279,31 @@ END_TEST
 /* Two pipeline stages of one H100 each. Stage 0 computes a 1 ms GEMM, then sends `bytes` to
  * stage 1 (PP stream) and computes `next`, after the send too when `blocking`; stage 1 computes
  * `recv_side` from time 0 (none when NULL). Returns the ends (ms) of `next` and of `recv_side`. */
-static void two_stages(const wl_cost *next, const wl_cost *recv_side, double bytes, bool blocking,
-                       bool contention, double *next_ms, double *recv_ms)
+/* The start both pipeline-send graphs share: two lanes on GPUs 0 and 1, lane 0's 1 ms GEMM (*o,
+ * the compute op template, costs it) and its send of `bytes` to lane 1 after it. */
+static wl_graph *gemm_then_send(double bytes, wl_op *o, uint32_t *first, uint32_t *send)
 {
     wl_graph *g = wl_graph_create(2, 2, 1);
     g->lane_gpus[0] = 0;
     g->lane_gpus[1] = 1;
     wl_cost a = gemm_1ms();
     uint16_t nm = (uint16_t)wl_graph_name(g, "op");
-    wl_op o = {.lane = 0, .kind = WL_OP_COMPUTE, .stream = WL_STREAM_COMPUTE, .mb = -1,
-               .layer = -1, .arg = wl_graph_cost(g, &a), .name = nm};
-    uint32_t first = wl_graph_op(g, &o, NULL, 0);
+    *o = (wl_op){.lane = 0, .kind = WL_OP_COMPUTE, .stream = WL_STREAM_COMPUTE, .mb = -1,
+                 .layer = -1, .arg = wl_graph_cost(g, &a), .name = nm};
+    *first = wl_graph_op(g, o, NULL, 0);
     wl_op snd = {.lane = 0, .kind = WL_OP_SEND, .stream = WL_STREAM_PP, .mb = -1, .layer = -1,
                  .arg = 1, .bytes = bytes, .name = nm};
-    uint32_t send = wl_graph_op(g, &snd, &first, 1);
+    *send = wl_graph_op(g, &snd, first, 1);
+    return g;
+}
+
+static void two_stages(const wl_cost *next, const wl_cost *recv_side, double bytes, bool blocking,
+                       bool contention, double *next_ms, double *recv_ms)
+{
+    wl_op o;
+    uint32_t first, send;
+    wl_graph *g = gemm_then_send(bytes, &o, &first, &send);
+    uint16_t nm = o.name;
     o.arg = wl_graph_cost(g, next);
     uint32_t deps[2] = {first, send};
     uint32_t n_op = wl_graph_op(g, &o, deps, blocking ? 2 : 1);
@@ -418,17 +429,9 @@ END_TEST
 START_TEST(overlapped_send_slows_the_op_between)
 {
     for (int blocking = 0; blocking < 2; blocking++) {
-        wl_graph *g = wl_graph_create(2, 2, 1);
-        g->lane_gpus[0] = 0;
-        g->lane_gpus[1] = 1;
-        wl_cost a = gemm_1ms();
-        uint16_t nm = (uint16_t)wl_graph_name(g, "op");
-        wl_op o = {.lane = 0, .kind = WL_OP_COMPUTE, .stream = WL_STREAM_COMPUTE, .mb = -1,
-                   .layer = -1, .arg = wl_graph_cost(g, &a), .name = nm};
-        uint32_t first = wl_graph_op(g, &o, NULL, 0);
-        wl_op snd = {.lane = 0, .kind = WL_OP_SEND, .stream = WL_STREAM_PP, .mb = -1, .layer = -1,
-                     .arg = 1, .bytes = SEND_BYTES, .name = nm};
-        uint32_t send = wl_graph_op(g, &snd, &first, 1);
+        wl_op o;
+        uint32_t first, send;
+        wl_graph *g = gemm_then_send(SEND_BYTES, &o, &first, &send);
         uint32_t mid = wl_graph_op(g, &o, blocking ? &send : &first, 1);
         uint32_t d[2] = {mid, send};
         uint32_t last = wl_graph_op(g, &o, d, 2);
