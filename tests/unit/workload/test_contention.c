@@ -77,17 +77,24 @@ static wl_graph *graph(const wl_cost *cost, double ag_bytes, bool ag_after_op)
     return g;
 }
 
-/* The end of op 0 (the compute op) on two H100s. */
-static double op_end_ms(const wl_graph *g, bool contention, int sms)
+/* Replays g on two H100s (record on, the contention model as asked, its default SMs when sms is
+ * 0) into *r; the run must succeed and its breakdown add up to the step. */
+static void run_two_h100(const wl_graph *g, bool contention, int sms, replay_result *r)
 {
     gpu_spec sp[2] = {h100(), h100()};
     replay_config cfg = {.n_gpus = 2, .gpus = sp, .path = uni_path, .record = true,
                          .contention = contention, .contention_sms = sms};
-    replay_result r;
     dt_error e;
     dt_error_clear(&e);
-    ck_assert_int_eq(replay_run(g, &cfg, &r, &e), DT_OK);
-    ck_assert_int_eq(r.compute + r.comm_exposed + r.bubble + r.straggler_wait, r.step_time);
+    ck_assert_int_eq(replay_run(g, &cfg, r, &e), DT_OK);
+    ck_assert_int_eq(r->compute + r->comm_exposed + r->bubble + r->straggler_wait, r->step_time);
+}
+
+/* The end of op 0 (the compute op) on two H100s. */
+static double op_end_ms(const wl_graph *g, bool contention, int sms)
+{
+    replay_result r;
+    run_two_h100(g, contention, sms, &r);
     double t = sim_time_to_s(r.op_end[0]) * 1e3;
     replay_result_free(&r);
     return t;
@@ -313,15 +320,8 @@ static void two_stages(const wl_cost *next, const wl_cost *recv_side, double byt
                    .layer = -1, .arg = wl_graph_cost(g, recv_side), .name = nm};
         r_op = wl_graph_op(g, &r, NULL, 0);
     }
-    gpu_spec sp[2] = {h100(), h100()};
-    replay_config cfg = {.n_gpus = 2, .gpus = sp, .path = uni_path, .record = true,
-                         .contention = contention};
     replay_result res;
-    dt_error e;
-    dt_error_clear(&e);
-    ck_assert_int_eq(replay_run(g, &cfg, &res, &e), DT_OK);
-    ck_assert_int_eq(res.compute + res.comm_exposed + res.bubble + res.straggler_wait,
-                     res.step_time);
+    run_two_h100(g, contention, 0, &res);
     /* the send itself: 0.5 ms after the first op, whatever it slows */
     ck_assert_rel(sim_time_to_s(res.op_end[send]) * 1e3, 1.0 + bytes / 100e9 * 1e3, 1e-9);
     *next_ms = sim_time_to_s(res.op_end[n_op]) * 1e3;
@@ -407,13 +407,8 @@ START_TEST(blocking_send_before_compute_stream_collective)
     wl_op r = {.lane = 1, .kind = WL_OP_COMPUTE, .stream = WL_STREAM_COMPUTE, .mb = -1,
                .layer = -1, .arg = wl_graph_cost(g, &b), .name = nm};
     uint32_t r_op = wl_graph_op(g, &r, NULL, 0);
-    gpu_spec sp[2] = {h100(), h100()};
-    replay_config cfg = {.n_gpus = 2, .gpus = sp, .path = uni_path, .record = true,
-                         .contention = true};
     replay_result res;
-    dt_error e;
-    dt_error_clear(&e);
-    ck_assert_int_eq(replay_run(g, &cfg, &res, &e), DT_OK);
+    run_two_h100(g, true, 0, &res);
     ck_assert_rel(sim_time_to_s(res.op_end[r_op]) * 1e3, 2.0, 1e-9);
     replay_result_free(&res);
     wl_graph_destroy(g);
@@ -435,13 +430,8 @@ START_TEST(overlapped_send_slows_the_op_between)
         uint32_t mid = wl_graph_op(g, &o, blocking ? &send : &first, 1);
         uint32_t d[2] = {mid, send};
         uint32_t last = wl_graph_op(g, &o, d, 2);
-        gpu_spec sp[2] = {h100(), h100()};
-        replay_config cfg = {.n_gpus = 2, .gpus = sp, .path = uni_path, .record = true,
-                             .contention = true};
         replay_result res;
-        dt_error e;
-        dt_error_clear(&e);
-        ck_assert_int_eq(replay_run(g, &cfg, &res, &e), DT_OK);
+        run_two_h100(g, true, 0, &res);
         double slow = blocking ? 0.5 : 0.5 * 7.0 / 132.0;
         ck_assert_rel(sim_time_to_s(res.op_end[send]) * 1e3, 1.5, 1e-9);
         ck_assert_rel(sim_time_to_s(res.op_end[mid]) * 1e3, 2.0 + slow, 1e-9);
