@@ -37,6 +37,8 @@ struct mm_solver {
     int cap_tab;
     int *fs2, *fl2;
     int cap_fs2, cap_fl2;
+    int *cls;          /* per link: its class's slot in tab (mm_link_sums), -1 if no flow */
+    int deduped;       /* the last solve removed duplicate links */
     int dedup_min_inc; /* MM_DEDUP_MIN_INC, or what a test sets */
     /* heap */
     mm_entry *heap;
@@ -68,6 +70,7 @@ void mm_destroy(mm_solver *s)
     free(s->tab);
     free(s->fs2);
     free(s->fl2);
+    free(s->cls);
     free(s->heap);
     free(s);
 }
@@ -84,6 +87,7 @@ static void reserve(mm_solver *s, int n_links, int n_flows, int n_inc)
         s->fill = dt_xrealloc(s->fill, (size_t)c * sizeof *s->fill);
         s->alive = dt_xrealloc(s->alive, (size_t)c);
         s->sig = dt_xrealloc(s->sig, (size_t)c * sizeof *s->sig);
+        s->cls = dt_xrealloc(s->cls, (size_t)c * sizeof *s->cls);
         s->cap_links = c;
     }
     if (n_flows > s->cap_flows) {
@@ -182,12 +186,14 @@ static void dedup_links(mm_solver *s, int n_links, const double *cap, int n_flow
         int a = s->lstart[l], b = s->lstart[l + 1];
         if (a == b) {
             pslot = -1;
+            s->cls[l] = -1;
             continue;
         }
         int slot;
         if (pslot >= 0 && s->lstart[l - 1] == a - (b - a) &&
             !memcmp(s->lflows + a - (b - a), s->lflows + a, (size_t)(b - a) * sizeof(int))) {
             slot = pslot;
+            s->cls[l] = slot;
             s->sig[l] = s->sig[l - 1];
             int r = s->tab[slot];
             if (cap[l] < cap[r]) { /* as below */
@@ -222,6 +228,7 @@ static void dedup_links(mm_solver *s, int n_links, const double *cap, int n_flow
             break;
         }
         pslot = slot;
+        s->cls[l] = slot;
     }
     int n_inc = fstart[n_flows] - fstart[0];
     if (n_flows + 1 > s->cap_fs2) {
@@ -282,6 +289,7 @@ void mm_solve_counted(mm_solver *s, int n_links, const double *cap, int n_flows,
      * flows per link) lose most of their heap. Same rates either way (dedup_links). */
     int dedup = s->dedup_min_inc == 0 ||
                 (n_inc >= s->dedup_min_inc && (long)n_inc <= 32L * n_links);
+    s->deduped = dedup;
     if (dedup) {
         dedup_links(s, n_links, cap, n_flows, fstart, flinks);
         fstart = s->fs2;
@@ -366,4 +374,25 @@ void mm_solve_counted(mm_solver *s, int n_links, const double *cap, int n_flows,
             }
         }
     }
+}
+
+/* Per link, the sum of the rates of the flows crossing it, each added in the order a pass over
+ * the flows in index order (and a flow's links in path order) would add it: the link's list in
+ * lflows is that order. A link of a class dedup_links found (the same list as its class's
+ * representative) has bit for bit the representative's sum, so only representatives are
+ * summed: a coupled ring's thousands of links cost a copy each instead of a pass over their
+ * flows. */
+void mm_link_sums(const mm_solver *s, int n_links, const double *rate, double *sum)
+{
+    for (int l = 0; l < n_links; l++) {
+        if (s->deduped && (s->cls[l] < 0 || !s->alive[l])) continue;
+        double u = 0;
+        for (int k = s->lstart[l]; k < s->lstart[l + 1]; k++) u += rate[s->lflows[k]];
+        sum[l] = u;
+    }
+    if (s->deduped)
+        for (int l = 0; l < n_links; l++) {
+            if (s->cls[l] < 0) sum[l] = 0;
+            else if (!s->alive[l]) sum[l] = sum[s->tab[s->cls[l]]];
+        }
 }

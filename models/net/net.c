@@ -113,6 +113,8 @@ typedef struct ring_gap {
     double a_tight;    /* ps: largest latency of the pairs held to the flow's rate (gap_tight) */
     double gap, gap_rate; /* ps per step at rate gap_rate and a_tight (gap_now), kept current */
     int n_pairs;
+    int recheck;       /* gap_tight must look at its links in the next solve: it never has,
+                          or a link of its path changed saturation (on_recompute) */
     sim_time_t *lat;   /* per pair (on the flow's path, in order): route latency, ps, */
     double *bw;        /*   route bottleneck, B/s, */
     int *hops;         /*   and its number of hops */
@@ -282,6 +284,7 @@ struct net {
     int *bn;
     int *lnum;           /* per component link: its entries (the solver's incidence count) */
     unsigned char *sat;  /* per component link: saturated after the solve (gap_tight) */
+    unsigned char *lsat; /* per link: its sat in the last solve with a stepped flow on it */
     int cap_cf, cap_cl, cap_inc, cap_stack, cap_fs, cap_ls, cap_rate;
     mm_solver *mm;
     route_memo *memo;
@@ -350,6 +353,7 @@ net *net_create(topo *t, sim_engine *eng, const net_config *cfg)
     n->k_recompute = sim_kind_register(eng, "net.recompute", on_recompute, n);
     n->k_batch = sim_kind_register(eng, "net.done_batch", on_batch, n);
     n->lempty = dt_xcalloc((size_t)(t->n_links ? t->n_links : 1), 1);
+    n->lsat = dt_xcalloc((size_t)(t->n_links ? t->n_links : 1), 1);
     n->free_batch = -1;
     n->k_deliver = sim_kind_register(eng, "net.deliver", on_deliver, n);
     n->free_dl = -1;
@@ -412,6 +416,7 @@ void net_destroy(net *n)
     free(n->lcnt);
     free(n->ltouch);
     free(n->lempty);
+    free(n->lsat);
     free(n->memo);
     for (int g = 0; g < n->t->n_gpus; g++) free(n->store[g].e);
     free(n->store);
@@ -1036,7 +1041,8 @@ static void send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gp
          * mode, where transfers do not share, the bottleneck itself. */
         g = dt_xmalloc(sizeof *g);
         *g = (ring_gap){.c = bytes / steps, .wr = analytic ? 1.0 : weight, .n_pairs = n_pairs,
-                        .lat = pl, .bw = pinfo_bw(pl, n_pairs), .hops = pinfo_hops(pl, n_pairs)};
+                        .lat = pl, .bw = pinfo_bw(pl, n_pairs), .hops = pinfo_hops(pl, n_pairs),
+                        .recheck = 1};
         for (int i = 0; i < n_pairs; i++) {
             if (g->hops[i] == 0) continue;
             /* until a solve says otherwise (alone: for good), the pairs at the bottleneck */
@@ -1539,10 +1545,12 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         /* every entry of a component link is a flow of the component: its count is the
          * solver's incidence count (mm_solve_counted), no pass over flinks needed */
         n->lnum[j] = lk->n;
-        n->used[j] = 0;
     }
     mm_solve_counted(n->mm, nl, n->cap, nf, n->fstart, n->flinks, weighted ? n->wt : NULL,
                      n->lnum, n->rate, n->bn);
+    /* each link's load, from the solver's per-link lists (the same sums as a pass over every
+     * flow's links, without one per incidence) */
+    mm_link_sums(n->mm, nl, n->rate, n->used);
     if (nf > n->cap_rs) {
         n->cap_rs = n->cap_cf;
         n->rs_i = dt_xrealloc(n->rs_i, (size_t)n->cap_rs * sizeof *n->rs_i);
@@ -1565,7 +1573,6 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         int fid = n->cf[i];
         net_flow *f = &n->flows[fid];
         double r = n->rate[i];
-        for (int j = n->fstart[i]; j < n->fstart[i + 1]; j++) n->used[n->flinks[j]] += r;
         int b = n->bn[i] >= 0 ? n->cl[n->bn[i]] : -1;
         if (f->stepped) {
             stepped = 1;
@@ -1601,10 +1608,35 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     }
     emit_finishes(n, m);
     if (stepped) {
-        /* which links are saturated, once per link rather than once per stepped flow's hop */
-        for (int j = 0; j < nl; j++) n->sat[j] = n->used[j] >= n->cap[j] * (1 - 1e-9);
-        for (int i = 0; i < nf; i++)
-            if (n->flows[n->cf[i]].stepped) gap_tight(n, n->cf[i], n->flinks + n->fstart[i]);
+        /* Which links are saturated, once per link rather than once per stepped flow's hop.
+         * gap_tight is a function of the flow's rate and of its links' saturation alone, and
+         * every solve that touches one of a flow's links has the whole flow in it (a component
+         * holds every flow of its links and every link of its flows). So a stepped flow whose
+         * rate is the one its gap was last taken at (gap_rate), and none of whose links changed
+         * saturation since the last solve that had a stepped flow on them (lsat), would get
+         * the a_tight it has: skipping it changes nothing. A flow never looked at (recheck) is
+         * looked at. Most solves move a few rates and flip a few links; gap_tight walked every
+         * hop of every stepped flow (64-pair rings: hundreds of hops each) in each of them. */
+        for (int j = 0; j < nl; j++) {
+            unsigned char sj = n->used[j] >= n->cap[j] * (1 - 1e-9);
+            n->sat[j] = sj;
+            int l = n->cl[j];
+            if (sj == n->lsat[l]) continue;
+            n->lsat[l] = sj;
+            const net_link *lk = &n->links[l];
+            for (int k = 0; k < lk->n; k++) { /* (a non-stepped flow's gap is NULL) */
+                ring_gap *g = n->gap[lk->e[k].flow];
+                if (g) g->recheck = 1;
+            }
+        }
+        for (int i = 0; i < nf; i++) {
+            int fid = n->cf[i];
+            ring_gap *g = n->gap[fid];
+            if (!n->flows[fid].stepped || (!g->recheck && n->flows[fid].rate == g->gap_rate))
+                continue;
+            g->recheck = 0;
+            gap_tight(n, fid, n->flinks + n->fstart[i]);
+        }
     }
     for (int j = 0; j < nl; j++) note_util(n, n->used[j], n->cap[j]);
     (void)eng;
