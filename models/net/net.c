@@ -1467,6 +1467,17 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
      * so they are sized for every link once, and the walk does not check them per link. */
     grow_int(&n->cl, &n->cap_cl, n->n_links);
     grow_int(&n->stack, &n->cap_stack, n->n_links);
+    if (n->cap_cl > n->cap_ls) {
+        n->cap_ls = n->cap_cl;
+        n->cap = dt_xrealloc(n->cap, (size_t)n->cap_ls * sizeof *n->cap);
+        n->used = dt_xrealloc(n->used, (size_t)n->cap_ls * sizeof *n->used);
+        n->lnum = dt_xrealloc(n->lnum, (size_t)n->cap_ls * sizeof *n->lnum);
+        n->sat = dt_xrealloc(n->sat, (size_t)n->cap_ls);
+    }
+    /* A link's capacity and entry count are taken when the walk first meets it, from the
+     * record it reads then anyway (a second pass over the component's links missed the cache
+     * on each: thousands per solve of a coupled ring). Every entry of a component link is a
+     * flow of the component: its count is the solver's incidence count (mm_solve_counted). */
     for (int d = 0; d < n->n_dirty; d++) {
         int l0 = n->dirty[d];
         int why = n->links[l0].dirty;
@@ -1477,6 +1488,8 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         if (why == DIRTY_DEPART && n->links[l0].n_bneck == 0 && !DTSIM_NET_NOSKIP) continue;
         int sp = 0;
         n->lmark[l0] = (link_mark){ep, nl, n->links[l0].n};
+        n->cap[nl] = n->links[l0].bw;
+        n->lnum[nl] = n->links[l0].n;
         n->cl[nl++] = l0;
         n->stack[sp++] = l0;
         while (sp > 0) {
@@ -1518,7 +1531,10 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
                     int m = fp[h];
                     link_mark *lm = &n->lmark[m];
                     if (lm->mark != ep) {
-                        *lm = (link_mark){ep, nl, n->links[m].n};
+                        const net_link *lk2 = &n->links[m];
+                        *lm = (link_mark){ep, nl, lk2->n};
+                        n->cap[nl] = lk2->bw;
+                        n->lnum[nl] = lk2->n;
                         n->cl[nl++] = m;
                         n->stack[sp++] = m;
                     }
@@ -1532,20 +1548,6 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     if (nf == 0) return;
     n->fstart[nf] = ninc;
 
-    if (nl > n->cap_ls) {
-        n->cap_ls = n->cap_cl;
-        n->cap = dt_xrealloc(n->cap, (size_t)n->cap_ls * sizeof *n->cap);
-        n->used = dt_xrealloc(n->used, (size_t)n->cap_ls * sizeof *n->used);
-        n->lnum = dt_xrealloc(n->lnum, (size_t)n->cap_ls * sizeof *n->lnum);
-        n->sat = dt_xrealloc(n->sat, (size_t)n->cap_ls);
-    }
-    for (int j = 0; j < nl; j++) {
-        const net_link *lk = &n->links[n->cl[j]];
-        n->cap[j] = lk->bw;
-        /* every entry of a component link is a flow of the component: its count is the
-         * solver's incidence count (mm_solve_counted), no pass over flinks needed */
-        n->lnum[j] = lk->n;
-    }
     mm_solve_counted(n->mm, nl, n->cap, nf, n->fstart, n->flinks, weighted ? n->wt : NULL,
                      n->lnum, n->rate, n->bn);
     /* each link's load, from the solver's per-link lists (the same sums as a pass over every
