@@ -46,10 +46,6 @@ void mm_solve_weighted(mm_solver *s, int n_links, const double *cap, int n_flows
 void mm_solve_counted(mm_solver *s, int n_links, const double *cap, int n_flows,
                       const int *fstart, const int *flinks, const double *weight,
                       const int *link_n, double *rate, int *bneck);
-/* After a solve of n_links links: sum[l] = the rates (the solve's, passed back) of the flows
- * crossing link l, added in flow index order (a flow crossing it twice, twice), bit for bit
- * what a pass over the flows' link lists adding each rate to its links gives. */
-void mm_link_sums(const mm_solver *s, int n_links, const double *rate, double *sum);
 /* bneck (may be NULL) receives each flow's bottleneck: the link on which it froze (saturated,
  * and no flow on it is faster), -1 for a flow crossing no link. The network model uses it to
  * skip re-solving when a flow leaves links that bottleneck nobody else. */

@@ -1550,9 +1550,7 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
 
     mm_solve_counted(n->mm, nl, n->cap, nf, n->fstart, n->flinks, weighted ? n->wt : NULL,
                      n->lnum, n->rate, n->bn);
-    /* each link's load, from the solver's per-link lists (the same sums as a pass over every
-     * flow's links, without one per incidence) */
-    mm_link_sums(n->mm, nl, n->rate, n->used);
+    for (int j = 0; j < nl; j++) n->used[j] = 0;
     if (nf > n->cap_rs) {
         n->cap_rs = n->cap_cf;
         n->rs_i = dt_xrealloc(n->rs_i, (size_t)n->cap_rs * sizeof *n->rs_i);
@@ -1575,6 +1573,7 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         int fid = n->cf[i];
         net_flow *f = &n->flows[fid];
         double r = n->rate[i];
+        for (int j = n->fstart[i]; j < n->fstart[i + 1]; j++) n->used[n->flinks[j]] += r;
         int b = n->bn[i] >= 0 ? n->cl[n->bn[i]] : -1;
         if (f->stepped) {
             stepped = 1;
