@@ -1551,6 +1551,13 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     mm_solve_counted(n->mm, nl, n->cap, nf, n->fstart, n->flinks, weighted ? n->wt : NULL,
                      n->lnum, n->rate, n->bn);
     for (int j = 0; j < nl; j++) n->used[j] = 0;
+    /* Links' loads: each flow's rate added to its links, in flow order. Where the solver
+     * dropped duplicate links, to the links it kept only (the reduced lists keep each flow's
+     * kept links, repeats included, so a kept link gets the same additions in the same order),
+     * and a dropped link takes its representative's sum, bit for bit its own (the same flows in
+     * the same order): most of a coupled ring's links are dropped ones. */
+    const int *rep = NULL, *ufs = n->fstart, *ufl = n->flinks;
+    int dd = mm_dedup_view(n->mm, &rep, &ufs, &ufl);
     if (nf > n->cap_rs) {
         n->cap_rs = n->cap_cf;
         n->rs_i = dt_xrealloc(n->rs_i, (size_t)n->cap_rs * sizeof *n->rs_i);
@@ -1573,7 +1580,7 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         int fid = n->cf[i];
         net_flow *f = &n->flows[fid];
         double r = n->rate[i];
-        for (int j = n->fstart[i]; j < n->fstart[i + 1]; j++) n->used[n->flinks[j]] += r;
+        for (int j = ufs[i]; j < ufs[i + 1]; j++) n->used[ufl[j]] += r;
         int b = n->bn[i] >= 0 ? n->cl[n->bn[i]] : -1;
         if (f->stepped) {
             stepped = 1;
@@ -1608,6 +1615,9 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         n->rs_t[m++] = finish_at(now, ps_ceil(f->remaining / f->rate));
     }
     emit_finishes(n, m);
+    if (dd)
+        for (int j = 0; j < nl; j++)
+            if (rep[j] >= 0 && rep[j] != j) n->used[j] = n->used[rep[j]];
     if (stepped) {
         /* Which links are saturated, once per link rather than once per stepped flow's hop.
          * gap_tight is a function of the flow's rate and of its links' saturation alone, and
@@ -1639,7 +1649,10 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
             gap_tight(n, fid, n->flinks + n->fstart[i]);
         }
     }
-    for (int j = 0; j < nl; j++) note_util(n, n->used[j], n->cap[j]);
+    /* (a dropped link's load over its capacity is at most its representative's: the same load
+     * over a capacity at least as large) */
+    for (int j = 0; j < nl; j++)
+        if (!dd || rep[j] == j) note_util(n, n->used[j], n->cap[j]);
     (void)eng;
 }
 
