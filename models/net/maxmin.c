@@ -38,7 +38,7 @@ struct mm_solver {
     int cap_tab;
     int *fs2, *fl2;
     int cap_fs2, cap_fl2;
-    int *rep;          /* per link: its class's representative (mm_dedup_view), -1: no flow */
+    int *cls;          /* per link: its class's slot in tab (mm_dedup_view), -1: no flow */
     int deduped;       /* the last solve dropped duplicate links */
     int dedup_min_inc; /* MM_DEDUP_MIN_INC, or what a test sets */
     /* heap */
@@ -72,7 +72,7 @@ void mm_destroy(mm_solver *s)
     free(s->tgen);
     free(s->fs2);
     free(s->fl2);
-    free(s->rep);
+    free(s->cls);
     free(s->heap);
     free(s);
 }
@@ -89,7 +89,7 @@ static void reserve(mm_solver *s, int n_links, int n_flows, int n_inc)
         s->fill = dt_xrealloc(s->fill, (size_t)c * sizeof *s->fill);
         s->alive = dt_xrealloc(s->alive, (size_t)c);
         s->sig = dt_xrealloc(s->sig, (size_t)c * sizeof *s->sig);
-        s->rep = dt_xrealloc(s->rep, (size_t)c * sizeof *s->rep);
+        s->cls = dt_xrealloc(s->cls, (size_t)c * sizeof *s->cls);
         s->cap_links = c;
     }
     if (n_flows > s->cap_flows) {
@@ -203,14 +203,14 @@ static void dedup_links(mm_solver *s, int n_links, const double *cap, int n_flow
         int a = s->lstart[l], b = s->lstart[l + 1];
         if (a == b) {
             pslot = -1;
-            s->rep[l] = -1;
+            s->cls[l] = -1;
             continue;
         }
         int slot;
         if (pslot >= 0 && s->lstart[l - 1] == a - (b - a) &&
             same_ints(s->lflows + a - (b - a), s->lflows + a, b - a)) {
             slot = pslot;
-            s->rep[l] = slot; /* (the slot for now: its representative once all are in) */
+            s->cls[l] = slot;
             s->sig[l] = s->sig[l - 1];
             int r = s->tab[slot];
             if (cap[l] < cap[r]) { /* as below */
@@ -246,10 +246,8 @@ static void dedup_links(mm_solver *s, int n_links, const double *cap, int n_flow
             break;
         }
         pslot = slot;
-        s->rep[l] = slot;
+        s->cls[l] = slot;
     }
-    for (int l = 0; l < n_links; l++)
-        if (s->rep[l] >= 0) s->rep[l] = s->tab[s->rep[l]];
     int n_inc = fstart[n_flows] - fstart[0];
     if (n_flows + 1 > s->cap_fs2) {
         s->cap_fs2 = 2 * (n_flows + 1);
@@ -400,10 +398,12 @@ void mm_solve_counted(mm_solver *s, int n_links, const double *cap, int n_flows,
     }
 }
 
-int mm_dedup_view(const mm_solver *s, const int **rep, const int **fstart, const int **flinks)
+int mm_dedup_view(const mm_solver *s, const int **cls, const int **rep, const int **fstart,
+                  const int **flinks)
 {
     if (!s->deduped) return 0;
-    *rep = s->rep;
+    *cls = s->cls;
+    *rep = s->tab;
     *fstart = s->fs2;
     *flinks = s->fl2;
     return 1;

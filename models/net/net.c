@@ -1556,8 +1556,8 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
      * kept links, repeats included, so a kept link gets the same additions in the same order),
      * and a dropped link takes its representative's sum, bit for bit its own (the same flows in
      * the same order): most of a coupled ring's links are dropped ones. */
-    const int *rep = NULL, *ufs = n->fstart, *ufl = n->flinks;
-    int dd = mm_dedup_view(n->mm, &rep, &ufs, &ufl);
+    const int *cls = NULL, *rep = NULL, *ufs = n->fstart, *ufl = n->flinks;
+    int dd = mm_dedup_view(n->mm, &cls, &rep, &ufs, &ufl);
     if (nf > n->cap_rs) {
         n->cap_rs = n->cap_cf;
         n->rs_i = dt_xrealloc(n->rs_i, (size_t)n->cap_rs * sizeof *n->rs_i);
@@ -1617,7 +1617,7 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     emit_finishes(n, m);
     if (dd)
         for (int j = 0; j < nl; j++)
-            if (rep[j] >= 0 && rep[j] != j) n->used[j] = n->used[rep[j]];
+            if (cls[j] >= 0 && rep[cls[j]] != j) n->used[j] = n->used[rep[cls[j]]];
     if (stepped) {
         /* Which links are saturated, once per link rather than once per stepped flow's hop.
          * gap_tight is a function of the flow's rate and of its links' saturation alone, and
@@ -1652,7 +1652,7 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     /* (a dropped link's load over its capacity is at most its representative's: the same load
      * over a capacity at least as large) */
     for (int j = 0; j < nl; j++)
-        if (!dd || rep[j] == j) note_util(n, n->used[j], n->cap[j]);
+        if (!dd || cls[j] < 0 || rep[cls[j]] == j) note_util(n, n->used[j], n->cap[j]);
     (void)eng;
 }
 
