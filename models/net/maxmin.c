@@ -34,9 +34,12 @@ struct mm_solver {
     unsigned char *alive;
     uint64_t *sig;
     int *tab;
+    unsigned *tgen, gen; /* a slot of tab is in use when its tgen is gen (no clearing per solve) */
     int cap_tab;
     int *fs2, *fl2;
     int cap_fs2, cap_fl2;
+    int *cls;          /* per link: its class's slot in tab (mm_dedup_view), -1: no flow */
+    int deduped;       /* the last solve dropped duplicate links */
     int dedup_min_inc; /* MM_DEDUP_MIN_INC, or what a test sets */
     /* heap */
     mm_entry *heap;
@@ -66,8 +69,10 @@ void mm_destroy(mm_solver *s)
     free(s->alive);
     free(s->sig);
     free(s->tab);
+    free(s->tgen);
     free(s->fs2);
     free(s->fl2);
+    free(s->cls);
     free(s->heap);
     free(s);
 }
@@ -84,6 +89,7 @@ static void reserve(mm_solver *s, int n_links, int n_flows, int n_inc)
         s->fill = dt_xrealloc(s->fill, (size_t)c * sizeof *s->fill);
         s->alive = dt_xrealloc(s->alive, (size_t)c);
         s->sig = dt_xrealloc(s->sig, (size_t)c * sizeof *s->sig);
+        s->cls = dt_xrealloc(s->cls, (size_t)c * sizeof *s->cls);
         s->cap_links = c;
     }
     if (n_flows > s->cap_flows) {
@@ -160,6 +166,15 @@ void mm_solve(mm_solver *s, int n_links, const double *cap, int n_flows, const i
  * lanes: this is what keeps the heap small for them. O(incidences + links).
  * Marks s->alive and builds the reduced flow -> link lists s->fs2 / s->fl2. */
 
+/* Whether two lists of n ints are equal: a loop inlined here, since the lists compared are a
+ * few flows long (a call to memcmp cost more than the compare, once per link). */
+static inline int same_ints(const int *a, const int *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i] != b[i]) return 0;
+    return 1;
+}
+
 static void dedup_links(mm_solver *s, int n_links, const double *cap, int n_flows,
                         const int *fstart, const int *flinks)
 {
@@ -167,9 +182,15 @@ static void dedup_links(mm_solver *s, int n_links, const double *cap, int n_flow
     while (tcap < 2 * n_links) tcap *= 2;
     if (tcap > s->cap_tab) {
         s->tab = dt_xrealloc(s->tab, (size_t)tcap * sizeof *s->tab);
+        free(s->tgen);
+        s->tgen = dt_xcalloc((size_t)tcap, sizeof *s->tgen);
+        s->gen = 0;
         s->cap_tab = tcap;
     }
-    for (int i = 0; i < tcap; i++) s->tab[i] = -1;
+    if (++s->gen == 0) { /* wrapped: every stamp is from an older solve */
+        memset(s->tgen, 0, (size_t)s->cap_tab * sizeof *s->tgen);
+        s->gen = 1;
+    }
     /* The slot of link l - 1's class (-1: l - 1 crosses nothing). Links numbered one after
      * another along a flow's path are often crossed by the same flows (a ring's lanes share
      * the hops of each pair's route): such a link is compared with the one before it, whose
@@ -182,12 +203,14 @@ static void dedup_links(mm_solver *s, int n_links, const double *cap, int n_flow
         int a = s->lstart[l], b = s->lstart[l + 1];
         if (a == b) {
             pslot = -1;
+            s->cls[l] = -1;
             continue;
         }
         int slot;
         if (pslot >= 0 && s->lstart[l - 1] == a - (b - a) &&
-            !memcmp(s->lflows + a - (b - a), s->lflows + a, (size_t)(b - a) * sizeof(int))) {
+            same_ints(s->lflows + a - (b - a), s->lflows + a, b - a)) {
             slot = pslot;
+            s->cls[l] = slot;
             s->sig[l] = s->sig[l - 1];
             int r = s->tab[slot];
             if (cap[l] < cap[r]) { /* as below */
@@ -205,14 +228,15 @@ static void dedup_links(mm_solver *s, int n_links, const double *cap, int n_flow
         h ^= h >> 29;
         s->sig[l] = h;
         for (slot = (int)(h & (uint64_t)(tcap - 1));; slot = (slot + 1) & (tcap - 1)) {
-            int r = s->tab[slot];
+            int r = s->tgen[slot] == s->gen ? s->tab[slot] : -1;
             if (r < 0) {
+                s->tgen[slot] = s->gen;
                 s->tab[slot] = l;
                 s->alive[l] = 1;
                 break;
             }
             if (s->sig[r] != h || s->lstart[r + 1] - s->lstart[r] != b - a ||
-                memcmp(s->lflows + s->lstart[r], s->lflows + a, (size_t)(b - a) * sizeof(int)))
+                !same_ints(s->lflows + s->lstart[r], s->lflows + a, b - a))
                 continue;
             if (cap[l] < cap[r]) { /* l is tighter: it represents the class now */
                 s->alive[r] = 0;
@@ -222,6 +246,7 @@ static void dedup_links(mm_solver *s, int n_links, const double *cap, int n_flow
             break;
         }
         pslot = slot;
+        s->cls[l] = slot;
     }
     int n_inc = fstart[n_flows] - fstart[0];
     if (n_flows + 1 > s->cap_fs2) {
@@ -282,6 +307,7 @@ void mm_solve_counted(mm_solver *s, int n_links, const double *cap, int n_flows,
      * flows per link) lose most of their heap. Same rates either way (dedup_links). */
     int dedup = s->dedup_min_inc == 0 ||
                 (n_inc >= s->dedup_min_inc && (long)n_inc <= 32L * n_links);
+    s->deduped = dedup;
     if (dedup) {
         dedup_links(s, n_links, cap, n_flows, fstart, flinks);
         fstart = s->fs2;
@@ -290,13 +316,17 @@ void mm_solve_counted(mm_solver *s, int n_links, const double *cap, int n_flows,
 
     for (int l = 0; l < n_links; l++) {
         DT_ASSERT(cap[l] > 0);
+        /* A link dedup_links dropped is in no reduced list and never in the heap: nothing
+         * reads its state, so it is not set (most of a coupled ring's links). */
+        if (dedup && !s->alive[l]) continue;
         s->rem[l] = cap[l];
         s->unfrozen[l] = s->lstart[l + 1] - s->lstart[l];
         s->wsum[l] = s->unfrozen[l];
         s->ver[l] = 0;
     }
     if (weight) {
-        for (int l = 0; l < n_links; l++) s->wsum[l] = 0;
+        for (int l = 0; l < n_links; l++)
+            if (!dedup || s->alive[l]) s->wsum[l] = 0;
         for (int f = 0; f < n_flows; f++) {
             DT_ASSERT(weight[f] > 0);
             for (int k = fstart[f]; k < fstart[f + 1]; k++) s->wsum[flinks[k]] += weight[f];
@@ -309,7 +339,7 @@ void mm_solve_counted(mm_solver *s, int n_links, const double *cap, int n_flows,
         s->heap = dt_xrealloc(s->heap, (size_t)s->cap_heap * sizeof *s->heap);
     }
     for (int l = 0; l < n_links; l++)
-        if (s->unfrozen[l] > 0 && (!dedup || s->alive[l]))
+        if ((!dedup || s->alive[l]) && s->unfrozen[l] > 0)
             s->heap[s->n_heap++] = (mm_entry){cap[l] / s->wsum[l], l, 0};
     for (int i = s->n_heap / 2 - 1; i >= 0; i--) sift_down(s, i);
     int left = 0; /* flows not frozen yet: the loop stops when none is left, rather than
@@ -366,4 +396,15 @@ void mm_solve_counted(mm_solver *s, int n_links, const double *cap, int n_flows,
             }
         }
     }
+}
+
+int mm_dedup_view(const mm_solver *s, const int **cls, const int **rep, const int **fstart,
+                  const int **flinks)
+{
+    if (!s->deduped) return 0;
+    *cls = s->cls;
+    *rep = s->tab;
+    *fstart = s->fs2;
+    *flinks = s->fl2;
+    return 1;
 }

@@ -46,6 +46,15 @@ void mm_solve_weighted(mm_solver *s, int n_links, const double *cap, int n_flows
 void mm_solve_counted(mm_solver *s, int n_links, const double *cap, int n_flows,
                       const int *fstart, const int *flinks, const double *weight,
                       const int *link_n, double *rate, int *bneck);
+/* After a solve: 1 when it dropped duplicate links (dedup_links), with, valid until the next
+ * solve, cls[l] link l's class (-1 for a link no flow crosses), rep[cls[l]] the link that
+ * represents that class (l itself when l was kept), and the reduced flow -> link lists (flow
+ * f's kept links in path order, a link crossed twice twice). A dropped link is crossed by
+ * exactly the flows of its representative, in the same order, and has at least its capacity.
+ * 0 (nothing set) when none was dropped. (Classes by slot: resolving each link's
+ * representative in a pass of its own cost more than the pass it saves.) */
+int mm_dedup_view(const mm_solver *s, const int **cls, const int **rep, const int **fstart,
+                  const int **flinks);
 /* bneck (may be NULL) receives each flow's bottleneck: the link on which it froze (saturated,
  * and no flow on it is faster), -1 for a flow crossing no link. The network model uses it to
  * skip re-solving when a flow leaves links that bottleneck nobody else. */

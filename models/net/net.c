@@ -113,6 +113,8 @@ typedef struct ring_gap {
     double a_tight;    /* ps: largest latency of the pairs held to the flow's rate (gap_tight) */
     double gap, gap_rate; /* ps per step at rate gap_rate and a_tight (gap_now), kept current */
     int n_pairs;
+    int recheck;       /* gap_tight must look at its links in the next solve: it never has,
+                          or a link of its path changed saturation (on_recompute) */
     sim_time_t *lat;   /* per pair (on the flow's path, in order): route latency, ps, */
     double *bw;        /*   route bottleneck, B/s, */
     int *hops;         /*   and its number of hops */
@@ -282,6 +284,7 @@ struct net {
     int *bn;
     int *lnum;           /* per component link: its entries (the solver's incidence count) */
     unsigned char *sat;  /* per component link: saturated after the solve (gap_tight) */
+    unsigned char *lsat; /* per link: its sat in the last solve with a stepped flow on it */
     int cap_cf, cap_cl, cap_inc, cap_stack, cap_fs, cap_ls, cap_rate;
     mm_solver *mm;
     route_memo *memo;
@@ -350,6 +353,7 @@ net *net_create(topo *t, sim_engine *eng, const net_config *cfg)
     n->k_recompute = sim_kind_register(eng, "net.recompute", on_recompute, n);
     n->k_batch = sim_kind_register(eng, "net.done_batch", on_batch, n);
     n->lempty = dt_xcalloc((size_t)(t->n_links ? t->n_links : 1), 1);
+    n->lsat = dt_xcalloc((size_t)(t->n_links ? t->n_links : 1), 1);
     n->free_batch = -1;
     n->k_deliver = sim_kind_register(eng, "net.deliver", on_deliver, n);
     n->free_dl = -1;
@@ -412,6 +416,7 @@ void net_destroy(net *n)
     free(n->lcnt);
     free(n->ltouch);
     free(n->lempty);
+    free(n->lsat);
     free(n->memo);
     for (int g = 0; g < n->t->n_gpus; g++) free(n->store[g].e);
     free(n->store);
@@ -1036,7 +1041,8 @@ static void send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gp
          * mode, where transfers do not share, the bottleneck itself. */
         g = dt_xmalloc(sizeof *g);
         *g = (ring_gap){.c = bytes / steps, .wr = analytic ? 1.0 : weight, .n_pairs = n_pairs,
-                        .lat = pl, .bw = pinfo_bw(pl, n_pairs), .hops = pinfo_hops(pl, n_pairs)};
+                        .lat = pl, .bw = pinfo_bw(pl, n_pairs), .hops = pinfo_hops(pl, n_pairs),
+                        .recheck = 1};
         for (int i = 0; i < n_pairs; i++) {
             if (g->hops[i] == 0) continue;
             /* until a solve says otherwise (alone: for good), the pairs at the bottleneck */
@@ -1461,6 +1467,17 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
      * so they are sized for every link once, and the walk does not check them per link. */
     grow_int(&n->cl, &n->cap_cl, n->n_links);
     grow_int(&n->stack, &n->cap_stack, n->n_links);
+    if (n->cap_cl > n->cap_ls) {
+        n->cap_ls = n->cap_cl;
+        n->cap = dt_xrealloc(n->cap, (size_t)n->cap_ls * sizeof *n->cap);
+        n->used = dt_xrealloc(n->used, (size_t)n->cap_ls * sizeof *n->used);
+        n->lnum = dt_xrealloc(n->lnum, (size_t)n->cap_ls * sizeof *n->lnum);
+        n->sat = dt_xrealloc(n->sat, (size_t)n->cap_ls);
+    }
+    /* A link's capacity and entry count are taken when the walk first meets it, from the
+     * record it reads then anyway (a second pass over the component's links missed the cache
+     * on each: thousands per solve of a coupled ring). Every entry of a component link is a
+     * flow of the component: its count is the solver's incidence count (mm_solve_counted). */
     for (int d = 0; d < n->n_dirty; d++) {
         int l0 = n->dirty[d];
         int why = n->links[l0].dirty;
@@ -1471,6 +1488,8 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         if (why == DIRTY_DEPART && n->links[l0].n_bneck == 0 && !DTSIM_NET_NOSKIP) continue;
         int sp = 0;
         n->lmark[l0] = (link_mark){ep, nl, n->links[l0].n};
+        n->cap[nl] = n->links[l0].bw;
+        n->lnum[nl] = n->links[l0].n;
         n->cl[nl++] = l0;
         n->stack[sp++] = l0;
         while (sp > 0) {
@@ -1512,7 +1531,10 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
                     int m = fp[h];
                     link_mark *lm = &n->lmark[m];
                     if (lm->mark != ep) {
-                        *lm = (link_mark){ep, nl, n->links[m].n};
+                        const net_link *lk2 = &n->links[m];
+                        *lm = (link_mark){ep, nl, lk2->n};
+                        n->cap[nl] = lk2->bw;
+                        n->lnum[nl] = lk2->n;
                         n->cl[nl++] = m;
                         n->stack[sp++] = m;
                     }
@@ -1526,23 +1548,16 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     if (nf == 0) return;
     n->fstart[nf] = ninc;
 
-    if (nl > n->cap_ls) {
-        n->cap_ls = n->cap_cl;
-        n->cap = dt_xrealloc(n->cap, (size_t)n->cap_ls * sizeof *n->cap);
-        n->used = dt_xrealloc(n->used, (size_t)n->cap_ls * sizeof *n->used);
-        n->lnum = dt_xrealloc(n->lnum, (size_t)n->cap_ls * sizeof *n->lnum);
-        n->sat = dt_xrealloc(n->sat, (size_t)n->cap_ls);
-    }
-    for (int j = 0; j < nl; j++) {
-        const net_link *lk = &n->links[n->cl[j]];
-        n->cap[j] = lk->bw;
-        /* every entry of a component link is a flow of the component: its count is the
-         * solver's incidence count (mm_solve_counted), no pass over flinks needed */
-        n->lnum[j] = lk->n;
-        n->used[j] = 0;
-    }
     mm_solve_counted(n->mm, nl, n->cap, nf, n->fstart, n->flinks, weighted ? n->wt : NULL,
                      n->lnum, n->rate, n->bn);
+    for (int j = 0; j < nl; j++) n->used[j] = 0;
+    /* Links' loads: each flow's rate added to its links, in flow order. Where the solver
+     * dropped duplicate links, to the links it kept only (the reduced lists keep each flow's
+     * kept links, repeats included, so a kept link gets the same additions in the same order),
+     * and a dropped link takes its representative's sum, bit for bit its own (the same flows in
+     * the same order): most of a coupled ring's links are dropped ones. */
+    const int *cls = NULL, *rep = NULL, *ufs = n->fstart, *ufl = n->flinks;
+    int dd = mm_dedup_view(n->mm, &cls, &rep, &ufs, &ufl);
     if (nf > n->cap_rs) {
         n->cap_rs = n->cap_cf;
         n->rs_i = dt_xrealloc(n->rs_i, (size_t)n->cap_rs * sizeof *n->rs_i);
@@ -1565,7 +1580,7 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         int fid = n->cf[i];
         net_flow *f = &n->flows[fid];
         double r = n->rate[i];
-        for (int j = n->fstart[i]; j < n->fstart[i + 1]; j++) n->used[n->flinks[j]] += r;
+        for (int j = ufs[i]; j < ufs[i + 1]; j++) n->used[ufl[j]] += r;
         int b = n->bn[i] >= 0 ? n->cl[n->bn[i]] : -1;
         if (f->stepped) {
             stepped = 1;
@@ -1600,13 +1615,44 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         n->rs_t[m++] = finish_at(now, ps_ceil(f->remaining / f->rate));
     }
     emit_finishes(n, m);
+    if (dd)
+        for (int j = 0; j < nl; j++)
+            if (cls[j] >= 0 && rep[cls[j]] != j) n->used[j] = n->used[rep[cls[j]]];
     if (stepped) {
-        /* which links are saturated, once per link rather than once per stepped flow's hop */
-        for (int j = 0; j < nl; j++) n->sat[j] = n->used[j] >= n->cap[j] * (1 - 1e-9);
-        for (int i = 0; i < nf; i++)
-            if (n->flows[n->cf[i]].stepped) gap_tight(n, n->cf[i], n->flinks + n->fstart[i]);
+        /* Which links are saturated, once per link rather than once per stepped flow's hop.
+         * gap_tight is a function of the flow's rate and of its links' saturation alone, and
+         * every solve that touches one of a flow's links has the whole flow in it (a component
+         * holds every flow of its links and every link of its flows). So a stepped flow whose
+         * rate is the one its gap was last taken at (gap_rate), and none of whose links changed
+         * saturation since the last solve that had a stepped flow on them (lsat), would get
+         * the a_tight it has: skipping it changes nothing. A flow never looked at (recheck) is
+         * looked at. Most solves move a few rates and flip a few links; gap_tight walked every
+         * hop of every stepped flow (64-pair rings: hundreds of hops each) in each of them. */
+        for (int j = 0; j < nl; j++) {
+            unsigned char sj = n->used[j] >= n->cap[j] * (1 - 1e-9);
+            n->sat[j] = sj;
+            int l = n->cl[j];
+            if (sj == n->lsat[l]) continue;
+            n->lsat[l] = sj;
+            const net_link *lk = &n->links[l];
+            for (int k = 0; k < lk->n; k++) { /* (a non-stepped flow's gap is NULL) */
+                ring_gap *g = n->gap[lk->e[k].flow];
+                if (g) g->recheck = 1;
+            }
+        }
+        for (int i = 0; i < nf; i++) {
+            int fid = n->cf[i];
+            ring_gap *g = n->gap[fid];
+            if (!n->flows[fid].stepped || (!g->recheck && n->flows[fid].rate == g->gap_rate))
+                continue;
+            g->recheck = 0;
+            gap_tight(n, fid, n->flinks + n->fstart[i]);
+        }
     }
-    for (int j = 0; j < nl; j++) note_util(n, n->used[j], n->cap[j]);
+    /* (a dropped link's load over its capacity is at most its representative's: the same load
+     * over a capacity at least as large) */
+    for (int j = 0; j < nl; j++)
+        if (!dd || cls[j] < 0 || rep[cls[j]] == j) note_util(n, n->used[j], n->cap[j]);
     (void)eng;
 }
 

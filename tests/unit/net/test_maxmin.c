@@ -3,7 +3,9 @@
  * a chain with a long flow, ties), flows with no link, workspace reuse across problems of
  * different sizes, and on random instances the two properties that define max-min fairness:
  * no link over capacity, and every flow has a saturated link on which no flow is faster; and that
- * dropping links that duplicate a tighter link's flows changes no rate and no bottleneck.
+ * dropping links that duplicate a tighter link's flows changes no rate and no bottleneck, and
+ * that what the solver then shows of its classes (mm_dedup_view) gives every link's load bit for
+ * bit.
  * Leaves free: the order in which equal shares freeze (only rates are compared). */
 #include <math.h>
 
@@ -167,6 +169,28 @@ START_TEST(duplicate_links_exact)
             ck_assert_msg(ra[f] == rb[f], "instance %d flow %d: %.17g vs %.17g", inst, f, ra[f], rb[f]);
             ck_assert_int_eq(ba[f], bb[f]);
         }
+        /* mm_dedup_view: each link's load summed over the reduced lists, a dropped link taking
+         * its representative's, is bit for bit a pass over the full lists; a representative is
+         * kept and no wider than the links it stands for */
+        const int *cls, *rep, *rfs, *rfl;
+        ck_assert(mm_dedup_view(a, &cls, &rep, &rfs, &rfl));
+        double *ref = calloc((size_t)nl, sizeof *ref), *red = calloc((size_t)nl, sizeof *red);
+        int dropped = 0;
+        for (int f = 0; f < nf; f++) {
+            for (int j = fs[f]; j < fs[f + 1]; j++) ref[fl[j]] += ra[f];
+            for (int j = rfs[f]; j < rfs[f + 1]; j++) red[rfl[j]] += ra[f];
+        }
+        for (int l = 0; l < nl; l++) {
+            if (cls[l] < 0) continue; /* crossed by no flow */
+            int rp = rep[cls[l]];
+            ck_assert_int_eq(cls[rp], cls[l]);
+            ck_assert(cap[rp] <= cap[l]);
+            dropped += rp != l;
+            ck_assert_msg(red[rp] == ref[l], "load, instance %d link %d: %.17g vs %.17g", inst, l, red[rp], ref[l]);
+        }
+        ck_assert_int_gt(dropped, 0);
+        free(ref), free(red);
+        ck_assert(!mm_dedup_view(b, &cls, &rep, &rfs, &rfl));
         /* the caller's incidence counts per link (the network's entry counts) give the same
          * answer as the solver's own count, bit for bit, with and without dropping links */
         int *ln = calloc((size_t)nl, sizeof *ln);
