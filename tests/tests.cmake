@@ -43,6 +43,11 @@ endforeach()
 if(TEST cli_test_install)
   set_tests_properties(cli_test_install PROPERTIES LABELS no-sanitize)
 endif()
+# test_validation_stated.sh replays large runs (GPT-3 on 1,024 GPUs, Llama 3.1 405B on 2,304) of
+# code paths cli_test_validation runs under the sanitizers already: release build only.
+if(TEST cli_test_validation_stated)
+  set_tests_properties(cli_test_validation_stated PROPERTIES LABELS no-sanitize)
+endif()
 
 file(GLOB DTSIM_BENCHES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/bench/bench_*.c)
 set(DTSIM_BENCH_TARGETS)
