@@ -355,6 +355,15 @@ double wl_optimizer_bytes(const wl_plan *p)
     return p->optimizer == WL_ADAM ? 28 : 20;
 }
 
+/* Which Megatron the `megatron` preset stands for: Megatron-Core (v0.7, with Transformer Engine)
+ * for every precision but fp16, whose runs are Megatron-LM of 2022 (Korthikanti's cases). One
+ * rule for the preset's defaults that differ between the two (docs/workloads.md, "Framework
+ * behaviour"); wl_model.c's elementwise count makes the same split. */
+static bool megatron_core(const wl_plan *p)
+{
+    return p->fw.preset == WL_FW_MEGATRON && p->precision != WL_FP16;
+}
+
 /* the element size of Megatron's main_grad buffer: the reduction's dtype */
 static double main_grad_bytes(const wl_plan *p)
 {
@@ -370,7 +379,7 @@ double wl_grad_buffer_bytes(const wl_plan *p)
      * gradient_scaling_factor = 1/d (read 1, write 1; skipped when it is 1, d = 1: d counts
      * the context-parallel ranks too). fp16 runs are Megatron-LM of 2022, whose 54 bytes
      * already zero the buffer (dp 1 there: shard = buffer). */
-    if (p->fw.preset == WL_FW_MEGATRON && p->precision != WL_FP16)
+    if (megatron_core(p))
         return (p->dp * wl_cp(p) > 1 ? 4 : 2) * main_grad_bytes(p);
     return 0;
 }
@@ -528,7 +537,7 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
      * (_communicate's wait_on_reqs), as all of Megatron-LM of 2022 did (fp16 runs: its
      * schedules.py has no overlap). docs/workloads.md, "Framework behaviour". */
     bool interleaved = p->schedule == WL_INTERLEAVED && p->pp > 1 && p->virtual_stages > 1;
-    fw->overlap_p2p_comm = preset == WL_FW_MEGATRON && interleaved && p->precision != WL_FP16;
+    fw->overlap_p2p_comm = megatron_core(p) && interleaved;
     bool blocking_set = false, overlap_set = false;
     /* Megatron-Core: --no-delay-grad-reduce (store_false) is opt-out ("delay / synchronize grad
      * reductions in all but first PP stage") */
@@ -540,12 +549,9 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
     /* Megatron-LM reduces bf16 gradients in fp32: arguments.py sets
      * accumulate_allreduce_grads_in_fp32 for bf16 unless --grad-reduce-in-bf16 is given
      * (reduce_dtype "bf16" says that); an fp8 run is a --bf16 run whose GEMMs Transformer Engine
-     * runs in fp8 (--fp8-format needs bf16 parameters), so it reduces in fp32 too; fp16 runs
-     * reduce in fp16 by default */
-    fw->reduce_bytes = preset == WL_FW_MEGATRON &&
-                               (s->plan.precision == WL_BF16 || s->plan.precision == WL_FP8)
-                           ? 4
-                           : 0;
+     * runs in fp8 (--fp8-format needs bf16 parameters), so it reduces in fp32 too (fp32 and tf32
+     * runs: 4 bytes is their own precision); fp16 runs, Megatron-LM of 2022, reduce in fp16 */
+    fw->reduce_bytes = megatron_core(p) ? 4 : 0;
     if (preset != WL_FW_GENERIC) {
         /* both run their collectives on NCCL */
         s->env.link_nvlink = TOPO_NCCL_NVLINK_EFFICIENCY;
