@@ -40,19 +40,30 @@ static double activation_layer(const wl_model *m, const wl_plan *p, bool moe)
         f = wl_expert_ffn(m);
         width = m->top_k + m->shared_experts;
     }
-    double mlp = (m->mlp == WL_MLP_SWIGLU ? 3 * s * b * h + 6 * s * b * f
-                                          : 3 * s * b * h + 4 * s * b * f) * width;
-    /* attention (Korthikanti et al.'s 11sbh: the QKV input 2sbh and dropout mask sbh are
-     * h wide, Q, K, V and the projection's input 8sbh are a x head_dim wide), MLP, two norms */
-    double attn = 3 * s * b * h + 8 * s * b * wl_q_width(m);
-    double linear = attn + mlp + 4 * s * b * h;
+    /* Korthikanti et al.'s count, term by term, so that it holds beyond GPT's shape: the hidden
+     * dropout's 1-byte masks (after the attention projection and after the MLP) exist only
+     * where the model runs dropout (the attention_dropout switch, which layer_elem_bytes also
+     * reads for the hidden dropout: Megatron's defaults put 0.1 on both, the Llama and MPT
+     * recipes 0 on both) */
+    double mask = m->no_attention_dropout ? 0 : s * b * h;
+    /* MLP: its input 2sbh (and the dropout mask), the GEMM outputs it keeps: 4sbf for GELU (its
+     * input and output), 6sbf for SwiGLU (gate and up, and their product) */
+    double mlp = (2 * s * b * h + mask + (m->mlp == WL_MLP_SWIGLU ? 6 : 4) * s * b * f) * width;
+    /* attention: the QKV input 2sbh (h wide), Q and the projection's input 2sb each at the
+     * query width a x head_dim, K and V 2sb each at the key/value width g x head_dim (GQA
+     * keeps g of a heads: Korthikanti's 4sbh for Q, K and 2sbh for V assume g = a), and the
+     * dropout mask; 11sbh for GPT */
+    double attn = 2 * s * b * h + 4 * s * b * wl_q_width(m) + 4 * s * b * wl_kv_width(m) + mask;
+    double linear = attn + mlp + 4 * s * b * h; /* + the two norms' inputs */
     /* the score matrix kept for the backward: softmax output (2 B), dropout mask (1 B) and
      * output (2 B) per element, 5as^2b; without dropout the softmax output alone, 2as^2b; a
      * flash kernel keeps none (only per-row statistics, O(as b)), nor does selective recompute */
     double scores = p->checkpointing == WL_CKPT_SELECTIVE || m->attention == WL_ATTN_FLASH
                         ? 0
                         : (m->no_attention_dropout ? 2 : 5) * a * s * m->seq_len * b;
-    double replicated = (t > 1 && !p->sequence_parallel) ? 10 * s * b * h : 0;
+    /* without sequence parallelism, whole on every TP rank: the norms' inputs 4sbh, the QKV
+     * and first MLP GEMMs' inputs 4sbh, the two dropout masks (10sbh for GPT) */
+    double replicated = (t > 1 && !p->sequence_parallel) ? 8 * s * b * h + 2 * mask : 0;
     return scale * (replicated + (linear - replicated) / t + scores / t);
 }
 

@@ -40,8 +40,9 @@ for k in want:
     tokens = r["gpus"] // (p["tp"] * p.get("pp", 1) * p.get("cp", 1)) * p["micro_batch_size"] * p["microbatches"] * s
     ours = r["tflops_per_gpu"] * 1e12 * r["step_time_s"] * r["gpus"] / tokens
     assert abs(ours / readme - 1) < 1e-9, (k, ours, readme)
-# only the 405B on 576 GPUs exceeds dtsim's memory account (the run fitted: the account is pessimistic there)
-assert [k for k in want if not got[k]["fits"]] == ["D-llama31-405b-576-bf16"], [(k, got[k]["fits"]) for k in want]
+# every run fitted, and so does dtsim's memory account of each (the 405B on 576 GPUs at 75.6 of
+# 80 GiB since K and V are counted at their GQA width and no dropout masks where no dropout ran)
+assert all(got[k]["fits"] for k in want), [(k, got[k]["fits"]) for k in want]
 PY
 
 # Their FP8 counterparts and NeMo 24.07's FP8 Llama rows (tests/validation-bridge-fp8): pinned so a

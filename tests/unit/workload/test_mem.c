@@ -74,6 +74,40 @@ START_TEST(korthikanti_activations)
 }
 END_TEST
 
+/* Korthikanti's count term by term beyond GPT's shape: Llama 3.1 405B's layer (GQA: 16 of 128
+ * heads for K and V; SwiGLU FFN 53,248; no dropout, as NVIDIA's recipes run it), flash
+ * attention, at the plan of the DGX H100 run tests/validation-bridge/D-llama31-405b-576-bf16
+ * (tp 8 with sequence parallelism, cp 2: 4,096 of the 8,192 tokens). Per token: QKV input 2h, Q
+ * and the projection's input 2h each, K and V 2h/8 each, the MLP input 2h, gate and up 4f,
+ * their product 2f, the norms' inputs 4h: 12.5h + 6f = 524,288 B; over t = 8 and 4,096
+ * tokens, 256 MiB. With GPT's shape (g = a, dropout) the same terms give 34sbh (above). */
+START_TEST(activations_gqa_swiglu_no_dropout)
+{
+    wl_model m = {.kind = WL_TRANSFORMER, .layers = 126, .hidden = 16384, .heads = 128,
+                  .kv_heads = 16, .seq_len = 8192, .vocab = 51200, .ffn = 53248,
+                  .experts = 1, .top_k = 1, .mlp = WL_MLP_SWIGLU, .norm = WL_NORM_RMSNORM,
+                  .no_attention_dropout = true, .attention = WL_ATTN_FLASH};
+    wl_plan p = {.dp = 4, .tp = 8, .pp = 9, .cp = 2, .virtual_stages = 7, .microbatches = 63,
+                 .micro_batch_size = 1, .precision = WL_BF16, .sequence_parallel = true,
+                 .schedule = WL_INTERLEAVED};
+    double h = 16384, f = 53248, tok = 4096, t = 8;
+    ck_assert_rel(mem_activation_per_layer(&m, &p), tok * (12.5 * h + 6 * f) / t, 1e-15);
+    ck_assert_rel(mem_activation_per_layer(&m, &p), 268435456.0, 1e-15);
+    /* stage 0 of the interleaved schedule holds (p - 1)·2 + (v - 1)·p + 1 = 71 chunks of 2
+     * layers: 35.5 GiB, where Korthikanti's GPT terms (K and V as wide as Q, two dropout
+     * masks: 18h + 6f per token) had given 41.6 GiB and a run that fitted DOES NOT FIT */
+    ck_assert_rel(mem_inflight(&p, 0) * 14 * mem_activation_per_layer(&m, &p),
+                  71.0 * 2 * 268435456.0, 1e-12);
+    /* without sequence parallelism the norms' and the two first GEMMs' inputs (8sbh; no
+     * dropout masks here) are whole on every TP rank */
+    p.sequence_parallel = false;
+    ck_assert_rel(mem_activation_per_layer(&m, &p), tok * (8 * h + (4.5 * h + 6 * f) / t), 1e-12);
+    /* with dropout: the two 1-byte masks, h per token each, are back (replicated without SP) */
+    m.no_attention_dropout = false;
+    ck_assert_rel(mem_activation_per_layer(&m, &p), tok * (10 * h + (4.5 * h + 6 * f) / t), 1e-12);
+}
+END_TEST
+
 START_TEST(inflight_by_schedule)
 {
     wl_plan p = {.dp = 1, .tp = 1, .pp = 8, .virtual_stages = 1, .microbatches = 32,
@@ -445,6 +479,7 @@ Suite *suite(void)
     TCase *t = tcase_create("core");
     tcase_add_test(t, zero_paper_model_states);
     tcase_add_test(t, korthikanti_activations);
+    tcase_add_test(t, activations_gqa_swiglu_no_dropout);
     tcase_add_test(t, inflight_by_schedule);
     tcase_add_test(t, run_memory_scenario);
     tcase_add_test(t, norm_params_published);
