@@ -135,6 +135,13 @@ const char *wl_framework_name(wl_framework_preset p);
  * wl_grad_buffer_bytes; otherwise Adam 28, SGD with momentum 20). */
 struct wl_plan;
 double wl_optimizer_bytes(const struct wl_plan *p);
+/* Which Megatron the `megatron` preset stands for: Megatron-Core (v0.7, with Transformer Engine)
+ * under every precision but fp16, whose runs are Megatron-LM of 2022 (Korthikanti's cases).
+ * The one rule for everything that differs between the two: the preset's defaults (gradient
+ * buffer passes, overlapped interleaved sends, the fp32 reduction), the optimizer's bytes and
+ * the layer's elementwise kernels (docs/workloads.md, "Framework behaviour"). False for the
+ * other presets. */
+bool wl_megatron_core(const struct wl_plan *p);
 /* Bytes per parameter of the GPU's whole gradient buffer moved once per step by the
  * data-parallel wrapper (fw.grad_buffer_bytes when set): Megatron-Core's DDP under bf16/fp8
  * zeroes its main_grad buffer, scales it by 1/d and takes its norm for the NaN check, 4 x the

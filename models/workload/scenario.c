@@ -349,17 +349,13 @@ double wl_optimizer_bytes(const wl_plan *p)
     if (p->fw.preset == WL_FW_MEGATRON && p->optimizer == WL_ADAM && wl_precision_bytes(p->precision) < 4)
         /* bf16/fp8: 42 less the zeroing of the main_grad buffer, which wl_grad_buffer_bytes
          * charges over the whole buffer, not the shard */
-        return p->precision == WL_FP16 ? 54 : 38;
+        return wl_megatron_core(p) ? 38 : 54;
     /* Adam reads/writes master, m, v (24) + grad and weight (4); SGD with momentum: master,
      * momentum (16) + grad and weight (4) */
     return p->optimizer == WL_ADAM ? 28 : 20;
 }
 
-/* Which Megatron the `megatron` preset stands for: Megatron-Core (v0.7, with Transformer Engine)
- * for every precision but fp16, whose runs are Megatron-LM of 2022 (Korthikanti's cases). One
- * rule for the preset's defaults that differ between the two (docs/workloads.md, "Framework
- * behaviour"); wl_model.c's elementwise count makes the same split. */
-static bool megatron_core(const wl_plan *p)
+bool wl_megatron_core(const wl_plan *p)
 {
     return p->fw.preset == WL_FW_MEGATRON && p->precision != WL_FP16;
 }
@@ -379,7 +375,7 @@ double wl_grad_buffer_bytes(const wl_plan *p)
      * gradient_scaling_factor = 1/d (read 1, write 1; skipped when it is 1, d = 1: d counts
      * the context-parallel ranks too). fp16 runs are Megatron-LM of 2022, whose 54 bytes
      * already zero the buffer (dp 1 there: shard = buffer). */
-    if (megatron_core(p))
+    if (wl_megatron_core(p))
         return (p->dp * wl_cp(p) > 1 ? 4 : 2) * main_grad_bytes(p);
     return 0;
 }
@@ -537,7 +533,7 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
      * (_communicate's wait_on_reqs), as all of Megatron-LM of 2022 did (fp16 runs: its
      * schedules.py has no overlap). docs/workloads.md, "Framework behaviour". */
     bool interleaved = p->schedule == WL_INTERLEAVED && p->pp > 1 && p->virtual_stages > 1;
-    fw->overlap_p2p_comm = megatron_core(p) && interleaved;
+    fw->overlap_p2p_comm = wl_megatron_core(p) && interleaved;
     bool blocking_set = false, overlap_set = false;
     /* Megatron-Core: --no-delay-grad-reduce (store_false) is opt-out ("delay / synchronize grad
      * reductions in all but first PP stage") */
@@ -551,7 +547,7 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
      * (reduce_dtype "bf16" says that); an fp8 run is a --bf16 run whose GEMMs Transformer Engine
      * runs in fp8 (--fp8-format needs bf16 parameters), so it reduces in fp32 too (fp32 and tf32
      * runs: 4 bytes is their own precision); fp16 runs, Megatron-LM of 2022, reduce in fp16 */
-    fw->reduce_bytes = megatron_core(p) ? 4 : 0;
+    fw->reduce_bytes = wl_megatron_core(p) ? 4 : 0;
     if (preset != WL_FW_GENERIC) {
         /* both run their collectives on NCCL */
         s->env.link_nvlink = TOPO_NCCL_NVLINK_EFFICIENCY;

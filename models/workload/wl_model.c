@@ -286,7 +286,7 @@ static double layer_elem_bytes(const wl_model *m, const wl_plan *p, double f, bo
         /* fp16 runs are Megatron-LM of 2022 (Korthikanti's cases: megatron/model/transformer.py,
          * megatron/mpu/layers.py); bf16 and fp8 runs Megatron-Core v0.7 with Transformer Engine
          * (TELayerNormColumnParallelLinear, cuDNN attention) */
-        bool legacy = p->precision == WL_FP16;
+        bool legacy = !wl_megatron_core(p);
         /* layernorm: read x, write y (fp32 mean and rstd per token); backward read dy and x,
          * write dx, gamma and beta partials in the same pass (TE's and apex's persistent
          * kernels), or a second pass re-reading dy and x (apex's FusedLayerNorm) */
