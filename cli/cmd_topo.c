@@ -31,7 +31,7 @@ static const gen_opt gen_opts[] = {
     {"bandwidth", "bandwidth", 0, "per-direction link bandwidth (default 400 Gb/s)"},
     {"latency", "latency", 0, "per-link latency (default 500 ns)"},
     {"switch-latency", "switch_latency", 0, "forwarding delay per switch (default 200 ns)"},
-    {"gpu", "gpu", 0, "GPU preset: A100-SXM, H100-SXM (default), H200-SXM, B200"},
+    {"gpu", "gpu", 0, "GPU preset: A100-SXM, A100-SXM-40GB, H100-SXM (default), H200-SXM, B200"},
     {"name", "name", 0, "topology name (default e.g. fat-tree-128)"},
     {"tiers", "tiers", 1, "fat-tree: 2 (default) or 3"},
     {"radix", "radix", 1, "fat-tree, dgx: switch ports (default 64)"},

@@ -1,7 +1,8 @@
 /* gpu.h - what a GPU is to the simulator: peak rates, memory, efficiencies, and the roofline
  * that turns an op's FLOPs and bytes into time.
  *
- * Specs come from a preset (A100-SXM, H100-SXM, H200-SXM, B200: datasheet dense peaks, SM counts) or
+ * Specs come from a preset (A100-SXM, A100-SXM-40GB, H100-SXM, H200-SXM, B200: datasheet dense
+ * peaks, SM counts) or
  * inline JSON, optionally a preset with overrides: {"preset": "H100-SXM", "hbm": "94 GB"}.
  * Owned by value (plain data, no pointers): copy freely.
  */

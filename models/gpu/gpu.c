@@ -43,12 +43,18 @@ typedef struct preset {
 /* Datasheet dense peaks (fp32 is the non-tensor rate). NVLink is per direction: the datasheet
  * figure (600 GB/s, 900 GB/s, 1.8 TB/s) is both directions together. Costs are assumptions
  * (rough 2025 cloud on-demand rates per GPU-hour), documented as such. SM counts: A100 SXM4 108
- * (A100 architecture whitepaper, 2020), H100 SXM5 132 (H100 architecture whitepaper, 2022),
+ * (A100 architecture whitepaper, 2020; both memory sizes), H100 SXM5 132 (H100 architecture whitepaper, 2022),
  * H200 132 (the same GH100 configuration: the same peaks at the same clock), B200 148 (74 per
  * die as the device reports them; NVIDIA's datasheet gives none); docs/formats.md checks each
  * against peak = SMs x tensor cores x FLOP/clock x boost clock. */
 static const preset presets[] = {
     {"A100-SXM", {19.5 * T, 156 * T, 312 * T, 312 * T, 0}, 80 * GiB, 2039e9, 300e9, 1.80, 108},
+    /* The launch part: the same GA100 configuration, clocks, peaks and NVLink 3; only its memory
+     * differs, 40 GB of HBM2 at 2.4 Gb/s per pin (1,555 GB/s) against the 80 GB part's HBM2e
+     * (NVIDIA A100 datasheet). "40 GB" is 40 GiB: nvidia-smi reports 40960 MiB, as it reports
+     * 81920 MiB for the 80 GB part. */
+    {"A100-SXM-40GB", {19.5 * T, 156 * T, 312 * T, 312 * T, 0}, 40 * GiB, 1555e9, 300e9, 1.30,
+     108},
     {"H100-SXM", {67 * T, 494.5 * T, 989.5 * T, 989.5 * T, 1979 * T}, 80 * GiB, 3.35e12, 450e9,
      2.50, 132},
     {"H200-SXM", {67 * T, 494.5 * T, 989.5 * T, 989.5 * T, 1979 * T}, 141e9, 4.8e12, 450e9, 3.50,
@@ -69,7 +75,9 @@ static const preset presets[] = {
  *   A100 80 GB: 143.7 / 156.3 causal, 179.1 / 184.0 non-causal); its backward is not measured
  *   there: the same code (FA2 has no Hopper kernel; the sm80 kernels run on the H100) is given
  *   the H100's FA2 backward/forward ratio at the same length (1k 260/350, 4k 310/368). cuDNN
- *   on A100: no figure, FA2's curve is used. H200: the H100's (same die and clocks; attention is
+ *   on A100: no figure, FA2's curve is used. A100 40 GB: the 80 GB part's (same SMs and clocks;
+ *   the flash kernels keep their tiles in shared memory and are compute bound, so the HBM
+ *   difference does not reach them). H200: the H100's (same die and clocks; attention is
  *   compute bound). B200: none (the attention classes' efficiencies). */
 #define ATTN_POINTS 6
 typedef struct attn_curve {
@@ -99,11 +107,12 @@ static const attn_curve a100_fa2 = {2,
                                     312};
 /* per preset (presets[] order), per kernel; NULL: no curve */
 static const attn_curve *const attn_curves[][GPU_ATTN_KERNEL_COUNT] = {
-    {&a100_fa2, &a100_fa2}, {&h100_fa2, &h100_cudnn}, {&h100_fa2, &h100_cudnn}, {NULL, NULL}};
+    {&a100_fa2, &a100_fa2}, {&a100_fa2, &a100_fa2}, {&h100_fa2, &h100_cudnn},
+    {&h100_fa2, &h100_cudnn}, {NULL, NULL}};
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
-static const char *const preset_name_list[N_PRESETS + 1] = {"A100-SXM", "H100-SXM", "H200-SXM",
-                                                            "B200", NULL};
+static const char *const preset_name_list[N_PRESETS + 1] = {
+    "A100-SXM", "A100-SXM-40GB", "H100-SXM", "H200-SXM", "B200", NULL};
 
 const char *const *gpu_preset_names(void) { return preset_name_list; }
 
@@ -195,7 +204,8 @@ int gpu_preset(const char *name, gpu_spec *out, dt_error *err)
         return dt_error_set(err, DT_EINPUT, NULL, NULL,
                             "unknown GPU preset \"%s\" (did you mean \"%s\"?)", name, hint);
     return dt_error_set(err, DT_EINPUT, NULL, NULL,
-                        "unknown GPU preset \"%s\" (known: A100-SXM, H100-SXM, H200-SXM, B200)",
+                        "unknown GPU preset \"%s\" (known: A100-SXM, A100-SXM-40GB, H100-SXM, "
+                        "H200-SXM, B200)",
                         name);
 }
 
@@ -420,7 +430,7 @@ int gpu_spec_from_json(const js_ctx *ctx, const cJSON *v, const char *path, gpu_
         else if (k < 0)
             return js_fail(ctx, path, "attention_kernels",
                            "expected \"none\" or a preset with measured attention curves "
-                           "(A100-SXM, H100-SXM, H200-SXM), found %s",
+                           "(A100-SXM, A100-SXM-40GB, H100-SXM, H200-SXM), found %s",
                            js_describe(ak, d, sizeof d));
         s.attn_curves = k + 1;
     }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test_validation_stated.sh - the ungated suites of runs whose sources state every setting:
 # tests/validation-bridge (NVIDIA H100 BF16), tests/validation-bridge-fp8 (their FP8 counterparts
-# and NeMo 24.07's FP8 rows) and tests/validation-a100 (Korthikanti's full-recompute rows and
-# llm-foundry's A100 table). Pins down: every case runs and predicts the step docs/validation.md
+# and NeMo 24.07's FP8 rows), tests/validation-a100 (Korthikanti's full-recompute rows and
+# llm-foundry's A100 table) and tests/validation-a100-40 (its A100 40 GB rows against 80 GB). Pins down: every case runs and predicts the step docs/validation.md
 # quotes (4-5 significant digits), the sources' FLOP counts against dtsim's, the MPT rows'
 # measured steps from their tokens per second, and which cases fit.
 # Leaves free: nothing of these figures; re-pin them with a model change (docs/validation.md
@@ -99,6 +99,50 @@ for k in want:
     dt = 72 * L * h * h + 12 * L * h * s + 6 * V * h
     assert abs(ours / dt - 1) < 1e-9, (k, ours, dt)
     assert mpt - dt == 6 * (13 * L * h + 2 * h + s * h)
+PY
+
+# A100 40 GB against 80 GB (tests/validation-a100-40, not gated: docs/validation.md, "A100 40 GB
+# against 80 GB"): every case runs, fits, and predicts the step the page's pair table is built
+# from (5 significant digits); each row's measured step is its global batch x seq / tokens per s
+# (the manifest's 4 digits), its NumParams the MPT shape's 12 L h^2 + 13 L h + 2 h + V h + s h, its
+# MFU column the MPT count 6 N + 12 L h s at the measured rate against 312 TFLOP/s; the cases come
+# in pairs (F40-X on the A100-SXM-40GB preset, F80-X on A100-SXM) of the same model, sequence,
+# GPU count, precision and checkpointing.
+"$DTSIM" validate "$SRC/tests/validation-a100-40" --json > "$tmp/a100_40.json" || fail "a100-40 validation cases"
+python3 - "$tmp/a100_40.json" "$SRC/tests/validation-a100-40" "$SRC/tests/cli" <<'PY'
+import json, os, re, sys
+sys.path.insert(0, sys.argv[3])
+import validation_pins
+want = {"F40-125m-s2048-g8": 1.0195, "F80-125m-s2048-g8": 0.78638, "F40-350m-s2048-g8": 2.2157,
+        "F80-350m-s2048-g8": 2.0946, "F40-760m-s2048-g8": 3.1064, "F80-760m-s2048-g8": 2.9411,
+        "F40-760m-s8192-g8": 4.2017, "F80-760m-s8192-g8": 4.0371, "F40-1b-s2048-g8": 6.6237,
+        "F80-1b-s2048-g8": 5.5763, "F40-3b-s2048-g8": 8.0437, "F80-3b-s2048-g8": 11.441,
+        "F40-7b-s2048-g8": 28.346, "F80-7b-s2048-g8": 36.702, "F40-13b-s2048-g8": 73.225,
+        "F80-13b-s2048-g8": 65.208, "F40-13b-s2048-g32": 15.504, "F80-13b-s2048-g32": 34.625}
+got = validation_pins.check(sys.argv[1], want, "step_time")
+sc = {k: json.load(open(os.path.join(sys.argv[2], got[k]["scenario"]))) for k in want}
+for k in want:
+    r, m, p = got[k], sc[k]["model"], sc[k]["parallel"]
+    assert r["fits"], r
+    L, h, V, s = m["layers"], m["hidden"], m["vocab"], m["seq_len"]
+    row = " ".join(r["assumptions"])
+    tps = int(re.search(r"global batch \d+, (\d+) tokens/s", row).group(1))
+    mfu = float(re.search(r"MFU ([\d.]+),", row).group(1))
+    npar = int(re.search(r"NumParams ([\d,]+)", row).group(1).replace(",", ""))
+    gbs = r["gpus"] * p["micro_batch_size"] * p["microbatches"]
+    assert int(re.search(r"global batch (\d+),", row).group(1)) == gbs, k
+    assert abs(r["measured"] - gbs * s / tps) < 5e-4 * r["measured"], (k, r["measured"], gbs * s / tps)
+    assert npar == 12 * L * h * h + 13 * L * h + 2 * h + V * h + s * h, (k, npar)
+    assert abs((6 * npar + 12 * L * h * s) * tps / r["gpus"] / 312e12 * 100 - mfu) < 0.02, (k, mfu)
+    gpu = sc[k]["topology"]["gpu"]
+    assert gpu == ("A100-SXM-40GB" if k.startswith("F40-") else "A100-SXM"), (k, gpu)
+    if k.startswith("F40-"):
+        t = "F80-" + k[4:]
+        a, b = sc[k], sc[t]
+        assert a["model"] == dict(b["model"], name=a["model"]["name"]), (k, t)
+        assert r["gpus"] == got[t]["gpus"] and a["precision"] == b["precision"], (k, t)
+        assert p.get("activation_checkpointing") == b["parallel"].get("activation_checkpointing"), (k, t)
+        assert a["framework"] == b["framework"], (k, t)
 PY
 
 echo "stated-settings suites: all pinned figures reproduced"

@@ -1,6 +1,7 @@
 /* test_gpu.c - GPU presets, specs from JSON and the roofline.
  * Pins down: the presets' datasheet figures (dense peaks, HBM, NVLink per direction) and default
- * efficiencies; preset names with did-you-mean; objects with a preset plus overrides, fully
+ * efficiencies; the A100 40 GB as the 80 GB part with its own memory (memory-bound ops slower by
+ * the bandwidth ratio, compute-bound ones and attention curves the same); preset names with did-you-mean; objects with a preset plus overrides, fully
  * inline specs, every key validated with its JSON path; reduce_bw following hbm_bw; the
  * roofline (compute bound, memory bound, fp8 falling back to bf16 on A100) to the picosecond;
  * gpu_spec_to_json reading back bit-identical; measured compute tables ("compute"): exact at
@@ -66,9 +67,58 @@ START_TEST(preset_figures)
 
     int n = 0;
     for (const char *const *p = gpu_preset_names(); *p; p++) n++;
-    ck_assert_int_eq(n, 4);
+    ck_assert_int_eq(n, 5);
     ck_assert_int_eq(gpu_preset("H100-SMX", &s, &e), DT_EINPUT);
     ck_assert_msg(strstr(e.msg, "did you mean \"H100-SXM\"") != NULL, "%s", e.msg);
+}
+END_TEST
+
+/* The A100 40 GB differs from the 80 GB part in its memory only (datasheet): 40 GiB at 1,555 GB/s,
+ * the same peaks, SMs, NVLink and attention curves; so a memory-bound op takes 2039/1555 times
+ * as long and a compute-bound one the same time. */
+START_TEST(preset_a100_40gb)
+{
+    gpu_spec a, b;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(gpu_preset("A100-SXM", &a, &e), DT_OK);
+    ck_assert_int_eq(gpu_preset("A100-SXM-40GB", &b, &e), DT_OK);
+    ck_assert_str_eq(b.name, "A100-SXM-40GB");
+    ck_assert_rel(b.hbm_bytes, 40.0 * 1073741824.0, 1e-15);
+    ck_assert_rel(b.hbm_bw, 1555e9, 1e-15);
+    ck_assert_rel(b.reduce_bw, 1555e9 / 3, 1e-15);
+    ck_assert_rel(b.nvlink_bw, 300e9, 1e-15);
+    ck_assert_int_eq(b.sms, 108);
+    ck_assert(b.cost_per_hour > 0 && b.cost_per_hour < a.cost_per_hour);
+    for (int p = 0; p < GPU_PRECISION_COUNT; p++)
+        ck_assert(b.peak_flops[p] == a.peak_flops[p]);
+    ck_assert(b.attn_curves > 0 && b.attn_curves != a.attn_curves);
+    for (double seq = 512; seq <= 16384; seq *= 2)
+        for (int bwd = 0; bwd < 2; bwd++)
+            ck_assert(gpu_attention_eff(&b, GPU_ATTN_FA2, seq, true, bwd) ==
+                      gpu_attention_eff(&a, GPU_ATTN_FA2, seq, true, bwd));
+    /* 1 GB of elementwise traffic: 1e9 / (1555e9 * 0.8) = 803.8585 us against 613.0456 us */
+    sim_time_t t40 = gpu_op_time(&b, GPU_OP_ELEMENTWISE, GPU_BF16, 1e6, 1e9);
+    sim_time_t t80 = gpu_op_time(&a, GPU_OP_ELEMENTWISE, GPU_BF16, 1e6, 1e9);
+    ck_assert_rel((double)t40, 1e9 / (1555e9 * 0.8) * 1e12, 1e-9);
+    ck_assert_rel((double)t40 / (double)t80, 2039.0 / 1555.0, 1e-9);
+    /* 1 PFLOP of GEMM: 1e15 / (312e12 * 0.7) on both */
+    ck_assert(gpu_op_time(&b, GPU_OP_MATMUL, GPU_BF16, 1e15, 1e6) ==
+              gpu_op_time(&a, GPU_OP_MATMUL, GPU_BF16, 1e15, 1e6));
+    /* its JSON names its own curves and reads back to the same spec */
+    cJSON *j = gpu_spec_to_json(&b);
+    const cJSON *ak = cJSON_GetObjectItem(j, "attention_kernels");
+    ck_assert(cJSON_IsString(ak));
+    ck_assert_str_eq(ak->valuestring, "A100-SXM-40GB");
+    dt_error e2;
+    dt_error_clear(&e2);
+    js_ctx ctx = {.file = "g.json", .err = &e2};
+    gpu_spec c;
+    ck_assert_int_eq(gpu_spec_from_json(&ctx, j, "gpu", &c), DT_OK);
+    ck_assert(c.hbm_bw == b.hbm_bw && c.hbm_bytes == b.hbm_bytes && c.attn_curves == b.attn_curves);
+    cJSON_Delete(j);
+    ck_assert_int_eq(gpu_preset("A100-SXM-40G", &c, &e), DT_EINPUT);
+    ck_assert_msg(strstr(e.msg, "did you mean \"A100-SXM-40GB\"") != NULL, "%s", e.msg);
 }
 END_TEST
 
@@ -387,6 +437,7 @@ int main(void)
     Suite *s = suite_create("gpu");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, preset_figures);
+    tcase_add_test(tc, preset_a100_40gb);
     tcase_add_test(tc, spec_from_json);
     tcase_add_test(tc, spec_errors);
     tcase_add_test(tc, roofline);
