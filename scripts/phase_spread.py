@@ -36,8 +36,8 @@ DEFAULT_CASES = [
     "tests/validation/M-177B.json",
     "tests/validation-ep-cp/N-llama2-7b-128k.json",
 ]
-# H100-SXM's preset HBM bandwidth (models/gpu/gpu.c); other presets by name.
-PRESET_HBM = {"A100-SXM": 2.039e12, "A100-SXM-40GB": 1.555e12, "H100-SXM": 3.35e12, "H200-SXM": 4.8e12, "B200": 8.0e12}
+# The presets' HBM bandwidths, as models/gpu/gpu.c's presets table has them (keep in step).
+PRESET_HBM = {"A100-SXM": 2.039e12, "A100-SXM-40GB": 1.555e12, "H100-SXM": 3.35e12, "H200-SXM": 4.8e12, "B200": 7.7e12}
 EPS = [-1e-3, -1e-4, 1e-4, 1e-3]
 
 
