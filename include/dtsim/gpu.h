@@ -128,11 +128,14 @@ sim_time_t gpu_op_time(const gpu_spec *spec, gpu_op_class cls, gpu_precision pre
  * count is a whole number, held as a double so that layers x experts cannot overflow it.
  * batch > 1: the count GEMMs are launched `batch` at a time as one strided-batched call
  * (cublasGemmStridedBatched: torch.bmm/baddbmm, the unfused attention core), whose tiles fill
- * the waves together; count is a multiple of it. 0 or 1: one GEMM per launch. */
+ * the waves together; count is a multiple of it. 0 or 1: one GEMM per launch.
+ * no_fp8: the GEMM stays in 16 bits when the run's precision is fp8 (bf16's peak, 2-byte
+ * operands): one outside the framework's fp8 region, Megatron-Core's output layer (logits). */
 typedef struct gpu_gemm {
     double m, n, k;
     double count;
     double batch;
+    bool no_fp8;
 } gpu_gemm;
 
 /* The default output tile one thread block computes (NVIDIA, "Matrix Multiplication Background
@@ -154,7 +157,8 @@ double gpu_gemm_quantization_batched(const gpu_spec *spec, double m, double n, d
 /* Time of the GEMMs gemms[0..n) on spec, rounded up to whole picoseconds once for the sum:
  * each shape count x max(2mnk / (peak[prec] x efficiency[matmul] x quantization of its batch),
  * e·(mk + kn + mn) / (hbm_bw x memory_eff)) with e the bytes of an element at the precision
- * run (the fallback of gpu_op_time for a precision the GPU lacks). A matmul compute table
+ * run (the fallback of gpu_op_time for a precision the GPU lacks); a no_fp8 GEMM under
+ * GPU_FP8 runs at GPU_BF16 (its peak, e = 2, its tables). A matmul compute table
  * that applies (gpu_op_time's rule) replaces the formula: each GEMM is looked up with its own
  * FLOPs (bytes for a by_bytes table), which already hold its shape's quantization. */
 sim_time_t gpu_gemm_time(const gpu_spec *spec, gpu_precision prec, const gpu_gemm *gemms, int n);

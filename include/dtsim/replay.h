@@ -54,7 +54,8 @@ typedef struct replay_comm {
 typedef sim_time_t (*replay_op_time_fn)(const gpu_spec *spec, gpu_op_class cls, gpu_precision prec,
                                      double flops, double bytes);
 
-/* Compute time of a cost's GEMM shapes (wl_cost.gemm_set) on a GPU: gpu_gemm_time. */
+/* Compute time of a cost's GEMM shapes (wl_cost.gemm_set) on a GPU: gpu_gemm_time. prec is
+ * the op's; a shape marked no_fp8 runs at 16 bits when prec is GPU_FP8 (gpu_gemm). */
 typedef sim_time_t (*replay_gemm_time_fn)(const gpu_spec *spec, gpu_precision prec,
                                           const gpu_gemm *gemms, int n);
 

@@ -540,9 +540,12 @@ int wl_lowrank_get(const wl_model *m, const wl_plan *p, bool embedding, wl_lowra
  * independently and uniformly: G (1 - (1 - r)^n) (docs/workloads.md). */
 double wl_topk_union(double G, double r, int n);
 
-/* The output layer's GEMM (logits) for one microbatch on one GPU: (b·s, V/t, h). */
+/* The output layer's GEMM (logits) for one microbatch on one GPU: (b·s, V/t, h), no_fp8 (an
+ * fp8 run keeps it in 16 bits: Megatron-Core's output layer is outside Transformer Engine,
+ * docs/workloads.md "FP8 casts and transposes"). */
 gpu_gemm wl_logits_gemm(const wl_model *m, const wl_plan *p);
-/* The data-gradient and weight-gradient GEMMs of forward GEMM f, count as f's. */
+/* The data-gradient and weight-gradient GEMMs of forward GEMM f, count, batch and no_fp8 as
+ * f's. */
 void wl_gemm_backward(gpu_gemm f, gpu_gemm out[2]);
 /* Model FLOPs of one training step (forward + backward = 3x forward), for the whole global batch,
  * counting neither recomputation nor padding: the MFU numerator. */

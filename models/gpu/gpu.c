@@ -606,23 +606,29 @@ static const double precision_bytes[GPU_PRECISION_COUNT] = {4, 4, 2, 2, 1};
 sim_time_t gpu_gemm_time(const gpu_spec *spec, gpu_precision prec, const gpu_gemm *gemms, int n)
 {
     DT_ASSERT(prec >= 0 && prec < GPU_PRECISION_COUNT);
-    int p = run_precision(spec, prec);
-    double rate = spec->peak_flops[p] * spec->compute_eff[GPU_OP_MATMUL];
+    /* [0]: the op's precision; [1]: a no_fp8 GEMM's, bf16 under fp8 (the same otherwise) */
+    gpu_precision at[2] = {prec, prec == GPU_FP8 ? GPU_BF16 : prec};
+    double rate[2], e[2];
+    for (int j = 0; j < 2; j++) {
+        int p = run_precision(spec, at[j]);
+        rate[j] = spec->peak_flops[p] * spec->compute_eff[GPU_OP_MATMUL];
+        e[j] = precision_bytes[p];
+    }
     double bw = spec->hbm_bw * spec->memory_eff;
-    double e = precision_bytes[p];
     const gpu_table *tab = &spec->table[GPU_OP_MATMUL];
     double t = 0;
     for (int i = 0; i < n; i++) {
         const gpu_gemm *g = &gemms[i];
         if (!(g->m > 0 && g->n > 0 && g->k > 0) || !(g->count > 0)) continue; /* no work */
+        int j = g->no_fp8 ? 1 : 0;
         double flops = 2 * g->m * g->n * g->k;
-        double bytes = e * (g->m * g->k + g->k * g->n + g->m * g->n);
+        double bytes = e[j] * (g->m * g->k + g->k * g->n + g->m * g->n);
         double one;
-        if (table_applies(tab, prec, flops, bytes)) {
+        if (table_applies(tab, at[j], flops, bytes)) {
             one = gpu_table_time(tab, tab->by_bytes ? bytes : flops);
         } else {
-            DT_ASSERT(rate > 0 && bw > 0);
-            one = flops / (rate * gpu_gemm_quantization_batched(spec, g->m, g->n, g->batch));
+            DT_ASSERT(rate[j] > 0 && bw > 0);
+            one = flops / (rate[j] * gpu_gemm_quantization_batched(spec, g->m, g->n, g->batch));
             if (bytes / bw > one) one = bytes / bw;
         }
         t += g->count * one;

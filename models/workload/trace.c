@@ -154,6 +154,7 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
                 fprintf(f, "%s{\"m\": %.17g, \"n\": %.17g, \"k\": %.17g, \"count\": %.17g",
                         k ? ", " : "", x->m, x->n, x->k, x->count);
                 if (x->batch > 1) fprintf(f, ", \"batch\": %.17g", x->batch);
+                if (x->no_fp8) fprintf(f, ", \"no_fp8\": true");
                 fprintf(f, "}");
             }
             fprintf(f, "]");
@@ -319,8 +320,8 @@ static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
     return DT_OK;
 }
 
-/* gemm_sets[i]: an array of GEMM shapes {"m", "n", "k", "count", "batch"}; batch (default 1)
- * must divide count. */
+/* gemm_sets[i]: an array of GEMM shapes {"m", "n", "k", "count", "batch", "no_fp8"}; batch
+ * (default 1) must divide count; no_fp8 (default false) keeps the GEMM in 16 bits under fp8. */
 static int read_gemm_set(const js_ctx *c, const cJSON *v, const char *p, wl_graph *g)
 {
     TRY(js_expect_array(c, v, p));
@@ -330,11 +331,12 @@ static int read_gemm_set(const js_ctx *c, const cJSON *v, const char *p, wl_grap
     gpu_gemm *gs = dt_xmalloc((size_t)n * sizeof *gs);
     int i = 0, rc = DT_OK;
     for (const cJSON *x = v->child; x && rc == DT_OK; x = x->next, i++) {
-        static const char *const gk[] = {"m", "n", "k", "count", "batch", NULL};
+        static const char *const gk[] = {"m", "n", "k", "count", "batch", "no_fp8", NULL};
         char xp[JS_PATH_MAX];
         js_path_index(xp, p, i);
         double d[3] = {0, 0, 0};
         long long cnt = 1, batch = 1;
+        bool no_fp8 = false;
         /* dimensions may be fractional (tokens per expert are an average), not beyond any
          * matrix a GPU holds */
         if ((rc = js_expect_object(c, x, xp)) || (rc = js_check_keys(c, x, xp, gk)) ||
@@ -342,13 +344,14 @@ static int read_gemm_set(const js_ctx *c, const cJSON *v, const char *p, wl_grap
             (rc = js_get_number(c, x, xp, "n", true, 0, 1e12, &d[1])) ||
             (rc = js_get_number(c, x, xp, "k", true, 0, 1e12, &d[2])) ||
             (rc = js_get_int(c, x, xp, "count", false, 1, 1LL << 53, &cnt)) ||
-            (rc = js_get_int(c, x, xp, "batch", false, 1, 1LL << 53, &batch)))
+            (rc = js_get_int(c, x, xp, "batch", false, 1, 1LL << 53, &batch)) ||
+            (rc = js_get_bool(c, x, xp, "no_fp8", false, &no_fp8)))
             break;
         if (cnt % batch)
             rc = js_fail(c, xp, "batch", "expected a divisor of count (%lld), found %lld", cnt, batch);
         for (int q = 0; q < 3 && rc == DT_OK; q++)
             if (!(d[q] > 0)) rc = js_fail(c, xp, gk[q], "expected a positive dimension, found 0");
-        gs[i] = (gpu_gemm){d[0], d[1], d[2], (double)cnt, (double)batch};
+        gs[i] = (gpu_gemm){d[0], d[1], d[2], (double)cnt, (double)batch, no_fp8};
     }
     if (rc == DT_OK) wl_graph_gemm_set(g, gs, (uint32_t)n);
     free(gs);

@@ -422,8 +422,8 @@ int wl_attention_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_ATTN
     if (m->kind != WL_TRANSFORMER || m->attention == WL_ATTN_FLASH) return 0;
     double heads = p->micro_batch_size * m->heads / p->tp; /* one batched call's GEMMs */
     double sq = m->seq_len / wl_cp(p), sk = m->seq_len, d = wl_head_dim(m);
-    out[0] = (gpu_gemm){sq, sk, d, heads, heads}; /* S = Q·Kᵀ per head */
-    out[1] = (gpu_gemm){sq, d, sk, heads, heads}; /* O = P·V per head */
+    out[0] = (gpu_gemm){sq, sk, d, heads, heads, false}; /* S = Q·Kᵀ per head */
+    out[1] = (gpu_gemm){sq, d, sk, heads, heads, false}; /* O = P·V per head */
     return WL_ATTN_GEMMS;
 }
 
@@ -445,9 +445,9 @@ int wl_layer_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_LAYER_GE
     double f = m->experts > 1 ? wl_expert_ffn(m) : m->ffn;
     double up = (m->mlp == WL_MLP_SWIGLU ? 2.0 : 1.0) * f / t;
     int n = 0;
-    out[n++] = (gpu_gemm){tok, (q + 2 * kv) / t, h, 1, 1}; /* QKV */
-    out[n++] = (gpu_gemm){tok, h, q / t, 1, 1};            /* attention output projection */
-    if (m->experts > 1) out[n++] = (gpu_gemm){tok / t, m->experts, h, 1, 1}; /* router */
+    out[n++] = (gpu_gemm){tok, (q + 2 * kv) / t, h, 1, 1, false}; /* QKV */
+    out[n++] = (gpu_gemm){tok, h, q / t, 1, 1, false};            /* attention output projection */
+    if (m->experts > 1) out[n++] = (gpu_gemm){tok / t, m->experts, h, 1, 1, false}; /* router */
     /* the MLP of each expert (one without MoE) on its share of the routed tokens; a
      * fractional expert count (allowed by the scenario, meaningless as a count) runs as one
      * GEMM over all routed tokens */
@@ -455,13 +455,13 @@ int wl_layer_gemms(const wl_model *m, const wl_plan *p, gpu_gemm out[WL_LAYER_GE
     double ne = e == floor(e) ? e : 1;
     double per = tok * m->top_k / ne;
     if (per > 0) {
-        out[n++] = (gpu_gemm){per, up, h, ne, 1};         /* MLP up (and gate) */
-        out[n++] = (gpu_gemm){per, h, f / t, ne, 1}; /* MLP down */
+        out[n++] = (gpu_gemm){per, up, h, ne, 1, false};         /* MLP up (and gate) */
+        out[n++] = (gpu_gemm){per, h, f / t, ne, 1, false}; /* MLP down */
     }
     if (m->experts > 1 && m->shared_experts > 0) {
         /* shared experts see every token (counted as top_k + shared in the closed form) */
-        out[n++] = (gpu_gemm){tok, up, h, m->shared_experts, 1};
-        out[n++] = (gpu_gemm){tok, h, f / t, m->shared_experts, 1};
+        out[n++] = (gpu_gemm){tok, up, h, m->shared_experts, 1, false};
+        out[n++] = (gpu_gemm){tok, h, f / t, m->shared_experts, 1, false};
     }
     return n;
 }
@@ -483,10 +483,10 @@ static void lowrank_matrix(const wl_plan *p, double R, double C, double count, w
     o->q_elems += q * C * count;
     o->flops += count * (6 * R * C * q + 2 * R * q * q);
     if (g) {
-        g[(*ng)++] = (gpu_gemm){R, q, C, count, 1}; /* P = M Q */
-        g[(*ng)++] = (gpu_gemm){R, q, q, count, 1}; /* Gram-Schmidt of P: 2 R q² FLOPs */
-        g[(*ng)++] = (gpu_gemm){C, q, R, count, 1}; /* Q = Mᵀ P */
-        g[(*ng)++] = (gpu_gemm){R, C, q, count, 1}; /* the approximation P Qᵀ */
+        g[(*ng)++] = (gpu_gemm){R, q, C, count, 1, false}; /* P = M Q */
+        g[(*ng)++] = (gpu_gemm){R, q, q, count, 1, false}; /* Gram-Schmidt of P: 2 R q² FLOPs */
+        g[(*ng)++] = (gpu_gemm){C, q, R, count, 1, false}; /* Q = Mᵀ P */
+        g[(*ng)++] = (gpu_gemm){R, C, q, count, 1, false}; /* the approximation P Qᵀ */
     }
 }
 
@@ -522,14 +522,23 @@ double wl_topk_union(double G, double r, int n)
 
 gpu_gemm wl_logits_gemm(const wl_model *m, const wl_plan *p)
 {
-    return (gpu_gemm){p->micro_batch_size * m->seq_len / wl_cp(p), m->vocab / p->tp, m->hidden, 1, 1};
+    /* Megatron-Core's output layer is tensor_parallel.ColumnParallelLinear, a torch matmul
+     * outside Transformer Engine (whose fp8_autocast the TransformerBlock enters around its
+     * layers): forward, data and weight gradient in bf16 under fp8 */
+    return (gpu_gemm){p->micro_batch_size * m->seq_len / wl_cp(p), m->vocab / p->tp, m->hidden, 1, 1,
+                      true};
 }
 
-/* Y = X·W with X (m x k), W (k x n): dX = dY·Wᵀ is (m x n)·(n x k), dW = Xᵀ·dY is (k x m)·(m x n). */
+/* Y = X·W with X (m x k), W (k x n): dX = dY·Wᵀ is (m x n)·(n x k), dW = Xᵀ·dY is (k x m)·(m x n);
+ * both run where the forward does (the same module, so the same precision). */
 void wl_gemm_backward(gpu_gemm f, gpu_gemm out[2])
 {
-    out[0] = (gpu_gemm){f.m, f.k, f.n, f.count, f.batch};
-    out[1] = (gpu_gemm){f.k, f.n, f.m, f.count, f.batch};
+    out[0] = out[1] = f;
+    out[0].n = f.k;
+    out[0].k = f.n;
+    out[1].m = f.k;
+    out[1].n = f.n;
+    out[1].k = f.m;
 }
 
 /* Forward FLOPs of one sample through the whole model. */

@@ -8,7 +8,9 @@
  * would need 4); an exact fit (33,792 x 128 on 132 SMs: 1); a lone tile (128 x 128: one SM of
  * 132 busy); sms 0 = no quantization; a 128 x 128 tile (768 tiles, 6 waves); the time of 4096 x 3072 x 8192 on an H100 (2mnk /
  * (0.7 x 989.5 TFLOP/s x 32/33), to the picosecond), counts multiplying it, a memory-bound
- * shape at its bytes, shapes with no work ignored, fp8 at twice bf16; a matmul table looked up
+ * shape at its bytes, shapes with no work ignored, fp8 at twice bf16; a no_fp8 GEMM under fp8
+ * at the bf16 time (compute and 2-byte memory bound, beside an fp8 GEMM in one set, a bf16-only
+ * table, a GPU without fp8); a matmul table looked up
  * per GEMM (two 1-TFLOP GEMMs take twice the 1-TFLOP point, not the table at 2 TFLOP).
  * Leaves free: which shapes a transformer has (tests/unit/workload/test_gemm_shapes.c). */
 #include <stdio.h>
@@ -125,7 +127,7 @@ START_TEST(gemm_time)
     gpu_spec h = preset("H100-SXM");
     /* 2 x 4096 x 3072 x 8192 = 206,158,430,208 FLOP at 0.7 x 989.5 TFLOP/s x 32/33:
      * 306,938,397.68 ps, rounded up */
-    gpu_gemm g = {4096, 3072, 8192, 1, 1};
+    gpu_gemm g = {4096, 3072, 8192, 1, 1, false};
     ck_assert_int_eq(gpu_gemm_time(&h, GPU_BF16, &g, 1), 306938398LL);
     g.count = 3;
     ck_assert_int_eq(gpu_gemm_time(&h, GPU_BF16, &g, 1), 920815193LL); /* 3 x, rounded once */
@@ -139,12 +141,52 @@ START_TEST(gemm_time)
                      gpu_op_time(&flat, GPU_OP_MATMUL, GPU_BF16, 2.0 * 4096 * 3072 * 8192, 0));
     /* memory bound: 33,792 x 128 x 64 is 0.80 us of compute (one full wave) but moves
      * 2 x (33792 x 64 + 64 x 128 + 33792 x 128) = 12,992,512 B at 0.8 x 3.35 TB/s: 4.848 us */
-    gpu_gemm mb = {33792, 128, 64, 1, 1};
+    gpu_gemm mb = {33792, 128, 64, 1, 1, false};
     ck_assert_int_eq(gpu_gemm_time(&h, GPU_BF16, &mb, 1), 4847953LL);
     /* a set sums its shapes; a shape without work adds nothing */
-    gpu_gemm set[3] = {{4096, 3072, 8192, 1, 1}, {33792, 128, 64, 1, 1}, {4096, 0, 8192, 1, 1}};
+    gpu_gemm set[3] = {{4096, 3072, 8192, 1, 1, false},
+                       {33792, 128, 64, 1, 1, false},
+                       {4096, 0, 8192, 1, 1, false}};
     ck_assert_int_eq(gpu_gemm_time(&h, GPU_BF16, set, 3), 306938398LL + 4847952LL);
     ck_assert_int_eq(gpu_gemm_time(&h, GPU_BF16, set, 0), 0);
+}
+END_TEST
+
+START_TEST(gemm_no_fp8)
+{
+    gpu_spec h = preset("H100-SXM");
+    /* the 4096 x 3072 x 8192 GEMM above kept in 16 bits: under fp8 the bf16 time (0.7 x 989.5
+     * TFLOP/s x 32/33: 306,938,397.68 ps), not fp8's 153,469,198.84; under bf16 unchanged */
+    gpu_gemm w = {4096, 3072, 8192, 1, 1, true};
+    ck_assert_int_eq(gpu_gemm_time(&h, GPU_FP8, &w, 1), 306938398LL);
+    ck_assert_int_eq(gpu_gemm_time(&h, GPU_BF16, &w, 1), 306938398LL);
+    /* beside an fp8 GEMM of the same shape in one set: each at its own rate, rounded once,
+     * 153,469,198.84 + 306,938,397.68 = 460,407,596.52 ps */
+    gpu_gemm set[2] = {{4096, 3072, 8192, 1, 1, false}, {4096, 3072, 8192, 1, 1, true}};
+    ck_assert_int_eq(gpu_gemm_time(&h, GPU_FP8, set, 2), 460407597LL);
+    /* memory bound: its operands are 2-byte elements, 12,992,512 B at 0.8 x 3.35 TB/s:
+     * 4,847,952.2 ps as under bf16; the fp8 GEMM moves half (1 byte) */
+    gpu_gemm mb = {33792, 128, 64, 1, 1, true};
+    ck_assert_int_eq(gpu_gemm_time(&h, GPU_FP8, &mb, 1), 4847953LL);
+    mb.no_fp8 = false;
+    ck_assert_int_eq(gpu_gemm_time(&h, GPU_FP8, &mb, 1), 2423977LL);
+    /* a matmul table for bf16 only times the 16-bit GEMM under fp8 (1 TFLOP in 4 ms), and
+     * leaves the fp8 one on the roofline */
+    const char *text = "{\"gpu\": {\"preset\": \"H100-SXM\", \"compute\": {\"matmul\": "
+                       "{\"precision\": \"bf16\", \"points\": ["
+                       "{\"flops\": \"1 TFLOP\", \"time\": \"4 ms\"},"
+                       " {\"flops\": \"100 TFLOP\", \"time\": \"200 ms\"}]}}}}";
+    gpu_spec s;
+    dt_error e;
+    ck_assert_int_eq(spec_text(text, &s, &e), DT_OK);
+    gpu_gemm g = {1e4, 1e4, 5000, 1, 1, true};
+    ck_assert_int_eq(gpu_gemm_time(&s, GPU_FP8, &g, 1), 4 * SIM_MS);
+    g.no_fp8 = false;
+    ck_assert_int_eq(gpu_gemm_time(&s, GPU_FP8, &g, 1),
+                     gpu_gemm_time(&h, GPU_FP8, &g, 1));
+    /* a GPU without fp8 (A100) runs both at bf16 */
+    gpu_spec a = preset("A100-SXM");
+    ck_assert_int_eq(gpu_gemm_time(&a, GPU_FP8, &w, 1), gpu_gemm_time(&a, GPU_BF16, set, 1));
 }
 END_TEST
 
@@ -159,7 +201,7 @@ START_TEST(table_per_gemm)
     ck_assert_int_eq(spec_text(text, &s, &e), DT_OK);
     /* two GEMMs of 2 x 10^4 x 10^4 x 5000 = 1 TFLOP each: the table at 1 TFLOP, twice
      * (a lookup of the op's 2 TFLOP would give 6.95 ms) */
-    gpu_gemm g = {1e4, 1e4, 5000, 2, 1};
+    gpu_gemm g = {1e4, 1e4, 5000, 2, 1, false};
     ck_assert_int_eq(gpu_gemm_time(&s, GPU_BF16, &g, 1), 8 * SIM_MS);
     ck_assert_int_lt(gpu_op_time(&s, GPU_OP_MATMUL, GPU_BF16, 2e12, 0), 7 * SIM_MS);
 }
@@ -173,6 +215,7 @@ int main(void)
     tcase_add_test(tc, spec_sms);
     tcase_add_test(tc, quantization);
     tcase_add_test(tc, gemm_time);
+    tcase_add_test(tc, gemm_no_fp8);
     tcase_add_test(tc, table_per_gemm);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);

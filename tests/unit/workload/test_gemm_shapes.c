@@ -10,8 +10,10 @@
  * counts beyond 32 bits (50,000 layers x 100,000 experts) stay exact; a synthetic model has none; the time of a graph's op is the GPU's own (two GPUs differing only
  * in their SM count run the same op in their own gpu_gemm_time), and a program's own op_time
  * without gemm_time sees the FLOPs, not the shapes; a trace with gemm_sets written, read and
- * written again is the same bytes, and bad gemm_sets / gemms (a batch that does not divide
- * its count) and a negative inlane_drain name their JSON paths.
+ * written again is the same bytes (the logits' no_fp8 with it), and bad gemm_sets / gemms (a
+ * batch that does not divide its count, a no_fp8 that is not a boolean) and a negative
+ * inlane_drain name their JSON paths; under fp8 the logits' GEMMs (forward, data and weight
+ * gradient) run at the bf16 rate and the layers' at the fp8 rate, by hand on one H100.
  * Leaves free: op order and ids, the quantization itself (tests/unit/gpu/test_gemm.c). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,12 +23,13 @@
 #include "dtsim/workload.h"
 #include "testutil.h"
 
-static wl_graph *build(const char *model, const char *parallel, int gpus, wl_scenario *sc,
-                       cJSON **j)
+/* The graph of model and parallel on `gpus` GPUs; extra: more top-level members (", ..."). */
+static wl_graph *build_with(const char *model, const char *parallel, const char *extra, int gpus,
+                            wl_scenario *sc, cJSON **j)
 {
     char text[2048];
-    snprintf(text, sizeof text, "{\"topology\": \"x\", \"model\": %s, \"parallel\": %s}", model,
-             parallel);
+    snprintf(text, sizeof text, "{\"topology\": \"x\", \"model\": %s, \"parallel\": %s%s}",
+             model, parallel, extra);
     dt_error e;
     dt_error_clear(&e);
     ck_assert_int_eq(js_parse_text(text, strlen(text), "t.json", j, &e), DT_OK);
@@ -34,6 +37,12 @@ static wl_graph *build(const char *model, const char *parallel, int gpus, wl_sce
     ck_assert_msg(wl_scenario_parse(&c, *j, sc) == DT_OK, "%s: %s", e.path, e.msg);
     ck_assert_msg(wl_scenario_resolve(&c, sc, gpus) == DT_OK, "%s: %s", e.path, e.msg);
     return wl_graph_build(sc);
+}
+
+static wl_graph *build(const char *model, const char *parallel, int gpus, wl_scenario *sc,
+                       cJSON **j)
+{
+    return build_with(model, parallel, "", gpus, sc, j);
 }
 
 #define LLAMA "{\"kind\": \"transformer\", \"layers\": 4, \"hidden\": 4096, \"heads\": 32, " \
@@ -70,14 +79,19 @@ START_TEST(layer_shapes_by_hand)
                                {16384, 4096, 3584}}; /* down: 14336 / 4 rows */
     for (int i = 0; i < 4; i++) {
         ck_assert(f[i].m == want[i][0] && f[i].n == want[i][1] && f[i].k == want[i][2]);
-        ck_assert(f[i].count == 1);
+        ck_assert(f[i].count == 1 && !f[i].no_fp8); /* the layers' GEMMs run in fp8 */
     }
     gpu_gemm b[2];
     wl_gemm_backward(f[0], b);
     ck_assert(b[0].m == 16384 && b[0].n == 4096 && b[0].k == 1536); /* dX = dY Wᵀ */
     ck_assert(b[1].m == 4096 && b[1].n == 1536 && b[1].k == 16384); /* dW = Xᵀ dY */
+    ck_assert(!b[0].no_fp8 && !b[1].no_fp8);
+    /* the output layer stays in 16 bits, and so do its gradients */
     gpu_gemm lg = wl_logits_gemm(&sc.model, &sc.plan);
-    ck_assert(lg.m == 16384 && lg.n == 128256 / 4.0 && lg.k == 4096);
+    ck_assert(lg.m == 16384 && lg.n == 128256 / 4.0 && lg.k == 4096 && lg.no_fp8);
+    wl_gemm_backward(lg, b);
+    ck_assert(b[0].m == 16384 && b[0].n == 4096 && b[0].k == 128256 / 4.0 && b[0].no_fp8);
+    ck_assert(b[1].m == 4096 && b[1].n == 128256 / 4.0 && b[1].k == 16384 && b[1].no_fp8);
     wl_graph_destroy(g);
     wl_scenario_free(&sc);
     cJSON_Delete(j);
@@ -183,7 +197,7 @@ static wl_graph *two_lane_graph(void)
     wl_graph *g = wl_graph_create(2, 2, 1);
     g->lane_gpus[0] = 0;
     g->lane_gpus[1] = 1;
-    gpu_gemm gs[2] = {{4096, 3072, 8192, 1, 1}, {2048, 1536, 4096, 2, 1}};
+    gpu_gemm gs[2] = {{4096, 3072, 8192, 1, 1, false}, {2048, 1536, 4096, 2, 1, false}};
     wl_cost c = {0};
     c.flops[GPU_OP_MATMUL] = gemm_flops(gs, 2);
     c.gemm_set = wl_graph_gemm_set(g, gs, 2);
@@ -224,6 +238,72 @@ START_TEST(time_per_gpu)
 }
 END_TEST
 
+/* A GPT of h 1024 at s 2048 with a 32,768 vocabulary, b 1, on one H100 in fp8: the one-stage
+ * forward op holds 2 layers' GEMMs and the logits (2048, 32768, 1024). Both the logits and QKV
+ * (2048, 3072, 1024) fill 32/33 of their waves (2048 tiles of 256 x 128 in 16 waves of 132;
+ * QKV best in 128 x 128 tiles, 384 in 3 waves), so by hand: logits 2·2048·32768·1024 /
+ * (0.7 x 989.5 TFLOP/s x 32/33) = 204,625,598.8 ps at the bf16 peak (102,312,799.4 at fp8's
+ * 1,979), QKV 9,591,824.8 ps at fp8's (19,183,649.7 at bf16's). */
+START_TEST(fp8_logits_at_bf16)
+{
+    wl_scenario sc;
+    cJSON *j;
+    wl_graph *g = build_with("{\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 1024, "
+                             "\"heads\": 16, \"seq_len\": 2048, \"vocab\": 32768}",
+                             "{\"micro_batch_size\": 1}", ", \"precision\": \"fp8\"", 1, &sc, &j);
+    ck_assert_int_eq(g->precision, GPU_FP8);
+    gpu_spec h;
+    dt_error e;
+    ck_assert_int_eq(gpu_preset("H100-SXM", &h, &e), DT_OK);
+    int checked = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->kind != WL_OP_COMPUTE || strcmp(g->names[o->name], "forward")) continue;
+        uint32_t n;
+        const gpu_gemm *gs = wl_cost_gemms(g, &g->costs[o->arg], &n);
+        /* QKV, projection, MLP up and down (2 layers each); the logits once */
+        ck_assert_uint_eq(n, 4 + 1);
+        const gpu_gemm *lg = &gs[n - 1], *qkv = &gs[0];
+        ck_assert(lg->m == 2048 && lg->n == 32768 && lg->k == 1024 && lg->count == 1 && lg->no_fp8);
+        ck_assert(qkv->m == 2048 && qkv->n == 3072 && qkv->k == 1024 && qkv->count == 2 &&
+                  !qkv->no_fp8);
+        ck_assert_int_eq(gpu_gemm_time(&h, GPU_FP8, lg, 1), 204625599LL);
+        gpu_gemm one = *qkv;
+        one.count = 1;
+        ck_assert_int_eq(gpu_gemm_time(&h, GPU_FP8, &one, 1), 9591825LL);
+        /* the op's GEMMs: the layers' at fp8, the logits at bf16, rounded once */
+        sim_time_t all = gpu_gemm_time(&h, GPU_FP8, gs, (int)n);
+        sim_time_t layers = gpu_gemm_time(&h, GPU_FP8, gs, (int)n - 1);
+        ck_assert_int_le(llabs(all - layers - 204625599LL), 1);
+        /* and the op's time is its GEMMs' plus its other classes (attention at bf16) */
+        wl_cost rest = g->costs[o->arg];
+        rest.gemm_set = 0;
+        rest.flops[GPU_OP_MATMUL] = 0;
+        ck_assert_int_eq(replay_op_compute_time(g, &g->costs[o->arg], &h, gpu_op_time, gpu_gemm_time),
+                         sim_time_add(all, replay_op_compute_time(g, &rest, &h, gpu_op_time, NULL)));
+        checked++;
+    }
+    ck_assert_int_eq(checked, 1);
+    /* the backward: the logits' data and weight gradients, 2 x the forward's time at bf16 */
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->kind != WL_OP_COMPUTE || strcmp(g->names[o->name], "backward")) continue;
+        uint32_t n;
+        const gpu_gemm *gs = wl_cost_gemms(g, &g->costs[o->arg], &n);
+        if (n == 0 || !gs[n - 1].no_fp8) continue;
+        ck_assert_uint_eq(n, 2 * 4 + 2); /* each layer GEMM's two gradients; the logits' */
+        ck_assert(gs[n - 2].no_fp8);
+        for (uint32_t k = 0; k + 2 < n; k++) ck_assert(!gs[k].no_fp8);
+        ck_assert_int_le(llabs(gpu_gemm_time(&h, GPU_FP8, &gs[n - 2], 2) - 2 * 204625599LL), 2);
+        checked++;
+    }
+    ck_assert_int_eq(checked, 2);
+    wl_graph_destroy(g);
+    wl_scenario_free(&sc);
+    cJSON_Delete(j);
+}
+END_TEST
+
 static char *write_mem(const wl_graph *g, size_t *len)
 {
     char *buf = NULL;
@@ -258,10 +338,14 @@ START_TEST(trace_identity)
     size_t n1, n2;
     char *t1 = write_mem(g, &n1);
     ck_assert(strstr(t1, "\"gemm_sets\"") && strstr(t1, "\"gemms\": 0"));
+    /* the logits' GEMMs carry their 16 bits (written only when set) */
+    ck_assert(strstr(t1, "\"no_fp8\": true") && !strstr(t1, "\"no_fp8\": false"));
     wl_graph *back = NULL;
     dt_error e;
     ck_assert_msg(read_text(t1, &back, &e) == DT_OK, "%s: %s", e.path, e.msg);
     ck_assert_uint_eq(back->n_gemm_sets, g->n_gemm_sets);
+    ck_assert_uint_eq(back->n_gemms, g->n_gemms);
+    for (uint32_t i = 0; i < g->n_gemms; i++) ck_assert(back->gemms[i].no_fp8 == g->gemms[i].no_fp8);
     ck_assert_int_eq(check_graph(back), check_graph(g));
     char *t2 = write_mem(back, &n2);
     ck_assert_uint_eq(n1, n2);
@@ -318,6 +402,8 @@ START_TEST(trace_errors)
     bad("\"gemm_sets\": [[{\"m\": 1, \"n\": 1, \"k\": 1, \"batch\": 0}]]", "{}",
         "gemm_sets[0][0].batch", "1");
     bad("\"gemm_sets\": {}", "{}", "gemm_sets", "array");
+    bad("\"gemm_sets\": [[{\"m\": 1, \"n\": 1, \"k\": 1, \"no_fp8\": 1}]]", "{}",
+        "gemm_sets[0][0].no_fp8", "expected true or false");
 }
 END_TEST
 
@@ -329,6 +415,7 @@ int main(void)
     tcase_add_test(tc, layer_shapes_sum_to_closed_form);
     tcase_add_test(tc, graph_costs_carry_shapes);
     tcase_add_test(tc, time_per_gpu);
+    tcase_add_test(tc, fp8_logits_at_bf16);
     tcase_add_test(tc, trace_identity);
     tcase_add_test(tc, trace_errors);
     suite_add_tcase(s, tc);
