@@ -145,4 +145,44 @@ for k in want:
         assert a["framework"] == b["framework"], (k, t)
 PY
 
+# H100 MPT rows over size and sequence (tests/validation-h100-mpt, not gated: docs/validation.md,
+# "H100 MPT rows over size and sequence"): every case runs, fits, and predicts the step the page
+# quotes (4-5 significant digits); each row's measured step is its global batch x seq / tokens per
+# s, its NumParams the MPT count 12 L h^2 + 13 L h + 2 h + V h + s h, its MFU column the MPT count
+# 6 N + 12 L h s at the measured rate against Composer's peak (H100 989.5, A100 312 TFLOP/s), and
+# dtsim's model FLOPs are 72 L h^2 + 12 L h s + 6 V h to the FLOP.
+"$DTSIM" validate "$SRC/tests/validation-h100-mpt" --json > "$tmp/h100mpt.json" || fail "h100-mpt validation cases"
+python3 - "$tmp/h100mpt.json" "$SRC/tests/validation-h100-mpt" "$SRC/tests/cli" <<'PY'
+import json, os, re, sys
+sys.path.insert(0, sys.argv[3])
+import validation_pins
+want = {"F-H100-125m-s2048-g8": 0.41104, "F-H100-350m-s2048-g8": 0.83303, "F-H100-760m-s2048-g8": 1.1463,
+        "F-H100-1b-s2048-g8": 0.524, "F-H100-3b-s2048-g16": 2.1572, "F-H100-13b-s2048-g8": 0.76721,
+        "F-H100-1b-s512-g8": 1.8954, "F-H100-1b-s8192-g8": 2.4436, "F-H100-1b-s16384-g8": 4.4352,
+        "F-H100-1b-s32768-g8": 6.8736, "F-H100-3b-s16384-g8": 6.0939, "F-H100-13b-s1024-g8": 21.816,
+        "F-H100-13b-s4096-g8": 23.961, "F-H100-7b-s8192-g8": 15.825, "F-H100-30b-s2048-g8": 59.112,
+        "F-H100-70b-s2048-g32": 66.889, "F-A100-125m-s2048-g8": 0.7885, "F-A100-350m-s2048-g8": 2.0997}
+got = validation_pins.check(sys.argv[1], want, "step_time")
+for k in want:
+    r = got[k]
+    assert r["fits"], r
+    sc = json.load(open(os.path.join(sys.argv[2], r["scenario"])))
+    m, p = sc["model"], sc["parallel"]
+    L, h, V, s = m["layers"], m["hidden"], m["vocab"], m["seq_len"]
+    row = " ".join(r["assumptions"])
+    tps = int(re.search(r"global batch \d+, (\d+) tokens/s", row).group(1))
+    mfu = float(re.search(r"MFU ([\d.]+),", row).group(1))
+    npar = int(re.search(r"NumParams ([\d,]+)", row).group(1).replace(",", ""))
+    gbs = r["gpus"] * p["micro_batch_size"] * p["microbatches"]
+    assert f"global batch {gbs}," in row, (k, gbs)
+    assert abs(r["measured"] - gbs * s / tps) < 6e-4 * r["measured"], (k, r["measured"], gbs * s / tps)
+    assert npar == 12 * L * h * h + 13 * L * h + 2 * h + V * h + s * h, (k, npar)
+    peak = 989.5e12 if sc["topology"]["gpu"] == "H100-SXM" else 312e12
+    mpt = 6 * npar + 12 * L * h * s
+    assert abs(mpt * tps / r["gpus"] / peak * 100 - mfu) < 0.02, (k, mpt * tps / r["gpus"] / peak * 100, mfu)
+    ours = r["tflops_per_gpu"] * 1e12 * r["step_time_s"] * r["gpus"] / (gbs * s)
+    assert abs(ours / (72 * L * h * h + 12 * L * h * s + 6 * V * h) - 1) < 1e-9, (k, ours)
+PY
+
+
 echo "stated-settings suites: all pinned figures reproduced"
