@@ -101,14 +101,19 @@ const char *gpu_attn_kernel_name(gpu_attn_kernel k);
 /* NULL-terminated names of the attention kernels ("fa2", "cudnn"). */
 const char *const *gpu_attn_kernel_names(void);
 
+/* The head dimension a flash op without one of its own is timed at (a trace cost written before
+ * costs carried it): 128, the one every measured curve has. */
+#define GPU_ATTN_HEAD_DIM 128
+
 /* Achieved fraction of the 16-bit peak of fused attention kernel k at key/query length seq
- * (tokens one kernel call sees), forward or backward, causal or not, FLOPs counted as the kernel
- * executes them (a causal call: half the score matrix). From the spec's measured curves
- * (spec->attn_curves, docs/workloads.md "Attention kernels"): linear in log2(seq) between the
- * measured lengths, held at the end points outside them. Without curves, or seq <= 0:
- * compute_eff[GPU_OP_ATTENTION] (forward) or [GPU_OP_ATTENTION_BWD] (backward). */
-double gpu_attention_eff(const gpu_spec *spec, gpu_attn_kernel k, double seq, bool causal,
-                         bool bwd);
+ * (tokens one kernel call sees) and head dimension head_dim (<= 0: GPU_ATTN_HEAD_DIM), forward
+ * or backward, causal or not, FLOPs counted as the kernel executes them (a causal call: half the
+ * score matrix). From the spec's measured curves (spec->attn_curves, docs/workloads.md
+ * "Attention kernels"): linear in log2(seq) between the measured lengths and in log2(head_dim)
+ * between the measured head dims, held at the end points outside them. Without curves, or
+ * seq <= 0: compute_eff[GPU_OP_ATTENTION] (forward) or [GPU_OP_ATTENTION_BWD] (backward). */
+double gpu_attention_eff(const gpu_spec *spec, gpu_attn_kernel k, double seq, double head_dim,
+                         bool causal, bool bwd);
 
 const char *gpu_precision_name(gpu_precision p);
 int gpu_precision_parse(const char *s, gpu_precision *out);

@@ -628,8 +628,10 @@ typedef struct wl_cost {
     int ring_count;
     /* Fused attention: the key/query length one kernel call sees (s, or s/cp per ring block)
      * and which kernel runs, so each GPU takes its own measured efficiency for the attention
-     * classes (gpu_attention_eff); attn_seq 0: the classes' flat efficiencies. */
+     * classes (gpu_attention_eff); attn_seq 0: the classes' flat efficiencies. attn_head_dim:
+     * the model's head dimension, which picks the kernel's tiles (0: GPU_ATTN_HEAD_DIM). */
     double attn_seq;
+    double attn_head_dim;
     gpu_attn_kernel attn_kernel;
     bool attn_causal;
 } wl_cost;

@@ -62,49 +62,66 @@ static const preset presets[] = {
     {"B200", {75 * T, 1100 * T, 2250 * T, 2250 * T, 4500 * T}, 180e9, 7.7e12, 900e9, 5.00, 148},
 };
 
-/* Measured fused-attention throughput, TFLOP/s (BF16/FP16, head dim 128, FLOPs as the kernel
- * executes them: a causal call counts half the score matrix), at key/query lengths seq: the
- * forward with and without the causal mask and the backward without it. A causal backward is
- * taken at the non-causal backward times the forward's causal/non-causal ratio at the same
+/* Measured fused-attention throughput, TFLOP/s (BF16/FP16, FLOPs as the kernel executes them:
+ * a causal call counts half the score matrix), per head dimension, at key/query lengths seq:
+ * the forward with and without the causal mask and the backward without it. A causal backward
+ * is taken at the non-causal backward times the forward's causal/non-causal ratio at the same
  * length (the same tiles skipped, the same diagonal tiles masked); no source gives it.
  *
  * H100 SXM5: Shah et al. 2024, "FlashAttention-3" (arXiv 2407.08608), figures 5 and 6
- *   (hidden 2048, 16 heads of 128, 16k tokens per batch): the FlashAttention-2 and cuDNN bars.
+ *   (hidden 2048, 16k tokens per batch; 32, 16 or 8 heads of 64, 128 or 256): the
+ *   FlashAttention-2 and cuDNN bars. Head dim 128: every panel. Head dims 64 and 256: only the
+ *   panels, and the lengths, on which two transcriptions of the figure agree (docs/workloads.md,
+ *   "Attention kernels", lists them and the readings left out): 64 the causal forward and the
+ *   backward at 512 to 2k, 256 the non-causal forward.
  * A100 SXM4: FlashAttention-2's own figures are not in reach here; the forward at 1k and 4k
  *   (32 heads, 16k tokens) from liangan1/GPU_travel performance/flash-attn/README.md (FA2 on
  *   A100 80 GB: 143.7 / 156.3 causal, 179.1 / 184.0 non-causal); its backward is not measured
  *   there: the same code (FA2 has no Hopper kernel; the sm80 kernels run on the H100) is given
- *   the H100's FA2 backward/forward ratio at the same length (1k 260/350, 4k 310/368). cuDNN
- *   on A100: no figure, FA2's curve is used. A100 40 GB: the 80 GB part's (same SMs and clocks;
- *   the flash kernels keep their tiles in shared memory and are compute bound, so the HBM
- *   difference does not reach them). H200: the H100's (same die and clocks; attention is
- *   compute bound). B200: none (the attention classes' efficiencies). */
+ *   the H100's FA2 backward/forward ratio at the same length (1k 260/350, 4k 310/368). One
+ *   panel, taken as head dim 128 and held at every head dim. cuDNN on A100: no figure, FA2's
+ *   curve is used. A100 40 GB: the 80 GB part's (same SMs and clocks; the flash kernels keep
+ *   their tiles in shared memory and are compute bound, so the HBM difference does not reach
+ *   them). H200: the H100's (same die and clocks; attention is compute bound). B200: none (the
+ *   attention classes' efficiencies). */
 #define ATTN_POINTS 6
-typedef struct attn_curve {
+#define ATTN_HEAD_DIMS 3
+enum { ATTN_FWD_CAUSAL, ATTN_FWD, ATTN_BWD, ATTN_SERIES };
+/* one panel's bars: n 0 where no reading of it is confirmed */
+typedef struct attn_series {
     int n;
-    double seq[ATTN_POINTS];
-    double fwd_causal[ATTN_POINTS], fwd[ATTN_POINTS], bwd[ATTN_POINTS]; /* TFLOP/s */
-    double peak;                                                        /* TFLOP/s, bf16 */
+    double seq[ATTN_POINTS], tflops[ATTN_POINTS];
+} attn_series;
+typedef struct attn_curve {
+    double peak;                            /* TFLOP/s, bf16, the benchmark's denominator */
+    int n_hd;
+    double head_dim[ATTN_HEAD_DIMS];        /* ascending; 128 has all three series */
+    attn_series s[ATTN_HEAD_DIMS][ATTN_SERIES];
 } attn_curve;
 
-static const attn_curve h100_fa2 = {6,
-                                    {512, 1024, 2048, 4096, 8192, 16384},
-                                    {191, 260, 298, 319, 333, 335},
-                                    {309, 350, 362, 368, 370, 370},
-                                    {214, 260, 291, 310, 318, 322},
-                                    989};
-static const attn_curve h100_cudnn = {6,
-                                      {512, 1024, 2048, 4096, 8192, 16384},
-                                      {315, 410, 484, 518, 529, 539},
-                                      {497, 574, 617, 609, 600, 595},
-                                      {305, 408, 465, 499, 518, 516},
-                                      989};
-static const attn_curve a100_fa2 = {2,
-                                    {1024, 4096},
-                                    {143.7, 156.3},
-                                    {179.1, 184.0},
-                                    {179.1 * 260 / 350, 184.0 * 310 / 368},
-                                    312};
+#define SEQ6 {512, 1024, 2048, 4096, 8192, 16384}
+static const attn_curve h100_fa2 = {
+    989, 3, {64, 128, 256},
+    {{[ATTN_FWD_CAUSAL] = {6, SEQ6, {180, 229, 262, 284, 295, 299}},
+      [ATTN_BWD] = {3, {512, 1024, 2048}, {198, 238, 264}}},
+     {{6, SEQ6, {191, 260, 298, 319, 333, 335}},
+      {6, SEQ6, {309, 350, 362, 368, 370, 370}},
+      {6, SEQ6, {214, 260, 291, 310, 318, 322}}},
+     {[ATTN_FWD] = {6, SEQ6, {275, 313, 321, 323, 324, 326}}}}};
+static const attn_curve h100_cudnn = {
+    989, 3, {64, 128, 256},
+    {{[ATTN_FWD_CAUSAL] = {6, SEQ6, {225, 288, 334, 363, 379, 388}},
+      [ATTN_BWD] = {3, {512, 1024, 2048}, {266, 348, 395}}},
+     {{6, SEQ6, {315, 410, 484, 518, 529, 539}},
+      {6, SEQ6, {497, 574, 617, 609, 600, 595}},
+      {6, SEQ6, {305, 408, 465, 499, 518, 516}}},
+     {[ATTN_FWD] = {6, SEQ6, {470, 546, 580, 581, 580, 581}}}}};
+static const attn_curve a100_fa2 = {
+    312, 1, {128},
+    {{{2, {1024, 4096}, {143.7, 156.3}},
+      {2, {1024, 4096}, {179.1, 184.0}},
+      {2, {1024, 4096}, {179.1 * 260 / 350, 184.0 * 310 / 368}}}}};
+#undef SEQ6
 /* per preset (presets[] order), per kernel; NULL: no curve */
 static const attn_curve *const attn_curves[][GPU_ATTN_KERNEL_COUNT] = {
     {&a100_fa2, &a100_fa2}, {&a100_fa2, &a100_fa2}, {&h100_fa2, &h100_cudnn},
@@ -139,17 +156,38 @@ static double interp_log(const double *x, const double *y, int n, double xq)
     return y[i - 1] + f * (y[i] - y[i - 1]);
 }
 
-double gpu_attention_eff(const gpu_spec *spec, gpu_attn_kernel k, double seq, bool causal,
-                         bool bwd)
+/* Series k of curve c at (seq, hd): each head dim that measured it (and, with pair >= 0, that
+ * series too: the causal ratio takes both forwards from the same panels) read at seq, then
+ * linear in log2 between those head dims and held at the first and last outside them. Held,
+ * not extrapolated: a head dim picks the kernel's tile shape (its block sizes and warps are
+ * instantiated per head dim), so beyond the last measured one the trend of the two before it
+ * says nothing. The 128 panel has every series, so there is always one. */
+static double at_head_dim(const attn_curve *c, int k, int pair, double seq, double hd)
+{
+    double x[ATTN_HEAD_DIMS], y[ATTN_HEAD_DIMS];
+    int n = 0;
+    for (int i = 0; i < c->n_hd; i++) {
+        const attn_series *s = &c->s[i][k];
+        if (s->n == 0 || (pair >= 0 && c->s[i][pair].n == 0)) continue;
+        x[n] = c->head_dim[i];
+        y[n++] = interp_log(s->seq, s->tflops, s->n, seq);
+    }
+    return interp_log(x, y, n, hd);
+}
+
+double gpu_attention_eff(const gpu_spec *spec, gpu_attn_kernel k, double seq, double head_dim,
+                         bool causal, bool bwd)
 {
     int p = spec->attn_curves - 1;
     const attn_curve *c = p >= 0 && p < (int)N_PRESETS && k >= 0 && k < GPU_ATTN_KERNEL_COUNT
                               ? attn_curves[p][k] : NULL;
     if (!c || !(seq > 0)) return spec->compute_eff[bwd ? GPU_OP_ATTENTION_BWD : GPU_OP_ATTENTION];
-    double fc = interp_log(c->seq, c->fwd_causal, c->n, seq);
-    double fn = interp_log(c->seq, c->fwd, c->n, seq);
-    double r = bwd ? interp_log(c->seq, c->bwd, c->n, seq) * (causal ? fc / fn : 1)
-                   : (causal ? fc : fn);
+    double hd = head_dim > 0 ? head_dim : GPU_ATTN_HEAD_DIM;
+    if (!bwd) return at_head_dim(c, causal ? ATTN_FWD_CAUSAL : ATTN_FWD, -1, seq, hd) / c->peak;
+    double r = at_head_dim(c, ATTN_BWD, -1, seq, hd);
+    if (causal)
+        r *= at_head_dim(c, ATTN_FWD_CAUSAL, ATTN_FWD, seq, hd) /
+             at_head_dim(c, ATTN_FWD, ATTN_FWD_CAUSAL, seq, hd);
     return r / c->peak;
 }
 

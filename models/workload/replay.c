@@ -180,8 +180,8 @@ static gpu_precision class_precision(gpu_precision prec, int cls)
 }
 
 /* sp, or a copy in *tmp whose attention classes hold the measured efficiency of the cost's fused
- * attention kernel at its sequence length (gpu_attention_eff); the op_time hook and the
- * roofline then see one plain spec. */
+ * attention kernel at its sequence length and head dimension (gpu_attention_eff); the op_time
+ * hook and the roofline then see one plain spec. */
 static const gpu_spec *attention_spec(const wl_cost *c, const gpu_spec *sp, gpu_spec *tmp)
 {
     if (!(c->attn_seq > 0) || sp->attn_curves <= 0 ||
@@ -189,9 +189,11 @@ static const gpu_spec *attention_spec(const wl_cost *c, const gpu_spec *sp, gpu_
         return sp;
     *tmp = *sp;
     tmp->compute_eff[GPU_OP_ATTENTION] =
-        gpu_attention_eff(sp, c->attn_kernel, c->attn_seq, c->attn_causal, false);
+        gpu_attention_eff(sp, c->attn_kernel, c->attn_seq, c->attn_head_dim, c->attn_causal,
+                          false);
     tmp->compute_eff[GPU_OP_ATTENTION_BWD] =
-        gpu_attention_eff(sp, c->attn_kernel, c->attn_seq, c->attn_causal, true);
+        gpu_attention_eff(sp, c->attn_kernel, c->attn_seq, c->attn_head_dim, c->attn_causal,
+                          true);
     return tmp;
 }
 

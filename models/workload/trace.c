@@ -180,10 +180,13 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
             }
         if (any) fprintf(f, "}");
         if (c->gemm_set) fprintf(f, ", \"gemms\": %u", c->gemm_set - 1);
-        if (c->attn_seq > 0)
-            fprintf(f, ", \"attention\": {\"seq\": %.17g, \"kernel\": \"%s\", \"causal\": %s}",
+        if (c->attn_seq > 0) {
+            fprintf(f, ", \"attention\": {\"seq\": %.17g, \"kernel\": \"%s\", \"causal\": %s",
                     c->attn_seq, gpu_attn_kernel_name(c->attn_kernel),
                     c->attn_causal ? "true" : "false");
+            if (c->attn_head_dim > 0) fprintf(f, ", \"head_dim\": %.17g", c->attn_head_dim);
+            fprintf(f, "}");
+        }
         if (c->n_inlane) {
             fprintf(f, ", \"inlane\": [");
             for (int k = 0; k < c->n_inlane; k++)
@@ -408,8 +411,8 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_gr
     const cJSON *at = cJSON_GetObjectItemCaseSensitive(v, "attention");
     if (at) {
         /* the fused attention kernel the attention classes' FLOPs run on (their measured
-         * efficiency per GPU): sequence length of one call, kernel, causal mask */
-        static const char *const akeys[] = {"seq", "kernel", "causal", NULL};
+         * efficiency per GPU): sequence length of one call, kernel, causal mask, head dim */
+        static const char *const akeys[] = {"seq", "kernel", "causal", "head_dim", NULL};
         char ap[JS_PATH_MAX];
         js_path_key(ap, p, "attention");
         TRY(js_expect_object(c, at, ap));
@@ -421,6 +424,11 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_gr
         bool causal = true;
         TRY(js_get_bool(c, at, ap, "causal", false, &causal));
         out->attn_causal = causal;
+        /* absent (a trace written before costs carried it): GPU_ATTN_HEAD_DIM; the model
+         * spec's head_dim takes the same whole numbers */
+        long long hd = 0;
+        TRY(js_get_int(c, at, ap, "head_dim", false, 1, 100000, &hd));
+        out->attn_head_dim = (double)hd;
     }
     const cJSON *ring = cJSON_GetObjectItemCaseSensitive(v, "ring");
     if (ring) {

@@ -334,6 +334,7 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
         else c.flops[bwd && flash ? GPU_OP_ATTENTION_BWD : GPU_OP_ATTENTION] = core;
         if (flash) {
             c.attn_seq = m->seq_len / cp; /* one call: the whole sequence, or one ring block */
+            c.attn_head_dim = wl_head_dim(m);
             c.attn_kernel = m->flash_kernel;
             c.attn_causal = !m->non_causal;
         }

@@ -156,7 +156,7 @@ python3 - "$tmp/h100mpt.json" "$SRC/tests/validation-h100-mpt" "$SRC/tests/cli" 
 import json, os, re, sys
 sys.path.insert(0, sys.argv[3])
 import validation_pins
-want = {"F-H100-125m-s2048-g8": 0.41104, "F-H100-350m-s2048-g8": 0.83303, "F-H100-760m-s2048-g8": 1.1463,
+want = {"F-H100-125m-s2048-g8": 0.42048, "F-H100-350m-s2048-g8": 0.85317, "F-H100-760m-s2048-g8": 1.1463,
         "F-H100-1b-s2048-g8": 0.524, "F-H100-3b-s2048-g16": 2.1572, "F-H100-13b-s2048-g8": 0.76721,
         "F-H100-1b-s512-g8": 1.8954, "F-H100-1b-s8192-g8": 2.4436, "F-H100-1b-s16384-g8": 4.4352,
         "F-H100-1b-s32768-g8": 6.8736, "F-H100-3b-s16384-g8": 6.0939, "F-H100-13b-s1024-g8": 21.816,

@@ -11,7 +11,9 @@
  * curves (gpu_attention_eff): the FlashAttention-3 paper's H100 figures at their lengths, log2
  * interpolation between them, held ends, the causal backward by the forward's causal ratio, the
  * A100's derived backward, no curve for B200 or an inline spec, "attention_kernels" and a
- * user's own attention efficiency turning them on and off, and their JSON round trip.
+ * user's own attention efficiency turning them on and off, and their JSON round trip; the
+ * head dims 64 and 256 at their measured bars, log2 interpolation between head dims, held
+ * ends and series without a panel, and 128 (or none) giving the head-dim-128 curves exactly.
  * Leaves free: the cost figures' values (assumptions), formatting of the unit strings. */
 #include <math.h>
 #include <stdio.h>
@@ -95,8 +97,8 @@ START_TEST(preset_a100_40gb)
     ck_assert(b.attn_curves > 0 && b.attn_curves != a.attn_curves);
     for (double seq = 512; seq <= 16384; seq *= 2)
         for (int bwd = 0; bwd < 2; bwd++)
-            ck_assert(gpu_attention_eff(&b, GPU_ATTN_FA2, seq, true, bwd) ==
-                      gpu_attention_eff(&a, GPU_ATTN_FA2, seq, true, bwd));
+            ck_assert(gpu_attention_eff(&b, GPU_ATTN_FA2, seq, 128, true, bwd) ==
+                      gpu_attention_eff(&a, GPU_ATTN_FA2, seq, 128, true, bwd));
     /* 1 GB of elementwise traffic: 1e9 / (1555e9 * 0.8) = 803.8585 us against 613.0456 us */
     sim_time_t t40 = gpu_op_time(&b, GPU_OP_ELEMENTWISE, GPU_BF16, 1e6, 1e9);
     sim_time_t t80 = gpu_op_time(&a, GPU_OP_ELEMENTWISE, GPU_BF16, 1e6, 1e9);
@@ -371,31 +373,31 @@ START_TEST(attention_curves)
     ck_assert_int_eq(gpu_preset("A100-SXM", &a, &e), DT_OK);
     ck_assert_int_eq(gpu_preset("B200", &b, &e), DT_OK);
     /* at the measured lengths: the bars themselves over the 989 TFLOP/s of the figures */
-    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 2048, true, false), 298.0 / 989, 1e-15);
-    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 1024, false, false), 350.0 / 989, 1e-15);
-    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 4096, false, true), 310.0 / 989, 1e-15);
-    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_CUDNN, 8192, true, false), 529.0 / 989, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 2048, 128, true, false), 298.0 / 989, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 1024, 128, false, false), 350.0 / 989, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 4096, 128, false, true), 310.0 / 989, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_CUDNN, 8192, 128, true, false), 529.0 / 989, 1e-15);
     /* causal backward: the non-causal backward x the forward's causal / non-causal ratio */
-    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_CUDNN, 16384, true, true),
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_CUDNN, 16384, 128, true, true),
                   516.0 * (539.0 / 595.0) / 989, 1e-14);
     /* between: linear in log2(seq); 3,072 is 0.585 of the way from 2k to 4k */
     double f = log2(3072.0 / 2048.0);
-    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 3072, true, false),
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 3072, 128, true, false),
                   (298 + f * (319 - 298)) / 989.0, 1e-14);
     /* held at the ends: shorter than 512 and longer than 16k */
-    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 128, true, false), 191.0 / 989, 1e-15);
-    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_CUDNN, 131072, true, false), 539.0 / 989, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 128, 128, true, false), 191.0 / 989, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_CUDNN, 131072, 128, true, false), 539.0 / 989, 1e-15);
     /* A100: forward measured at 1k and 4k; its backward is the forward x the H100 FA2
      * backward/forward ratio (1k: 260/350, 4k: 310/368); 2k is half way in log2 */
-    ck_assert_rel(gpu_attention_eff(&a, GPU_ATTN_FA2, 1024, true, false), 143.7 / 312, 1e-15);
-    ck_assert_rel(gpu_attention_eff(&a, GPU_ATTN_FA2, 2048, false, false),
+    ck_assert_rel(gpu_attention_eff(&a, GPU_ATTN_FA2, 1024, 128, true, false), 143.7 / 312, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&a, GPU_ATTN_FA2, 2048, 128, false, false),
                   (179.1 + 184.0) / 2 / 312, 1e-14);
-    ck_assert_rel(gpu_attention_eff(&a, GPU_ATTN_FA2, 4096, false, true),
+    ck_assert_rel(gpu_attention_eff(&a, GPU_ATTN_FA2, 4096, 128, false, true),
                   184.0 * 310 / 368 / 312, 1e-14);
-    ck_assert_rel(gpu_attention_eff(&a, GPU_ATTN_CUDNN, 4096, true, false), 156.3 / 312, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&a, GPU_ATTN_CUDNN, 4096, 128, true, false), 156.3 / 312, 1e-15);
     /* no curve (B200), or no length: the classes' efficiencies */
-    ck_assert_rel(gpu_attention_eff(&b, GPU_ATTN_FA2, 2048, true, false), 0.5, 1e-15);
-    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 0, true, true),
+    ck_assert_rel(gpu_attention_eff(&b, GPU_ATTN_FA2, 2048, 128, true, false), 0.5, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 0, 128, true, true),
                   h.compute_eff[GPU_OP_ATTENTION_BWD], 1e-15);
 
     /* a user's own attention efficiency replaces the curves; the backward follows it */
@@ -405,13 +407,13 @@ START_TEST(attention_curves)
     ck_assert_int_eq(gpu_spec_from_json(&ctx, j, "gpu", &s), DT_OK);
     ck_assert_int_eq(s.attn_curves, 0);
     ck_assert_rel(s.compute_eff[GPU_OP_ATTENTION_BWD], 0.3, 1e-15);
-    ck_assert_rel(gpu_attention_eff(&s, GPU_ATTN_FA2, 2048, true, true), 0.3, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&s, GPU_ATTN_FA2, 2048, 128, true, true), 0.3, 1e-15);
     cJSON_Delete(j);
     /* an inline spec names the curves it wants; the JSON round trip keeps them */
     j = parse("{\"flops\": {\"fp32\": \"67 TFLOP/s\", \"bf16\": \"989.5 TFLOP/s\"}, \"hbm\": "
               "\"80 GB\", \"hbm_bw\": \"3 TB/s\", \"attention_kernels\": \"H100-SXM\"}");
     ck_assert_int_eq(gpu_spec_from_json(&ctx, j, "gpu", &s), DT_OK);
-    ck_assert_rel(gpu_attention_eff(&s, GPU_ATTN_FA2, 2048, true, false), 298.0 / 989, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&s, GPU_ATTN_FA2, 2048, 128, true, false), 298.0 / 989, 1e-15);
     cJSON_Delete(j);
     cJSON *w = gpu_spec_to_json(&h);
     ck_assert_str_eq(cJSON_GetObjectItem(w, "attention_kernels")->valuestring, "H100-SXM");
@@ -432,6 +434,71 @@ START_TEST(attention_curves)
 }
 END_TEST
 
+/* Head dims 64 and 256 (the same figures' other panels, only the readings two transcriptions
+ * agree on: docs/workloads.md, "Attention kernels"); 128 exactly the curves above. */
+START_TEST(attention_head_dims)
+{
+    gpu_spec h, a, h2;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(gpu_preset("H100-SXM", &h, &e), DT_OK);
+    ck_assert_int_eq(gpu_preset("H200-SXM", &h2, &e), DT_OK);
+    ck_assert_int_eq(gpu_preset("A100-SXM", &a, &e), DT_OK);
+    /* at measured lengths and head dims: the bars over 989 */
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 1024, 64, true, false), 229.0 / 989, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_CUDNN, 16384, 64, true, false), 388.0 / 989,
+                  1e-15);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 512, 64, false, true), 198.0 / 989, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_CUDNN, 2048, 64, false, true), 395.0 / 989,
+                  1e-15);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 4096, 256, false, false), 323.0 / 989,
+                  1e-15);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_CUDNN, 512, 256, false, false), 470.0 / 989,
+                  1e-15);
+    /* the 64 backward is confirmed to 2k: held there beyond it */
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 8192, 64, false, true), 264.0 / 989, 1e-15);
+    /* a series without a panel at that head dim: the nearest measured one's (non-causal forward
+     * at 64 and causal forward and backward at 256: 128's) */
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 1024, 64, false, false), 350.0 / 989, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 2048, 256, true, false), 298.0 / 989, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_CUDNN, 4096, 256, false, true), 499.0 / 989,
+                  1e-15);
+    /* the causal backward's ratio from panels that measured both forwards (128 only) */
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_CUDNN, 1024, 64, true, true),
+                  348.0 * 410 / 574 / 989, 1e-14);
+    /* between 64 and 128: linear in log2(head dim); 96 is log2(1.5) = 0.585 of the way, and
+     * at 3,072 tokens the same share between 2k and 4k in each panel */
+    double f = log2(96.0 / 64.0);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 2048, 96, true, false),
+                  (262 + f * (298 - 262)) / 989.0, 1e-14);
+    double p64 = 262 + f * (284 - 262), p128 = 298 + f * (319 - 298);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 3072, 96, true, false),
+                  (p64 + f * (p128 - p64)) / 989.0, 1e-14);
+    /* between 128 and 256: 192 is log2(1.5) of the way too */
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_CUDNN, 1024, 192, false, false),
+                  (574 + f * (546 - 574)) / 989.0, 1e-14);
+    /* held outside the measured head dims */
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 2048, 32, true, false), 262.0 / 989, 1e-15);
+    ck_assert_rel(gpu_attention_eff(&h, GPU_ATTN_FA2, 2048, 512, false, false), 321.0 / 989,
+                  1e-15);
+    /* 128, and no head dim (<= 0), are today's curves exactly, on the H100 and the H200; the
+     * A100's one panel is every head dim's */
+    for (double seq = 256; seq <= 32768; seq *= 2)
+        for (int k = 0; k < GPU_ATTN_KERNEL_COUNT; k++)
+            for (int m = 0; m < 4; m++) {
+                bool causal = m & 1, bwd = m & 2;
+                double e128 = gpu_attention_eff(&h, (gpu_attn_kernel)k, seq, 128, causal, bwd);
+                ck_assert(gpu_attention_eff(&h, (gpu_attn_kernel)k, seq, 0, causal, bwd) == e128);
+                ck_assert(gpu_attention_eff(&h2, (gpu_attn_kernel)k, seq, 128, causal, bwd) ==
+                          e128);
+                ck_assert(gpu_attention_eff(&h2, (gpu_attn_kernel)k, seq, 64, causal, bwd) ==
+                          gpu_attention_eff(&h, (gpu_attn_kernel)k, seq, 64, causal, bwd));
+                ck_assert(gpu_attention_eff(&a, (gpu_attn_kernel)k, seq, 64, causal, bwd) ==
+                          gpu_attention_eff(&a, (gpu_attn_kernel)k, seq, 128, causal, bwd));
+            }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("gpu");
@@ -446,6 +513,7 @@ int main(void)
     tcase_add_test(tc, table_errors);
     tcase_add_test(tc, table_round_trip);
     tcase_add_test(tc, attention_curves);
+    tcase_add_test(tc, attention_head_dims);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);
 }

@@ -218,6 +218,7 @@ START_TEST(flash_costs_and_kernel)
                       2 * (bwd ? lc.bwd_attn_flops : lc.fwd_attn_flops), 1e-15);
         ck_assert(cost->flops[bwd ? GPU_OP_ATTENTION : GPU_OP_ATTENTION_BWD] == 0);
         ck_assert(cost->attn_seq == 512 && cost->attn_kernel == GPU_ATTN_CUDNN && cost->attn_causal);
+        ck_assert(cost->attn_head_dim == 64); /* hidden 1024 / 16 heads */
         seen++;
     }
     ck_assert_int_eq(seen, 2);
@@ -236,6 +237,11 @@ START_TEST(flash_costs_and_kernel)
     double eff = 291.0 * (298.0 / 362.0) / 989;
     double want = 1e15 / (989.5e12 * eff);
     sim_time_t t = replay_cost_time(&k, &h, GPU_BF16, NULL, 0, NULL, NULL);
+    ck_assert_double_lt(fabs((double)t - want * 1e12), 1.5);
+    /* at head dim 64: that panel's backward (264 at 2k), the causal ratio still 298/362 */
+    k.attn_head_dim = 64;
+    want = 1e15 / (989.5e12 * (264.0 * (298.0 / 362.0) / 989));
+    t = replay_cost_time(&k, &h, GPU_BF16, NULL, 0, NULL, NULL);
     ck_assert_double_lt(fabs((double)t - want * 1e12), 1.5);
     k.attn_seq = 0;
     t = replay_cost_time(&k, &h, GPU_BF16, NULL, 0, NULL, NULL);

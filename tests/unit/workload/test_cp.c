@@ -35,8 +35,9 @@
     " \"global_batch\": 1, \"options\": {\"network\": \"analytic\"}}"
 
 /* One ring block's attention time (ps) on an H100: the op's forward or backward attention
- * FLOPs over L layers at the measured FA2 efficiency for a block of `keys` keys, causal
- * (gpu_attention_eff; the backward in its own class), spread over the L x cp blocks. */
+ * FLOPs over L layers at the measured FA2 efficiency for a block of `keys` keys, causal, at head
+ * dim 64 (every model here: hidden 1024 over 16 heads) (gpu_attention_eff; the backward in its
+ * own class), spread over the L x cp blocks. */
 static double h100_block_ps(const wl_layer_cost *lc, int bwd, double L, double cp, double keys)
 {
     gpu_spec h100;
@@ -44,7 +45,7 @@ static double h100_block_ps(const wl_layer_cost *lc, int bwd, double L, double c
     ck_assert_int_eq(gpu_preset("H100-SXM", &h100, &err), DT_OK);
     gpu_spec at = h100;
     gpu_op_class cls = bwd ? GPU_OP_ATTENTION_BWD : GPU_OP_ATTENTION;
-    at.compute_eff[cls] = gpu_attention_eff(&h100, GPU_ATTN_FA2, keys, true, bwd);
+    at.compute_eff[cls] = gpu_attention_eff(&h100, GPU_ATTN_FA2, keys, 64, true, bwd);
     double attn = (double)replay_roofline(&at, cls, GPU_BF16,
                                           L * (bwd ? lc->bwd_attn_flops : lc->fwd_attn_flops), 0);
     return attn / (L * cp);
@@ -98,10 +99,13 @@ START_TEST(ring_bytes_and_exposed_time)
     gpu_spec h100;
     dt_error err;
     ck_assert_int_eq(gpu_preset("H100-SXM", &h100, &err), DT_OK);
-    /* the H100's measured FA2 efficiency for one ring block of s/cp = 2,048 keys, causal */
-    ck_assert_rel(gpu_attention_eff(&h100, GPU_ATTN_FA2, s / cp, true, false), 298.0 / 989, 1e-12);
-    ck_assert_rel(gpu_attention_eff(&h100, GPU_ATTN_FA2, s / cp, true, true),
-                  291.0 * 298 / 362 / 989, 1e-12);
+    /* the H100's measured FA2 efficiency for one ring block of s/cp = 2,048 keys, causal, at
+     * head dim h/a = 64: the head-dim-64 panels' 2k bars (forward 262, backward 264), the
+     * backward's causal ratio from the panels that measured both forwards (128: 298/362) */
+    ck_assert_rel(gpu_attention_eff(&h100, GPU_ATTN_FA2, s / cp, h / a, true, false),
+                  262.0 / 989, 1e-12);
+    ck_assert_rel(gpu_attention_eff(&h100, GPU_ATTN_FA2, s / cp, h / a, true, true),
+                  264.0 * 298 / 362 / 989, 1e-12);
     /* the ring ops (pp 1, one microbatch): the forward, and the backward split per layer (the
      * gradients are reduced over the cp replicas layer by layer), ring_count passes of cp - 1
      * steps each, L in all per direction; each block of attention runs beside its step's

@@ -3,12 +3,14 @@
  * what was expected (unknown keys with a suggestion, wrong kinds, inconsistent batch sizes,
  * dp x tp x pp against the topology, stragglers naming missing GPUs); a trace written from a
  * run replays to the same step time and breakdown; a hand-written trace (one GPU per lane,
- * inline durations) runs with its closed-form time; bad traces name their paths;
+ * inline durations) runs with its closed-form time; bad traces name their paths; a cost's
+ * attention head dim times it at that head dim's curve (absent: 128) and a bad one is refused;
  * options.ring_model: steps and fluid agree on an uncontended data-parallel step, auto picks
  * fluid for 64 ranks, a bad value names its path; two sends through the spines into one NIC
  * (each spread over its 4 ECMP lanes) share it as hand-computed, and a start 1 ns later moves
  * the step by 1 ns.
  * Leaves free: message wording beyond the key facts checked. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -177,6 +179,43 @@ START_TEST(hand_written_trace)
                                     topo_json, &r, &e),
                      DT_EINPUT);
     ck_assert_str_eq(e.path, "ops[0].deps[0]");
+}
+END_TEST
+
+/* A cost's flash attention carries the head dim (the kernel's tiles: docs/workloads.md,
+ * "Attention kernels"): 1 TFLOP of causal FA2 forward at 2,048 on an H100 takes
+ * 1e12 / (989.5e12 x 262/989) at head dim 64 and 1e12 / (989.5e12 x 298/989) without one (a
+ * trace written before costs carried it: 128); a head dim that is no whole number from 1 to
+ * 100,000 is refused with its path. */
+static const char *attn_trace(char *buf, size_t n, const char *head_dim)
+{
+    snprintf(buf, n,
+             "{\"format\": \"dtsim-trace\", \"version\": 1, \"gpus\": 1,"
+             " \"costs\": [{\"duration\": 0, \"flops\": {\"attention\": 1e12},"
+             " \"attention\": {\"seq\": 2048, \"kernel\": \"fa2\", \"causal\": true%s}}],"
+             " \"ops\": [{\"gpu\": 0, \"kind\": \"compute\", \"cost\": 0}]}",
+             head_dim);
+    return buf;
+}
+
+START_TEST(trace_attention_head_dim)
+{
+    const char *h100 = "{\"generator\": \"dgx\", \"nodes\": 1, \"gpus_per_node\": 1,"
+                       " \"gpu\": \"H100-SXM\"}";
+    char buf[512];
+    run_result r = run_trace_text(attn_trace(buf, sizeof buf, ", \"head_dim\": 64"), h100);
+    ck_assert_double_lt(fabs(r.step_time_s - 1e12 / (989.5e12 * 262 / 989)), 2e-12);
+    run_result_free(&r);
+    r = run_trace_text(attn_trace(buf, sizeof buf, ""), h100);
+    ck_assert_double_lt(fabs(r.step_time_s - 1e12 / (989.5e12 * 298 / 989)), 2e-12);
+    run_result_free(&r);
+    const char *badv[] = {", \"head_dim\": 64.5", ", \"head_dim\": 0", ", \"head_dim\": \"64\""};
+    for (int i = 0; i < 3; i++) {
+        dt_error e;
+        ck_assert_int_eq(try_trace_text(attn_trace(buf, sizeof buf, badv[i]), h100, &r, &e),
+                         DT_EINPUT);
+        ck_assert_str_eq(e.path, "costs[0].attention.head_dim");
+    }
 }
 END_TEST
 
@@ -385,6 +424,7 @@ Suite *suite(void)
     tcase_add_test(t, placement_order);
     tcase_add_test(t, trace_roundtrip);
     tcase_add_test(t, hand_written_trace);
+    tcase_add_test(t, trace_attention_head_dim);
     tcase_add_test(t, timeline_spans);
     tcase_add_test(t, degraded_link_closed_form);
     tcase_add_test(t, flow_matches_analytic_without_contention);
