@@ -81,24 +81,9 @@ got = validation_pins.check(sys.argv[1], want, "step_time")
 for k in want:
     r = got[k]
     assert r["fits"], r
-    if not k.startswith("F-"):
-        continue
-    sc = json.load(open(os.path.join(sys.argv[2], r["scenario"])))
-    m, p = sc["model"], sc["parallel"]
-    L, h, V, s = m["layers"], m["hidden"], m["vocab"], m["seq_len"]
-    row = " ".join(r["assumptions"])
-    tps = int(re.search(r"global batch \d+, (\d+) tokens/s", row).group(1))
-    mfu = float(re.search(r"MFU ([\d.]+),", row).group(1))
-    npar = int(re.search(r"NumParams ([\d,]+)", row).group(1).replace(",", ""))
-    gbs = r["gpus"] * p["micro_batch_size"] * p["microbatches"]
-    assert abs(r["measured"] - gbs * s / tps) < 6e-4 * r["measured"], (k, r["measured"], gbs * s / tps)
-    assert npar == 12 * L * h * h + 13 * L * h + 2 * h + V * h + s * h, (k, npar)
-    mpt = 6 * npar + 12 * L * h * s
-    assert abs(mpt * tps / r["gpus"] / 312e12 * 100 - mfu) < 0.02, (k, mpt * tps / r["gpus"] / 312e12 * 100, mfu)
-    ours = r["tflops_per_gpu"] * 1e12 * r["step_time_s"] * r["gpus"] / (gbs * s)
-    dt = 72 * L * h * h + 12 * L * h * s + 6 * V * h
-    assert abs(ours / dt - 1) < 1e-9, (k, ours, dt)
-    assert mpt - dt == 6 * (13 * L * h + 2 * h + s * h)
+    if k.startswith("F-"):
+        sc = json.load(open(os.path.join(sys.argv[2], r["scenario"])))
+        validation_pins.check_mpt_row(k, r, sc, 312e12)
 PY
 
 # A100 40 GB against 80 GB (tests/validation-a100-40, not gated: docs/validation.md, "A100 40 GB
@@ -124,16 +109,7 @@ sc = {k: json.load(open(os.path.join(sys.argv[2], got[k]["scenario"]))) for k in
 for k in want:
     r, m, p = got[k], sc[k]["model"], sc[k]["parallel"]
     assert r["fits"], r
-    L, h, V, s = m["layers"], m["hidden"], m["vocab"], m["seq_len"]
-    row = " ".join(r["assumptions"])
-    tps = int(re.search(r"global batch \d+, (\d+) tokens/s", row).group(1))
-    mfu = float(re.search(r"MFU ([\d.]+),", row).group(1))
-    npar = int(re.search(r"NumParams ([\d,]+)", row).group(1).replace(",", ""))
-    gbs = r["gpus"] * p["micro_batch_size"] * p["microbatches"]
-    assert int(re.search(r"global batch (\d+),", row).group(1)) == gbs, k
-    assert abs(r["measured"] - gbs * s / tps) < 5e-4 * r["measured"], (k, r["measured"], gbs * s / tps)
-    assert npar == 12 * L * h * h + 13 * L * h + 2 * h + V * h + s * h, (k, npar)
-    assert abs((6 * npar + 12 * L * h * s) * tps / r["gpus"] / 312e12 * 100 - mfu) < 0.02, (k, mfu)
+    validation_pins.check_mpt_row(k, r, sc[k], 312e12, tol=5e-4)
     gpu = sc[k]["topology"]["gpu"]
     assert gpu == ("A100-SXM-40GB" if k.startswith("F40-") else "A100-SXM"), (k, gpu)
     if k.startswith("F40-"):
@@ -167,21 +143,8 @@ for k in want:
     r = got[k]
     assert r["fits"], r
     sc = json.load(open(os.path.join(sys.argv[2], r["scenario"])))
-    m, p = sc["model"], sc["parallel"]
-    L, h, V, s = m["layers"], m["hidden"], m["vocab"], m["seq_len"]
-    row = " ".join(r["assumptions"])
-    tps = int(re.search(r"global batch \d+, (\d+) tokens/s", row).group(1))
-    mfu = float(re.search(r"MFU ([\d.]+),", row).group(1))
-    npar = int(re.search(r"NumParams ([\d,]+)", row).group(1).replace(",", ""))
-    gbs = r["gpus"] * p["micro_batch_size"] * p["microbatches"]
-    assert f"global batch {gbs}," in row, (k, gbs)
-    assert abs(r["measured"] - gbs * s / tps) < 6e-4 * r["measured"], (k, r["measured"], gbs * s / tps)
-    assert npar == 12 * L * h * h + 13 * L * h + 2 * h + V * h + s * h, (k, npar)
     peak = 989.5e12 if sc["topology"]["gpu"] == "H100-SXM" else 312e12
-    mpt = 6 * npar + 12 * L * h * s
-    assert abs(mpt * tps / r["gpus"] / peak * 100 - mfu) < 0.02, (k, mpt * tps / r["gpus"] / peak * 100, mfu)
-    ours = r["tflops_per_gpu"] * 1e12 * r["step_time_s"] * r["gpus"] / (gbs * s)
-    assert abs(ours / (72 * L * h * h + 12 * L * h * s + 6 * V * h) - 1) < 1e-9, (k, ours)
+    validation_pins.check_mpt_row(k, r, sc, peak)
 PY
 
 
