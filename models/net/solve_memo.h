@@ -44,7 +44,7 @@ const sm_result *sm_find(sm_memo *m, uint64_t h, const uint64_t *tok, int ntok);
  * bound is not stored. */
 void sm_store(sm_memo *m, uint64_t h, const uint64_t *tok, int ntok, const double *rate,
               const int *bneck, int nf, const unsigned char *sat, int nl, double umax);
-/* Bytes held now, and entries stored and memo emptyings since creation (tests, docs). */
+/* Bytes held now, and how many times a store emptied the memo (tests, docs). */
 size_t sm_bytes(const sm_memo *m);
 uint64_t sm_clears(const sm_memo *m);
 
