@@ -43,12 +43,30 @@
 #include "dtsim/error.h"
 #include "dtsim/net.h"
 #include "maxmin.h"
+#include "net_internal.h"
+#include "solve_memo.h"
 
 /* Re-solve after every departure, even from links that bottleneck nobody (the skip is exact:
  * tests compare both ways by building with -DDTSIM_NET_NOSKIP=1). */
 #ifndef DTSIM_NET_NOSKIP
 #define DTSIM_NET_NOSKIP 0
 #endif
+
+/* The exact memo of whole solves (solve_memo.h; docs/performance.md, "Exact memo of whole
+ * solves"): every component of at most NET_SMEMO_MAX_FLOWS flows is looked up before it is
+ * solved (a key is O(flows) words; larger components, a direct collective's million flows,
+ * would pay a pass over their flow records for a key too large to store). The memo holds up to
+ * NET_SMEMO_BYTES of keys and results in NET_SMEMO_SLOTS slots, 4-way set associative: on the
+ * planner's costliest step 85 % of the solves are a problem solved before, the large ones
+ * (entries of about 4 KB) hundreds of solves apart; 4,096 entries of 4 KB fill the 16 MiB, so
+ * the memo is seldom emptied (8,192 entries under the same bound caught 11 % fewer large
+ * solves: emptied twice). The coupled flows' paths the keys name are interned up to
+ * NET_PATHS_BYTES. */
+#define NET_SMEMO_MIN_INC 0
+#define NET_SMEMO_MAX_FLOWS 4096
+#define NET_SMEMO_BYTES ((size_t)16 << 20)
+#define NET_SMEMO_SLOTS 4096
+#define NET_PATHS_BYTES ((size_t)16 << 20)
 
 /* Longest path a flow may take. Fat-trees and dragonflies with NIC hops stay under 12. */
 #define NET_MAX_HOPS 32
@@ -285,8 +303,19 @@ struct net {
     int *lnum;           /* per component link: its entries (the solver's incidence count) */
     unsigned char *sat;  /* per component link: saturated after the solve (gap_tight) */
     unsigned char *lsat; /* per link: its sat in the last solve with a stepped flow on it */
+    unsigned char *satbits; /* per component link, a bit: saturated (the memo's copy) */
+    int cap_satbits;
     int cap_cf, cap_cl, cap_inc, cap_stack, cap_fs, cap_ls, cap_rate;
     mm_solver *mm;
+    /* exact memo of whole solves (NULL: off) and the interned coupled paths its keys name */
+    sm_memo *smemo;
+    sm_paths *paths;
+    int smemo_min_inc;
+    uint64_t smemo_hits, smemo_keyed;
+    uint64_t *tok;       /* the key of the component being solved (memo_key) */
+    int cap_tok;
+    int *roots;          /* per walk of the recompute: its first link, its first flow */
+    int n_roots, cap_roots;
     route_memo *memo;
     unsigned memo_mask;
     src_store *store; /* per source GPU */
@@ -340,6 +369,9 @@ net *net_create(topo *t, sim_engine *eng, const net_config *cfg)
     }
     n->lmark = dt_xcalloc((size_t)(t->n_links ? t->n_links : 1), sizeof *n->lmark);
     n->mm = mm_create();
+    n->smemo = sm_create(NET_SMEMO_BYTES, NET_SMEMO_SLOTS);
+    n->paths = sm_paths_create(NET_PATHS_BYTES);
+    n->smemo_min_inc = NET_SMEMO_MIN_INC;
     /* Memo size: 4 slots per GPU (a ring or pipeline neighbour or two each), 2^13 to 2^17
      * entries (128 KB to 2 MB). An evicted pair restarts its lane rotation, so a memo too small
      * for the working set changes which ECMP lanes transfers take, not only the speed. */
@@ -387,6 +419,7 @@ void net_destroy(net *n)
     free(n->cap);
     free(n->lnum);
     free(n->sat);
+    free(n->satbits);
     free(n->rate);
     free(n->used);
     free(n->wt);
@@ -429,6 +462,10 @@ void net_destroy(net *n)
     }
     free(n->rings);
     mm_destroy(n->mm);
+    sm_destroy(n->smemo); /* (before the paths its keys name) */
+    sm_paths_destroy(n->paths);
+    free(n->tok);
+    free(n->roots);
     free(n);
 }
 
@@ -443,6 +480,22 @@ void net_get_stats(const net *n, net_stats *out) { *out = n->st; }
 void net_set_tag(net *n, uint32_t tag) { n->tag = tag; }
 
 void net_set_batching(net *n, int on) { n->no_batch = !on; }
+
+void net_set_solve_memo(net *n, int min_incidences)
+{
+    if (min_incidences < 0) {
+        sm_destroy(n->smemo);
+        n->smemo = NULL;
+        return;
+    }
+    n->smemo_min_inc = min_incidences;
+}
+
+void net_solve_memo_stats(const net *n, uint64_t *keyed, uint64_t *hits)
+{
+    *keyed = n->smemo_keyed;
+    *hits = n->smemo_hits;
+}
 
 sim_time_t net_link_busy(const net *n, int link)
 {
@@ -1069,6 +1122,16 @@ static void send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gp
         free(path);
         return;
     }
+    /* A path too long for the record is swapped for the interned copy, which lives as long as
+     * the network: the memo of solves can then name it by its address (memo_key). Once the
+     * table is full the flow keeps its own copy, and solves with it are not memoised. */
+    const int *ip = nh > NET_HOT_HOPS && n->smemo ? sm_paths_intern(n->paths, path, nh) : NULL;
+    if (ip) {
+        free(path);
+        flow_start(n, ip, nh, NULL, n_pairs, weight, lat, bw, bl, bytes, g, done_kind, done_id,
+                   done_data);
+        return;
+    }
     /* (A link the path crosses twice gets two entries, so flow_start never takes the
      * single-flow fast path for it: the solver charges the rate twice there.) */
     flow_start(n, path, nh, path, n_pairs, weight, lat, bw, bl, bytes, g, done_kind, done_id,
@@ -1453,6 +1516,58 @@ static void emit_finishes(net *n, int m)
     }
 }
 
+/* The memo key of the component the walk just collected (cf, in walk order, and n->roots), in
+ * n->tok; its length, or 0 when a flow in it owns its path (not interned: its address could
+ * come back with other links). The solve and what on_recompute does with its result read: the
+ * local link numbering, each link's capacity and entry count, each flow's local link list and
+ * weight. The walk numbers links in the order it first meets them: each walk's first link, then
+ * each flow's path as the flow is met. So the sequence (per walk: its first link, then per flow
+ * its path and weight) determines them all: capacities are the links' own (fixed from
+ * net_create), a component link's entries are its component flows' hops. A path is its links
+ * when it fits the record, else its address and length: the route store's paths (topo_route:
+ * valid and unchanged until topo_destroy) and interned ones (until net_destroy) never change.
+ * Words: a walk's first link l as l << 2 | 1; a short path as its length << 2 | 2 and one word
+ * per link; a long path as its address (4-aligned: low bits 0) and its length; then the weight's
+ * bits. The first word of each item says what the item is and how long, so two keys are equal
+ * word for word exactly when their sequences are. O(flows + walks), against O(incidences) for
+ * the problem itself: a large solve's key is about 300 words for 17,000 incidences. */
+static int memo_key(net *n, int nf)
+{
+    int ntok = 0;
+    for (int r = 0; r < n->n_roots; r++) {
+        int f_end = r + 1 < n->n_roots ? n->roots[2 * r + 3] : nf;
+        if (ntok + 1 + 6 * (f_end - n->roots[2 * r + 1]) > n->cap_tok) {
+            n->cap_tok = 2 * (ntok + 1 + 6 * (f_end - n->roots[2 * r + 1]));
+            n->tok = dt_xrealloc(n->tok, (size_t)n->cap_tok * sizeof *n->tok);
+        }
+        uint64_t *t = n->tok;
+        t[ntok++] = (uint64_t)n->roots[2 * r] << 2 | 1;
+        for (int i = n->roots[2 * r + 1]; i < f_end; i++) {
+            const net_flow *f = &n->flows[n->cf[i]];
+            int nh = f->n_hops;
+            if (nh <= NET_HOT_HOPS) {
+                t[ntok++] = (uint64_t)nh << 2 | 2;
+                for (int h = 0; h < nh; h++) t[ntok++] = (uint32_t)f->p.link[h];
+            } else {
+                if (f->owns_path) return 0;
+                uint64_t a = (uint64_t)(uintptr_t)f->p.path;
+                DT_ASSERT((a & 3) == 0);
+                t[ntok++] = a;
+                t[ntok++] = (uint64_t)nh;
+            }
+            uint64_t w;
+            memcpy(&w, &f->w, sizeof w);
+            t[ntok++] = w;
+        }
+    }
+    return ntok;
+}
+
+static inline void set_bit(unsigned char *b, int j, int v)
+{
+    b[j >> 3] = (unsigned char)((b[j >> 3] & ~(1u << (j & 7))) | (unsigned)v << (j & 7));
+}
+
 static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
 {
     net *n = model;
@@ -1460,6 +1575,7 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     n->recompute_pending = 0;
     uint32_t ep = ++n->epoch;
     int nf = 0, nl = 0, ninc = 0, weighted = 0;
+    n->n_roots = 0;
 
     /* Walk the components touching dirty links, collecting each flow's links as local indices
      * (a link gets its index when first met). Scratch arrays grow to the largest component
@@ -1487,6 +1603,12 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
          * nobody left is bottlenecked here: the skip rule of on_done holds for the batch. */
         if (why == DIRTY_DEPART && n->links[l0].n_bneck == 0 && !DTSIM_NET_NOSKIP) continue;
         int sp = 0;
+        if (n->n_roots == n->cap_roots) {
+            n->cap_roots = n->cap_roots ? 2 * n->cap_roots : 16;
+            n->roots = dt_xrealloc(n->roots, (size_t)n->cap_roots * 2 * sizeof *n->roots);
+        }
+        n->roots[2 * n->n_roots] = l0;
+        n->roots[2 * n->n_roots++ + 1] = nf;
         n->lmark[l0] = (link_mark){ep, nl, n->links[l0].n};
         n->cap[nl] = n->links[l0].bw;
         n->lnum[nl] = n->links[l0].n;
@@ -1548,16 +1670,36 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     if (nf == 0) return;
     n->fstart[nf] = ninc;
 
-    mm_solve_counted(n->mm, nl, n->cap, nf, n->fstart, n->flinks, weighted ? n->wt : NULL,
-                     n->lnum, n->rate, n->bn);
-    for (int j = 0; j < nl; j++) n->used[j] = 0;
+    /* The component is first looked up in the memo: a hit hands back the rates, bottlenecks,
+     * saturated links and largest utilisation the same problem gave before (the same numbers,
+     * so the same events follow) instead of solving; a miss is solved and stored. */
+    int ntok = 0;
+    uint64_t key_h = 0;
+    const sm_result *hit = NULL;
+    if (n->smemo && ninc >= n->smemo_min_inc && nf <= NET_SMEMO_MAX_FLOWS &&
+        (ntok = memo_key(n, nf)) > 0) {
+        n->smemo_keyed++;
+        key_h = sm_hash(n->tok, ntok);
+        hit = sm_find(n->smemo, key_h, n->tok, ntok);
+        DT_ASSERT(!hit || (hit->nf == nf && hit->nl == nl));
+    }
+    const int *cls = NULL, *rep = NULL, *ufs = n->fstart, *ufl = n->flinks;
+    int dd = 0;
+    if (hit) {
+        n->smemo_hits++;
+        memcpy(n->rate, hit->rate, (size_t)nf * sizeof *n->rate);
+        memcpy(n->bn, hit->bneck, (size_t)nf * sizeof *n->bn);
+    } else {
+        mm_solve_counted(n->mm, nl, n->cap, nf, n->fstart, n->flinks, weighted ? n->wt : NULL,
+                         n->lnum, n->rate, n->bn);
+        for (int j = 0; j < nl; j++) n->used[j] = 0;
+        dd = mm_dedup_view(n->mm, &cls, &rep, &ufs, &ufl);
+    }
     /* Links' loads: each flow's rate added to its links, in flow order. Where the solver
      * dropped duplicate links, to the links it kept only (the reduced lists keep each flow's
      * kept links, repeats included, so a kept link gets the same additions in the same order),
      * and a dropped link takes its representative's sum, bit for bit its own (the same flows in
      * the same order): most of a coupled ring's links are dropped ones. */
-    const int *cls = NULL, *rep = NULL, *ufs = n->fstart, *ufl = n->flinks;
-    int dd = mm_dedup_view(n->mm, &cls, &rep, &ufs, &ufl);
     if (nf > n->cap_rs) {
         n->cap_rs = n->cap_cf;
         n->rs_i = dt_xrealloc(n->rs_i, (size_t)n->cap_rs * sizeof *n->rs_i);
@@ -1580,7 +1722,8 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
         int fid = n->cf[i];
         net_flow *f = &n->flows[fid];
         double r = n->rate[i];
-        for (int j = ufs[i]; j < ufs[i + 1]; j++) n->used[ufl[j]] += r;
+        if (!hit) /* (a hit's loads are in the memo as far as they are read) */
+            for (int j = ufs[i]; j < ufs[i + 1]; j++) n->used[ufl[j]] += r;
         int b = n->bn[i] >= 0 ? n->cl[n->bn[i]] : -1;
         if (f->stepped) {
             stepped = 1;
@@ -1629,7 +1772,8 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
          * looked at. Most solves move a few rates and flip a few links; gap_tight walked every
          * hop of every stepped flow (64-pair rings: hundreds of hops each) in each of them. */
         for (int j = 0; j < nl; j++) {
-            unsigned char sj = n->used[j] >= n->cap[j] * (1 - 1e-9);
+            unsigned char sj = hit ? (hit->sat[j >> 3] >> (j & 7)) & 1
+                                   : n->used[j] >= n->cap[j] * (1 - 1e-9);
             n->sat[j] = sj;
             int l = n->cl[j];
             if (sj == n->lsat[l]) continue;
@@ -1651,8 +1795,30 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     }
     /* (a dropped link's load over its capacity is at most its representative's: the same load
      * over a capacity at least as large) */
+    if (hit) {
+        if (hit->umax > n->st.max_link_utilisation) n->st.max_link_utilisation = hit->umax;
+        (void)eng;
+        return;
+    }
+    double umax = 0; /* (note_util's maximum over the same links, for the memo) */
     for (int j = 0; j < nl; j++)
-        if (!dd || cls[j] < 0 || rep[cls[j]] == j) note_util(n, n->used[j], n->cap[j]);
+        if (!dd || cls[j] < 0 || rep[cls[j]] == j) {
+            note_util(n, n->used[j], n->cap[j]);
+            double u = n->used[j] / n->cap[j];
+            if (u > umax) umax = u;
+        }
+    if (ntok > 0) {
+        /* the saturation bits gap_tight reads, of every link, whether or not this component
+         * has a stepped flow: whether a flow runs in steps is not in the key (the solve does
+         * not read it), so a later hit may need them where this solve did not */
+        if ((nl + 7) / 8 > n->cap_satbits) {
+            n->cap_satbits = 2 * ((nl + 7) / 8);
+            n->satbits = dt_xrealloc(n->satbits, (size_t)n->cap_satbits);
+        }
+        for (int j = 0; j < nl; j++)
+            set_bit(n->satbits, j, n->used[j] >= n->cap[j] * (1 - 1e-9));
+        sm_store(n->smemo, key_h, n->tok, ntok, n->rate, n->bn, nf, n->satbits, nl, umax);
+    }
     (void)eng;
 }
 
