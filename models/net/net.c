@@ -658,7 +658,8 @@ static void schedule_finish(net *n, int id, net_flow *f, sim_time_t now)
     sim_schedule_in(n->eng, now, dt, n->k_done, (uint32_t)id, f->version);
 }
 
-static void note_util(net *n, double used, double bw)
+/* The link's utilisation, noted in the run's maximum. */
+static double note_util(net *n, double used, double bw)
 {
     double u = used / bw;
     if (u > n->st.max_link_utilisation) n->st.max_link_utilisation = u;
@@ -666,6 +667,7 @@ static void note_util(net *n, double used, double bw)
     /* Capacity is a hard invariant; allow only floating-point rounding. */
     DT_ASSERT(u <= 1.0 + 1e-9);
 #endif
+    return u;
 }
 
 /* Positions of flow id in its hop links' entry arrays: NET_INLINE_HOPS slots per flow, or the
@@ -1536,8 +1538,11 @@ static int memo_key(net *n, int nf)
     int ntok = 0;
     for (int r = 0; r < n->n_roots; r++) {
         int f_end = r + 1 < n->n_roots ? n->roots[2 * r + 3] : nf;
-        if (ntok + 1 + 6 * (f_end - n->roots[2 * r + 1]) > n->cap_tok) {
-            n->cap_tok = 2 * (ntok + 1 + 6 * (f_end - n->roots[2 * r + 1]));
+        /* at most: the walk's word, then per flow a short path's length word, its links and
+         * the weight (a long path's three words are fewer) */
+        int most = ntok + 1 + (NET_HOT_HOPS + 2) * (f_end - n->roots[2 * r + 1]);
+        if (most > n->cap_tok) {
+            n->cap_tok = 2 * most;
             n->tok = dt_xrealloc(n->tok, (size_t)n->cap_tok * sizeof *n->tok);
         }
         uint64_t *t = n->tok;
@@ -1803,8 +1808,7 @@ static void on_recompute(void *model, sim_engine *eng, const sim_event *ev)
     double umax = 0; /* (note_util's maximum over the same links, for the memo) */
     for (int j = 0; j < nl; j++)
         if (!dd || cls[j] < 0 || rep[cls[j]] == j) {
-            note_util(n, n->used[j], n->cap[j]);
-            double u = n->used[j] / n->cap[j];
+            double u = note_util(n, n->used[j], n->cap[j]);
             if (u > umax) umax = u;
         }
     if (ntok > 0) {
