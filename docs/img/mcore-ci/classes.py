@@ -40,9 +40,9 @@ def busiest(cid):
 
 
 def table():
-    print("| case | plan (8 GPUs) | measured | dtsim | error | stage | matmul | attention | elementwise "
-          "| optimizer | rest |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| case | GPU | plan (8 GPUs; micro batch × microbatches) | measured | dtsim | error | stage | matmul "
+          "| attention | elementwise | optimizer | rest |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for cid in IDS:
         r = busiest(cid)
         t, step = r["time"], r["step"]
@@ -53,7 +53,7 @@ def table():
         if p.get("virtual_stages", 1) > 1:
             plan += f", v {p['virtual_stages']}"
         stage = f"{r['stage'] + 1} of {r['stages']}"
-        print(f"| {cid} | {plan} | {r['measured']:.4g} s | {step:.4g} s | {mpt.pct(r['measured'] / step - 1)} "
+        print(f"| {cid} | {r['gpu']} | {plan} | {r['measured']:.4g} s | {step:.4g} s | {mpt.pct(r['measured'] / step - 1)} "
               f"| {stage} | {mpt.share(t['matmul'] / step)} | {mpt.share(att / step)} "
               f"| {mpt.share(t['elementwise'] / step)} | {mpt.share(t['optimizer'] / step)} | {mpt.share(rest / step)} |")
 
