@@ -2,7 +2,9 @@
 # test_validation_stated.sh - the ungated suites of runs whose sources state every setting:
 # tests/validation-bridge (NVIDIA H100 BF16), tests/validation-bridge-fp8 (their FP8 counterparts
 # and NeMo 24.07's FP8 rows), tests/validation-a100 (Korthikanti's full-recompute rows and
-# llm-foundry's A100 table) and tests/validation-a100-40 (its A100 40 GB rows against 80 GB). Pins down: every case runs and predicts the step docs/validation.md
+# llm-foundry's A100 table), tests/validation-a100-40 (its A100 40 GB rows against 80 GB),
+# tests/validation-h100-mpt (llm-foundry's H100 rows) and tests/validation-mcore-ci (Megatron-LM's
+# CI goldens on DGX H100 and A100). Pins down: every case runs and predicts the step docs/validation.md
 # quotes (4-5 significant digits), the sources' FLOP counts against dtsim's, the MPT rows'
 # measured steps from their tokens per second, and which cases fit.
 # Leaves free: nothing of these figures; re-pin them with a model change (docs/validation.md
@@ -149,3 +151,46 @@ PY
 
 
 echo "stated-settings suites: all pinned figures reproduced"
+
+# Megatron-LM CI runs (tests/validation-mcore-ci, not gated: docs/validation.md, "Megatron-LM CI runs
+# (not gated)"): every case runs, fits, and predicts the step the page quotes (5 significant
+# digits); each measured step is the median of the golden iteration-time values its source quotes;
+# each H100 case's pair is the same scenario on the A100 (only the GPU, its NIC and the attention
+# kernel differ) and the A100/H100 step ratio its manifest states is the measured one; and the
+# goldens' mem-allocated-bytes say 8 GPUs (dp 2): dtsim's weights, fp32 gradients and distributed-
+# optimizer state on the most loaded GPU lie 2-6 % below them, where at dp 1 (4 GPUs, the
+# optimizer state twice) they would lie 40 % and more above.
+"$DTSIM" validate "$SRC/tests/validation-mcore-ci" --json > "$tmp/mcoreci.json" || fail "mcore-ci validation cases"
+python3 - "$tmp/mcoreci.json" "$SRC/tests/validation-mcore-ci" "$SRC/tests/cli" "$DTSIM" <<'PY'
+import json, os, re, statistics, subprocess, sys
+sys.path.insert(0, sys.argv[3])
+import validation_pins
+want = {"MC-7b-tp1pp4-H100": 0.93944, "MC-7b-tp1pp4-A100": 2.6846,
+        "MC-7b-tp4pp1-H100": 0.91273, "MC-7b-tp4pp1-A100": 2.4023}
+got = validation_pins.check(sys.argv[1], want, "step_time", tol=5e-5)
+sc = {k: json.load(open(os.path.join(sys.argv[2], got[k]["scenario"]))) for k in want}
+for k, r in got.items():
+    assert r["fits"], r
+    vals = [float(x) for x in re.search(r"iteration-time values ([\d.]+), ([\d.]+) s", r["source"]).groups()]
+    assert abs(r["measured"] / statistics.median(vals) - 1) < 1e-9, (k, r["measured"], vals)
+    mem = json.loads(subprocess.run([sys.argv[4], "run", os.path.join(sys.argv[2], r["scenario"]), "--json"],
+                                    capture_output=True, text=True, check=True).stdout)["memory_per_gpu_bytes"]
+    golden = int(re.search(r"mem-allocated-bytes (\d+)", r["source"]).group(1))
+    static = mem["params"] + mem["grads"] + mem["optimizer"]
+    assert sc[k]["parallel"]["dp"] == 2 and r["gpus"] == 8, k
+    assert 0.94 < static / golden < 0.98, (k, static / golden)
+    assert (static + mem["optimizer"]) / golden > 1.4, (k, (static + mem["optimizer"]) / golden)
+    if k.endswith("-H100"):
+        a = k[:-4] + "A100"
+        ratio = float(re.search(r"pair: " + a + r", .*measured A100/H100 step ratio ([\d.]+)",
+                                " ".join(r["assumptions"])).group(1))
+        assert abs(got[a]["measured"] / r["measured"] - ratio) < 5e-5, (k, got[a]["measured"] / r["measured"], ratio)
+        h, b = json.loads(json.dumps(sc[k])), json.loads(json.dumps(sc[a]))
+        assert (h["topology"]["gpu"], b["topology"]["gpu"]) == ("H100-SXM", "A100-SXM"), k
+        assert (h["model"]["flash_kernel"], b["model"]["flash_kernel"]) == ("cudnn", "fa2"), k
+        for x in (h, b):
+            for key in ("name", "description"):
+                x.pop(key)
+            x["topology"].pop("gpu"); x["topology"].pop("nic"); x["model"].pop("flash_kernel")
+        assert h == b, (k, a)
+PY

@@ -45,8 +45,9 @@ def topology(gpu):
     return path
 
 
-def split(cid, classes=True):
-    """dtsim's step and measured figure for a case, and (classes) its lane 0 compute per class."""
+def split(cid, classes=True, lane=0):
+    """dtsim's step and measured figure for a case, and (classes) one lane's compute per class
+    (lane 0 unless told: a pipeline's stages differ, docs/img/mcore-ci/classes.py asks for each)."""
     d, c = CASES[cid]
     sc = os.path.join(d, c["scenario"])
     gpu = json.load(open(sc))["topology"]["gpu"]
@@ -58,7 +59,7 @@ def split(cid, classes=True):
     if not classes:
         return r
     tr = json.load(open(trace))
-    ops = [o for o in tr["ops"] if o["lane"] == 0 and o["kind"] == "compute"]
+    ops = [o for o in tr["ops"] if o["lane"] == lane and o["kind"] == "compute"]
     work = dict.fromkeys(CLASSES, 0.0)
     for o in ops:
         cost = tr["costs"][o["cost"]]
@@ -83,7 +84,7 @@ def split(cid, classes=True):
                 kept["attention"] = cost["attention"]
             t["costs"].append(kept)
             t["ops"].append({"gpu": 0, "kind": "compute", "cost": len(t["costs"]) - 1})
-        path = os.path.join(TMP, f"{cid}.{k}.json")
+        path = os.path.join(TMP, f"{cid}.{lane}.{k}.json")
         json.dump(t, open(path, "w"))
         time[k] = json.loads(dtsim("run", "--trace", path, "--topology", topology(gpu), "--json"))["step_time_s"]
     return {**r, "work": work, "time": time}
