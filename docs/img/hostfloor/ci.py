@@ -11,6 +11,7 @@ script (`scenario()`), on the preset of the file's GPU.
 
     python3 docs/img/hostfloor/ci.py table      # measured step, dtsim's step, excess per layer pass
     python3 docs/img/hostfloor/ci.py fit        # least-squares host time per layer pass, per GPU
+    python3 docs/img/hostfloor/ci.py pair       # one recomputed forward per layer, measured and dtsim
     python3 docs/img/hostfloor/ci.py whatif     # the gated M cases under that host time (slow, ~1 min)
 
 n, the layer passes on a stage's critical path when the host sets the pace: a stage of L/p
@@ -30,7 +31,7 @@ TMP = tempfile.mkdtemp()
 REPO = "NVIDIA/Megatron-LM"
 T = "tests/functional_tests/test_cases/gpt/"
 
-# id, plan (tp, pp, dp, microbatches, virtual stages, ZeRO, attention, overlap, impl),
+# id, plan (tp, pp, dp, microbatches, virtual stages, ZeRO, attention, overlap, impl[, recompute]),
 # then per GPU platform: (golden-value file, commit read, median step in ms, steps used)
 CASES = [
     ("te-tp1-pp1", (1, 1, 8, 1, 1, 1, "unfused", False, "TE"),
@@ -61,6 +62,20 @@ CASES = [
 ]
 
 
+# A pair of the same plan (TE, tp 1, pp 1, attention backend left to Transformer Engine) with
+# and without full recompute of every layer (--recompute-granularity full --recompute-method
+# uniform --recompute-num-layers 1); the plain one also runs the distributed optimizer and the
+# asynchronous checkpoint worker. Both checkpoint-resume tests: steps 4-100 without 51-56.
+PAIR = [
+    ("te-tp1-pp1-dist-opt", (1, 1, 8, 1, 1, 1, "flash", False, "TE"),
+     "gpt3_mcore_te_tp1_pp1_resume_torch_dist_dist_optimizer/",
+     ("H100-SXM", "dgx_h100", "golden_values_dev_dgx_h100.json", "3c13e613", 57.7, "4-50, 57-100")),
+    ("te-tp1-pp1-recompute", (1, 1, 8, 1, 1, 0, "flash", False, "TE", "full"),
+     "gpt3_mcore_te_tp1_pp1_resume_torch_dist_uniform_full_recompute/",
+     ("H100-SXM", "dgx_h100", "golden_values_dev_dgx_h100.json", "08165aba", 79.6, "4-50, 57-100")),
+]
+
+
 def dtsim(*args):
     return subprocess.run([DTSIM, *args], capture_output=True, text=True, check=True).stdout
 
@@ -68,11 +83,13 @@ def dtsim(*args):
 def scenario(name, plan, gpu):
     """The CI run as a dtsim scenario: one DGX box, Megatron's vocabulary padding (50,257 up to a
     multiple of 128 x tp), tied embeddings (the GPT default), the distributed optimizer as ZeRO-1."""
-    tp, pp, dp, m, v, zero, attn, overlap, _ = plan
+    tp, pp, dp, m, v, zero, attn, overlap, _ = plan[:9]
     q = 128 * tp
     par = {"tp": tp, "pp": pp, "dp": dp, "micro_batch_size": 4, "microbatches": m, "zero": zero}
     if v > 1:
         par.update({"schedule": "interleaved", "virtual_stages": v})
+    if len(plan) > 9:
+        par["activation_checkpointing"] = plan[9]
     fw = {"preset": "megatron"}
     if overlap:
         fw.update({"overlap_grad_reduce": True, "overlap_param_gather": True})
@@ -139,6 +156,22 @@ def fit():
                 print(f"| {platform} | {label} ({len(sel)}) | {reading} | {c:.1f} ms | {h:.2f} ms | {res} |")
 
 
+def pair():
+    """The recompute pair: what one more forward of each of the 12 layers costs, measured and in
+    dtsim, per layer."""
+    print("| case | measured step | dtsim step |")
+    print("|---|---|---|")
+    got = []
+    for cid, plan, path, (gpu, platform, golden, commit, measured, used) in PAIR:
+        p = os.path.join(TMP, f"{cid}.json")
+        json.dump(scenario(cid, plan, gpu), open(p, "w"))
+        step = json.loads(dtsim("run", p, "--json"))["step_time_s"] * 1e3
+        got.append((measured, step))
+        print(f"| {cid} | {measured:.1f} ms | {step:.1f} ms |")
+    dm, dd = got[1][0] - got[0][0], got[1][1] - got[0][1]
+    print(f"| recompute less plain, per layer | {dm / 12:.2f} ms | {dd / 12:.2f} ms |")
+
+
 def layer_ops(sc_path):
     """dtsim's forward and backward time of one layer (the shortest layer op on GPU 0's compute
     track of the run's timeline: the first layer's carries the embedding, the last the logits, and
@@ -188,4 +221,4 @@ def whatif():
 
 
 if __name__ == "__main__":
-    {"table": table, "fit": fit, "whatif": whatif}[sys.argv[1] if len(sys.argv) > 1 else "table"]()
+    {"table": table, "fit": fit, "pair": pair, "whatif": whatif}[sys.argv[1] if len(sys.argv) > 1 else "table"]()
