@@ -126,6 +126,11 @@ typedef struct wl_framework {
      * waits for it (a forward's send before the next forward, a backward's before the next
      * backward), the compute between them runs beside it (Megatron-Core overlap_p2p_comm) */
     bool overlap_p2p_comm;
+    /* Megatron's --no-gradient-accumulation-fusion (framework.gradient_accumulation_fusion
+     * false; megatron preset only): each linear layer's weight-gradient GEMM writes a 16-bit
+     * param.grad that the DDP hook adds into the fp32 main_grad every microbatch, instead of
+     * accumulating into main_grad itself. Stored negated so that zero is the fused default. */
+    bool grad_accum_unfused;
 } wl_framework;
 
 const char *wl_framework_name(wl_framework_preset p);
@@ -159,6 +164,14 @@ double wl_grad_buffer_bucket_bytes(const struct wl_plan *p);
  * zero-fill and, tied on one GPU, autograd's sum with the output layer's gradient (4e); 0 for
  * the generic preset (docs/workloads.md, "Framework behaviour"). */
 double wl_embedding_wgrad_bytes(const struct wl_plan *p, bool tied_here);
+/* Bytes per element of a linear layer's weight that Megatron's DDP hook moves after each
+ * microbatch's backward of it when gradient-accumulation fusion is off
+ * (framework.gradient_accumulation_fusion false): param.main_grad.add_(param.grad), read the
+ * 16-bit gradient and read and write main_grad, e + 2 x main_grad bytes (10 under bf16 with
+ * the fp32 buffer). 0 with the fusion (the wgrad GEMM accumulates into main_grad itself) and
+ * for the other presets. The wgrad GEMM's own write of param.grad is in its GEMM time
+ * (docs/workloads.md, "Framework behaviour"). */
+double wl_wgrad_hook_bytes(const struct wl_plan *p);
 /* Bytes per logit of the output layer's cross-entropy (docs/workloads.md, "Compute time of an
  * op"): fp32 (framework.cross_entropy "fp32") forward e + 32, backward 12 + e; flash-attn's fused
  * kernel ("fused") forward e (one online-softmax read), backward 2e (read the logits, write
@@ -456,6 +469,10 @@ typedef struct wl_layer_cost {
      * this GPU, once per step (the first microbatch's forward), an MoE layer's and a dense
      * layer's (docs/workloads.md, "FP8 casts and transposes") */
     double fp8_weight_bytes, dense_fp8_weight_bytes;
+    /* without gradient-accumulation fusion only (0 otherwise): the DDP hook's addition of the
+     * layer's linear weight gradients on this GPU into main_grad, every microbatch's backward
+     * (wl_wgrad_hook_bytes per weight element), an MoE layer's and a dense layer's */
+    double wgrad_hook_bytes, dense_wgrad_hook_bytes;
 } wl_layer_cost;
 
 /* Parameters of one layer (whole, not divided by tp), embedding (V*h) and the total.

@@ -389,6 +389,15 @@ double wl_grad_buffer_bucket_bytes(const wl_plan *p)
     return 3 * main_grad_bytes(p);
 }
 
+/* Megatron-Core's DDP backward hook on a parameter whose gradient is in param.grad (not
+ * already accumulated by its GEMM): param.main_grad.add_(param.grad.data), one kernel reading
+ * the 16-bit gradient and reading and writing main_grad (distributed_data_parallel.py,
+ * _make_backward_post_hook), per element */
+static double ddp_hook_bytes(const wl_plan *p)
+{
+    return wl_precision_bytes(p->precision) + 2 * main_grad_bytes(p);
+}
+
 double wl_embedding_wgrad_bytes(const wl_plan *p, bool tied_here)
 {
     double e = wl_precision_bytes(p->precision);
@@ -400,12 +409,22 @@ double wl_embedding_wgrad_bytes(const wl_plan *p, bool tied_here)
          * wl_fsdp_flat_grad_bytes. */
         return e + (tied_here ? 3 * e : 0);
     if (p->fw.preset != WL_FW_MEGATRON) return 0;
-    double mg = main_grad_bytes(p);
     /* F.embedding's backward zero-fills a dense V/t x h gradient (write e) before its
-     * scatter-add; the DDP param hook adds it into main_grad (read e, read and write mg).
-     * Tied on one stage (zero_out_wgrad): the output layer's wgrad is torch.zeros (write e),
-     * and autograd sums it with the embedding's before the hook (read 2e, write e). */
-    return 2 * e + 2 * mg + (tied_here ? 4 * e : 0);
+     * scatter-add; the DDP param hook adds it into main_grad (ddp_hook_bytes). Tied on one
+     * stage: with gradient-accumulation fusion the output layer's wgrad GEMM accumulates into
+     * main_grad and returns torch.zeros (zero_out_wgrad: write e); without it the GEMM returns
+     * its 16-bit gradient (written by the GEMM, in its time); either way autograd sums that
+     * with the embedding's before the hook (read 2e, write e). */
+    double tied = p->fw.grad_accum_unfused ? 3 * e : 4 * e;
+    return e + ddp_hook_bytes(p) + (tied_here ? tied : 0);
+}
+
+double wl_wgrad_hook_bytes(const wl_plan *p)
+{
+    /* without the fusion every linear weight's gradient takes the embedding's way: written in
+     * 16 bits by its GEMM, added into main_grad by the hook, then freed (param.grad = None) */
+    if (p->fw.preset != WL_FW_MEGATRON || !p->fw.grad_accum_unfused) return 0;
+    return ddp_hook_bytes(p);
 }
 
 double wl_cross_entropy_bytes(const wl_plan *p, bool bwd)
@@ -514,7 +533,8 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
                                            "tp_comm_overlap", "pp_blocking_sends", "delay_grad_reduce",
                                            "optimizer_bytes", "link_efficiency", "reduce_dtype",
                                            "grad_buffer_bytes", "cross_entropy",
-                                           "attention_unpad", "overlap_p2p_comm", NULL};
+                                           "attention_unpad", "overlap_p2p_comm",
+                                           "gradient_accumulation_fusion", NULL};
         TRY(js_check_keys(c, o, "framework", keys));
         TRY(js_get_enum(c, o, "framework", "preset", false, framework_names, &preset));
     } else {
@@ -542,6 +562,7 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
     fw->grad_buffer_set = false;
     fw->fused_cross_entropy = false; /* every preset: PyTorch's loss over fp32 logits */
     fw->attention_unpad = false;
+    fw->grad_accum_unfused = false; /* Megatron: --no-gradient-accumulation-fusion is opt-out */
     /* Megatron-LM reduces bf16 gradients in fp32: arguments.py sets
      * accumulate_allreduce_grads_in_fp32 for bf16 unless --grad-reduce-in-bf16 is given
      * (reduce_dtype "bf16" says that); an fp8 run is a --bf16 run whose GEMMs Transformer Engine
@@ -592,6 +613,15 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
         TRY(js_get_enum(c, o, "framework", "cross_entropy", false, ce_names, &ce));
         if (ce >= 0) fw->fused_cross_entropy = ce == 1;
         TRY(js_get_bool(c, o, "framework", "attention_unpad", false, &fw->attention_unpad));
+        bool fused = true;
+        TRY(js_get_bool(c, o, "framework", "gradient_accumulation_fusion", false, &fused));
+        /* the other presets keep no main_grad buffer for a hook to add into: generic charges
+         * no accumulation, FSDP's is its flat gradient and sharded passes */
+        if (!fused && preset != WL_FW_MEGATRON)
+            return js_fail(c, "framework", "gradient_accumulation_fusion",
+                           "false is Megatron's --no-gradient-accumulation-fusion: only with the "
+                           "megatron preset, found preset \"%s\"", framework_names[preset]);
+        fw->grad_accum_unfused = !fused;
         const cJSON *le = cJSON_GetObjectItemCaseSensitive(o, "link_efficiency");
         if (le) {
             if (cJSON_IsString(le)) {

@@ -395,6 +395,17 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
     out->dense_bwd_elem_bytes = layer_elem_bytes(m, p, m->ffn, true) * b * s;
     out->tp_bytes = b * s * h * wl_precision_bytes(p->precision);
     out->fp8_weight_bytes = out->dense_fp8_weight_bytes = 0;
+    /* the linear weights of a layer on this GPU, whose GEMMs run in Transformer Engine's (or
+     * Megatron's) linear modules: attention and MLP, an MoE layer's local routed experts and
+     * its shared ones; Megatron's router is a torch parameter, not one of them */
+    double ex = moe ? m->experts / wl_ep(p) + m->shared_experts : 1;
+    double wm = attn_params(m) + mlp_params(m, moe ? wl_expert_ffn(m) : m->ffn) * ex;
+    double wd = attn_params(m) + mlp_params(m, m->ffn);
+    /* without gradient-accumulation fusion, every microbatch's backward of the layer: the DDP
+     * hook's main_grad.add_ over each of those weights (wl_wgrad_hook_bytes) */
+    double hook = wl_wgrad_hook_bytes(p);
+    out->wgrad_hook_bytes = hook * wm / t;
+    out->dense_wgrad_hook_bytes = hook * wd / t;
     if (p->precision == WL_FP8) {
         /* Transformer Engine's weight casts: fp8_cast_transpose_fused of each weight (read e,
          * write the fp8 copy and its transpose) on the first microbatch of a step only
@@ -404,9 +415,6 @@ void wl_layer_cost_get(const wl_model *m, const wl_plan *p, wl_layer_cost *out)
          * fused kernel reads and writes the amax history of every fp8 tensor (3 per GEMM
          * forward: input, weight, output; 2 backward: the gradients), 4-byte entries, and writes
          * its scale and inverse (TE_FP8_AMAX_HISTORY entries: TE's and NeMo's default) */
-        double ex = moe ? m->experts / wl_ep(p) + m->shared_experts : 1;
-        double wm = attn_params(m) + mlp_params(m, moe ? wl_expert_ffn(m) : m->ffn) * ex;
-        double wd = attn_params(m) + mlp_params(m, m->ffn);
         out->fp8_weight_bytes = (e + 2) * wm / t;
         out->dense_fp8_weight_bytes = (e + 2) * wd / t;
         double slot = 2 * 4 * TE_FP8_AMAX_HISTORY + 2 * 4;

@@ -344,6 +344,11 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
         double efwd = (n - moe) * lc->dense_fwd_elem_bytes + moe * lc->fwd_elem_bytes;
         double ebwd = (n - moe) * lc->dense_bwd_elem_bytes + moe * lc->bwd_elem_bytes;
         c.bytes[GPU_OP_ELEMENTWISE] = (bwd ? ebwd : efwd) + n * (bwd ? bsb : fsb);
+        /* without gradient-accumulation fusion: the DDP hook adds each linear weight's 16-bit
+         * gradient into main_grad after its backward, every microbatch (wl_layer_cost) */
+        if (bwd)
+            c.bytes[GPU_OP_ELEMENTWISE] +=
+                (n - moe) * lc->dense_wgrad_hook_bytes + moe * lc->wgrad_hook_bytes;
         /* fp8: the weights' casts run once per step (wl_layer_cost.fp8_weight_bytes), on the
          * first microbatch's forward in Transformer Engine; a forward op is costed alike for
          * every microbatch, so each carries 1/microbatches of them (the step's total is what TE
@@ -440,6 +445,12 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
              * the same), e + 32 bytes forward and 12 + e backward, or flash-attn's fused
              * kernel over the 16-bit logits, e and 2e (wl_cross_entropy_bytes) */
             c.bytes[GPU_OP_ELEMENTWISE] += logits * wl_cross_entropy_bytes(p, bwd);
+            /* the output layer's weight (Megatron's ColumnParallelLinear) without
+             * gradient-accumulation fusion: the hook's addition into main_grad, unless it is the
+             * input embedding's own matrix on this stage (tied, pp 1), whose one hook
+             * wl_embedding_wgrad_bytes charges */
+            if (bwd && !(m->tied_embeddings && p->pp == 1))
+                c.bytes[GPU_OP_ELEMENTWISE] += m->vocab / p->tp * h * wl_wgrad_hook_bytes(p);
         }
         if (ng) {
             /* the shapes replace the total in the time, so they must be the same FLOPs */
