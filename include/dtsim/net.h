@@ -103,13 +103,6 @@ void net_send_ring_steps(net *n, int n_pairs, const int *src_gpu, const int *dst
                          double bytes, int steps, int lane, double weight, uint32_t done_kind,
                          uint32_t done_id, uint64_t done_data);
 
-/* The largest of the pairs' path latencies (net_path_info's, flow hash 0). Cached with the
- * pair list's lane routes for net_send_ring: a ring started again with the same pairs (every
- * gradient bucket of a data-parallel group) routes nothing the second time. Returns the first
- * failing topo_route status. */
-int net_ring_latency_max(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu,
-                         sim_time_t *amax);
-
 typedef struct net_stats {
     uint64_t flows_started, flows_finished;
     double bytes_sent, bytes_delivered;

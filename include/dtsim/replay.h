@@ -219,8 +219,9 @@ sim_time_t replay_coll_time(replay_path_fn path, void *ctx, coll_op op, const in
 
 /* The time of compute cost c on one GPU (spec NULL: its fixed part), at `precision` (fp8 runs
  * only the matmul class in fp8, the rest in bf16): the GEMMs gs[0..ng) with gemm_time (NULL:
- * none; their FLOPs then go through op_time with the rest), each op class with op_time (NULL:
- * replay_roofline). What replay_op_compute_time and wl_cost_time both charge. */
+ * none; their FLOPs then go through op_time with the rest, c->matmul_no_fp8 of them at bf16
+ * under fp8), each op class with op_time (NULL: replay_roofline). What replay_op_compute_time
+ * and wl_cost_time both charge. */
 sim_time_t replay_cost_time(const wl_cost *c, const gpu_spec *spec, gpu_precision precision,
                             const gpu_gemm *gs, uint32_t ng, replay_op_time_fn op_time,
                             replay_gemm_time_fn gemm_time);

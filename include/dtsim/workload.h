@@ -627,6 +627,12 @@ typedef struct wl_cost {
      * at the flat efficiency). The time of the shapes is the GPU's own (gpu_gemm_time: each GPU
      * of a mixed cluster with its SM count), so the graph stays per op, not per GEMM. */
     uint32_t gemm_set;
+    /* Of flops[GPU_OP_MATMUL], the FLOPs that stay in 16 bits in an fp8 run: the output
+     * layer's logits GEMMs, which a GEMM set marks gpu_gemm.no_fp8. Where the matmul class is
+     * timed from its FLOPs instead (no shapes: costs timed outside a graph, MoE ops whose
+     * matmul stays flat, an op_time without a gemm_time) they take GPU_BF16 and the rest the
+     * fp8 rate. Set only in fp8 runs (0 otherwise); ignored where shapes time the class. */
+    double matmul_no_fp8;
     sim_time_t fixed;                  /* duration given directly (synthetic, traces) */
     /* collectives among the lane's GPUs executed serially inside the op (tensor parallel) */
     struct { coll_op op; double bytes; int count; } inlane[WL_MAX_INLANE];

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "dtsim/error.h"
+#include "ints_hash.h"
 #include "maxmin.h"
 
 /* Incidences from which a solve first removes duplicate links (dedup_links). */
@@ -220,12 +221,8 @@ static void dedup_links(mm_solver *s, int n_links, const double *cap, int n_flow
             }
             continue;
         }
-        /* A multiply per flow and one final mix: which links are alike is decided by the
-         * exact compare below, so the hash only spreads the table (a stronger mix per flow
-         * was a tenth of a large solve's instructions for nothing the answer depends on). */
-        uint64_t h = (uint64_t)(b - a);
-        for (int k = a; k < b; k++) h = (h ^ (uint64_t)(uint32_t)s->lflows[k]) * 0x9e3779b97f4a7c15ULL;
-        h ^= h >> 29;
+        /* which links are alike is decided by the exact compare below (ints_hash.h) */
+        uint64_t h = ints_hash(s->lflows + a, b - a);
         s->sig[l] = h;
         for (slot = (int)(h & (uint64_t)(tcap - 1));; slot = (slot + 1) & (tcap - 1)) {
             int r = s->tgen[slot] == s->gen ? s->tab[slot] : -1;

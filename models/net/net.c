@@ -221,16 +221,15 @@ typedef struct route_memo {
     unsigned next; /* lane of the next transfer */
 } route_memo;
 
-/* A ring's pairs with their routes concatenated per ECMP lane, and the largest pair latency of
- * the hash-0 routes (net_ring_latency_max): a data-parallel ring is started once per gradient
- * bucket with the same pairs, so its routes are looked up once per run instead of once per
- * bucket and lane (at 65,536 GPUs that was 9 M route look-ups, 20 % of a training step). */
+/* A ring's pairs with their routes concatenated per ECMP lane, with per lane the largest pair
+ * latency and the narrowest pair bottleneck (net_send_ring) and each pair's own figures
+ * (net_send_ring_steps): a data-parallel ring is started once per gradient bucket with the
+ * same pairs, so its routes are looked up once per run instead of once per bucket and lane (at
+ * 65,536 GPUs that was 9 M route look-ups, 20 % of a training step). */
 typedef struct ring_route {
     uint64_t h;
     int n_pairs;
     int *src, *dst; /* owned copies, to tell pair lists apart exactly */
-    sim_time_t amax;
-    int amax_ok;
     int *path[NET_LANES]; /* NULL until that lane is used */
     /* per lane, per pair: route latency, bottleneck bandwidth, hops (net_send_ring_steps);
      * one block, NULL until that lane is used */
@@ -988,25 +987,6 @@ static ring_route *ring_lookup(net *n, int n_pairs, const int *src, const int *d
     memcpy(r->dst, dst, (size_t)n_pairs * sizeof *dst);
     n->ring_bytes += (size_t)n_pairs * 2 * sizeof(int) + sizeof *r;
     return r;
-}
-
-int net_ring_latency_max(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu,
-                         sim_time_t *amax)
-{
-    ring_route *r = ring_lookup(n, n_pairs, src_gpu, dst_gpu);
-    if (!r->amax_ok) {
-        sim_time_t m = 0;
-        for (int q = 0; q < n_pairs; q++) {
-            sim_time_t a = 0;
-            int rc = net_path_info(n, src_gpu[q], dst_gpu[q], &a, NULL, NULL);
-            if (rc != DT_OK) return rc;
-            if (a > m) m = a;
-        }
-        r->amax = m;
-        r->amax_ok = 1;
-    }
-    *amax = r->amax;
-    return DT_OK;
 }
 
 /* Per-pair route figures of a ring lane, one block: latencies, then bottlenecks, then hops. */

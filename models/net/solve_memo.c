@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "dtsim/error.h"
+#include "ints_hash.h"
 #include "solve_memo.h"
 
 typedef struct sm_entry {
@@ -144,13 +145,6 @@ void sm_paths_destroy(sm_paths *p)
     free(p);
 }
 
-static uint64_t path_hash(const int *path, int nh)
-{
-    uint64_t h = (uint64_t)nh;
-    for (int i = 0; i < nh; i++) h = (h ^ (uint64_t)(uint32_t)path[i]) * 0x9e3779b97f4a7c15ULL;
-    return h ^ (h >> 29);
-}
-
 static void paths_grow(sm_paths *p)
 {
     int c = p->cap ? 2 * p->cap : 256;
@@ -168,7 +162,7 @@ static void paths_grow(sm_paths *p)
 
 const int *sm_paths_intern(sm_paths *p, const int *path, int nh)
 {
-    uint64_t h = path_hash(path, nh);
+    uint64_t h = ints_hash(path, nh);
     if (p->cap) {
         for (int k = (int)(h & (uint64_t)(p->cap - 1));; k = (k + 1) & (p->cap - 1)) {
             const sm_path *s = &p->t[k];

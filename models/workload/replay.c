@@ -209,11 +209,19 @@ sim_time_t replay_cost_time(const wl_cost *c, const gpu_spec *sp, gpu_precision 
     if (!gf) ng = 0;
     for (int k = 0; k < GPU_OP_CLASS_COUNT; k++) {
         gpu_precision prec = class_precision(precision, k);
-        if (k == GPU_OP_MATMUL && ng > 0)
+        if (k == GPU_OP_MATMUL && ng > 0) {
             t = sim_time_add(t, sim_time_add(gf(sp, prec, gs, (int)ng),
                                              c->bytes[k] > 0 ? f(sp, (gpu_op_class)k, prec, 0, c->bytes[k]) : 0));
-        else if (c->flops[k] > 0 || c->bytes[k] > 0)
+        } else if (k == GPU_OP_MATMUL && prec == GPU_FP8 && c->matmul_no_fp8 > 0) {
+            /* the logits at bf16, as their shapes would run them (gpu_gemm.no_fp8); the
+             * class's bytes stay with the fp8 part */
+            DT_ASSERT(c->matmul_no_fp8 <= c->flops[k]);
+            double x = c->matmul_no_fp8;
+            sim_time_t at8 = f(sp, GPU_OP_MATMUL, prec, c->flops[k] - x, c->bytes[k]);
+            t = sim_time_add(t, sim_time_add(at8, f(sp, GPU_OP_MATMUL, GPU_BF16, x, 0)));
+        } else if (c->flops[k] > 0 || c->bytes[k] > 0) {
             t = sim_time_add(t, f(sp, (gpu_op_class)k, prec, c->flops[k], c->bytes[k]));
+        }
     }
     return t;
 }

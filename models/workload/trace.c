@@ -180,6 +180,7 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
             }
         if (any) fprintf(f, "}");
         if (c->gemm_set) fprintf(f, ", \"gemms\": %u", c->gemm_set - 1);
+        if (c->matmul_no_fp8 > 0) fprintf(f, ", \"matmul_no_fp8\": %.17g", c->matmul_no_fp8);
         if (c->attn_seq > 0) {
             fprintf(f, ", \"attention\": {\"seq\": %.17g, \"kernel\": \"%s\", \"causal\": %s",
                     c->attn_seq, gpu_attn_kernel_name(c->attn_kernel),
@@ -364,8 +365,9 @@ static int read_gemm_set(const js_ctx *c, const cJSON *v, const char *p, wl_grap
 static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_graph *g,
                      wl_cost *out)
 {
-    static const char *const keys[] = {"duration", "flops", "bytes", "gemms", "inlane",
-                                       "inlane_overlap", "inlane_drain", "attention", "ring", NULL};
+    static const char *const keys[] = {"duration", "flops", "bytes", "gemms", "matmul_no_fp8",
+                                       "inlane", "inlane_overlap", "inlane_drain", "attention",
+                                       "ring", NULL};
     TRY(js_expect_object(c, v, p));
     TRY(js_check_keys(c, v, p, keys));
     memset(out, 0, sizeof *out);
@@ -404,6 +406,12 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_gr
                            "the same work, or leave it out", *fm, gi, sum);
         }
     }
+    /* the matmul FLOPs that stay in 16 bits under fp8 (the logits): part of the class's total */
+    TRY(js_get_quantity(c, v, p, "matmul_no_fp8", UNIT_WORK, false, false, &out->matmul_no_fp8));
+    if (out->matmul_no_fp8 > out->flops[GPU_OP_MATMUL])
+        return js_fail(c, p, "matmul_no_fp8",
+                       "is %.17g FLOP, more than the cost's matmul FLOPs (%.17g) it is part of",
+                       out->matmul_no_fp8, out->flops[GPU_OP_MATMUL]);
     TRY(js_get_bool(c, v, p, "inlane_overlap", false, &out->inlane_overlap));
     long long drain = 0;
     TRY(js_get_int(c, v, p, "inlane_drain", false, 0, 1 << 30, &drain));

@@ -241,11 +241,13 @@ static double te_gemm_cast_bytes(double e, double t, bool sp, bool column, bool 
  * LayerNormLinear (TELayerNormColumnParallelLinear, return_layernorm_output=False), whose norm
  * writes its output in fp8 (1 byte where the 16-bit count charges e), outside the TP regions
  * (whole on every rank without sequence parallelism). Other presets run te.Linear on every
- * GEMM (a separate norm in 16 bits). f is the activation width (layer_elem_bytes). */
-static double fp8_cast_bytes(const wl_model *m, const wl_plan *p, double f, bool bwd)
+ * GEMM (a separate norm in 16 bits). e, q, qkv and f are the widths layer_elem_bytes derives
+ * (e the activation's bytes per element, q and qkv the attention's query and QKV widths, f the
+ * MLP activation's), passed in so that both counts read the same operands. */
+static double fp8_cast_bytes(const wl_model *m, const wl_plan *p, double e, double q, double qkv,
+                             double f, bool bwd)
 {
-    double e = wl_precision_bytes(p->precision), h = m->hidden, t = p->tp;
-    double q = wl_q_width(m), qkv = q + 2 * wl_kv_width(m);
+    double h = m->hidden, t = p->tp;
     double up = (m->mlp == WL_MLP_SWIGLU ? 2 : 1) * f;
     bool sp = t > 1 && p->sequence_parallel, fused = p->fw.preset == WL_FW_MEGATRON;
     double c = te_gemm_cast_bytes(e, t, sp, true, fused, h, qkv / t, bwd) +
@@ -335,7 +337,7 @@ static double layer_elem_bytes(const wl_model *m, const wl_plan *p, double f, bo
         }
     }
     bool split = t > 1 && !p->sequence_parallel;
-    double fp8 = p->precision == WL_FP8 ? fp8_cast_bytes(m, p, f, bwd) : 0;
+    double fp8 = p->precision == WL_FP8 ? fp8_cast_bytes(m, p, e, q, qkv, f, bwd) : 0;
     return (split ? seq : seq / t) + tpr / t + fp8;
 }
 

@@ -13,7 +13,10 @@
  * written again is the same bytes (the logits' no_fp8 with it), and bad gemm_sets / gemms (a
  * batch that does not divide its count, a no_fp8 that is not a boolean) and a negative
  * inlane_drain name their JSON paths; under fp8 the logits' GEMMs (forward, data and weight
- * gradient) run at the bf16 rate and the layers' at the fp8 rate, by hand on one H100.
+ * gradient) run at the bf16 rate and the layers' at the fp8 rate, by hand on one H100, and so
+ * do the logits' FLOPs where no shapes time the matmul class (wl_layer_op_cost, an op_time
+ * without gemm_time, MoE ops under ep), by hand against bf16; an fp8 trace carries them
+ * (matmul_no_fp8) through a write and read, and one beyond the matmul FLOPs is refused.
  * Leaves free: op order and ids, the quantization itself (tests/unit/gpu/test_gemm.c). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,7 +281,7 @@ START_TEST(fp8_logits_at_bf16)
         /* and the op's time is its GEMMs' plus its other classes (attention at bf16) */
         wl_cost rest = g->costs[o->arg];
         rest.gemm_set = 0;
-        rest.flops[GPU_OP_MATMUL] = 0;
+        rest.flops[GPU_OP_MATMUL] = rest.matmul_no_fp8 = 0;
         ck_assert_int_eq(replay_op_compute_time(g, &g->costs[o->arg], &h, gpu_op_time, gpu_gemm_time),
                          sim_time_add(all, replay_op_compute_time(g, &rest, &h, gpu_op_time, NULL)));
         checked++;
@@ -298,6 +301,99 @@ START_TEST(fp8_logits_at_bf16)
         checked++;
     }
     ck_assert_int_eq(checked, 2);
+    wl_graph_destroy(g);
+    wl_scenario_free(&sc);
+    cJSON_Delete(j);
+}
+END_TEST
+
+/* The matmul class of cost c on spec at prec: its time less that of the same cost without it. */
+static sim_time_t matmul_part(const wl_cost *c, const gpu_spec *spec, gpu_precision prec)
+{
+    wl_cost rest = *c;
+    rest.gemm_set = 0;
+    rest.flops[GPU_OP_MATMUL] = rest.matmul_no_fp8 = 0;
+    return wl_cost_time(c, spec, prec, gpu_op_time) - wl_cost_time(&rest, spec, prec, gpu_op_time);
+}
+
+/* Costs without GEMM shapes (speed balancing, federated clients: wl_layer_op_cost; a graph's op
+ * under an op_time without gemm_time; MoE ops under ep) time the matmul class from its FLOPs:
+ * under fp8 the logits' share at the bf16 peak there too. By hand, the GPT of fp8_logits_at_bf16
+ * on one H100 (peaks 989.5 and 1979 TFLOP/s, matmul efficiency 0.7): one layer's GEMMs
+ * 2·2048·12·1024² = 51,539,607,552 FLOPs, the logits 2·2048·32768·1024 = 137,438,953,472.
+ *   bf16: 188,978,561,024 / 692.65e12 = 272,834,131 ps (rounded up)
+ *   fp8:  51,539,607,552 / 1385.3e12 = 37,204,655 ps + 137,438,953,472 / 692.65e12
+ *         = 198,424,823 ps: 235,629,478 ps (all at fp8 it was 136,417,066)
+ *   backward (data and weight gradients, twice each): 74,409,309 + 396,849,646 = 471,258,955
+ *   at fp8, 545,668,263 at bf16. */
+START_TEST(fp8_logits_at_bf16_flat)
+{
+    const double FL = 51539607552.0, FV = 137438953472.0;
+    gpu_spec h;
+    dt_error e;
+    ck_assert_int_eq(gpu_preset("H100-SXM", &h, &e), DT_OK);
+    const char *prec[2] = {", \"precision\": \"fp8\"", ", \"precision\": \"bf16\""};
+    for (int i = 0; i < 2; i++) {
+        wl_scenario sc;
+        cJSON *j;
+        wl_graph *g = build_with("{\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 1024, "
+                                 "\"heads\": 16, \"seq_len\": 2048, \"vocab\": 32768}",
+                                 "{\"micro_batch_size\": 1}", prec[i], 1, &sc, &j);
+        gpu_precision gp = i == 0 ? GPU_FP8 : GPU_BF16;
+        ck_assert_int_eq(g->precision, gp);
+        wl_cost f, b;
+        wl_layer_op_cost(&sc, &sc.plan, false, false, true, 1, &f);
+        wl_layer_op_cost(&sc, &sc.plan, true, false, true, 1, &b);
+        ck_assert(f.gemm_set == 0 && b.gemm_set == 0);
+        ck_assert(f.flops[GPU_OP_MATMUL] == FL + FV && b.flops[GPU_OP_MATMUL] == 2 * (FL + FV));
+        ck_assert(f.matmul_no_fp8 == (i == 0 ? FV : 0) && b.matmul_no_fp8 == (i == 0 ? 2 * FV : 0));
+        ck_assert_int_eq(matmul_part(&f, &h, gp), i == 0 ? 235629478LL : 272834131LL);
+        ck_assert_int_eq(matmul_part(&b, &h, gp), i == 0 ? 471258955LL : 545668263LL);
+        /* the graph's forward (both layers and the logits) under an op_time without gemm_time:
+         * the same split, 2 x 37,204,654.26 rounded once and the logits' 198,424,823; bf16
+         * (2 x 51,539,607,552 + 137,438,953,472) / 692.65e12 = 347,243,440 */
+        int checked = 0;
+        for (uint32_t k = 0; k < g->n_ops; k++) {
+            const wl_op *o = &g->ops[k];
+            if (o->kind != WL_OP_COMPUTE || strcmp(g->names[o->name], "forward")) continue;
+            const wl_cost *c = &g->costs[o->arg];
+            wl_cost rest = *c;
+            rest.gemm_set = 0;
+            rest.flops[GPU_OP_MATMUL] = rest.matmul_no_fp8 = 0;
+            ck_assert_int_eq(replay_op_compute_time(g, c, &h, gpu_op_time, NULL) -
+                                 replay_op_compute_time(g, &rest, &h, gpu_op_time, NULL),
+                             i == 0 ? 74409309LL + 198424823LL : 347243440LL);
+            checked++;
+        }
+        ck_assert_int_eq(checked, 1);
+        wl_graph_destroy(g);
+        wl_scenario_free(&sc);
+        cJSON_Delete(j);
+    }
+    /* an MoE op under expert parallelism has no shapes even with a graph and the run's
+     * gemm_time: its logits (2·4096·32000·2048 FLOPs forward) at bf16, the rest at fp8 */
+    wl_scenario sc;
+    cJSON *j;
+    wl_graph *g = build_with(MOE, "{\"ep\": 2, \"micro_batch_size\": 1}",
+                             ", \"precision\": \"fp8\"", 2, &sc, &j);
+    int checked = 0;
+    for (uint32_t k = 0; k < g->n_ops; k++) {
+        const wl_op *o = &g->ops[k];
+        const wl_cost *c = &g->costs[o->arg];
+        if (o->kind != WL_OP_COMPUTE || strcmp(g->names[o->name], "forward") ||
+            !(c->matmul_no_fp8 > 0))
+            continue;
+        ck_assert(c->gemm_set == 0 && c->matmul_no_fp8 == 2.0 * 4096 * 32000 * 2048);
+        wl_cost rest = *c;
+        rest.flops[GPU_OP_MATMUL] = rest.matmul_no_fp8 = 0;
+        ck_assert_int_eq(replay_op_compute_time(g, c, &h, gpu_op_time, gpu_gemm_time) -
+                             replay_op_compute_time(g, &rest, &h, gpu_op_time, gpu_gemm_time),
+                         gpu_op_time(&h, GPU_OP_MATMUL, GPU_FP8,
+                                     c->flops[GPU_OP_MATMUL] - c->matmul_no_fp8, 0) +
+                             gpu_op_time(&h, GPU_OP_MATMUL, GPU_BF16, c->matmul_no_fp8, 0));
+        checked++;
+    }
+    ck_assert_int_ge(checked, 1);
     wl_graph_destroy(g);
     wl_scenario_free(&sc);
     cJSON_Delete(j);
@@ -331,31 +427,39 @@ static int read_text(const char *text, wl_graph **g, dt_error *e)
 
 START_TEST(trace_identity)
 {
-    wl_scenario sc;
-    cJSON *j;
-    wl_graph *g = build(LLAMA, "{\"tp\": 2, \"pp\": 2, \"micro_batch_size\": 1, "
-                               "\"microbatches\": 2}", 4, &sc, &j);
-    size_t n1, n2;
-    char *t1 = write_mem(g, &n1);
-    ck_assert(strstr(t1, "\"gemm_sets\"") && strstr(t1, "\"gemms\": 0"));
-    /* the logits' GEMMs carry their 16 bits (written only when set) */
-    ck_assert(strstr(t1, "\"no_fp8\": true") && !strstr(t1, "\"no_fp8\": false"));
-    wl_graph *back = NULL;
-    dt_error e;
-    ck_assert_msg(read_text(t1, &back, &e) == DT_OK, "%s: %s", e.path, e.msg);
-    ck_assert_uint_eq(back->n_gemm_sets, g->n_gemm_sets);
-    ck_assert_uint_eq(back->n_gemms, g->n_gemms);
-    for (uint32_t i = 0; i < g->n_gemms; i++) ck_assert(back->gemms[i].no_fp8 == g->gemms[i].no_fp8);
-    ck_assert_int_eq(check_graph(back), check_graph(g));
-    char *t2 = write_mem(back, &n2);
-    ck_assert_uint_eq(n1, n2);
-    ck_assert(memcmp(t1, t2, n1) == 0);
-    free(t1);
-    free(t2);
-    wl_graph_destroy(back);
-    wl_graph_destroy(g);
-    wl_scenario_free(&sc);
-    cJSON_Delete(j);
+    /* bf16, then fp8 (whose last-stage costs carry the logits' matmul_no_fp8) */
+    const char *prec[2] = {"", ", \"precision\": \"fp8\""};
+    for (int p = 0; p < 2; p++) {
+        wl_scenario sc;
+        cJSON *j;
+        wl_graph *g = build_with(LLAMA, "{\"tp\": 2, \"pp\": 2, \"micro_batch_size\": 1, "
+                                        "\"microbatches\": 2}", prec[p], 4, &sc, &j);
+        size_t n1, n2;
+        char *t1 = write_mem(g, &n1);
+        ck_assert(strstr(t1, "\"gemm_sets\"") && strstr(t1, "\"gemms\": 0"));
+        /* the logits' GEMMs carry their 16 bits (written only when set) */
+        ck_assert(strstr(t1, "\"no_fp8\": true") && !strstr(t1, "\"no_fp8\": false"));
+        ck_assert((strstr(t1, "\"matmul_no_fp8\"") != NULL) == (p == 1));
+        wl_graph *back = NULL;
+        dt_error e;
+        ck_assert_msg(read_text(t1, &back, &e) == DT_OK, "%s: %s", e.path, e.msg);
+        ck_assert_uint_eq(back->n_gemm_sets, g->n_gemm_sets);
+        ck_assert_uint_eq(back->n_gemms, g->n_gemms);
+        for (uint32_t i = 0; i < g->n_gemms; i++) ck_assert(back->gemms[i].no_fp8 == g->gemms[i].no_fp8);
+        ck_assert_uint_eq(back->n_costs, g->n_costs);
+        for (uint32_t i = 0; i < g->n_costs; i++)
+            ck_assert(back->costs[i].matmul_no_fp8 == g->costs[i].matmul_no_fp8);
+        ck_assert_int_eq(check_graph(back), check_graph(g));
+        char *t2 = write_mem(back, &n2);
+        ck_assert_uint_eq(n1, n2);
+        ck_assert(memcmp(t1, t2, n1) == 0);
+        free(t1);
+        free(t2);
+        wl_graph_destroy(back);
+        wl_graph_destroy(g);
+        wl_scenario_free(&sc);
+        cJSON_Delete(j);
+    }
 }
 END_TEST
 
@@ -404,6 +508,10 @@ START_TEST(trace_errors)
     bad("\"gemm_sets\": {}", "{}", "gemm_sets", "array");
     bad("\"gemm_sets\": [[{\"m\": 1, \"n\": 1, \"k\": 1, \"no_fp8\": 1}]]", "{}",
         "gemm_sets[0][0].no_fp8", "expected true or false");
+    /* the 16-bit share of the matmul FLOPs is part of them */
+    bad("", "{\"flops\": {\"matmul\": 5}, \"matmul_no_fp8\": 6}", "costs[0].matmul_no_fp8",
+        "more than the cost's matmul FLOPs (5)");
+    bad("", "{\"matmul_no_fp8\": -1}", "costs[0].matmul_no_fp8", "non-negative");
 }
 END_TEST
 
@@ -416,6 +524,7 @@ int main(void)
     tcase_add_test(tc, graph_costs_carry_shapes);
     tcase_add_test(tc, time_per_gpu);
     tcase_add_test(tc, fp8_logits_at_bf16);
+    tcase_add_test(tc, fp8_logits_at_bf16_flat);
     tcase_add_test(tc, trace_identity);
     tcase_add_test(tc, trace_errors);
     suite_add_tcase(s, tc);
