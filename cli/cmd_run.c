@@ -144,6 +144,9 @@ static void print_json(const run_result *r, const run_steps_result *steps)
     cJSON_AddNumberToObject(b, "bubble", r->breakdown_s.bubble);
     cJSON_AddNumberToObject(b, "straggler_wait", r->breakdown_s.straggler_wait);
     cJSON_AddNumberToObject(b, "data_stall", r->breakdown_s.data_stall);
+    /* part of compute, not a sixth share: only where a host floor is set, so that runs without
+     * one keep their bytes */
+    if (r->host_wait_s > 0) cJSON_AddNumberToObject(j, "host_wait_s", r->host_wait_s);
     cJSON *ek = cJSON_AddObjectToObject(j, "comm_exposed_by_kind_s");
     cJSON *fk = cJSON_AddObjectToObject(j, "comm_in_flight_by_kind_s");
     for (int k = 0; k < WL_COMM_KIND_COUNT; k++) {
@@ -340,6 +343,9 @@ static void print_human(const char *what, const run_result *r, const run_steps_r
     printf("  %-16s %12s\n", "step time", unit_fmt_seconds(T, buf, sizeof buf));
     printf("\nbreakdown (critical GPU %d: the one that finishes last)\n", r->critical_gpu);
     row_time("compute", r->breakdown_s.compute, T);
+    if (r->host_wait_s > 0)
+        printf("  %-16s %12s  %5.1f%%  of it the GPU waiting for the host's dispatch\n", "  host wait",
+               unit_fmt_seconds(r->host_wait_s, buf, sizeof buf), T > 0 ? 100 * r->host_wait_s / T : 0.0);
     row_time("comm exposed", r->breakdown_s.comm_exposed, T);
     for (int k = 0; k < WL_COMM_KIND_COUNT; k++) {
         double x = r->comm_exposed_by_kind_s[k], f = r->comm_inflight_by_kind_s[k];

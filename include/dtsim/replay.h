@@ -175,6 +175,9 @@ typedef struct replay_result {
     /* Breakdown of [0, step_time] for the critical GPU (see docs/workloads.md): they sum to
      * step_time exactly. */
     sim_time_t compute, comm_exposed, bubble, straggler_wait;
+    /* the part of compute its GPU spent waiting for its host's dispatch (wl_cost.host): from
+     * the end of each op's GPU work to the host's floor; 0 without a floor */
+    sim_time_t host_wait;
     /* comm_exposed split by what the communication is for (wl_comm_kind): an instant of
      * exposed communication counts for every kind in flight then, in equal shares (the
      * picosecond left over by an uneven division goes to the lowest kind), so the parts sum to

@@ -138,6 +138,9 @@ typedef struct run_result {
         double compute, comm_exposed, bubble, straggler_wait;
         double data_stall;        /* waiting for the input pipeline (scenario `input`) */
     } breakdown_s;
+    /* the part of breakdown_s.compute the critical GPU spent waiting for its host's dispatch
+     * (framework.host_*_per_layer; replay_result.host_wait); 0 without it */
+    double host_wait_s;
     /* breakdown_s.comm_exposed by what the communication is for (wl_comm_kind: TP, PP, DP,
      * ZeRO gathers); they sum to it (replay.h says how overlapping kinds share an instant). */
     double comm_exposed_by_kind_s[WL_COMM_KIND_COUNT];

@@ -131,6 +131,12 @@ typedef struct wl_framework {
      * param.grad that the DDP hook adds into the fp32 main_grad every microbatch, instead of
      * accumulating into main_grad itself. Stored negated so that zero is the fused default. */
     bool grad_accum_unfused;
+    /* Host time (Python, autograd, kernel launches) of one layer's forward and of its backward
+     * on one microbatch (framework.host_forward_per_layer, host_backward_per_layer; 0 = none,
+     * every preset's default): the CPU issues kernels ahead of the GPU, so a layer op of n
+     * layers lasts at least n x this (wl_cost.host); a fully recomputed backward pays the
+     * forward's again (docs/workloads.md, "Host dispatch floor") */
+    sim_time_t host_fwd, host_bwd;
 } wl_framework;
 
 const char *wl_framework_name(wl_framework_preset p);
@@ -657,6 +663,12 @@ typedef struct wl_cost {
     double attn_head_dim;
     gpu_attn_kernel attn_kernel;
     bool attn_causal;
+    /* The host's time to issue the op (framework.host_*_per_layer x its layers; 0 = none): the
+     * CPU runs ahead of the GPU, so the op lasts max(its GPU time, host), its GPU time being
+     * the compute and the in-lane collectives on its stream; what the floor adds is compute
+     * time the GPU spends waiting (replay_result.host_wait). Not part of replay_cost_time: a
+     * GPU's speed (stragglers, jitter, contention) does not change it. */
+    sim_time_t host;
 } wl_cost;
 
 /* A collective instance: every op naming it (one per participating lane) must be reached

@@ -156,6 +156,12 @@ typedef struct rep {
     uint32_t *cn_cur;
     double *cn_rem, *cn_ratio;
     sim_time_t *cn_t, *cn_cend, *cn_tail, *cn_start;
+    /* Host dispatch floor (wl_cost.host) under contention, per lane: when the running op's GPU
+     * work ends at its current rate (cn_gend) and the earliest its compute part may end,
+     * start + the floor (cn_fend); the compute part ends at the later of the two (cn_cend), and
+     * only the GPU work is re-timed by collectives starting and ending (a GPU waiting for its
+     * host has no kernels to slow down). Without a floor cn_fend <= cn_gend = cn_cend. */
+    sim_time_t *cn_gend, *cn_fend;
     uint64_t *cn_ver;
     double *cn_inst_hbm;           /* per collective instance: its HBM B/s on each GPU */
     double *cn_inst_sms;           /* per collective instance: the SMs it holds on each GPU */
@@ -167,6 +173,10 @@ typedef struct rep {
     cn_memo *cn_memo;              /* per lane: its last CN_MEMO_WAYS ratios (cn_ratio_of) */
     cn_shared *cn_shared;          /* CN_SHARED_SIZE ratios shared by the lanes (cn_ratio_of) */
     sim_time_t *tp_steal;          /* per (cost, lane): compute lost to overlapped TP comm, -1 */
+    /* Only when some cost has a host floor: per compute op the floor of its compute part (the
+     * host's time less the op's in-lane communication, host_fl) and the lane's GPU work in that
+     * part (host_gpu), from which breakdown() tells the GPU's wait for its host */
+    sim_time_t *host_fl, *host_gpu;
     dt_arena mem;                  /* owns every array above but those a result takes over */
 } rep;
 
@@ -378,7 +388,8 @@ static void cn_schedule(rep *R, uint32_t lane)
     uint32_t id = R->cn_cur[lane];
     double x = R->cn_rem[lane] * R->cn_ratio[lane];
     sim_time_t d = x < 9.2e18 ? (sim_time_t)llround(x) : SIM_TIME_MAX;
-    R->cn_cend[lane] = sim_time_add(R->cn_t[lane], d);
+    R->cn_gend[lane] = sim_time_add(R->cn_t[lane], d);
+    R->cn_cend[lane] = R->cn_gend[lane] > R->cn_fend[lane] ? R->cn_gend[lane] : R->cn_fend[lane];
     sim_schedule(R->eng, sim_time_add(R->cn_cend[lane], R->cn_tail[lane]), R->k_op_done, id,
                  ++R->cn_ver[lane]);
 }
@@ -390,7 +401,7 @@ static void cn_change(rep *R, uint32_t lane, int dl, double dh, double ds, doubl
 {
     sim_time_t now = sim_now(R->eng);
     uint32_t id = R->cn_cur[lane];
-    bool running = id != CN_NONE && now < R->cn_cend[lane];
+    bool running = id != CN_NONE && now < R->cn_gend[lane];
     if (running) {
         double done = (double)(now - R->cn_t[lane]) / R->cn_ratio[lane];
         R->cn_rem[lane] = R->cn_rem[lane] > done ? R->cn_rem[lane] - done : 0;
@@ -765,6 +776,17 @@ static void on_ring_step(void *model, sim_engine *eng, const sim_event *ev)
     ring_step(model, ev->id);
 }
 
+/* The host dispatch floor of compute op id (wl_cost.host): its compute part lasts at least the
+ * host's time less the in-lane communication `in` that follows it on its stream, so that the op
+ * lasts max(GPU time, host) with the TP collectives counted as GPU time (the host issues them
+ * too). Noted for breakdown(); 0 when no cost of the graph has a floor. */
+static sim_time_t host_floor(rep *R, uint32_t id, sim_time_t in)
+{
+    if (!R->host_fl) return 0;
+    sim_time_t h = R->g->costs[R->g->ops[id].arg].host;
+    return R->host_fl[id] = h > in ? h - in : 0;
+}
+
 static void start_op(rep *R, uint32_t id)
 {
     const wl_op *o = &R->g->ops[id];
@@ -804,7 +826,11 @@ static void start_op(rep *R, uint32_t id)
         if (R->ring_left && oc->ring_count > 0 && oc->ring_bytes > 0 && R->g->cp > 1) {
             /* flow mode: the ring's steps as flows; ring_step's last one schedules the end */
             R->ring_left[id] = (uint32_t)oc->ring_count * (uint32_t)(R->g->cp - 1);
-            R->ring_base[id] = sim_time_add(max, in);
+            /* the floor against the compute and TP part: the ring's exposed time comes after
+             * it (an upper bound where the host would have hidden some of the ring) */
+            sim_time_t fl = host_floor(R, id, in);
+            if (R->host_gpu) R->host_gpu[id] = max;
+            R->ring_base[id] = sim_time_add(max > fl ? max : fl, in);
             /* with contention the attention block beside a step's sends runs at 1/r of its
              * rate (r: the op's contended/free time beside them, ring_ratio) */
             R->ring_block[id] = (sim_time_t)llround(ring_block_time(R, oc, gpus[0]) *
@@ -821,6 +847,7 @@ static void start_op(rep *R, uint32_t id)
                 R->cn_cur[l] = id;
                 R->cn_rem[l] = (double)max;
                 R->cn_t[l] = now;
+                R->cn_fend[l] = sim_time_add(now, fl);
                 R->cn_start[l] = planned;
                 R->cn_tail[l] = in;
                 R->cn_ratio[l] = cn_ratio_of(R, o->arg, l);
@@ -848,18 +875,21 @@ static void start_op(rep *R, uint32_t id)
             in = sim_time_add(in, ring);
         }
         if (R->inl) R->inl[id] = in;
+        sim_time_t fl = host_floor(R, id, in);
         if (R->cn_cur && o->stream == WL_STREAM_COMPUTE) {
             uint32_t l = o->lane;
             R->cn_cur[l] = id;
             R->cn_rem[l] = (double)max;
             R->cn_t[l] = now;
+            R->cn_fend[l] = sim_time_add(now, fl);
             R->cn_start[l] = planned; /* for scaling the members' own times at the end */
             R->cn_tail[l] = in;
             R->cn_ratio[l] = cn_ratio_of(R, o->arg, l);
             cn_schedule(R, l);
             return;
         }
-        sim_schedule_in(R->eng, now, sim_time_add(max, in), R->k_op_done, id, 0);
+        if (R->host_gpu) R->host_gpu[id] = max;
+        sim_schedule_in(R->eng, now, sim_time_add(max > fl ? max : fl, in), R->k_op_done, id, 0);
     } else if (o->kind == WL_OP_SEND) {
         const int *src = &R->g->lane_gpus[(size_t)o->lane * R->ts];
         const int *dst = &R->g->lane_gpus[(size_t)o->arg * R->ts];
@@ -1012,9 +1042,10 @@ static void on_op_done(void *model, sim_engine *eng, const sim_event *ev)
         uint32_t l = R->g->ops[ev->id].lane;
         if (R->cn_cur[l] != ev->id || ev->data != R->cn_ver[l]) return;
         R->cn_cur[l] = CN_NONE;
+        if (R->host_gpu) R->host_gpu[ev->id] = R->cn_gend[l] - R->start[ev->id];
         if (R->hetero_time && R->cn_start[l] > 0) {
             /* the members' own compute times stretch with the lane's */
-            double f = (double)(R->cn_cend[l] - R->start[ev->id]) / (double)R->cn_start[l];
+            double f = (double)(R->cn_gend[l] - R->start[ev->id]) / (double)R->cn_start[l];
             for (int k = 0; k < R->ts; k++) {
                 double x = (double)R->own[(size_t)ev->id * R->ts + k] * f;
                 R->own[(size_t)ev->id * R->ts + k] = x < 9.2e18 ? (sim_time_t)llround(x) : SIM_TIME_MAX;
@@ -1147,6 +1178,7 @@ static void breakdown(rep *R, uint32_t lane, int member, replay_result *out)
 {
     const wl_graph *g = R->g;
     size_t cap = 64, n = 0;
+    sim_time_t host = 0;
     mark *m = dt_xmalloc(cap * sizeof *m);
 #define ADD(a, b, c, k)                                                                     \
     do {                                                                                    \
@@ -1168,6 +1200,17 @@ static void breakdown(rep *R, uint32_t lane, int member, replay_result *out)
                 sim_time_t in = R->inl ? R->inl[id] : inlane_time(R, o->arg, o->lane);
                 sim_time_t ring = R->inl_cp ? R->inl_cp[id] : 0;
                 sim_time_t own = R->hetero_time ? R->own[(size_t)id * R->ts + member] : e - s - in;
+                if (R->host_fl) {
+                    /* the GPU's wait for its host: from its own GPU work (the lane's, or with
+                     * stragglers or jitter this member's) to the floor, within the compute
+                     * part; compute time (each GPU's host issues its own kernels, so a member
+                     * held by its host does not wait for a late peer) */
+                    sim_time_t part = e - s - in;
+                    sim_time_t fl = R->host_fl[id] < part ? R->host_fl[id] : part;
+                    sim_time_t gpu = R->hetero_time ? own : R->host_gpu[id];
+                    if (fl > gpu) host += fl - gpu;
+                    if (R->hetero_time && own < fl) own = fl;
+                }
                 ADD(s, s + own, CAT_COMPUTE, 0);
                 if (R->ring_hid && R->ring_hid[id] > 0)
                     /* ring sends under the attention: in flight, hidden (compute wins) */
@@ -1227,6 +1270,7 @@ static void breakdown(rep *R, uint32_t lane, int member, replay_result *out)
     }
     free(m);
     out->compute = acc[CAT_COMPUTE];
+    out->host_wait = host < out->compute ? host : out->compute;
     out->comm_exposed = acc[CAT_COMM];
     out->straggler_wait = acc[CAT_WAIT];
     out->bubble = acc[N_CAT];
@@ -1315,6 +1359,11 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
         CARVE(waiting, (size_t)n + 1);
     }
     if (R.hetero_time) CARVE(own, (size_t)n * R.ts + 1);
+    for (uint32_t i = 0; i < g->n_costs && !R.host_fl; i++)
+        if (g->costs[i].host > 0) {
+            CARVE(host_fl, (size_t)n + 1);
+            CARVE(host_gpu, (size_t)n + 1);
+        }
     if (cfg->contention && cfg->gpus) {
         CARVE(cn_lvl, L);
         CARVE(cn_hbm, L);
@@ -1324,6 +1373,8 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
         CARVE(cn_ratio, L);
         CARVE(cn_t, L);
         CARVE(cn_cend, L);
+        CARVE(cn_gend, L);
+        CARVE(cn_fend, L);
         CARVE(cn_tail, L);
         CARVE(cn_start, L);
         CARVE(cn_ver, L);

@@ -630,6 +630,7 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
     } else if (st == DT_OK) {
         out->step_time_s = sim_time_to_s(r.step_time);
         out->breakdown_s.compute = sim_time_to_s(r.compute);
+        out->host_wait_s = sim_time_to_s(r.host_wait);
         out->breakdown_s.comm_exposed = sim_time_to_s(r.comm_exposed);
         out->breakdown_s.bubble = sim_time_to_s(r.bubble);
         out->breakdown_s.straggler_wait = sim_time_to_s(r.straggler_wait);
@@ -1094,6 +1095,7 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
                         in += (double)coll_time_fn(&cc, c.inlane[i].op, gpus, tp, c.inlane[i].bytes,
                                                    true) * c.inlane[i].count;
                 double d = c.inlane_overlap ? fmax(comp, in) : comp + in;
+                d = fmax(d, (double)c.host); /* the host's dispatch floor, as start_op */
                 (bwd ? B : F)[vs] = d * 1e-12;
             }
         }
@@ -1278,7 +1280,8 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t)
                 if (y > x) x = y;
             }
         }
-        busy[o->lane] += x;
+        /* the host's dispatch floor (start_op): the op lasts at least that too */
+        busy[o->lane] += fmax(x, (double)g->costs[o->arg].host);
     }
     double lb = 0;
     for (int l = 0; l < g->n_lanes; l++) lb = fmax(lb, busy[l]);
@@ -1636,6 +1639,7 @@ int run_scenario(const cJSON *scenario, const char *file, const char *base_dir,
                 MIX(bubble);
                 MIX(straggler_wait);
 #undef MIX
+                out->host_wait_s = ((H - 1) * loc.host_wait_s + out->host_wait_s) / H;
                 run_stretch(out, ((H - 1) * Tl + Ts) / H);
                 out->events += loc.events;
             }

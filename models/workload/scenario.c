@@ -534,7 +534,9 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
                                            "optimizer_bytes", "link_efficiency", "reduce_dtype",
                                            "grad_buffer_bytes", "cross_entropy",
                                            "attention_unpad", "overlap_p2p_comm",
-                                           "gradient_accumulation_fusion", NULL};
+                                           "gradient_accumulation_fusion",
+                                           "host_forward_per_layer", "host_backward_per_layer",
+                                           NULL};
         TRY(js_check_keys(c, o, "framework", keys));
         TRY(js_get_enum(c, o, "framework", "preset", false, framework_names, &preset));
     } else {
@@ -563,6 +565,7 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
     fw->fused_cross_entropy = false; /* every preset: PyTorch's loss over fp32 logits */
     fw->attention_unpad = false;
     fw->grad_accum_unfused = false; /* Megatron: --no-gradient-accumulation-fusion is opt-out */
+    fw->host_fwd = fw->host_bwd = 0; /* no host floor: a question a user asks, not a preset's */
     /* Megatron-LM reduces bf16 gradients in fp32: arguments.py sets
      * accumulate_allreduce_grads_in_fp32 for bf16 unless --grad-reduce-in-bf16 is given
      * (reduce_dtype "bf16" says that); an fp8 run is a --bf16 run whose GEMMs Transformer Engine
@@ -622,6 +625,10 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
                            "false is Megatron's --no-gradient-accumulation-fusion: only with the "
                            "megatron preset, found preset \"%s\"", framework_names[preset]);
         fw->grad_accum_unfused = !fused;
+        /* the host's dispatch time of one layer's forward and backward (docs/workloads.md,
+         * "Host dispatch floor"): times with units, >= 0 */
+        TRY(js_get_time(c, o, "framework", "host_forward_per_layer", false, &fw->host_fwd));
+        TRY(js_get_time(c, o, "framework", "host_backward_per_layer", false, &fw->host_bwd));
         const cJSON *le = cJSON_GetObjectItemCaseSensitive(o, "link_efficiency");
         if (le) {
             if (cJSON_IsString(le)) {

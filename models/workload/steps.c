@@ -178,6 +178,7 @@ static void replica_steps(shared *S, double P, run_steps_result *out)
                 f->breakdown_s.straggler_wait;
     double k0 = b0 > 0 ? busy[crit] / b0 / n : 0;
     f->breakdown_s.compute *= k0;
+    f->host_wait_s *= k0;
     f->breakdown_s.comm_exposed = f->breakdown_s.comm_exposed * k0 +
                                   (wcomm[crit] + ecomm[crit] - ecomp[crit]) / n;
     f->breakdown_s.bubble *= k0;

@@ -200,6 +200,7 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
         if (c->ring_count > 0 && c->ring_bytes > 0)
             fprintf(f, ", \"ring\": {\"bytes\": %.17g, \"count\": %d}", c->ring_bytes,
                     c->ring_count);
+        if (c->host > 0) fprintf(f, ", \"host\": %.17g", sim_time_to_s(c->host));
         fprintf(f, "}");
     }
     fprintf(f, "],\n\"collectives\": [\n");
@@ -367,11 +368,13 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_gr
 {
     static const char *const keys[] = {"duration", "flops", "bytes", "gemms", "matmul_no_fp8",
                                        "inlane", "inlane_overlap", "inlane_drain", "attention",
-                                       "ring", NULL};
+                                       "ring", "host", NULL};
     TRY(js_expect_object(c, v, p));
     TRY(js_check_keys(c, v, p, keys));
     memset(out, 0, sizeof *out);
     TRY(js_get_time(c, v, p, "duration", false, &out->fixed));
+    /* the host's dispatch floor: the op lasts at least this (wl_cost.host) */
+    TRY(js_get_time(c, v, p, "host", false, &out->host));
     const char *sub[2] = {"flops", "bytes"};
     for (int s = 0; s < 2; s++) {
         const cJSON *o = cJSON_GetObjectItemCaseSensitive(v, sub[s]);

@@ -496,6 +496,16 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
         c.ring_bytes = !bwd ? kv : (p->checkpointing == WL_CKPT_FULL ? 3 * kv : 2 * kv);
         c.ring_count = (int)n;
     }
+    /* the host's dispatch floor (framework.host_*_per_layer; docs/workloads.md, "Host dispatch
+     * floor"): every layer of the op on this microbatch, a fully recomputed backward's forwards
+     * again (checkpoint() re-runs the layers' forward code); the embedding's and the loss's own
+     * host work in the first and last ops is not counted */
+    sim_time_t hf = p->fw.host_fwd, hb = p->fw.host_bwd;
+    if (hf > 0 || hb > 0) {
+        sim_time_t k = (sim_time_t)layers, per = bwd ? hb : hf;
+        if (bwd && p->checkpointing == WL_CKPT_FULL) per = sim_time_add(per, hf);
+        c.host = per > 0 && k > SIM_TIME_MAX / per ? SIM_TIME_MAX : k * per;
+    }
     *out = c;
 }
 

@@ -32,6 +32,8 @@ scen("unknown.json", paralel={"tp": 2})
 scen("missing.json", model=None)
 scen("unit.json", parallel={"bucket_size": "5 parsecs"})
 scen("negative.json", parallel={"bucket_size": "-5 MB"})
+scen("host_neg.json", framework={"preset": "megatron", "host_backward_per_layer": "-2 ms"})
+scen("host_unit.json", framework={"host_forward_per_layer": "2 jiffies"})
 scen("zero.json", model={"layers": 0})
 scen("huge_gpus.json", topology={"nodes": 1e300})
 scen("mb40.json", parallel={"microbatches": 2**40})
@@ -179,6 +181,8 @@ t 2 'unknown.json: paralel: unknown key (did you mean "parallel"?)' never.json r
 t 2 'missing.json: model: required' - memory missing.json
 t 2 'unit.json: parallel.bucket_size: unknown size unit "parsecs"' - run unit.json
 t 2 'negative.json: parallel.bucket_size: expected a positive size' - memory negative.json
+t 2 'host_neg.json: framework.host_backward_per_layer: expected a non-negative time, found "-2 ms"' - run host_neg.json
+t 2 'host_unit.json: framework.host_forward_per_layer: unknown time unit "jiffies"' - run host_unit.json
 t 2 'zero.json: model.layers: expected an integer from 1' - run zero.json
 t 2 'huge_gpus.json: topology.nodes: expected an integer from 1 to' - memory huge_gpus.json
 t 2 'mb40.json: parallel.microbatches: expected an integer from 1 to' - run mb40.json

@@ -3,7 +3,9 @@
 # Pins down: the quickstart runs and prints every JSON key; --steps N prints N step times whose
 # first is `dtsim run`'s, mean/p50/p99/max consistent with them, the same for any --jobs; breakdown sums to the step time;
 # a written trace replayed on the same topology prints byte-identical --json (minus wall_s), and
-# carries the GEMM shapes (stripped of them, the same FLOPs step faster);
+# carries the GEMM shapes (stripped of them, the same FLOPs step faster); a host dispatch floor
+# (framework.host_*_per_layer) holds the quickstart to (m + p - 1) stage passes of host time,
+# shows its wait (host_wait_s, the "host wait" line) and travels in the trace;
 # memory --json says "fits": false for a plan that cannot fit; bad input exits 2 with the path;
 # --help exits 0.
 set -euo pipefail
@@ -69,6 +71,32 @@ grep -q '"inlane_overlap": true' "$tmp/tf.json" && grep -q '"link_efficiency"' "
 "$DTSIM" run --trace "$tmp/tf.json" --topology "$tmp/topo.json" --json | grep -v wall_s > "$tmp/fb"
 cmp "$tmp/fa" "$tmp/fb" || { diff "$tmp/fa" "$tmp/fb" >&2; fail "framework trace replay differs"; }
 cmp -s "$tmp/a" "$tmp/fa" && fail "the framework changed nothing"
+# the host dispatch floor (framework.host_*_per_layer): a run without it has no host_wait_s; with
+# 5 + 10 ms per layer the quickstart's 6-layer stages take at least (m + p - 1) x 6 x 15 ms, the
+# GPU's wait shows under compute in both outputs, and the floor travels in the trace
+grep -q '"host_wait_s"' "$tmp/a" && fail "host_wait_s without a floor"
+python3 - "$SRC/scenarios/quickstart.json" "$tmp/host.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["framework"] = {"preset": "megatron", "host_forward_per_layer": "5 ms",
+                  "host_backward_per_layer": "10 ms"}
+json.dump(s, open(sys.argv[2], "w"))
+PY
+"$DTSIM" run "$tmp/host.json" --json --write-trace "$tmp/th.json" > "$tmp/hj"
+grep -v wall_s "$tmp/hj" > "$tmp/ha"
+python3 - "$tmp/hj" <<'PY' || fail "host floor: step or host_wait_s"
+import json, sys
+r = json.load(open(sys.argv[1]))
+m = 128 // 4 // 4  # global batch / micro batch / dp: 8 microbatches per replica
+floor = (m + 2 - 1) * 6 * 0.015
+assert floor <= r["step_time_s"] < floor * 1.1, (floor, r["step_time_s"])
+assert 0.5 * floor < r["host_wait_s"] <= r["breakdown_s"]["compute"], r["host_wait_s"]
+PY
+grep -q '"host": 0.029999999999999999' "$tmp/th.json" || fail "trace lacks the backward's floor"
+"$DTSIM" run --trace "$tmp/th.json" --topology "$tmp/topo.json" --json | grep -v wall_s > "$tmp/hb"
+cmp "$tmp/ha" "$tmp/hb" || { diff "$tmp/ha" "$tmp/hb" >&2; fail "host floor trace replay differs"; }
+"$DTSIM" run "$tmp/host.json" | grep -q "^    host wait .* of it the GPU waiting for the host" \
+  || fail "no host wait line"
 # Megatron-Core's overlapped pipeline sends (interleaved, bf16: overlap_p2p_comm) travel in the
 # trace as its dependencies: the replay is the run; blocking sends give another step
 for blk in "" ', "pp_blocking_sends": true'; do
