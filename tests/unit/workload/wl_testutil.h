@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dtsim/replay.h"
 #include "dtsim/run.h"
 #include "dtsim/workload.h"
 #include "testutil.h"
@@ -59,6 +60,31 @@ static inline run_result run_trace_text(const char *trace, const char *topo_text
     int rc = try_trace_text(trace, topo_text, &r, &e);
     ck_assert_msg(rc == DT_OK, "%s: %s: %s", e.file, e.path, e.msg);
     return r;
+}
+
+/* g written as a dtsim trace and read back: the graph the trace describes (destroy it with
+ * wl_graph_destroy). What a trace must keep, a test compares between the two. */
+static inline wl_graph *graph_through_trace(const wl_graph *g)
+{
+    char *s = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&s, &len);
+    ck_assert_ptr_nonnull(f);
+    trace_env env = {0};
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(trace_write(f, g, &env, &e), DT_OK);
+    fclose(f);
+    cJSON *j = NULL;
+    ck_assert_int_eq(js_parse_text(s, len, "t.json", &j, &e), DT_OK);
+    js_ctx c = {"t.json", &e};
+    wl_graph *h = NULL;
+    trace_env env2;
+    ck_assert_msg(trace_read(&c, j, &h, &env2) == DT_OK, "%s: %s", e.path, e.msg);
+    trace_env_free(&env2);
+    cJSON_Delete(j);
+    free(s);
+    return h;
 }
 
 #ifndef WL_TESTUTIL_NO_FIXTURE
