@@ -11,6 +11,9 @@
  * rate is its FLOPs over its own event time. First and last windows say what minutes of dense
  * tensor load at the power limit cost against the burst.
  *
+ * Self-check: before anything is timed, each layout runs once on a small odd shape and is
+ * compared with a host product written from its row-major definition (check_layouts).
+ *
  * Inputs are uniform random bf16 (not zeros: the power a GEMM draws, and so the clock it holds,
  * depends on the data's bit switching; docs/validation.md, "GEMM benchmarks are power-limited").
  * The weight gradient writes fp32 with beta 1, Megatron's gradient-accumulation fusion
@@ -217,6 +220,66 @@ int measure_gemm(probe &pr, const cal_probe_opts *o, const cal_probe_shape *s, c
     return DT_OK;
 }
 
+float bf16_to_float(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Before anything is timed: each layout on a small odd shape against a host product written
+ * from its row-major definition (probe.h), so a wrong operation or leading dimension (which
+ * would time some other GEMM, or read out of bounds) stops the probe instead of reporting. */
+int check_layouts(probe &pr, dt_error *err)
+{
+    const int m = 96, n = 80, k = 72;
+    for (int l = 0; l < CAL_PROBE_LAYOUT_COUNT; l++) {
+        cal_probe_shape s;
+        memset(&s, 0, sizeof s);
+        s.m = m, s.n = n, s.k = k, s.layout = (cal_probe_layout)l;
+        gemm_call g = layout_call(&s);
+        size_t cb = g.c_type == CUDA_R_32F ? 4 : 2;
+        cudaFree(pr.p);
+        cudaFree(pr.q);
+        cudaFree(pr.c);
+        pr.p = pr.q = pr.c = nullptr;
+        CK(cudaMalloc(&pr.p, (size_t)n * k * 2));
+        CK(cudaMalloc(&pr.q, (size_t)m * k * 2));
+        CK(cudaMalloc(&pr.c, (size_t)m * n * cb));
+        fill_bf16<<<64, 256, 0, pr.st>>>((__nv_bfloat16 *)pr.p, (size_t)n * k, 11u + l);
+        fill_bf16<<<64, 256, 0, pr.st>>>((__nv_bfloat16 *)pr.q, (size_t)m * k, 23u + l);
+        CK(cudaMemsetAsync(pr.c, 0, (size_t)m * n * cb, pr.st));
+        if (int rc = gemm(pr, &s, g, err)) return rc;
+        std::vector<uint16_t> P((size_t)n * k), Q((size_t)m * k), C16((size_t)m * n);
+        std::vector<float> C32((size_t)m * n);
+        CK(cudaMemcpyAsync(P.data(), pr.p, P.size() * 2, cudaMemcpyDeviceToHost, pr.st));
+        CK(cudaMemcpyAsync(Q.data(), pr.q, Q.size() * 2, cudaMemcpyDeviceToHost, pr.st));
+        if (cb == 4) CK(cudaMemcpyAsync(C32.data(), pr.c, C32.size() * 4, cudaMemcpyDeviceToHost, pr.st));
+        else CK(cudaMemcpyAsync(C16.data(), pr.c, C16.size() * 2, cudaMemcpyDeviceToHost, pr.st));
+        CK(cudaStreamSynchronize(pr.st));
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) {
+                double ref = 0, mag = 0;
+                for (int x = 0; x < k; x++) {
+                    double a, b; /* A[i][x] . B[x][j] in row-major terms */
+                    if (l == CAL_PROBE_FWD) a = bf16_to_float(Q[(size_t)i * k + x]), b = bf16_to_float(P[(size_t)j * k + x]);
+                    else if (l == CAL_PROBE_DGRAD) a = bf16_to_float(Q[(size_t)i * k + x]), b = bf16_to_float(P[(size_t)x * n + j]);
+                    else a = bf16_to_float(Q[(size_t)x * m + i]), b = bf16_to_float(P[(size_t)x * n + j]);
+                    ref += a * b;
+                    mag += fabs(a * b);
+                }
+                double got = cb == 4 ? C32[(size_t)i * n + j] : bf16_to_float(C16[(size_t)i * n + j]);
+                if (fabs(got - ref) > 1e-2 * mag + 1e-3)
+                    return dt_error_set(err, DT_EINTERNAL, NULL, NULL,
+                                        "probe: the %s GEMM (%d x %d x %d) computes %g at C[%d][%d], its definition %g: "
+                                        "the layout is wrong, nothing was timed",
+                                        cal_probe_layout_name((cal_probe_layout)l), m, n, k, got, i, j, ref);
+            }
+    }
+    return DT_OK;
+}
+
 /* Median of 10 timed runs after 2 untimed ones, each bracketed by events. */
 template <class F> int time_median(probe &pr, F run, double *out, dt_error *err)
 {
@@ -295,6 +358,8 @@ extern "C" int kern_probe_measure(const cal_probe_opts *o, const cal_probe_shape
     CB(cublasCreate(&pr.h));
     CB(cublasSetStream(pr.h, pr.st));
     CB(cublasGetVersion(pr.h, &out->cublas));
+    if (progress) progress("checking the three layouts against a host product", arg);
+    if (int rc = check_layouts(pr, err)) return rc;
     char what[160];
     for (int i = 0; i < n; i++) {
         double sus = shapes[i].sustain_s >= 0 ? shapes[i].sustain_s : o->sustain_s;
