@@ -88,22 +88,29 @@ static void print_table(const cJSON *rep)
         printf("; dtsim spec %s (bf16 peak %g TFLOP/s, matmul efficiency %g)", cJSON_GetObjectItemCaseSensitive(d, "spec")->valuestring,
                num(d, "peak_bf16_tflops"), num(d, "matmul_eff"));
     printf("\n\n%-16s %-6s %6s %6s %6s %8s %8s %8s %8s %8s %8s\n", "shape", "layout", "m", "n", "k", "burst", "first", "last",
-           "dtsim", "meas/dt", "eff");
+           "dtsim", "measured", "implied");
     printf("%-16s %-6s %6s %6s %6s %8s %8s %8s %8s %8s %8s\n", "", "", "", "", "", "TFLOP/s", "TFLOP/s", "TFLOP/s", "TFLOP/s",
-           "(last)", "(last)");
+           "/dtsim", "matmul");
     const cJSON *g;
     cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(rep, "gemms"))
     {
         const cJSON *su = cJSON_GetObjectItemCaseSensitive(g, "sustained");
         const cJSON *gd = cJSON_GetObjectItemCaseSensitive(g, "dtsim");
+        /* the comparison of the sustained end where there is one (training runs for minutes) */
         const cJSON *cmp = gd ? cJSON_GetObjectItemCaseSensitive(gd, su ? "sustained_last" : "burst") : NULL;
-        printf("%-16s %-6s %6g %6g %6g %8.1f %8.1f %8.1f %8.1f %8.3f %8.3f\n",
-               cJSON_GetObjectItemCaseSensitive(g, "name")->valuestring,
-               cJSON_GetObjectItemCaseSensitive(g, "layout")->valuestring, num(g, "m"), num(g, "n"), num(g, "k"),
-               num(g, "burst_tflops"), su ? num(su, "first_tflops") : NAN, su ? num(su, "last_tflops") : NAN,
-               gd ? num(gd, "predicted_tflops") : NAN, cmp ? num(cmp, "measured_over_predicted") : NAN,
-               cmp ? num(cmp, "implied_matmul_eff") : NAN);
+        double v[] = {num(g, "burst_tflops"), su ? num(su, "first_tflops") : NAN, su ? num(su, "last_tflops") : NAN,
+                      gd ? num(gd, "predicted_tflops") : NAN, cmp ? num(cmp, "measured_over_predicted") : NAN,
+                      cmp ? num(cmp, "implied_matmul_eff") : NAN};
+        printf("%-16s %-6s %6g %6g %6g", cJSON_GetObjectItemCaseSensitive(g, "name")->valuestring,
+               cJSON_GetObjectItemCaseSensitive(g, "layout")->valuestring, num(g, "m"), num(g, "n"), num(g, "k"));
+        for (int i = 0; i < 6; i++) {
+            if (isnan(v[i])) printf(" %8s", "-");
+            else printf(i < 4 ? " %8.1f" : " %8.3f", v[i]);
+        }
+        printf("\n");
     }
+    printf("\n(measured/dtsim and implied matmul efficiency: of the last sustained window where the\n"
+           " shape was sustained, else of the burst)\n");
     const cJSON *h = cJSON_GetObjectItemCaseSensitive(rep, "hbm");
     if (h) printf("\nHBM: copy %.0f GB/s, read-modify-write %.0f GB/s (bytes read + written)\n", num(h, "copy_gbs"), num(h, "rmw_gbs"));
     const cJSON *sg = cJSON_GetObjectItemCaseSensitive(rep, "suggested_spec");

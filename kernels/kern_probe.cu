@@ -450,10 +450,49 @@ static void on_progress(const char *what, void *arg)
     fprintf(stderr, "probe: %s\n", what);
 }
 
+/* --format-check: made-up figures through the writer, no GPU (tests/cli/test_probe.sh reads them
+ * back and compares the report with that of tests/data/probe/synthetic-h100.json, the same
+ * figures written by hand): a writer bug must not cost a GPU machine's minutes to find. */
+static int format_check(cal_probe_run *r)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->device, sizeof r->device, "synthetic H100 80GB HBM3 (hand-made test input)");
+    r->sms = 132;
+    r->clock_mhz = 1980;
+    r->cuda_runtime = 13000;
+    r->cublas = 130100;
+    r->opts = {10, 50, 4.0, 1.0, 1073741824.0};
+    const cal_probe_shape sh[] = {{"sq", 8192, 8192, 8192, CAL_PROBE_FWD, -1},
+                                  {"a", 1000, 1000, 1000, CAL_PROBE_DGRAD, -1},
+                                  {"thin", 8192, 8192, 16, CAL_PROBE_WGRAD, -1}};
+    const double burst[] = {2.0 * 8192 * 8192 * 8192 / 800e12, 1e-5, 6e-5};
+    for (int i = 0; i < 3; i++) {
+        cal_probe_gemm *g = &r->gemms[i];
+        g->shape = sh[i];
+        g->flops = 2 * sh[i].m * sh[i].n * sh[i].k;
+        g->burst_s = g->burst_min_s = burst[i];
+        g->repeats = 50;
+    }
+    r->gemms[0].burst_min_s = burst[0] * 0.99;
+    r->gemms[0].sustain_s = 4.2;
+    r->gemms[0].windows = 4;
+    const double w[] = {790, 760, 740, 720};
+    memcpy(r->gemms[0].window_tflops, w, sizeof w);
+    r->n_gemms = 3;
+    r->hbm_bytes = 1073741824.0;
+    r->copy_bytes_moved = 2 * r->hbm_bytes;
+    r->copy_s = r->copy_bytes_moved / 2.9e12;
+    r->rmw_bytes_moved = 3 * r->hbm_bytes;
+    r->rmw_s = r->rmw_bytes_moved / 3.0e12;
+    print_run(r);
+    return 0;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: kern_probe [--sustain S] [--sustain-of NAME=S] [--window S] [--repeats N] [--warmup N]\n"
                     "                  [--hbm-mib N] [--shape NAME:M:N:K:fwd|dgrad|wgrad]...\n"
+                    "       kern_probe --format-check   (made-up figures through the JSON writer; no GPU)\n"
                     "Prints the measurement as JSON on stdout; `dtsim probe --from FILE` makes the report.\n");
     return 2;
 }
@@ -470,6 +509,7 @@ int main(int argc, char **argv)
     std::vector<cal_probe_shape> shapes;
     cal_probe_opts o = {10, 50, 60.0, 1.0, 1073741824.0};
     std::vector<std::pair<std::string, double>> per;
+    if (argc == 2 && !strcmp(argv[1], "--format-check")) return format_check(&run);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (i + 1 >= argc) return usage();

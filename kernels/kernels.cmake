@@ -38,6 +38,15 @@ if(DTSIM_CUDA)
     # not in every toolkit, and the probe machine has the toolkit anyway)
     target_link_libraries(dtsim_cuda PUBLIC CUDA::cudart_static CUDA::cublas PRIVATE libdtsim)
     target_compile_definitions(libdtsim PUBLIC DTSIM_HAVE_CUDA=1)
+    # The compute probe built alone (nvcc + cuBLAS, no libdtsim), as scripts/device-probe.sh
+    # builds it on a GPU machine without dtsim's libraries: built here so that it keeps
+    # compiling, and so that tests/cli/test_probe.sh checks its JSON (--format-check).
+    add_executable(kern_probe ${CMAKE_CURRENT_LIST_DIR}/kern_probe.cu)
+    set_target_properties(kern_probe PROPERTIES COMPILE_OPTIONS "" LINK_OPTIONS "" CUDA_STANDARD 17
+      CUDA_RUNTIME_LIBRARY Static)
+    target_compile_definitions(kern_probe PRIVATE KERN_PROBE_STANDALONE)
+    target_include_directories(kern_probe PRIVATE ${CMAKE_SOURCE_DIR}/include)
+    target_link_libraries(kern_probe PRIVATE CUDA::cublas)
     find_library(DTSIM_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib /usr/local/cuda/lib64)
     find_path(DTSIM_NCCL_INCLUDE nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
     if(DTSIM_NCCL_LIBRARY AND DTSIM_NCCL_INCLUDE)

@@ -8,6 +8,7 @@
 #  - --gpu compares with another preset (A100-SXM: 312 TFLOP/s, 108 SMs, with a warning that
 #    the device's 132 SMs are not the spec's); the report read back gives the same report;
 #  - the suggested spec is a GPU spec dtsim accepts (a scenario built on it runs);
+#  - the standalone probe's JSON writer (built with CUDA) gives the same report, byte for byte;
 #  - usage and input errors exit 2 naming the file and JSON path; without a CUDA device the live
 #    probe exits 1 saying so and writes nothing.
 # Leaves free: the table's layout.
@@ -68,6 +69,17 @@ python3 -c "
 import json; a = json.load(open('$tmp/s.out')); b = json.load(open('$tmp/q.out'))
 assert a['step_time_s'] < b['step_time_s'], (a['step_time_s'], b['step_time_s'])
 " || fail "the suggested spec did not speed the step up"
+
+# the standalone probe's writer (kern_probe.cu built alone, as on a GPU machine): its
+# --format-check prints the hand-made figures of synthetic-h100.json, and the report on it is
+# the report on that file, byte for byte
+if [[ -x "${BUILD:-}/kern_probe" ]]; then
+  "$BUILD/kern_probe" --format-check >"$tmp/fc.json" || fail "kern_probe --format-check"
+  "$DTSIM" probe --from "$tmp/fc.json" --json >"$tmp/fc.rep" || fail "dtsim refuses the standalone probe's JSON"
+  cmp -s "$tmp/fc.rep" "$tmp/r.json" || fail "the standalone writer's figures differ: $(diff "$tmp/fc.rep" "$tmp/r.json" | head)"
+else
+  echo "note: this build has no standalone kern_probe (no CUDA): its writer is not checked"
+fi
 
 # bad usage and input: exit 2, file and path named
 bad() { set +e; "$DTSIM" probe "$@" >/dev/null 2>"$tmp/e"; rc=$?; set -e; [[ $rc -eq 2 ]] || fail "$*: exit $rc, expected 2: $(cat "$tmp/e")"; }
