@@ -121,6 +121,10 @@ static void print_table(const cJSON *rep)
     }
 }
 
+static int probe_or_read(const cal_probe_opts *o, const char *shapes_file, const char *from, cal_probe_run *meas,
+                         dt_error *err);
+static int report(const cal_probe_run *meas, const char *gpu, bool json, const char *out, dt_error *err);
+
 static int run(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) {
@@ -174,32 +178,48 @@ static int run(int argc, char **argv)
 
     dt_error err;
     dt_error_clear(&err);
-    static cal_probe_run meas; /* ~600 KB of windows: not on the stack */
+    cal_probe_run *meas = dt_xcalloc(1, sizeof *meas); /* ~150 KB of windows: not on the stack */
+    rc = probe_or_read(&o, shapes_file, from, meas, &err);
+    if (rc == CLI_OK) rc = report(meas, gpu, json, out, &err);
+    free(meas);
+    return rc;
+}
+
+static int probe_or_read(const cal_probe_opts *o, const char *shapes_file, const char *from, cal_probe_run *meas,
+                         dt_error *err)
+{
+    int rc;
     if (from) {
-        if ((rc = cal_probe_run_file(from, &meas, &err))) return cli_report_error(&err);
+        if ((rc = cal_probe_run_file(from, meas, err))) return cli_report_error(err);
     } else {
         cal_probe_shape shapes[CAL_PROBE_MAX_SHAPES];
         int n = 0;
         if (shapes_file) {
-            if ((rc = cal_probe_shapes_file(shapes_file, shapes, CAL_PROBE_MAX_SHAPES, &n, &err))) return cli_report_error(&err);
+            if ((rc = cal_probe_shapes_file(shapes_file, shapes, CAL_PROBE_MAX_SHAPES, &n, err))) return cli_report_error(err);
         } else {
             n = cal_probe_default_shapes(shapes, CAL_PROBE_MAX_SHAPES);
         }
-        if ((rc = kern_probe_measure(&o, shapes, n, on_progress, NULL, &meas, &err))) return cli_report_error(&err);
+        if ((rc = kern_probe_measure(o, shapes, n, on_progress, NULL, meas, err))) return cli_report_error(err);
     }
+    return CLI_OK;
+}
+
+static int report(const cal_probe_run *meas, const char *gpu, bool json, const char *out, dt_error *err)
+{
+    int rc;
     gpu_spec spec;
-    const char *preset = gpu ? gpu : cal_probe_preset_for(meas.device);
-    if (preset && (rc = gpu_preset(preset, &spec, &err))) return cli_report_error(&err);
-    if (!preset) fprintf(stderr, "dtsim probe: no preset for \"%s\": no comparison with dtsim's model (--gpu PRESET)\n", meas.device);
-    cJSON *rep = cal_probe_report(&meas, preset ? &spec : NULL, preset);
+    const char *preset = gpu ? gpu : cal_probe_preset_for(meas->device);
+    if (preset && (rc = gpu_preset(preset, &spec, err))) return cli_report_error(err);
+    if (!preset) fprintf(stderr, "dtsim probe: no preset for \"%s\": no comparison with dtsim's model (--gpu PRESET)\n", meas->device);
+    cJSON *rep = cal_probe_report(meas, preset ? &spec : NULL, preset);
     char *text = cJSON_Print(rep);
     rc = CLI_OK;
     if (out) {
         cli_outfile o2;
-        if (cli_outfile_open(&o2, out, &err) != DT_OK) rc = cli_report_error(&err);
+        if (cli_outfile_open(&o2, out, err) != DT_OK) rc = cli_report_error(err);
         else {
             fprintf(o2.f, "%s\n", text);
-            if (cli_outfile_commit(&o2, &err) != DT_OK) rc = cli_report_error(&err);
+            if (cli_outfile_commit(&o2, err) != DT_OK) rc = cli_report_error(err);
         }
     }
     if (rc == CLI_OK && json) printf("%s\n", text);

@@ -499,7 +499,7 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
-    static cal_probe_run run;
+    cal_probe_run &run = *new cal_probe_run(); /* ~150 KB: not on the stack; freed at exit */
     struct dflt {
         const char *name;
         double m, n, k;

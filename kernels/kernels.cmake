@@ -1,6 +1,7 @@
 # Real kernels for calibration. CPU and MPI kernels (kernels/*.c) are in libdtsim through the
 # top-level glob (MPI code is guarded by DTSIM_HAVE_MPI, set in CMakeLists.txt).
-# Here: the optional CUDA back end (own ring and top-k kernels) and NCCL, plus test properties.
+# Here: the optional CUDA back end (own ring and top-k kernels, the compute probe with cuBLAS) and
+# NCCL, plus test properties.
 #
 # CUDA is best effort: if nvcc is missing or cannot compile for this host compiler, the build
 # continues CPU-only (kernels/kern_cuda_stub.c answers "built without CUDA") with a message.

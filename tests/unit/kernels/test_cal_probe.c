@@ -215,6 +215,7 @@ static void check_hand_report(const cJSON *rep)
     ck_assert_rel(getn(sq, "flops"), f, 0);
     const cJSON *a = cJSON_GetArrayItem(gs, 1);
     ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(a, "sustained"));
+    ck_assert_str_eq(get(a, "dtsim.bound")->valuestring, "compute"); /* 6.24 us of compute, 2.24 of bytes */
     ck_assert_rel(getn(a, "dtsim.burst.implied_matmul_eff"), 0.43712, 1e-4);
     ck_assert_rel(getn(a, "dtsim.burst.measured_over_predicted"), 6.2447e-6 / 1e-5, 1e-4);
     /* 8192 x 8192 x 16: 2.1 GFLOP, 3.2 us of compute in the model, but 134.7 MB of operands
