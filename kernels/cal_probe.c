@@ -150,14 +150,14 @@ int cal_probe_shapes_file(const char *path, cal_probe_shape *out, int max, int *
 static int parse_gemm(const js_ctx *ctx, const cJSON *o, const char *path, cal_probe_gemm *g)
 {
     static const char *const keys[] = {"name", "m", "n", "k", "layout", "sustain", "flops", "burst_s",
-                                       "burst_min_s", "repeats", "sustain_s", "window_tflops",
+                                       "burst_min_s", "repeats", "sustain_s", "sustain_start_unix", "window_tflops",
                                        /* report-only */
                                        "burst_tflops", "sustained", "dtsim", NULL};
     int rc;
     if ((rc = js_expect_object(ctx, o, path)) || (rc = js_check_keys(ctx, o, path, keys))) return rc;
     memset(g, 0, sizeof *g);
     cJSON *shape = cJSON_Duplicate(o, 1); /* the shape's keys only, through the shape parser */
-    static const char *const extra[] = {"flops", "burst_s", "burst_min_s", "repeats", "sustain_s", "window_tflops",
+    static const char *const extra[] = {"flops", "burst_s", "burst_min_s", "repeats", "sustain_s", "sustain_start_unix", "window_tflops",
                                         "burst_tflops", "sustained", "dtsim", NULL};
     for (const char *const *k = extra; *k; k++) cJSON_DeleteItemFromObjectCaseSensitive(shape, *k);
     rc = parse_shape(ctx, shape, path, &g->shape);
@@ -168,7 +168,8 @@ static int parse_gemm(const js_ctx *ctx, const cJSON *o, const char *path, cal_p
     if ((rc = js_get_number(ctx, o, path, "burst_s", true, 1e-9, 3600, &g->burst_s)) ||
         (rc = js_get_number(ctx, o, path, "burst_min_s", false, 1e-9, 3600, &g->burst_min_s)) ||
         (rc = js_get_int(ctx, o, path, "repeats", false, 1, 1000000, &reps)) ||
-        (rc = js_get_number(ctx, o, path, "sustain_s", false, 0, 1e5, &g->sustain_s)))
+        (rc = js_get_number(ctx, o, path, "sustain_s", false, 0, 1e5, &g->sustain_s)) ||
+        (rc = js_get_number(ctx, o, path, "sustain_start_unix", false, 0, 1e11, &g->sustain_start_unix)))
         return rc;
     g->repeats = (int)reps;
     double flops = 0;
@@ -399,6 +400,7 @@ cJSON *cal_probe_report(const cal_probe_run *r, const gpu_spec *spec, const char
         cJSON_AddNumberToObject(e, "repeats", g->repeats);
         cJSON_AddNumberToObject(e, "burst_tflops", g->flops / g->burst_s / 1e12);
         cJSON_AddNumberToObject(e, "sustain_s", g->sustain_s);
+        cJSON_AddNumberToObject(e, "sustain_start_unix", g->sustain_start_unix);
         cJSON *w = cJSON_AddArrayToObject(e, "window_tflops");
         for (int j = 0; j < g->windows; j++) cJSON_AddItemToArray(w, cJSON_CreateNumber(g->window_tflops[j]));
         double first = 0, last = 0;

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <algorithm>
 #include <string>
@@ -203,6 +204,10 @@ int measure_gemm(probe &pr, const cal_probe_opts *o, const cal_probe_shape *s, c
     long per = out->burst_s > 0 ? lround(win / out->burst_s) : 1;
     if (per < 1) per = 1;
     if (int rc = events(pr, (size_t)windows + 1, err)) return rc;
+    /* the GPU is idle here (the burst was waited for), so it reaches ev[0] at once */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    out->sustain_start_unix = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
     CK(cudaEventRecord(pr.ev[0], pr.st));
     for (int w = 0; w < windows; w++) {
         for (long i = 0; i < per; i++)
@@ -430,9 +435,9 @@ static void print_run(const cal_probe_run *r)
         print_json_string(g->shape.name);
         printf(", \"m\": %.17g, \"n\": %.17g, \"k\": %.17g, \"layout\": \"%s\", \"flops\": %.17g,\n"
                "     \"burst_s\": %.17g, \"burst_min_s\": %.17g, \"repeats\": %d, \"sustain_s\": %.17g,\n"
-               "     \"window_tflops\": [",
+               "     \"sustain_start_unix\": %.17g, \"window_tflops\": [",
                g->shape.m, g->shape.n, g->shape.k, cal_probe_layout_name(g->shape.layout), g->flops, g->burst_s,
-               g->burst_min_s, g->repeats, g->sustain_s);
+               g->burst_min_s, g->repeats, g->sustain_s, g->sustain_start_unix);
         for (int w = 0; w < g->windows; w++) printf("%s%.6g", w ? ", " : "", g->window_tflops[w]);
         printf("]}");
     }
@@ -475,6 +480,7 @@ static int format_check(cal_probe_run *r)
     }
     r->gemms[0].burst_min_s = burst[0] * 0.99;
     r->gemms[0].sustain_s = 4.2;
+    r->gemms[0].sustain_start_unix = 1795000000.25;
     r->gemms[0].windows = 4;
     const double w[] = {790, 760, 740, 720};
     memcpy(r->gemms[0].window_tflops, w, sizeof w);

@@ -78,6 +78,8 @@ typedef struct cal_probe_gemm {
     double burst_min_s;           /* fastest repeat, s */
     int repeats;
     double sustain_s;             /* measured length of the sustained run, s (0: none) */
+    double sustain_start_unix;    /* wall clock (s since 1970, UTC) when it began, to line its
+                                     windows up with an nvidia-smi log; 0 unknown */
     int windows;                  /* sustained windows recorded */
     double window_tflops[CAL_PROBE_MAX_WINDOWS];
 } cal_probe_gemm;
