@@ -46,14 +46,32 @@ nvidia-smi --query-gpu=name,compute_cap,driver_version,power.limit,clocks.max.sm
 cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
 [[ "$cap" =~ ^[0-9]+$ ]] || cap=90
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+cuda=$(dirname "$(dirname "$(readlink -f "$nvcc")")")
+# rpath: the probe must find libcublas at run time even where the loader's path lacks the toolkit
+rpath=()
+for d in "$cuda/lib64" "$cuda/lib" "$cuda/targets/x86_64-linux/lib"; do
+  [[ -d "$d" ]] && rpath+=(-Xlinker -rpath -Xlinker "$d")
+done
+build() {
+  "$nvcc" -O2 -std=c++17 -gencode "arch=compute_$cap,code=sm_$cap" -DKERN_PROBE_STANDALONE -Iinclude \
+    kernels/kern_probe.cu "$@" -o "$work/kern_probe" >>"$OUT/steps.log" 2>&1
+}
 log "building kernels/kern_probe.cu for sm_$cap with $nvcc"
 t0=$SECONDS
-if ! "$nvcc" -O2 -std=c++17 -gencode "arch=compute_$cap,code=sm_$cap" -DKERN_PROBE_STANDALONE -Iinclude \
-     kernels/kern_probe.cu -lcublas -o "$work/kern_probe" >>"$OUT/steps.log" 2>&1; then
-  log "build failed (above)"
-  exit 1
+if ! build -lcublas "${rpath[@]}"; then
+  # the toolkit without cuBLAS: PyTorch's wheel of it (nvidia-cublas), if the image has one
+  pip_cublas=$(python3 -c 'import nvidia.cublas as c, os; print(os.path.dirname(c.__file__))' 2>/dev/null || true)
+  lib=$(ls "$pip_cublas"/lib/libcublas.so* 2>/dev/null | head -1)
+  if [[ -n "$lib" && -d "$pip_cublas/include" ]]; then
+    log "toolkit build failed; trying the cuBLAS of the Python wheel in $pip_cublas"
+    build -I"$pip_cublas/include" "$lib" -Xlinker -rpath -Xlinker "$pip_cublas/lib" "${rpath[@]}" ||
+      { log "build failed (above)"; exit 1; }
+  else
+    log "build failed (above)"
+    exit 1
+  fi
 fi
-log "built in $((SECONDS - t0)) s"
+log "built in $((SECONDS - t0)) s; $(ldd "$work/kern_probe" | grep -o 'libcublas[^ ]* => [^ ]*' | head -1)"
 
 # 2. clocks, power and temperature every 500 ms while the probe runs (timestamp first, to line
 # the sustained windows up with them)
