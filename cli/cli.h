@@ -81,5 +81,6 @@ CLI_COMMAND(cmd_report);
 CLI_COMMAND(cmd_goodput);
 CLI_COMMAND(cmd_validate);
 CLI_COMMAND(cmd_federated);
+CLI_COMMAND(cmd_probe);
 
 #endif

@@ -17,7 +17,7 @@
 
 static const cli_command *const commands[] = {
     &cmd_run, &cmd_memory, &cmd_collective, &cmd_topo, &cmd_calibrate,
-    &cmd_sweep, &cmd_plan, &cmd_report, &cmd_goodput, &cmd_validate, &cmd_federated, NULL};
+    &cmd_sweep, &cmd_plan, &cmd_report, &cmd_goodput, &cmd_validate, &cmd_federated, &cmd_probe, NULL};
 
 static void usage(FILE *out)
 {
@@ -44,9 +44,15 @@ static const cli_command *find(const char *name)
 }
 
 #ifdef DTSIM_LEAN
-/* calibrate --backend mpi|cuda|nccl, and a sweep that mpirun started. */
+/* calibrate --backend mpi|cuda|nccl, probe unless it reports on a file (--from), and a sweep
+ * that mpirun started. */
 static const char *needs_full(int argc, char **argv)
 {
+    if (!strcmp(argv[1], "probe")) {
+        for (int i = 2; i < argc; i++)
+            if (!strcmp(argv[i], "--from")) return NULL;
+        return "cuda";
+    }
     if (!strcmp(argv[1], "calibrate"))
         for (int i = 2; i + 1 < argc; i++)
             if (!strcmp(argv[i], "--backend") &&

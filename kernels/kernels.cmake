@@ -1,6 +1,7 @@
 # Real kernels for calibration. CPU and MPI kernels (kernels/*.c) are in libdtsim through the
 # top-level glob (MPI code is guarded by DTSIM_HAVE_MPI, set in CMakeLists.txt).
-# Here: the optional CUDA back end (own ring and top-k kernels) and NCCL, plus test properties.
+# Here: the optional CUDA back end (own ring and top-k kernels, the compute probe with cuBLAS) and
+# NCCL, plus test properties.
 #
 # CUDA is best effort: if nvcc is missing or cannot compile for this host compiler, the build
 # continues CPU-only (kernels/kern_cuda_stub.c answers "built without CUDA") with a message.
@@ -27,15 +28,26 @@ if(DTSIM_CUDA)
   if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND)
     # Its own target: nvcc must not see the C warning flags or the sanitizer options that the
     # top level adds to every C target (COMPILE_OPTIONS is reset below for that reason).
-    add_library(dtsim_cuda STATIC ${CMAKE_CURRENT_LIST_DIR}/kern_cuda.cu)
+    add_library(dtsim_cuda STATIC ${CMAKE_CURRENT_LIST_DIR}/kern_cuda.cu ${CMAKE_CURRENT_LIST_DIR}/kern_probe.cu)
     set_target_properties(dtsim_cuda PROPERTIES COMPILE_OPTIONS "" CUDA_STANDARD 17
       POSITION_INDEPENDENT_CODE ON CUDA_RUNTIME_LIBRARY Static)
     target_include_directories(dtsim_cuda PRIVATE ${CMAKE_SOURCE_DIR}/include)
     target_compile_options(dtsim_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall>)
     # the .cu calls back into libdtsim (errors, conversions, references): a cycle CMake allows
     # between static libraries (it repeats them on the link line)
-    target_link_libraries(dtsim_cuda PUBLIC CUDA::cudart_static PRIVATE libdtsim)
+    # cuBLAS for the compute probe's GEMMs (kern_probe.cu; the shared library: its static one is
+    # not in every toolkit, and the probe machine has the toolkit anyway)
+    target_link_libraries(dtsim_cuda PUBLIC CUDA::cudart_static CUDA::cublas PRIVATE libdtsim)
     target_compile_definitions(libdtsim PUBLIC DTSIM_HAVE_CUDA=1)
+    # The compute probe built alone (nvcc + cuBLAS, no libdtsim), as scripts/device-probe.sh
+    # builds it on a GPU machine without dtsim's libraries: built here so that it keeps
+    # compiling, and so that tests/cli/test_probe.sh checks its JSON (--format-check).
+    add_executable(kern_probe ${CMAKE_CURRENT_LIST_DIR}/kern_probe.cu)
+    set_target_properties(kern_probe PROPERTIES COMPILE_OPTIONS "" LINK_OPTIONS "" CUDA_STANDARD 17
+      CUDA_RUNTIME_LIBRARY Static)
+    target_compile_definitions(kern_probe PRIVATE KERN_PROBE_STANDALONE)
+    target_include_directories(kern_probe PRIVATE ${CMAKE_SOURCE_DIR}/include)
+    target_link_libraries(kern_probe PRIVATE CUDA::cublas)
     find_library(DTSIM_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib /usr/local/cuda/lib64)
     find_path(DTSIM_NCCL_INCLUDE nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
     if(DTSIM_NCCL_LIBRARY AND DTSIM_NCCL_INCLUDE)
@@ -58,7 +70,7 @@ endif()
 # Test properties for the kernel tests, applied once tests/tests.cmake has defined them (it is
 # included after this file). Exit status 77 means "skipped" (no device, no mpirun).
 function(dtsim_kernel_test_properties)
-  foreach(t test_kern_cuda cli_test_calib_mpi cli_test_calib_cuda)
+  foreach(t test_kern_cuda test_probe_cuda cli_test_calib_mpi cli_test_calib_cuda cli_test_probe)
     if(TEST ${t})
       set_tests_properties(${t} PROPERTIES SKIP_RETURN_CODE 77)
     endif()

@@ -29,7 +29,7 @@ declare -A src_dir=(
 declare -A public=(
   [error.h]=sim [arena.h]=sim [limits.h]=sim [version.h]=sim [json.h]=sim [units.h]=sim [simtime.h]=sim [sim.h]=sim
   [gpu.h]=gpu [calib.h]=gpu
-  [kern.h]=kernels
+  [kern.h]=kernels [probe.h]=kernels
   [topo.h]=topo
   [net.h]=net [coll.h]=net
   [workload.h]=workload [replay.h]=workload [run.h]=workload [goodput.h]=workload [chakra.h]=workload [federated.h]=workload
