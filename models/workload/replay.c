@@ -155,12 +155,12 @@ typedef struct rep {
     double *cn_phi;
     uint32_t *cn_cur;
     double *cn_rem, *cn_ratio;
-    sim_time_t *cn_t, *cn_cend, *cn_tail, *cn_start;
+    sim_time_t *cn_t, *cn_tail, *cn_start;
     /* Host dispatch floor (wl_cost.host) under contention, per lane: when the running op's GPU
      * work ends at its current rate (cn_gend) and the earliest its compute part may end,
-     * start + the floor (cn_fend); the compute part ends at the later of the two (cn_cend), and
-     * only the GPU work is re-timed by collectives starting and ending (a GPU waiting for its
-     * host has no kernels to slow down). Without a floor cn_fend <= cn_gend = cn_cend. */
+     * start + the floor (cn_fend); the compute part ends at the later of the two (cn_schedule),
+     * and only the GPU work is re-timed by collectives starting and ending (a GPU waiting for
+     * its host has no kernels to slow down). Without a floor cn_fend <= cn_gend. */
     sim_time_t *cn_gend, *cn_fend;
     uint64_t *cn_ver;
     double *cn_inst_hbm;           /* per collective instance: its HBM B/s on each GPU */
@@ -389,8 +389,8 @@ static void cn_schedule(rep *R, uint32_t lane)
     double x = R->cn_rem[lane] * R->cn_ratio[lane];
     sim_time_t d = x < 9.2e18 ? (sim_time_t)llround(x) : SIM_TIME_MAX;
     R->cn_gend[lane] = sim_time_add(R->cn_t[lane], d);
-    R->cn_cend[lane] = R->cn_gend[lane] > R->cn_fend[lane] ? R->cn_gend[lane] : R->cn_fend[lane];
-    sim_schedule(R->eng, sim_time_add(R->cn_cend[lane], R->cn_tail[lane]), R->k_op_done, id,
+    sim_time_t end = R->cn_gend[lane] > R->cn_fend[lane] ? R->cn_gend[lane] : R->cn_fend[lane];
+    sim_schedule(R->eng, sim_time_add(end, R->cn_tail[lane]), R->k_op_done, id,
                  ++R->cn_ver[lane]);
 }
 
@@ -1372,7 +1372,6 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
         CARVE(cn_rem, L);
         CARVE(cn_ratio, L);
         CARVE(cn_t, L);
-        CARVE(cn_cend, L);
         CARVE(cn_gend, L);
         CARVE(cn_fend, L);
         CARVE(cn_tail, L);

@@ -431,9 +431,10 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
             c.bytes[GPU_OP_ELEMENTWISE] += m->vocab / p->tp * h * wl_embedding_wgrad_bytes(p, tied_here);
         if (last) {
             double logits = b * sq * m->vocab / p->tp; /* elements on this TP rank */
-            c.flops[GPU_OP_MATMUL] += mult * 2 * logits * h;
+            double lf = mult * 2 * logits * h;
+            c.flops[GPU_OP_MATMUL] += lf;
             /* in 16 bits under fp8 where no shapes time them (wl_logits_gemm's no_fp8) */
-            if (p->precision == WL_FP8) c.matmul_no_fp8 = mult * 2 * logits * h;
+            if (p->precision == WL_FP8) c.matmul_no_fp8 = lf;
             gpu_gemm lg = wl_logits_gemm(m, p);
             if (!g || nlg == 0) {
                 /* no shapes: its FLOPs stay on the flat roofline */
