@@ -425,9 +425,9 @@ cJSON *cal_probe_report(const cal_probe_run *r, const gpu_spec *spec, const char
         cJSON_AddNumberToObject(d, "quantization", q);
         cJSON_AddNumberToObject(d, "predicted_s", pred);
         cJSON_AddNumberToObject(d, "predicted_tflops", g->flops / pred / 1e12);
-        /* which term of gpu_gemm_time's max decides (bf16: 2-byte A, B and C) */
-        double memory = 2 * (s->m * s->k + s->k * s->n + s->m * s->n) / (spec->hbm_bw * spec->memory_eff);
-        cJSON_AddStringToObject(d, "bound", memory > compute ? "memory" : "compute");
+        /* which term of gpu_gemm_time's max decides: its time above the compute term (beyond
+         * its picosecond rounding) is the memory term's */
+        cJSON_AddStringToObject(d, "bound", pred > compute + 1e-12 ? "memory" : "compute");
         cJSON *b = cJSON_AddObjectToObject(d, "burst");
         add_comparison(b, spec, s, g->burst_s);
         eff_burst[nb++] = cal_probe_implied_eff(spec, s, g->burst_s);
