@@ -1143,6 +1143,19 @@ static int build_dtsim(reader *R, wl_graph **out, trace_env *env)
                 rc = fail_node(R, k, n, "depends on node %" PRIu64 ", which is no op of the trace", id);
                 break;
             }
+            /* what a per-rank file can say, as chakra_export_create requires it: a dependency
+             * inside the lane, or (through a receive) on a send addressed to this lane. The
+             * dtsim_inlane and comm_tag numbers name ops directly, so check where they point. */
+            const cnode *tn = &R->ranks[where[target].rank].nodes[where[target].node];
+            int t_lane = lane_of[where[target].rank];
+            bool to_us = tn->type == NT_SEND && tn->comm_dst >= 0 && tn->comm_dst < g->n_gpus &&
+                         lane_of[tn->comm_dst] == (int)op.lane;
+            if (t_lane != (int)op.lane && !(t->type == NT_RECV && to_us)) {
+                rc = fail_node(R, k, n,
+                               "depends on node %" PRIu64 ", which stands for op %" PRId64 " of another lane (%d), not "
+                               "for a send to this one (lane %u)", id, target, t_lane, op.lane);
+                break;
+            }
             deps[nd++] = (uint32_t)target;
         }
         if (rc) break;

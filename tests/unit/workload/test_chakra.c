@@ -4,7 +4,8 @@
  * varint longer than 10 bytes, a length past the end, protobuf that is not a GlobalMetadata or
  * a Node, an unknown node type, a dependency on a node the file lacks), leaving no graph;
  * export then import is the identity on the op graph (trace_write byte for byte), also when a
- * node depends on one written after it, with sends, receives and a collective.
+ * node depends on one written after it, with sends, receives and a collective; a dtsim-written
+ * receive whose comm_tag names an op of another lane that is no send to it is refused.
  * The bytes are protobuf encoded here by hand (field numbers of chakra_et.proto), independent
  * of the generated code. The CLI test (tests/cli/test_chakra.sh) covers files, closed-form
  * replays and protoc-encoded traces.
@@ -261,6 +262,30 @@ START_TEST(export_import_identity)
     ck_assert_msg(rc == DT_OK, "%s: %s", err.path, err.msg);
     char *s1 = dump(g, &env), *s2 = dump(g2, &env2);
     ck_assert_str_eq(s1, s2);
+    /* a dtsim-written receive names its send by op id (comm_tag): pointed at a compute op of
+     * the other lane instead, the files say what per-rank files cannot (a dependency across
+     * lanes that is not a message), and the reader refuses them rather than export failing */
+    uint32_t send_op = UINT32_MAX, comp0 = UINT32_MAX;
+    for (uint32_t i = 0; i < g2->n_ops; i++) {
+        if (g2->ops[i].kind == WL_OP_SEND) send_op = i;
+        if (g2->ops[i].kind == WL_OP_COMPUTE && g2->ops[i].lane == 0 && comp0 == UINT32_MAX) comp0 = i;
+    }
+    ck_assert(send_op < 128 && comp0 < 128 && g2->ops[send_op].lane == 0);
+    uint8_t *tag = NULL;
+    for (size_t i = 0; i + 10 <= olen[1] && !tag; i++)
+        if (memcmp(out[1] + i, "comm_tag", 8) == 0) tag = (uint8_t *)out[1] + i;
+    ck_assert_ptr_nonnull(tag);
+    ck_assert(tag[8] == (7 << 3) || tag[8] == (9 << 3)); /* int32_val or int64_val: a one-byte varint */
+    ck_assert_int_eq(tag[9], send_op);
+    tag[9] = (uint8_t)comp0;
+    wl_graph *g4 = (wl_graph *)1;
+    trace_env env4;
+    rc = chakra_read_mem(2, (const unsigned char *const *)out, olen, names, &o, &g4, &env4, &err);
+    ck_assert_int_eq(rc, DT_EINPUT);
+    ck_assert_ptr_null(g4);
+    ck_assert_str_eq(err.file, "r.1.et");
+    ck_assert_msg(strstr(err.msg, "of another lane (0), not for a send to this one (lane 1)"), "%s", err.msg);
+    tag[9] = (uint8_t)send_op;
     /* read as a foreign trace (dtsim's attributes ignored), the ops, sends and collective
      * come back (the written receive folds into the send it matches) */
     wl_graph *g3 = NULL;
