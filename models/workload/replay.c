@@ -737,7 +737,7 @@ static void on_ring_part(void *model, sim_engine *eng, const sim_event *ev)
     R->ring_all[id] = sim_time_add(R->ring_all[id], took);
     if (took > block) R->ring_exp[id] = sim_time_add(R->ring_exp[id], took - block);
     if (--R->ring_left[id] > 0) {
-        sim_time_t next = took > block ? now : t0 + block;
+        sim_time_t next = took > block ? now : sim_time_add(t0, block);
         if (next > now) sim_schedule_in(eng, now, next - now, R->k_ring_step, id, 0);
         else ring_step(R, id);
         return;
