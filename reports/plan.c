@@ -277,71 +277,6 @@ static int default_run(void *ctx, const cJSON *s, const char *file, const char *
     return run_scenario(s, file, base_dir, &o, out, err);
 }
 
-typedef struct sim_pool {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;  /* signalled as simulations finish (progress) */
-    cand **todo;
-    size_t n, next, done;
-    const plan_options *opt;
-    const char *file, *base_dir;
-    dt_error *errs; /* per todo */
-    int *rcs;
-} sim_pool;
-
-static void *sim_worker(void *arg)
-{
-    sim_pool *p = arg;
-    plan_run_fn run = p->opt->run ? p->opt->run : default_run;
-    for (;;) {
-        pthread_mutex_lock(&p->mu);
-        size_t k = p->next < p->n ? p->next++ : p->n;
-        pthread_mutex_unlock(&p->mu);
-        if (k == p->n) return NULL;
-        cand *c = p->todo[k];
-        dt_error_clear(&p->errs[k]);
-        memset(&c->c.result, 0, sizeof c->c.result);
-        p->rcs[k] = run(p->opt->ctx, c->scenario, p->file, p->base_dir, c->deadline,
-                        &c->c.result, &p->errs[k]);
-        run_result_free(&c->c.result); /* no timeline was asked for; keep the numbers */
-        pthread_mutex_lock(&p->mu);
-        p->done++;
-        pthread_cond_signal(&p->cv);
-        pthread_mutex_unlock(&p->mu);
-    }
-}
-
-/* Simulate todo[0..n) on up to `jobs` threads; progress reports base + done of total. */
-static void simulate(sim_pool *p, cand **todo, size_t n, int jobs, size_t base, size_t total)
-{
-    p->todo = todo;
-    p->n = n;
-    p->next = p->done = 0;
-    if ((size_t)jobs > n) jobs = (int)(n ? n : 1);
-    pthread_t th[64];
-    if (jobs > 64) jobs = 64;
-    int started = 0;
-    for (int i = 0; i < jobs; i++, started++)
-        if (pthread_create(&th[i], NULL, sim_worker, p) != 0) break;
-    if (started == 0) sim_worker(p);
-    if (p->opt->progress) {
-        /* The calling thread reports progress while the workers simulate. */
-        pthread_mutex_lock(&p->mu);
-        size_t shown = (size_t)-1;
-        while (p->done < p->n) {
-            if (p->done != shown) {
-                shown = p->done;
-                pthread_mutex_unlock(&p->mu);
-                p->opt->progress(p->opt->progress_ctx, base + shown, total);
-                pthread_mutex_lock(&p->mu);
-                continue;
-            }
-            pthread_cond_wait(&p->cv, &p->mu);
-        }
-        pthread_mutex_unlock(&p->mu);
-    }
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-}
-
 /* Best first: score, then fewer GPUs, less model parallelism, less memory saving, larger micro
  * batches, 1F1B before interleaving, fewer chunks, sequence parallelism off. */
 static int cand_cmp(const void *pa, const void *pb)
@@ -406,6 +341,233 @@ static double deadline_of(plan_objective o, const cand *c, double threshold)
                : o == PLAN_COST ? (c->usd_per_hour > 0 ? threshold * 3600 / c->usd_per_hour : 0)
                : (c->usd_per_hour > 0 && threshold < 0 ? c->tokens * 3600 / (c->usd_per_hour * -threshold) : 0);
     return t > 0 ? t * (1 + 1e-9) : 0;
+}
+
+/* Branch and bound on `jobs` threads as a sliding window. The plans that fit are taken best
+ * estimate first; the k-th simulation is chosen (plans whose bound is above the threshold
+ * skipped on the way) and given its deadline from the results of exactly the first
+ * k - PLAN_WINDOW simulations (none for the first PLAN_WINDOW + 1), and results are folded
+ * in the order chosen. So what is simulated, skipped and stopped depends neither on `jobs` nor
+ * on which simulation finishes first, and a thread waits only when the oldest unfolded
+ * simulation is PLAN_WINDOW behind the next one (no batch boundary to wait at). */
+#define PLAN_SLOTS (PLAN_WINDOW + 1) /* simulations chosen and not yet folded, at most */
+
+typedef struct bb {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* a simulation finished (and more may have been chosen) */
+    const plan_options *opt;
+    const char *file, *base_dir;
+    double headroom;
+    int top;
+    cand **order; /* the plans that fit, in order of simulation */
+    size_t n_fit, scan;
+    bool scan_end;                     /* every plan chosen or skipped */
+    size_t chosen, started, folded;    /* simulations so far of each kind (chosen >= started >= folded) */
+    cand *slot[PLAN_SLOTS];            /* simulation k in slot k % PLAN_SLOTS until folded */
+    int slot_rc[PLAN_SLOTS];
+    bool slot_done[PLAN_SLOTS];
+    dt_error slot_err[PLAN_SLOTS];
+    double *kept; /* the best scores folded so far, ascending, n_kept <= top */
+    int n_kept;
+    plan_candidate *ok; /* the simulated plans that fit, in fold order */
+    int n_ok, stopped;
+    rejects *rj;
+} bb;
+
+/* Choose simulations while the window allows: simulation k needs the first k - PLAN_WINDOW
+ * folded, and when it is chosen exactly those are (choose runs after every fold). */
+static void bb_choose(bb *B)
+{
+    while (!B->scan_end && B->chosen <= B->folded + PLAN_WINDOW) {
+        /* the top-th best score so far: a plan whose bound is above it cannot enter the top
+         * (the threshold only falls, so it never could later) */
+        double threshold = B->n_kept == B->top ? B->kept[B->top - 1] : INFINITY;
+        cand *c = NULL;
+        while (!c && B->scan < B->n_fit) {
+            cand *x = B->order[B->scan++];
+            if (!B->opt->exhaustive && x->bound > threshold) x->skipped = true;
+            else c = x;
+        }
+        if (!c) {
+            B->scan_end = true;
+            break;
+        }
+        /* early termination: a plan still to beat the top-th must finish before it */
+        c->deadline = B->opt->exhaustive ? 0 : deadline_of(B->opt->objective, c, threshold);
+        size_t s = B->chosen++ % PLAN_SLOTS;
+        B->slot[s] = c;
+        B->slot_done[s] = false;
+    }
+}
+
+/* Fold one finished simulation into the results: rejects, the plans that fit, the top scores. */
+static void bb_fold(bb *B, size_t s)
+{
+    cand *c = B->slot[s];
+    char lb[200], ex[320];
+    label(&c->c, lb, sizeof lb);
+    if (B->slot_rc[s] != DT_OK) {
+        const dt_error *e = &B->slot_err[s];
+        char reason[96];
+        snprintf(reason, sizeof reason, "invalid: %.80s", e->path[0] ? e->path : "scenario");
+        snprintf(ex, sizeof ex, "%s: %.110s", lb, e->msg);
+        reject(B->rj, reason, ex);
+        return;
+    }
+    const run_result *r = &c->c.result;
+    if (r->stopped_at_deadline) {
+        /* longer than the top-th plan when it was chosen: it cannot enter the top */
+        B->stopped++;
+        snprintf(ex, sizeof ex, "%.200s: stopped at %.6g s of simulated time, the #%d plan was better",
+                 lb, r->step_time_s, B->top);
+        reject(B->rj, "simulation stopped: slower than the top plans", ex);
+        return;
+    }
+    double limit = B->opt->memory_limit > 0 ? B->opt->memory_limit : (1 - B->headroom) * r->memory.capacity;
+    if (r->memory.peak > limit) {
+        char g1[32], g2[32];
+        snprintf(ex, sizeof ex, "%s: %s > %s (simulated peak)", lb, gib(r->memory.peak, g1, sizeof g1),
+                 gib(limit, g2, sizeof g2));
+        reject(B->rj, "does not fit in memory", ex);
+        return;
+    }
+    c->c.score = score_of(B->opt->objective, r);
+    B->ok[B->n_ok++] = c->c;
+    /* keep the top best scores, ascending */
+    double sc = c->c.score;
+    int at;
+    if (B->n_kept < B->top)
+        at = B->n_kept++;
+    else if (sc < B->kept[B->top - 1])
+        at = B->top - 1;
+    else
+        return;
+    B->kept[at] = sc;
+    for (int q = at; q > 0 && B->kept[q] < B->kept[q - 1]; q--) {
+        double t = B->kept[q];
+        B->kept[q] = B->kept[q - 1];
+        B->kept[q - 1] = t;
+    }
+}
+
+static void *bb_worker(void *arg)
+{
+    bb *B = arg;
+    plan_run_fn run = B->opt->run ? B->opt->run : default_run;
+    pthread_mutex_lock(&B->mu);
+    for (;;) {
+        if (B->started < B->chosen) {
+            size_t s = B->started++ % PLAN_SLOTS;
+            cand *c = B->slot[s];
+            pthread_mutex_unlock(&B->mu);
+            dt_error e;
+            dt_error_clear(&e);
+            memset(&c->c.result, 0, sizeof c->c.result);
+            int rc = run(B->opt->ctx, c->scenario, B->file, B->base_dir, c->deadline, &c->c.result, &e);
+            run_result_free(&c->c.result); /* no timeline was asked for; keep the numbers */
+            pthread_mutex_lock(&B->mu);
+            B->slot_rc[s] = rc;
+            B->slot_err[s] = e;
+            B->slot_done[s] = true;
+            while (B->folded < B->chosen && B->slot_done[B->folded % PLAN_SLOTS]) {
+                bb_fold(B, B->folded % PLAN_SLOTS);
+                B->folded++;
+                bb_choose(B);
+            }
+            pthread_cond_broadcast(&B->cv);
+        } else if (B->scan_end) {
+            break; /* nothing left to start, and nothing more will be chosen */
+        } else {
+            pthread_cond_wait(&B->cv, &B->mu); /* for a fold that chooses more */
+        }
+    }
+    pthread_mutex_unlock(&B->mu);
+    return NULL;
+}
+
+/* Run the branch and bound on up to `jobs` threads; the calling thread reports progress
+ * (simulations folded of the plans that fit). */
+static void bb_run(bb *B, int jobs)
+{
+    bb_choose(B);
+    if (jobs > PLAN_SLOTS) jobs = PLAN_SLOTS; /* more could never all be busy */
+    pthread_t th[PLAN_SLOTS];
+    int started = 0;
+    for (int i = 0; i < jobs; i++, started++)
+        if (pthread_create(&th[i], NULL, bb_worker, B) != 0) break;
+    if (started == 0) bb_worker(B);
+    if (B->opt->progress) {
+        pthread_mutex_lock(&B->mu);
+        size_t shown = (size_t)-1;
+        while (!(B->scan_end && B->folded == B->chosen)) {
+            if (B->folded != shown) {
+                shown = B->folded;
+                pthread_mutex_unlock(&B->mu);
+                B->opt->progress(B->opt->progress_ctx, shown, B->n_fit);
+                pthread_mutex_lock(&B->mu);
+                continue;
+            }
+            pthread_cond_wait(&B->cv, &B->mu);
+        }
+        pthread_mutex_unlock(&B->mu);
+    }
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+}
+
+/* The probes of the plans that pass the structural checks, on `jobs` threads with a topology
+ * cache each. Probes are independent of each other and read back in candidate order, so
+ * nothing depends on which thread probed what. A probe hook runs on the calling thread alone
+ * (plan_options: hooks are called there). */
+typedef struct probe_job {
+    cand *c;
+    run_probe pr;
+    int rc;
+    dt_error *err; /* malloc'd when rc != DT_OK */
+} probe_job;
+
+typedef struct probe_pool {
+    pthread_mutex_t mu;
+    probe_job *jobs;
+    size_t n, next;
+    const space *sp;
+    const char *file, *base_dir;
+    const plan_options *opt;
+} probe_pool;
+
+static void *probe_worker(void *arg)
+{
+    probe_pool *P = arg;
+    run_probe_cache *cache = P->opt->probe ? NULL : run_probe_cache_create();
+    plan_probe_fn probe = P->opt->probe ? P->opt->probe : default_probe;
+    void *ctx = P->opt->probe ? P->opt->ctx : cache;
+    for (;;) {
+        pthread_mutex_lock(&P->mu);
+        size_t k = P->next < P->n ? P->next++ : P->n;
+        pthread_mutex_unlock(&P->mu);
+        if (k == P->n) break;
+        probe_job *j = &P->jobs[k];
+        j->c->scenario = build(P->sp, &j->c->c);
+        dt_error e;
+        dt_error_clear(&e);
+        j->rc = probe(ctx, j->c->scenario, P->file, P->base_dir, &j->pr, &e);
+        if (j->rc != DT_OK) {
+            j->err = dt_xmalloc(sizeof *j->err);
+            *j->err = e;
+        }
+    }
+    run_probe_cache_destroy(cache);
+    return NULL;
+}
+
+static void probe_all(probe_pool *P, int jobs)
+{
+    pthread_t th[64];
+    int started = 0;
+    if (P->opt->probe || jobs > 64) jobs = P->opt->probe ? 1 : 64;
+    for (int i = 1; i < jobs; i++, started++)
+        if (pthread_create(&th[started], NULL, probe_worker, P) != 0) break;
+    probe_worker(P); /* the calling thread probes too */
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
 }
 
 static void add_cand(cand **cs, size_t *n, size_t *cap, plan_candidate c)
@@ -544,26 +706,27 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
     out->considered = (int)n;
 
     /* Structure and rules, then the probe: memory and the bound. */
-    run_probe_cache *cache = opt->probe ? NULL : run_probe_cache_create();
-    plan_probe_fn probe = opt->probe ? opt->probe : default_probe;
-    void *probe_ctx = opt->probe ? opt->ctx : cache;
     char lb[200], ex[320], buf[DT_ERR_FILE_MAX + DT_ERR_PATH_MAX + DT_ERR_MSG_MAX + 64];
+    probe_pool P = {.sp = &sp, .file = file, .base_dir = base_dir, .opt = opt};
+    P.jobs = dt_xcalloc(n + 1, sizeof *P.jobs);
     for (size_t i = 0; i < n; i++) {
         cand *c = &cs[i];
-        if (!structural(&sp, &c->c, &rj)) {
-            c->state = 2;
-            continue;
-        }
-        c->scenario = build(&sp, &c->c);
-        dt_error e;
-        dt_error_clear(&e);
-        run_probe pr;
+        if (!structural(&sp, &c->c, &rj)) c->state = 2;
+        else P.jobs[P.n++].c = c;
+    }
+    pthread_mutex_init(&P.mu, NULL);
+    probe_all(&P, opt->jobs > 0 ? opt->jobs : 1);
+    pthread_mutex_destroy(&P.mu);
+    for (size_t k = 0; k < P.n; k++) {
+        cand *c = P.jobs[k].c;
+        const run_probe pr = P.jobs[k].pr;
         out->memory_checked++;
         label(&c->c, lb, sizeof lb);
-        if (probe(probe_ctx, c->scenario, file, base_dir, &pr, &e) != DT_OK) {
+        if (P.jobs[k].rc != DT_OK) {
+            const dt_error *e = P.jobs[k].err;
             char reason[96];
-            snprintf(reason, sizeof reason, "invalid: %.80s", e.path[0] ? e.path : "scenario");
-            snprintf(ex, sizeof ex, "%s: %.110s", lb, e.msg[0] ? e.msg : dt_error_format(&e, buf, sizeof buf));
+            snprintf(reason, sizeof reason, "invalid: %.80s", e->path[0] ? e->path : "scenario");
+            snprintf(ex, sizeof ex, "%s: %.110s", lb, e->msg[0] ? e->msg : dt_error_format(e, buf, sizeof buf));
             reject(&rj, reason, ex);
             c->state = 2;
             cJSON_Delete(c->scenario); /* only plans that fit keep theirs, for the simulation */
@@ -598,7 +761,8 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
         c->state = 1;
         out->fitting++;
     }
-    run_probe_cache_destroy(cache);
+    for (size_t k = 0; k < P.n; k++) free(P.jobs[k].err);
+    free(P.jobs);
 
     /* Branch and bound over the plans that fit, best estimate first: the top plans come early,
      * the threshold falls soon, and the rest are skipped by their bound or stopped at it. */
@@ -608,83 +772,20 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
         if (cs[i].state == 1) order[n_fit++] = &cs[i];
     qsort(order, n_fit, sizeof *order, order_cmp);
     int top = opt->top > 0 ? opt->top : 5;
-    plan_candidate *ok = dt_xcalloc(n_fit + 1, sizeof *ok);
-    int n_ok = 0;
-    double *kept = dt_xcalloc((size_t)top + 1, sizeof *kept); /* best scores so far, ascending */
-    int n_kept = 0;
-    sim_pool p = {.opt = opt, .file = file, .base_dir = base_dir};
-    pthread_mutex_init(&p.mu, NULL);
-    pthread_cond_init(&p.cv, NULL);
-    p.errs = dt_xcalloc(PLAN_WAVE, sizeof *p.errs);
-    p.rcs = dt_xcalloc(PLAN_WAVE, sizeof *p.rcs);
-    int jobs = opt->jobs > 0 ? opt->jobs : 1;
-    size_t next = 0, simulated = 0;
-    while (next < n_fit) {
-        /* The top-th best score so far: a plan whose bound is above it cannot enter the top
-         * (the threshold only falls, so it never could later). */
-        double threshold = n_kept == top ? kept[top - 1] : INFINITY;
-        cand *wave[PLAN_WAVE];
-        size_t w = 0;
-        while (w < PLAN_WAVE && next < n_fit) {
-            cand *c = order[next++];
-            if (!opt->exhaustive && c->bound > threshold) {
-                c->skipped = true;
-                continue;
-            }
-            /* Early termination: a plan still to beat the top-th must finish before it. */
-            c->deadline = opt->exhaustive ? 0 : deadline_of(opt->objective, c, threshold);
-            wave[w++] = c;
-        }
-        if (w == 0) break;
-        simulate(&p, wave, w, jobs, simulated, n_fit);
-        simulated += w;
-        for (size_t k = 0; k < w; k++) {
-            cand *c = wave[k];
-            label(&c->c, lb, sizeof lb);
-            if (p.rcs[k] != DT_OK) {
-                char reason[96];
-                snprintf(reason, sizeof reason, "invalid: %.80s", p.errs[k].path[0] ? p.errs[k].path : "scenario");
-                snprintf(ex, sizeof ex, "%s: %.110s", lb, p.errs[k].msg);
-                reject(&rj, reason, ex);
-                continue;
-            }
-            const run_result *r = &c->c.result;
-            if (r->stopped_at_deadline) {
-                /* longer than the top-th plan when the wave began: it cannot enter the top */
-                out->stopped++;
-                snprintf(ex, sizeof ex, "%.200s: stopped at %.6g s of simulated time, the #%d plan was better",
-                         lb, r->step_time_s, top);
-                reject(&rj, "simulation stopped: slower than the top plans", ex);
-                continue;
-            }
-            double limit = opt->memory_limit > 0 ? opt->memory_limit
-                                                 : (1 - headroom) * r->memory.capacity;
-            if (r->memory.peak > limit) {
-                char g1[32], g2[32];
-                snprintf(ex, sizeof ex, "%s: %s > %s (simulated peak)", lb,
-                         gib(r->memory.peak, g1, sizeof g1), gib(limit, g2, sizeof g2));
-                reject(&rj, "does not fit in memory", ex);
-                continue;
-            }
-            c->c.score = score_of(opt->objective, r);
-            ok[n_ok++] = c->c;
-            /* keep the top best scores, ascending */
-            double sc = c->c.score;
-            int at;
-            if (n_kept < top)
-                at = n_kept++;
-            else if (sc < kept[top - 1])
-                at = top - 1;
-            else
-                continue;
-            kept[at] = sc;
-            for (int q = at; q > 0 && kept[q] < kept[q - 1]; q--) {
-                double t = kept[q];
-                kept[q] = kept[q - 1];
-                kept[q - 1] = t;
-            }
-        }
-    }
+    bb B = {.opt = opt, .file = file, .base_dir = base_dir, .headroom = headroom, .top = top,
+            .order = order, .n_fit = n_fit, .rj = &rj};
+    B.kept = dt_xcalloc((size_t)top + 1, sizeof *B.kept);
+    B.ok = dt_xcalloc(n_fit + 1, sizeof *B.ok);
+    pthread_mutex_init(&B.mu, NULL);
+    pthread_cond_init(&B.cv, NULL);
+    bb_run(&B, opt->jobs > 0 ? opt->jobs : 1);
+    pthread_cond_destroy(&B.cv);
+    pthread_mutex_destroy(&B.mu);
+    size_t simulated = B.chosen;
+    out->stopped = B.stopped;
+    double *kept = B.kept;
+    plan_candidate *ok = B.ok;
+    int n_ok = B.n_ok;
     if (opt->progress && n_fit) opt->progress(opt->progress_ctx, n_fit, n_fit);
     out->simulated = (int)simulated;
     const cand *c = NULL; /* the first plan skipped, the example */
@@ -714,10 +815,6 @@ int plan_search(const cJSON *scenario, const char *file, const char *base_dir,
     free(cs);
     free(order);
     free(kept);
-    free(p.errs);
-    free(p.rcs);
-    pthread_cond_destroy(&p.cv);
-    pthread_mutex_destroy(&p.mu);
     return DT_OK;
 }
 

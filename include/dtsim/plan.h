@@ -23,12 +23,13 @@
  * 2. a probe without simulating (run_probe_scenario): memory against the usable memory,
  *    (1 - headroom) x the GPU's memory (headroom 10 % unless options.memory_headroom or the
  *    caller says otherwise) or --memory-limit; a lower bound on the step time and an estimate;
- * 3. branch and bound: the plans that fit are simulated in order of their estimate, in waves
- *    of PLAN_WAVE (on `jobs` threads); a plan whose bound (as the objective: time, cost or tokens
- *    per dollar) is worse than the top-th best simulated so far cannot enter the top and is not
- *    simulated; one that is simulated stops once its step is known to be worse than that
- *    (the run's deadline: early termination; plan_result.stopped). The waves do not depend on
- *    `jobs`, so neither does anything in the result.
+ * 3. branch and bound: the plans that fit are simulated in order of their estimate (on `jobs`
+ *    threads); a plan whose bound (as the objective: time, cost or tokens per dollar) is worse
+ *    than the top-th best simulated so far cannot enter the top and is not simulated; one that
+ *    is simulated stops once its step is known to be worse than that (the run's deadline: early
+ *    termination; plan_result.stopped). "So far" is a sliding window: the k-th simulation is
+ *    judged on the results of the first k - PLAN_WINDOW, whatever `jobs` is and whichever
+ *    finishes first, so nothing in the result depends on either.
  * exhaustive: simulate every plan that fits to its end (brute force; the same best plans,
  * slower).
  * Every rejected candidate is counted under a reason, with one example message.
@@ -47,9 +48,10 @@
 
 typedef enum plan_objective { PLAN_TIME, PLAN_COST, PLAN_TOKENS_PER_USD } plan_objective;
 
-/* Plans simulated together between two updates of the bound: fixed, so that which plans are
- * simulated does not depend on the thread count. */
-#define PLAN_WAVE 4
+/* How far behind the results a simulation may be chosen: the k-th is judged on the first
+ * k - PLAN_WINDOW. Fixed, so that which plans are simulated does not depend on the thread
+ * count; PLAN_WINDOW + 1 simulations can run at once. */
+#define PLAN_WINDOW 4
 
 /* Hooks default to run_probe_scenario()/run_scenario(); tests inject closed forms. Called from
  * the calling thread (probe) and worker threads (run): no shared mutable state. */
