@@ -563,7 +563,8 @@ static void probe_all(probe_pool *P, int jobs)
 {
     pthread_t th[64];
     int started = 0;
-    if (P->opt->probe || jobs > 64) jobs = P->opt->probe ? 1 : 64;
+    if (P->opt->probe) jobs = 1; /* a hook runs on the calling thread */
+    if (jobs > 64) jobs = 64;
     for (int i = 1; i < jobs; i++, started++)
         if (pthread_create(&th[started], NULL, probe_worker, P) != 0) break;
     probe_worker(P); /* the calling thread probes too */
