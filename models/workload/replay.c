@@ -753,7 +753,7 @@ static void on_ring_part(void *model, sim_engine *eng, const sim_event *ev)
          * stretched compute (analytic mode's closed form, with the flows' times) */
         const wl_op *o = &R->g->ops[id];
         double r = ring_ratio(R, o->arg, o->lane);
-        double w = (double)(R->ring_base[id] - R->inl[id] + ring); /* compute before the ring */
+        double w = (double)R->ring_base[id] - (double)R->inl[id] + (double)ring; /* compute before the ring */
         double steal = (1 - 1 / r) * fmin((double)R->ring_all[id], w * r);
         ring = sim_time_add(ring, (sim_time_t)llround(steal));
         uint32_t lane = o->lane;
@@ -1211,11 +1211,11 @@ static void breakdown(rep *R, uint32_t lane, int member, replay_result *out)
                     if (fl > gpu) host += fl - gpu;
                     if (R->hetero_time && own < fl) own = fl;
                 }
-                ADD(s, s + own, CAT_COMPUTE, 0);
+                ADD(s, sim_time_add(s, own), CAT_COMPUTE, 0);
                 if (R->ring_hid && R->ring_hid[id] > 0)
                     /* ring sends under the attention: in flight, hidden (compute wins) */
-                    ADD(s, s + (R->ring_hid[id] < own ? R->ring_hid[id] : own), CAT_COMM, WL_COMM_CP);
-                ADD(s + own, e - in, CAT_WAIT, 0);
+                    ADD(s, sim_time_add(s, R->ring_hid[id] < own ? R->ring_hid[id] : own), CAT_COMM, WL_COMM_CP);
+                ADD(sim_time_add(s, own), e - in, CAT_WAIT, 0);
                 ADD(e - in, e - ring, CAT_COMM, kind);
                 ADD(e - ring, e, CAT_COMM, WL_COMM_CP);
             } else {
