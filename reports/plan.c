@@ -293,7 +293,7 @@ static int cand_cmp(const void *pa, const void *pb)
 }
 
 /* Order of simulation: the estimate, then the bound, then the same keys (a total order, so the
- * waves and hence everything simulated are the same every run). */
+ * window's choices and hence everything simulated are the same every run). */
 static int order_cmp(const void *pa, const void *pb)
 {
     const cand *a = *(cand *const *)pa, *b = *(cand *const *)pb;
