@@ -11,6 +11,9 @@
 #include "dtsim/units.h"
 #include "dtsim/workload.h"
 
+/* the help's "at most 5 simulations run at once" */
+_Static_assert(PLAN_WINDOW + 1 == 5, "update --jobs in help()");
+
 static void help(FILE *out)
 {
     fprintf(out,
@@ -37,7 +40,8 @@ static void help(FILE *out)
             "  --headroom F      fraction of each GPU's memory kept free, 0 to 0.9, or a percentage\n"
             "                    such as 15%% (default: options.memory_headroom, else 10%%)\n"
             "  --top K           plans to show (default 5)\n"
-            "  --jobs J          simulation threads (default: online CPUs)\n"
+            "  --jobs J          threads for the probes and simulations (default: online CPUs; at\n"
+            "                    most 5 simulations run at once; nothing printed depends on J)\n"
             "  --exhaustive      simulate every plan that fits (brute force: the same best plans,\n"
             "                    slower)\n"
             "  --json            one JSON document on stdout\n");
