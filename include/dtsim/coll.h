@@ -254,7 +254,7 @@ int coll_simulate(topo *t, const coll_spec *spec, const coll_config *cc, const n
  * "Analytic time"). Leaves out contention with anything else on the network.
  *
  * Ownership: coll_analytic_create borrows net and topo (they must outlive it; net for routes
- * only: its route store fills, nothing a transfer's timing depends on changes). Results are cached (per spec; for ring and lock-step programs
+ * only, its state untouched). Results are cached (per spec; for ring and lock-step programs
  * also per group and algorithm as latency + per-byte cost), bounded in size. Not thread-safe:
  * one per simulation. */
 typedef struct coll_analytic coll_analytic;

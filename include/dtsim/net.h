@@ -62,8 +62,9 @@ void net_send_spread(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t do
                      uint32_t done_id, uint64_t done_data);
 
 /* Whether the pair's NET_ECMP_LANES lanes take different routes (equal-cost paths through
- * spines), which is where a transfer's lane matters. As net_route_lane: the pair's lane
- * rotation is left as it was, the routes are kept in the net's per-source store. */
+ * spines), which is where a transfer's lane matters. Pure, as net_route_lane (safe from
+ * threads sharing the net): the pair's lane rotation and the route store are left as they
+ * were. */
 int net_pair_multipath(net *n, int src_gpu, int dst_gpu);
 
 /* A coupled transfer: n_pairs transfers (src_gpu[i] -> dst_gpu[i]) that progress in lockstep
@@ -123,10 +124,8 @@ int net_path_info(net *n, int src_gpu, int dst_gpu, sim_time_t *latency, double 
 
 /* The route net_send takes from src to dst on ECMP lane `lane` (0..NET_ECMP_LANES-1): its
  * directed links (borrowed from the topology's route cache, valid until topo_destroy), hop
- * count and latency as net_send charges it. Any output may be NULL. The pair's lane rotation
- * is left as it was (nothing a later transfer does changes); the route is kept in the net's
- * per-source store, where net_send finds it too, so like every net call this is for one
- * thread at a time. For cost models that spread a transfer over the lanes
+ * count and latency as net_send charges it. Any output may be NULL. Pure: the pair's lane
+ * rotation is left as it was. For cost models that spread a transfer over the lanes
  * (coll_analytic_time). Returns topo_route's status. */
 int net_route_lane(net *n, int src_gpu, int dst_gpu, int lane, const int **links, int *hops,
                    sim_time_t *latency);

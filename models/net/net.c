@@ -556,6 +556,23 @@ int net_path_info(net *n, int src_gpu, int dst_gpu, sim_time_t *latency, double 
     return DT_OK;
 }
 
+int net_route_lane(net *n, int src_gpu, int dst_gpu, int lane, const int **links, int *hops,
+                   sim_time_t *latency)
+{
+    /* the hash next_route gives lane v of the pair, without touching the memo (whose lane
+     * rotation the flow model's transfers depend on) */
+    int64_t key = (int64_t)src_gpu * n->t->n_gpus + dst_gpu;
+    unsigned v = (unsigned)lane % NET_LANES;
+    uint64_t hash = mix64((uint64_t)key * NET_LANES + v + 0x9e3779b97f4a7c15ULL);
+    const int *pth = NULL;
+    int nh = 0;
+    int rc = topo_route(n->t, src_gpu, dst_gpu, hash, &pth, &nh);
+    if (rc != DT_OK) return rc;
+    if (links) *links = pth;
+    if (hops) *hops = nh;
+    if (latency) *latency = path_latency(n->t, pth, nh);
+    return DT_OK;
+}
 
 /* Free flow records are a stack of ids apart from the records (last freed, first reused): taking
  * one reads the stack's top, not the record's next-free field (a cache miss per transfer when a
@@ -825,10 +842,9 @@ static void store_grow(src_store *ss)
     free(old);
 }
 
-/* Route lane v of pair (src, dst) and keep it in the store (while it has room): DT_OK and *out,
- * or topo_route's error (a pair without a route). */
-static __attribute__((noinline)) int lane_route(net *n, int64_t key, unsigned v, int src_gpu,
-                                                int dst_gpu, const route_lane **out)
+/* Route lane v of pair (src, dst) and keep it in the store (while it has room). */
+static __attribute__((noinline)) const route_lane *lane_miss(net *n, int64_t key, unsigned v,
+                                                             int src_gpu, int dst_gpu)
 {
     const int *pth = NULL;
     int hops = 0;
@@ -838,7 +854,7 @@ static __attribute__((noinline)) int lane_route(net *n, int64_t key, unsigned v,
     bool keep = n->store_n < NET_STORE_MAX;
     int rc = keep ? topo_route_unlisted(n->t, src_gpu, dst_gpu, hash, &pth, &hops)
                   : topo_route(n->t, src_gpu, dst_gpu, hash, &pth, &hops);
-    if (rc != DT_OK) return rc;
+    DT_ASSERT(rc == DT_OK);
     DT_ASSERT(hops <= NET_MAX_HOPS);
     route_lane ln = {.path = pth, .n_hops = hops, .lat = path_latency(n->t, pth, hops), .bl = -1};
     double bw = INFINITY;
@@ -849,8 +865,7 @@ static __attribute__((noinline)) int lane_route(net *n, int64_t key, unsigned v,
         }
     if (!keep) {
         n->scratch = ln;
-        *out = &n->scratch;
-        return DT_OK;
+        return &n->scratch;
     }
     src_store *ss = &n->store[src_gpu];
     int dl = dst_gpu * NET_LANES + (int)v;
@@ -860,61 +875,18 @@ static __attribute__((noinline)) int lane_route(net *n, int64_t key, unsigned v,
     ss->e[k] = (stored_lane){.dst_lane = dl, .multi = -1, .r = ln};
     ss->n++;
     n->store_n++;
-    *out = &ss->e[k].r;
-    return DT_OK;
-}
-
-/* As lane_route, for the transfers' own pairs, which always have a route (validated topology). */
-static __attribute__((noinline)) const route_lane *lane_miss(net *n, int64_t key, unsigned v,
-                                                             int src_gpu, int dst_gpu)
-{
-    const route_lane *ln = NULL;
-    int rc = lane_route(n, key, v, src_gpu, dst_gpu, &ln);
-    DT_ASSERT(rc == DT_OK);
-    return ln;
-}
-
-/* The stored entry of lane v of (src, dst), NULL when the store does not hold it. */
-static inline stored_lane *stored_entry(net *n, int src_gpu, int dst_gpu, unsigned v)
-{
-    src_store *ss = &n->store[src_gpu];
-    int dl = dst_gpu * NET_LANES + (int)v;
-    if (ss->cap)
-        for (int k = store_slot(dl, ss->cap); ss->e[k].dst_lane >= 0; k = (k + 1) & (ss->cap - 1))
-            if (ss->e[k].dst_lane == dl) return &ss->e[k];
-    return NULL;
-}
-
-/* The stored route of lane v of (src, dst), NULL when the store does not hold it. */
-static inline const route_lane *lane_stored(net *n, unsigned v, int src_gpu, int dst_gpu)
-{
-    const stored_lane *e = stored_entry(n, src_gpu, dst_gpu, v);
-    return e ? &e->r : NULL;
+    return &ss->e[k].r;
 }
 
 /* The route of lane v of pair (src, dst), from the store or routed now. Valid until the next call (the store may grow, the scratch be reused). */
 static inline const route_lane *lane_get(net *n, int64_t key, unsigned v, int src_gpu, int dst_gpu)
 {
-    const route_lane *ln = lane_stored(n, v, src_gpu, dst_gpu);
-    return ln ? ln : lane_miss(n, key, v, src_gpu, dst_gpu);
-}
-
-int net_route_lane(net *n, int src_gpu, int dst_gpu, int lane, const int **links, int *hops,
-                   sim_time_t *latency)
-{
-    /* lane v of the pair as next_route gives it (the same hash), through the per-source store,
-     * without touching the memo (whose lane rotation the flow model's transfers depend on) */
-    if (src_gpu < 0 || dst_gpu < 0 || src_gpu >= n->t->n_gpus || dst_gpu >= n->t->n_gpus) return DT_EINPUT;
-    unsigned v = (unsigned)lane % NET_LANES;
-    const route_lane *ln = lane_stored(n, v, src_gpu, dst_gpu);
-    if (!ln) {
-        int rc = lane_route(n, (int64_t)src_gpu * n->t->n_gpus + dst_gpu, v, src_gpu, dst_gpu, &ln);
-        if (rc != DT_OK) return rc;
-    }
-    if (links) *links = ln->path;
-    if (hops) *hops = ln->n_hops;
-    if (latency) *latency = ln->lat;
-    return DT_OK;
+    const src_store *ss = &n->store[src_gpu];
+    int dl = dst_gpu * NET_LANES + (int)v;
+    if (ss->cap)
+        for (int k = store_slot(dl, ss->cap); ss->e[k].dst_lane >= 0; k = (k + 1) & (ss->cap - 1))
+            if (ss->e[k].dst_lane == dl) return &ss->e[k].r;
+    return lane_miss(n, key, v, src_gpu, dst_gpu);
 }
 
 /* The route from src to dst on ECMP lane `lane`, or (lane < 0) on the pair's next lane in
@@ -1160,8 +1132,8 @@ static inline int lanes_differ(const int *p0, int h0, const int *p, int h)
 
 int net_pair_multipath(net *n, int src_gpu, int dst_gpu)
 {
-    /* the lanes' routes through the per-source store, as net_route_lane; the pair's lane
-     * rotation (the memo) is left as it was */
+    /* through topo_route (its table is locked), not the net's store: the analytic cost models
+     * that ask here may share one net between threads (the planner's jobs) */
     if (src_gpu == dst_gpu) return 0;
     const int *p0 = NULL;
     int h0 = 0;
@@ -1177,6 +1149,17 @@ int net_pair_multipath(net *n, int src_gpu, int dst_gpu)
 
 /* net_pair_multipath through the net's own per-source store (flow mode's transfers: one
  * thread per net), which the transfer's routes then come from. */
+/* The stored entry of lane v of (src, dst), NULL when the store does not hold it. */
+static inline stored_lane *stored_entry(net *n, int src_gpu, int dst_gpu, unsigned v)
+{
+    src_store *ss = &n->store[src_gpu];
+    int dl = dst_gpu * NET_LANES + (int)v;
+    if (ss->cap)
+        for (int k = store_slot(dl, ss->cap); ss->e[k].dst_lane >= 0; k = (k + 1) & (ss->cap - 1))
+            if (ss->e[k].dst_lane == dl) return &ss->e[k];
+    return NULL;
+}
+
 static int pair_multipath_stored(net *n, int src_gpu, int dst_gpu)
 {
     /* a pipeline stage sends to the same peer hundreds of times a step: the answer is kept
