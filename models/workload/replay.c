@@ -178,6 +178,9 @@ typedef struct rep {
      * part (host_gpu), from which breakdown() tells the GPU's wait for its host */
     sim_time_t *host_fl, *host_gpu;
     dt_arena mem;                  /* owns every array above but those a result takes over */
+    /* breakdown()'s marks, kept from one call to the next (it runs once per lane) */
+    struct mark *bd_marks;
+    size_t bd_cap;
 } rep;
 
 #define CN_NONE UINT32_MAX
@@ -1177,9 +1180,9 @@ static int op_comm_kind(const wl_graph *g, const wl_op *o)
 static void breakdown(rep *R, uint32_t lane, int member, replay_result *out)
 {
     const wl_graph *g = R->g;
-    size_t cap = 64, n = 0;
+    size_t cap = R->bd_cap ? R->bd_cap : 64, n = 0;
     sim_time_t host = 0;
-    mark *m = dt_xmalloc(cap * sizeof *m);
+    mark *m = R->bd_cap ? R->bd_marks : dt_xmalloc(cap * sizeof *m);
 #define ADD(a, b, c, k)                                                                     \
     do {                                                                                    \
         if ((b) > (a)) {                                                                    \
@@ -1268,7 +1271,8 @@ static void breakdown(rep *R, uint32_t lane, int member, replay_result *out)
             if (m[i].cat == CAT_COMM) kinds[m[i].kind] += m[i].delta;
         }
     }
-    free(m);
+    R->bd_marks = m;
+    R->bd_cap = cap;
     out->compute = acc[CAT_COMPUTE];
     out->host_wait = host < out->compute ? host : out->compute;
     out->comm_exposed = acc[CAT_COMM];
@@ -1547,6 +1551,7 @@ done:
     for (int i = 0; R.rng && i < g->n_gpus; i++) sim_rng_destroy(R.rng[i]); /* NULL-safe */
     dt_arena_free(&setup);
     dt_arena_free(&R.mem);
+    free(R.bd_marks);
     /* the result's arrays, unless handed over (set to NULL then) */
     free(R.start);
     free(R.launch);
