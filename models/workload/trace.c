@@ -543,6 +543,41 @@ static int read_cp(const js_ctx *c, const cJSON *v, wl_graph *g)
     return DT_OK;
 }
 
+/* A collective takes one op per lane: its group is its ops' lanes' GPUs, and a lane twice
+ * would put the same GPUs in it twice. The (collective, lane, op) triples of the collective
+ * ops, sorted: equal neighbours are the error, reported at the later op. O(k log k). */
+typedef struct coll_lane {
+    uint32_t coll, lane, op;
+} coll_lane;
+
+static int cmp_coll_lane(const void *pa, const void *pb)
+{
+    const coll_lane *a = pa, *b = pb;
+    if (a->coll != b->coll) return a->coll < b->coll ? -1 : 1;
+    if (a->lane != b->lane) return a->lane < b->lane ? -1 : 1;
+    return a->op < b->op ? -1 : a->op > b->op;
+}
+
+static int check_coll_lanes(const js_ctx *c, const wl_graph *g)
+{
+    size_t k = 0;
+    coll_lane *v = dt_xmalloc(((size_t)g->n_ops + 1) * sizeof *v);
+    for (uint32_t i = 0; i < g->n_ops; i++)
+        if (g->ops[i].kind == WL_OP_COLL) v[k++] = (coll_lane){g->ops[i].arg, g->ops[i].lane, i};
+    qsort(v, k, sizeof *v, cmp_coll_lane);
+    int rc = DT_OK;
+    for (size_t i = 1; i < k && rc == DT_OK; i++)
+        if (v[i].coll == v[i - 1].coll && v[i].lane == v[i - 1].lane) {
+            char p[JS_PATH_MAX];
+            rc = js_fail(c, js_path_index(p, "ops", (int)v[i].op), "collective",
+                         "collective %u already has ops[%u] on lane %u: a collective takes one op "
+                         "per lane (its group is their lanes' GPUs)",
+                         v[i].coll, v[i - 1].op, v[i].lane);
+        }
+    free(v);
+    return rc;
+}
+
 static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env *env)
 {
     static const char *const keys[] = {"format", "version", "name", "gpus", "precision", "step",
@@ -788,6 +823,7 @@ static int read_all(const js_ctx *c, const cJSON *j, wl_graph **gout, trace_env 
 #undef CK
     }
     free(deps);
+    if (rc == DT_OK) rc = check_coll_lanes(c, g);
     return rc;
 }
 

@@ -117,6 +117,10 @@ trace("shared.json", [{"lane": 0, "kind": "collective", "collective": 0},
                       {"lane": 1, "kind": "collective", "collective": 0}],
       lanes=[[0], [0]], collectives=[{"op": "allreduce", "bytes": "1 MB"}])
 trace("nocoll.json", [{"gpu": 0, "kind": "collective", "collective": 3}])
+trace("twicecoll.json", [{"gpu": 0, "kind": "collective", "collective": 0},
+                         {"gpu": 1, "kind": "collective", "collective": 0},
+                         {"gpu": 0, "kind": "collective", "collective": 0, "stream": "tp"}],
+      collectives=[{"op": "allgather", "bytes": "8 MB"}])
 trace("noformat.json", [], format="dtsim-trail")
 trace("bigflops.json", [{"gpu": 0, "kind": "compute", "cost": 0}],
       costs=[{"flops": {"matmul": 1e41}}])
@@ -258,6 +262,7 @@ t 2 'cpring.json: context_parallel.next[0]: expected the index of another lane' 
 t 2 'the trace uses 16 GPUs but the topology has 8' - run --trace toomany.json --topology "$SRC/topologies/ring-8.json"
 t 2 'shared.json: lanes[1][0]: GPU 0 is already in lanes[0]' - run --trace shared.json --topology "$SRC/topologies/ring-8.json"
 t 2 'nocoll.json: ops[0].collective' - run --trace nocoll.json --topology "$SRC/topologies/ring-8.json"
+t 2 'twicecoll.json: ops[2].collective: collective 0 already has ops[0] on lane 0' - run --trace twicecoll.json --topology "$SRC/topologies/ring-8.json"
 t 2 'noformat.json: format: expected "dtsim-trace"' - run --trace noformat.json --topology "$SRC/topologies/ring-8.json"
 t 2 'bigflops.json: the step would take longer' - run --trace bigflops.json --topology "$SRC/topologies/ring-8.json"
 t 2 'twoexact.json: ops[0].cost: a compute op needs exactly one' - run --trace twoexact.json --topology "$SRC/topologies/ring-8.json"

@@ -5,8 +5,9 @@
  * A trace read successfully is written (trace_write) and read back, which must give the same
  * op, dep, cost, GEMM set and collective counts. Small ones (at most 16 GPUs, 256 ops) are then replayed
  * on a 16-GPU two-box DGX topology in both network modes through run_trace_file, the path
- * `dtsim run --trace` takes: cyclic deps, collectives with missing participants, sends to odd
- * lanes, lanes sharing GPUs must all end as DT_EINPUT, never as an assertion or a hang.
+ * `dtsim run --trace` takes: cyclic deps, collectives with missing participants or a lane
+ * twice, sends to odd lanes, lanes sharing GPUs must all end as DT_EINPUT, never as an
+ * assertion or a hang.
  *
  * run_trace_file reads files: the topology is written once per process and each input to a
  * per-process scratch file under $TMPDIR (cheap next to a replay).
