@@ -544,8 +544,9 @@ static int read_cp(const js_ctx *c, const cJSON *v, wl_graph *g)
 }
 
 /* A collective takes one op per lane: its group is its ops' lanes' GPUs, and a lane twice
- * would put the same GPUs in it twice. The (collective, lane, op) triples of the collective
- * ops, sorted: equal neighbours are the error, reported at the later op. O(k log k). */
+ * would put the same GPUs in it twice; a sendrecv takes exactly two. The (collective, lane,
+ * op) triples of the collective ops, sorted: equal neighbours are the first error, reported at
+ * the later op, a sendrecv's run of other than two the second. O(k log k). */
 typedef struct coll_lane {
     uint32_t coll, lane, op;
 } coll_lane;
@@ -574,7 +575,28 @@ static int check_coll_lanes(const js_ctx *c, const wl_graph *g)
                          "per lane (its group is their lanes' GPUs)",
                          v[i].coll, v[i - 1].op, v[i].lane);
         }
+    /* a sendrecv instance is one transfer between two lanes' GPUs */
+    for (size_t i = 0, j; i < k && rc == DT_OK; i = j) {
+        for (j = i; j < k && v[j].coll == v[i].coll; j++) {}
+        if (g->colls[v[i].coll].op == COLL_SENDRECV && j - i != 2) {
+            char p[JS_PATH_MAX];
+            rc = js_fail(c, js_path_index(p, "collectives", (int)v[i].coll), "op",
+                         "a sendrecv is between two lanes; ops on %zu lanes name it (ops[%u] first)",
+                         j - i, v[i].op);
+        }
+    }
     free(v);
+    /* and inside a lane, between its two GPUs */
+    for (uint32_t i = 0; i < g->n_costs && rc == DT_OK && g->lane_size != 2; i++)
+        for (int q = 0; q < g->costs[i].n_inlane && rc == DT_OK; q++)
+            if (g->costs[i].inlane[q].op == COLL_SENDRECV) {
+                char p[JS_PATH_MAX], pq[JS_PATH_MAX];
+                js_path_index(p, "costs", (int)i);
+                js_path_key(pq, p, "inlane");
+                rc = js_fail(c, js_path_index(p, pq, q), "op",
+                             "a sendrecv inside a lane is between its two GPUs; the lanes have %d",
+                             g->lane_size);
+            }
     return rc;
 }
 

@@ -121,6 +121,10 @@ trace("twicecoll.json", [{"gpu": 0, "kind": "collective", "collective": 0},
                          {"gpu": 1, "kind": "collective", "collective": 0},
                          {"gpu": 0, "kind": "collective", "collective": 0, "stream": "tp"}],
       collectives=[{"op": "allgather", "bytes": "8 MB"}])
+trace("sr3.json", [{"gpu": g, "kind": "collective", "collective": 0} for g in range(3)],
+      gpus=3, collectives=[{"op": "sendrecv", "bytes": "8 MB"}])
+trace("srlane.json", [{"lane": 0, "kind": "compute", "cost": 0}], gpus=3, lanes=[[0, 1, 2]],
+      costs=[{"duration": "1 ms", "inlane": [{"op": "sendrecv", "bytes": "1 MB"}]}])
 trace("noformat.json", [], format="dtsim-trail")
 trace("bigflops.json", [{"gpu": 0, "kind": "compute", "cost": 0}],
       costs=[{"flops": {"matmul": 1e41}}])
@@ -263,6 +267,8 @@ t 2 'the trace uses 16 GPUs but the topology has 8' - run --trace toomany.json -
 t 2 'shared.json: lanes[1][0]: GPU 0 is already in lanes[0]' - run --trace shared.json --topology "$SRC/topologies/ring-8.json"
 t 2 'nocoll.json: ops[0].collective' - run --trace nocoll.json --topology "$SRC/topologies/ring-8.json"
 t 2 'twicecoll.json: ops[2].collective: collective 0 already has ops[0] on lane 0' - run --trace twicecoll.json --topology "$SRC/topologies/ring-8.json"
+t 2 'sr3.json: collectives[0].op: a sendrecv is between two lanes; ops on 3 lanes name it' - run --trace sr3.json --topology "$SRC/topologies/ring-8.json"
+t 2 'srlane.json: costs[0].inlane[0].op: a sendrecv inside a lane is between its two GPUs; the lanes have 3' - run --trace srlane.json --topology "$SRC/topologies/ring-8.json"
 t 2 'noformat.json: format: expected "dtsim-trace"' - run --trace noformat.json --topology "$SRC/topologies/ring-8.json"
 t 2 'bigflops.json: the step would take longer' - run --trace bigflops.json --topology "$SRC/topologies/ring-8.json"
 t 2 'twoexact.json: ops[0].cost: a compute op needs exactly one' - run --trace twoexact.json --topology "$SRC/topologies/ring-8.json"
