@@ -878,15 +878,22 @@ static __attribute__((noinline)) const route_lane *lane_miss(net *n, int64_t key
     return &ss->e[k].r;
 }
 
-/* The route of lane v of pair (src, dst), from the store or routed now. Valid until the next call (the store may grow, the scratch be reused). */
-static inline const route_lane *lane_get(net *n, int64_t key, unsigned v, int src_gpu, int dst_gpu)
+/* The stored entry of lane v of (src, dst), NULL when the store does not hold it. */
+static inline stored_lane *stored_entry(net *n, int src_gpu, int dst_gpu, unsigned v)
 {
-    const src_store *ss = &n->store[src_gpu];
+    src_store *ss = &n->store[src_gpu];
     int dl = dst_gpu * NET_LANES + (int)v;
     if (ss->cap)
         for (int k = store_slot(dl, ss->cap); ss->e[k].dst_lane >= 0; k = (k + 1) & (ss->cap - 1))
-            if (ss->e[k].dst_lane == dl) return &ss->e[k].r;
-    return lane_miss(n, key, v, src_gpu, dst_gpu);
+            if (ss->e[k].dst_lane == dl) return &ss->e[k];
+    return NULL;
+}
+
+/* The route of lane v of pair (src, dst), from the store or routed now. Valid until the next call (the store may grow, the scratch be reused). */
+static inline const route_lane *lane_get(net *n, int64_t key, unsigned v, int src_gpu, int dst_gpu)
+{
+    const stored_lane *e = stored_entry(n, src_gpu, dst_gpu, v);
+    return e ? &e->r : lane_miss(n, key, v, src_gpu, dst_gpu);
 }
 
 /* The route from src to dst on ECMP lane `lane`, or (lane < 0) on the pair's next lane in
@@ -1149,17 +1156,6 @@ int net_pair_multipath(net *n, int src_gpu, int dst_gpu)
 
 /* net_pair_multipath through the net's own per-source store (flow mode's transfers: one
  * thread per net), which the transfer's routes then come from. */
-/* The stored entry of lane v of (src, dst), NULL when the store does not hold it. */
-static inline stored_lane *stored_entry(net *n, int src_gpu, int dst_gpu, unsigned v)
-{
-    src_store *ss = &n->store[src_gpu];
-    int dl = dst_gpu * NET_LANES + (int)v;
-    if (ss->cap)
-        for (int k = store_slot(dl, ss->cap); ss->e[k].dst_lane >= 0; k = (k + 1) & (ss->cap - 1))
-            if (ss->e[k].dst_lane == dl) return &ss->e[k];
-    return NULL;
-}
-
 static int pair_multipath_stored(net *n, int src_gpu, int dst_gpu)
 {
     /* a pipeline stage sends to the same peer hundreds of times a step: the answer is kept
