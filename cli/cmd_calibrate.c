@@ -854,8 +854,9 @@ static int run_cpu(bench *b, cal_result *c, progress *pg, dt_error *err)
         kern_fill_gradient(o->dtype, b->in[r], b->max_count, 1e-2, o->seed, r);
     }
     b->ref = dt_xmalloc(b->max_count * es);
-    b->ring = kern_cpu_ring_create(o->ranks, (size_t)o->chunk);
-    int rc = measure(b, c, "ring", CAL_KIND_ALLREDUCE, o->sizes, o->n_sizes, cpu_ring_verify, cpu_ring_time, pg, err);
+    int rc = kern_cpu_ring_create(o->ranks, (size_t)o->chunk, &b->ring, err);
+    if (rc) return rc;
+    rc = measure(b, c, "ring", CAL_KIND_ALLREDUCE, o->sizes, o->n_sizes, cpu_ring_verify, cpu_ring_time, pg, err);
     if (!rc && o->topk_fraction > 0) rc = run_topk_cpu(b, c, pg, err);
     return rc;
 }

@@ -45,6 +45,7 @@ typedef struct ring_rank {
 
 struct kern_cpu_ring {
     int n;
+    int started;               /* rank threads running (n once created; 1 rank runs none) */
     size_t chunk_bytes;
     pthread_t *threads;
     ring_rank *ranks;
@@ -201,15 +202,20 @@ static void *ring_thread(void *arg)
     return NULL;
 }
 
-kern_cpu_ring *kern_cpu_ring_create(int ranks, size_t chunk_bytes)
+int kern_cpu_ring_create(int ranks, size_t chunk_bytes, kern_cpu_ring **out, dt_error *err)
 {
-    DT_ASSERT(ranks >= 1);
+    *out = NULL;
+    if (ranks < 1)
+        return dt_error_set(err, DT_EINPUT, NULL, NULL, "cpu ring: needs 1 or more ranks, found %d", ranks);
     kern_cpu_ring *r = dt_xcalloc(1, sizeof *r);
     r->n = ranks;
     r->chunk_bytes = chunk_bytes ? chunk_bytes : 64 * 1024;
     r->chunk_bytes -= r->chunk_bytes % 4; /* whole elements of every dtype */
     DT_ASSERT(r->chunk_bytes >= 4);
-    if (ranks == 1) return r;
+    if (ranks == 1) {
+        *out = r;
+        return DT_OK;
+    }
     r->fifo = dt_xcalloc((size_t)ranks, sizeof *r->fifo);
     r->ranks = dt_xcalloc((size_t)ranks, sizeof *r->ranks);
     r->threads = dt_xcalloc((size_t)ranks, sizeof *r->threads);
@@ -227,9 +233,22 @@ kern_cpu_ring *kern_cpu_ring_create(int ranks, size_t chunk_bytes)
     atomic_init(&r->finished, 0);
     DT_ASSERT(pthread_mutex_init(&r->mu, NULL) == 0);
     DT_ASSERT(pthread_cond_init(&r->cv, NULL) == 0);
-    for (int i = 0; i < ranks; i++)
-        DT_ASSERT(pthread_create(&r->threads[i], NULL, ring_thread, &r->ranks[i]) == 0);
-    return r;
+    /* Every rank is a thread of its own (each waits for its neighbour): a rank that cannot start
+     * (a limit on processes or on address space) makes the ring impossible, not slower. */
+    int e = 0;
+    while (r->started < ranks &&
+           (e = pthread_create(&r->threads[r->started], NULL, ring_thread, &r->ranks[r->started])) == 0)
+        r->started++;
+    if (r->started < ranks) {
+        int started = r->started;
+        kern_cpu_ring_destroy(r);
+        return dt_error_set(err, DT_EIO, NULL, NULL,
+                            "cpu ring: could not start the thread of rank %d of %d (%s); "
+                            "%d started. Fewer --ranks, or a higher limit on processes (ulimit -u)",
+                            started, ranks, strerror(e), started);
+    }
+    *out = r;
+    return DT_OK;
 }
 
 void kern_cpu_ring_destroy(kern_cpu_ring *r)
@@ -238,7 +257,7 @@ void kern_cpu_ring_destroy(kern_cpu_ring *r)
     if (r->n > 1) {
         r->quit = true;
         gate_signal(r, &r->go);
-        for (int i = 0; i < r->n; i++) pthread_join(r->threads[i], NULL);
+        for (int i = 0; i < r->started; i++) pthread_join(r->threads[i], NULL);
         pthread_mutex_destroy(&r->mu);
         pthread_cond_destroy(&r->cv);
         for (int i = 0; i < r->n; i++) {

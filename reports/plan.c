@@ -16,6 +16,7 @@
 
 #include "dtsim/json.h"
 #include "dtsim/plan.h"
+#include "dtsim/threads.h"
 #include "dtsim/units.h"
 
 static const char *const ckpt_names[] = {"none", "selective", "full"};
@@ -491,11 +492,8 @@ static void bb_run(bb *B, int jobs)
 {
     bb_choose(B);
     if (jobs > PLAN_SLOTS) jobs = PLAN_SLOTS; /* more could never all be busy */
-    pthread_t th[PLAN_SLOTS];
-    int started = 0;
-    for (int i = 0; i < jobs; i++, started++)
-        if (pthread_create(&th[i], NULL, bb_worker, B) != 0) break;
-    if (started == 0) bb_worker(B);
+    dt_threads th;
+    if (dt_threads_start(&th, jobs, bb_worker, B) == 0) bb_worker(B);
     if (B->opt->progress) {
         pthread_mutex_lock(&B->mu);
         size_t shown = (size_t)-1;
@@ -511,7 +509,7 @@ static void bb_run(bb *B, int jobs)
         }
         pthread_mutex_unlock(&B->mu);
     }
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    dt_threads_join(&th);
 }
 
 /* The probes of the plans that pass the structural checks, on `jobs` threads with a topology
@@ -561,14 +559,9 @@ static void *probe_worker(void *arg)
 
 static void probe_all(probe_pool *P, int jobs)
 {
-    pthread_t th[64];
-    int started = 0;
     if (P->opt->probe) jobs = 1; /* a hook runs on the calling thread */
     if (jobs > 64) jobs = 64;
-    for (int i = 1; i < jobs; i++, started++)
-        if (pthread_create(&th[started], NULL, probe_worker, P) != 0) break;
-    probe_worker(P); /* the calling thread probes too */
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    dt_threads_run(jobs, probe_worker, P); /* the calling thread probes too */
 }
 
 static void add_cand(cand **cs, size_t *n, size_t *cap, plan_candidate c)

@@ -27,6 +27,7 @@
 
 #include "dtsim/json.h"
 #include "dtsim/sweep.h"
+#include "dtsim/threads.h"
 #include "sweep_internal.h"
 
 static double now_s(void)
@@ -310,10 +311,8 @@ static int run_pool(const sweep_config *cfg, const sweep_spec *spec, uint64_t ha
     p.finished = dt_xcalloc(n_todo ? n_todo : 1, sizeof *p.finished);
     int jobs = cfg->jobs < 1 ? 1 : cfg->jobs;
     if ((size_t)jobs > n_todo) jobs = (int)(n_todo ? n_todo : 1);
-    pthread_t *th = dt_xcalloc((size_t)jobs, sizeof *th);
-    int started = 0;
-    for (int i = 0; i < jobs && n_todo > 0; i++, started++)
-        if (pthread_create(&th[i], NULL, worker, &p) != 0) break;
+    dt_threads th;
+    int started = dt_threads_start(&th, n_todo > 0 ? jobs : 0, worker, &p);
     int rc = DT_OK;
     /* No thread could start (resource limits): run everything on the calling thread, then
      * store it below as usual. Slower, same results. */
@@ -377,9 +376,8 @@ static int run_pool(const sweep_config *cfg, const sweep_spec *spec, uint64_t ha
         p.next = p.n_todo;
         pthread_mutex_unlock(&p.mu);
     }
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    dt_threads_join(&th);
     for (size_t k = 0; k < n_todo; k++) cJSON_Delete(p.recs[k]);
-    free(th);
     free(p.recs);
     free(p.finished);
     pthread_cond_destroy(&p.cv);

@@ -7,7 +7,6 @@
  * out in manifest order whatever the thread count, so the output is deterministic.
  */
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 
 #include "dtsim/coll.h"
 #include "dtsim/json.h"
+#include "dtsim/threads.h"
 #include "dtsim/topo.h"
 #include "dtsim/validate.h"
 
@@ -392,14 +392,7 @@ int val_run(const char *dir, const val_options *opt, val_results *out, dt_error 
         if (threads > n_jobs) threads = n_jobs;
         pool P = {.jobs = jobs, .n = n_jobs};
         atomic_init(&P.next, 0);
-        pthread_t *th = dt_xcalloc((size_t)threads + 1, sizeof *th);
-        int started = 0;
-        for (int k = 1; k < threads; k++)
-            if (pthread_create(&th[k], NULL, worker, &P) == 0) started = k;
-            else break;
-        worker(&P); /* the calling thread works too */
-        for (int k = 1; k <= started; k++) pthread_join(th[k], NULL);
-        free(th);
+        dt_threads_run(threads, worker, &P); /* the calling thread works too */
         /* keep only the rows that ran (a --case selection), in manifest order */
         bool *ran = dt_xcalloc((size_t)out->n + 1, sizeof *ran);
         for (int j = 0; j < n_jobs; j++) ran[jobs[j].c - out->cases] = true;

@@ -27,7 +27,7 @@ declare -A src_dir=(
 )
 # Public headers (include/dtsim/) by room.
 declare -A public=(
-  [error.h]=sim [arena.h]=sim [limits.h]=sim [version.h]=sim [json.h]=sim [units.h]=sim [simtime.h]=sim [sim.h]=sim
+  [error.h]=sim [arena.h]=sim [threads.h]=sim [limits.h]=sim [version.h]=sim [json.h]=sim [units.h]=sim [simtime.h]=sim [sim.h]=sim
   [gpu.h]=gpu [calib.h]=gpu
   [kern.h]=kernels [probe.h]=kernels
   [topo.h]=topo

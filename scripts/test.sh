@@ -34,7 +34,7 @@ echo "== valgrind memcheck on core unit tests"
 # Catches what ASan cannot see (reads of uninitialised memory) in the release build. Check must
 # not fork under valgrind (CK_FORK=no; abort tests skip themselves then). Kept to the fast suites.
 if command -v valgrind >/dev/null; then
-  for t in test_sim test_sim_rng test_json test_units; do
+  for t in test_sim test_sim_rng test_json test_units test_threads; do
     [[ -x build/$t ]] || continue
     if ! CK_FORK=no valgrind -q --error-exitcode=1 --leak-check=full \
         --errors-for-leak-kinds=definite,indirect "build/$t" >"build/$t.valgrind.log" 2>&1; then

@@ -61,7 +61,9 @@ typedef struct kern_cpu_ring kern_cpu_ring;
 
 #define KERN_RING_SLOTS 4
 
-kern_cpu_ring *kern_cpu_ring_create(int ranks, size_t chunk_bytes);
+/* Creates the team in *out. Fails (DT_EINPUT) for ranks < 1, and (DT_EIO, *out NULL, nothing
+ * left running) when the system will not start a thread for every rank. */
+int kern_cpu_ring_create(int ranks, size_t chunk_bytes, kern_cpu_ring **out, dt_error *err);
 void kern_cpu_ring_destroy(kern_cpu_ring *r);
 
 /* In-place sum all-reduce of bufs[0..ranks) (count elements of type t each): reduce-scatter then

@@ -2,8 +2,9 @@
  *
  * Every step is replayed on its own engine with its own jitter draws (a stream of the seed
  * per step; step 0 is the single `dtsim run`), so steps are independent draws of the step
- * time and can run on several threads: each thread simulates the steps k = j mod jobs and the
- * results go into arrays by k, the same bytes for any number of threads.
+ * time and can run on several threads: each thread takes the next step not yet taken and the
+ * results go into arrays by k, the same bytes for any number of threads (and whatever number
+ * the system lets start: dtsim/threads.h).
  *
  * On top of the per-step simulations, recurrences that follow the job across steps (their
  * derivations: docs/workloads.md, "Many steps"):
@@ -33,6 +34,7 @@
 #include <gsl/gsl_statistics_double.h>
 
 #include "dtsim/sim.h"
+#include "dtsim/threads.h"
 #include "run_internal.h"
 
 uint64_t run_step_seed(uint64_t seed, int k)
@@ -54,7 +56,7 @@ void run_steps_result_free(run_steps_result *r)
 typedef struct shared {
     run_prep *p;
     const run_options *opt;
-    int n, jobs;
+    int n;
     bool replicas;        /* asynchronous DP or local SGD: per-replica recurrences */
     run_result *first;
     double *T;            /* per step: the simulated step (raw) */
@@ -62,16 +64,13 @@ typedef struct shared {
     sim_time_t *lane_end; /* async: per step, the local graph's lane ends (n x n_lanes) */
     int *rc;              /* per step */
     dt_error *err;        /* per step, only where rc != DT_OK */
+    int next;             /* the next step to simulate; n once a step failed */
     long done;
+    pthread_t caller;     /* the thread that reports progress */
     pthread_mutex_t mu;
     void (*progress)(void *ctx, long done, long total);
     void *progress_ctx;
 } shared;
-
-typedef struct worker {
-    shared *S;
-    int j;
-} worker;
 
 static const wl_graph *graph_of(const shared *S, int k)
 {
@@ -79,12 +78,18 @@ static const wl_graph *graph_of(const shared *S, int k)
     return S->replicas ? S->p->g_local : S->p->g;
 }
 
+/* A worker: takes the next step until none is left (dtsim/threads.h: any number of them, the
+ * results by step whatever ran them). A failed step stops the taking; every step before it was
+ * taken already, so the first failure by step number is the same whatever the threads. */
 static void *work(void *arg)
 {
-    worker *w = arg;
-    shared *S = w->S;
+    shared *S = arg;
     run_prep *p = S->p;
-    for (int k = w->j; k < S->n; k += S->jobs) {
+    for (;;) {
+        pthread_mutex_lock(&S->mu);
+        int k = S->next < S->n ? S->next++ : S->n;
+        pthread_mutex_unlock(&S->mu);
+        if (k == S->n) break;
         wl_env env = p->s.env;
         env.seed = run_step_seed(p->s.env.seed, k);
         const wl_graph *g = graph_of(S, k);
@@ -101,9 +106,11 @@ static void *work(void *arg)
         pthread_mutex_lock(&S->mu);
         S->done++;
         long done = S->done;
+        if (S->rc[k] != DT_OK) S->next = S->n;
         pthread_mutex_unlock(&S->mu);
-        if (w->j == 0 && S->progress) S->progress(S->progress_ctx, done, S->n);
-        if (S->rc[k] != DT_OK) break;
+        /* the progress callback is the caller's: called from its thread only */
+        if (S->progress && pthread_equal(pthread_self(), S->caller))
+            S->progress(S->progress_ctx, done, S->n);
     }
     return NULL;
 }
@@ -230,7 +237,7 @@ int run_steps_prepared(run_prep *p, const run_options *opt, int n, int jobs,
     if (jobs < 1) jobs = 1;
     if (jobs > n) jobs = n;
     const wl_plan *pl = &p->s.plan;
-    shared S = {.p = p, .opt = opt, .n = n, .jobs = jobs,
+    shared S = {.p = p, .opt = opt, .n = n,
                 .replicas = pl->staleness >= 0 || pl->local_sgd > 1,
                 .first = first, .progress = progress, .progress_ctx = progress_ctx};
     S.T = dt_xcalloc((size_t)n, sizeof *S.T);
@@ -238,20 +245,11 @@ int run_steps_prepared(run_prep *p, const run_options *opt, int n, int jobs,
     S.rc = dt_xcalloc((size_t)n, sizeof *S.rc);
     S.err = dt_xcalloc((size_t)n, sizeof *S.err);
     if (S.replicas) S.lane_end = dt_xcalloc((size_t)n * p->g_local->n_lanes, sizeof *S.lane_end);
+    S.caller = pthread_self();
     pthread_mutex_init(&S.mu, NULL);
-    worker *W = dt_xcalloc((size_t)jobs, sizeof *W);
-    pthread_t *th = dt_xcalloc((size_t)jobs, sizeof *th);
-    for (int j = 1; j < jobs; j++) {
-        W[j] = (worker){&S, j};
-        pthread_create(&th[j], NULL, work, &W[j]);
-    }
-    W[0] = (worker){&S, 0};
-    work(&W[0]);
-    for (int j = 1; j < jobs; j++) pthread_join(th[j], NULL);
+    dt_threads_run(jobs, work, &S);
     if (progress) progress(progress_ctx, n, n);
     pthread_mutex_destroy(&S.mu);
-    free(W);
-    free(th);
     int rc = DT_OK;
     for (int k = 0; k < n && rc == DT_OK; k++)
         if (S.rc[k] != DT_OK) {

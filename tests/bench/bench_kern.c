@@ -32,7 +32,11 @@ static void ring(int ranks, kern_dtype t, size_t bytes)
         b[r] = malloc(bytes);
         kern_fill_gradient(t, b[r], count, 1e-3, 1, r);
     }
-    kern_cpu_ring *ring = kern_cpu_ring_create(ranks, 0);
+    kern_cpu_ring *ring = NULL;
+    if (kern_cpu_ring_create(ranks, 0, &ring, NULL) != DT_OK) {
+        fprintf(stderr, "bench_kern: could not start %d ranks\n", ranks);
+        exit(1);
+    }
     double s[RUNS];
     for (int i = 0; i < 2; i++) kern_cpu_ring_allreduce(ring, t, b, count);
     for (int i = 0; i < RUNS; i++) s[i] = kern_cpu_ring_allreduce(ring, t, b, count);

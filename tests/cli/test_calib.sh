@@ -4,7 +4,8 @@
 # every sample (repeats per size), fits with positive beta and CIs, link figures that follow
 # alpha/(2(n-1)) and 2(n-1)/(n beta); --json prints the same document; --plot writes a PNG;
 # bf16/fp16 runs verify and fit; usage errors exit 2 and leave no file; cuda/nccl without a
-# device exit 1 with "no CUDA device" and leave no file.
+# device exit 1 with "no CUDA device" and leave no file; rank threads the system will not start
+# exit 1 with the reason and leave no file.
 # Leaves free: the measured numbers themselves (this machine is shared and noisy).
 set -euo pipefail
 : "${DTSIM:?}"
@@ -92,4 +93,19 @@ for b in cuda nccl; do
   grep -q -e "no CUDA device" -e "without NCCL" -e "2 or more GPUs" "$tmp/e" || fail "--backend $b: unclear message: $(cat "$tmp/e")"
   [[ ! -e "$tmp/g.json" ]] || fail "--backend $b left a file"
 done
+
+# A ring whose rank threads the system will not start (an unprivileged user limited to one
+# process): exit 1 with the reason, no file (it aborted on an assertion). Needs root to change
+# user; not under the sanitizers, whose runtimes need threads of their own.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && command -v prlimit >/dev/null \
+   && id nobody >/dev/null 2>&1 && ! { nm "$DTSIM" 2>/dev/null | grep -c __asan_init >/dev/null; }; then
+  chmod 777 "$tmp"
+  set +e
+  setpriv --reuid=nobody --regid=nogroup --clear-groups prlimit --nproc=1 \
+    "$DTSIM" calibrate --ranks 2 --sizes 4KiB:16KiB:x4 --out "$tmp/np.json" 2>"$tmp/e"; rc=$?
+  set -e
+  [[ $rc -eq 1 ]] || fail "ranks that cannot start: expected exit 1, got $rc: $(cat "$tmp/e")"
+  grep -q "cpu ring: could not start the thread of rank 0 of 2" "$tmp/e" || fail "ranks that cannot start: $(cat "$tmp/e")"
+  [[ ! -e "$tmp/np.json" ]] || fail "ranks that cannot start left a file"
+fi
 echo PASS

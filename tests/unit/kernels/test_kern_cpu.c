@@ -92,7 +92,8 @@ static void check_ring(kern_dtype t, int ranks, size_t count, size_t chunk)
     }
     void *ref = dt_xmalloc(count * es + 1);
     kern_allreduce_reference(t, (const void *const *)in, ranks, count, ref);
-    kern_cpu_ring *ring = kern_cpu_ring_create(ranks, chunk);
+    kern_cpu_ring *ring = NULL;
+    ck_assert_int_eq(kern_cpu_ring_create(ranks, chunk, &ring, NULL), DT_OK);
     for (int rep = 0; rep < 2; rep++) { /* twice: counters carry over between runs */
         if (rep) for (int r = 0; r < ranks; r++) memcpy(bufs[r], in[r], count * es);
         double s = kern_cpu_ring_allreduce(ring, t, bufs, count);
@@ -141,7 +142,8 @@ START_TEST(ring_one_rank_is_noop)
 {
     float x[3] = {1, 2, 3};
     void *b[1] = {x};
-    kern_cpu_ring *ring = kern_cpu_ring_create(1, 0);
+    kern_cpu_ring *ring = NULL;
+    ck_assert_int_eq(kern_cpu_ring_create(1, 0, &ring, NULL), DT_OK);
     ck_assert(kern_cpu_ring_allreduce(ring, KERN_FP32, b, 3) == 0.0);
     ck_assert(x[0] == 1 && x[1] == 2 && x[2] == 3);
     kern_cpu_ring_destroy(ring);
@@ -157,7 +159,8 @@ START_TEST(ring_small_exact)
         for (int e = 0; e < 6; e++) d[r][e] = (float)(10 * r + e);
         b[r] = d[r];
     }
-    kern_cpu_ring *ring = kern_cpu_ring_create(4, 4);
+    kern_cpu_ring *ring = NULL;
+    ck_assert_int_eq(kern_cpu_ring_create(4, 4, &ring, NULL), DT_OK);
     kern_cpu_ring_allreduce(ring, KERN_FP32, b, 6);
     for (int r = 0; r < 4; r++)
         for (int e = 0; e < 6; e++) ck_assert_float_eq(d[r][e], 60.0f + 4.0f * (float)e);
