@@ -994,6 +994,22 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
     uint32_t pending_gather = NONE; /* ZeRO-3: the next compute op's gather, issued ahead */
     uint32_t pending_gather2 = NONE; /* ... of its routed experts (expert parallelism) */
     uint32_t blocking_send = NONE;  /* pp_blocking_sends: the send the next compute waits for */
+    uint32_t blocking_send2 = NONE; /* ... and the other direction's of a combined exchange */
+    /* Megatron's interleaved schedule with blocking exchanges (Megatron-LM of 2022, and
+     * Megatron-Core without overlap_p2p_comm) ends each steady-state step, a forward then a
+     * backward, with one send_forward_backward_recv_forward_backward: the forward's activation
+     * leaves with the backward's gradient after both computes, the backward does not wait for
+     * it, and the next forward waits for both sends and for both receives, the gradient that
+     * the next backward will use included (docs/workloads.md, "One exchange per step").
+     * Steady-state forwards are items warm, warm + 2, ... of the stage's order. */
+    bool combined = p->schedule == WL_INTERLEAVED && pp > 1 && v > 1 && p->fw.pp_blocking_sends &&
+                    !p->fw.overlap_p2p_comm;
+    int c_warm = (pp - st - 1) * 2 + (v - 1) * pp, c_total = m * v;
+    if (c_warm > c_total) c_warm = c_total;
+    int deferred_it = -1; /* the steady-state forward whose send waits for the backward after it */
+    uint32_t def_lane = 0;
+    double def_bytes = 0;
+    int def_mb = 0, def_layer = 0, def_chunk = 0;
     /* overlap_p2p_comm: the last send of each direction (forward, backward), waited for by the
      * next compute of that direction (Megatron-Core's fwd_wait_handles / bwd_wait_handles) */
     uint32_t overlap_send[2] = {NONE, NONE};
@@ -1023,6 +1039,8 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
 
     for (int it = 0; it < n_items; it++) {
         item I = items[it];
+        bool steady_fwd = combined && !I.bwd && it >= c_warm && (it - c_warm) % 2 == 0 &&
+                          it + 1 < n_items && items[it + 1].bwd;
         int vs = I.chunk * pp + st;
         bool first = vs == 0, last = vs == n_vs - 1;
         int layer0 = G->vs_first[vs], nl = G->vs_layers[vs];
@@ -1146,12 +1164,19 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                 wait = overlap_send[I.bwd];
                 overlap_send[I.bwd] = NONE;
             }
-            uint32_t deps[4] = {gather, gather2, wait, NONE};
-            uint32_t nd = 3;
-            blocking_send = NONE;
+            uint32_t deps[6] = {gather, gather2, wait, blocking_send2, NONE, NONE};
+            uint32_t nd = 4;
+            blocking_send = blocking_send2 = NONE;
             int src_vs = I.bwd ? vs + 1 : vs - 1;
             bool needs = k == 0 && (I.bwd ? !last : !first);
             uint32_t src_lane = needs ? lane_of(G, G->dp_rank, src_vs % pp) : lane;
+            /* a steady-state forward of a combined exchange: it waits for the gradient the
+             * backward after it uses too (received in the same exchange as its own input) */
+            int nb_vs = steady_fwd ? items[it + 1].chunk * pp + st : 0;
+            bool couple = k == 0 && steady_fwd && nb_vs != n_vs - 1;
+            uint32_t nb_lane = couple ? lane_of(G, G->dp_rank, (nb_vs + 1) % pp) : lane;
+            couple = couple && nb_lane != lane;
+            if (couple) deps[nd++] = PLACEHOLDER;
             if (needs && src_lane != lane) deps[nd++] = PLACEHOLDER;
             uint32_t id, first_op;
             if (!split) {
@@ -1210,6 +1235,13 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                 const wl_op *o = &G->g->ops[first_op];
                 add_patch(G, o->dep_start + o->n_deps - 1, I.bwd, (int)src_lane,
                           (src_vs / pp) * G->mstride + I.mb);
+            }
+            if (couple) {
+                /* the placeholder before the own input's (or the last one when none) */
+                const wl_op *o = &G->g->ops[first_op];
+                uint32_t at = o->n_deps - 1 - (needs && src_lane != lane ? 1 : 0);
+                add_patch(G, o->dep_start + at, 1, (int)nb_lane,
+                          ((nb_vs + 1) / pp) * G->mstride + items[it + 1].mb);
             }
             L->prev_compute = L->last_compute;
             L->last_compute = id;
@@ -1277,6 +1309,15 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                 }
             }
         }
+        if (deferred_it >= 0 && it == deferred_it + 1) {
+            /* the combined exchange after the backward: the forward's activation leaves now */
+            uint32_t d[1] = {L->last_compute};
+            uint32_t sid = add_op(G, WL_OP_SEND, WL_STREAM_PP, N_SEND_ACT, def_mb, def_layer,
+                                  def_lane, def_bytes, d, 1);
+            G->fsend[(size_t)lane * v * G->mstride + (size_t)def_chunk * G->mstride + def_mb] = sid;
+            blocking_send2 = sid;
+            deferred_it = -1;
+        }
         bool sends = I.bwd ? !first : !last;
         if (sends) {
             int dst_vs = I.bwd ? vs - 1 : vs + 1;
@@ -1289,7 +1330,14 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                         G->s->model.hidden * wl_precision_bytes(p->precision) / p->tp;
             else
                 bytes = G->s->model.act_bytes_per_layer / p->tp;
-            if (dst_lane != lane) {
+            if (dst_lane != lane && steady_fwd) {
+                deferred_it = it;
+                def_lane = dst_lane;
+                def_bytes = bytes;
+                def_mb = I.mb;
+                def_layer = layer0;
+                def_chunk = I.chunk;
+            } else if (dst_lane != lane) {
                 uint32_t d[1] = {L->last_compute};
                 uint32_t sid = add_op(G, WL_OP_SEND, WL_STREAM_PP,
                                       I.bwd ? N_SEND_GRAD : N_SEND_ACT, I.mb, layer0,
@@ -1305,6 +1353,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
      * beside its reduction. Megatron's schedules wait for the last backward's gradient send
      * (send_backward blocks; under overlap_p2p_comm the cool-down's exchanges block) before
      * finalize_model_grads or grad_sync_func start the reductions and their passes. */
+    DT_ASSERT(deferred_it < 0); /* a steady-state step always ends with its backward */
     L->final_reduce = true;
     uint32_t bwd_end = blocking_send != NONE ? blocking_send
                        : overlap_send[1] != NONE ? overlap_send[1] : L->last_compute;
@@ -1359,9 +1408,9 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
         /* overlap_p2p_comm: the cool-down's last gradient send blocked in Megatron
          * (schedules.py waits on the cool-down's exchanges); the last activation send, never
          * waited there, is long done */
-        uint32_t deps[5] = {L->last_compute, L->last_dp, blocking_send, overlap_send[1],
-                            overlap_send[0]};
-        uint32_t opt = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_OPT, -1, -1, cost, 0, deps, 5);
+        uint32_t deps[6] = {L->last_compute, L->last_dp, blocking_send, overlap_send[1],
+                            overlap_send[0], blocking_send2};
+        uint32_t opt = add_op(G, WL_OP_COMPUTE, WL_STREAM_COMPUTE, N_OPT, -1, -1, cost, 0, deps, 6);
         L->last_compute = opt;
         if (dp && (p->zero == 1 || p->zero == 2) && !gather_ahead) {
             uint32_t inst = stage_coll(G, COLL_ALLGATHER, psi * wl_precision_bytes(p->precision),

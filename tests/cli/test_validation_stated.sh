@@ -74,7 +74,7 @@ python3 - "$tmp/a100.json" "$SRC/tests/validation-a100" "$SRC/tests/cli" <<'PY'
 import json, os, re, sys
 sys.path.insert(0, sys.argv[3])
 import validation_pins
-want = {"K-22B-full": 1.5241, "K-175B-full": 19.428, "K-530B-full": 52.677, "K-1T-full": 105.16,
+want = {"K-22B-full": 1.5241, "K-175B-full": 19.455, "K-530B-full": 52.862, "K-1T-full": 105.16,
         "F-A100-760m-s2048-g8": 2.9517, "F-A100-1b-s2048-g8": 5.6109, "F-A100-3b-s2048-g8": 3.8626,
         "F-A100-13b-s2048-g8": 5.6801, "F-A100-3b-s16384-g8": 15.078, "F-A100-1b-s16384-g8": 10.986,
         "F-A100-13b-s1024-g8": 63.841, "F-A100-7b-s8192-g8": 43.319, "F-A100-13b-s4096-g8": 68.468,

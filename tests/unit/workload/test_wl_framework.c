@@ -8,7 +8,8 @@
  * max(compute, comm) instead of compute + comm; pp_blocking_sends on a 2-stage GPipe step
  * (10 ms -> 11 ms, hand-traced below); the interleaved schedule's sends blocking (Megatron-LM of
  * 2022, fp16) or overlapped (Megatron-Core's overlap_p2p_comm, bf16: the preset's default there)
- * on a hand-traced pp 2, v 2 step (33.5 ms -> 30 ms, interleaved_overlap_closed_form); 1F1B with a heavier last stage at that stage's pace
+ * on a hand-traced pp 2, v 2 step (34 ms, one exchange per steady-state step, -> 30 ms,
+ * interleaved_overlap_closed_form); 1F1B with a heavier last stage at that stage's pace
  * (heavy_last_stage_closed_form); delay_grad_reduce holds a later stage's buckets until the end
  * of its backward and its last gradient send (delay_grad_reduce_in_graph); overlap_param_gather moves the ZeRO-1 parameter
  * all-gather from after the optimizer (whole stage, exposed) to before the first forward, layer
@@ -228,16 +229,25 @@ END_TEST
  * hand-traced: pp 2, v 2 (virtual stages 0-3, vs v on stage v % 2), 4 microbatches, one layer
  * per virtual stage (1 ms forward, 2 ms backward), every send 0.5 ms (its latency). Megatron's
  * order (warm-up of (p - rank - 1) x 2 + (v - 1) p forwards: 4 on stage 0, 2 on stage 1), Fv.m
- * the forward of virtual stage v for microbatch m, Bv.m its backward. Blocking (the next compute
- * waits for the send before it):
- *   stage 0: F0.0 [0,1] F0.1 [1.5,2.5] F2.0 [3,4] F2.1 [4.5,5.5] F0.2 [6,7] B2.0 [8,10]
- *            F0.3 [10.5,11.5] B2.1 [12,14] F2.2 [14.5,15.5] B0.0 [16,18] F2.3 [18,19]
- *            B0.1 [19.5,21.5] B2.2 [23,25] B2.3 [26.5,28.5] B0.2 [29,31] B0.3 [31.5,33.5]
+ * the forward of virtual stage v for microbatch m, Bv.m its backward. Blocking, as Megatron's
+ * schedules exchange (a warm-up forward's send, then a cool-down backward's, waited for before
+ * the next compute; each steady-state step, a forward then a backward, ends with one exchange
+ * of both: the forward's activation leaves after the backward, the two sends run one after the
+ * other on the stage's pipeline stream, and the next forward waits for both and for the
+ * gradient of the backward after it):
+ *   stage 0: F0.0 [0,1] F0.1 [1.5,2.5] F2.0 [3,4] F2.1 [4.5,5.5] F0.2 [8,9] (B3.0's gradient,
+ *            7.5 + 0.5) B2.0 [9,11] (sends [11,11.5], [11.5,12]) F0.3 [12,13] B2.1 [13,15]
+ *            F2.2 [16,17] (B1.0's gradient at 16) B0.0 [17,19] F2.3 [20,21] (B1.1's at 20)
+ *            B0.1 [21,23] B2.2 [23.5,25.5] B2.3 [27,29] B0.2 [29.5,31.5] B0.3 [32,34]
  *   stage 1: F1.0 [1.5,2.5] F1.1 [3,4] F3.0 [4.5,5.5] B3.0 [5.5,7.5] F3.1 [8,9] B3.1 [9,11]
- *            F1.2 [11.5,12.5] B1.0 [13,15] F1.3 [15.5,16.5] B1.1 [17,19] F3.2 [19.5,20.5]
- *            B3.2 [20.5,22.5] F3.3 [23,24] B3.3 [24,26] B1.2 [26.5,28.5] B1.3 [29,31]
- * : 33.5 ms. Overlapped (a forward waits for the stage's previous forward send, a backward for
- * its previous backward send; the warm-up and cool-down, one direction only, run as before):
+ *            F1.2 [12,13] (B2.0's gradient at 12) B1.0 [13,15] (sends [15,15.5], [15.5,16])
+ *            F1.3 [16,17] B1.1 [17,19] F3.2 [20,21] B3.2 [21,23] F3.3 [23.5,24.5]
+ *            B3.3 [24.5,26.5] B1.2 [27,29] B1.3 [29.5,31.5]
+ * : 34 ms (each stage's sends as one exchange after the backward, separate exchanges had given
+ * 33.5: the steady state's wait is the same two sends, and a forward now also waits for a
+ * gradient its backward needs). Overlapped (a forward waits for the stage's previous forward
+ * send, a backward for its previous backward send; the warm-up and cool-down, one direction
+ * only, run as before):
  *   stage 0: F0.0 [0,1] F0.1 [1.5,2.5] F2.0 [3,4] F2.1 [4.5,5.5] F0.2 [6,7] B2.0 [8,10]
  *            F0.3 [10,11] B2.1 [11,13] F2.2 [13,14] B0.0 [14,16] F2.3 [16,17] B0.1 [17,19]
  *            B2.2 [20,22] B2.3 [23,25] B0.2 [25.5,27.5] B0.3 [28,30]
@@ -255,11 +265,9 @@ START_TEST(interleaved_overlap_closed_form)
     uni u = {.bw = 1e12, .lat = SIM_MS / 2};
     static const struct { const char *fw, *prec; bool overlap; sim_time_t step; } cases[] = {
         {"\"megatron\"", "bf16", true, 30 * SIM_MS},
-        {"\"megatron\"", "fp16", false, 33 * SIM_MS + SIM_MS / 2},
-        {"{\"preset\": \"megatron\", \"pp_blocking_sends\": true}", "bf16", false,
-         33 * SIM_MS + SIM_MS / 2},
-        {"{\"preset\": \"megatron\", \"overlap_p2p_comm\": false}", "bf16", false,
-         33 * SIM_MS + SIM_MS / 2},
+        {"\"megatron\"", "fp16", false, 34 * SIM_MS},
+        {"{\"preset\": \"megatron\", \"pp_blocking_sends\": true}", "bf16", false, 34 * SIM_MS},
+        {"{\"preset\": \"megatron\", \"overlap_p2p_comm\": false}", "bf16", false, 34 * SIM_MS},
         {"{\"overlap_p2p_comm\": true}", "bf16", true, 30 * SIM_MS},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
@@ -291,6 +299,17 @@ START_TEST(interleaved_overlap_closed_form)
             }
         }
         ck_assert_int_eq(waits, cases[k].overlap ? 22 : 23);
+        /* blocking: the steady-state forwards' activations leave after the backward that
+         * follows them (stage 0: F0.2, F0.3, F2.2, F2.3; stage 1: F1.2, F1.3; F3.x send
+         * nothing); overlapped, every activation leaves after its forward */
+        int after_bwd = 0;
+        for (uint32_t i = 0; i < g->n_ops; i++) {
+            const wl_op *o = &g->ops[i];
+            if (o->kind != WL_OP_SEND || strcmp(g->names[o->name], "send_activation")) continue;
+            ck_assert_int_eq(o->n_deps, 1);
+            after_bwd += !strcmp(g->names[g->ops[g->deps[o->dep_start]].name], "backward");
+        }
+        ck_assert_int_eq(after_bwd, cases[k].overlap ? 0 : 6);
         replay_result r = run(g, &u);
         ck_assert_msg(r.step_time == cases[k].step, "case %zu: %lld", k, (long long)r.step_time);
         ck_assert_int_eq(r.compute, 24 * SIM_MS);
