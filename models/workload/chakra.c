@@ -408,6 +408,15 @@ static int push_node(reader *R, crank *k, const pb_node *m, uint32_t msg, uint64
     n->d_mb = n->d_layer = INT64_MIN;
     n->d_bytes = -1;
     n->dur_us = m->duration_micros;
+    /* the bound every time a dtsim file gives has (js_get_time: 9.2e18 ps, about 106 days), so
+     * that what is read here can be written as a dtsim trace and read back */
+    if ((double)n->dur_us * (double)SIM_US >= 9.2e18) {
+        char path[DT_ERR_PATH_MAX];
+        node_path(n, path, sizeof path);
+        return dt_error_set(R->err, DT_EINPUT, k->file, path,
+                            "duration_micros: time out of range (at most 9.2e12 us), found %" PRIu64,
+                            m->duration_micros);
+    }
     if (m->name && m->name[0]) n->name = dt_xstrdup(m->name);
     size_t nd = m->n_data_deps + m->n_ctrl_deps;
     if (k->n_deps + nd > k->cap_deps) {

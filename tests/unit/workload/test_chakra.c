@@ -2,7 +2,8 @@
  * Pins down: a one-node trace gives one compute op of its duration; malformed files are refused
  * with the file, the message index and its byte offset (empty, gzip, a length cut short, a
  * varint longer than 10 bytes, a length past the end, protobuf that is not a GlobalMetadata or
- * a Node, an unknown node type, a dependency on a node the file lacks), leaving no graph;
+ * a Node, an unknown node type, a dependency on a node the file lacks, a duration_micros past
+ * dtsim's time bound of 9.2e18 ps), leaving no graph;
  * export then import is the identity on the op graph (trace_write byte for byte), also when a
  * node depends on one written after it, with sends, receives and a collective; a dtsim-written
  * receive whose comm_tag names an op of another lane that is no send to it is refused.
@@ -171,6 +172,24 @@ START_TEST(malformed)
     node(&n, 3, "lost", COMP, &d, 1, 10);
     frame(&f, &n);
     refused(&f, "node 3 (message 1 at byte 8)", "depends on node 9");
+    /* a duration past the bound of every dtsim time (9.2e18 ps): it had been saturated to
+     * "never", which the dtsim trace it exports to could not be read back with */
+    f.n = 0;
+    meta(&f);
+    node(&n, 4, "forever", COMP, NULL, 0, (uint64_t)9.2e12);
+    frame(&f, &n);
+    refused(&f, "node 4 (message 1 at byte 8)", "duration_micros: time out of range");
+    f.n = 0;
+    meta(&f);
+    node(&n, 4, "long", COMP, NULL, 0, (uint64_t)9.1e12); /* 105 days: kept */
+    frame(&f, &n);
+    wl_graph *g = NULL;
+    trace_env env;
+    dt_error err;
+    ck_assert_int_eq(read1(&f, &g, &env, &err), DT_OK);
+    ck_assert(g->costs[g->ops[0].arg].fixed == (sim_time_t)9.1e12 * SIM_US);
+    wl_graph_destroy(g);
+    trace_env_free(&env);
 }
 END_TEST
 
