@@ -278,10 +278,10 @@ typedef struct run_probe {
     int n_gpus;
 } run_probe;
 
-/* Topologies a probe built, kept for the next probe of the same scenario but another plan: the
- * planner probes thousands of plans on a few cluster sizes, and generating a 1,024-GPU topology
- * costs more than the rest of a probe. Keyed by the scenario's text without "parallel". Not
- * thread safe: one cache per thread. */
+/* Topologies a probe built (and the op-graph bound's working arrays), kept for the next probe
+ * of the same scenario but another plan: the planner probes thousands of plans on a few cluster
+ * sizes, and generating a 1,024-GPU topology costs more than the rest of a probe. Keyed by the
+ * scenario's text without "parallel". Not thread safe: one cache per thread. */
 typedef struct run_probe_cache run_probe_cache;
 run_probe_cache *run_probe_cache_create(void);
 void run_probe_cache_destroy(run_probe_cache *c);

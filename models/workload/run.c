@@ -825,6 +825,11 @@ typedef struct probe_entry {
     double *cap;        /* scratch, n_cuts */
     int *cnt, *touched; /* scratch, n_cuts */
     double *need;       /* scratch, n_cuts */
+    /* the op-graph bound's working arrays (graph_lower_bound), kept from probe to probe: the
+     * planner probes thousands of plans, and fresh arrays of every op each time cost it more in
+     * page faults than the longest path itself */
+    char *lb_buf;
+    size_t lb_cap;
 } probe_entry;
 
 struct run_probe_cache {
@@ -845,6 +850,7 @@ void run_probe_cache_destroy(run_probe_cache *c)
         free(c->e[i].cnt);
         free(c->e[i].touched);
         free(c->e[i].need);
+        free(c->e[i].lb_buf);
         net_destroy(c->e[i].n);
         sim_engine_destroy(c->e[i].eng);
         topo_destroy(c->e[i].t);
@@ -1203,20 +1209,125 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
  * on it. */
 #define PROBE_GRAPH_OPS_MAX (1 << 21)
 
-/* The lower bound of an MoE or context-parallel plan, from its op graph: every lane runs its
- * compute stream one op at a time, and each compute op lasts at least its compute time as the
+/* The longest path through the op graph with op i lasting dur[i] (ps), a path graph whose
+ * nodes are the ops outside collectives and one node per collective instance (its ops start
+ * together: the node lasts the longest of its ops), whose edges are the ops' deps and the order
+ * of each lane's streams (graph_lower_bound). Kahn's order, O(ops + deps). Returns 0 when the
+ * nodes do not all come out (a cycle: no run would end either). */
+/* Arrays carved one after another from a scratch buffer (16-byte aligned each). */
+static void *carve(char **at, size_t n, size_t size)
+{
+    void *p = *at;
+    *at += (n * size + 15) & ~(size_t)15;
+    return p;
+}
+
+enum { LP_STREAMS = WL_STREAM_DP + 1 };
+
+/* The scratch bytes graph_longest_path carves for g: eight arrays, each rounded up to 16
+ * bytes; the edges are at most one per dep and one per op (its stream's previous op). */
+static size_t longest_path_bytes(const wl_graph *g)
+{
+    size_t n = g->n_ops, N = n + g->n_colls;
+    return (n + 1) * 4 + 2 * (N + 1) * 8 + (N + 1) * 4 + (N + 2) * 4 +
+           ((size_t)g->n_lanes * LP_STREAMS + 1) * 4 + (N + 1) * 4 +
+           ((size_t)g->n_deps + n + 1) * 4 + 8 * 16;
+}
+
+static double graph_longest_path(const wl_graph *g, const double *dur, char *scratch)
+{
+    uint32_t n = g->n_ops, N = n + g->n_colls;
+    enum { STREAMS = LP_STREAMS };
+    char *at = scratch;
+    uint32_t *node = carve(&at, (size_t)n + 1, sizeof *node);
+    double *w = carve(&at, (size_t)N + 1, sizeof *w), *ef = carve(&at, (size_t)N + 1, sizeof *ef);
+    uint32_t *indeg = carve(&at, (size_t)N + 1, sizeof *indeg);
+    uint32_t *start = carve(&at, (size_t)N + 2, sizeof *start);
+    uint32_t *prev = carve(&at, (size_t)g->n_lanes * STREAMS + 1, sizeof *prev);
+    uint32_t *fill = carve(&at, (size_t)N + 1, sizeof *fill);
+    uint32_t *to = carve(&at, (size_t)g->n_deps + n + 1, sizeof *to);
+    memset(w, 0, ((size_t)N + 1) * sizeof *w);
+    memset(ef, 0, ((size_t)N + 1) * sizeof *ef);
+    memset(indeg, 0, ((size_t)N + 1) * sizeof *indeg);
+    memset(start, 0, ((size_t)N + 2) * sizeof *start);
+    for (size_t k = 0; k < (size_t)g->n_lanes * STREAMS; k++) prev[k] = UINT32_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        const wl_op *o = &g->ops[i];
+        node[i] = o->kind == WL_OP_COLL ? n + o->arg : i;
+        if (dur[i] > w[node[i]]) w[node[i]] = dur[i];
+    }
+    /* edges u -> v (as node pairs): every dep, and each stream's previous op; counted, then
+     * filled (CSR by u) */
+    size_t n_edges = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) {
+            DT_ASSERT(n_edges <= (size_t)g->n_deps + n); /* what `to` was carved for */
+            for (uint32_t v = 0; v < N; v++) start[v + 1] += start[v];
+            memcpy(fill, start, (size_t)N * sizeof *fill);
+            for (size_t k = 0; k < (size_t)g->n_lanes * STREAMS; k++) prev[k] = UINT32_MAX;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            const wl_op *o = &g->ops[i];
+            size_t key = (size_t)o->lane * STREAMS + (o->stream < STREAMS ? o->stream : 0);
+            uint32_t v = node[i];
+            for (uint32_t d = 0; d <= o->n_deps; d++) {
+                uint32_t u = d < o->n_deps ? g->deps[o->dep_start + d] : prev[key];
+                if (u == UINT32_MAX || u >= n || node[u] == v) continue;
+                u = node[u];
+                if (!pass) {
+                    start[u + 1]++;
+                    n_edges++;
+                } else {
+                    to[fill[u]++] = v;
+                    indeg[v]++;
+                }
+            }
+            prev[key] = i;
+        }
+        if (pass) {
+            /* Kahn: a node leaves once every edge into it has; its end is the latest of its
+             * predecessors' ends plus its own least time */
+            uint32_t *queue = fill, head = 0, tail = 0;
+            for (uint32_t v = 0; v < N; v++)
+                if (indeg[v] == 0) queue[tail++] = v;
+            double lb = 0;
+            while (head < tail) {
+                uint32_t u = queue[head++];
+                ef[u] += w[u];
+                if (ef[u] > lb) lb = ef[u];
+                for (uint32_t k = start[u]; k < start[u + 1]; k++) {
+                    uint32_t v = to[k];
+                    if (ef[u] > ef[v]) ef[v] = ef[u];
+                    if (--indeg[v] == 0) queue[tail++] = v;
+                }
+            }
+            if (tail < N) lb = 0;
+            return lb;
+        }
+    }
+    return 0; /* not reached */
+}
+
+/* The lower bound of an MoE or context-parallel plan, from its op graph: the longest path
+ * through the ops, each lasting at least its least time. An op starts no earlier than its deps
+ * and the op before it on its lane's stream have ended (a stream runs its ops one at a time, in
+ * order), and the ops of one collective instance start together, once every member's has
+ * arrived (one node of the path graph). Least times: a compute op its compute time as the
  * replay charges it (replay_op_compute_time, GEMM shapes included; the lane's slowest member
- * when GPUs are slowed), to which the replay adds in-lane communication (>= 0; overlapped TP
- * communication only where it exceeds the compute), ring attention and, on the same stream, the
- * expert all-to-alls. So the step lasts at least the busiest lane's sum. Exact in costing (the
- * graph is the one simulated, experts' token loads and CP's split included).
- * The all-to-alls (COLL_DIRECT: each of the n members sends every other its 1/n part) hold the
- * compute stream until they finish; in flow mode every byte a member receives comes over one of
- * its GPU's in-links, whose flows share their capacity, so an all-to-all lasts at least the
- * (n - 1)/n of the buffer (less one element of part rounding) over the sum of those links'
- * bandwidth, for each member. (Analytic mode costs each pair alone, below that: counted 0.)
- * 0 (no bound) when the graph would be large. */
-static double graph_lower_bound(const wl_scenario *s, const topo *t)
+ * when GPUs are slowed; at least the host's dispatch floor), to which the replay adds in-lane
+ * communication (>= 0; overlapped TP communication only where it exceeds the compute) and ring
+ * attention; sends and collectives 0, but for the expert all-to-alls (COLL_DIRECT: each of the n
+ * members sends every other its 1/n part) in flow mode, where every byte a member receives
+ * comes over one of its GPU's in-links, whose flows share their capacity: at least the (n - 1)/n
+ * of the buffer (less one element of part rounding) over the sum of those links' bandwidth, for
+ * each member (analytic mode costs each pair alone, below that: counted 0). Each lane's compute
+ * stream is one of these paths, so the bound is at least the busiest lane's sum (what it was
+ * before), and it adds what the schedule makes wait: the pipeline's fill and drain, the
+ * all-to-alls' meeting of members, the sends' order. Exact in costing (the graph is the one
+ * simulated, experts' token loads and CP's split included). 0 (no bound) when the graph would
+ * be large; the busiest lane's sum if the path graph had a cycle (a graph the replay could not
+ * run either). */
+static double graph_lower_bound(const wl_scenario *s, const topo *t, probe_entry *pe)
 {
     const wl_plan *P = &s->plan;
     double est_ops = 4.0 * P->dp * P->pp * wl_max_replica_microbatches(P) * P->virtual_stages +
@@ -1233,6 +1344,21 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t)
     for (uint32_t c = 0; c < g->n_costs; c++) cost_t[c] = -1;
     double *busy = dt_xcalloc((size_t)g->n_lanes + 1, sizeof *busy);
     const gpu_spec *spec0 = &t->gpus[g->lane_gpus[0]];
+    /* the working arrays, from the cache entry's scratch buffer */
+    size_t need = longest_path_bytes(g) + ((size_t)g->n_ops + 1) * sizeof(double) +
+                  (size_t)g->n_lanes + 1 + 2 * 16;
+    if (pe->lb_cap < need) {
+        free(pe->lb_buf);
+        pe->lb_cap = need + need / 4;
+        pe->lb_buf = dt_xmalloc(pe->lb_cap);
+    }
+    char *at = pe->lb_buf;
+    /* each op's least time (ps) */
+    double *dur = carve(&at, (size_t)g->n_ops + 1, sizeof *dur);
+    memset(dur, 0, ((size_t)g->n_ops + 1) * sizeof *dur);
+    /* per lane: does its first GPU have lane 0's spec (-1: not looked at yet) */
+    signed char *same_spec = carve(&at, (size_t)g->n_lanes + 1, 1);
+    memset(same_spec, -1, (size_t)g->n_lanes + 1);
     /* all-to-alls: members per instance (one op per member lane), each GPU's in-link bandwidth */
     bool flow = s->env.network == NET_FLOW;
     int *members = dt_xcalloc((size_t)g->n_colls + 1, sizeof *members);
@@ -1250,22 +1376,24 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t)
     double elem = wl_precision_bytes(P->precision);
     for (uint32_t i = 0; i < g->n_ops; i++) {
         const wl_op *o = &g->ops[i];
-        if (o->stream != WL_STREAM_COMPUTE) continue;
         const int *gpus = &g->lane_gpus[(size_t)o->lane * ts];
         if (o->kind == WL_OP_COLL) {
             const wl_coll *cl = &g->colls[o->arg];
             int n = members[o->arg];
-            if (!flow || cl->op != COLL_ALLTOALL || n < 2) continue;
+            if (o->stream != WL_STREAM_COMPUTE || !flow || cl->op != COLL_ALLTOALL || n < 2) continue;
             double recv = cl->bytes * (n - 1) / n - elem, x = 0;
             for (int k = 0; k < ts && recv > 0; k++)
                 if (in_bw[gpus[k]] > 0) x = fmax(x, recv / in_bw[gpus[k]] * 1e12);
+            dur[i] = x;
             busy[o->lane] += x;
             continue;
         }
         if (o->kind != WL_OP_COMPUTE) continue;
         /* as the replay's start_op: the lane's first GPU, or with slowed GPUs the slowest */
         double x = 0;
-        if (!hetero && !memcmp(&t->gpus[gpus[0]], spec0, sizeof *spec0)) {
+        if (same_spec[o->lane] < 0)
+            same_spec[o->lane] = !memcmp(&t->gpus[gpus[0]], spec0, sizeof *spec0);
+        if (!hetero && same_spec[o->lane]) {
             if (cost_t[o->arg] < 0)
                 cost_t[o->arg] = (double)replay_op_compute_time(g, &g->costs[o->arg], spec0,
                                                                 gpu_op_time, gpu_gemm_time);
@@ -1281,10 +1409,12 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t)
             }
         }
         /* the host's dispatch floor (start_op): the op lasts at least that too */
-        busy[o->lane] += fmax(x, (double)g->costs[o->arg].host);
+        dur[i] = fmax(x, (double)g->costs[o->arg].host);
+        if (o->stream == WL_STREAM_COMPUTE) busy[o->lane] += dur[i];
     }
     double lb = 0;
     for (int l = 0; l < g->n_lanes; l++) lb = fmax(lb, busy[l]);
+    lb = fmax(lb, graph_longest_path(g, dur, at));
     free(busy);
     free(members);
     free(in_bw);
@@ -1319,7 +1449,7 @@ int run_probe_scenario(const cJSON *scenario, const char *file, const char *base
         /* MoE and CP: from the op graph, for plans that fit the GPU (the planner simulates
          * no other; the graph costs more than the rest of the probe) */
         if (out->step_lower_bound_s < 0) {
-            out->step_lower_bound_s = out->fits ? graph_lower_bound(&s, pe->t) : 0;
+            out->step_lower_bound_s = out->fits ? graph_lower_bound(&s, pe->t, pe) : 0;
             out->step_estimate_s = out->step_lower_bound_s;
         }
         int n = s.plan.dp * s.plan.tp * s.plan.pp * wl_cp(&s.plan); /* the GPUs the run counts */

@@ -211,8 +211,9 @@ START_TEST(deadline_stops_the_step)
 }
 END_TEST
 
-/* MoE (ep 1, 2, 4, 8; with pp and tp) and context parallelism (cp 2, 4, 8) now get a bound from
- * the op graph: positive, never above the step. */
+/* MoE (ep 1, 2, 4, 8; with pp and tp) and context parallelism (cp 2, 4, 8) get a bound from
+ * the op graph (its longest path): positive, never above the step, and above 0.93 of it for the
+ * one-box pipelined MoE plans and 0.95 for CP. */
 START_TEST(moe_and_cp_bound_below_the_step)
 {
     static const char *const moe[] = {
@@ -223,7 +224,10 @@ START_TEST(moe_and_cp_bound_below_the_step)
         "{\"tp\": 1, \"pp\": 2, \"ep\": 4, \"activation_checkpointing\": \"full\"}",
     };
     for (size_t i = 0; i < sizeof moe / sizeof moe[0]; i++) {
-        check_moe_cp(1, moe[i], true);
+        double r = check_moe_cp(1, moe[i], true);
+        /* pipelined: the longest path through the graph holds the fill and the drain, which
+         * the busiest lane's sum (0.84 of the step for both) left out */
+        if (strstr(moe[i], "\"pp\": 2")) ck_assert_msg(r > 0.93, "%s: bound %.3f of the step", moe[i], r);
         check_moe_cp(2, moe[i], true);
     }
     static const char *const cp[] = {
@@ -233,8 +237,9 @@ START_TEST(moe_and_cp_bound_below_the_step)
     };
     for (size_t i = 0; i < sizeof cp / sizeof cp[0]; i++) {
         double r = check_moe_cp(1, cp[i], false);
-        /* long sequences: attention compute dominates, the bound is close */
-        ck_assert_msg(r > 0.5, "%s: bound %.3f of the step", cp[i], r);
+        /* long sequences: attention compute dominates, the bound is close (pp 2 too: the
+         * pipeline's fill and drain are on the longest path; the busiest lane gave 0.90) */
+        ck_assert_msg(r > 0.95, "%s: bound %.3f of the step", cp[i], r);
         check_moe_cp(2, cp[i], false);
     }
 }
