@@ -987,15 +987,19 @@ static int cut_of(const topo *t, int gpu)
  * GPU's NIC, nor through the NVSwitch, which only the host's GPUs feed). In flow mode the tp
  * groups share the cut; the analytic mode costs each group alone, so there each group counts
  * alone. Latency is left out. */
-static double coll_cut_bound(probe_entry *pe, const topo *t, const wl_plan *p, int stage,
-                             coll_op op, double bytes, bool shared)
+/* The GPU of member d of group k, for cut_bound: a plan's DP groups of one stage, or the lanes
+ * of a collective instance in an op graph. */
+typedef int (*member_gpu_fn)(const void *ctx, int d, int k);
+
+static double cut_bound(probe_entry *pe, const topo *t, member_gpu_fn gpu_at, const void *ctx,
+                        int n, int groups, coll_op op, double bytes, bool shared)
 {
-    int n = p->dp, n_touched = 0;
+    int n_touched = 0;
     double worst = 0;
-    for (int k = 0; k < p->tp; k++) {
+    for (int k = 0; k < groups; k++) {
         int nt = 0;
         for (int d = 0; d < n; d++) {
-            int gpu = wl_gpu_of(p, d, stage, k), c = cut_of(t, gpu);
+            int gpu = gpu_at(ctx, d, k), c = cut_of(t, gpu);
             if (pe->cnt[c]++ == 0) pe->touched[n_touched + nt++] = c;
             /* what can bring data into the cut: without GPU forwarding only its members' own
              * outside-facing links (a non-member GPU relays nothing), else the whole cut's */
@@ -1024,6 +1028,30 @@ static double coll_cut_bound(probe_entry *pe, const topo *t, const wl_plan *p, i
         pe->need[c] = pe->cap[c] = 0;
     }
     return worst;
+}
+
+typedef struct stage_groups { const wl_plan *p; int stage; } stage_groups;
+
+static int stage_member(const void *ctx, int d, int k)
+{
+    const stage_groups *sg = ctx;
+    return wl_gpu_of(sg->p, d, sg->stage, k);
+}
+
+typedef struct lane_groups { const wl_graph *g; const uint32_t *lanes; } lane_groups;
+
+/* Group k of a graph's collective instance: the k-th GPU of each member lane. */
+static int lane_member(const void *ctx, int d, int k)
+{
+    const lane_groups *lg = ctx;
+    return lg->g->lane_gpus[(size_t)lg->lanes[d] * lg->g->lane_size + k];
+}
+
+static double coll_cut_bound(probe_entry *pe, const topo *t, const wl_plan *p, int stage,
+                             coll_op op, double bytes, bool shared)
+{
+    stage_groups sg = {p, stage};
+    return cut_bound(pe, t, stage_member, &sg, p->dp, p->tp, op, bytes, shared);
 }
 
 /* The lower bound of run_probe.step_lower_bound_s. Stage s's lane (DP rank 0) runs its compute
@@ -1312,21 +1340,25 @@ static double graph_longest_path(const wl_graph *g, const double *dur, char *scr
  * through the ops, each lasting at least its least time. An op starts no earlier than its deps
  * and the op before it on its lane's stream have ended (a stream runs its ops one at a time, in
  * order), and the ops of one collective instance start together, once every member's has
- * arrived (one node of the path graph). Least times: a compute op its compute time as the
- * replay charges it (replay_op_compute_time, GEMM shapes included; the lane's slowest member
- * when GPUs are slowed; at least the host's dispatch floor), to which the replay adds in-lane
- * communication (>= 0; overlapped TP communication only where it exceeds the compute) and ring
- * attention; sends and collectives 0, but for the expert all-to-alls (COLL_DIRECT: each of the n
- * members sends every other its 1/n part) in flow mode, where every byte a member receives
- * comes over one of its GPU's in-links, whose flows share their capacity: at least the (n - 1)/n
- * of the buffer (less one element of part rounding) over the sum of those links' bandwidth, for
- * each member (analytic mode costs each pair alone, below that: counted 0). Each lane's compute
- * stream is one of these paths, so the bound is at least the busiest lane's sum (what it was
- * before), and it adds what the schedule makes wait: the pipeline's fill and drain, the
- * all-to-alls' meeting of members, the sends' order. Exact in costing (the graph is the one
- * simulated, experts' token loads and CP's split included). 0 (no bound) when the graph would
- * be large; the busiest lane's sum if the path graph had a cycle (a graph the replay could not
- * run either). */
+ * arrived (one node of the path graph). Least times:
+ *  - a compute op: its compute time as the replay charges it (replay_op_compute_time, GEMM
+ *    shapes included; the lane's slowest member when GPUs are slowed; at least the host's
+ *    dispatch floor), to which the replay adds in-lane communication (>= 0; overlapped TP
+ *    communication only where it exceeds the compute) and ring attention;
+ *  - a reduction or gather (all-reduce, reduce-scatter, all-gather): its members' cut bound
+ *    (cut_bound, as the dense plans' data-parallel collectives get it);
+ *  - an expert all-to-all (COLL_DIRECT: each of the n members sends every other its 1/n part)
+ *    in flow mode, where every byte a member receives comes over one of its GPU's in-links,
+ *    whose flows share their capacity: the (n - 1)/n of the buffer (less one element of part
+ *    rounding) over the sum of those links' bandwidth, for each member (analytic mode costs
+ *    each pair alone, below that: 0);
+ *  - a send: 0.
+ * Each lane's compute stream is one of these paths, so the bound is at least the busiest lane's
+ * sum (what it was before), and it adds what the schedule makes wait: the pipeline's fill and
+ * drain, the all-to-alls' meeting of members, the reductions after the last backward. Exact in
+ * costing (the graph is the one simulated, experts' token loads and CP's split included). 0 (no
+ * bound) when the graph would be large; the busiest lane's sum if the path graph had a cycle (a
+ * graph the replay could not run either). */
 static double graph_lower_bound(const wl_scenario *s, const topo *t, probe_entry *pe)
 {
     const wl_plan *P = &s->plan;
@@ -1346,7 +1378,8 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t, probe_entry
     const gpu_spec *spec0 = &t->gpus[g->lane_gpus[0]];
     /* the working arrays, from the cache entry's scratch buffer */
     size_t need = longest_path_bytes(g) + ((size_t)g->n_ops + 1) * sizeof(double) +
-                  (size_t)g->n_lanes + 1 + 2 * 16;
+                  (size_t)g->n_lanes + 1 + ((size_t)g->n_colls + 2) * 4 + ((size_t)g->n_ops + 1) * 4 +
+                  ((size_t)g->n_colls + 1) * sizeof(double) + 5 * 16;
     if (pe->lb_cap < need) {
         free(pe->lb_buf);
         pe->lb_cap = need + need / 4;
@@ -1359,13 +1392,29 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t, probe_entry
     /* per lane: does its first GPU have lane 0's spec (-1: not looked at yet) */
     signed char *same_spec = carve(&at, (size_t)g->n_lanes + 1, 1);
     memset(same_spec, -1, (size_t)g->n_lanes + 1);
-    /* all-to-alls: members per instance (one op per member lane), each GPU's in-link bandwidth */
+    /* members per instance (one op per member lane) and their lanes (CSR); each GPU's in-link
+     * bandwidth for the all-to-alls */
     bool flow = s->env.network == NET_FLOW;
     int *members = dt_xcalloc((size_t)g->n_colls + 1, sizeof *members);
+    uint32_t *m_start = carve(&at, (size_t)g->n_colls + 2, sizeof *m_start);
+    uint32_t *m_lane = carve(&at, (size_t)g->n_ops + 1, sizeof *m_lane);
+    double *inst_lb = carve(&at, (size_t)g->n_colls + 1, sizeof *inst_lb);
+    for (uint32_t i = 0; i < g->n_ops; i++)
+        if (g->ops[i].kind == WL_OP_COLL) members[g->ops[i].arg]++;
+    m_start[0] = 0;
+    for (uint32_t c = 0; c < g->n_colls; c++) {
+        m_start[c + 1] = m_start[c] + (uint32_t)members[c];
+        inst_lb[c] = -1;
+    }
+    {
+        uint32_t *fill = m_start + 1; /* filled from each instance's start, restored below */
+        for (uint32_t c = g->n_colls; c > 0; c--) fill[c - 1] = m_start[c - 1];
+        for (uint32_t i = 0; i < g->n_ops; i++)
+            if (g->ops[i].kind == WL_OP_COLL) m_lane[fill[g->ops[i].arg]++] = g->ops[i].lane;
+        /* fill[c] now ends instance c, which is m_start[c + 1]: already in place */
+    }
     double *in_bw = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *in_bw);
     if (flow) {
-        for (uint32_t i = 0; i < g->n_ops; i++)
-            if (g->ops[i].kind == WL_OP_COLL) members[g->ops[i].arg]++;
         int *node_gpu = dt_xmalloc(((size_t)t->n_nodes + 1) * sizeof *node_gpu);
         for (int v = 0; v < t->n_nodes; v++) node_gpu[v] = -1;
         for (int q = 0; q < t->n_gpus; q++) node_gpu[t->gpu_node[q]] = q;
@@ -1380,6 +1429,20 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t, probe_entry
         if (o->kind == WL_OP_COLL) {
             const wl_coll *cl = &g->colls[o->arg];
             int n = members[o->arg];
+            if (n >= 2 && (cl->op == COLL_ALLREDUCE || cl->op == COLL_REDUCE_SCATTER ||
+                           cl->op == COLL_ALLGATHER)) {
+                /* a reduction or gather lasts at least what its members' cuts must bring in
+                 * (cut_bound: whatever the algorithm; the instance's ts groups share the cuts in
+                 * flow mode), computed once per instance */
+                if (inst_lb[o->arg] < 0) {
+                    lane_groups lg = {g, m_lane + m_start[o->arg]};
+                    inst_lb[o->arg] = 1e12 * cut_bound(pe, t, lane_member, &lg, n, ts, cl->op,
+                                                       cl->bytes, flow);
+                }
+                dur[i] = inst_lb[o->arg];
+                if (o->stream == WL_STREAM_COMPUTE) busy[o->lane] += dur[i];
+                continue;
+            }
             if (o->stream != WL_STREAM_COMPUTE || !flow || cl->op != COLL_ALLTOALL || n < 2) continue;
             double recv = cl->bytes * (n - 1) / n - elem, x = 0;
             for (int k = 0; k < ts && recv > 0; k++)

@@ -213,7 +213,7 @@ END_TEST
 
 /* MoE (ep 1, 2, 4, 8; with pp and tp) and context parallelism (cp 2, 4, 8) get a bound from
  * the op graph (its longest path): positive, never above the step, and above 0.93 of it for the
- * one-box pipelined MoE plans and 0.95 for CP. */
+ * one-box pipelined MoE plans, 0.85 for every MoE plan on two boxes, 0.95 for CP. */
 START_TEST(moe_and_cp_bound_below_the_step)
 {
     static const char *const moe[] = {
@@ -228,7 +228,10 @@ START_TEST(moe_and_cp_bound_below_the_step)
         /* pipelined: the longest path through the graph holds the fill and the drain, which
          * the busiest lane's sum (0.84 of the step for both) left out */
         if (strstr(moe[i], "\"pp\": 2")) ck_assert_msg(r > 0.93, "%s: bound %.3f of the step", moe[i], r);
-        check_moe_cp(2, moe[i], true);
+        /* two boxes: the data-parallel reductions and gathers cross the hosts' NICs, and their
+         * cut bounds are on the path (0.70-0.84 of the step without them) */
+        r = check_moe_cp(2, moe[i], true);
+        ck_assert_msg(r > 0.85, "%s on 2 boxes: bound %.3f of the step", moe[i], r);
     }
     static const char *const cp[] = {
         "{\"tp\": 1, \"pp\": 1, \"cp\": 8, \"zero\": 1}",
