@@ -1,8 +1,8 @@
 /* test_threads.c - one function on several threads (dtsim/threads.h).
- * Pins down: dt_threads_run runs the function on the calling thread and on n - 1 more, each item
- * of a shared counter is done exactly once whatever n (1, 2, 3, 8; n < 1 is 1), and it returns
- * how many threads ran; dt_threads_start returns how many started (0 for n < 1), joining empties
- * the set; when the system will start no thread (an unprivileged user at a process limit of 1,
+ * Pins down: dt_threads_run runs the function on the calling thread and on up to n - 1 more,
+ * each item of a shared counter is done exactly once whatever n (1, 2, 3, 8; n < 1 is 1), and it
+ * returns how many threads ran it; dt_threads_start returns how many started (0 for n < 1),
+ * joining empties the set; when the system will start no thread (an unprivileged user at a process limit of 1,
  * in a forked child: needs root and Check's fork mode, and no ASan), start returns 0 and run still does
  * every item, on the calling thread alone.
  * Leaves free: which thread does which item. */
@@ -54,8 +54,9 @@ START_TEST(run_does_each_item_once)
     for (int i = 0; i < 4; i++) {
         reset(&w);
         int ran = dt_threads_run(ns[i], worker, &w);
-        ck_assert_int_eq(ran, ns[i]); /* this machine starts 8 threads */
-        ck_assert_int_eq(atomic_load(&w.calls), ns[i]);
+        /* as many as the system started (all of them unless it limits processes) */
+        ck_assert(ran >= 1 && ran <= ns[i]);
+        ck_assert_int_eq(atomic_load(&w.calls), ran);
         each_once(&w);
     }
     for (int n = -1; n <= 0; n++) {
@@ -75,12 +76,14 @@ START_TEST(start_and_join)
     ck_assert_int_eq(dt_threads_start(&t, 0, worker, &w), 0);
     ck_assert_int_eq(t.n, 0);
     dt_threads_join(&t); /* nothing to join */
-    ck_assert_int_eq(dt_threads_start(&t, 3, worker, &w), 3);
+    int started = dt_threads_start(&t, 3, worker, &w);
+    ck_assert(started >= 0 && started <= 3);
+    if (started == 0) worker(&w); /* the caller's fallback, as plan and sweep do */
     dt_threads_join(&t);
     ck_assert_int_eq(t.n, 0);
     ck_assert_ptr_null(t.th);
-    ck_assert_int_eq(atomic_load(&w.calls), 3);
-    ck_assert_int_eq(atomic_load(&w.by_caller), 0); /* the caller only waited */
+    ck_assert_int_eq(atomic_load(&w.calls), started ? started : 1);
+    ck_assert_int_eq(atomic_load(&w.by_caller), started ? 0 : ITEMS); /* the caller only waited */
     each_once(&w);
 }
 END_TEST
