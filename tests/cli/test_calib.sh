@@ -95,13 +95,10 @@ for b in cuda nccl; do
 done
 
 # A ring whose rank threads the system will not start (an unprivileged user limited to one
-# process): exit 1 with the reason, no file (it aborted on an assertion). Needs root to change
-# user and a dtsim that user can run; not under the sanitizers, whose runtimes need threads of
-# their own.
-as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
-if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && command -v prlimit >/dev/null \
-   && id nobody >/dev/null 2>&1 && ! { nm "$DTSIM" 2>/dev/null | grep -c __asan_init >/dev/null; } \
-   && as_nobody sh -c 'exec "$0" --version' "$DTSIM" >/dev/null 2>&1; then
+# process): exit 1 with the reason, no file (it aborted on an assertion). Where it can run:
+# nobody.sh.
+. "$(dirname "$0")/nobody.sh"
+if nobody_can_run; then
   chmod 777 "$tmp"
   set +e
   as_nobody prlimit --nproc=1 "$DTSIM" calibrate --ranks 2 --sizes 4KiB:16KiB:x4 --out "$tmp/np.json" 2>"$tmp/e"
@@ -111,6 +108,6 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && command -v prlimit >/d
   grep -q "cpu ring: could not start the thread of rank 0 of 2" "$tmp/e" || fail "ranks that cannot start: $(cat "$tmp/e")"
   [[ ! -e "$tmp/np.json" ]] || fail "ranks that cannot start left a file"
 else
-  echo "skipped: the unstartable-ranks check (needs root, setpriv, prlimit, no sanitizers, a dtsim nobody can run)"
+  echo "skipped: the unstartable-ranks check ($NOBODY_SKIP)"
 fi
 echo PASS

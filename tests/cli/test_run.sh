@@ -219,18 +219,15 @@ PY
 "$DTSIM" run "$tmp/jit.json" --steps 20 | grep -c "p99" >/dev/null || fail "--steps human output"
 # Threads the system will not start: as an unprivileged user limited to one process (no thread
 # can start), --jobs 3 gives the same steps as --jobs 1 (a thread that did not start had left its
-# third of the steps at 0 s, exit 0). Needs root to change user and a dtsim that user can run;
-# the sanitizers' runtimes need threads of their own, so not under them either.
-as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+# third of the steps at 0 s, exit 0). Where it can run: nobody.sh.
+. "$(dirname "$0")/nobody.sh"
 chmod 755 "$tmp"
-if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && command -v prlimit >/dev/null \
-   && id nobody >/dev/null 2>&1 && ! { nm "$DTSIM" 2>/dev/null | grep -c __asan_init >/dev/null; } \
-   && as_nobody sh -c 'exec "$0" --version' "$DTSIM" >/dev/null 2>&1 && as_nobody test -r "$tmp/jit.json"; then
+if nobody_can_run && as_nobody test -r "$tmp/jit.json"; then
     as_nobody prlimit --nproc=1 "$DTSIM" run "$tmp/jit.json" --json --steps 200 --jobs 3 \
         > "$tmp/s3n.out" || fail "--steps under a process limit of 1"
     cmp -s <(grep -v wall_s "$tmp/s1.out") <(grep -v wall_s "$tmp/s3n.out") \
         || fail "--steps with threads that could not start differs from --jobs 1"
 else
-    echo "skipped: the unstarted-threads check (needs root, setpriv, prlimit, no sanitizers, a dtsim nobody can run)"
+    echo "skipped: the unstarted-threads check ($NOBODY_SKIP)"
 fi
 echo ok
