@@ -983,6 +983,34 @@ static double zero3_root_gather(const gen *G, const item *items, int it, int k)
     return zero3_root_bytes(G, items[it].chunk * G->pp + G->stage);
 }
 
+/* Item I's pipeline send from lane `lane` to the stage after it (forward) or before it
+ * (backward), after op `after`, entered in the send tables the receivers' deps are patched
+ * from. NONE when the item sends nothing (the first virtual stage's backward, the last's
+ * forward) or its neighbour is its own lane. */
+static uint32_t pp_send(gen *G, uint32_t lane, item I, uint32_t after)
+{
+    const wl_plan *p = G->p;
+    int pp = G->pp, vs = I.chunk * pp + G->stage, n_vs = pp * G->v;
+    if (I.bwd ? vs == 0 : vs == n_vs - 1) return NONE;
+    int dst_vs = I.bwd ? vs - 1 : vs + 1;
+    uint32_t dst_lane = lane_of(G, G->dp_rank, dst_vs % pp);
+    if (dst_lane == lane) return NONE;
+    double bytes;
+    if (G->s->model.kind == WL_TRANSFORMER)
+        /* Megatron's scatter-gather: each TP rank sends 1/tp of the activation (of its s/cp
+         * tokens with context parallelism). */
+        bytes = p->micro_batch_size * (G->s->model.seq_len / G->cp) * G->s->model.hidden *
+                wl_precision_bytes(p->precision) / p->tp;
+    else
+        bytes = G->s->model.act_bytes_per_layer / p->tp;
+    uint32_t d[1] = {after};
+    uint32_t sid = add_op(G, WL_OP_SEND, WL_STREAM_PP, I.bwd ? N_SEND_GRAD : N_SEND_ACT, I.mb,
+                          G->vs_first[vs], dst_lane, bytes, d, 1);
+    uint32_t *tab = I.bwd ? G->bsend : G->fsend;
+    tab[(size_t)lane * G->v * G->mstride + (size_t)I.chunk * G->mstride + I.mb] = sid;
+    return sid;
+}
+
 static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
 {
     const wl_plan *p = G->p;
@@ -1007,9 +1035,6 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
     int c_warm = (pp - st - 1) * 2 + (v - 1) * pp, c_total = m * v;
     if (c_warm > c_total) c_warm = c_total;
     int deferred_it = -1; /* the steady-state forward whose send waits for the backward after it */
-    uint32_t def_lane = 0;
-    double def_bytes = 0;
-    int def_mb = 0, def_layer = 0, def_chunk = 0;
     /* overlap_p2p_comm: the last send of each direction (forward, backward), waited for by the
      * next compute of that direction (Megatron-Core's fwd_wait_handles / bwd_wait_handles) */
     uint32_t overlap_send[2] = {NONE, NONE};
@@ -1309,44 +1334,17 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
                 }
             }
         }
-        if (deferred_it >= 0 && it == deferred_it + 1) {
+        if (deferred_it >= 0) {
             /* the combined exchange after the backward: the forward's activation leaves now */
-            uint32_t d[1] = {L->last_compute};
-            uint32_t sid = add_op(G, WL_OP_SEND, WL_STREAM_PP, N_SEND_ACT, def_mb, def_layer,
-                                  def_lane, def_bytes, d, 1);
-            G->fsend[(size_t)lane * v * G->mstride + (size_t)def_chunk * G->mstride + def_mb] = sid;
-            blocking_send2 = sid;
+            blocking_send2 = pp_send(G, lane, items[deferred_it], L->last_compute);
             deferred_it = -1;
         }
-        bool sends = I.bwd ? !first : !last;
-        if (sends) {
-            int dst_vs = I.bwd ? vs - 1 : vs + 1;
-            uint32_t dst_lane = lane_of(G, G->dp_rank, dst_vs % pp);
-            double bytes;
-            if (G->s->model.kind == WL_TRANSFORMER)
-                /* Megatron's scatter-gather: each TP rank sends 1/tp of the activation (of
-                 * its s/cp tokens with context parallelism). */
-                bytes = p->micro_batch_size * (G->s->model.seq_len / G->cp) *
-                        G->s->model.hidden * wl_precision_bytes(p->precision) / p->tp;
-            else
-                bytes = G->s->model.act_bytes_per_layer / p->tp;
-            if (dst_lane != lane && steady_fwd) {
-                deferred_it = it;
-                def_lane = dst_lane;
-                def_bytes = bytes;
-                def_mb = I.mb;
-                def_layer = layer0;
-                def_chunk = I.chunk;
-            } else if (dst_lane != lane) {
-                uint32_t d[1] = {L->last_compute};
-                uint32_t sid = add_op(G, WL_OP_SEND, WL_STREAM_PP,
-                                      I.bwd ? N_SEND_GRAD : N_SEND_ACT, I.mb, layer0,
-                                      dst_lane, bytes, d, 1);
-                uint32_t *tab = I.bwd ? G->bsend : G->fsend;
-                tab[(size_t)lane * v * G->mstride + (size_t)I.chunk * G->mstride + I.mb] = sid;
-                if (p->fw.pp_blocking_sends) blocking_send = sid;
-                else if (p->fw.overlap_p2p_comm) overlap_send[I.bwd] = sid;
-            }
+        if (steady_fwd) {
+            deferred_it = it; /* its send waits for the backward after it */
+        } else {
+            uint32_t sid = pp_send(G, lane, I, L->last_compute);
+            if (sid != NONE && p->fw.pp_blocking_sends) blocking_send = sid;
+            else if (sid != NONE && p->fw.overlap_p2p_comm) overlap_send[I.bwd] = sid;
         }
     }
     /* Without overlap, every bucket waits for the end of the backward pass: nothing computes
