@@ -1237,11 +1237,6 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
  * on it. */
 #define PROBE_GRAPH_OPS_MAX (1 << 21)
 
-/* The longest path through the op graph with op i lasting dur[i] (ps), a path graph whose
- * nodes are the ops outside collectives and one node per collective instance (its ops start
- * together: the node lasts the longest of its ops), whose edges are the ops' deps and the order
- * of each lane's streams (graph_lower_bound). Kahn's order, O(ops + deps). Returns 0 when the
- * nodes do not all come out (a cycle: no run would end either). */
 /* Arrays carved one after another from a scratch buffer (16-byte aligned each). */
 static void *carve(char **at, size_t n, size_t size)
 {
@@ -1262,23 +1257,29 @@ static size_t longest_path_bytes(const wl_graph *g)
            ((size_t)g->n_deps + n + 1) * 4 + 8 * 16;
 }
 
+/* The longest path through the op graph with op i lasting dur[i] (ps), a path graph whose
+ * nodes are the ops outside collectives and one node per collective instance (its ops start
+ * together: the node lasts the longest of its ops), whose edges are the ops' deps and the order
+ * of each lane's streams (graph_lower_bound). Kahn's order, O(ops + deps); its arrays are carved
+ * from scratch[0 .. longest_path_bytes(g)). Returns 0 when the nodes do not all come out (a
+ * cycle: no run would end either). */
 static double graph_longest_path(const wl_graph *g, const double *dur, char *scratch)
 {
     uint32_t n = g->n_ops, N = n + g->n_colls;
-    enum { STREAMS = LP_STREAMS };
     char *at = scratch;
     uint32_t *node = carve(&at, (size_t)n + 1, sizeof *node);
     double *w = carve(&at, (size_t)N + 1, sizeof *w), *ef = carve(&at, (size_t)N + 1, sizeof *ef);
     uint32_t *indeg = carve(&at, (size_t)N + 1, sizeof *indeg);
     uint32_t *start = carve(&at, (size_t)N + 2, sizeof *start);
-    uint32_t *prev = carve(&at, (size_t)g->n_lanes * STREAMS + 1, sizeof *prev);
+    uint32_t *prev = carve(&at, (size_t)g->n_lanes * LP_STREAMS + 1, sizeof *prev);
     uint32_t *fill = carve(&at, (size_t)N + 1, sizeof *fill);
     uint32_t *to = carve(&at, (size_t)g->n_deps + n + 1, sizeof *to);
+    DT_ASSERT((size_t)(at - scratch) <= longest_path_bytes(g));
     memset(w, 0, ((size_t)N + 1) * sizeof *w);
     memset(ef, 0, ((size_t)N + 1) * sizeof *ef);
     memset(indeg, 0, ((size_t)N + 1) * sizeof *indeg);
     memset(start, 0, ((size_t)N + 2) * sizeof *start);
-    for (size_t k = 0; k < (size_t)g->n_lanes * STREAMS; k++) prev[k] = UINT32_MAX;
+    for (size_t k = 0; k < (size_t)g->n_lanes * LP_STREAMS; k++) prev[k] = UINT32_MAX;
     for (uint32_t i = 0; i < n; i++) {
         const wl_op *o = &g->ops[i];
         node[i] = o->kind == WL_OP_COLL ? n + o->arg : i;
@@ -1292,11 +1293,11 @@ static double graph_longest_path(const wl_graph *g, const double *dur, char *scr
             DT_ASSERT(n_edges <= (size_t)g->n_deps + n); /* what `to` was carved for */
             for (uint32_t v = 0; v < N; v++) start[v + 1] += start[v];
             memcpy(fill, start, (size_t)N * sizeof *fill);
-            for (size_t k = 0; k < (size_t)g->n_lanes * STREAMS; k++) prev[k] = UINT32_MAX;
+            for (size_t k = 0; k < (size_t)g->n_lanes * LP_STREAMS; k++) prev[k] = UINT32_MAX;
         }
         for (uint32_t i = 0; i < n; i++) {
             const wl_op *o = &g->ops[i];
-            size_t key = (size_t)o->lane * STREAMS + (o->stream < STREAMS ? o->stream : 0);
+            size_t key = (size_t)o->lane * LP_STREAMS + (o->stream < LP_STREAMS ? o->stream : 0);
             uint32_t v = node[i];
             for (uint32_t d = 0; d <= o->n_deps; d++) {
                 uint32_t u = d < o->n_deps ? g->deps[o->dep_start + d] : prev[key];
@@ -1312,28 +1313,24 @@ static double graph_longest_path(const wl_graph *g, const double *dur, char *scr
             }
             prev[key] = i;
         }
-        if (pass) {
-            /* Kahn: a node leaves once every edge into it has; its end is the latest of its
-             * predecessors' ends plus its own least time */
-            uint32_t *queue = fill, head = 0, tail = 0;
-            for (uint32_t v = 0; v < N; v++)
-                if (indeg[v] == 0) queue[tail++] = v;
-            double lb = 0;
-            while (head < tail) {
-                uint32_t u = queue[head++];
-                ef[u] += w[u];
-                if (ef[u] > lb) lb = ef[u];
-                for (uint32_t k = start[u]; k < start[u + 1]; k++) {
-                    uint32_t v = to[k];
-                    if (ef[u] > ef[v]) ef[v] = ef[u];
-                    if (--indeg[v] == 0) queue[tail++] = v;
-                }
-            }
-            if (tail < N) lb = 0;
-            return lb;
+    }
+    /* Kahn: a node leaves once every edge into it has; its end is the latest of its
+     * predecessors' ends plus its own least time (the queue reuses `fill`, done with) */
+    uint32_t *queue = fill, head = 0, tail = 0;
+    for (uint32_t v = 0; v < N; v++)
+        if (indeg[v] == 0) queue[tail++] = v;
+    double lb = 0;
+    while (head < tail) {
+        uint32_t u = queue[head++];
+        ef[u] += w[u];
+        if (ef[u] > lb) lb = ef[u];
+        for (uint32_t k = start[u]; k < start[u + 1]; k++) {
+            uint32_t v = to[k];
+            if (ef[u] > ef[v]) ef[v] = ef[u];
+            if (--indeg[v] == 0) queue[tail++] = v;
         }
     }
-    return 0; /* not reached */
+    return tail < N ? 0 : lb;
 }
 
 /* The lower bound of an MoE or context-parallel plan, from its op graph: the longest path
@@ -1395,24 +1392,21 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t, probe_entry
     /* members per instance (one op per member lane) and their lanes (CSR); each GPU's in-link
      * bandwidth for the all-to-alls */
     bool flow = s->env.network == NET_FLOW;
-    int *members = dt_xcalloc((size_t)g->n_colls + 1, sizeof *members);
     uint32_t *m_start = carve(&at, (size_t)g->n_colls + 2, sizeof *m_start);
     uint32_t *m_lane = carve(&at, (size_t)g->n_ops + 1, sizeof *m_lane);
     double *inst_lb = carve(&at, (size_t)g->n_colls + 1, sizeof *inst_lb);
+    /* what this function carved, and the longest path's arrays after it, within the buffer */
+    DT_ASSERT((size_t)(at - pe->lb_buf) + longest_path_bytes(g) <= need);
+    /* counted into m_start[c + 2], summed, then each op placed at m_start[c + 1]++, which leaves
+     * m_start[c + 1] at instance c's end: instance c's lanes are m_lane[m_start[c] ..
+     * m_start[c + 1]) */
+    memset(m_start, 0, ((size_t)g->n_colls + 2) * sizeof *m_start);
     for (uint32_t i = 0; i < g->n_ops; i++)
-        if (g->ops[i].kind == WL_OP_COLL) members[g->ops[i].arg]++;
-    m_start[0] = 0;
-    for (uint32_t c = 0; c < g->n_colls; c++) {
-        m_start[c + 1] = m_start[c] + (uint32_t)members[c];
-        inst_lb[c] = -1;
-    }
-    {
-        uint32_t *fill = m_start + 1; /* filled from each instance's start, restored below */
-        for (uint32_t c = g->n_colls; c > 0; c--) fill[c - 1] = m_start[c - 1];
-        for (uint32_t i = 0; i < g->n_ops; i++)
-            if (g->ops[i].kind == WL_OP_COLL) m_lane[fill[g->ops[i].arg]++] = g->ops[i].lane;
-        /* fill[c] now ends instance c, which is m_start[c + 1]: already in place */
-    }
+        if (g->ops[i].kind == WL_OP_COLL) m_start[g->ops[i].arg + 2]++;
+    for (uint32_t c = 2; c <= g->n_colls + 1; c++) m_start[c] += m_start[c - 1];
+    for (uint32_t i = 0; i < g->n_ops; i++)
+        if (g->ops[i].kind == WL_OP_COLL) m_lane[m_start[g->ops[i].arg + 1]++] = g->ops[i].lane;
+    for (uint32_t c = 0; c < g->n_colls; c++) inst_lb[c] = -1;
     double *in_bw = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *in_bw);
     if (flow) {
         int *node_gpu = dt_xmalloc(((size_t)t->n_nodes + 1) * sizeof *node_gpu);
@@ -1428,7 +1422,7 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t, probe_entry
         const int *gpus = &g->lane_gpus[(size_t)o->lane * ts];
         if (o->kind == WL_OP_COLL) {
             const wl_coll *cl = &g->colls[o->arg];
-            int n = members[o->arg];
+            int n = (int)(m_start[o->arg + 1] - m_start[o->arg]);
             if (n >= 2 && (cl->op == COLL_ALLREDUCE || cl->op == COLL_REDUCE_SCATTER ||
                            cl->op == COLL_ALLGATHER)) {
                 /* a reduction or gather lasts at least what its members' cuts must bring in
@@ -1479,7 +1473,6 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t, probe_entry
     for (int l = 0; l < g->n_lanes; l++) lb = fmax(lb, busy[l]);
     lb = fmax(lb, graph_longest_path(g, dur, at));
     free(busy);
-    free(members);
     free(in_bw);
     free(cost_t);
     free(slow);
