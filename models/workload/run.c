@@ -822,6 +822,8 @@ typedef struct probe_entry {
      * its host can reach without passing a GPU (a DGX GPU: its NIC's link, not the NVSwitch's);
      * NULL when GPUs forward (ring, torus) */
     double *ext_in;
+    /* per GPU: the bandwidth of all its in-links (whatever reaches the GPU comes over them) */
+    double *gpu_in;
     double *cap;        /* scratch, n_cuts */
     int *cnt, *touched; /* scratch, n_cuts */
     double *need;       /* scratch, n_cuts */
@@ -846,6 +848,7 @@ void run_probe_cache_destroy(run_probe_cache *c)
         coll_analytic_destroy(c->e[i].an);
         free(c->e[i].cut_in);
         free(c->e[i].ext_in);
+        free(c->e[i].gpu_in);
         free(c->e[i].cap);
         free(c->e[i].cnt);
         free(c->e[i].touched);
@@ -906,11 +909,13 @@ static int probe_topology(run_probe_cache *cache, const cJSON *j, const js_ctx *
     int *node_gpu = dt_xmalloc(((size_t)t->n_nodes + 1) * sizeof *node_gpu);
     for (int v = 0; v < t->n_nodes; v++) node_gpu[v] = -1;
     for (int g = 0; g < t->n_gpus; g++) node_gpu[t->gpu_node[g]] = g;
+    e.gpu_in = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *e.gpu_in);
     for (int l = 0; l < t->n_links; l++) {
         const topo_link *k = &t->links[l];
         int hs = t->nodes[k->src].host, hd = t->nodes[k->dst].host;
         if (hd >= 0 && hs != hd) e.cut_in[hd] += k->bandwidth;
         if (hd < 0 && node_gpu[k->dst] >= 0) e.cut_in[t->n_hosts + node_gpu[k->dst]] += k->bandwidth;
+        if (node_gpu[k->dst] >= 0) e.gpu_in[node_gpu[k->dst]] += k->bandwidth;
     }
     e.cap = dt_xcalloc((size_t)e.n_cuts + 1, sizeof *e.cap);
     if (!t->gpu_forwarding) {
@@ -986,7 +991,10 @@ static int cut_of(const topo *t, int gpu)
  * the outside reaches without passing a GPU (their NICs; data cannot come in through another
  * GPU's NIC, nor through the NVSwitch, which only the host's GPUs feed). In flow mode the tp
  * groups share the cut; the analytic mode costs each group alone, so there each group counts
- * alone. Latency is left out. */
+ * alone. The same holds for each member GPU as a cut of its own, whatever its host: what it
+ * needs comes in over its in-links (all-gather (n - 1) B/n, reduce-scatter B/n, all-reduce B,
+ * each less one element of part rounding, at most 8 bytes); that term is what bounds a
+ * collective inside one host, where the host's cut needs nothing. Latency is left out. */
 /* The GPU of member d of group k, for cut_bound: a plan's DP groups of one stage, or the lanes
  * of a collective instance in an op graph. */
 typedef int (*member_gpu_fn)(const void *ctx, int d, int k);
@@ -996,10 +1004,17 @@ static double cut_bound(probe_entry *pe, const topo *t, member_gpu_fn gpu_at, co
 {
     int n_touched = 0;
     double worst = 0;
+    /* what each member GPU needs through its own in-links */
+    double own = n < 2                       ? 0
+                 : op == COLL_ALLGATHER      ? (double)(n - 1) * bytes / n
+                 : op == COLL_REDUCE_SCATTER ? bytes / n
+                                             : bytes;
+    own = fmax(0, own - 8);
     for (int k = 0; k < groups; k++) {
         int nt = 0;
         for (int d = 0; d < n; d++) {
             int gpu = gpu_at(ctx, d, k), c = cut_of(t, gpu);
+            if (pe->gpu_in[gpu] > 0) worst = fmax(worst, own / pe->gpu_in[gpu]);
             if (pe->cnt[c]++ == 0) pe->touched[n_touched + nt++] = c;
             /* what can bring data into the cut: without GPU forwarding only its members' own
              * outside-facing links (a non-member GPU relays nothing), else the whole cut's */
@@ -1333,23 +1348,58 @@ static double graph_longest_path(const wl_graph *g, const double *dur, char *scr
     return tail < N ? 0 : lb;
 }
 
+/* A lower bound on a pipeline send's time: the lane's ts GPUs each send `bytes` to the GPU of
+ * the same position in the destination lane. Each receiver takes its bytes over its own
+ * in-links; bytes from another cut also cross into the receiver's cut, over its outside-facing
+ * links (topo.gpu_forwarding false: the receiver's own) or the cut's in-links, which the lane's
+ * sends into one cut share in flow mode (as in cut_bound). Latency is left out. */
+static double send_bound(probe_entry *pe, const topo *t, const int *src, const int *dst, int ts,
+                         double bytes, bool shared)
+{
+    double worst = 0;
+    int n_touched = 0;
+    for (int k = 0; k < ts; k++) {
+        if (src[k] == dst[k] || bytes <= 0) continue;
+        if (pe->gpu_in[dst[k]] > 0) worst = fmax(worst, bytes / pe->gpu_in[dst[k]]);
+        int c = cut_of(t, dst[k]);
+        if (c == cut_of(t, src[k])) continue;
+        if (pe->ext_in) {
+            if (pe->ext_in[dst[k]] > 0) worst = fmax(worst, bytes / pe->ext_in[dst[k]]);
+        } else if (!shared) {
+            if (pe->cut_in[c] > 0) worst = fmax(worst, bytes / pe->cut_in[c]);
+        } else {
+            if (pe->need[c] == 0) pe->touched[n_touched++] = c;
+            pe->need[c] += bytes;
+        }
+    }
+    for (int i = 0; i < n_touched; i++) {
+        int c = pe->touched[i];
+        if (pe->cut_in[c] > 0) worst = fmax(worst, pe->need[c] / pe->cut_in[c]);
+        pe->need[c] = 0;
+    }
+    return worst;
+}
+
 /* The lower bound of an MoE or context-parallel plan, from its op graph: the longest path
  * through the ops, each lasting at least its least time. An op starts no earlier than its deps
  * and the op before it on its lane's stream have ended (a stream runs its ops one at a time, in
  * order), and the ops of one collective instance start together, once every member's has
  * arrived (one node of the path graph). Least times:
  *  - a compute op: its compute time as the replay charges it (replay_op_compute_time, GEMM
- *    shapes included; the lane's slowest member when GPUs are slowed; at least the host's
- *    dispatch floor), to which the replay adds in-lane communication (>= 0; overlapped TP
- *    communication only where it exceeds the compute) and ring attention;
+ *    shapes included; the lane's slowest member when GPUs are slowed), plus its in-lane
+ *    (tensor-parallel) collectives at the contention-free time the replay charges them
+ *    (coll_time_fn, per cost and lane), or the longer of the two where they overlap the
+ *    compute (--tp-comm-overlap); at least the host's dispatch floor. Ring attention's exposed
+ *    sends count 0;
  *  - a reduction or gather (all-reduce, reduce-scatter, all-gather): its members' cut bound
- *    (cut_bound, as the dense plans' data-parallel collectives get it);
+ *    (cut_bound, as the dense plans' data-parallel collectives get it: the hosts' cuts and
+ *    each member GPU's in-links);
  *  - an expert all-to-all (COLL_DIRECT: each of the n members sends every other its 1/n part)
  *    in flow mode, where every byte a member receives comes over one of its GPU's in-links,
  *    whose flows share their capacity: the (n - 1)/n of the buffer (less one element of part
  *    rounding) over the sum of those links' bandwidth, for each member (analytic mode costs
  *    each pair alone, below that: 0);
- *  - a send: 0.
+ *  - a pipeline send: send_bound (the receiver's in-links, and the cut it crosses into).
  * Each lane's compute stream is one of these paths, so the bound is at least the busiest lane's
  * sum (what it was before), and it adds what the schedule makes wait: the pipeline's fill and
  * drain, the all-to-alls' meeting of members, the reductions after the last backward. Exact in
@@ -1376,7 +1426,8 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t, probe_entry
     /* the working arrays, from the cache entry's scratch buffer */
     size_t need = longest_path_bytes(g) + ((size_t)g->n_ops + 1) * sizeof(double) +
                   (size_t)g->n_lanes + 1 + ((size_t)g->n_colls + 2) * 4 + ((size_t)g->n_ops + 1) * 4 +
-                  ((size_t)g->n_colls + 1) * sizeof(double) + 5 * 16;
+                  ((size_t)g->n_colls + 1) * sizeof(double) +
+                  ((ts > 1 ? (size_t)g->n_costs * (size_t)g->n_lanes : 0) + 1) * sizeof(double) + 6 * 16;
     if (pe->lb_cap < need) {
         free(pe->lb_buf);
         pe->lb_cap = need + need / 4;
@@ -1395,8 +1446,6 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t, probe_entry
     uint32_t *m_start = carve(&at, (size_t)g->n_colls + 2, sizeof *m_start);
     uint32_t *m_lane = carve(&at, (size_t)g->n_ops + 1, sizeof *m_lane);
     double *inst_lb = carve(&at, (size_t)g->n_colls + 1, sizeof *inst_lb);
-    /* what this function carved, and the longest path's arrays after it, within the buffer */
-    DT_ASSERT((size_t)(at - pe->lb_buf) + longest_path_bytes(g) <= need);
     /* counted into m_start[c + 2], summed, then each op placed at m_start[c + 1]++, which leaves
      * m_start[c + 1] at instance c's end: instance c's lanes are m_lane[m_start[c] ..
      * m_start[c + 1]) */
@@ -1407,16 +1456,18 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t, probe_entry
     for (uint32_t i = 0; i < g->n_ops; i++)
         if (g->ops[i].kind == WL_OP_COLL) m_lane[m_start[g->ops[i].arg + 1]++] = g->ops[i].lane;
     for (uint32_t c = 0; c < g->n_colls; c++) inst_lb[c] = -1;
-    double *in_bw = dt_xcalloc((size_t)t->n_gpus + 1, sizeof *in_bw);
-    if (flow) {
-        int *node_gpu = dt_xmalloc(((size_t)t->n_nodes + 1) * sizeof *node_gpu);
-        for (int v = 0; v < t->n_nodes; v++) node_gpu[v] = -1;
-        for (int q = 0; q < t->n_gpus; q++) node_gpu[t->gpu_node[q]] = q;
-        for (int l = 0; l < t->n_links; l++)
-            if (node_gpu[t->links[l].dst] >= 0) in_bw[node_gpu[t->links[l].dst]] += t->links[l].bandwidth;
-        free(node_gpu);
-    }
+    const double *in_bw = pe->gpu_in;
     double elem = wl_precision_bytes(P->precision);
+    /* in-lane (tensor-parallel) collectives: the contention-free time the replay charges
+     * (comm_time: coll_time_fn in both modes), per (cost, lane), computed on first use */
+    gpu_precision prec = wl_gpu_precision(P->precision);
+    comm_ctx cc = {.an = pe->an, .elem_bytes = prec == GPU_FP32 ? 4 : 2, .algo = s->env.dp_algorithm,
+                   .servers = s->env.ps_servers};
+    size_t n_in = ts > 1 ? (size_t)g->n_costs * (size_t)g->n_lanes : 0;
+    double *inlane = carve(&at, n_in + 1, sizeof *inlane);
+    for (size_t k = 0; k < n_in; k++) inlane[k] = -1;
+    /* what this function carved, and the longest path's arrays after it, within the buffer */
+    DT_ASSERT((size_t)(at - pe->lb_buf) + longest_path_bytes(g) <= need);
     for (uint32_t i = 0; i < g->n_ops; i++) {
         const wl_op *o = &g->ops[i];
         const int *gpus = &g->lane_gpus[(size_t)o->lane * ts];
@@ -1445,6 +1496,10 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t, probe_entry
             busy[o->lane] += x;
             continue;
         }
+        if (o->kind == WL_OP_SEND) {
+            dur[i] = 1e12 * send_bound(pe, t, gpus, &g->lane_gpus[(size_t)o->arg * ts], ts, o->bytes, flow);
+            continue;
+        }
         if (o->kind != WL_OP_COMPUTE) continue;
         /* as the replay's start_op: the lane's first GPU, or with slowed GPUs the slowest */
         double x = 0;
@@ -1465,15 +1520,27 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t, probe_entry
                 if (y > x) x = y;
             }
         }
+        /* the in-lane collectives, as the replay's start_op: after the compute, or under it
+         * with --tp-comm-overlap (the op then lasts at least the longer of the two) */
+        const wl_cost *c = &g->costs[o->arg];
+        if (n_in && c->n_inlane > 0) {
+            double *in = &inlane[(size_t)o->arg * (size_t)g->n_lanes + o->lane];
+            if (*in < 0) {
+                *in = 0;
+                for (int k = 0; k < c->n_inlane; k++)
+                    *in += (double)coll_time_fn(&cc, c->inlane[k].op, gpus, ts, c->inlane[k].bytes, true) *
+                           c->inlane[k].count;
+            }
+            x = c->inlane_overlap ? fmax(x, *in) : x + *in;
+        }
         /* the host's dispatch floor (start_op): the op lasts at least that too */
-        dur[i] = fmax(x, (double)g->costs[o->arg].host);
+        dur[i] = fmax(x, (double)c->host);
         if (o->stream == WL_STREAM_COMPUTE) busy[o->lane] += dur[i];
     }
     double lb = 0;
     for (int l = 0; l < g->n_lanes; l++) lb = fmax(lb, busy[l]);
     lb = fmax(lb, graph_longest_path(g, dur, at));
     free(busy);
-    free(in_bw);
     free(cost_t);
     free(slow);
     wl_graph_destroy(g);
