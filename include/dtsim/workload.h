@@ -100,6 +100,11 @@ typedef struct wl_framework {
     wl_framework_preset preset;
     bool overlap_param_gather;   /* ZeRO-1/2 parameter all-gather hidden in the next forward */
     bool tp_comm_overlap;        /* TP collectives overlap the layer's GEMMs (exposed: excess) */
+    /* without tp_comm_overlap: a column-parallel linear's backward issues its collectives
+     * asynchronously beside its GEMMs (Megatron's LinearWithGradAccumulationAndAsync-
+     * Communication, Transformer Engine's Linear/LayerNormLinear backward) instead of after
+     * the layer's compute (wl_cost.inlane[].under) */
+    bool tp_async_backward;
     bool pp_blocking_sends;      /* a stage's compute waits for its pipeline send to finish */
     /* with overlap and pp > 1 (1F1B), only the first stage reduces during its last backward;
      * the others start their buckets after it (Megatron-Core --delay-grad-reduce) */
@@ -617,7 +622,7 @@ void mem_compute(const wl_model *m, const wl_plan *p, mem_breakdown *out);
 typedef enum wl_op_kind { WL_OP_COMPUTE, WL_OP_COLL, WL_OP_SEND } wl_op_kind;
 typedef enum wl_stream { WL_STREAM_COMPUTE, WL_STREAM_TP, WL_STREAM_PP, WL_STREAM_DP } wl_stream;
 
-#define WL_MAX_INLANE 2
+#define WL_MAX_INLANE 6
 
 /* A set of GEMM shapes: gemms[start .. start + n) of its graph. */
 typedef struct wl_gemm_set {
@@ -640,8 +645,13 @@ typedef struct wl_cost {
      * fp8 rate. Set only in fp8 runs (0 otherwise); ignored where shapes time the class. */
     double matmul_no_fp8;
     sim_time_t fixed;                  /* duration given directly (synthetic, traces) */
-    /* collectives among the lane's GPUs executed serially inside the op (tensor parallel) */
-    struct { coll_op op; double bytes; int count; } inlane[WL_MAX_INLANE];
+    /* collectives among the lane's GPUs inside the op (tensor parallel), count times each:
+     * after the op's compute, one after another, or, where under.m > 0, issued asynchronously
+     * beside one GEMM of that shape each (Megatron's and Transformer Engine's backward of a
+     * column-parallel linear: the input's re-gather beside the data-gradient GEMM, the data
+     * gradient's reduce-scatter or all-reduce beside the weight-gradient GEMM), exposed only by
+     * what it takes beyond that GEMM and by what its kernels take from it */
+    struct { coll_op op; double bytes; int count; gpu_gemm under; } inlane[WL_MAX_INLANE];
     int n_inlane;
     /* the in-lane collectives run under the op's compute (Megatron-Core --tp-comm-overlap):
      * the op lasts max(compute, comm) instead of compute + comm */

@@ -301,11 +301,21 @@ double replay_passes_share(double phi)
     return phi < REPLAY_PASSES_MAX_SHARE ? phi : REPLAY_PASSES_MAX_SHARE;
 }
 
+static void contended_spec(const gpu_spec *spec, double sms, double hbm, gpu_spec *out);
+
 sim_time_t replay_contended_time(const wl_graph *g, const wl_cost *c, const gpu_spec *spec,
                                  replay_op_time_fn op_time, replay_gemm_time_fn gemm_time,
                                  double sms, double hbm)
 {
     if (!spec) return replay_op_compute_time(g, c, spec, op_time, gemm_time);
+    gpu_spec s;
+    contended_spec(spec, sms, hbm, &s);
+    return replay_op_compute_time(g, c, &s, op_time, gemm_time);
+}
+
+/* spec with `sms` whole SMs and `hbm` B/s of HBM bandwidth taken by communication kernels. */
+static void contended_spec(const gpu_spec *spec, double sms, double hbm, gpu_spec *out)
+{
     gpu_spec s = *spec;
     if (s.sms > 0 && sms > 0) {
         /* the collective's blocks hold whole SMs (NCCL CTAs share no SM with compute kernels,
@@ -322,7 +332,7 @@ sim_time_t replay_contended_time(const wl_graph *g, const wl_cost *c, const gpu_
         if (left < 0.5 * avail) left = 0.5 * avail;
         s.hbm_bw = left / s.memory_eff;
     }
-    return replay_op_compute_time(g, c, &s, op_time, gemm_time);
+    *out = s;
 }
 
 /* Bytes one GPU sends in collective op over n ranks of `bytes` (nccl-tests convention): the
@@ -469,6 +479,48 @@ static sim_time_t drain_time(rep *R, uint32_t cost, uint32_t lane)
     return 0;
 }
 
+static void nccl_load(const rep *R, int gpu, double rate, double per_byte, double *sms,
+                      double *hbm);
+
+/* One GEMM of shape gm alone on spec (NULL: none, 0), timed as the op's GEMMs are. */
+static double gemm_alone(const rep *R, const gpu_spec *spec, gpu_gemm gm)
+{
+    if (!spec) return 0;
+    replay_gemm_time_fn gf = R->cfg->gemm_time;
+    if (!gf && !R->cfg->op_time) gf = gpu_gemm_time;
+    wl_cost one = {0};
+    gm.count = gm.batch = 1;
+    one.flops[GPU_OP_MATMUL] = 2 * gm.m * gm.n * gm.k;
+    return (double)replay_cost_time(&one, spec, R->g->precision, gf ? &gm : NULL, gf ? 1 : 0,
+                                    R->cfg->op_time, gf);
+}
+
+/* What one collective of contention-free time C (ps), issued beside a GEMM of shape `under`
+ * and waited for after it, adds to the op (wl_cost.inlane[].under): the GEMM alone takes G0;
+ * while the collective runs, its kernels hold NCCL's channels and HBM (nccl_load, as any
+ * collective beside compute) and the GEMM runs at the rate that leaves, G1 for the whole of it.
+ * If the collective outlasts the slowed GEMM the op waits for it: C - G0; otherwise the GEMM
+ * loses C (1 - G0/G1) to it. Without the contention model (options.comm_contention off)
+ * G1 = G0: only the collective's excess over the GEMM. */
+static double async_extra(rep *R, const int *gpus, coll_op op, double bytes, gpu_gemm under)
+{
+    double C = (double)comm_time(R, op, gpus, R->ts, bytes, true);
+    if (C <= 0) return 0;
+    const gpu_spec *sp = R->cfg->gpus ? &R->cfg->gpus[gpus[0]] : NULL;
+    double g0 = gemm_alone(R, sp, under), g1 = g0;
+    if (sp && R->cfg->contention) {
+        double rate = sent_bytes(op, R->ts, bytes) / sim_time_to_s((sim_time_t)llround(C)), sms, hbm;
+        nccl_load(R, gpus[0], rate, REPLAY_NCCL_HBM_PER_BYTE, &sms, &hbm);
+        gpu_spec cs;
+        contended_spec(sp, sms, hbm, &cs);
+        g1 = fmax(g0, gemm_alone(R, &cs, under));
+    }
+    if (C >= g1) return C - g0;
+    return g1 > 0 ? C * (1 - g0 / g1) : 0;
+}
+
+/* The in-lane collectives' time a compute op of `cost` on `lane` adds after its compute: the
+ * blocking ones in full, the asynchronous ones by async_extra. */
 static sim_time_t inlane_time(rep *R, uint32_t cost, uint32_t lane)
 {
     const wl_cost *c = &R->g->costs[cost];
@@ -478,8 +530,14 @@ static sim_time_t inlane_time(rep *R, uint32_t cost, uint32_t lane)
     const int *gpus = &R->g->lane_gpus[(size_t)lane * R->ts];
     sim_time_t t = 0;
     for (int i = 0; i < c->n_inlane; i++) {
-        sim_time_t x = comm_time(R, c->inlane[i].op, gpus, R->ts, c->inlane[i].bytes, true);
         int k = c->inlane[i].count;
+        sim_time_t x;
+        if (c->inlane[i].under.m > 0) {
+            double y = async_extra(R, gpus, c->inlane[i].op, c->inlane[i].bytes, c->inlane[i].under);
+            x = y < 9.2e18 ? (sim_time_t)llround(y) : SIM_TIME_MAX;
+        } else {
+            x = comm_time(R, c->inlane[i].op, gpus, R->ts, c->inlane[i].bytes, true);
+        }
         t = sim_time_add(t, x > 0 && k > SIM_TIME_MAX / x ? SIM_TIME_MAX : k * x);
     }
     *slot = t;

@@ -1139,10 +1139,13 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
                     if (x > comp) comp = x;
                 }
                 double in = 0;
+                /* the blocking ones; an asynchronous one adds >= 0 beside its GEMM */
                 if (tp > 1)
                     for (int i = 0; i < c.n_inlane; i++)
-                        in += (double)coll_time_fn(&cc, c.inlane[i].op, gpus, tp, c.inlane[i].bytes,
-                                                   true) * c.inlane[i].count;
+                        if (!(c.inlane[i].under.m > 0))
+                            in += (double)coll_time_fn(&cc, c.inlane[i].op, gpus, tp,
+                                                       c.inlane[i].bytes, true) *
+                                  c.inlane[i].count;
                 double d = c.inlane_overlap ? fmax(comp, in) : comp + in;
                 d = fmax(d, (double)c.host); /* the host's dispatch floor, as start_op */
                 (bwd ? B : F)[vs] = d * 1e-12;
@@ -1528,8 +1531,10 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t, probe_entry
             if (*in < 0) {
                 *in = 0;
                 for (int k = 0; k < c->n_inlane; k++)
-                    *in += (double)coll_time_fn(&cc, c->inlane[k].op, gpus, ts, c->inlane[k].bytes, true) *
-                           c->inlane[k].count;
+                    if (!(c->inlane[k].under.m > 0)) /* asynchronous: >= 0 beside its GEMM */
+                        *in += (double)coll_time_fn(&cc, c->inlane[k].op, gpus, ts, c->inlane[k].bytes,
+                                                    true) *
+                               c->inlane[k].count;
             }
             x = c->inlane_overlap ? fmax(x, *in) : x + *in;
         }

@@ -530,7 +530,8 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
     } else if (cJSON_IsObject(v)) {
         o = v;
         static const char *const keys[] = {"preset", "overlap_grad_reduce", "overlap_param_gather",
-                                           "tp_comm_overlap", "pp_blocking_sends", "delay_grad_reduce",
+                                           "tp_comm_overlap", "tp_async_backward", "pp_blocking_sends",
+                                           "delay_grad_reduce",
                                            "optimizer_bytes", "link_efficiency", "reduce_dtype",
                                            "grad_buffer_bytes", "cross_entropy",
                                            "attention_unpad", "overlap_p2p_comm",
@@ -547,6 +548,9 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
     bool overlap_grad = preset != WL_FW_MEGATRON; /* Megatron: --overlap-grad-reduce is opt-in */
     fw->overlap_param_gather = false;               /* --overlap-param-gather is opt-in */
     fw->tp_comm_overlap = false;                    /* --tp-comm-overlap is opt-in */
+    /* Megatron's linear layers (and Transformer Engine's) overlap a column-parallel backward's
+     * collectives with its GEMMs, no flag needed (docs/workloads.md, "Tensor parallelism") */
+    fw->tp_async_backward = preset == WL_FW_MEGATRON;
     /* Pipeline sends. Megatron-Core (bf16/fp8 runs: the preset's Megatron-Core) posts the
      * interleaved schedule's sends with isend/irecv and waits for them before the next compute
      * of their direction (overlap_p2p_comm, on unless --no-overlap-p2p-communication; and
@@ -588,6 +592,7 @@ static int parse_framework(const js_ctx *c, const cJSON *v, const cJSON *paralle
         }
         TRY(js_get_bool(c, o, "framework", "overlap_param_gather", false, &fw->overlap_param_gather));
         TRY(js_get_bool(c, o, "framework", "tp_comm_overlap", false, &fw->tp_comm_overlap));
+        TRY(js_get_bool(c, o, "framework", "tp_async_backward", false, &fw->tp_async_backward));
         blocking_set = cJSON_GetObjectItemCaseSensitive(o, "pp_blocking_sends") != NULL;
         overlap_set = cJSON_GetObjectItemCaseSensitive(o, "overlap_p2p_comm") != NULL;
         TRY(js_get_bool(c, o, "framework", "pp_blocking_sends", false, &fw->pp_blocking_sends));

@@ -190,9 +190,15 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
         }
         if (c->n_inlane) {
             fprintf(f, ", \"inlane\": [");
-            for (int k = 0; k < c->n_inlane; k++)
-                fprintf(f, "%s{\"op\": \"%s\", \"bytes\": %.17g, \"count\": %d}", k ? ", " : "",
+            for (int k = 0; k < c->n_inlane; k++) {
+                fprintf(f, "%s{\"op\": \"%s\", \"bytes\": %.17g, \"count\": %d", k ? ", " : "",
                         coll_names[c->inlane[k].op], c->inlane[k].bytes, c->inlane[k].count);
+                const gpu_gemm *u = &c->inlane[k].under;
+                if (u->m > 0)
+                    fprintf(f, ", \"under\": {\"m\": %.17g, \"n\": %.17g, \"k\": %.17g}", u->m, u->n,
+                            u->k);
+                fprintf(f, "}");
+            }
             fprintf(f, "]");
             if (c->inlane_overlap) fprintf(f, ", \"inlane_overlap\": true");
             if (c->inlane_drain) fprintf(f, ", \"inlane_drain\": %d", c->inlane_drain);
@@ -468,7 +474,7 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_gr
             js_path_index(ep, ip, i);
             if (i >= WL_MAX_INLANE)
                 return js_fail(c, ep, NULL, "at most %d in-lane collectives per cost", WL_MAX_INLANE);
-            static const char *const ik[] = {"op", "bytes", "count", NULL};
+            static const char *const ik[] = {"op", "bytes", "count", "under", NULL};
             TRY(js_expect_object(c, e, ep));
             TRY(js_check_keys(c, e, ep, ik));
             int op = 0;
@@ -478,6 +484,23 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_gr
             long long cnt = 1;
             TRY(js_get_int(c, e, ep, "count", false, 0, 1 << 30, &cnt));
             out->inlane[i].count = (int)cnt;
+            /* issued beside one GEMM of this shape each (wl_cost.inlane[].under) */
+            const cJSON *u = cJSON_GetObjectItemCaseSensitive(e, "under");
+            out->inlane[i].under = (gpu_gemm){0};
+            if (u) {
+                char up[JS_PATH_MAX];
+                js_path_key(up, ep, "under");
+                static const char *const uk[] = {"m", "n", "k", NULL};
+                TRY(js_expect_object(c, u, up));
+                TRY(js_check_keys(c, u, up, uk));
+                /* as a GEMM set's dimensions: positive, not beyond any matrix a GPU holds */
+                double d[3];
+                for (int q = 0; q < 3; q++) {
+                    TRY(js_get_number(c, u, up, uk[q], true, 0, 1e12, &d[q]));
+                    if (!(d[q] > 0)) return js_fail(c, up, uk[q], "expected a positive dimension, found 0");
+                }
+                out->inlane[i].under = (gpu_gemm){d[0], d[1], d[2], 1, 1, false};
+            }
             out->n_inlane = i + 1;
         }
     }

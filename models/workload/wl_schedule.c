@@ -284,6 +284,74 @@ static const char *const op_names[N_COUNT_ALL] = {
     "powersgd_allreduce_p", "powersgd_allreduce_q", "grad_bucket_passes",
     "fsdp_pre_reduce_passes", "fsdp_post_reduce_passes"};
 
+/* One in-lane collective entry of a cost: `count` times `op` of `bytes`, after the compute or,
+ * with under (m > 0), beside one GEMM of that shape each (wl_cost.inlane). */
+static void inlane_add(wl_cost *c, coll_op op, double bytes, double count, gpu_gemm under)
+{
+    if (count <= 0) return;
+    DT_ASSERT(c->n_inlane < WL_MAX_INLANE);
+    c->inlane[c->n_inlane].op = op;
+    c->inlane[c->n_inlane].bytes = bytes;
+    c->inlane[c->n_inlane].count = (int)count;
+    c->inlane[c->n_inlane].under = under;
+    c->n_inlane++;
+}
+
+/* Megatron TP as blocking collectives: 2 all-reduces per layer forward (attention, MLP) and 2 in
+ * backward; with sequence parallelism each becomes an all-gather + reduce-scatter pair. A fully
+ * recomputed backward repeats the forward's. */
+static void tp_blocking(const wl_plan *p, bool bwd, double bytes, double n, wl_cost *c)
+{
+    double per = n * 2 * (bwd && p->checkpointing == WL_CKPT_FULL ? 2 : 1);
+    gpu_gemm none = {0};
+    if (p->sequence_parallel) {
+        inlane_add(c, COLL_ALLGATHER, bytes, per, none);
+        inlane_add(c, COLL_REDUCE_SCATTER, bytes, per, none);
+    } else {
+        inlane_add(c, COLL_ALLREDUCE, bytes, per, none);
+    }
+}
+
+/* The backward's TP collectives as Megatron's linear layers issue them (Megatron-LM
+ * LinearWithGradAccumulationAndAsyncCommunication.backward; Transformer Engine's Linear and
+ * LayerNormLinear backward, "Overlap dgrad-RS/AR with wgrad"). Per layer, the attention half
+ * (QKV column-parallel, projection row-parallel) and the MLP half (fc1 column-parallel, fc2
+ * row-parallel) each run:
+ *  - with sequence parallelism: the all-gather of the row-parallel GEMM's output gradient
+ *    (the backward of the forward's reduce-scatter), blocking; the column-parallel GEMM's input
+ *    gathered again for its weight gradient, issued before and waited for after the data-gradient
+ *    GEMM; the data gradient's reduce-scatter, issued before and waited for after the
+ *    weight-gradient GEMM;
+ *  - without: the data gradient's all-reduce beside the weight-gradient GEMM (the row-parallel
+ *    backward has none: the forward's all-reduce is an identity backward).
+ * An MoE layer's MLP half (its experts behind the token dispatcher) keeps the blocking pair. A
+ * fully recomputed backward first runs the forward's, blocking. */
+static void tp_async_backward(const wl_model *m, const wl_plan *p, int cp, double bytes, double n,
+                              int moe, wl_cost *c)
+{
+    double t = p->tp, h = m->hidden, tok = p->micro_batch_size * m->seq_len / cp;
+    double up = (m->mlp == WL_MLP_SWIGLU ? 2.0 : 1.0) * m->ffn / t;
+    gpu_gemm qkv = {tok, (wl_q_width(m) + 2 * wl_kv_width(m)) / t, h, 1, 1, false};
+    gpu_gemm fc1 = {tok, up, h, 1, 1, false};
+    gpu_gemm bq[2], bf[2], none = {0}; /* [0] data gradient, [1] weight gradient */
+    wl_gemm_backward(qkv, bq);
+    wl_gemm_backward(fc1, bf);
+    double dense = n - moe;
+    double re = p->checkpointing == WL_CKPT_FULL ? 2 * n : 0; /* the recomputed forward's */
+    if (p->sequence_parallel) {
+        inlane_add(c, COLL_ALLGATHER, bytes, 2 * n + re, none);
+        inlane_add(c, COLL_REDUCE_SCATTER, bytes, moe + re, none);
+        inlane_add(c, COLL_ALLGATHER, bytes, n, bq[0]);
+        inlane_add(c, COLL_REDUCE_SCATTER, bytes, n, bq[1]);
+        inlane_add(c, COLL_ALLGATHER, bytes, dense, bf[0]);
+        inlane_add(c, COLL_REDUCE_SCATTER, bytes, dense, bf[1]);
+    } else {
+        inlane_add(c, COLL_ALLREDUCE, bytes, moe + re, none);
+        inlane_add(c, COLL_ALLREDUCE, bytes, n, bq[1]);
+        inlane_add(c, COLL_ALLREDUCE, bytes, dense, bf[1]);
+    }
+}
+
 /* The cost of one forward or backward op over `layers` layers of a virtual stage, `moe` of
  * them MoE layers, with the layer's work lc (wl_layer_cost_get of the model and plan) and cp the
  * context-parallel degree; with moe_split (expert parallelism) a single MoE layer without its
@@ -464,24 +532,12 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
         }
     }
     if (p->tp > 1) {
-        /* Megatron TP: 2 all-reduces per layer forward (attention, MLP) and 2 in backward;
-         * with sequence parallelism each becomes an all-gather + reduce-scatter pair.
-         * A fully recomputed backward repeats the forward's. */
-        int per_layer = 2 * (bwd && p->checkpointing == WL_CKPT_FULL ? 2 : 1);
         double bytes = lc->tp_bytes;
         if (m->kind == WL_SYNTHETIC) bytes = 0;
-        if (p->sequence_parallel) {
-            c.inlane[0].op = COLL_ALLGATHER;
-            c.inlane[1].op = COLL_REDUCE_SCATTER;
-            c.inlane[0].bytes = c.inlane[1].bytes = bytes;
-            c.inlane[0].count = c.inlane[1].count = (int)n * per_layer;
-            c.n_inlane = 2;
-        } else {
-            c.inlane[0].op = COLL_ALLREDUCE;
-            c.inlane[0].bytes = bytes;
-            c.inlane[0].count = (int)n * per_layer;
-            c.n_inlane = 1;
-        }
+        if (bwd && p->fw.tp_async_backward && !p->fw.tp_comm_overlap && m->kind == WL_TRANSFORMER)
+            tp_async_backward(m, p, cp, bytes, n, moe, &c);
+        else
+            tp_blocking(p, bwd, bytes, n, &c);
         c.inlane_overlap = p->fw.tp_comm_overlap;
         /* the forward's two row-parallel reduce-scatters per layer (attention projection and
          * MLP down) run as Transformer Engine's split pipeline; the backward's are bulk-overlapped

@@ -14,6 +14,9 @@
  * - a layer op overlapping its tensor-parallel reduce-scatter (Transformer Engine userbuffers,
  *   16 SMs) lasts 1 ms + 0.5 ms x 16/132, its all-gather (copy engines, 1 SM) 1 ms + 0.5/132;
  *   a reduce-scatter run as the split pipeline (4 chunks) leaves a quarter of it after the GEMM;
+ * - an all-reduce issued beside one GEMM of the op (Megatron's asynchronous column-parallel
+ *   backward, wl_cost.inlane[].under) costs the op only its excess over that GEMM, or, hidden,
+ *   what its 7 channels take from the GEMM (tp_async_beside_gemm, closed forms there);
  * - replay_nccl_sms: 16 on A100 (300 GB/s), 24 on H100, 48 on B200; replay_nccl_channels: 2 for
  *   a 12 GB/s NIC, 4 at 48 GB/s, 24 at H100 NVLink's 360 GB/s and no more beyond, 16 on A100;
  * - a pipeline send of 0.5 ms (50 MB at 100 GB/s) from stage 0 after its first 1 ms op, not
@@ -242,6 +245,65 @@ START_TEST(tp_overlap_userbuffers)
 {
     ck_assert_rel(tp_op_ms(COLL_REDUCE_SCATTER), 1.0 + 0.5 * 16.0 / 132.0, 1e-9);
     ck_assert_rel(tp_op_ms(COLL_ALLGATHER), 1.0 + 0.5 * 1.0 / 132.0, 1e-9);
+}
+END_TEST
+
+/* One lane of two GPUs: an op of 2 ms of GEMM work holding `count` all-reduces of `ms` each,
+ * issued beside a GEMM of 1 ms (wl_cost.inlane[].under: Megatron's column-parallel backward),
+ * and, with blocking_ms > 0, one blocking all-reduce of that time after its compute. The
+ * GEMMs on the flat roofline (op_time given: no shape model), so the GEMM under takes 1 ms. */
+static double tp_async_op_ms(double ms, int count, double blocking_ms, bool contention)
+{
+    wl_graph *g = wl_graph_create(2, 1, 2);
+    g->lane_gpus[0] = 0;
+    g->lane_gpus[1] = 1;
+    wl_cost c = gemm_1ms();
+    c.flops[GPU_OP_MATMUL] *= 2;
+    /* 2mnk = 1 ms at 0.7 of 989.5 TFLOP/s */
+    double k = 1e-3 * 989.5e12 * 0.7 / (2.0 * 4096 * 4096);
+    c.inlane[0].op = COLL_ALLREDUCE;
+    c.inlane[0].bytes = ms * 1e-3 * 100e9; /* on 2 GPUs: B/100 GB/s */
+    c.inlane[0].count = count;
+    c.inlane[0].under = (gpu_gemm){4096, 4096, k, 1, 1, false};
+    c.n_inlane = 1;
+    if (blocking_ms > 0) {
+        c.inlane[1].op = COLL_ALLREDUCE;
+        c.inlane[1].bytes = blocking_ms * 1e-3 * 100e9;
+        c.inlane[1].count = 1;
+        c.n_inlane = 2;
+    }
+    uint32_t id = wl_graph_cost(g, &c);
+    wl_op o = {.lane = 0, .kind = WL_OP_COMPUTE, .stream = WL_STREAM_COMPUTE, .mb = -1,
+               .layer = -1, .arg = id, .name = (uint16_t)wl_graph_name(g, "backward")};
+    wl_graph_op(g, &o, NULL, 0);
+    gpu_spec sp[2] = {h100(), h100()};
+    replay_config cfg = {.n_gpus = 2, .gpus = sp, .path = uni_path, .record = true,
+                         .contention = contention, .op_time = replay_roofline};
+    replay_result r;
+    dt_error e;
+    dt_error_clear(&e);
+    ck_assert_int_eq(replay_run(g, &cfg, &r, &e), DT_OK);
+    double t = sim_time_to_s(r.op_end[0]) * 1e3;
+    replay_result_free(&r);
+    wl_graph_destroy(g);
+    return t;
+}
+
+/* Megatron's asynchronous column-parallel backward: an all-reduce of C beside a GEMM of G0 = 1
+ * ms. Without the contention model the op waits only for what C takes beyond it: C 0.5 ms ->
+ * 2 ms, C 1.5 ms -> 2.5 ms. With it the all-reduce's kernels hold ceil(100 GB/s / 15) = 7 NCCL
+ * channels, the GEMM under it runs on 125 of 132 SMs (G1 = 132/125 ms): C 0.5 ms costs the op
+ * C (1 - G0/G1) = 0.5 x 7/132 ms; C 1.5 ms outlasts G1 and costs C - G0 = 0.5 ms. Two of them
+ * twice that; a blocking all-reduce of 0.3 ms beside them adds its whole 0.3 ms. */
+START_TEST(tp_async_beside_gemm)
+{
+    ck_assert_rel(tp_async_op_ms(0.5, 1, 0, false), 2.0, 1e-9);
+    ck_assert_rel(tp_async_op_ms(1.5, 1, 0, false), 2.5, 1e-9);
+    ck_assert_rel(tp_async_op_ms(0.5, 1, 0, true), 2.0 + 0.5 * 7.0 / 132.0, 1e-9);
+    ck_assert_rel(tp_async_op_ms(1.5, 1, 0, true), 2.5, 1e-9);
+    ck_assert_rel(tp_async_op_ms(0.5, 2, 0, true), 2.0 + 2 * 0.5 * 7.0 / 132.0, 1e-9);
+    ck_assert_rel(tp_async_op_ms(0.5, 2, 0.3, true), 2.3 + 2 * 0.5 * 7.0 / 132.0, 1e-9);
+    ck_assert_rel(tp_async_op_ms(1.5, 1, 0.3, false), 2.8, 1e-9);
 }
 END_TEST
 
@@ -495,6 +557,7 @@ int main(void)
     tcase_add_test(t, memory_bound_beside_allgather);
     tcase_add_test(t, tp_overlap_userbuffers);
     tcase_add_test(t, tp_overlap_drain);
+    tcase_add_test(t, tp_async_beside_gemm);
     tcase_add_test(t, nccl_sms_per_gpu);
     tcase_add_test(t, pipeline_send_slows_both_stages);
     tcase_add_test(t, blocking_send_slows_nothing);

@@ -500,6 +500,13 @@ START_TEST(trace_errors)
     bad("\"gemm_sets\": [[]]", "{}", "gemm_sets[0]", "1 to");
     /* TP overlap's drained reduce-scatters: a count */
     bad("", "{\"inlane_drain\": -1}", "costs[0].inlane_drain", "0");
+    /* an in-lane collective issued beside a GEMM: a shape of positive dimensions, nothing else */
+    bad("", "{\"inlane\": [{\"op\": \"allreduce\", \"bytes\": 8, \"under\": {\"m\": 0, \"n\": 1, \"k\": 1}}]}",
+        "costs[0].inlane[0].under.m", "positive");
+    bad("", "{\"inlane\": [{\"op\": \"allreduce\", \"bytes\": 8, \"under\": {\"m\": 1, \"n\": 1, \"k\": 1, \"count\": 2}}]}",
+        "costs[0].inlane[0].under.count", "");
+    bad("", "{\"inlane\": [{\"op\": \"allreduce\", \"bytes\": 8, \"under\": 3}]}",
+        "costs[0].inlane[0].under", "");
     /* a batched call's size divides the GEMMs it launches */
     bad("\"gemm_sets\": [[{\"m\": 1, \"n\": 1, \"k\": 1, \"count\": 4, \"batch\": 3}]]", "{}",
         "gemm_sets[0][0].batch", "divisor of count (4), found 3");

@@ -121,6 +121,7 @@ START_TEST(bad_input)
     bad("{\"preset\": \"megatron\", \"grad_buffer_bytes\": -1}", "framework.grad_buffer_bytes", "");
     bad("{\"preset\": \"megatron\", \"delay_grad_reduce\": 1}", "framework.delay_grad_reduce", "");
     bad("{\"overlap_p2p_comm\": \"yes\"}", "framework.overlap_p2p_comm", "");
+    bad("{\"preset\": \"megatron\", \"tp_async_backward\": 1}", "framework.tp_async_backward", "");
 }
 END_TEST
 
@@ -183,6 +184,104 @@ START_TEST(tp_overlap_drain_in_graph)
             seen++;
         }
         ck_assert_int_ge(seen, 2);
+        wl_graph_destroy(g);
+        unload();
+    }
+}
+END_TEST
+
+/* The in-lane entries of the first backward (or forward) compute op of text's graph, and the
+ * number of its layers. */
+static const wl_cost *layer_cost(const wl_graph *g, const char *name)
+{
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const wl_op *o = &g->ops[i];
+        if (o->kind == WL_OP_COMPUTE && !strcmp(g->names[o->name], name)) return &g->costs[o->arg];
+    }
+    ck_abort_msg("no %s op", name);
+    return NULL;
+}
+
+static void check_entry(const wl_cost *c, int i, coll_op op, int count, double m, double n, double k)
+{
+    ck_assert_int_lt(i, c->n_inlane);
+    ck_assert_int_eq(c->inlane[i].op, op);
+    ck_assert_int_eq(c->inlane[i].count, count);
+    ck_assert_double_eq(c->inlane[i].bytes, 512.0 * 1024 * 2); /* b s h e */
+    ck_assert_double_eq(c->inlane[i].under.m, m);
+    ck_assert_double_eq(c->inlane[i].under.n, n);
+    ck_assert_double_eq(c->inlane[i].under.k, k);
+}
+
+/* Megatron's backward of a column-parallel linear (tp_async_backward, the megatron preset's
+ * default): 4 layers of h 1,024 (16 heads, f 4h), s 512, micro batch 1, t 2. QKV's forward GEMM
+ * is (512, 3·1024/2, 1024), its data gradient (512, 1024, 1536), its weight gradient (1024,
+ * 1536, 512); fc1's (512, 2048, 1024) -> (512, 1024, 2048) and (1024, 2048, 512). With sequence
+ * parallelism the backward op has 8 blocking all-gathers (the row-parallel output gradients),
+ * 4 re-gathers under QKV's and 4 under fc1's data-gradient GEMM, 4 reduce-scatters under each
+ * weight-gradient GEMM; without, one all-reduce under each weight-gradient GEMM per layer and
+ * nothing blocking; full recomputation adds the forward's 8 + 8 blocking. The forward keeps its
+ * 8 all-gathers and 8 reduce-scatters; the generic preset and "tp_async_backward": false keep
+ * the backward's blocking pairs; a trace carries the shapes (read back equal). */
+START_TEST(tp_async_backward_in_graph)
+{
+    const char *base = "{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"tp\": 2,"
+                       "\"sequence_parallel\": %s%s}, \"framework\": %s}";
+    char text[768];
+    snprintf(text, sizeof text, base, "true", "", "\"megatron\"");
+    load(text, 2);
+    ck_assert(sc.plan.fw.tp_async_backward);
+    wl_graph *g = wl_graph_build(&sc);
+    const wl_cost *b = layer_cost(g, "backward"), *f = layer_cost(g, "forward");
+    ck_assert_int_eq(b->n_inlane, 5);
+    check_entry(b, 0, COLL_ALLGATHER, 8, 0, 0, 0);
+    check_entry(b, 1, COLL_ALLGATHER, 4, 512, 1024, 1536);
+    check_entry(b, 2, COLL_REDUCE_SCATTER, 4, 1024, 1536, 512);
+    check_entry(b, 3, COLL_ALLGATHER, 4, 512, 1024, 2048);
+    check_entry(b, 4, COLL_REDUCE_SCATTER, 4, 1024, 2048, 512);
+    ck_assert_int_eq(f->n_inlane, 2);
+    check_entry(f, 0, COLL_ALLGATHER, 8, 0, 0, 0);
+    check_entry(f, 1, COLL_REDUCE_SCATTER, 8, 0, 0, 0);
+    /* a trace keeps the shapes */
+    wl_graph *t = graph_through_trace(g);
+    b = layer_cost(t, "backward");
+    ck_assert_int_eq(b->n_inlane, 5);
+    check_entry(b, 3, COLL_ALLGATHER, 4, 512, 1024, 2048);
+    wl_graph_destroy(t);
+    wl_graph_destroy(g);
+    unload();
+
+    snprintf(text, sizeof text, base, "false", "", "\"megatron\"");
+    load(text, 2);
+    g = wl_graph_build(&sc);
+    b = layer_cost(g, "backward");
+    ck_assert_int_eq(b->n_inlane, 2);
+    check_entry(b, 0, COLL_ALLREDUCE, 4, 1024, 1536, 512);
+    check_entry(b, 1, COLL_ALLREDUCE, 4, 1024, 2048, 512);
+    wl_graph_destroy(g);
+    unload();
+
+    snprintf(text, sizeof text, base, "true", ", \"activation_checkpointing\": \"full\"", "\"megatron\"");
+    load(text, 2);
+    g = wl_graph_build(&sc);
+    b = layer_cost(g, "backward");
+    ck_assert_int_eq(b->n_inlane, 6);
+    check_entry(b, 0, COLL_ALLGATHER, 16, 0, 0, 0);
+    check_entry(b, 1, COLL_REDUCE_SCATTER, 8, 0, 0, 0);
+    check_entry(b, 2, COLL_ALLGATHER, 4, 512, 1024, 1536);
+    wl_graph_destroy(g);
+    unload();
+
+    const char *off[] = {"{\"preset\": \"megatron\", \"tp_async_backward\": false}", "\"generic\""};
+    for (int i = 0; i < 2; i++) {
+        snprintf(text, sizeof text, base, "true", "", off[i]);
+        load(text, 2);
+        ck_assert(!sc.plan.fw.tp_async_backward);
+        g = wl_graph_build(&sc);
+        b = layer_cost(g, "backward");
+        ck_assert_int_eq(b->n_inlane, 2);
+        check_entry(b, 0, COLL_ALLGATHER, 8, 0, 0, 0);
+        check_entry(b, 1, COLL_REDUCE_SCATTER, 8, 0, 0, 0);
         wl_graph_destroy(g);
         unload();
     }
@@ -730,6 +829,7 @@ static Suite *suite(void)
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, tp_comm_overlap_closed_form);
     tcase_add_test(tc, tp_overlap_drain_in_graph);
+    tcase_add_test(tc, tp_async_backward_in_graph);
     tcase_add_test(tc, blocking_sends_closed_form);
     tcase_add_test(tc, interleaved_overlap_closed_form);
     tcase_add_test(tc, heavy_last_stage_closed_form);
