@@ -225,63 +225,49 @@ static void check_entry(const wl_cost *c, int i, coll_op op, int count, double m
  * the backward's blocking pairs; a trace carries the shapes (read back equal). */
 START_TEST(tp_async_backward_in_graph)
 {
+    typedef struct { coll_op op; int count; double m, n, k; } entry;
+    static const struct {
+        const char *sp, *ckpt, *fw, *name;
+        int n;
+        entry e[WL_MAX_INLANE];
+    } cases[] = {
+        {"true", "", "\"megatron\"", "backward", 5,
+         {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_ALLGATHER, 4, 512, 1024, 1536},
+          {COLL_REDUCE_SCATTER, 4, 1024, 1536, 512}, {COLL_ALLGATHER, 4, 512, 1024, 2048},
+          {COLL_REDUCE_SCATTER, 4, 1024, 2048, 512}}},
+        {"true", "", "\"megatron\"", "forward", 2,
+         {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_REDUCE_SCATTER, 8, 0, 0, 0}}},
+        {"false", "", "\"megatron\"", "backward", 2,
+         {{COLL_ALLREDUCE, 4, 1024, 1536, 512}, {COLL_ALLREDUCE, 4, 1024, 2048, 512}}},
+        {"true", ", \"activation_checkpointing\": \"full\"", "\"megatron\"", "backward", 6,
+         {{COLL_ALLGATHER, 16, 0, 0, 0}, {COLL_REDUCE_SCATTER, 8, 0, 0, 0},
+          {COLL_ALLGATHER, 4, 512, 1024, 1536}, {COLL_REDUCE_SCATTER, 4, 1024, 1536, 512},
+          {COLL_ALLGATHER, 4, 512, 1024, 2048}, {COLL_REDUCE_SCATTER, 4, 1024, 2048, 512}}},
+        {"true", "", "{\"preset\": \"megatron\", \"tp_async_backward\": false}", "backward", 2,
+         {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_REDUCE_SCATTER, 8, 0, 0, 0}}},
+        {"true", "", "\"generic\"", "backward", 2,
+         {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_REDUCE_SCATTER, 8, 0, 0, 0}}},
+    };
     const char *base = "{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"tp\": 2,"
                        "\"sequence_parallel\": %s%s}, \"framework\": %s}";
-    char text[768];
-    snprintf(text, sizeof text, base, "true", "", "\"megatron\"");
-    load(text, 2);
-    ck_assert(sc.plan.fw.tp_async_backward);
-    wl_graph *g = wl_graph_build(&sc);
-    const wl_cost *b = layer_cost(g, "backward"), *f = layer_cost(g, "forward");
-    ck_assert_int_eq(b->n_inlane, 5);
-    check_entry(b, 0, COLL_ALLGATHER, 8, 0, 0, 0);
-    check_entry(b, 1, COLL_ALLGATHER, 4, 512, 1024, 1536);
-    check_entry(b, 2, COLL_REDUCE_SCATTER, 4, 1024, 1536, 512);
-    check_entry(b, 3, COLL_ALLGATHER, 4, 512, 1024, 2048);
-    check_entry(b, 4, COLL_REDUCE_SCATTER, 4, 1024, 2048, 512);
-    ck_assert_int_eq(f->n_inlane, 2);
-    check_entry(f, 0, COLL_ALLGATHER, 8, 0, 0, 0);
-    check_entry(f, 1, COLL_REDUCE_SCATTER, 8, 0, 0, 0);
-    /* a trace keeps the shapes */
-    wl_graph *t = graph_through_trace(g);
-    b = layer_cost(t, "backward");
-    ck_assert_int_eq(b->n_inlane, 5);
-    check_entry(b, 3, COLL_ALLGATHER, 4, 512, 1024, 2048);
-    wl_graph_destroy(t);
-    wl_graph_destroy(g);
-    unload();
-
-    snprintf(text, sizeof text, base, "false", "", "\"megatron\"");
-    load(text, 2);
-    g = wl_graph_build(&sc);
-    b = layer_cost(g, "backward");
-    ck_assert_int_eq(b->n_inlane, 2);
-    check_entry(b, 0, COLL_ALLREDUCE, 4, 1024, 1536, 512);
-    check_entry(b, 1, COLL_ALLREDUCE, 4, 1024, 2048, 512);
-    wl_graph_destroy(g);
-    unload();
-
-    snprintf(text, sizeof text, base, "true", ", \"activation_checkpointing\": \"full\"", "\"megatron\"");
-    load(text, 2);
-    g = wl_graph_build(&sc);
-    b = layer_cost(g, "backward");
-    ck_assert_int_eq(b->n_inlane, 6);
-    check_entry(b, 0, COLL_ALLGATHER, 16, 0, 0, 0);
-    check_entry(b, 1, COLL_REDUCE_SCATTER, 8, 0, 0, 0);
-    check_entry(b, 2, COLL_ALLGATHER, 4, 512, 1024, 1536);
-    wl_graph_destroy(g);
-    unload();
-
-    const char *off[] = {"{\"preset\": \"megatron\", \"tp_async_backward\": false}", "\"generic\""};
-    for (int i = 0; i < 2; i++) {
-        snprintf(text, sizeof text, base, "true", "", off[i]);
+    for (size_t q = 0; q < sizeof cases / sizeof cases[0]; q++) {
+        char text[768];
+        snprintf(text, sizeof text, base, cases[q].sp, cases[q].ckpt, cases[q].fw);
         load(text, 2);
-        ck_assert(!sc.plan.fw.tp_async_backward);
-        g = wl_graph_build(&sc);
-        b = layer_cost(g, "backward");
-        ck_assert_int_eq(b->n_inlane, 2);
-        check_entry(b, 0, COLL_ALLGATHER, 8, 0, 0, 0);
-        check_entry(b, 1, COLL_REDUCE_SCATTER, 8, 0, 0, 0);
+        ck_assert_int_eq(sc.plan.fw.tp_async_backward, strstr(cases[q].fw, "megatron") &&
+                                                           !strstr(cases[q].fw, "false"));
+        wl_graph *g = wl_graph_build(&sc);
+        /* the first graph also through a trace, which must carry the shapes */
+        wl_graph *t = q == 0 ? graph_through_trace(g) : NULL;
+        for (int w = 0; w < (t ? 2 : 1); w++) {
+            const wl_cost *c = layer_cost(w ? t : g, cases[q].name);
+            ck_assert_int_eq(c->n_inlane, cases[q].n);
+            for (int i = 0; i < cases[q].n; i++) {
+                const entry *x = &cases[q].e[i];
+                check_entry(c, i, x->op, x->count, x->m, x->n, x->k);
+            }
+        }
+        if (t) wl_graph_destroy(t);
         wl_graph_destroy(g);
         unload();
     }
