@@ -297,6 +297,17 @@ static void inlane_add(wl_cost *c, coll_op op, double bytes, double count, gpu_g
     c->n_inlane++;
 }
 
+/* The bytes of a sequence-parallel all-gather whose reduce-scatter moves `bytes`: under fp8,
+ * Transformer Engine gathers the fp8 tensors, 1 byte an element (LayerNormLinear's input cast
+ * before gather_along_first_dim, the row-parallel output gradient cast before its gather in
+ * grad_output_preprocess, the saved fp8 input gathered again for the weight gradient; the
+ * userbuffers' all-gather buffers are fp8 too, initialize_ub's fp8_buf); its reduce-scatters
+ * reduce the GEMMs' 16-bit outputs. */
+static double tp_gather_bytes(const wl_plan *p, double bytes)
+{
+    return p->precision == WL_FP8 ? bytes / wl_precision_bytes(p->precision) : bytes;
+}
+
 /* Megatron TP as blocking collectives: 2 all-reduces per layer forward (attention, MLP) and 2 in
  * backward; with sequence parallelism each becomes an all-gather + reduce-scatter pair. A fully
  * recomputed backward repeats the forward's. */
@@ -305,7 +316,7 @@ static void tp_blocking(const wl_plan *p, bool bwd, double bytes, double n, wl_c
     double per = n * 2 * (bwd && p->checkpointing == WL_CKPT_FULL ? 2 : 1);
     gpu_gemm none = {0};
     if (p->sequence_parallel) {
-        inlane_add(c, COLL_ALLGATHER, bytes, per, none);
+        inlane_add(c, COLL_ALLGATHER, tp_gather_bytes(p, bytes), per, none);
         inlane_add(c, COLL_REDUCE_SCATTER, bytes, per, none);
     } else {
         inlane_add(c, COLL_ALLREDUCE, bytes, per, none);
@@ -339,11 +350,12 @@ static void tp_async_backward(const wl_model *m, const wl_plan *p, int cp, doubl
     double dense = n - moe;
     double re = p->checkpointing == WL_CKPT_FULL ? 2 * n : 0; /* the recomputed forward's */
     if (p->sequence_parallel) {
-        inlane_add(c, COLL_ALLGATHER, bytes, 2 * n + re, none);
+        double ag = tp_gather_bytes(p, bytes);
+        inlane_add(c, COLL_ALLGATHER, ag, 2 * n + re, none);
         inlane_add(c, COLL_REDUCE_SCATTER, bytes, moe + re, none);
-        inlane_add(c, COLL_ALLGATHER, bytes, n, bq[0]);
+        inlane_add(c, COLL_ALLGATHER, ag, n, bq[0]);
         inlane_add(c, COLL_REDUCE_SCATTER, bytes, n, bq[1]);
-        inlane_add(c, COLL_ALLGATHER, bytes, dense, bf[0]);
+        inlane_add(c, COLL_ALLGATHER, ag, dense, bf[0]);
         inlane_add(c, COLL_REDUCE_SCATTER, bytes, dense, bf[1]);
     } else {
         inlane_add(c, COLL_ALLREDUCE, bytes, moe + re, none);

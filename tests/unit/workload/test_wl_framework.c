@@ -202,12 +202,14 @@ static const wl_cost *layer_cost(const wl_graph *g, const char *name)
     return NULL;
 }
 
-static void check_entry(const wl_cost *c, int i, coll_op op, int count, double m, double n, double k)
+/* Entry i of c: op, count, bytes b s h e (e: 2, or gather_e for an all-gather) and GEMM shape. */
+static void check_entry(const wl_cost *c, int i, coll_op op, int count, double gather_e, double m,
+                        double n, double k)
 {
     ck_assert_int_lt(i, c->n_inlane);
     ck_assert_int_eq(c->inlane[i].op, op);
     ck_assert_int_eq(c->inlane[i].count, count);
-    ck_assert_double_eq(c->inlane[i].bytes, 512.0 * 1024 * 2); /* b s h e */
+    ck_assert_double_eq(c->inlane[i].bytes, 512.0 * 1024 * (op == COLL_ALLGATHER ? gather_e : 2));
     ck_assert_double_eq(c->inlane[i].under.m, m);
     ck_assert_double_eq(c->inlane[i].under.n, n);
     ck_assert_double_eq(c->inlane[i].under.k, k);
@@ -222,37 +224,49 @@ static void check_entry(const wl_cost *c, int i, coll_op op, int count, double m
  * weight-gradient GEMM; without, one all-reduce under each weight-gradient GEMM per layer and
  * nothing blocking; full recomputation adds the forward's 8 + 8 blocking. The forward keeps its
  * 8 all-gathers and 8 reduce-scatters; the generic preset and "tp_async_backward": false keep
- * the backward's blocking pairs; a trace carries the shapes (read back equal). */
+ * the backward's blocking pairs; a trace carries the shapes (read back equal). Under fp8 every
+ * all-gather moves 1-byte elements (Transformer Engine gathers fp8 tensors), the reduce-scatters
+ * and all-reduces 2. */
 START_TEST(tp_async_backward_in_graph)
 {
     typedef struct { coll_op op; int count; double m, n, k; } entry;
     static const struct {
-        const char *sp, *ckpt, *fw, *name;
+        const char *sp, *ckpt, *fw, *name, *prec;
         int n;
         entry e[WL_MAX_INLANE];
     } cases[] = {
-        {"true", "", "\"megatron\"", "backward", 5,
+        {"true", "", "\"megatron\"", "backward", "bf16", 5,
          {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_ALLGATHER, 4, 512, 1024, 1536},
           {COLL_REDUCE_SCATTER, 4, 1024, 1536, 512}, {COLL_ALLGATHER, 4, 512, 1024, 2048},
           {COLL_REDUCE_SCATTER, 4, 1024, 2048, 512}}},
-        {"true", "", "\"megatron\"", "forward", 2,
+        /* fp8: Transformer Engine gathers fp8 tensors (1 byte), reduce-scatters 16-bit outputs */
+        {"true", "", "\"megatron\"", "backward", "fp8", 5,
+         {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_ALLGATHER, 4, 512, 1024, 1536},
+          {COLL_REDUCE_SCATTER, 4, 1024, 1536, 512}, {COLL_ALLGATHER, 4, 512, 1024, 2048},
+          {COLL_REDUCE_SCATTER, 4, 1024, 2048, 512}}},
+        {"true", "", "\"generic\"", "forward", "fp8", 2,
          {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_REDUCE_SCATTER, 8, 0, 0, 0}}},
-        {"false", "", "\"megatron\"", "backward", 2,
+        {"false", "", "\"megatron\"", "backward", "fp8", 2,
          {{COLL_ALLREDUCE, 4, 1024, 1536, 512}, {COLL_ALLREDUCE, 4, 1024, 2048, 512}}},
-        {"true", ", \"activation_checkpointing\": \"full\"", "\"megatron\"", "backward", 6,
+        {"true", "", "\"megatron\"", "forward", "bf16", 2,
+         {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_REDUCE_SCATTER, 8, 0, 0, 0}}},
+        {"false", "", "\"megatron\"", "backward", "bf16", 2,
+         {{COLL_ALLREDUCE, 4, 1024, 1536, 512}, {COLL_ALLREDUCE, 4, 1024, 2048, 512}}},
+        {"true", ", \"activation_checkpointing\": \"full\"", "\"megatron\"", "backward", "bf16", 6,
          {{COLL_ALLGATHER, 16, 0, 0, 0}, {COLL_REDUCE_SCATTER, 8, 0, 0, 0},
           {COLL_ALLGATHER, 4, 512, 1024, 1536}, {COLL_REDUCE_SCATTER, 4, 1024, 1536, 512},
           {COLL_ALLGATHER, 4, 512, 1024, 2048}, {COLL_REDUCE_SCATTER, 4, 1024, 2048, 512}}},
-        {"true", "", "{\"preset\": \"megatron\", \"tp_async_backward\": false}", "backward", 2,
+        {"true", "", "{\"preset\": \"megatron\", \"tp_async_backward\": false}", "backward", "bf16", 2,
          {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_REDUCE_SCATTER, 8, 0, 0, 0}}},
-        {"true", "", "\"generic\"", "backward", 2,
+        {"true", "", "\"generic\"", "backward", "bf16", 2,
          {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_REDUCE_SCATTER, 8, 0, 0, 0}}},
     };
     const char *base = "{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"tp\": 2,"
-                       "\"sequence_parallel\": %s%s}, \"framework\": %s}";
+                       "\"sequence_parallel\": %s%s}, \"framework\": %s, \"precision\": \"%s\"}";
     for (size_t q = 0; q < sizeof cases / sizeof cases[0]; q++) {
         char text[768];
-        snprintf(text, sizeof text, base, cases[q].sp, cases[q].ckpt, cases[q].fw);
+        snprintf(text, sizeof text, base, cases[q].sp, cases[q].ckpt, cases[q].fw, cases[q].prec);
+        double ge = strcmp(cases[q].prec, "fp8") ? 2 : 1;
         load(text, 2);
         ck_assert_int_eq(sc.plan.fw.tp_async_backward, strstr(cases[q].fw, "megatron") &&
                                                            !strstr(cases[q].fw, "false"));
@@ -264,7 +278,7 @@ START_TEST(tp_async_backward_in_graph)
             ck_assert_int_eq(c->n_inlane, cases[q].n);
             for (int i = 0; i < cases[q].n; i++) {
                 const entry *x = &cases[q].e[i];
-                check_entry(c, i, x->op, x->count, x->m, x->n, x->k);
+                check_entry(c, i, x->op, x->count, ge, x->m, x->n, x->k);
             }
         }
         if (t) wl_graph_destroy(t);
