@@ -126,6 +126,10 @@ int replay_nccl_channels(const gpu_spec *spec, double rate);
  * (set_sm_margin). */
 #define REPLAY_TE_AG_SMS 1
 #define REPLAY_TE_RS_SMS 16
+/* The `bulk` method (the backward's qkv_dgrad, fc1_dgrad all-gathers of the saved input and
+ * qkv_wgrad, fc1_wgrad reduce-scatters of the data gradient, each beside one GEMM:
+ * wl_cost.inlane[].under in a cost with inlane_overlap) runs on add_ub's default 16 SMs. */
+#define REPLAY_TE_BULK_SMS 16
 /* Transformer Engine's `pipeline` overlap (the forward's proj_fprop and fc2_fprop
  * reduce-scatters, initialize_ub's default methods) splits the GEMM and its reduce-scatter into
  * num_splits = 4 chunks (add_ub's default): chunk i's reduce-scatter runs under chunk i + 1's

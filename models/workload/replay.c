@@ -119,6 +119,9 @@ typedef struct rep {
     int *spec_of;                  /* per GPU: index of its spec among the distinct ones */
     int n_specs;
     sim_time_t *inlane_cache;      /* per (cost, lane) in-lane comm time, -1 = unknown */
+    /* per (cost, lane): what a cost with inlane_overlap adds for its collectives beside one GEMM
+     * (userbuffers' bulk overlap), -1 = unknown; NULL when no cost has them */
+    sim_time_t *bulk_cache;
     sim_time_t *inl;               /* per op exposed in-lane time, when some cost overlaps it */
     sim_time_t *ring_cache;        /* per (cost, lane) exposed ring-attention time (cp > 1) */
     sim_time_t *ring_total;        /* per (cost, lane) all of its sends' time (cp > 1) */
@@ -448,6 +451,7 @@ static sim_time_t tp_steal_time(rep *R, uint32_t cost, uint32_t lane)
     sim_time_t t0 = base_time(R, cost, gpus[0]);
     double steal = 0;
     for (int i = 0; i < c->n_inlane && t0 > 0; i++) {
+        if (c->inlane[i].under.m > 0) continue; /* beside one GEMM: bulk_time */
         sim_time_t x = comm_time(R, c->inlane[i].op, gpus, R->ts, c->inlane[i].bytes, true);
         if (x <= 0) continue;
         double sms = c->inlane[i].op == COLL_ALLGATHER ? REPLAY_TE_AG_SMS : REPLAY_TE_RS_SMS;
@@ -471,7 +475,7 @@ static sim_time_t drain_time(rep *R, uint32_t cost, uint32_t lane)
     if (c->inlane_drain <= 0 || R->ts <= 1) return 0;
     const int *gpus = &R->g->lane_gpus[(size_t)lane * R->ts];
     for (int i = 0; i < c->n_inlane; i++) {
-        if (c->inlane[i].op != COLL_REDUCE_SCATTER) continue;
+        if (c->inlane[i].op != COLL_REDUCE_SCATTER || c->inlane[i].under.m > 0) continue;
         sim_time_t x = comm_time(R, c->inlane[i].op, gpus, R->ts, c->inlane[i].bytes, true);
         int k = c->inlane_drain < c->inlane[i].count ? c->inlane_drain : c->inlane[i].count;
         return (sim_time_t)llround((double)x * k / REPLAY_TE_RS_SPLITS);
@@ -498,11 +502,13 @@ static double gemm_alone(const rep *R, const gpu_spec *spec, gpu_gemm gm)
 /* What one collective of contention-free time C (ps), issued beside a GEMM of shape `under`
  * and waited for after it, adds to the op (wl_cost.inlane[].under): the GEMM alone takes G0;
  * while the collective runs, its kernels hold NCCL's channels and HBM (nccl_load, as any
- * collective beside compute) and the GEMM runs at the rate that leaves, G1 for the whole of it.
+ * collective beside compute), or with `ub` Transformer Engine's bulk userbuffers kernels
+ * (REPLAY_TE_BULK_SMS, REPLAY_TE_HBM_PER_BYTE), and the GEMM runs at the rate that leaves, G1 for
+ * the whole of it.
  * If the collective outlasts the slowed GEMM the op waits for it: C - G0; otherwise the GEMM
  * loses C (1 - G0/G1) to it. Without the contention model (options.comm_contention off)
  * G1 = G0: only the collective's excess over the GEMM. */
-static double async_extra(rep *R, const int *gpus, coll_op op, double bytes, gpu_gemm under)
+static double async_extra(rep *R, const int *gpus, coll_op op, double bytes, gpu_gemm under, bool ub)
 {
     double C = (double)comm_time(R, op, gpus, R->ts, bytes, true);
     if (C <= 0) return 0;
@@ -510,7 +516,12 @@ static double async_extra(rep *R, const int *gpus, coll_op op, double bytes, gpu
     double g0 = gemm_alone(R, sp, under), g1 = g0;
     if (sp && R->cfg->contention) {
         double rate = sent_bytes(op, R->ts, bytes) / sim_time_to_s((sim_time_t)llround(C)), sms, hbm;
-        nccl_load(R, gpus[0], rate, REPLAY_NCCL_HBM_PER_BYTE, &sms, &hbm);
+        if (ub) {
+            sms = REPLAY_TE_BULK_SMS;
+            hbm = REPLAY_TE_HBM_PER_BYTE * rate;
+        } else {
+            nccl_load(R, gpus[0], rate, REPLAY_NCCL_HBM_PER_BYTE, &sms, &hbm);
+        }
         gpu_spec cs;
         contended_spec(sp, sms, hbm, &cs);
         g1 = fmax(g0, gemm_alone(R, &cs, under));
@@ -520,7 +531,9 @@ static double async_extra(rep *R, const int *gpus, coll_op op, double bytes, gpu
 }
 
 /* The in-lane collectives' time a compute op of `cost` on `lane` adds after its compute: the
- * blocking ones in full, the asynchronous ones by async_extra. */
+ * blocking ones in full, the asynchronous ones by async_extra. In a cost with inlane_overlap
+ * (userbuffers), the pooled collectives' time only (start_op overlaps it with the compute);
+ * those beside one GEMM are bulk_time's. */
 static sim_time_t inlane_time(rep *R, uint32_t cost, uint32_t lane)
 {
     const wl_cost *c = &R->g->costs[cost];
@@ -533,7 +546,8 @@ static sim_time_t inlane_time(rep *R, uint32_t cost, uint32_t lane)
         int k = c->inlane[i].count;
         sim_time_t x;
         if (c->inlane[i].under.m > 0) {
-            double y = async_extra(R, gpus, c->inlane[i].op, c->inlane[i].bytes, c->inlane[i].under);
+            if (c->inlane_overlap) continue;
+            double y = async_extra(R, gpus, c->inlane[i].op, c->inlane[i].bytes, c->inlane[i].under, false);
             x = y < 9.2e18 ? (sim_time_t)llround(y) : SIM_TIME_MAX;
         } else {
             x = comm_time(R, c->inlane[i].op, gpus, R->ts, c->inlane[i].bytes, true);
@@ -542,6 +556,25 @@ static sim_time_t inlane_time(rep *R, uint32_t cost, uint32_t lane)
     }
     *slot = t;
     return t;
+}
+
+/* What a cost with inlane_overlap adds for its collectives beside one GEMM each: Transformer
+ * Engine's bulk overlap of the backward (async_extra with the userbuffers' SMs), after the
+ * pooled collectives' exposed part. 0 for other costs. */
+static sim_time_t bulk_time(rep *R, uint32_t cost, uint32_t lane)
+{
+    const wl_cost *c = &R->g->costs[cost];
+    if (!R->bulk_cache || !c->inlane_overlap || R->ts <= 1) return 0;
+    sim_time_t *slot = &R->bulk_cache[(size_t)cost * R->g->n_lanes + lane];
+    if (*slot >= 0) return *slot;
+    const int *gpus = &R->g->lane_gpus[(size_t)lane * R->ts];
+    double t = 0;
+    for (int i = 0; i < c->n_inlane; i++)
+        if (c->inlane[i].under.m > 0)
+            t += c->inlane[i].count *
+                 async_extra(R, gpus, c->inlane[i].op, c->inlane[i].bytes, c->inlane[i].under, true);
+    *slot = t < 9.2e18 ? (sim_time_t)llround(t) : SIM_TIME_MAX;
+    return *slot;
 }
 
 /* One block of the attention compute a ring step overlaps: the op's attention-class time on
@@ -882,6 +915,8 @@ static void start_op(rep *R, uint32_t id)
              * outlast the communication (when they do not, the excess above covers them) */
             sim_time_t dr = drain_time(R, o->arg, o->lane);
             if (dr > in) in = dr;
+            /* the bulk overlaps, each beside its own GEMM */
+            in = sim_time_add(in, bulk_time(R, o->arg, o->lane));
         }
         const wl_cost *oc = &R->g->costs[o->arg];
         if (R->ring_left && oc->ring_count > 0 && oc->ring_bytes > 0 && R->g->cp > 1) {
@@ -1394,6 +1429,9 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     /* compute-time caches */
     if (cfg->gpus && g->n_gpus > 1) CARVE(spec_of, (size_t)g->n_gpus);
     CARVE(inlane_cache, nic + 1);
+    for (uint32_t i = 0; i < g->n_costs && !R.bulk_cache; i++)
+        for (int k = 0; k < g->costs[i].n_inlane && g->costs[i].inlane_overlap && !R.bulk_cache; k++)
+            if (g->costs[i].inlane[k].under.m > 0) CARVE(bulk_cache, nic + 1);
     for (uint32_t i = 0; i < g->n_costs && !R.inl; i++)
         if (g->costs[i].inlane_overlap && g->costs[i].n_inlane) CARVE(inl, (size_t)n + 1);
     if (g->cp_next && g->cp > 1) {
@@ -1513,6 +1551,7 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     if ((rc = dt_arena_check(&R.mem, "replay", err))) goto done;
     for (size_t i = 0; i < ncb; i++) R.cost_base[i] = -1;
     for (size_t i = 0; i < nic; i++) R.inlane_cache[i] = -1;
+    for (size_t i = 0; R.bulk_cache && i < nic; i++) R.bulk_cache[i] = -1;
     for (size_t i = 0; R.ring_cache && i < nic; i++) R.ring_cache[i] = -1;
     for (size_t i = 0; R.cn_cur && i < L; i++) R.cn_cur[i] = CN_NONE;
     for (size_t i = 0; R.tp_steal && i < nic; i++) R.tp_steal[i] = -1;

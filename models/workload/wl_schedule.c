@@ -546,7 +546,13 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
     if (p->tp > 1) {
         double bytes = lc->tp_bytes;
         if (m->kind == WL_SYNTHETIC) bytes = 0;
-        if (bwd && p->fw.tp_async_backward && !p->fw.tp_comm_overlap && m->kind == WL_TRANSFORMER)
+        /* Megatron's asynchronous backward; under tp_comm_overlap (which needs sequence
+         * parallelism in Megatron) Transformer Engine's userbuffers run the same collectives
+         * beside the same GEMMs as its `bulk` method (qkv_dgrad, fc1_dgrad all-gathers;
+         * qkv_wgrad, fc1_wgrad reduce-scatters), the output gradients' all-gathers as a ring
+         * exchange pooled with the rest (initialize_ub's default methods) */
+        bool ub_bulk = p->fw.tp_comm_overlap && p->sequence_parallel;
+        if (bwd && m->kind == WL_TRANSFORMER && (ub_bulk || (p->fw.tp_async_backward && !p->fw.tp_comm_overlap)))
             tp_async_backward(m, p, cp, bytes, n, moe, &c);
         else
             tp_blocking(p, bwd, bytes, n, &c);

@@ -16,7 +16,8 @@
  *   a reduce-scatter run as the split pipeline (4 chunks) leaves a quarter of it after the GEMM;
  * - an all-reduce issued beside one GEMM of the op (Megatron's asynchronous column-parallel
  *   backward, wl_cost.inlane[].under) costs the op only its excess over that GEMM, or, hidden,
- *   what its 7 channels take from the GEMM (tp_async_beside_gemm, closed forms there);
+ *   what its 7 channels take from the GEMM (tp_async_beside_gemm, closed forms there); under
+ *   tp_comm_overlap the same as Transformer Engine's bulk overlap, on 16 SMs (tp_bulk_beside_gemm);
  * - replay_nccl_sms: 16 on A100 (300 GB/s), 24 on H100, 48 on B200; replay_nccl_channels: 2 for
  *   a 12 GB/s NIC, 4 at 48 GB/s, 24 at H100 NVLink's 360 GB/s and no more beyond, 16 on A100;
  * - a pipeline send of 0.5 ms (50 MB at 100 GB/s) from stage 0 after its first 1 ms op, not
@@ -252,7 +253,8 @@ END_TEST
  * issued beside a GEMM of 1 ms (wl_cost.inlane[].under: Megatron's column-parallel backward),
  * and, with blocking_ms > 0, one blocking all-reduce of that time after its compute. The
  * GEMMs on the flat roofline (op_time given: no shape model), so the GEMM under takes 1 ms. */
-static double tp_async_op_ms(double ms, int count, double blocking_ms, bool contention)
+static double tp_async_op_ms_as(coll_op op, bool ub, double ms, int count, double blocking_ms,
+                                bool contention)
 {
     wl_graph *g = wl_graph_create(2, 1, 2);
     g->lane_gpus[0] = 0;
@@ -261,8 +263,10 @@ static double tp_async_op_ms(double ms, int count, double blocking_ms, bool cont
     c.flops[GPU_OP_MATMUL] *= 2;
     /* 2mnk = 1 ms at 0.7 of 989.5 TFLOP/s */
     double k = 1e-3 * 989.5e12 * 0.7 / (2.0 * 4096 * 4096);
-    c.inlane[0].op = COLL_ALLREDUCE;
-    c.inlane[0].bytes = ms * 1e-3 * 100e9; /* on 2 GPUs: B/100 GB/s */
+    c.inlane[0].op = op;
+    /* on 2 GPUs an all-reduce takes B/100 GB/s, a reduce-scatter B/200 GB/s */
+    c.inlane[0].bytes = ms * 1e-3 * (op == COLL_ALLREDUCE ? 100e9 : 200e9);
+    c.inlane_overlap = ub;
     c.inlane[0].count = count;
     c.inlane[0].under = (gpu_gemm){4096, 4096, k, 1, 1, false};
     c.n_inlane = 1;
@@ -289,6 +293,11 @@ static double tp_async_op_ms(double ms, int count, double blocking_ms, bool cont
     return t;
 }
 
+static double tp_async_op_ms(double ms, int count, double blocking_ms, bool contention)
+{
+    return tp_async_op_ms_as(COLL_ALLREDUCE, false, ms, count, blocking_ms, contention);
+}
+
 /* Megatron's asynchronous column-parallel backward: an all-reduce of C beside a GEMM of G0 = 1
  * ms. Without the contention model the op waits only for what C takes beyond it: C 0.5 ms ->
  * 2 ms, C 1.5 ms -> 2.5 ms. With it the all-reduce's kernels hold ceil(100 GB/s / 15) = 7 NCCL
@@ -304,6 +313,21 @@ START_TEST(tp_async_beside_gemm)
     ck_assert_rel(tp_async_op_ms(0.5, 2, 0, true), 2.0 + 2 * 0.5 * 7.0 / 132.0, 1e-9);
     ck_assert_rel(tp_async_op_ms(0.5, 2, 0.3, true), 2.3 + 2 * 0.5 * 7.0 / 132.0, 1e-9);
     ck_assert_rel(tp_async_op_ms(1.5, 1, 0.3, false), 2.8, 1e-9);
+}
+END_TEST
+
+/* The same beside a GEMM under tp_comm_overlap: Transformer Engine's bulk userbuffers overlap of a
+ * reduce-scatter (its 16 SMs, REPLAY_TE_BULK_SMS, not NCCL's 7 channels; its HBM bytes do not
+ * touch a GEMM on the flat roofline): C 0.5 ms costs 0.5 x 16/132 ms; C 1.5 ms outlasts G1 =
+ * 132/116 ms and costs C - G0 = 0.5 ms; without contention 2 and 2.5 ms. */
+START_TEST(tp_bulk_beside_gemm)
+{
+    ck_assert_rel(tp_async_op_ms_as(COLL_REDUCE_SCATTER, true, 0.5, 1, 0, true), 2.0 + 0.5 * 16.0 / 132.0, 1e-9);
+    ck_assert_rel(tp_async_op_ms_as(COLL_REDUCE_SCATTER, true, 1.5, 1, 0, true), 2.5, 1e-9);
+    ck_assert_rel(tp_async_op_ms_as(COLL_REDUCE_SCATTER, true, 0.5, 1, 0, false), 2.0, 1e-9);
+    ck_assert_rel(tp_async_op_ms_as(COLL_REDUCE_SCATTER, true, 1.5, 1, 0, false), 2.5, 1e-9);
+    /* the same reduce-scatter as an NCCL one (no tp_comm_overlap): 7 channels */
+    ck_assert_rel(tp_async_op_ms_as(COLL_REDUCE_SCATTER, false, 0.5, 1, 0, true), 2.0 + 0.5 * 7.0 / 132.0, 1e-9);
 }
 END_TEST
 
@@ -558,6 +582,7 @@ int main(void)
     tcase_add_test(t, tp_overlap_userbuffers);
     tcase_add_test(t, tp_overlap_drain);
     tcase_add_test(t, tp_async_beside_gemm);
+    tcase_add_test(t, tp_bulk_beside_gemm);
     tcase_add_test(t, nccl_sms_per_gpu);
     tcase_add_test(t, pipeline_send_slows_both_stages);
     tcase_add_test(t, blocking_send_slows_nothing);

@@ -226,7 +226,8 @@ static void check_entry(const wl_cost *c, int i, coll_op op, int count, double g
  * 8 all-gathers and 8 reduce-scatters; the generic preset and "tp_async_backward": false keep
  * the backward's blocking pairs; a trace carries the shapes (read back equal). Under fp8 every
  * all-gather moves 1-byte elements (Transformer Engine gathers fp8 tensors), the reduce-scatters
- * and all-reduces 2. */
+ * and all-reduces 2. Under tp_comm_overlap (sequence parallel) the backward has the same entries,
+ * Transformer Engine's userbuffers running them as its bulk overlap. */
 START_TEST(tp_async_backward_in_graph)
 {
     typedef struct { coll_op op; int count; double m, n, k; } entry;
@@ -259,6 +260,14 @@ START_TEST(tp_async_backward_in_graph)
         {"true", "", "{\"preset\": \"megatron\", \"tp_async_backward\": false}", "backward", "bf16", 2,
          {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_REDUCE_SCATTER, 8, 0, 0, 0}}},
         {"true", "", "\"generic\"", "backward", "bf16", 2,
+         {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_REDUCE_SCATTER, 8, 0, 0, 0}}},
+        /* tp_comm_overlap: the same collectives beside the same GEMMs (userbuffers' bulk), any
+         * preset; the forward's stay pooled */
+        {"true", "", "{\"preset\": \"generic\", \"tp_comm_overlap\": true}", "backward", "bf16", 5,
+         {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_ALLGATHER, 4, 512, 1024, 1536},
+          {COLL_REDUCE_SCATTER, 4, 1024, 1536, 512}, {COLL_ALLGATHER, 4, 512, 1024, 2048},
+          {COLL_REDUCE_SCATTER, 4, 1024, 2048, 512}}},
+        {"true", "", "{\"preset\": \"generic\", \"tp_comm_overlap\": true}", "forward", "bf16", 2,
          {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_REDUCE_SCATTER, 8, 0, 0, 0}}},
     };
     const char *base = "{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"tp\": 2,"
