@@ -228,6 +228,17 @@ static void check_entry(const wl_cost *c, int i, coll_op op, int count, double g
  * all-gather moves 1-byte elements (Transformer Engine gathers fp8 tensors), the reduce-scatters
  * and all-reduces 2. Under tp_comm_overlap (sequence parallel) the backward has the same entries,
  * Transformer Engine's userbuffers running them as its bulk overlap. */
+/* a 4-layer op's entries: sequence parallel with the backward's collectives beside their GEMMs
+ * (the row-parallel output gradients' 8 all-gathers pooled; QKV's and fc1's re-gathers beside
+ * their data-gradient GEMMs, reduce-scatters beside their weight-gradient GEMMs), all pooled,
+ * and without sequence parallelism the all-reduces beside the weight-gradient GEMMs */
+#define SP_BESIDE                                                                            \
+    {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_ALLGATHER, 4, 512, 1024, 1536},                      \
+     {COLL_REDUCE_SCATTER, 4, 1024, 1536, 512}, {COLL_ALLGATHER, 4, 512, 1024, 2048},         \
+     {COLL_REDUCE_SCATTER, 4, 1024, 2048, 512}}
+#define SP_POOLED {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_REDUCE_SCATTER, 8, 0, 0, 0}}
+#define AR_BESIDE {{COLL_ALLREDUCE, 4, 1024, 1536, 512}, {COLL_ALLREDUCE, 4, 1024, 2048, 512}}
+
 START_TEST(tp_async_backward_in_graph)
 {
     typedef struct { coll_op op; int count; double m, n, k; } entry;
@@ -237,38 +248,32 @@ START_TEST(tp_async_backward_in_graph)
         entry e[WL_MAX_INLANE];
     } cases[] = {
         {"true", "", "\"megatron\"", "backward", "bf16", 5,
-         {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_ALLGATHER, 4, 512, 1024, 1536},
-          {COLL_REDUCE_SCATTER, 4, 1024, 1536, 512}, {COLL_ALLGATHER, 4, 512, 1024, 2048},
-          {COLL_REDUCE_SCATTER, 4, 1024, 2048, 512}}},
+         SP_BESIDE},
         /* fp8: Transformer Engine gathers fp8 tensors (1 byte), reduce-scatters 16-bit outputs */
         {"true", "", "\"megatron\"", "backward", "fp8", 5,
-         {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_ALLGATHER, 4, 512, 1024, 1536},
-          {COLL_REDUCE_SCATTER, 4, 1024, 1536, 512}, {COLL_ALLGATHER, 4, 512, 1024, 2048},
-          {COLL_REDUCE_SCATTER, 4, 1024, 2048, 512}}},
+         SP_BESIDE},
         {"true", "", "\"generic\"", "forward", "fp8", 2,
-         {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_REDUCE_SCATTER, 8, 0, 0, 0}}},
+         SP_POOLED},
         {"false", "", "\"megatron\"", "backward", "fp8", 2,
-         {{COLL_ALLREDUCE, 4, 1024, 1536, 512}, {COLL_ALLREDUCE, 4, 1024, 2048, 512}}},
+         AR_BESIDE},
         {"true", "", "\"megatron\"", "forward", "bf16", 2,
-         {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_REDUCE_SCATTER, 8, 0, 0, 0}}},
+         SP_POOLED},
         {"false", "", "\"megatron\"", "backward", "bf16", 2,
-         {{COLL_ALLREDUCE, 4, 1024, 1536, 512}, {COLL_ALLREDUCE, 4, 1024, 2048, 512}}},
+         AR_BESIDE},
         {"true", ", \"activation_checkpointing\": \"full\"", "\"megatron\"", "backward", "bf16", 6,
          {{COLL_ALLGATHER, 16, 0, 0, 0}, {COLL_REDUCE_SCATTER, 8, 0, 0, 0},
           {COLL_ALLGATHER, 4, 512, 1024, 1536}, {COLL_REDUCE_SCATTER, 4, 1024, 1536, 512},
           {COLL_ALLGATHER, 4, 512, 1024, 2048}, {COLL_REDUCE_SCATTER, 4, 1024, 2048, 512}}},
         {"true", "", "{\"preset\": \"megatron\", \"tp_async_backward\": false}", "backward", "bf16", 2,
-         {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_REDUCE_SCATTER, 8, 0, 0, 0}}},
+         SP_POOLED},
         {"true", "", "\"generic\"", "backward", "bf16", 2,
-         {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_REDUCE_SCATTER, 8, 0, 0, 0}}},
+         SP_POOLED},
         /* tp_comm_overlap: the same collectives beside the same GEMMs (userbuffers' bulk), any
          * preset; the forward's stay pooled */
         {"true", "", "{\"preset\": \"generic\", \"tp_comm_overlap\": true}", "backward", "bf16", 5,
-         {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_ALLGATHER, 4, 512, 1024, 1536},
-          {COLL_REDUCE_SCATTER, 4, 1024, 1536, 512}, {COLL_ALLGATHER, 4, 512, 1024, 2048},
-          {COLL_REDUCE_SCATTER, 4, 1024, 2048, 512}}},
+         SP_BESIDE},
         {"true", "", "{\"preset\": \"generic\", \"tp_comm_overlap\": true}", "forward", "bf16", 2,
-         {{COLL_ALLGATHER, 8, 0, 0, 0}, {COLL_REDUCE_SCATTER, 8, 0, 0, 0}}},
+         SP_POOLED},
     };
     const char *base = "{\"topology\": \"x\", " TRANSFORMER ", \"parallel\": {\"tp\": 2,"
                        "\"sequence_parallel\": %s%s}, \"framework\": %s, \"precision\": \"%s\"}";
