@@ -1069,6 +1069,19 @@ static double coll_cut_bound(probe_entry *pe, const topo *t, const wl_plan *p, i
     return cut_bound(pe, t, stage_member, &sg, p->dp, p->tp, op, bytes, shared);
 }
 
+/* The least time (ps) a compute op of cost c on the n GPUs `gpus` spends on its in-lane
+ * collectives: the blocking ones at the contention-free time the replay charges them
+ * (coll_time_fn, as comm_time); one issued beside a GEMM (under) adds >= 0 there, 0 here. */
+static double blocking_inlane_ps(comm_ctx *cc, const wl_cost *c, const int *gpus, int n)
+{
+    double in = 0;
+    for (int i = 0; i < c->n_inlane; i++)
+        if (!(c->inlane[i].under.m > 0))
+            in += (double)coll_time_fn(cc, c->inlane[i].op, gpus, n, c->inlane[i].bytes, true) *
+                  c->inlane[i].count;
+    return in;
+}
+
 /* The lower bound of run_probe.step_lower_bound_s. Stage s's lane (DP rank 0) runs its compute
  * ops one at a time: m microbatches x (forward + backward of each of its v chunks) and the
  * optimizer step, T_s in all. Its first op (chunk 0, microbatch 0 forward) waits for the forward
@@ -1138,14 +1151,7 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
                                slow[gpus[k]];
                     if (x > comp) comp = x;
                 }
-                double in = 0;
-                /* the blocking ones; an asynchronous one adds >= 0 beside its GEMM */
-                if (tp > 1)
-                    for (int i = 0; i < c.n_inlane; i++)
-                        if (!(c.inlane[i].under.m > 0))
-                            in += (double)coll_time_fn(&cc, c.inlane[i].op, gpus, tp,
-                                                       c.inlane[i].bytes, true) *
-                                  c.inlane[i].count;
+                double in = tp > 1 ? blocking_inlane_ps(&cc, &c, gpus, tp) : 0;
                 double d = c.inlane_overlap ? fmax(comp, in) : comp + in;
                 d = fmax(d, (double)c.host); /* the host's dispatch floor, as start_op */
                 (bwd ? B : F)[vs] = d * 1e-12;
@@ -1407,8 +1413,8 @@ static double send_bound(probe_entry *pe, const topo *t, const int *src, const i
  * sum (what it was before), and it adds what the schedule makes wait: the pipeline's fill and
  * drain, the all-to-alls' meeting of members, the reductions after the last backward. Exact in
  * costing (the graph is the one simulated, experts' token loads and CP's split included). 0 (no
- * bound) when the graph would be large; the busiest lane's sum if the path graph had a cycle (a
- * graph the replay could not run either). */
+ * bound) when the graph would be large, or if the path graph had a cycle (a graph the replay
+ * could not run either). */
 static double graph_lower_bound(const wl_scenario *s, const topo *t, probe_entry *pe)
 {
     const wl_plan *P = &s->plan;
@@ -1424,7 +1430,6 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t, probe_entry
     /* a cost's time on a GPU, once per (cost, GPU spec): the graph shares costs among ops */
     double *cost_t = dt_xmalloc(((size_t)g->n_costs + 1) * sizeof *cost_t);
     for (uint32_t c = 0; c < g->n_costs; c++) cost_t[c] = -1;
-    double *busy = dt_xcalloc((size_t)g->n_lanes + 1, sizeof *busy);
     const gpu_spec *spec0 = &t->gpus[g->lane_gpus[0]];
     /* the working arrays, from the cache entry's scratch buffer */
     size_t need = longest_path_bytes(g) + ((size_t)g->n_ops + 1) * sizeof(double) +
@@ -1459,7 +1464,6 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t, probe_entry
     for (uint32_t i = 0; i < g->n_ops; i++)
         if (g->ops[i].kind == WL_OP_COLL) m_lane[m_start[g->ops[i].arg + 1]++] = g->ops[i].lane;
     for (uint32_t c = 0; c < g->n_colls; c++) inst_lb[c] = -1;
-    const double *in_bw = pe->gpu_in;
     double elem = wl_precision_bytes(P->precision);
     /* in-lane (tensor-parallel) collectives: the contention-free time the replay charges
      * (comm_time: coll_time_fn in both modes), per (cost, lane), computed on first use */
@@ -1488,15 +1492,13 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t, probe_entry
                                                        cl->bytes, flow);
                 }
                 dur[i] = inst_lb[o->arg];
-                if (o->stream == WL_STREAM_COMPUTE) busy[o->lane] += dur[i];
                 continue;
             }
             if (o->stream != WL_STREAM_COMPUTE || !flow || cl->op != COLL_ALLTOALL || n < 2) continue;
             double recv = cl->bytes * (n - 1) / n - elem, x = 0;
             for (int k = 0; k < ts && recv > 0; k++)
-                if (in_bw[gpus[k]] > 0) x = fmax(x, recv / in_bw[gpus[k]] * 1e12);
+                if (pe->gpu_in[gpus[k]] > 0) x = fmax(x, recv / pe->gpu_in[gpus[k]] * 1e12);
             dur[i] = x;
-            busy[o->lane] += x;
             continue;
         }
         if (o->kind == WL_OP_SEND) {
@@ -1528,24 +1530,15 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t, probe_entry
         const wl_cost *c = &g->costs[o->arg];
         if (n_in && c->n_inlane > 0) {
             double *in = &inlane[(size_t)o->arg * (size_t)g->n_lanes + o->lane];
-            if (*in < 0) {
-                *in = 0;
-                for (int k = 0; k < c->n_inlane; k++)
-                    if (!(c->inlane[k].under.m > 0)) /* asynchronous: >= 0 beside its GEMM */
-                        *in += (double)coll_time_fn(&cc, c->inlane[k].op, gpus, ts, c->inlane[k].bytes,
-                                                    true) *
-                               c->inlane[k].count;
-            }
+            if (*in < 0) *in = blocking_inlane_ps(&cc, c, gpus, ts);
             x = c->inlane_overlap ? fmax(x, *in) : x + *in;
         }
         /* the host's dispatch floor (start_op): the op lasts at least that too */
         dur[i] = fmax(x, (double)c->host);
-        if (o->stream == WL_STREAM_COMPUTE) busy[o->lane] += dur[i];
     }
-    double lb = 0;
-    for (int l = 0; l < g->n_lanes; l++) lb = fmax(lb, busy[l]);
-    lb = fmax(lb, graph_longest_path(g, dur, at));
-    free(busy);
+    /* each lane's compute stream is a chain of the path graph, so this is at least the busiest
+     * lane's sum of least times */
+    double lb = graph_longest_path(g, dur, at);
     free(cost_t);
     free(slow);
     wl_graph_destroy(g);
