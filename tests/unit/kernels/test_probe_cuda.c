@@ -80,8 +80,7 @@ int main(void)
     }
     Suite *s = suite_create("probe_cuda");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
     tcase_add_test(tc, small_shapes_measure);
     suite_add_tcase(s, tc);
-    return dt_run_suite(s);
+    return dt_run_suite_in_process(s); /* CUDA is initialised above */
 }
