@@ -115,6 +115,12 @@ const char *const *gpu_attn_kernel_names(void);
 double gpu_attention_eff(const gpu_spec *spec, gpu_attn_kernel k, double seq, double head_dim,
                          bool causal, bool bwd);
 
+/* Time of fused attention kernel k with attention dropout over its time without it, forward or
+ * backward (>= 1): the slowdown measured with the curve's kernel on an H100 (docs/workloads.md,
+ * "Attention dropout inside a fused kernel"). 1 where the spec has no measured curve for k: the
+ * attention classes' efficiencies of a user's spec are what that GPU achieves as it runs. */
+double gpu_attention_dropout_factor(const gpu_spec *spec, gpu_attn_kernel k, bool bwd);
+
 const char *gpu_precision_name(gpu_precision p);
 int gpu_precision_parse(const char *s, gpu_precision *out);
 

@@ -668,11 +668,14 @@ typedef struct wl_cost {
     /* Fused attention: the key/query length one kernel call sees (s, or s/cp per ring block)
      * and which kernel runs, so each GPU takes its own measured efficiency for the attention
      * classes (gpu_attention_eff); attn_seq 0: the classes' flat efficiencies. attn_head_dim:
-     * the model's head dimension, which picks the kernel's tiles (0: GPU_ATTN_HEAD_DIM). */
+     * the model's head dimension, which picks the kernel's tiles (0: GPU_ATTN_HEAD_DIM).
+     * attn_dropout: the kernel draws an attention-dropout mask (its measured slowdown,
+     * gpu_attention_dropout_factor). */
     double attn_seq;
     double attn_head_dim;
     gpu_attn_kernel attn_kernel;
     bool attn_causal;
+    bool attn_dropout;
     /* The host's time to issue the op (framework.host_*_per_layer x its layers; 0 = none): the
      * CPU runs ahead of the GPU, so the op lasts max(its GPU time, host), its GPU time being
      * the compute and the in-lane collectives on its stream; what the floor adds is compute

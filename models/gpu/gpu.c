@@ -97,7 +97,19 @@ typedef struct attn_curve {
     int n_hd;
     double head_dim[ATTN_HEAD_DIMS];        /* ascending; 128 has all three series */
     attn_series s[ATTN_HEAD_DIMS][ATTN_SERIES];
+    double dropout[2];                      /* forward, backward: time with dropout 0.1 / without */
 } attn_curve;
+
+/* Attention dropout inside the fused kernels, time with p = 0.1 over time without, measured on
+ * one H100 SXM (2026-11-27; PyTorch 2.11's scaled_dot_product_attention, cuDNN 9.19 and
+ * flash-attn 2, causal, head dim 128, bf16; docs/img/h100-probe/attn-dropout.jsonl): the median
+ * over five calls of 4k to 16k tokens (b x heads x s: 1x16x4k, 4x16x4k, 8x16x2k, 1x32x2k,
+ * 1x64x4k). cuDNN forward 1.87-2.28, backward 1.16-1.33; FlashAttention-2 forward 1.08-1.24,
+ * backward 1.09-1.20. The mask's random numbers (Philox) are drawn per score element inside the
+ * kernel, so the cost follows the kernel, not the mask's bytes. The A100 curve is
+ * FlashAttention-2's sm80 code, the same kernels that ran on the H100, and takes its ratios. */
+#define DROPOUT_CUDNN {2.00, 1.19}
+#define DROPOUT_FA2 {1.21, 1.12}
 
 #define SEQ6 {512, 1024, 2048, 4096, 8192, 16384}
 static const attn_curve h100_fa2 = {
@@ -107,7 +119,8 @@ static const attn_curve h100_fa2 = {
      {{6, SEQ6, {191, 260, 298, 319, 333, 335}},
       {6, SEQ6, {309, 350, 362, 368, 370, 370}},
       {6, SEQ6, {214, 260, 291, 310, 318, 322}}},
-     {[ATTN_FWD] = {6, SEQ6, {275, 313, 321, 323, 324, 326}}}}};
+     {[ATTN_FWD] = {6, SEQ6, {275, 313, 321, 323, 324, 326}}}},
+    DROPOUT_FA2};
 static const attn_curve h100_cudnn = {
     989, 3, {64, 128, 256},
     {{[ATTN_FWD_CAUSAL] = {6, SEQ6, {225, 288, 334, 363, 379, 388}},
@@ -115,12 +128,14 @@ static const attn_curve h100_cudnn = {
      {{6, SEQ6, {315, 410, 484, 518, 529, 539}},
       {6, SEQ6, {497, 574, 617, 609, 600, 595}},
       {6, SEQ6, {305, 408, 465, 499, 518, 516}}},
-     {[ATTN_FWD] = {6, SEQ6, {470, 546, 580, 581, 580, 581}}}}};
+     {[ATTN_FWD] = {6, SEQ6, {470, 546, 580, 581, 580, 581}}}},
+    DROPOUT_CUDNN};
 static const attn_curve a100_fa2 = {
     312, 1, {128},
     {{{2, {1024, 4096}, {143.7, 156.3}},
       {2, {1024, 4096}, {179.1, 184.0}},
-      {2, {1024, 4096}, {179.1 * 260 / 350, 184.0 * 310 / 368}}}}};
+      {2, {1024, 4096}, {179.1 * 260 / 350, 184.0 * 310 / 368}}}},
+    DROPOUT_FA2};
 #undef SEQ6
 /* per preset (presets[] order), per kernel; NULL: no curve */
 static const attn_curve *const attn_curves[][GPU_ATTN_KERNEL_COUNT] = {
@@ -175,12 +190,23 @@ static double at_head_dim(const attn_curve *c, int k, int pair, double seq, doub
     return interp_log(x, y, n, hd);
 }
 
+static const attn_curve *curve_of(const gpu_spec *spec, gpu_attn_kernel k)
+{
+    int p = spec->attn_curves - 1;
+    return p >= 0 && p < (int)N_PRESETS && k >= 0 && k < GPU_ATTN_KERNEL_COUNT ? attn_curves[p][k]
+                                                                                : NULL;
+}
+
+double gpu_attention_dropout_factor(const gpu_spec *spec, gpu_attn_kernel k, bool bwd)
+{
+    const attn_curve *c = curve_of(spec, k);
+    return c ? c->dropout[bwd] : 1;
+}
+
 double gpu_attention_eff(const gpu_spec *spec, gpu_attn_kernel k, double seq, double head_dim,
                          bool causal, bool bwd)
 {
-    int p = spec->attn_curves - 1;
-    const attn_curve *c = p >= 0 && p < (int)N_PRESETS && k >= 0 && k < GPU_ATTN_KERNEL_COUNT
-                              ? attn_curves[p][k] : NULL;
+    const attn_curve *c = curve_of(spec, k);
     if (!c || !(seq > 0)) return spec->compute_eff[bwd ? GPU_OP_ATTENTION_BWD : GPU_OP_ATTENTION];
     double hd = head_dim > 0 ? head_dim : GPU_ATTN_HEAD_DIM;
     if (!bwd) return at_head_dim(c, causal ? ATTN_FWD_CAUSAL : ATTN_FWD, -1, seq, hd) / c->peak;

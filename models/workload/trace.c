@@ -186,6 +186,7 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
                     c->attn_seq, gpu_attn_kernel_name(c->attn_kernel),
                     c->attn_causal ? "true" : "false");
             if (c->attn_head_dim > 0) fprintf(f, ", \"head_dim\": %.17g", c->attn_head_dim);
+            if (c->attn_dropout) fprintf(f, ", \"dropout\": true");
             fprintf(f, "}");
         }
         if (c->n_inlane) {
@@ -429,7 +430,7 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_gr
     if (at) {
         /* the fused attention kernel the attention classes' FLOPs run on (their measured
          * efficiency per GPU): sequence length of one call, kernel, causal mask, head dim */
-        static const char *const akeys[] = {"seq", "kernel", "causal", "head_dim", NULL};
+        static const char *const akeys[] = {"seq", "kernel", "causal", "head_dim", "dropout", NULL};
         char ap[JS_PATH_MAX];
         js_path_key(ap, p, "attention");
         TRY(js_expect_object(c, at, ap));
@@ -446,6 +447,10 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_gr
         long long hd = 0;
         TRY(js_get_int(c, at, ap, "head_dim", false, 1, 100000, &hd));
         out->attn_head_dim = (double)hd;
+        /* absent: no dropout (a trace written before costs carried it timed none) */
+        bool dropout = false;
+        TRY(js_get_bool(c, at, ap, "dropout", false, &dropout));
+        out->attn_dropout = dropout;
     }
     const cJSON *ring = cJSON_GetObjectItemCaseSensitive(v, "ring");
     if (ring) {

@@ -14,6 +14,7 @@
  * call's length and kernel (model.flash_kernel, checked), timed at the GPU's measured curve to
  * the picosecond. Leaves free: the other classes of the op (test_wl_replay, test_mem). */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "dtsim/replay.h"
@@ -261,6 +262,67 @@ START_TEST(flash_costs_and_kernel)
 }
 END_TEST
 
+/* Attention dropout inside a fused kernel: the cost says the kernel draws a mask where the model
+ * runs dropout, and each GPU slows the kernel by its measured ratio (H100, 2026-11-27: cuDNN
+ * forward 2.00, backward 1.19; FlashAttention-2 1.21 and 1.12; the A100's FA2 curve takes FA2's;
+ * a spec without curves 1). */
+START_TEST(flash_dropout)
+{
+    const char *base = "{\"topology\": \"x\", \"model\": {\"kind\": \"transformer\", \"layers\": 2, "
+                       "\"hidden\": 1024, \"heads\": 16, \"seq_len\": 512, \"vocab\": 32000%s}}";
+    char text[512];
+    for (int dr = 0; dr < 2; dr++) {
+        snprintf(text, sizeof text, base, dr ? "" : ", \"attention_dropout\": false");
+        load(text, 1);
+        wl_graph *g = wl_graph_build(&sc);
+        int seen = 0;
+        for (uint32_t i = 0; i < g->n_ops; i++) {
+            const wl_op *o = &g->ops[i];
+            if (o->kind != WL_OP_COMPUTE || g->costs[o->arg].attn_seq == 0) continue;
+            ck_assert(g->costs[o->arg].attn_dropout == (dr == 1)); /* default: dropout on */
+            seen++;
+        }
+        ck_assert_int_eq(seen, 2);
+        wl_graph_destroy(g);
+        unload();
+    }
+
+    dt_error err;
+    gpu_spec h, a;
+    ck_assert_int_eq(gpu_preset("H100-SXM", &h, &err), DT_OK);
+    ck_assert_int_eq(gpu_preset("A100-SXM", &a, &err), DT_OK);
+    ck_assert_double_eq(gpu_attention_dropout_factor(&h, GPU_ATTN_CUDNN, false), 2.00);
+    ck_assert_double_eq(gpu_attention_dropout_factor(&h, GPU_ATTN_CUDNN, true), 1.19);
+    ck_assert_double_eq(gpu_attention_dropout_factor(&h, GPU_ATTN_FA2, false), 1.21);
+    ck_assert_double_eq(gpu_attention_dropout_factor(&h, GPU_ATTN_FA2, true), 1.12);
+    ck_assert_double_eq(gpu_attention_dropout_factor(&a, GPU_ATTN_CUDNN, false), 1.21);
+    gpu_spec flat = h;
+    flat.attn_curves = 0;
+    ck_assert_double_eq(gpu_attention_dropout_factor(&flat, GPU_ATTN_CUDNN, false), 1);
+
+    /* 1 PFLOP of causal cuDNN forward at 4,096 on an H100: 1e15 / (989.5e12 x 518/989), twice
+     * that with dropout; 1 PFLOP of backward 1.19 times its time; a flat spec ignores it */
+    wl_cost k = {0};
+    k.flops[GPU_OP_ATTENTION] = 1e15;
+    k.attn_seq = 4096;
+    k.attn_kernel = GPU_ATTN_CUDNN;
+    k.attn_causal = true;
+    double fwd = 1e15 / (989.5e12 * (518.0 / 989)) * 1e12;
+    ck_assert_double_lt(fabs((double)replay_cost_time(&k, &h, GPU_BF16, NULL, 0, NULL, NULL) - fwd), 1.5);
+    k.attn_dropout = true;
+    ck_assert_double_lt(fabs((double)replay_cost_time(&k, &h, GPU_BF16, NULL, 0, NULL, NULL) - 2 * fwd), 1.5);
+    k.flops[GPU_OP_ATTENTION] = 0;
+    k.flops[GPU_OP_ATTENTION_BWD] = 1e15;
+    k.attn_dropout = false;
+    sim_time_t b0 = replay_cost_time(&k, &h, GPU_BF16, NULL, 0, NULL, NULL);
+    k.attn_dropout = true;
+    sim_time_t b1 = replay_cost_time(&k, &h, GPU_BF16, NULL, 0, NULL, NULL);
+    ck_assert_double_lt(fabs((double)b1 - 1.19 * (double)b0), 2);
+    ck_assert_double_lt(fabs((double)replay_cost_time(&k, &flat, GPU_BF16, NULL, 0, NULL, NULL) -
+                             1e15 / (989.5e12 * 0.5) * 1e12), 1.5);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("attention");
@@ -270,6 +332,7 @@ static Suite *suite(void)
     tcase_add_test(tc, flash_layer);
     tcase_add_test(tc, scenario_defaults_and_recompute);
     tcase_add_test(tc, flash_costs_and_kernel);
+    tcase_add_test(tc, flash_dropout);
     suite_add_tcase(s, tc);
     return s;
 }

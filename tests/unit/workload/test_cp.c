@@ -37,7 +37,8 @@
 /* One ring block's attention time (ps) on an H100: the op's forward or backward attention
  * FLOPs over L layers at the measured FA2 efficiency for a block of `keys` keys, causal, at head
  * dim 64 (every model here: hidden 1024 over 16 heads) (gpu_attention_eff; the backward in its
- * own class), spread over the L x cp blocks. */
+ * own class), slowed by FA2's measured attention-dropout ratio (the models keep the default
+ * attention_dropout), spread over the L x cp blocks. */
 static double h100_block_ps(const wl_layer_cost *lc, int bwd, double L, double cp, double keys)
 {
     gpu_spec h100;
@@ -45,7 +46,8 @@ static double h100_block_ps(const wl_layer_cost *lc, int bwd, double L, double c
     ck_assert_int_eq(gpu_preset("H100-SXM", &h100, &err), DT_OK);
     gpu_spec at = h100;
     gpu_op_class cls = bwd ? GPU_OP_ATTENTION_BWD : GPU_OP_ATTENTION;
-    at.compute_eff[cls] = gpu_attention_eff(&h100, GPU_ATTN_FA2, keys, 64, true, bwd);
+    at.compute_eff[cls] = gpu_attention_eff(&h100, GPU_ATTN_FA2, keys, 64, true, bwd) /
+                          gpu_attention_dropout_factor(&h100, GPU_ATTN_FA2, bwd);
     double attn = (double)replay_roofline(&at, cls, GPU_BF16,
                                           L * (bwd ? lc->bwd_attn_flops : lc->fwd_attn_flops), 0);
     return attn / (L * cp);
