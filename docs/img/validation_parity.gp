@@ -8,7 +8,7 @@ do for [out = 1:2] {
   set size ratio -1
   set key inside left top font ',8'
   set logscale xy 10
-  set xrange [0.729464:237.827]; set yrange [0.729464:237.827]
+  set xrange [0.727159:237.628]; set yrange [0.727159:237.628]
   set title 'step time (s)'; set xlabel 'measured'; set ylabel 'predicted'
   plot x with lines lw 1.5 lc rgb 'black' title 'y = x', \
        1.05*x with lines dt 2 lc rgb '#228833' title '+-5 %', 0.95*x with lines dt 2 lc rgb '#228833' notitle, \
@@ -16,7 +16,7 @@ do for [out = 1:2] {
        'validation_parity.dat' index 0 using 1:2 with points pt 7 ps 1.1 lc rgb '#4477aa' notitle, \
        '' index 0 using 1:2:3 with labels font ',7' offset 0.8,0.5 left notitle
   unset logscale
-  set xrange [326.2:575.778]; set yrange [326.2:575.778]
+  set xrange [313.17:557.868]; set yrange [313.17:557.868]
   set title 'model TFLOP/s per GPU'; set xlabel 'measured'; set ylabel 'predicted'
   plot x with lines lw 1.5 lc rgb 'black' title 'y = x', \
        1.05*x with lines dt 2 lc rgb '#228833' title '+-5 %', 0.95*x with lines dt 2 lc rgb '#228833' notitle, \

@@ -121,6 +121,18 @@ double gpu_attention_eff(const gpu_spec *spec, gpu_attn_kernel k, double seq, do
  * attention classes' efficiencies of a user's spec are what that GPU achieves as it runs. */
 double gpu_attention_dropout_factor(const gpu_spec *spec, gpu_attn_kernel k, bool bwd);
 
+/* Efficiency of fused attention kernel k on one call of `rows` (sequence, head) pairs (micro
+ * batch x heads on the GPU) at length seq and head dimension head_dim, over its efficiency on
+ * the call its measured curve was benchmarked with (docs/workloads.md, "Attention calls smaller
+ * than the benchmark's"): the call's tiles of GPU_ATTN_TILE queries (keys, backward) as units of
+ * work over the spec's SMs, finished in their mean load per SM plus one longest unit (the list
+ * scheduling bound), g = W / (W + L); a causal call's units are 1 .. n tiles long, a full one's
+ * n. 1 where the spec has no measured curve for k or rows <= 0. */
+double gpu_attention_call_factor(const gpu_spec *spec, gpu_attn_kernel k, double seq,
+                                 double head_dim, double rows, bool causal);
+/* Rows (queries) of one unit of fused-attention work in gpu_attention_call_factor. */
+#define GPU_ATTN_TILE 128
+
 const char *gpu_precision_name(gpu_precision p);
 int gpu_precision_parse(const char *s, gpu_precision *out);
 

@@ -670,9 +670,12 @@ typedef struct wl_cost {
      * classes (gpu_attention_eff); attn_seq 0: the classes' flat efficiencies. attn_head_dim:
      * the model's head dimension, which picks the kernel's tiles (0: GPU_ATTN_HEAD_DIM).
      * attn_dropout: the kernel draws an attention-dropout mask (its measured slowdown,
-     * gpu_attention_dropout_factor). */
+     * gpu_attention_dropout_factor). attn_rows: the (sequence, head) pairs one call runs in
+     * parallel on one GPU, micro batch x heads / tp (gpu_attention_call_factor; 0: the curve's
+     * benchmark shape, no factor). */
     double attn_seq;
     double attn_head_dim;
+    double attn_rows;
     gpu_attn_kernel attn_kernel;
     bool attn_causal;
     bool attn_dropout;

@@ -98,6 +98,7 @@ typedef struct attn_curve {
     double head_dim[ATTN_HEAD_DIMS];        /* ascending; 128 has all three series */
     attn_series s[ATTN_HEAD_DIMS][ATTN_SERIES];
     double dropout[2];                      /* forward, backward: time with dropout 0.1 / without */
+    double bench_tokens, bench_hidden;      /* the benchmark's call: tokens and heads x head dim */
 } attn_curve;
 
 /* Attention dropout inside the fused kernels, time with p = 0.1 over time without, measured on
@@ -120,7 +121,7 @@ static const attn_curve h100_fa2 = {
       {6, SEQ6, {309, 350, 362, 368, 370, 370}},
       {6, SEQ6, {214, 260, 291, 310, 318, 322}}},
      {[ATTN_FWD] = {6, SEQ6, {275, 313, 321, 323, 324, 326}}}},
-    DROPOUT_FA2};
+    DROPOUT_FA2, 16384, 2048};
 static const attn_curve h100_cudnn = {
     989, 3, {64, 128, 256},
     {{[ATTN_FWD_CAUSAL] = {6, SEQ6, {225, 288, 334, 363, 379, 388}},
@@ -129,13 +130,13 @@ static const attn_curve h100_cudnn = {
       {6, SEQ6, {497, 574, 617, 609, 600, 595}},
       {6, SEQ6, {305, 408, 465, 499, 518, 516}}},
      {[ATTN_FWD] = {6, SEQ6, {470, 546, 580, 581, 580, 581}}}},
-    DROPOUT_CUDNN};
+    DROPOUT_CUDNN, 16384, 2048};
 static const attn_curve a100_fa2 = {
     312, 1, {128},
     {{{2, {1024, 4096}, {143.7, 156.3}},
       {2, {1024, 4096}, {179.1, 184.0}},
       {2, {1024, 4096}, {179.1 * 260 / 350, 184.0 * 310 / 368}}}},
-    DROPOUT_FA2};
+    DROPOUT_FA2, 16384, 32 * 128};
 #undef SEQ6
 /* per preset (presets[] order), per kernel; NULL: no curve */
 static const attn_curve *const attn_curves[][GPU_ATTN_KERNEL_COUNT] = {
@@ -201,6 +202,26 @@ double gpu_attention_dropout_factor(const gpu_spec *spec, gpu_attn_kernel k, boo
 {
     const attn_curve *c = curve_of(spec, k);
     return c ? c->dropout[bwd] : 1;
+}
+
+/* The list-scheduling share of one call: `rows` x n units of GPU_ATTN_TILE queries, each 1 .. n
+ * tiles of keys long (causal) or n (full), over sms SMs, done in W + L where W is the mean
+ * load per SM and L the longest unit: W / (W + L). */
+static double call_share(double seq, double rows, double sms, bool causal)
+{
+    double n = ceil(seq / GPU_ATTN_TILE);
+    double w = rows * (causal ? n * (n + 1) / 2 : n * n) / sms;
+    return w / (w + n);
+}
+
+double gpu_attention_call_factor(const gpu_spec *spec, gpu_attn_kernel k, double seq,
+                                 double head_dim, double rows, bool causal)
+{
+    const attn_curve *c = curve_of(spec, k);
+    if (!c || !(rows > 0) || !(seq > 0) || spec->sms <= 0) return 1;
+    double hd = head_dim > 0 ? head_dim : GPU_ATTN_HEAD_DIM;
+    double bench = c->bench_tokens / seq * (c->bench_hidden / hd);
+    return call_share(seq, rows, spec->sms, causal) / call_share(seq, bench, spec->sms, causal);
 }
 
 double gpu_attention_eff(const gpu_spec *spec, gpu_attn_kernel k, double seq, double head_dim,

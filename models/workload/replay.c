@@ -197,8 +197,9 @@ static gpu_precision class_precision(gpu_precision prec, int cls)
 
 /* sp, or a copy in *tmp whose attention classes hold the measured efficiency of the cost's fused
  * attention kernel at its sequence length and head dimension (gpu_attention_eff), over the
- * kernel's measured slowdown with attention dropout where the cost runs it; the op_time hook and
- * the roofline then see one plain spec. */
+ * kernel's measured slowdown with attention dropout where the cost runs it, and scaled from the
+ * curve's benchmark call to the cost's (gpu_attention_call_factor); the op_time hook and the
+ * roofline then see one plain spec. */
 static const gpu_spec *attention_spec(const wl_cost *c, const gpu_spec *sp, gpu_spec *tmp)
 {
     if (!(c->attn_seq > 0) || sp->attn_curves <= 0 ||
@@ -209,6 +210,8 @@ static const gpu_spec *attention_spec(const wl_cost *c, const gpu_spec *sp, gpu_
         double e = gpu_attention_eff(sp, c->attn_kernel, c->attn_seq, c->attn_head_dim,
                                      c->attn_causal, bwd);
         if (c->attn_dropout) e /= gpu_attention_dropout_factor(sp, c->attn_kernel, bwd);
+        e *= gpu_attention_call_factor(sp, c->attn_kernel, c->attn_seq, c->attn_head_dim,
+                                       c->attn_rows, c->attn_causal);
         tmp->compute_eff[bwd ? GPU_OP_ATTENTION_BWD : GPU_OP_ATTENTION] = e;
     }
     return tmp;

@@ -187,6 +187,7 @@ int trace_write(FILE *f, const wl_graph *g, const trace_env *env, dt_error *err)
                     c->attn_causal ? "true" : "false");
             if (c->attn_head_dim > 0) fprintf(f, ", \"head_dim\": %.17g", c->attn_head_dim);
             if (c->attn_dropout) fprintf(f, ", \"dropout\": true");
+            if (c->attn_rows > 0) fprintf(f, ", \"rows\": %.17g", c->attn_rows);
             fprintf(f, "}");
         }
         if (c->n_inlane) {
@@ -430,7 +431,8 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_gr
     if (at) {
         /* the fused attention kernel the attention classes' FLOPs run on (their measured
          * efficiency per GPU): sequence length of one call, kernel, causal mask, head dim */
-        static const char *const akeys[] = {"seq", "kernel", "causal", "head_dim", "dropout", NULL};
+        static const char *const akeys[] = {"seq",     "kernel", "causal", "head_dim",
+                                            "dropout", "rows",   NULL};
         char ap[JS_PATH_MAX];
         js_path_key(ap, p, "attention");
         TRY(js_expect_object(c, at, ap));
@@ -451,6 +453,8 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_gr
         bool dropout = false;
         TRY(js_get_bool(c, at, ap, "dropout", false, &dropout));
         out->attn_dropout = dropout;
+        /* absent: the curve's benchmark call (a trace written before costs carried it) */
+        TRY(js_get_number(c, at, ap, "rows", false, 1, 1e12, &out->attn_rows));
     }
     const cJSON *ring = cJSON_GetObjectItemCaseSensitive(v, "ring");
     if (ring) {

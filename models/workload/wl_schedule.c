@@ -418,6 +418,7 @@ static void fill_layer_cost(const wl_scenario *s, const wl_plan *p, const wl_lay
             c.attn_kernel = m->flash_kernel;
             c.attn_causal = !m->non_causal;
             c.attn_dropout = !m->no_attention_dropout;
+            c.attn_rows = p->micro_batch_size * m->heads / p->tp;
         }
         double fsb = lc->fwd_score_bytes - (nag ? lc->fwd_score_gemm_bytes : 0);
         double bsb = lc->bwd_score_bytes - (nag ? lc->bwd_score_gemm_bytes : 0);

@@ -220,6 +220,7 @@ START_TEST(flash_costs_and_kernel)
         ck_assert(cost->flops[bwd ? GPU_OP_ATTENTION : GPU_OP_ATTENTION_BWD] == 0);
         ck_assert(cost->attn_seq == 512 && cost->attn_kernel == GPU_ATTN_CUDNN && cost->attn_causal);
         ck_assert(cost->attn_head_dim == 64); /* hidden 1024 / 16 heads */
+        ck_assert(cost->attn_rows == sc.plan.micro_batch_size * 16.0); /* b x heads / tp 1 */
         seen++;
     }
     ck_assert_int_eq(seen, 2);
@@ -323,6 +324,51 @@ START_TEST(flash_dropout)
 }
 END_TEST
 
+/* A call smaller than the curve's benchmark (docs/workloads.md, "Attention calls smaller than the
+ * benchmark's"): g = W / (W + L), W the call's key tiles per SM, L the longest unit's, over the
+ * same for the benchmark's call, by hand. */
+START_TEST(flash_call_size)
+{
+    dt_error err;
+    gpu_spec h, a;
+    ck_assert_int_eq(gpu_preset("H100-SXM", &h, &err), DT_OK);
+    ck_assert_int_eq(gpu_preset("A100-SXM", &a, &err), DT_OK);
+    /* H100, s 4,096, head dim 128, one sequence of 16 heads, causal: 32 tiles, units 1 .. 32,
+     * W = 16 x 528 / 132 = 64, g = 64 / 96; the benchmark's 16k tokens x 16 heads = 64 rows:
+     * W = 256, g = 256 / 288; factor (2/3) / (8/9) = 3/4 */
+    ck_assert_double_eq_tol(gpu_attention_call_factor(&h, GPU_ATTN_CUDNN, 4096, 128, 16, true), 0.75, 1e-15);
+    ck_assert_double_eq_tol(gpu_attention_call_factor(&h, GPU_ATTN_FA2, 4096, 0, 16, true), 0.75, 1e-15);
+    ck_assert_double_eq_tol(gpu_attention_call_factor(&h, GPU_ATTN_CUDNN, 4096, 128, 64, true), 1, 1e-15);
+    /* full: every unit 32 tiles, W = 16 x 1024 / 132 and 64 x 1024 / 132 */
+    double w0 = 16 * 1024 / 132.0, w1 = 64 * 1024 / 132.0;
+    ck_assert_double_eq_tol(gpu_attention_call_factor(&h, GPU_ATTN_CUDNN, 4096, 128, 16, false),
+                            w0 / (w0 + 32) / (w1 / (w1 + 32)), 1e-15);
+    /* head dim 64: the benchmark ran 32 heads (hidden 2048), 128 rows at 4,096 */
+    w0 = 16 * 528 / 132.0, w1 = 128 * 528 / 132.0;
+    ck_assert_double_eq_tol(gpu_attention_call_factor(&h, GPU_ATTN_FA2, 4096, 64, 16, true),
+                            w0 / (w0 + 32) / (w1 / (w1 + 32)), 1e-15);
+    /* A100 (108 SMs), FA2's curve of 32 heads x 128 at 16k tokens: 128 rows at 4,096 */
+    w0 = 32 * 528 / 108.0, w1 = 128 * 528 / 108.0;
+    ck_assert_double_eq_tol(gpu_attention_call_factor(&a, GPU_ATTN_FA2, 4096, 128, 32, true),
+                            w0 / (w0 + 32) / (w1 / (w1 + 32)), 1e-15);
+    /* no rows, or no curve: 1 */
+    ck_assert_double_eq(gpu_attention_call_factor(&h, GPU_ATTN_CUDNN, 4096, 128, 0, true), 1);
+    gpu_spec flat = h;
+    flat.attn_curves = 0;
+    ck_assert_double_eq(gpu_attention_call_factor(&flat, GPU_ATTN_CUDNN, 4096, 128, 16, true), 1);
+
+    /* the replay: 1 PFLOP of causal cuDNN forward at 4,096 on 16 rows takes 4/3 of the curve's */
+    wl_cost k = {0};
+    k.flops[GPU_OP_ATTENTION] = 1e15;
+    k.attn_seq = 4096;
+    k.attn_kernel = GPU_ATTN_CUDNN;
+    k.attn_causal = true;
+    k.attn_rows = 16;
+    double want = 1e15 / (989.5e12 * (518.0 / 989) * 0.75) * 1e12;
+    ck_assert_double_lt(fabs((double)replay_cost_time(&k, &h, GPU_BF16, NULL, 0, NULL, NULL) - want), 1.5);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("attention");
@@ -333,6 +379,7 @@ static Suite *suite(void)
     tcase_add_test(tc, scenario_defaults_and_recompute);
     tcase_add_test(tc, flash_costs_and_kernel);
     tcase_add_test(tc, flash_dropout);
+    tcase_add_test(tc, flash_call_size);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -38,8 +38,10 @@
  * FLOPs over L layers at the measured FA2 efficiency for a block of `keys` keys, causal, at head
  * dim 64 (every model here: hidden 1024 over 16 heads) (gpu_attention_eff; the backward in its
  * own class), slowed by FA2's measured attention-dropout ratio (the models keep the default
- * attention_dropout), spread over the L x cp blocks. */
-static double h100_block_ps(const wl_layer_cost *lc, int bwd, double L, double cp, double keys)
+ * attention_dropout) and scaled to its call's size, `rows` = micro batch x heads / tp (one
+ * sequence here: 16 heads, 8 at tp 2), spread over the L x cp blocks. */
+static double h100_block_ps(const wl_layer_cost *lc, int bwd, double L, double cp, double keys,
+                            double rows)
 {
     gpu_spec h100;
     dt_error err;
@@ -47,7 +49,8 @@ static double h100_block_ps(const wl_layer_cost *lc, int bwd, double L, double c
     gpu_spec at = h100;
     gpu_op_class cls = bwd ? GPU_OP_ATTENTION_BWD : GPU_OP_ATTENTION;
     at.compute_eff[cls] = gpu_attention_eff(&h100, GPU_ATTN_FA2, keys, 64, true, bwd) /
-                          gpu_attention_dropout_factor(&h100, GPU_ATTN_FA2, bwd);
+                          gpu_attention_dropout_factor(&h100, GPU_ATTN_FA2, bwd) *
+                          gpu_attention_call_factor(&h100, GPU_ATTN_FA2, keys, 64, rows, true);
     double attn = (double)replay_roofline(&at, cls, GPU_BF16,
                                           L * (bwd ? lc->bwd_attn_flops : lc->fwd_attn_flops), 0);
     return attn / (L * cp);
@@ -121,7 +124,7 @@ START_TEST(ring_bytes_and_exposed_time)
     ck_assert_int_eq(n, 3);
     for (int k = 0; k < n; k++) {
         double send = (double)sim_time_from_s((bwd[k] ? 2 : 1) * kv / 1e9);
-        double block = h100_block_ps(&lc, bwd[k], L, cp, s / cp);
+        double block = h100_block_ps(&lc, bwd[k], L, cp, s / cp, 16);
         ck_assert_double_lt(block * ratio[k], send); /* exposed: the link is slow */
         want += llround(count[k] * (cp - 1) * (send - block * ratio[k]));
         all += llround(count[k] * (cp - 1) * send);
@@ -231,7 +234,7 @@ static double two_switch_exposed(double bw, double share, double *in_flight)
     for (int k = 0; k < n; k++) {
         /* ring blocks of s/cp = 4,096 keys */
         double send = 1e12 * share * (bwd[k] ? 2 : 1) * kv / bw;
-        double block = h100_block_ps(&lc, bwd[k], L, cp, 8192 / cp) * r[k];
+        double block = h100_block_ps(&lc, bwd[k], L, cp, 8192 / cp, 8) * r[k];
         want += count[k] * (cp - 1) * fmax(0, send - block);
         all += count[k] * (cp - 1) * fmax(send, 0);
     }

@@ -186,7 +186,8 @@ END_TEST
  * "Attention kernels"): 1 TFLOP of causal FA2 forward at 2,048 on an H100 takes
  * 1e12 / (989.5e12 x 262/989) at head dim 64 and 1e12 / (989.5e12 x 298/989) without one (a
  * trace written before costs carried it: 128); a head dim that is no whole number from 1 to
- * 100,000 is refused with its path. */
+ * 100,000 is refused with its path. Likewise its dropout (a boolean) and its call's rows (a
+ * number from 1), each changing the time by its factor. */
 static const char *attn_trace(char *buf, size_t n, const char *head_dim)
 {
     snprintf(buf, n,
@@ -215,6 +216,25 @@ START_TEST(trace_attention_head_dim)
         ck_assert_int_eq(try_trace_text(attn_trace(buf, sizeof buf, badv[i]), h100, &r, &e),
                          DT_EINPUT);
         ck_assert_str_eq(e.path, "costs[0].attention.head_dim");
+    }
+    /* dropout: FA2's measured forward ratio 1.21; rows 8 at 2,048 (16 tiles, W = 8 x 136 / 132
+     * against the benchmark's 128 rows: W = 128 x 136 / 132, each over W + 16) */
+    r = run_trace_text(attn_trace(buf, sizeof buf, ", \"dropout\": true"), h100);
+    ck_assert_double_lt(fabs(r.step_time_s - 1.21e12 / (989.5e12 * 298 / 989)), 2e-12);
+    run_result_free(&r);
+    double w0 = 8 * 136 / 132.0, w1 = 128 * 136 / 132.0;
+    double f = w0 / (w0 + 16) / (w1 / (w1 + 16));
+    r = run_trace_text(attn_trace(buf, sizeof buf, ", \"rows\": 8"), h100);
+    ck_assert_double_lt(fabs(r.step_time_s - 1e12 / (989.5e12 * 298 / 989 * f)), 2e-12);
+    run_result_free(&r);
+    const char *badr[] = {", \"dropout\": 1", ", \"rows\": 0", ", \"rows\": \"8\""};
+    const char *badp[] = {"costs[0].attention.dropout", "costs[0].attention.rows",
+                          "costs[0].attention.rows"};
+    for (int i = 0; i < 3; i++) {
+        dt_error e;
+        ck_assert_int_eq(try_trace_text(attn_trace(buf, sizeof buf, badr[i]), h100, &r, &e),
+                         DT_EINPUT);
+        ck_assert_str_eq(e.path, badp[i]);
     }
 }
 END_TEST
