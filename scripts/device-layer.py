@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """device-layer.py - one transformer layer's kernels timed with PyTorch on a lent GPU, to set
-against dtsim's per-op costs (docs/validation.md, "The H100 probe of 2026-11-27").
+against dtsim's per-op costs (docs/validation.md, "The H100 measurements of 2026-11-27").
 
     python3 scripts/device-layer.py > $OUT/layer.json      (device tool; about a minute)
 
@@ -21,6 +21,8 @@ import time
 import torch
 import torch.nn.functional as F
 
+from gpu_timing import event_times, median
+
 WARM, REPS = 5, 20
 dev = "cuda"
 out = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
@@ -28,20 +30,9 @@ out = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
 
 
 def timed(fn):
-    """median and min of REPS runs of fn, in seconds (CUDA events around each)."""
-    for _ in range(WARM):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(REPS):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) / 1e3)
-    ts.sort()
-    return {"median_s": ts[len(ts) // 2], "min_s": ts[0]}
+    """median and min of REPS runs of fn, in seconds (scripts/gpu_timing.py)."""
+    ts = event_times(fn, WARM, REPS)
+    return {"median_s": median(ts), "min_s": ts[0]}
 
 
 def part(name, f):
