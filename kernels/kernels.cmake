@@ -67,40 +67,34 @@ else()
   message(STATUS "dtsim: DTSIM_CUDA=OFF, GPU kernels disabled")
 endif()
 
+# Each "test:value" argument sets `property` to value on that test, where the test exists.
+function(dtsim_tests_set property)
+  foreach(t_v ${ARGN})
+    string(REPLACE ":" ";" t_v ${t_v})
+    list(GET t_v 0 t)
+    list(GET t_v 1 v)
+    if(TEST ${t})
+      set_tests_properties(${t} PROPERTIES ${property} ${v})
+    endif()
+  endforeach()
+endfunction()
+
 # Test properties for the kernel tests, applied once tests/tests.cmake has defined them (it is
 # included after this file). Exit status 77 means "skipped" (no device, no mpirun).
 function(dtsim_kernel_test_properties)
-  foreach(t test_kern_cuda test_probe_cuda cli_test_calib_mpi cli_test_calib_cuda cli_test_probe)
-    if(TEST ${t})
-      set_tests_properties(${t} PROPERTIES SKIP_RETURN_CODE 77)
-    endif()
-  endforeach()
+  dtsim_tests_set(SKIP_RETURN_CODE test_kern_cuda:77 test_probe_cuda:77 cli_test_calib_mpi:77
+                  cli_test_calib_cuda:77 cli_test_probe:77)
   # The CUDA suites run in-process (a CUDA context does not survive Check's fork), where Check's
   # own per-test timeout does not apply: ctest's stands in for it.
-  foreach(t test_kern_cuda:300 test_probe_cuda:120)
-    string(REPLACE ":" ";" t_s ${t})
-    list(GET t_s 0 t)
-    list(GET t_s 1 s)
-    if(TEST ${t})
-      set_tests_properties(${t} PROPERTIES TIMEOUT ${s})
-    endif()
-  endforeach()
-  if(TEST cli_test_calib_mpi)
-    set_tests_properties(cli_test_calib_mpi PROPERTIES LABELS no-sanitize)
-  endif()
+  dtsim_tests_set(TIMEOUT test_kern_cuda:300 test_probe_cuda:120)
+  dtsim_tests_set(LABELS cli_test_calib_mpi:no-sanitize)
   # Tests that time real kernels need the cores their ranks spin on. Under `ctest -j2` on a
   # 2-core machine another test beside them starved the ranks: timings turned to scheduler
   # noise and calibrate rightly refused the fit (time not growing with size, a latency clearly
   # below zero), three attempts in a row (cli_test_calib_mpi's flake). PROCESSORS says how many
   # cores each uses (its largest rank count); ctest never runs more than -j worth at once, so
   # these run alone at -j2.
-  foreach(t_p cli_test_calib_mpi:4 cli_test_calib:3 cli_test_calib_tcp:3 cli_test_calib_roundtrip:2)
-    string(REPLACE ":" ";" t_p ${t_p})
-    list(GET t_p 0 t)
-    list(GET t_p 1 p)
-    if(TEST ${t})
-      set_tests_properties(${t} PROPERTIES PROCESSORS ${p})
-    endif()
-  endforeach()
+  dtsim_tests_set(PROCESSORS cli_test_calib_mpi:4 cli_test_calib:3 cli_test_calib_tcp:3
+                  cli_test_calib_roundtrip:2)
 endfunction()
 cmake_language(DEFER CALL dtsim_kernel_test_properties)
