@@ -220,7 +220,9 @@ double gpu_attention_call_factor(const gpu_spec *spec, gpu_attn_kernel k, double
     const attn_curve *c = curve_of(spec, k);
     if (!c || !(rows > 0) || !(seq > 0) || spec->sms <= 0) return 1;
     double hd = head_dim > 0 ? head_dim : GPU_ATTN_HEAD_DIM;
-    double bench = c->bench_tokens / seq * (c->bench_hidden / hd);
+    /* the benchmark's call: bench_tokens of sequences of length seq, and never less than one
+     * (beyond bench_tokens the curve holds its last length's rate, measured on one sequence) */
+    double bench = fmax(c->bench_tokens / seq, 1) * (c->bench_hidden / hd);
     return call_share(seq, rows, spec->sms, causal) / call_share(seq, bench, spec->sms, causal);
 }
 

@@ -353,6 +353,12 @@ START_TEST(flash_call_size)
     w0 = 32 * 528 / 108.0, w1 = 128 * 528 / 108.0;
     ck_assert_double_eq_tol(gpu_attention_call_factor(&a, GPU_ATTN_FA2, 4096, 128, 32, true),
                             w0 / (w0 + 32) / (w1 / (w1 + 32)), 1e-15);
+    /* beyond the curve's 16k tokens the benchmark's call is one sequence (16 heads), not half:
+     * 16 rows at 32k are the benchmark's call; 8 rows at 32k (256 tiles) against 16 */
+    ck_assert_double_eq_tol(gpu_attention_call_factor(&h, GPU_ATTN_CUDNN, 32768, 128, 16, true), 1, 1e-15);
+    w0 = 8 * (256 * 257 / 2) / 132.0, w1 = 16 * (256 * 257 / 2) / 132.0;
+    ck_assert_double_eq_tol(gpu_attention_call_factor(&h, GPU_ATTN_CUDNN, 32768, 128, 8, true),
+                            w0 / (w0 + 256) / (w1 / (w1 + 256)), 1e-15);
     /* no rows, or no curve: 1 */
     ck_assert_double_eq(gpu_attention_call_factor(&h, GPU_ATTN_CUDNN, 4096, 128, 0, true), 1);
     gpu_spec flat = h;
