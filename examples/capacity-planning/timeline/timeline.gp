@@ -5,7 +5,7 @@ set title 'Per-GPU state over one step' . "\n" . 'timeline: the GPT 2.7B of scen
 set key outside right top
 set grid ytics
 set xlabel 'time (ms)'
-set xrange [0:157.273742]
+set xrange [0:174.57962]
 set yrange [16-0.5:-0.5]
 set key outside right top
 unset grid
