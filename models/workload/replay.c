@@ -403,11 +403,17 @@ static double cn_ratio_of(rep *R, uint32_t cost, uint32_t lane)
     return r / passes;
 }
 
+/* A non-negative time in picoseconds, rounded to the clock's, saturating past its range. */
+static sim_time_t ps_time(double ps)
+{
+    return ps < 9.2e18 ? (sim_time_t)llround(ps) : SIM_TIME_MAX;
+}
+
 static void cn_schedule(rep *R, uint32_t lane)
 {
     uint32_t id = R->cn_cur[lane];
     double x = R->cn_rem[lane] * R->cn_ratio[lane];
-    sim_time_t d = x < 9.2e18 ? (sim_time_t)llround(x) : SIM_TIME_MAX;
+    sim_time_t d = ps_time(x);
     R->cn_gend[lane] = sim_time_add(R->cn_t[lane], d);
     sim_time_t end = R->cn_gend[lane] > R->cn_fend[lane] ? R->cn_gend[lane] : R->cn_fend[lane];
     sim_schedule(R->eng, sim_time_add(end, R->cn_tail[lane]), R->k_op_done, id,
@@ -466,7 +472,7 @@ static sim_time_t tp_steal_time(rep *R, uint32_t cost, uint32_t lane)
         double lost = t1 > t0 ? 1.0 - (double)t0 / (double)t1 : 0;
         steal += lost * (double)x * c->inlane[i].count;
     }
-    *slot = steal < 9.2e18 ? (sim_time_t)llround(steal) : SIM_TIME_MAX;
+    *slot = ps_time(steal);
     return *slot;
 }
 
@@ -551,8 +557,7 @@ static sim_time_t inlane_time(rep *R, uint32_t cost, uint32_t lane)
         sim_time_t x;
         if (c->inlane[i].under.m > 0) {
             if (c->inlane_overlap) continue;
-            double y = async_extra(R, gpus, c->inlane[i].op, c->inlane[i].bytes, c->inlane[i].under, false);
-            x = y < 9.2e18 ? (sim_time_t)llround(y) : SIM_TIME_MAX;
+            x = ps_time(async_extra(R, gpus, c->inlane[i].op, c->inlane[i].bytes, c->inlane[i].under, false));
         } else {
             x = comm_time(R, c->inlane[i].op, gpus, R->ts, c->inlane[i].bytes, true);
         }
@@ -560,6 +565,14 @@ static sim_time_t inlane_time(rep *R, uint32_t cost, uint32_t lane)
     }
     *slot = t;
     return t;
+}
+
+/* Whether a cost has bulk overlaps: collectives beside one GEMM each under inlane_overlap. */
+static bool has_bulk(const wl_cost *c)
+{
+    for (int i = 0; c->inlane_overlap && i < c->n_inlane; i++)
+        if (c->inlane[i].under.m > 0) return true;
+    return false;
 }
 
 /* What a cost with inlane_overlap adds for its collectives beside one GEMM each: Transformer
@@ -577,7 +590,7 @@ static sim_time_t bulk_time(rep *R, uint32_t cost, uint32_t lane)
         if (c->inlane[i].under.m > 0)
             t += c->inlane[i].count *
                  async_extra(R, gpus, c->inlane[i].op, c->inlane[i].bytes, c->inlane[i].under, true);
-    *slot = t < 9.2e18 ? (sim_time_t)llround(t) : SIM_TIME_MAX;
+    *slot = ps_time(t);
     return *slot;
 }
 
@@ -718,9 +731,8 @@ static sim_time_t ring_time(rep *R, uint32_t cost, uint32_t lane)
     double exposed = (double)send > block ? (double)send - block : 0;
     double t = (double)c->ring_count * (cp - 1) * exposed;
     double all = (double)c->ring_count * (cp - 1) * (double)send;
-    *slot = t < 9.2e18 ? (sim_time_t)llround(t) : SIM_TIME_MAX;
-    R->ring_total[(size_t)cost * R->g->n_lanes + lane] = all < 9.2e18 ? (sim_time_t)llround(all)
-                                                                      : SIM_TIME_MAX;
+    *slot = ps_time(t);
+    R->ring_total[(size_t)cost * R->g->n_lanes + lane] = ps_time(all);
     return *slot;
 }
 
@@ -900,7 +912,7 @@ static void start_op(rep *R, uint32_t id)
                 double f = R->cfg->slowdown ? R->cfg->slowdown[gpu] : 1.0;
                 if (R->cfg->jitter != WL_JITTER_NONE) f *= jitter_draw(R, gpu);
                 double x = (double)base_time(R, o->arg, gpu) * f;
-                sim_time_t t = x < 9.2e18 ? (sim_time_t)llround(x) : SIM_TIME_MAX;
+                sim_time_t t = ps_time(x);
                 R->own[(size_t)id * R->ts + k] = t;
                 if (t > max) max = t;
             }
@@ -969,7 +981,7 @@ static void start_op(rep *R, uint32_t id)
                 double r = ring_ratio(R, o->arg, o->lane);
                 double c = fmin((double)all, (double)max * r);
                 double x = (double)max + (1 - 1 / r) * c;
-                max = x < 9.2e18 ? (sim_time_t)llround(x) : SIM_TIME_MAX;
+                max = ps_time(x);
             }
             R->ring_hid[id] = all > ring ? all - ring : 0;
             in = sim_time_add(in, ring);
@@ -1148,7 +1160,7 @@ static void on_op_done(void *model, sim_engine *eng, const sim_event *ev)
             double f = (double)(R->cn_gend[l] - R->start[ev->id]) / (double)R->cn_start[l];
             for (int k = 0; k < R->ts; k++) {
                 double x = (double)R->own[(size_t)ev->id * R->ts + k] * f;
-                R->own[(size_t)ev->id * R->ts + k] = x < 9.2e18 ? (sim_time_t)llround(x) : SIM_TIME_MAX;
+                R->own[(size_t)ev->id * R->ts + k] = ps_time(x);
             }
         }
         if (R->ring_cdone && R->ring_left[ev->id] > 0) {
@@ -1434,8 +1446,7 @@ int replay_run(const wl_graph *g, const replay_config *cfg, replay_result *out, 
     if (cfg->gpus && g->n_gpus > 1) CARVE(spec_of, (size_t)g->n_gpus);
     CARVE(inlane_cache, nic + 1);
     for (uint32_t i = 0; i < g->n_costs && !R.bulk_cache; i++)
-        for (int k = 0; k < g->costs[i].n_inlane && g->costs[i].inlane_overlap && !R.bulk_cache; k++)
-            if (g->costs[i].inlane[k].under.m > 0) CARVE(bulk_cache, nic + 1);
+        if (has_bulk(&g->costs[i])) CARVE(bulk_cache, nic + 1);
     for (uint32_t i = 0; i < g->n_costs && !R.inl; i++)
         if (g->costs[i].inlane_overlap && g->costs[i].n_inlane) CARVE(inl, (size_t)n + 1);
     if (g->cp_next && g->cp > 1) {

@@ -1069,6 +1069,14 @@ static double coll_cut_bound(probe_entry *pe, const topo *t, const wl_plan *p, i
     return cut_bound(pe, t, stage_member, &sg, p->dp, p->tp, op, bytes, shared);
 }
 
+/* The contention-free collective costing the bounds use (coll_time_fn): the probe's analytic
+ * model, the step's element size and the scenario's data-parallel algorithm. */
+static comm_ctx probe_comm_ctx(const wl_scenario *s, probe_entry *pe, gpu_precision prec)
+{
+    return (comm_ctx){.an = pe->an, .elem_bytes = prec == GPU_FP32 ? 4 : 2,
+                      .algo = s->env.dp_algorithm, .servers = s->env.ps_servers};
+}
+
 /* The least time (ps) a compute op of cost c on the n GPUs `gpus` spends on its in-lane
  * collectives: the blocking ones at the contention-free time the replay charges them
  * (coll_time_fn, as comm_time); one issued beside a GEMM (under) adds >= 0 there, 0 here. */
@@ -1107,8 +1115,7 @@ static double step_lower_bound(const wl_scenario *s, const topo *t, probe_entry 
     bool hetero;
     double *slow = wl_env_slowdowns(&s->env, t->n_gpus, &hetero);
     gpu_precision prec = wl_gpu_precision(p->precision);
-    comm_ctx cc = {.an = pe->an, .elem_bytes = prec == GPU_FP32 ? 4 : 2, .algo = s->env.dp_algorithm,
-                   .servers = s->env.ps_servers};
+    comm_ctx cc = probe_comm_ctx(s, pe, prec);
     int *gpus = dt_xmalloc((size_t)tp * sizeof *gpus);
     /* a scratch graph for the ops' GEMM shapes, timed as the replay times them */
     wl_graph *gg = wl_graph_create(1, 1, 1);
@@ -1468,8 +1475,7 @@ static double graph_lower_bound(const wl_scenario *s, const topo *t, probe_entry
     /* in-lane (tensor-parallel) collectives: the contention-free time the replay charges
      * (comm_time: coll_time_fn in both modes), per (cost, lane), computed on first use */
     gpu_precision prec = wl_gpu_precision(P->precision);
-    comm_ctx cc = {.an = pe->an, .elem_bytes = prec == GPU_FP32 ? 4 : 2, .algo = s->env.dp_algorithm,
-                   .servers = s->env.ps_servers};
+    comm_ctx cc = probe_comm_ctx(s, pe, prec);
     size_t n_in = ts > 1 ? (size_t)g->n_costs * (size_t)g->n_lanes : 0;
     double *inlane = carve(&at, n_in + 1, sizeof *inlane);
     for (size_t k = 0; k < n_in; k++) inlane[k] = -1;

@@ -333,6 +333,24 @@ static int read_env(const js_ctx *c, const cJSON *e, trace_env *env)
     return DT_OK;
 }
 
+/* A GEMM's "m", "n", "k" of object x at path xp, into d: numbers, fractional only as an
+ * average (tokens per expert), not beyond any matrix a GPU holds. check_gemm_dims refuses a 0;
+ * it is a step of its own because a GEMM-set entry checks it after its other keys are read. */
+static const char *const gemm_dims[3] = {"m", "n", "k"};
+
+static int read_gemm_dims(const js_ctx *c, const cJSON *x, const char *xp, double d[3])
+{
+    for (int q = 0; q < 3; q++) TRY(js_get_number(c, x, xp, gemm_dims[q], true, 0, 1e12, &d[q]));
+    return DT_OK;
+}
+
+static int check_gemm_dims(const js_ctx *c, const char *xp, const double d[3])
+{
+    for (int q = 0; q < 3; q++)
+        if (!(d[q] > 0)) return js_fail(c, xp, gemm_dims[q], "expected a positive dimension, found 0");
+    return DT_OK;
+}
+
 /* gemm_sets[i]: an array of GEMM shapes {"m", "n", "k", "count", "batch", "no_fp8"}; batch
  * (default 1) must divide count; no_fp8 (default false) keeps the GEMM in 16 bits under fp8. */
 static int read_gemm_set(const js_ctx *c, const cJSON *v, const char *p, wl_graph *g)
@@ -350,20 +368,15 @@ static int read_gemm_set(const js_ctx *c, const cJSON *v, const char *p, wl_grap
         double d[3] = {0, 0, 0};
         long long cnt = 1, batch = 1;
         bool no_fp8 = false;
-        /* dimensions may be fractional (tokens per expert are an average), not beyond any
-         * matrix a GPU holds */
         if ((rc = js_expect_object(c, x, xp)) || (rc = js_check_keys(c, x, xp, gk)) ||
-            (rc = js_get_number(c, x, xp, "m", true, 0, 1e12, &d[0])) ||
-            (rc = js_get_number(c, x, xp, "n", true, 0, 1e12, &d[1])) ||
-            (rc = js_get_number(c, x, xp, "k", true, 0, 1e12, &d[2])) ||
+            (rc = read_gemm_dims(c, x, xp, d)) ||
             (rc = js_get_int(c, x, xp, "count", false, 1, 1LL << 53, &cnt)) ||
             (rc = js_get_int(c, x, xp, "batch", false, 1, 1LL << 53, &batch)) ||
             (rc = js_get_bool(c, x, xp, "no_fp8", false, &no_fp8)))
             break;
         if (cnt % batch)
             rc = js_fail(c, xp, "batch", "expected a divisor of count (%lld), found %lld", cnt, batch);
-        for (int q = 0; q < 3 && rc == DT_OK; q++)
-            if (!(d[q] > 0)) rc = js_fail(c, xp, gk[q], "expected a positive dimension, found 0");
+        if (rc == DT_OK) rc = check_gemm_dims(c, xp, d);
         gs[i] = (gpu_gemm){d[0], d[1], d[2], (double)cnt, (double)batch, no_fp8};
     }
     if (rc == DT_OK) wl_graph_gemm_set(g, gs, (uint32_t)n);
@@ -502,12 +515,10 @@ static int read_cost(const js_ctx *c, const cJSON *v, const char *p, const wl_gr
                 static const char *const uk[] = {"m", "n", "k", NULL};
                 TRY(js_expect_object(c, u, up));
                 TRY(js_check_keys(c, u, up, uk));
-                /* as a GEMM set's dimensions: positive, not beyond any matrix a GPU holds */
+                /* as a GEMM set's dimensions */
                 double d[3];
-                for (int q = 0; q < 3; q++) {
-                    TRY(js_get_number(c, u, up, uk[q], true, 0, 1e12, &d[q]));
-                    if (!(d[q] > 0)) return js_fail(c, up, uk[q], "expected a positive dimension, found 0");
-                }
+                TRY(read_gemm_dims(c, u, up, d));
+                TRY(check_gemm_dims(c, up, d));
                 out->inlane[i].under = (gpu_gemm){d[0], d[1], d[2], 1, 1, false};
             }
             out->n_inlane = i + 1;
