@@ -4,10 +4,8 @@ against dtsim's per-op costs (docs/validation.md, "The H100 measurements of 2026
 
     python3 scripts/device-layer.py > $OUT/layer.json      (device tool; about a minute)
 
-What it times (bf16, CUDA events, median of REPS after WARM; inputs uniform random):
-  * attention through scaled_dot_product_attention with each backend PyTorch has on the GPU
-    (cuDNN, FlashAttention-2), causal, forward and forward+backward, on the shapes of the
-    validation cases (b, heads, s, head dim);
+What it times (bf16, CUDA events, median of REPS after WARM; inputs uniform random), beside
+the fused attention that scripts/device-attn.py times alone:
   * the output layer: logits GEMM and the fp32 cross-entropy over them, forward and backward;
   * LayerNorm and GELU alone, forward and forward+backward (eager kernels: PyTorch's, not
     Transformer Engine's fused ones, so these bound TE's from above);
@@ -46,30 +44,6 @@ def part(name, f):
 
 def rnd(*shape, grad=False, dtype=torch.bfloat16):
     return (torch.rand(*shape, device=dev, dtype=dtype) * 2 - 1).requires_grad_(grad)
-
-
-def attention(b, heads, s, d):
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    res = {"b": b, "heads": heads, "s": s, "head_dim": d,
-           "flops_fwd": 4 * b * heads * s * s * d / 2}  # causal: half the score matrix
-    q, k, v = (rnd(b, heads, s, d, grad=True) for _ in range(3))
-    go = rnd(b, heads, s, d)
-    for name, be in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("fa2", SDPBackend.FLASH_ATTENTION)):
-        try:
-            with sdpa_kernel([be]):
-                fwd = timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
-
-                def fb():
-                    o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-                    o.backward(go)
-                fb_t = timed(fb)
-            bwd = fb_t["median_s"] - fwd["median_s"]
-            res[name] = {"fwd": fwd, "fwd_bwd": fb_t,
-                         "fwd_tflops": res["flops_fwd"] / fwd["median_s"] / 1e12,
-                         "bwd_tflops": 2.5 * res["flops_fwd"] / bwd / 1e12}
-        except Exception as e:
-            res[name] = {"error": repr(e)[:300]}
-    return res
 
 
 def output_layer(tokens, h, vocab):
@@ -141,8 +115,6 @@ def layer(b, s, h, heads, f):
 
 # M-1.7B: h 2048, 16 heads, s 4096, micro batch 1, vocab 131072; P-H100-7b (MPT-7B): h 4096,
 # 32 heads, s 2048
-part("attn_m17", lambda: attention(1, 16, 4096, 128))
-part("attn_mpt7", lambda: attention(1, 32, 2048, 128))
 part("output_m17", lambda: output_layer(4096, 2048, 131072))
 part("elementwise_m17", lambda: elementwise(4096, 2048, 8192))
 part("layer_m17", lambda: layer(1, 4096, 2048, 16, 8192))
