@@ -3,6 +3,7 @@
 #define DTSIM_TESTUTIL_H
 
 #include <check.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -15,30 +16,24 @@
                       #a, a_, #b, b_, (double)(rel));                                       \
     } while (0)
 
-/* Run one suite, print Check's summary, return the process exit status. */
-static inline int dt_run_suite(Suite *s)
+/* Run one suite, print Check's summary, return the process exit status. in_process: for suites
+ * whose main() has already initialised CUDA (to find a device, or to skip). Check runs each test
+ * in a forked child by default, and a CUDA context does not survive fork(), so every call in
+ * the child fails with "initialization error" (seen on an H100, 2026-11-27: both CUDA suites
+ * failed forked and passed in-process). In-process, tcase_set_timeout does not apply; ctest's
+ * timeout does. */
+static inline int dt_run_suite_as(Suite *s, bool in_process)
 {
     SRunner *sr = srunner_create(s);
+    if (in_process) srunner_set_fork_status(sr, CK_NOFORK);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
-/* The same for suites whose main() has already initialised CUDA (to find a device, or to skip):
- * Check runs each test in a forked child by default, and a CUDA context does not survive fork(),
- * so every call in the child fails with "initialization error" (seen on an H100, 2026-11-27:
- * both CUDA suites failed forked and passed in-process). In-process, tcase_set_timeout does not
- * apply; ctest's timeout does. */
-static inline int dt_run_suite_in_process(Suite *s)
-{
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+static inline int dt_run_suite(Suite *s) { return dt_run_suite_as(s, false); }
+static inline int dt_run_suite_in_process(Suite *s) { return dt_run_suite_as(s, true); }
 
 #define DT_DATA(rel) DTSIM_SOURCE_DIR "/tests/data/" rel
 
