@@ -13,6 +13,7 @@
 #ifndef DTSIM_NET_H
 #define DTSIM_NET_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "dtsim/sim.h"
@@ -25,6 +26,12 @@ typedef enum net_mode {
 
 typedef struct net_config {
     net_mode mode;
+    /* NCCL's PXN for net_send_spread (NCCL 2.12 and later, on by default): a transfer between
+     * hosts whose sender's NIC sits on another rail than the receiver's goes over the host's
+     * fabric (NVLink) to the sender-host GPU on the receiver's rail and leaves through that GPU's
+     * NIC, staying on the rail instead of crossing the spines (docs/collectives.md,
+     * "Point-to-point transfers across the spines"). Set where NCCL is the collective library. */
+    bool pxn;
 } net_config;
 
 typedef struct net net;
@@ -57,7 +64,11 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
  * otherwise exactly net_send (analytic mode, one route: net_pair_multipath). With net_send, which lane a whole transfer took followed how
  * many the pair had sent, so whether two pairs' transfers met on a spine link followed their
  * timing (docs/collectives.md, "Point-to-point transfers across the spines"). Costs
- * NET_ECMP_LANES route look-ups in the per-source store and a coupled flow of 4x the hops. */
+ * NET_ECMP_LANES route look-ups in the per-source store and a coupled flow of 4x the hops.
+ * With cfg.pxn, in either mode, such a pair whose sender's host holds a GPU with one route to
+ * the receiver (its NIC under the receiver's leaf), reached without leaving the host, sends
+ * through that relay instead: one flow over the route to the relay and the relay's route on,
+ * latency the sum of both (the relay is found once per pair and kept with its routes). */
 void net_send_spread(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
                      uint32_t done_id, uint64_t done_data);
 

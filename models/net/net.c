@@ -350,6 +350,9 @@ struct net {
     net_link_observer obs;
     void *obs_ctx;
     uint32_t tag; /* label of transfers started now (net_set_tag) */
+    /* cfg.pxn on a topology with hosts: each host's GPUs in index order (CSR) and each GPU's
+     * place among its host's (-1 outside hosts), for pxn_relay; NULL otherwise */
+    int *host_start, *host_gpus, *host_pos;
 };
 
 static void on_done(void *model, sim_engine *eng, const sim_event *ev);
@@ -391,6 +394,24 @@ net *net_create(topo *t, sim_engine *eng, const net_config *cfg)
     n->free_batch = -1;
     n->k_deliver = sim_kind_register(eng, "net.deliver", on_deliver, n);
     n->free_dl = -1;
+    if (n->cfg.pxn && t->n_hosts > 0 && !t->gpu_forwarding) {
+        n->host_start = dt_xcalloc((size_t)t->n_hosts + 1, sizeof *n->host_start);
+        n->host_gpus = dt_xmalloc((size_t)(t->n_gpus ? t->n_gpus : 1) * sizeof *n->host_gpus);
+        n->host_pos = dt_xmalloc((size_t)(t->n_gpus ? t->n_gpus : 1) * sizeof *n->host_pos);
+        for (int g = 0; g < t->n_gpus; g++) {
+            int h = t->nodes[t->gpu_node[g]].host;
+            if (h >= 0) n->host_start[h + 1]++;
+        }
+        for (int h = 0; h < t->n_hosts; h++) n->host_start[h + 1] += n->host_start[h];
+        int *fill = dt_xmalloc((size_t)t->n_hosts * sizeof *fill);
+        memcpy(fill, n->host_start, (size_t)t->n_hosts * sizeof *fill);
+        for (int g = 0; g < t->n_gpus; g++) {
+            int h = t->nodes[t->gpu_node[g]].host;
+            n->host_pos[g] = h >= 0 ? fill[h] - n->host_start[h] : -1;
+            if (h >= 0) n->host_gpus[fill[h]++] = g;
+        }
+        free(fill);
+    }
     return n;
 }
 
@@ -468,6 +489,9 @@ void net_destroy(net *n)
     sm_paths_destroy(n->paths);
     free(n->tok);
     free(n->roots);
+    free(n->host_start);
+    free(n->host_gpus);
+    free(n->host_pos);
     free(n);
 }
 
@@ -1156,7 +1180,8 @@ int net_pair_multipath(net *n, int src_gpu, int dst_gpu)
 
 /* net_pair_multipath through the net's own per-source store (flow mode's transfers: one
  * thread per net), which the transfer's routes then come from. */
-static int pair_multipath_stored(net *n, int src_gpu, int dst_gpu)
+__attribute__((always_inline)) static inline int pair_multipath_stored(net *n, int src_gpu,
+                                                                   int dst_gpu)
 {
     /* a pipeline stage sends to the same peer hundreds of times a step: the answer is kept
      * with the pair's lane 0 once its lanes are stored */
@@ -1177,9 +1202,104 @@ static int pair_multipath_stored(net *n, int src_gpu, int dst_gpu)
     return multi;
 }
 
+/* Whether lane 0 of src -> r stays inside host h: every node it enters is h's and none is a
+ * NIC (the NVLink fabric; an intra-host route through a NIC would not be what PXN uses). */
+static int inside_host(net *n, int src_gpu, int r, int h)
+{
+    const route_lane *ln = lane_get(n, (int64_t)src_gpu * n->t->n_gpus + r, 0, src_gpu, r);
+    if (ln->n_hops == 0) return 0;
+    for (int k = 0; k < ln->n_hops; k++) {
+        const topo_node *v = &n->t->nodes[n->t->links[ln->path[k]].dst];
+        if (v->host != h || v->kind == TOPO_NIC) return 0;
+    }
+    return 1;
+}
+
+/* NCCL's PXN relay of a transfer between hosts: NCCL sends to a peer through the NIC of the
+ * peer's rail (the local NIC of the same index as the peer's), from the local GPU next to it,
+ * which the sender reaches over NVLink. A host's GPUs stand for its rails by their order (the
+ * k-th GPU's NIC is rail k, as the generators wire them and the ring layout of
+ * docs/collectives.md assumes). -1 where none applies: the sender on the receiver's rail
+ * already, the receiver in the same host or on a rail the sender's host lacks, a GPU outside
+ * hosts, or a relay the sender reaches only through the network. */
+static int pxn_relay(net *n, int src_gpu, int dst_gpu)
+{
+    int p = n->host_pos[dst_gpu];
+    if (p < 0 || p == n->host_pos[src_gpu]) return -1; /* (a pipeline's sends, mostly) */
+    const topo *t = n->t;
+    int hs = t->nodes[t->gpu_node[src_gpu]].host, hd = t->nodes[t->gpu_node[dst_gpu]].host;
+    if (hs < 0 || hs == hd || p >= n->host_start[hs + 1] - n->host_start[hs]) return -1;
+    int r = n->host_gpus[n->host_start[hs] + p];
+    return r != src_gpu && inside_host(n, src_gpu, r, hs) ? r : -1;
+}
+
+/* A transfer src -> relay -> dst as one flow over the route to the relay and the relay's
+ * route on: the relay forwards chunk by chunk as they arrive (NCCL's proxy), so the bytes
+ * move at the tighter link's rate and the latency is both routes' together. Where the
+ * relay's route has several equal-cost paths (through spines) in flow mode, the relay spreads
+ * it over its NET_LANES lanes at once as net_send_spread does (a coupled flow of NET_LANES
+ * concatenated paths, a quarter of the bytes each, weight 1/NET_LANES). */
+static void send_relay(net *n, int src_gpu, int relay, int dst_gpu, double bytes,
+                       uint32_t done_kind, uint32_t done_id, uint64_t done_data)
+{
+    sim_time_t now = sim_now(n->eng);
+    n->st.flows_started++;
+    n->st.bytes_sent += bytes;
+    int spread = n->cfg.mode == NET_FLOW && bytes > 0 && pair_multipath_stored(n, relay, dst_gpu);
+    int copies = spread ? NET_LANES : 1;
+    const route_lane *a = next_route(n, src_gpu, relay, -1);
+    int na = a->n_hops, bl = a->bl;
+    double bw = lane_bw(n, a);
+    int *first = dt_xmalloc((size_t)(na ? na : 1) * sizeof *first);
+    memcpy(first, a->path, (size_t)na * sizeof *first);
+    int *path = dt_xmalloc((size_t)copies * (na + NET_MAX_HOPS) * sizeof *path);
+    int nh = 0;
+    sim_time_t lat = 0;
+    for (int c = 0; c < copies; c++) {
+        const route_lane *b = next_route(n, relay, dst_gpu, -1); /* the relay's next lane */
+        memcpy(path + nh, first, (size_t)na * sizeof *path);
+        memcpy(path + nh + na, b->path, (size_t)b->n_hops * sizeof *path);
+        sim_time_t lc = path_latency(n->t, path + nh, na + b->n_hops);
+        if (lc > lat) lat = lc;
+        nh += na + b->n_hops;
+        if (lane_bw(n, b) < bw) {
+            bw = lane_bw(n, b);
+            bl = b->bl;
+        }
+    }
+    free(first);
+    if (n->cfg.mode == NET_ANALYTIC || bytes == 0) {
+        sim_time_t dt = bytes > 0 ? ps_ceil(bytes / bw) : 0;
+        n->st.flows_finished++;
+        n->st.bytes_delivered += bytes;
+        if (n->obs && bytes > 0)
+            for (int h = 0; h < nh; h++)
+                n->obs(n->obs_ctx, path[h], now, sim_time_add(now, dt), bytes, n->tag);
+        sim_schedule_in(n->eng, now, sim_time_add(dt, lat), done_kind, done_id, done_data);
+        free(path);
+        return;
+    }
+    double part = bytes / copies, w = 1.0 / copies;
+    /* as send_ring: a long path is interned so that the memo of solves can name it */
+    const int *ip = nh > NET_HOT_HOPS && n->smemo ? sm_paths_intern(n->paths, path, nh) : NULL;
+    if (ip) {
+        free(path);
+        flow_start(n, ip, nh, NULL, copies, w, lat, bw, bl, part, NULL, done_kind, done_id,
+                   done_data);
+        return;
+    }
+    flow_start(n, path, nh, path, copies, w, lat, bw, bl, part, NULL, done_kind, done_id,
+               done_data);
+}
+
 void net_send_spread(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
                      uint32_t done_id, uint64_t done_data)
 {
+    int relay = n->host_pos && src_gpu != dst_gpu ? pxn_relay(n, src_gpu, dst_gpu) : -1;
+    if (relay >= 0) {
+        send_relay(n, src_gpu, relay, dst_gpu, bytes, done_kind, done_id, done_data);
+        return;
+    }
     if (n->cfg.mode == NET_FLOW && bytes > 0 && src_gpu != dst_gpu &&
         pair_multipath_stored(n, src_gpu, dst_gpu)) {
         int s[NET_LANES], d[NET_LANES];

@@ -584,7 +584,7 @@ int run_job_simulate(run_job *J, const run_options *opt, run_result *out, dt_err
     const wl_graph *g = J->g;
     topo *t = J->t;
     sim_engine *eng = sim_engine_create();
-    net_config nc = {.mode = J->env->network};
+    net_config nc = {.mode = J->env->network, .pxn = J->env->coll_library == COLL_LIB_NCCL};
     net *n = net_create(t, eng, &nc);
     /* One pipelining chunk per ring step: in the fluid model chunking leaves a ring's time
      * unchanged (coll_ring.c) and only multiplies flows and events. */
@@ -895,7 +895,7 @@ static int probe_topology(run_probe_cache *cache, const cJSON *j, const js_ctx *
     }
     if (topk0 == 0 && s->plan.topk_throughput > 0) e.cal_topk = s->plan.topk_throughput;
     e.eng = sim_engine_create();
-    net_config nc = {.mode = NET_ANALYTIC};
+    net_config nc = {.mode = NET_ANALYTIC, .pxn = s->env.coll_library == COLL_LIB_NCCL};
     e.n = net_create(e.t, e.eng, &nc);
     coll_config cc = {.reduce_bw = -1, .chunk_bytes = 1e18, .ring_model = s->env.ring_model,
                       .library = s->env.coll_library};

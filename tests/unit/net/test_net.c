@@ -8,6 +8,7 @@
  * completion fires exactly once; the link observer reports each link's bandwidth phase.
  * Leaves free: the order of simultaneous completions, which equal-cost path a flow takes. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dtsim/net.h"
@@ -50,14 +51,18 @@ typedef struct fixture {
     uint32_t k;
 } fixture;
 
-static void fx_init(fixture *f, topo *t, net_mode mode)
+static void fx_init_cfg(fixture *f, topo *t, net_config cfg)
 {
     f->t = t;
     f->eng = sim_engine_create();
-    net_config cfg = {.mode = mode};
     f->n = net_create(t, f->eng, &cfg);
     f->r = calloc(1, sizeof *f->r);
     f->k = sim_kind_register(f->eng, "test.done", on_done, f->r);
+}
+
+static void fx_init(fixture *f, topo *t, net_mode mode)
+{
+    fx_init_cfg(f, t, (net_config){.mode = mode});
 }
 
 static void fx_free(fixture *f)
@@ -306,6 +311,118 @@ START_TEST(random_traffic_invariants)
 }
 END_TEST
 
+/* The directed link named a -> b of t, -1 if there is none. */
+static int link_named(const topo *t, const char *a, const char *b)
+{
+    for (int l = 0; l < t->n_links; l++)
+        if (!strcmp(t->nodes[t->links[l].src].name, a) && !strcmp(t->nodes[t->links[l].dst].name, b))
+            return l;
+    return -1;
+}
+
+/* Busy time of every link into or out of a spine of the dgx generator. */
+static sim_time_t spine_busy(const fixture *f)
+{
+    sim_time_t s = 0;
+    for (int l = 0; l < f->t->n_links; l++)
+        if (!strncmp(f->t->nodes[f->t->links[l].src].name, "spine", 5) ||
+            !strncmp(f->t->nodes[f->t->links[l].dst].name, "spine", 5))
+            s += net_link_busy(f->n, l);
+    return s;
+}
+
+/* 4 DGX boxes of 4 GPUs (GPU 4i + k is box i's k-th, on rail k; 50 GB/s NICs): GPU 0 sends
+ * S to GPU 5 (box 1, rail 1) while GPU 1 sends S to GPU 13 (box 3, rail 1) with
+ * net_send_spread. Fills at[0], at[1] and returns the fixture for the link checks. */
+static void pxn_case(fixture *f, net_config cfg)
+{
+    topo_gen_params p = {.family = TOPO_FAMILY_DGX, .nodes = 4, .gpus_per_node = 4};
+    topo *t = NULL;
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(topo_generate(&p, &t, &err), DT_OK);
+    fx_init_cfg(f, t, cfg);
+    net_send_spread(f->n, 0, 5, 50e6, f->k, 0, 0);
+    net_send_spread(f->n, 1, 13, 50e6, f->k, 1, 0);
+    sim_run(f->eng, SIM_TIME_MAX);
+}
+
+START_TEST(pxn_relay_on_the_receivers_rail)
+{
+    /* NCCL's PXN (NCCL_P2P_PXN_LEVEL 2, its default): GPU 0's transfer to rail 1 goes over
+     * NVLink to GPU 1 and out of GPU 1's NIC, so it shares that NIC with GPU 1's own transfer
+     * (each at B/2: both done after 2S/B) and no spine carries a byte; its latency is the two
+     * routes' together. Without PXN it crosses the spines from GPU 0's own NIC and nothing is
+     * shared: S/B each. */
+    const double S = 50e6, B = 50e9;
+    const sim_time_t tS = (sim_time_t)(S / B * 1e12);
+    fixture f;
+    pxn_case(&f, (net_config){.mode = NET_FLOW, .pxn = true});
+    sim_time_t l01, l15, l113, l05;
+    ck_assert_int_eq(net_path_info(f.n, 0, 1, &l01, NULL, NULL), DT_OK);
+    ck_assert_int_eq(net_path_info(f.n, 1, 5, &l15, NULL, NULL), DT_OK);
+    ck_assert_int_eq(net_path_info(f.n, 1, 13, &l113, NULL, NULL), DT_OK);
+    ck_assert_int_eq(net_path_info(f.n, 0, 5, &l05, NULL, NULL), DT_OK);
+    ck_assert_int_gt(l01, 0);
+    ck_assert(llabs(f.r->at[0] - (2 * tS + l01 + l15)) <= 2);
+    ck_assert(llabs(f.r->at[1] - (2 * tS + l113)) <= 2);
+    int own = link_named(f.t, "node0.gpu0", "node0.nic0");
+    int relay = link_named(f.t, "node0.gpu1", "node0.nic1");
+    int nvl = link_named(f.t, "node0.gpu0", "node0.nvswitch");
+    ck_assert(own >= 0 && relay >= 0 && nvl >= 0);
+    ck_assert_int_eq(net_link_busy(f.n, own), 0);
+    ck_assert(llabs(net_link_busy(f.n, relay) - 2 * tS) <= 2);
+    ck_assert(llabs(net_link_busy(f.n, nvl) - 2 * tS) <= 2);
+    ck_assert_int_eq(spine_busy(&f), 0);
+    net_stats st;
+    net_get_stats(f.n, &st);
+    ck_assert_double_eq_tol(st.bytes_delivered, 2 * S, 1e-3);
+    ck_assert_uint_eq(st.flows_finished, 2);
+    fx_free(&f);
+
+    pxn_case(&f, (net_config){.mode = NET_FLOW, .pxn = false});
+    ck_assert(llabs(f.r->at[0] - (tS + l05)) <= 4);
+    ck_assert(llabs(f.r->at[1] - (tS + l113)) <= 2);
+    own = link_named(f.t, "node0.gpu0", "node0.nic0");
+    ck_assert(llabs(net_link_busy(f.n, own) - tS) <= 4);
+    ck_assert_int_gt(spine_busy(&f), 0);
+    fx_free(&f);
+
+    /* Analytic mode routes the same way, without contention: S/B and both latencies. */
+    pxn_case(&f, (net_config){.mode = NET_ANALYTIC, .pxn = true});
+    ck_assert(llabs(f.r->at[0] - (tS + l01 + l15)) <= 1);
+    fx_free(&f);
+}
+END_TEST
+
+START_TEST(pxn_not_on_the_own_rail)
+{
+    /* A sender already on the receiver's rail (GPU 0 -> GPU 4, box 1, rail 0) and a receiver
+     * in the sender's box (GPU 0 -> GPU 2) are sent as without PXN: its own NIC, NVLink. */
+    topo_gen_params p = {.family = TOPO_FAMILY_DGX, .nodes = 4, .gpus_per_node = 4};
+    topo *t = NULL;
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(topo_generate(&p, &t, &err), DT_OK);
+    fixture f;
+    fx_init_cfg(&f, t, (net_config){.mode = NET_FLOW, .pxn = true});
+    sim_time_t l04, l02;
+    ck_assert_int_eq(net_path_info(f.n, 0, 4, &l04, NULL, NULL), DT_OK);
+    ck_assert_int_eq(net_path_info(f.n, 0, 2, &l02, NULL, NULL), DT_OK);
+    net_send_spread(f.n, 0, 4, 50e6, f.k, 0, 0);
+    sim_run(f.eng, SIM_TIME_MAX);
+    ck_assert(llabs(f.r->at[0] - (sim_time_t)(50e6 / 50e9 * 1e12) - l04) <= 1);
+    ck_assert(llabs(net_link_busy(f.n, link_named(t, "node0.gpu0", "node0.nic0")) -
+                    (sim_time_t)(50e6 / 50e9 * 1e12)) <= 1);
+    net_send_spread(f.n, 0, 2, 450e6, f.k, 1, 0);
+    sim_time_t t0 = sim_now(f.eng);
+    sim_run(f.eng, SIM_TIME_MAX);
+    ck_assert(llabs(f.r->at[1] - t0 - SIM_MS - l02) <= 1); /* 450 MB at 450 GB/s */
+    ck_assert_int_eq(spine_busy(&f), 0);
+    fx_free(&f);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("net");
@@ -317,6 +434,8 @@ int main(void)
     tcase_add_test(tc, link_observer);
     tcase_add_test(tc, analytic_ignores_contention);
     tcase_add_test(tc, random_traffic_invariants);
+    tcase_add_test(tc, pxn_relay_on_the_receivers_rail);
+    tcase_add_test(tc, pxn_not_on_the_own_rail);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);
 }
