@@ -1031,12 +1031,48 @@ static inline int *pinfo_hops(sim_time_t *lat, int n_pairs)
 }
 #define PINFO_BYTES(np) ((size_t)(np) * (sizeof(sim_time_t) + sizeof(double) + sizeof(int)))
 
+/* A transfer over a concatenated path (send_ring, send_relay) that nothing contends with
+ * (analytic mode, or no bytes): `pairs` x `bytes` delivered, each link observed over the
+ * bandwidth phase dt, the completion after dt + lat. Frees path. */
+static void deliver_now(net *n, int *path, int nh, int pairs, double bytes, sim_time_t dt,
+                        sim_time_t lat, uint32_t done_kind, uint32_t done_id, uint64_t done_data)
+{
+    sim_time_t now = sim_now(n->eng);
+    n->st.flows_finished++;
+    n->st.bytes_delivered += bytes * pairs;
+    if (n->obs && bytes > 0)
+        for (int h = 0; h < nh; h++)
+            n->obs(n->obs_ctx, path[h], now, sim_time_add(now, dt), bytes, n->tag);
+    sim_schedule_in(n->eng, now, sim_time_add(dt, lat), done_kind, done_id, done_data);
+    free(path);
+}
+
+/* The flow of a concatenated path (malloc'd; the flow's from here). A path too long for the
+ * record is swapped for the interned copy, which lives as long as the network: the memo of
+ * solves can then name it by its address (memo_key). Once the table is full the flow keeps its
+ * own copy, and solves with it are not memoised. (A link the path crosses twice gets two
+ * entries, so flow_start never takes the single-flow fast path for it: the solver charges
+ * the rate twice there.) */
+__attribute__((always_inline)) static inline void
+start_concat(net *n, int *path, int nh, int pairs, double w, sim_time_t lat, double bw, int bl,
+             double bytes, ring_gap *g, uint32_t done_kind, uint32_t done_id, uint64_t done_data)
+{
+    const int *ip = nh > NET_HOT_HOPS && n->smemo ? sm_paths_intern(n->paths, path, nh) : NULL;
+    if (ip) {
+        free(path);
+        flow_start(n, ip, nh, NULL, pairs, w, lat, bw, bl, bytes, g, done_kind, done_id,
+                   done_data);
+        return;
+    }
+    flow_start(n, path, nh, path, pairs, w, lat, bw, bl, bytes, g, done_kind, done_id, done_data);
+    /* (path is the flow's now: kept, or freed at once when short enough for the record) */
+}
+
 /* net_send_ring (steps = 0: one largest latency after the bytes) and net_send_ring_steps. */
 static void send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, double bytes,
                       int steps, int lane, double weight, uint32_t done_kind, uint32_t done_id,
                       uint64_t done_data)
 {
-    sim_time_t now = sim_now(n->eng);
     DT_ASSERT(bytes >= 0 && n_pairs >= 1 && weight > 0 && weight <= 1 && steps >= 0);
     n->st.flows_started++;
     n->st.bytes_sent += bytes * n_pairs;
@@ -1129,30 +1165,11 @@ static void send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gp
             lat = gsum < 9.0e18 ? (sim_time_t)llround(gsum) : SIM_TIME_MAX;
             gap_free(g);
         }
-        n->st.flows_finished++;
-        n->st.bytes_delivered += bytes * n_pairs;
-        if (n->obs && bytes > 0)
-            for (int h = 0; h < nh; h++)
-                n->obs(n->obs_ctx, path[h], now, sim_time_add(now, dt), bytes, n->tag);
-        sim_schedule_in(n->eng, now, sim_time_add(dt, lat), done_kind, done_id, done_data);
-        free(path);
+        deliver_now(n, path, nh, n_pairs, bytes, dt, lat, done_kind, done_id, done_data);
         return;
     }
-    /* A path too long for the record is swapped for the interned copy, which lives as long as
-     * the network: the memo of solves can then name it by its address (memo_key). Once the
-     * table is full the flow keeps its own copy, and solves with it are not memoised. */
-    const int *ip = nh > NET_HOT_HOPS && n->smemo ? sm_paths_intern(n->paths, path, nh) : NULL;
-    if (ip) {
-        free(path);
-        flow_start(n, ip, nh, NULL, n_pairs, weight, lat, bw, bl, bytes, g, done_kind, done_id,
-                   done_data);
-        return;
-    }
-    /* (A link the path crosses twice gets two entries, so flow_start never takes the
-     * single-flow fast path for it: the solver charges the rate twice there.) */
-    flow_start(n, path, nh, path, n_pairs, weight, lat, bw, bl, bytes, g, done_kind, done_id,
-               done_data);
-    /* (path is the flow's now: kept, or freed at once when short enough for the record) */
+    start_concat(n, path, nh, n_pairs, weight, lat, bw, bl, bytes, g, done_kind, done_id,
+                 done_data);
 }
 
 /* Whether a lane's route (p, h) differs from lane 0's (p0, h0). */
@@ -1242,7 +1259,6 @@ static int pxn_relay(net *n, int src_gpu, int dst_gpu)
 static void send_relay(net *n, int src_gpu, int relay, int dst_gpu, double bytes,
                        uint32_t done_kind, uint32_t done_id, uint64_t done_data)
 {
-    sim_time_t now = sim_now(n->eng);
     n->st.flows_started++;
     n->st.bytes_sent += bytes;
     int spread = n->cfg.mode == NET_FLOW && bytes > 0 && pair_multipath_stored(n, relay, dst_gpu);
@@ -1270,26 +1286,11 @@ static void send_relay(net *n, int src_gpu, int relay, int dst_gpu, double bytes
     free(first);
     if (n->cfg.mode == NET_ANALYTIC || bytes == 0) {
         sim_time_t dt = bytes > 0 ? ps_ceil(bytes / bw) : 0;
-        n->st.flows_finished++;
-        n->st.bytes_delivered += bytes;
-        if (n->obs && bytes > 0)
-            for (int h = 0; h < nh; h++)
-                n->obs(n->obs_ctx, path[h], now, sim_time_add(now, dt), bytes, n->tag);
-        sim_schedule_in(n->eng, now, sim_time_add(dt, lat), done_kind, done_id, done_data);
-        free(path);
+        deliver_now(n, path, nh, 1, bytes, dt, lat, done_kind, done_id, done_data);
         return;
     }
-    double part = bytes / copies, w = 1.0 / copies;
-    /* as send_ring: a long path is interned so that the memo of solves can name it */
-    const int *ip = nh > NET_HOT_HOPS && n->smemo ? sm_paths_intern(n->paths, path, nh) : NULL;
-    if (ip) {
-        free(path);
-        flow_start(n, ip, nh, NULL, copies, w, lat, bw, bl, part, NULL, done_kind, done_id,
-                   done_data);
-        return;
-    }
-    flow_start(n, path, nh, path, copies, w, lat, bw, bl, part, NULL, done_kind, done_id,
-               done_data);
+    start_concat(n, path, nh, copies, 1.0 / copies, lat, bw, bl, bytes / copies, NULL, done_kind,
+                 done_id, done_data);
 }
 
 void net_send_spread(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
