@@ -72,6 +72,13 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
 void net_send_spread(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
                      uint32_t done_id, uint64_t done_data);
 
+/* The GPU through which net_send_spread relays a transfer from src to dst under cfg.pxn
+ * (NCCL's PXN: the sender host's GPU on the receiver's rail), -1 where it sends from its own
+ * NIC (no pxn, the same rail, the same host, no such GPU or none reached over NVLink). Pure,
+ * as net_route_lane (safe from threads sharing the net). For cost models that must route a
+ * send as net_send_spread does (coll_analytic_time's send/receive). */
+int net_pxn_relay(net *n, int src_gpu, int dst_gpu);
+
 /* Whether the pair's NET_ECMP_LANES lanes take different routes (equal-cost paths through
  * spines), which is where a transfer's lane matters. Pure, as net_route_lane (safe from
  * threads sharing the net): the pair's lane rotation and the route store are left as they

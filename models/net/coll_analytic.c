@@ -119,6 +119,39 @@ void coll_analytic_destroy(coll_analytic *a)
 
 /* ------------------------------------------------------------ helpers ---- */
 
+typedef struct p2p_load {
+    void *ctx;
+    double bytes;
+} p2p_load;
+
+/* The route a send from a to b takes (lane 0; equal-cost lanes differ only where link
+ * bandwidths differ), as net_send_spread routes it: through the PXN relay where the net has
+ * one for the pair (net_pxn_relay), over both routes. Its latency and bottleneck (either may
+ * be NULL) and, with fn, each link's load (ld's bytes to ld's ctx). */
+static int p2p_route(coll_analytic *A, int a, int b, sim_time_t *lat, double *bw,
+                     coll_load_fn fn, const p2p_load *ld)
+{
+    int r = net_pxn_relay(A->net, a, b);
+    int hop[3] = {a, r >= 0 ? r : b, b};
+    sim_time_t l = 0;
+    double w = INFINITY;
+    for (int k = 0; k < (r >= 0 ? 2 : 1); k++) {
+        const int *path = NULL;
+        int nh = 0;
+        sim_time_t lk = 0;
+        int rc = net_route_lane(A->net, hop[k], hop[k + 1], 0, &path, &nh, &lk);
+        if (rc != DT_OK) return rc;
+        l += lk;
+        for (int h = 0; h < nh; h++) {
+            w = fmin(w, A->t->links[path[h]].bandwidth);
+            if (fn) fn(ld->ctx, path[h], ld->bytes);
+        }
+    }
+    if (lat) *lat = l;
+    if (bw) *bw = w;
+    return DT_OK;
+}
+
 /* Link loads: the bytes a set of concurrent transfers puts on each directed link, every
  * transfer spread evenly over the pair's ECMP lanes (net_route_lane: the routes net_send
  * rotates over). Loads / bandwidth is the time the busiest link needs: the sharing the flow
@@ -1058,13 +1091,10 @@ int coll_analytic_time(coll_analytic *A, const coll_spec *spec, sim_time_t *time
          * bandwidths differ). No program, no cache: a pipeline's sends reach tens of
          * thousands of distinct pairs, which would only churn the cache. */
         int a = spec->group[0], b = spec->group[1];
-        const int *path = NULL;
-        int nh = 0;
         sim_time_t lat = 0;
+        double bw = INFINITY;
         if (a >= 0 && b >= 0 && a < A->t->n_gpus && b < A->t->n_gpus && a != b &&
-            net_route_lane(A->net, a, b, 0, &path, &nh, &lat) == DT_OK) {
-            double bw = INFINITY;
-            for (int h = 0; h < nh; h++) bw = fmin(bw, A->t->links[path[h]].bandwidth);
+            p2p_route(A, a, b, &lat, &bw, NULL, NULL) == DT_OK) {
             double x = spec->bytes > 0 && bw > 0 && isfinite(bw) ? spec->bytes / bw * 1e12 : 0;
             *time = to_time((double)lat + x);
             if (algo) *algo = COLL_DIRECT;
@@ -1145,10 +1175,7 @@ int coll_analytic_loads(coll_analytic *A, const coll_spec *spec, coll_load_fn fn
     }
     if (spec->op == COLL_SENDRECV && spec->n == 2 && spec->group && spec->bytes > 0) {
         int a = spec->group[0], b = spec->group[1]; /* group[0] sends (coll.h) */
-        const int *path = NULL;
-        int nh = 0;
-        if (a != b && net_route_lane(A->net, a, b, 0, &path, &nh, NULL) == DT_OK)
-            for (int h = 0; h < nh; h++) fn(ctx, path[h], spec->bytes);
+        if (a != b) p2p_route(A, a, b, NULL, NULL, fn, &(p2p_load){ctx, spec->bytes});
         return DT_OK;
     }
     coll_prog p;

@@ -1219,27 +1219,26 @@ __attribute__((always_inline)) static inline int pair_multipath_stored(net *n, i
     return multi;
 }
 
-/* Whether lane 0 of src -> r stays inside host h: every node it enters is h's and none is a
- * NIC (the NVLink fabric; an intra-host route through a NIC would not be what PXN uses). */
-static int inside_host(net *n, int src_gpu, int r, int h)
+/* Whether a route from a GPU of host h stays inside it: every node it enters is h's and none
+ * is a NIC (the NVLink fabric; a route through a NIC is not the NVLink path PXN needs). */
+static int path_inside_host(const topo *t, const int *path, int nh, int h)
 {
-    const route_lane *ln = lane_get(n, (int64_t)src_gpu * n->t->n_gpus + r, 0, src_gpu, r);
-    if (ln->n_hops == 0) return 0;
-    for (int k = 0; k < ln->n_hops; k++) {
-        const topo_node *v = &n->t->nodes[n->t->links[ln->path[k]].dst];
+    if (nh == 0) return 0;
+    for (int k = 0; k < nh; k++) {
+        const topo_node *v = &t->nodes[t->links[path[k]].dst];
         if (v->host != h || v->kind == TOPO_NIC) return 0;
     }
     return 1;
 }
 
-/* NCCL's PXN relay of a transfer between hosts: NCCL sends to a peer through the NIC of the
- * peer's rail (the local NIC of the same index as the peer's), from the local GPU next to it,
- * which the sender reaches over NVLink. A host's GPUs stand for its rails by their order (the
- * k-th GPU's NIC is rail k, as the generators wire them and the ring layout of
- * docs/collectives.md assumes). -1 where none applies: the sender on the receiver's rail
- * already, the receiver in the same host or on a rail the sender's host lacks, a GPU outside
- * hosts, or a relay the sender reaches only through the network. */
-static int pxn_relay(net *n, int src_gpu, int dst_gpu)
+/* NCCL's PXN relay of a transfer between hosts, before the NVLink test: NCCL sends to a peer
+ * through the NIC of the peer's rail (the local NIC of the same index as the peer's), from
+ * the local GPU next to it. A host's GPUs stand for its rails by their order (the k-th GPU's
+ * NIC is rail k, as the generators wire them and the ring layout of docs/collectives.md
+ * assumes). -1 where none applies: the sender on the receiver's rail already, the receiver
+ * in the same host or on a rail the sender's host lacks, a GPU outside hosts. *host: the
+ * sender's host. */
+static int relay_candidate(const net *n, int src_gpu, int dst_gpu, int *host)
 {
     int p = n->host_pos[dst_gpu];
     if (p < 0 || p == n->host_pos[src_gpu]) return -1; /* (a pipeline's sends, mostly) */
@@ -1247,7 +1246,28 @@ static int pxn_relay(net *n, int src_gpu, int dst_gpu)
     int hs = t->nodes[t->gpu_node[src_gpu]].host, hd = t->nodes[t->gpu_node[dst_gpu]].host;
     if (hs < 0 || hs == hd || p >= n->host_start[hs + 1] - n->host_start[hs]) return -1;
     int r = n->host_gpus[n->host_start[hs] + p];
-    return r != src_gpu && inside_host(n, src_gpu, r, hs) ? r : -1;
+    *host = hs;
+    return r != src_gpu ? r : -1;
+}
+
+/* The relay, with the NVLink test (ncclTopoGetNetDev's: the relay reached inside the host),
+ * on the routes of the net's store (flow mode's transfers, one thread per net). */
+static int pxn_relay(net *n, int src_gpu, int dst_gpu)
+{
+    int h, r = relay_candidate(n, src_gpu, dst_gpu, &h);
+    if (r < 0) return -1;
+    const route_lane *ln = lane_get(n, (int64_t)src_gpu * n->t->n_gpus + r, 0, src_gpu, r);
+    return path_inside_host(n->t, ln->path, ln->n_hops, h) ? r : -1;
+}
+
+int net_pxn_relay(net *n, int src_gpu, int dst_gpu)
+{
+    if (!n->host_pos || src_gpu == dst_gpu) return -1;
+    int h, r = relay_candidate(n, src_gpu, dst_gpu, &h);
+    const int *path = NULL;
+    int nh = 0;
+    if (r < 0 || net_route_lane(n, src_gpu, r, 0, &path, &nh, NULL) != DT_OK) return -1;
+    return path_inside_host(n->t, path, nh, h) ? r : -1;
 }
 
 /* A transfer src -> relay -> dst as one flow over the route to the relay and the relay's

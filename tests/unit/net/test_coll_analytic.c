@@ -11,6 +11,7 @@
  * up and down phases overlap; see docs/collectives.md). Leaves free: contention (analytic
  * mode has none by design; test_coll.c pins the flow model's). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "coll_testutil.h"
@@ -286,6 +287,53 @@ static void on_load(void *ctx, int link, double bytes)
 /* coll_analytic_bytes: what all ranks of a program send, against the per-rank closed forms;
  * coll_analytic_loads: a ring all-reduce on a switch puts 2(n-1)/n S on each of the 2n
  * GPU-switch links. */
+START_TEST(sendrecv_through_pxn)
+{
+    /* Under net_config.pxn a send between rails is costed through the relay net_send_spread
+     * uses (NCCL's PXN): GPU 0 -> GPU 9 (box 1, rail 1) relays through GPU 1, so its time is
+     * both routes' latencies + S / 50 GB/s, and its loads are both routes' links; GPU 0 -> GPU 8
+     * (rail 0) and a net without pxn send from GPU 0's own NIC. */
+    topo *t = dgx(2);
+    sim_engine *e = sim_engine_create();
+    net_config on = {.mode = NET_ANALYTIC, .pxn = true}, off = {.mode = NET_ANALYTIC};
+    net *np = net_create(t, e, &on), *nd = net_create(t, e, &off);
+    ck_assert_int_eq(net_pxn_relay(np, 0, 9), 1);
+    ck_assert_int_eq(net_pxn_relay(np, 0, 8), -1);
+    ck_assert_int_eq(net_pxn_relay(np, 0, 3), -1);
+    ck_assert_int_eq(net_pxn_relay(nd, 0, 9), -1);
+    coll_config cc = {.reduce_bw = 0};
+    coll_analytic *ap = coll_analytic_create(np, t, &cc), *ad = coll_analytic_create(nd, t, &cc);
+    const double S = 50e6;
+    int pair[2] = {0, 9};
+    coll_spec sr = {.op = COLL_SENDRECV, .group = pair, .n = 2, .bytes = S, .root = 1};
+    sim_time_t l01, l19, l09, tp, td;
+    ck_assert_int_eq(net_path_info(np, 0, 1, &l01, NULL, NULL), DT_OK);
+    ck_assert_int_eq(net_path_info(np, 1, 9, &l19, NULL, NULL), DT_OK);
+    ck_assert_int_eq(net_path_info(np, 0, 9, &l09, NULL, NULL), DT_OK);
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_analytic_time(ap, &sr, &tp, NULL, &err), DT_OK);
+    ck_assert_int_eq(coll_analytic_time(ad, &sr, &td, NULL, &err), DT_OK);
+    const sim_time_t tS = 1000000000; /* 50 MB at 50 GB/s: 1 ms */
+    ck_assert(llabs(tp - (l01 + l19 + tS)) <= 1);
+    ck_assert(llabs(td - (l09 + tS)) <= 1);
+    ck_assert_int_ne(l01 + l19, l09);
+    int hops01, hops19;
+    ck_assert_int_eq(net_path_info(np, 0, 1, NULL, NULL, &hops01), DT_OK);
+    ck_assert_int_eq(net_path_info(np, 1, 9, NULL, NULL, &hops19), DT_OK);
+    load_sum l = {0};
+    ck_assert_int_eq(coll_analytic_loads(ap, &sr, on_load, &l, &err), DT_OK);
+    ck_assert_int_eq(l.links, hops01 + hops19);
+    ck_assert_rel(l.total, (hops01 + hops19) * S, 1e-12);
+    coll_analytic_destroy(ap);
+    coll_analytic_destroy(ad);
+    net_destroy(np);
+    net_destroy(nd);
+    sim_engine_destroy(e);
+    topo_destroy(t);
+}
+END_TEST
+
 START_TEST(bytes_and_loads)
 {
     int n = 8;
@@ -358,6 +406,7 @@ int main(void)
     tcase_add_test(tc, errors_as_coll_start);
     tcase_add_test(tc, cache_many_groups);
     tcase_add_test(tc, bytes_and_loads);
+    tcase_add_test(tc, sendrecv_through_pxn);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);
 }
