@@ -72,6 +72,12 @@ void net_send(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind
 void net_send_spread(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
                      uint32_t done_id, uint64_t done_data);
 
+/* net_send of one transfer of an NCCL point-to-point operation inside a collective (the
+ * all-to-all's grouped sends): through the PXN relay where cfg.pxn gives one (as
+ * net_send_spread, the relay's route on its next lane, not spread), else exactly net_send. */
+void net_send_p2p(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
+                  uint32_t done_id, uint64_t done_data);
+
 /* The GPU through which net_send_spread relays a transfer from src to dst under cfg.pxn
  * (NCCL's PXN: the sender host's GPU on the receiver's rail), -1 where it sends from its own
  * NIC (no pxn, the same rail, the same host, no such GPU or none reached over NVLink). Pure,

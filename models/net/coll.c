@@ -307,8 +307,10 @@ static void start_flow(coll_engine *c, int id, int src, int dst, double bytes)
     coll_inst *in = &c->inst[id];
     int K = in->p.n_streams;
     net_set_tag(c->net, in->tag);
-    net_send(c->net, in->gpus[src / K], in->gpus[dst / K], bytes, c->k_arrive, (uint32_t)id,
-             (uint64_t)(uint32_t)src << 32 | (uint32_t)dst);
+    /* NCCL runs an all-to-all as grouped point-to-point sends, which take PXN (net.h) */
+    (in->p.op == COLL_ALLTOALL ? net_send_p2p : net_send)(
+        c->net, in->gpus[src / K], in->gpus[dst / K], bytes, c->k_arrive, (uint32_t)id,
+        (uint64_t)(uint32_t)src << 32 | (uint32_t)dst);
 }
 
 static void finish_step(coll_engine *c, int id, int s);

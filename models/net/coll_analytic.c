@@ -69,6 +69,9 @@ struct coll_analytic {
      * 0..NET_ECMP_LANES-1: every transfer whole on that lane (the estimate's lock-step
      * programs: a flow takes one lane, see coll_estimate_choice) */
     int lane;
+    /* the transfers being loaded are NCCL point-to-point sends (an all-to-all's): load_add
+     * routes them through the PXN relay, as net_send_p2p does */
+    int p2p;
     /* the busiest link's load / bandwidth (ps) since the last drain: lockstep_time's partial
      * time, checked against a bound to stop a walk that cannot win (estimate_among) */
     double peak;
@@ -160,6 +163,13 @@ static double load_add(coll_analytic *A, int src_gpu, int dst_gpu, double bytes)
 {
     double amax = 0;
     if (src_gpu == dst_gpu) return 0;
+    int r = A->p2p ? net_pxn_relay(A->net, src_gpu, dst_gpu) : -1;
+    if (r >= 0) { /* both legs, their latencies added (as send_relay's) */
+        A->p2p = 0;
+        amax = load_add(A, src_gpu, r, bytes) + load_add(A, r, dst_gpu, bytes);
+        A->p2p = 1;
+        return amax;
+    }
     int l0 = A->lane < 0 ? 0 : A->lane, l1 = A->lane < 0 ? NET_ECMP_LANES : A->lane + 1;
     double share = A->lane < 0 ? bytes / NET_ECMP_LANES : bytes;
     for (int l = l0; l < l1; l++) {
@@ -418,6 +428,7 @@ static double lockstep_time(coll_analytic *A, const coll_prog *ps, int m, int la
         if (lane_per_step) A->lane = s % NET_ECMP_LANES;
         for (int i = 0; i < m; i++) {
             const coll_prog *p = &ps[i];
+            A->p2p = p->op == COLL_ALLTOALL;
             for (int r = 0; r < p->n; r++) {
                 double red = 0;
                 for (int k = 0; k < p->n_streams; k++) {
@@ -431,6 +442,7 @@ static double lockstep_time(coll_analytic *A, const coll_prog *ps, int m, int la
                 }
                 rmax = fmax(rmax, red);
             }
+            A->p2p = 0;
             if (total + amax + A->peak + rmax >= bound) {
                 *partial = total + amax + A->peak + rmax;
                 *lat_part += amax;
@@ -1196,6 +1208,7 @@ int coll_analytic_loads(coll_analytic *A, const coll_spec *spec, coll_load_fn fn
             free(red);
         } else {
             coll_send *buf = dt_xmalloc((size_t)p.n * sizeof *buf);
+            A->p2p = p.op == COLL_ALLTOALL;
             for (int r = 0; r < p.n; r++)
                 for (int k = 0; k < p.n_streams; k++)
                     for (int s = 0, ns = p.n_steps(&p, r, k); s < ns; s++) {
@@ -1204,6 +1217,7 @@ int coll_analytic_loads(coll_analytic *A, const coll_spec *spec, coll_load_fn fn
                         for (int i = 0; i < st.n_sends; i++)
                             load_add(A, p.gpus[r], p.gpus[st.sends[i].peer], st.sends[i].bytes);
                     }
+            A->p2p = 0;
             free(buf);
         }
         loads_emit(A, fn, ctx);

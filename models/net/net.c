@@ -1238,7 +1238,8 @@ static int path_inside_host(const topo *t, const int *path, int nh, int h)
  * assumes). -1 where none applies: the sender on the receiver's rail already, the receiver
  * in the same host or on a rail the sender's host lacks, a GPU outside hosts. *host: the
  * sender's host. */
-static int relay_candidate(const net *n, int src_gpu, int dst_gpu, int *host)
+__attribute__((always_inline)) static inline int relay_candidate(const net *n, int src_gpu,
+                                                                   int dst_gpu, int *host)
 {
     int p = n->host_pos[dst_gpu];
     if (p < 0 || p == n->host_pos[src_gpu]) return -1; /* (a pipeline's sends, mostly) */
@@ -1252,7 +1253,7 @@ static int relay_candidate(const net *n, int src_gpu, int dst_gpu, int *host)
 
 /* The relay, with the NVLink test (ncclTopoGetNetDev's: the relay reached inside the host),
  * on the routes of the net's store (flow mode's transfers, one thread per net). */
-static int pxn_relay(net *n, int src_gpu, int dst_gpu)
+__attribute__((always_inline)) static inline int pxn_relay(net *n, int src_gpu, int dst_gpu)
 {
     int h, r = relay_candidate(n, src_gpu, dst_gpu, &h);
     if (r < 0) return -1;
@@ -1272,16 +1273,18 @@ int net_pxn_relay(net *n, int src_gpu, int dst_gpu)
 
 /* A transfer src -> relay -> dst as one flow over the route to the relay and the relay's
  * route on: the relay forwards chunk by chunk as they arrive (NCCL's proxy), so the bytes
- * move at the tighter link's rate and the latency is both routes' together. Where the
- * relay's route has several equal-cost paths (through spines) in flow mode, the relay spreads
- * it over its NET_LANES lanes at once as net_send_spread does (a coupled flow of NET_LANES
- * concatenated paths, a quarter of the bytes each, weight 1/NET_LANES). */
-static void send_relay(net *n, int src_gpu, int relay, int dst_gpu, double bytes,
+ * move at the tighter link's rate and the latency is both routes' together. With `spread`,
+ * where the relay's route has several equal-cost paths (through spines) in flow mode, the
+ * relay spreads it over its NET_LANES lanes at once as net_send_spread does (a coupled flow
+ * of NET_LANES concatenated paths, a quarter of the bytes each, weight 1/NET_LANES); without,
+ * the relay's route is its next lane (net_send_p2p: a collective's step program). */
+static void send_relay(net *n, int src_gpu, int relay, int dst_gpu, double bytes, int spread,
                        uint32_t done_kind, uint32_t done_id, uint64_t done_data)
 {
     n->st.flows_started++;
     n->st.bytes_sent += bytes;
-    int spread = n->cfg.mode == NET_FLOW && bytes > 0 && pair_multipath_stored(n, relay, dst_gpu);
+    spread = spread && n->cfg.mode == NET_FLOW && bytes > 0 &&
+             pair_multipath_stored(n, relay, dst_gpu);
     int copies = spread ? NET_LANES : 1;
     const route_lane *a = next_route(n, src_gpu, relay, -1);
     int na = a->n_hops, bl = a->bl;
@@ -1318,7 +1321,7 @@ void net_send_spread(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t do
 {
     int relay = n->host_pos && src_gpu != dst_gpu ? pxn_relay(n, src_gpu, dst_gpu) : -1;
     if (relay >= 0) {
-        send_relay(n, src_gpu, relay, dst_gpu, bytes, done_kind, done_id, done_data);
+        send_relay(n, src_gpu, relay, dst_gpu, bytes, 1, done_kind, done_id, done_data);
         return;
     }
     if (n->cfg.mode == NET_FLOW && bytes > 0 && src_gpu != dst_gpu &&
@@ -1334,6 +1337,16 @@ void net_send_spread(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t do
         return;
     }
     net_send(n, src_gpu, dst_gpu, bytes, done_kind, done_id, done_data);
+}
+
+void net_send_p2p(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
+                  uint32_t done_id, uint64_t done_data)
+{
+    int relay = n->host_pos && src_gpu != dst_gpu ? pxn_relay(n, src_gpu, dst_gpu) : -1;
+    if (relay >= 0)
+        send_relay(n, src_gpu, relay, dst_gpu, bytes, 0, done_kind, done_id, done_data);
+    else
+        net_send(n, src_gpu, dst_gpu, bytes, done_kind, done_id, done_data);
 }
 
 void net_send_ring(net *n, int n_pairs, const int *src_gpu, const int *dst_gpu, double bytes,

@@ -30,8 +30,17 @@ typedef struct pair_t {
 } pair_t;
 
 /* The spec alone: flow simulation and analytic time with the same coll_config. */
+static pair_t both_nc(topo *t, coll_op op, coll_algo algo, const int *group, int n, double S,
+                      double reduce_bw, double chunk, net_config nc);
+
 static pair_t both(topo *t, coll_op op, coll_algo algo, const int *group, int n, double S,
                    double reduce_bw, double chunk)
+{
+    return both_nc(t, op, algo, group, n, S, reduce_bw, chunk, (net_config){.mode = NET_FLOW});
+}
+
+static pair_t both_nc(topo *t, coll_op op, coll_algo algo, const int *group, int n, double S,
+                      double reduce_bw, double chunk, net_config nc)
 {
     int all[1024];
     if (!group) {
@@ -41,7 +50,6 @@ static pair_t both(topo *t, coll_op op, coll_algo algo, const int *group, int n,
     coll_spec spec = {.op = op, .algo = algo, .group = group, .n = n, .bytes = S, .elem_bytes = 2,
                       .servers = algo == COLL_PS ? 1 : 0};
     coll_config cc = {.reduce_bw = reduce_bw, .chunk_bytes = chunk};
-    net_config nc = {.mode = NET_FLOW};
     coll_result r;
     dt_error err;
     dt_error_clear(&err);
@@ -334,6 +342,103 @@ START_TEST(sendrecv_through_pxn)
 }
 END_TEST
 
+/* Bytes an all-to-all's loads put on links into or out of a spine. */
+typedef struct spine_acc {
+    const topo *t;
+    double bytes;
+} spine_acc;
+
+static void on_spine_load(void *ctx, int link, double bytes)
+{
+    spine_acc *acc = ctx;
+    const topo *t = acc->t;
+    if (!strncmp(t->nodes[t->links[link].src].name, "spine", 5) ||
+        !strncmp(t->nodes[t->links[link].dst].name, "spine", 5))
+        acc->bytes += bytes;
+}
+
+static double alltoall_spine_bytes(topo *t, bool pxn, double S)
+{
+    sim_engine *e = sim_engine_create();
+    net_config nc = {.mode = NET_FLOW, .pxn = pxn};
+    net *nw = net_create(t, e, &nc);
+    coll_config cc = {.reduce_bw = 0};
+    coll_analytic *a = coll_analytic_create(nw, t, &cc);
+    int g[16];
+    for (int i = 0; i < 16; i++) g[i] = i;
+    coll_spec sp = {.op = COLL_ALLTOALL, .algo = COLL_DIRECT, .group = g, .n = 16, .bytes = S,
+                    .elem_bytes = 2};
+    spine_acc acc = {t, 0};
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_analytic_loads(a, &sp, on_spine_load, &acc, &err), DT_OK);
+    coll_analytic_destroy(a);
+    net_destroy(nw);
+    sim_engine_destroy(e);
+    return acc.bytes;
+}
+
+static void on_spine_link(void *ctx, int link, sim_time_t start, sim_time_t end, double bytes,
+                          uint32_t tag)
+{
+    (void)start, (void)end, (void)tag;
+    on_spine_load(ctx, link, bytes);
+}
+
+static void on_coll_done(void *model, sim_engine *eng, const sim_event *ev)
+{
+    (void)eng, (void)ev;
+    ++*(int *)model;
+}
+
+/* The same all-to-all run by the flow model: bytes its transfers put through the spines. */
+static double alltoall_spine_bytes_flow(topo *t, bool pxn, double S)
+{
+    sim_engine *e = sim_engine_create();
+    net_config nc = {.mode = NET_FLOW, .pxn = pxn};
+    net *nw = net_create(t, e, &nc);
+    spine_acc acc = {t, 0};
+    net_set_link_observer(nw, on_spine_link, &acc);
+    coll_config cc = {.reduce_bw = 0};
+    coll_engine *ce = coll_create(nw, e, t, &cc);
+    int done = 0;
+    uint32_t k = sim_kind_register(e, "test.coll_done", on_coll_done, &done);
+    int g[16];
+    for (int i = 0; i < 16; i++) g[i] = i;
+    coll_spec sp = {.op = COLL_ALLTOALL, .algo = COLL_DIRECT, .group = g, .n = 16, .bytes = S,
+                    .elem_bytes = 2};
+    dt_error err;
+    dt_error_clear(&err);
+    ck_assert_int_eq(coll_start(ce, &sp, k, 0, 0, &err), DT_OK);
+    sim_run(e, SIM_TIME_MAX);
+    ck_assert_int_eq(done, 1);
+    coll_destroy(ce);
+    net_destroy(nw);
+    sim_engine_destroy(e);
+    return acc.bytes;
+}
+
+START_TEST(alltoall_through_pxn)
+{
+    /* NCCL's all-to-all is grouped point-to-point sends, so under PXN a GPU's part for rail k
+     * of the other box goes over NVLink to its box's GPU k and out of that GPU's NIC: 16 GPUs
+     * on 2 DGX boxes, direct all-to-all of 64 MiB a rank. The flow simulation and the analytic
+     * time agree with PXN as without; with PXN no byte crosses a spine, without it every
+     * cross-rail part does (each GPU's 7 parts of S/16 for the other box's other rails). */
+    topo *t = dgx(2);
+    const double S = 64.0 * 1048576;
+    AGREE(both_nc(t, COLL_ALLTOALL, COLL_DIRECT, NULL, 16, S, 0, 0,
+                  (net_config){.mode = NET_FLOW, .pxn = true}), TOL);
+    AGREE(both(t, COLL_ALLTOALL, COLL_DIRECT, NULL, 16, S, 0, 0), TOL);
+    ck_assert_double_eq(alltoall_spine_bytes(t, true, S), 0);
+    ck_assert_double_eq(alltoall_spine_bytes_flow(t, true, S), 0);
+    ck_assert_rel(alltoall_spine_bytes_flow(t, false, S), 2 * 8 * 7 * (S / 16) * 2, 1e-9);
+    /* without PXN: 2 boxes x 8 GPUs x 7 cross-rail peers, S/16 each, over 2 spine links each */
+    ck_assert_rel(alltoall_spine_bytes(t, false, S), 2 * 8 * 7 * (S / 16) * 2, 1e-12);
+    topo_destroy(t);
+}
+END_TEST
+
 START_TEST(bytes_and_loads)
 {
     int n = 8;
@@ -407,6 +512,7 @@ int main(void)
     tcase_add_test(tc, cache_many_groups);
     tcase_add_test(tc, bytes_and_loads);
     tcase_add_test(tc, sendrecv_through_pxn);
+    tcase_add_test(tc, alltoall_through_pxn);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);
 }
