@@ -390,6 +390,13 @@ int wl_place_by_bandwidth(const js_ctx *c, wl_scenario *s, struct topo *t);
 int wl_replica_microbatches(const wl_plan *p, int d);
 /* The most microbatches any replica runs. */
 int wl_max_replica_microbatches(const wl_plan *p);
+/* The forwards stage `stage` runs before its first backward under the 1F1B and interleaved
+ * schedules on m microbatches (chunk forwards for interleaved, at most m x v): p - stage - 1
+ * for 1F1B; Megatron's 2 (p - stage - 1) + (v - 1) p for interleaved, and every chunk forward
+ * when m equals pp under Megatron-LM of 2022 (the `megatron` preset under fp16: its
+ * `all_warmup_microbatches`; docs/workloads.md, "The interleaved schedule on pp
+ * microbatches"). */
+int wl_pipeline_warmup(const wl_plan *p, int stage, int m);
 
 /* Each GPU's straggler slowdown, the product of env's entries naming it (1 for the others):
  * an array of n_gpus + 1 doubles the caller frees. *hetero (may be NULL) says whether any

@@ -93,9 +93,9 @@ double mem_inflight(const wl_plan *p, int stage)
     case WL_GPIPE: return m;
     case WL_1F1B: return fmin(pp - stage, m);
     case WL_INTERLEAVED: {
-        /* Megatron's warmup: (pp - stage - 1)*2 + (v - 1)*pp chunk forwards, plus the one in
-         * the steady phase, each 1/v of the stage's layers. */
-        double chunks = fmin((pp - stage - 1) * 2.0 + (v - 1.0) * pp + 1, (double)m * v);
+        /* Megatron's warmup chunk forwards (wl_pipeline_warmup), plus the one in the steady
+         * phase, each 1/v of the stage's layers. */
+        double chunks = fmin(wl_pipeline_warmup(p, stage, m) + 1.0, (double)m * v);
         return chunks / v;
     }
     }

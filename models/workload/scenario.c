@@ -1142,6 +1142,17 @@ int wl_max_replica_microbatches(const wl_plan *p)
     return m;
 }
 
+int wl_pipeline_warmup(const wl_plan *p, int stage, int m)
+{
+    int pp = p->pp, v = p->virtual_stages;
+    if (p->schedule != WL_INTERLEAVED) return m < pp - stage - 1 ? m : pp - stage - 1;
+    int total = m * v;
+    /* Megatron-LM of 2022 (the preset under fp16): every forward first when m is pp */
+    if (m == pp && p->fw.preset == WL_FW_MEGATRON && !wl_megatron_core(p)) return total;
+    int warm = (pp - stage - 1) * 2 + (v - 1) * pp;
+    return warm < total ? warm : total;
+}
+
 int wl_stage_layer_count(const wl_plan *p, int layers, int stage)
 {
     if (p->n_stage_layers != p->pp * p->virtual_stages) return layers / p->pp;

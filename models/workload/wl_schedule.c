@@ -764,8 +764,7 @@ static int schedule_items(const gen *G, int stage, item *out)
     }
     /* 1F1B and Megatron's interleaved 1F1B (v = 1 reduces to plain 1F1B's order). */
     int total = m * v;
-    int warm = G->p->schedule == WL_1F1B ? p - stage - 1 : (p - stage - 1) * 2 + (v - 1) * p;
-    if (warm > total) warm = total;
+    int warm = wl_pipeline_warmup(G->p, stage, m);
 #define FWD_ITEM(k) ((item){0, ((k) / p) % v, ((k) / (p * v)) * p + (k) % p})
 #define BWD_ITEM(k) ((item){1, v - 1 - ((k) / p) % v, ((k) / (p * v)) * p + (k) % p})
     for (int k = 0; k < warm; k++) out[n++] = FWD_ITEM(k);
@@ -1108,8 +1107,7 @@ static void gen_lane(gen *G, const item *items, int n_items, lane_state *L)
      * Steady-state forwards are items warm, warm + 2, ... of the stage's order. */
     bool combined = p->schedule == WL_INTERLEAVED && pp > 1 && v > 1 && p->fw.pp_blocking_sends &&
                     !p->fw.overlap_p2p_comm;
-    int c_warm = (pp - st - 1) * 2 + (v - 1) * pp, c_total = m * v;
-    if (c_warm > c_total) c_warm = c_total;
+    int c_warm = wl_pipeline_warmup(p, st, m);
     int deferred_it = -1; /* the steady-state forward whose send waits for the backward after it */
     /* overlap_p2p_comm: the last send of each direction (forward, backward), waited for by the
      * next compute of that direction (Megatron-Core's fwd_wait_handles / bwd_wait_handles) */

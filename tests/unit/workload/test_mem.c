@@ -124,6 +124,23 @@ START_TEST(inflight_by_schedule)
     p.schedule = WL_INTERLEAVED;
     p.virtual_stages = 2;
     ck_assert_rel(mem_inflight(&p, 0), 23.0 / 2, 1e-15);
+    /* m = pp = 8, v = 2: the last stage warms up (v - 1)p = 8 chunk forwards and holds 9 of the
+     * 16 chunks; Megatron-LM of 2022 (megatron preset, fp16) runs all 16 forwards first
+     * (all_warmup_microbatches), so it holds all 8 microbatches; Megatron-Core (bf16) and the
+     * other presets keep the formula; stage 0's formula covers every chunk anyway */
+    p.microbatches = 8;
+    ck_assert_rel(mem_inflight(&p, 7), 9.0 / 2, 1e-15);
+    ck_assert_int_eq(wl_pipeline_warmup(&p, 7, 8), 8);
+    p.fw.preset = WL_FW_MEGATRON;
+    p.precision = WL_FP16;
+    ck_assert_rel(mem_inflight(&p, 7), 8, 1e-15);
+    ck_assert_int_eq(wl_pipeline_warmup(&p, 7, 8), 16);
+    ck_assert_int_eq(wl_pipeline_warmup(&p, 7, 16), 8); /* m = 2 pp: the formula */
+    ck_assert_rel(mem_inflight(&p, 0), 8, 1e-15);
+    p.precision = WL_BF16;
+    ck_assert_rel(mem_inflight(&p, 7), 9.0 / 2, 1e-15);
+    p.fw.preset = WL_FW_GENERIC;
+    p.precision = 0;
 
     /* the most loaded GPU is stage 0 with 1F1B; GPipe holds all m there */
     wl_model m = gpt();
