@@ -24,8 +24,8 @@
  *
  * A dtsim-written trace (GlobalMetadata attribute dtsim_trace: the JSON trace without its ops)
  * is read back exactly: node id = op id, dtsim_cost / dtsim_coll / dtsim_stream name what the
- * op was, the in-lane collectives written after a compute node and the receive nodes written
- * for cross-lane sends fold away.
+ * op was, the in-lane collectives written with a compute node (after it, or beside it with a
+ * tp_join node) and the receive nodes written for cross-lane sends fold away.
  */
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -1713,6 +1713,20 @@ static const int comm_type_of_op[COLL_OP_COUNT] = {
     [COLL_BROADCAST] = CT_BROADCAST,  [COLL_REDUCE] = CT_REDUCE,                  [COLL_ALLTOALL] = CT_ALL_TO_ALL,
     [COLL_SENDRECV] = -1 /* refused by chakra_export_create */};
 
+/* Whether in-lane collective q of cost c runs beside the op's compute in dtsim's replay (under
+ * tp_comm_overlap, or issued beside one GEMM: `under`), not after it. */
+static bool inlane_beside(const wl_cost *c, int q)
+{
+    return c->inlane_overlap || c->inlane[q].under.m > 0;
+}
+
+static bool inlane_beside_any(const wl_cost *c)
+{
+    for (int q = 0; q < c->n_inlane; q++)
+        if (inlane_beside(c, q)) return true;
+    return false;
+}
+
 /* The compute part of op o on GPU gpu (without in-lane communication), ps: the replay's base
  * time (replay.c), which run.c costs with gpu_op_time. */
 static sim_time_t compute_ps(const chakra_export *x, const wl_cost *c, int gpu)
@@ -1788,9 +1802,11 @@ int chakra_export_write_rank(const chakra_export *x, int rank, FILE *f, dt_error
             }
             end[o] = o;
             const wl_cost *c = op->kind == WL_OP_COMPUTE ? &g->costs[op->arg] : NULL;
-            if (c && c->n_inlane && g->lane_size > 1)
+            if (c && c->n_inlane && g->lane_size > 1) {
                 for (int q = 0; q < c->n_inlane; q++)
                     for (int r = 0; r < c->inlane[q].count; r++) end[o] = id++;
+                if (inlane_beside_any(c)) end[o] = id++; /* the join */
+            }
             if (has_ring(g, op)) {
                 id += 2 * (uint64_t)c->ring_count * (uint64_t)(g->cp - 1); /* send, recv per step */
                 end[o] = id - 1;
@@ -1888,9 +1904,14 @@ int chakra_export_write_rank(const chakra_export *x, int rank, FILE *f, dt_error
             m.attr = A.p;
             m.n_attr = A.n;
             put_msg(&P, &m.base);
-            /* in-lane (tensor-parallel) collectives of a compute op, one node each, after it */
+            /* in-lane (tensor-parallel) collectives of a compute op, one node each: those run
+             * after the compute chained after its node; those dtsim runs beside it
+             * (inlane_beside) chained from the compute node's own dependencies, so that a tool
+             * replaying the file overlaps them with it, and a zero-length join node after both
+             * chains, which the op's consumers wait for */
             if (c && c->n_inlane && g->lane_size > 1) {
-                uint64_t prev = o;
+                uint64_t prev = o, bprev = 0;
+                bool beside_started = false;
                 snprintf(pgbuf[1], sizeof pgbuf[1], "%d", x->lane_group[l] + 1);
                 for (int q = 0; q < c->n_inlane; q++)
                     for (int r = 0; r < c->inlane[q].count; r++) {
@@ -1900,8 +1921,18 @@ int chakra_export_write_rank(const chakra_export *x, int rank, FILE *f, dt_error
                         n2.id = next++;
                         n2.name = "tp_collective";
                         n2.type = CHAKRA_PROTO_MSG__NODE_TYPE__COMM_COLL_NODE;
-                        n2.data_deps = &prev;
-                        n2.n_data_deps = 1;
+                        if (!inlane_beside(c, q)) {
+                            n2.data_deps = &prev;
+                            n2.n_data_deps = 1;
+                        } else if (beside_started) {
+                            n2.data_deps = &bprev;
+                            n2.n_data_deps = 1;
+                        } else { /* as the compute node: its data and stream dependencies */
+                            n2.data_deps = dd;
+                            n2.n_data_deps = n_dd;
+                            n2.ctrl_deps = &ctrl;
+                            n2.n_ctrl_deps = n_ctrl;
+                        }
                         attr_bool(&B, "is_cpu_op", false);
                         attr_i64(&B, "comm_type", comm_type_of_op[c->inlane[q].op]);
                         attr_i64(&B, "comm_size", round_size(c->inlane[q].bytes));
@@ -1910,8 +1941,30 @@ int chakra_export_write_rank(const chakra_export *x, int rank, FILE *f, dt_error
                         n2.attr = B.p;
                         n2.n_attr = B.n;
                         put_msg(&P, &n2.base);
-                        prev = n2.id;
+                        if (inlane_beside(c, q)) {
+                            bprev = n2.id;
+                            beside_started = true;
+                        } else {
+                            prev = n2.id;
+                        }
                     }
+                if (beside_started) {
+                    pb_node n2;
+                    chakra_proto_msg__node__init(&n2);
+                    attrs B = {0};
+                    uint64_t both[2] = {prev, bprev};
+                    n2.id = next++;
+                    n2.name = "tp_join";
+                    n2.type = CHAKRA_PROTO_MSG__NODE_TYPE__COMP_NODE;
+                    n2.data_deps = both;
+                    n2.n_data_deps = 2;
+                    attr_bool(&B, "is_cpu_op", false);
+                    attr_i64(&B, "dtsim_inlane", o);
+                    n2.attr = B.p;
+                    n2.n_attr = B.n;
+                    put_msg(&P, &n2.base);
+                    prev = n2.id;
+                }
                 DT_ASSERT(has_ring(g, op) || end[o] == prev);
             }
             /* ring attention's steps after them (the compute node is not split into its

@@ -20,6 +20,7 @@
 #include "dtsim/replay.h"
 #include "dtsim/topo.h"
 #include "testutil.h"
+#include "wl_testutil.h"
 
 typedef struct buf {
     uint8_t b[4096];
@@ -193,18 +194,6 @@ START_TEST(malformed)
 }
 END_TEST
 
-/* trace_write of g into a malloc'd string */
-static char *dump(const wl_graph *g, const trace_env *env)
-{
-    char *s = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&s, &len);
-    dt_error err;
-    ck_assert_int_eq(trace_write(f, g, env, &err), DT_OK);
-    fclose(f);
-    return s;
-}
-
 START_TEST(export_import_identity)
 {
     /* rank 0: a compute node that depends on one written after it, a send to rank 1, a
@@ -279,7 +268,7 @@ START_TEST(export_import_identity)
     trace_env env2;
     rc = chakra_read_mem(2, (const unsigned char *const *)out, olen, names, &o, &g2, &env2, &err);
     ck_assert_msg(rc == DT_OK, "%s: %s", err.path, err.msg);
-    char *s1 = dump(g, &env), *s2 = dump(g2, &env2);
+    char *s1 = dump_trace(g, &env), *s2 = dump_trace(g2, &env2);
     ck_assert_str_eq(s1, s2);
     /* a dtsim-written receive names its send by op id (comm_tag): pointed at a compute op of
      * the other lane instead, the files say what per-rank files cannot (a dependency across
@@ -330,6 +319,74 @@ START_TEST(export_import_identity)
 }
 END_TEST
 
+/* Op i's deps in g as a set test. */
+static bool depends_on(const wl_graph *g, uint32_t i, uint32_t j)
+{
+    for (uint32_t d = 0; d < g->ops[i].n_deps; d++)
+        if (g->deps[g->ops[i].dep_start + d] == j) return true;
+    return false;
+}
+
+START_TEST(tp_overlap_export)
+{
+    /* tp 2 under tp_comm_overlap: dtsim runs each layer op's tensor-parallel collectives beside
+     * its compute (max of the two). The export writes them from the compute node's own
+     * dependencies and joins both chains in a zero-length tp_join node, so that a reader of
+     * plain Chakra (dtsim's own with ignore_dtsim) overlaps them too: in that reading every
+     * tp_join waits for one compute op and for the last of a chain of tp_collective ops whose
+     * first has the compute op's dependencies and not the compute op. Read back with the
+     * dtsim attributes, the graph is the one written (trace_write byte for byte). */
+    load("{\"topology\": {\"generator\": \"dgx\", \"nodes\": 1, \"gpus_per_node\": 2},"
+         " \"model\": {\"kind\": \"transformer\", \"layers\": 2, \"hidden\": 1024,"
+         "  \"heads\": 8, \"seq_len\": 1024, \"vocab\": 32000},"
+         " \"parallel\": {\"tp\": 2, \"sequence_parallel\": true, \"microbatches\": 2},"
+         " \"precision\": \"bf16\","
+         " \"framework\": {\"preset\": \"megatron\", \"tp_comm_overlap\": true}}",
+         2);
+    wl_graph *g = wl_graph_build(&sc);
+    unload();
+    trace_env env = {0};
+    dt_error e;
+    dt_error_clear(&e);
+    chakra_read_options o = {0};
+    wl_graph *g2 = NULL;
+    trace_env env2;
+    int rc = chakra_roundtrip(g, &env, 2, &o, &g2, &env2, &e);
+    ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
+    char *w1 = dump_trace(g, &env), *w2 = dump_trace(g2, &env2);
+    ck_assert_str_eq(w1, w2);
+    free(w1);
+    free(w2);
+    o.ignore_dtsim = true;
+    wl_graph *f = NULL;
+    trace_env env3;
+    rc = chakra_roundtrip(g, &env, 2, &o, &f, &env3, &e);
+    ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
+    int joins = 0;
+    for (uint32_t i = 0; i < f->n_ops; i++) {
+        if (strcmp(f->names[f->ops[i].name], "tp_join")) continue;
+        joins++;
+        ck_assert_uint_eq(f->ops[i].n_deps, 2);
+        uint32_t a = f->deps[f->ops[i].dep_start], b = f->deps[f->ops[i].dep_start + 1];
+        ck_assert_int_eq(f->ops[a].kind, WL_OP_COMPUTE); /* every collective beside: the op */
+        ck_assert_str_eq(f->names[f->ops[b].name], "tp_collective");
+        uint32_t head = b;
+        while (f->ops[head].n_deps == 1 &&
+               !strcmp(f->names[f->ops[f->deps[f->ops[head].dep_start]].name], "tp_collective"))
+            head = f->deps[f->ops[head].dep_start];
+        ck_assert(!depends_on(f, head, a));
+        for (uint32_t d = 0; d < f->ops[a].n_deps; d++)
+            ck_assert(depends_on(f, head, f->deps[f->ops[a].dep_start + d]));
+    }
+    ck_assert_int_gt(joins, 0);
+    wl_graph_destroy(g);
+    wl_graph_destroy(g2);
+    wl_graph_destroy(f);
+    trace_env_free(&env2);
+    trace_env_free(&env3);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("chakra");
@@ -337,6 +394,7 @@ int main(void)
     tcase_add_test(tc, one_compute_node);
     tcase_add_test(tc, malformed);
     tcase_add_test(tc, export_import_identity);
+    tcase_add_test(tc, tp_overlap_export);
     suite_add_tcase(s, tc);
     return dt_run_suite(s);
 }

@@ -382,17 +382,6 @@ START_TEST(bad_input)
 }
 END_TEST
 
-static char *dump_trace(const wl_graph *g, const trace_env *env)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    dt_error e;
-    ck_assert_int_eq(trace_write(f, g, env, &e), DT_OK);
-    fclose(f);
-    return buf;
-}
-
 /* A cp > 1 graph through both trace formats: the dtsim trace carries the ring
  * ("context_parallel") and each cost's ring sends ("ring") and reads back to the same graph;
  * the Chakra files read back (dtsim's reading) to the same graph, and read as a foreign trace
@@ -421,21 +410,10 @@ START_TEST(cp_traces)
     char *t2 = dump_trace(g2, &env2);
     ck_assert_str_eq(t1, t2);
     /* Chakra: 4 ranks written, read back */
-    chakra_export *x = NULL;
-    ck_assert_int_eq(chakra_export_create(g, &env, NULL, &x, &e), DT_OK);
-    char *out[4];
-    size_t olen[4];
-    const char *names[4] = {"c.0.et", "c.1.et", "c.2.et", "c.3.et"};
-    for (int r = 0; r < 4; r++) {
-        FILE *w = open_memstream(&out[r], &olen[r]);
-        ck_assert_int_eq(chakra_export_write_rank(x, r, w, &e), DT_OK);
-        fclose(w);
-    }
-    chakra_export_destroy(x);
     chakra_read_options o = {0};
     wl_graph *g3 = NULL;
     trace_env env3;
-    int rc = chakra_read_mem(4, (const unsigned char *const *)out, olen, names, &o, &g3, &env3, &e);
+    int rc = chakra_roundtrip(g, &env, 4, &o, &g3, &env3, &e);
     ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
     char *t3 = dump_trace(g3, &env3);
     ck_assert_str_eq(t1, t3);
@@ -443,7 +421,7 @@ START_TEST(cp_traces)
     o.ignore_dtsim = true;
     wl_graph *g4 = NULL;
     trace_env env4;
-    rc = chakra_read_mem(4, (const unsigned char *const *)out, olen, names, &o, &g4, &env4, &e);
+    rc = chakra_roundtrip(g, &env, 4, &o, &g4, &env4, &e);
     ck_assert_msg(rc == DT_OK, "%s: %s", e.path, e.msg);
     int sends = 0;
     double bytes = 0;
@@ -459,7 +437,6 @@ START_TEST(cp_traces)
     replay_result rr;
     ck_assert_int_eq(replay_run(g4, &rcfg, &rr, &e), DT_OK);
     replay_result_free(&rr);
-    for (int r = 0; r < 4; r++) free(out[r]);
     free(t1);
     free(t2);
     free(t3);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dtsim/chakra.h"
 #include "dtsim/replay.h"
 #include "dtsim/run.h"
 #include "dtsim/workload.h"
@@ -85,6 +86,49 @@ static inline wl_graph *graph_through_trace(const wl_graph *g)
     cJSON_Delete(j);
     free(s);
     return h;
+}
+
+/* g written as a dtsim trace, as text (free it). */
+static inline char *dump_trace(const wl_graph *g, const trace_env *env)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    dt_error e;
+    ck_assert_int_eq(trace_write(f, g, env, &e), DT_OK);
+    fclose(f);
+    return buf;
+}
+
+/* g exported as Chakra files, one per GPU (n of them), into memory, and read back from there
+ * with options o: the graph the files describe (*out, with *env_out). */
+static inline int chakra_roundtrip(const wl_graph *g, const trace_env *env, int n,
+                                   const chakra_read_options *o, wl_graph **out,
+                                   trace_env *env_out, dt_error *e)
+{
+    chakra_export *x = NULL;
+    dt_error_clear(e);
+    ck_assert_int_eq(chakra_export_create(g, env, NULL, &x, e), DT_OK);
+    char **buf = calloc((size_t)n, sizeof *buf), **names = calloc((size_t)n, sizeof *names);
+    size_t *len = calloc((size_t)n, sizeof *len);
+    for (int r = 0; r < n; r++) {
+        FILE *w = open_memstream(&buf[r], &len[r]);
+        ck_assert_int_eq(chakra_export_write_rank(x, r, w, e), DT_OK);
+        fclose(w);
+        names[r] = malloc(32);
+        snprintf(names[r], 32, "t.%d.et", r);
+    }
+    chakra_export_destroy(x);
+    int rc = chakra_read_mem(n, (const unsigned char *const *)buf, len, (const char *const *)names,
+                             o, out, env_out, e);
+    for (int r = 0; r < n; r++) {
+        free(buf[r]);
+        free(names[r]);
+    }
+    free(buf);
+    free(names);
+    free(len);
+    return rc;
 }
 
 #ifndef WL_TESTUTIL_NO_FIXTURE
