@@ -1235,14 +1235,16 @@ static int path_inside_host(const topo *t, const int *path, int nh, int h)
  * through the NIC of the peer's rail (the local NIC of the same index as the peer's), from
  * the local GPU next to it. A host's GPUs stand for its rails by their order (the k-th GPU's
  * NIC is rail k, as the generators wire them and the ring layout of docs/collectives.md
- * assumes). -1 where none applies: the sender on the receiver's rail already, the receiver
- * in the same host or on a rail the sender's host lacks, a GPU outside hosts. *host: the
- * sender's host. */
+ * assumes). -1 where none applies: no cfg.pxn, the sender on the receiver's rail already
+ * (the receiver itself included), the receiver in the same host or on a rail the sender's host
+ * lacks, a GPU outside hosts. *host: the sender's host. */
 __attribute__((always_inline)) static inline int relay_candidate(const net *n, int src_gpu,
                                                                    int dst_gpu, int *host)
 {
+    if (!n->host_pos) return -1; /* no pxn, or no hosts */
     int p = n->host_pos[dst_gpu];
-    if (p < 0 || p == n->host_pos[src_gpu]) return -1; /* (a pipeline's sends, mostly) */
+    /* (src == dst lands here too, as do a pipeline's sends, mostly) */
+    if (p < 0 || p == n->host_pos[src_gpu]) return -1;
     const topo *t = n->t;
     int hs = t->nodes[t->gpu_node[src_gpu]].host, hd = t->nodes[t->gpu_node[dst_gpu]].host;
     if (hs < 0 || hs == hd || p >= n->host_start[hs + 1] - n->host_start[hs]) return -1;
@@ -1263,7 +1265,6 @@ __attribute__((always_inline)) static inline int pxn_relay(net *n, int src_gpu, 
 
 int net_pxn_relay(net *n, int src_gpu, int dst_gpu)
 {
-    if (!n->host_pos || src_gpu == dst_gpu) return -1;
     int h, r = relay_candidate(n, src_gpu, dst_gpu, &h);
     const int *path = NULL;
     int nh = 0;
@@ -1319,7 +1320,7 @@ static void send_relay(net *n, int src_gpu, int relay, int dst_gpu, double bytes
 void net_send_spread(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
                      uint32_t done_id, uint64_t done_data)
 {
-    int relay = n->host_pos && src_gpu != dst_gpu ? pxn_relay(n, src_gpu, dst_gpu) : -1;
+    int relay = pxn_relay(n, src_gpu, dst_gpu);
     if (relay >= 0) {
         send_relay(n, src_gpu, relay, dst_gpu, bytes, 1, done_kind, done_id, done_data);
         return;
@@ -1342,7 +1343,7 @@ void net_send_spread(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t do
 void net_send_p2p(net *n, int src_gpu, int dst_gpu, double bytes, uint32_t done_kind,
                   uint32_t done_id, uint64_t done_data)
 {
-    int relay = n->host_pos && src_gpu != dst_gpu ? pxn_relay(n, src_gpu, dst_gpu) : -1;
+    int relay = pxn_relay(n, src_gpu, dst_gpu);
     if (relay >= 0)
         send_relay(n, src_gpu, relay, dst_gpu, bytes, 0, done_kind, done_id, done_data);
     else
